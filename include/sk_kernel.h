@@ -1,0 +1,68 @@
+/*
+ * sk_kernel.h — what kernel sources include.
+ *
+ * A host kernel is a C-ABI function in an ELF relocatable object (`cc -c kernel.c`). It reads
+ * its place through the device API below; libsk binds these calls when it links the object.
+ *
+ *   #include <sk_kernel.h>
+ *   SK_KERNEL(vadd, "ptr,ptr,ptr,u32")
+ *   SK_EXTERN_C void vadd(const float *a, const float *b, float *c, uint32_t n) {
+ *     uint32_t per = (n + sk_block_num() - 1) / sk_block_num();
+ *     for (uint32_t i = sk_block_idx() * per; i < n && i < (sk_block_idx() + 1) * per; ++i)
+ *       c[i] = a[i] + b[i];
+ *   }
+ *
+ * Signature tokens: ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 (comma-separated).
+ */
+#ifndef SK_KERNEL_H
+#define SK_KERNEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define SK_EXTERN_C extern "C"
+#else
+#define SK_EXTERN_C
+#endif
+
+/* ---- device API ------------------------------------------------------------------------- */
+
+/** Index of this block within the sub-kernel, 0 <= idx < sk_block_num(). */
+SK_EXTERN_C uint32_t sk_block_idx(void);
+/** The sub-kernel's own block count (its block_dim), whatever the super kernel's core count. */
+SK_EXTERN_C uint32_t sk_block_num(void);
+/** Barrier over this sub-kernel's blocks (needs block_dim <= the device's cores). */
+SK_EXTERN_C void sk_sync_all(void);
+/** Task overlap: what follows may run in parallel with the next sub-kernel. */
+SK_EXTERN_C void sk_set_next_task_start(void);
+/** Task overlap: what precedes may run in parallel with the previous sub-kernel; waits for it. */
+SK_EXTERN_C void sk_wait_pre_task_end(void);
+
+/* ---- metadata --------------------------------------------------------------------------- */
+
+/* Core types (see SEMANTICS.md): vector-only, cube-only, mixed 1 cube : 1 vector, 1:2. */
+#define SK_CORE_VECTOR "vector"
+#define SK_CORE_CUBE "cube"
+#define SK_CORE_MIX_1_1 "mix_1_1"
+#define SK_CORE_MIX_1_2 "mix_1_2"
+
+#define SK_KERNEL_CAT_(a, b) a##b
+#define SK_KERNEL_CAT(a, b) SK_KERNEL_CAT_(a, b)
+
+/*
+ * One record in section .sk.kernels: a NUL-terminated string
+ * "sk1;kernel=NAME;sig=SIGNATURE;type=CORE_TYPE". Strings only: the section needs no
+ * relocation, so libsk reads it straight from the object.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define SK_KERNEL_TYPED(fn, signature, core_type)                                             \
+  __attribute__((section(".sk.kernels"), used, aligned(1))) static const char SK_KERNEL_CAT(  \
+      sk_kernel_meta_, fn)[] = "sk1;kernel=" #fn ";sig=" signature ";type=" core_type;
+#else
+#error "sk_kernel.h needs GCC or Clang"
+#endif
+
+/** Records kernel `fn` with its signature, as a vector-core kernel. */
+#define SK_KERNEL(fn, signature) SK_KERNEL_TYPED(fn, signature, SK_CORE_VECTOR)
+
+#endif /* SK_KERNEL_H */

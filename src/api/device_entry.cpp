@@ -1,0 +1,63 @@
+// sk_device_open / close and device memory.
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "api/handles.hpp"
+#include "api/open_devices.hpp"
+
+using sk::fail;
+
+extern "C" {
+
+SK_API sk_status sk_device_open(const char *spec, sk_device **out) {
+  if (!spec) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_open: spec is NULL");
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_open: out is NULL");
+  return sk::api::guarded("sk_device_open", [&]() -> sk_status {
+    sk::DeviceSpec parsed;
+    if (sk_status st = sk::parse_device_spec(spec, &parsed); st != SK_OK) return st;
+    if (parsed.backend != "host")
+      return fail(SK_ERR_INVALID_ARGUMENT,
+                  "device spec \"%s\": unknown backend '%s' (this build has: host)", spec,
+                  parsed.backend.c_str());
+    std::unique_ptr<sk::host::HostDevice> impl;
+    if (sk_status st = sk::host::HostDevice::open(parsed, &impl); st != SK_OK) return st;
+    auto dev = std::make_unique<sk_device>();
+    dev->impl = std::move(impl);
+    dev->spec = spec;
+    sk::api::register_device(dev.get());
+    *out = dev.release();
+    return SK_OK;
+  });
+}
+
+SK_API void sk_device_close(sk_device *dev) {
+  if (!dev) return;
+  sk::api::unregister_device(dev);
+  // Queued work ends first; objects made from the device keep its executor alive after this.
+  dev->impl->executor().wait_idle();
+  delete dev;
+}
+
+SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out) {
+  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_alloc: device is NULL");
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_alloc: out is NULL");
+  return sk::api::guarded("sk_mem_alloc", [&] { return dev->impl->mem_alloc(size, out); });
+}
+
+SK_API void sk_mem_free(sk_device *dev, void *ptr) {
+  if (!dev || !ptr) return;
+  if (!dev->impl->mem_free(ptr))
+    fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_free: %p was not allocated by this device (ignored)", ptr);
+}
+
+SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t size) {
+  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_memcpy: device is NULL");
+  if (size == 0) return SK_OK;
+  if (!dst || !src) return fail(SK_ERR_INVALID_ARGUMENT, "sk_memcpy: %s is NULL", dst ? "src" : "dst");
+  dev->impl->executor().wait_idle();
+  std::memmove(dst, src, size);
+  return SK_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,128 @@
+// sk_launch, sk_launch_kernel, sk_superkernel_set_arg / explain / destroy.
+#include <algorithm>
+#include <cstring>
+
+#include "api/handles.hpp"
+
+using sk::fail;
+
+namespace sk::api {
+
+void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelImpl>> &kernels,
+                const std::vector<std::vector<uint64_t>> &args, sk::host::Program *p) {
+  p->name = plan.name;
+  p->cores = plan.cores;
+  size_t total = 0;
+  for (const auto &a : args) total += a.size();
+  p->arg_slots.assign(total, 0);
+  p->arg_pointers.assign(total, nullptr);
+  size_t slot = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const sk::PlanStep &ps = plan.steps[i];
+    sk::host::StepExec s;
+    s.name = ps.kernel.name;
+    s.fn = kernels[i]->fn;
+    s.cif = &kernels[i]->call->cif;
+    s.avalues = p->arg_pointers.data() + slot;
+    s.block_dim = ps.kernel.block_dim;
+    s.cores = ps.cores;
+    s.wait_in_kernel = ps.wait_in_kernel;
+    s.arrive_in_kernel = ps.arrive_in_kernel;
+    for (uint64_t v : args[i]) {
+      p->arg_slots[slot] = v;
+      p->arg_pointers[slot] = &p->arg_slots[slot];
+      ++slot;
+    }
+    p->steps.push_back(std::move(s));
+  }
+  p->allocate_sync_state();
+}
+
+}  // namespace sk::api
+
+namespace {
+sk::host::StreamState *stream_state(const std::shared_ptr<sk::host::HostDevice> &dev, sk_stream *s) {
+  return s ? &s->state : &dev->default_stream();
+}
+}  // namespace
+
+extern "C" {
+
+SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
+  if (!sk) return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch: super kernel is NULL");
+  if (stream && stream->device != sk->device)
+    return fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
+                sk->plan.name.c_str());
+  return sk->device->executor().submit(sk->program.get(), nullptr, stream_state(sk->device, stream));
+}
+
+SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {
+  if (!kernel) return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_kernel: kernel is NULL");
+  const KernelImpl &k = *kernel->impl;
+  if (stream && stream->device != k.device)
+    return fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
+                k.symbol.c_str());
+  return sk::api::guarded("sk_launch_kernel", [&]() -> sk_status {
+    sk::PlanInput in;
+    in.name = in.symbol = k.symbol;
+    in.module = k.module->label;
+    in.block_dim = block_dim;
+    in.usage = k.usage;
+    if (block_dim == 0 || block_dim > (1u << 24))
+      return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_kernel: kernel '%s': block_dim %u is outside [1, %u]",
+                  k.symbol.c_str(), block_dim, 1u << 24);
+    std::vector<std::vector<uint64_t>> args_one(1);
+    if (sk_status st = sk::api::copy_args(k, args, "sk_launch_kernel", &args_one[0]); st != SK_OK) return st;
+    // A one-step plan: the same checks and the same executor path as a super kernel.
+    sk::Plan plan;
+    if (sk_status st = sk::build_plan(k.symbol, sk::ScopeOptions{}, {in}, k.device->cores(), &plan); st != SK_OK)
+      return st;
+    auto program = std::make_unique<sk::host::Program>();
+    sk::api::lower_plan(plan, {kernel->impl}, args_one, program.get());
+    sk::host::Program *raw = program.get();
+    return k.device->executor().submit(raw, std::move(program), stream_state(k.device, stream));
+  });
+}
+
+SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index, const void *value) {
+  if (!sk) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: super kernel is NULL");
+  if (!value) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: value is NULL");
+  if (step >= sk->kernels.size())
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: '%s' has %zu steps; step %u does not exist",
+                sk->plan.name.c_str(), sk->kernels.size(), step);
+  const KernelImpl &k = *sk->kernels[step];
+  if (index >= k.signature.size())
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "sk_superkernel_set_arg: step %u '%s' takes %zu parameters (%s); index %u does not exist",
+                step, sk->plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
+  // Launches already queued keep the old value: wait for them, then write.
+  sk->device->executor().wait_program(sk->program.get());
+  void *slot = sk->program->steps[step].avalues[index];
+  uint64_t v = 0;
+  std::memcpy(&v, value, sk::arg_size(k.signature[index]));
+  std::memcpy(slot, &v, sizeof v);
+  return SK_OK;
+}
+
+SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap, size_t *needed) {
+  if (!sk) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: super kernel is NULL");
+  if (!buf && cap > 0) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: buf is NULL but cap is %zu", cap);
+  const size_t size = sk->explain.size() + 1;
+  if (needed) *needed = size;
+  if (cap < size) {
+    if (!needed || cap > 0)
+      return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: '%s' needs %zu bytes, cap is %zu",
+                  sk->plan.name.c_str(), size, cap);
+    return SK_OK;  // size query: buf NULL, cap 0, needed set
+  }
+  std::memcpy(buf, sk->explain.c_str(), size);
+  return SK_OK;
+}
+
+SK_API void sk_superkernel_destroy(sk_superkernel *sk) {
+  if (!sk) return;
+  sk->device->executor().wait_program(sk->program.get());
+  delete sk;
+}
+
+}  // extern "C"

@@ -1,0 +1,126 @@
+// sk_module_load(_file), sk_module_unload, sk_module_get_kernel(_with_signature).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "api/handles.hpp"
+#include "core/device_api_usage.hpp"
+
+using sk::fail;
+
+namespace {
+
+sk_status load(sk_device *dev, const void *image, size_t size, const std::string &label,
+               sk_module **out) {
+  std::shared_ptr<sk::host::LinkedModule> linked;
+  if (sk_status st = dev->impl->load_module(image, size, label, &linked); st != SK_OK) return st;
+  auto mod = std::make_unique<sk_module>();
+  mod->device = dev->impl;
+  mod->linked = std::move(linked);
+  *out = mod.release();
+  return SK_OK;
+}
+
+sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk_kernel **out) {
+  const char *call = signature ? "sk_module_get_kernel_with_signature" : "sk_module_get_kernel";
+  if (!mod) return fail(SK_ERR_INVALID_ARGUMENT, "%s: module is NULL", call);
+  if (!name) return fail(SK_ERR_INVALID_ARGUMENT, "%s: name is NULL", call);
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+  const std::string key = std::string(name) + "|" + (signature ? signature : "<metadata>");
+  if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
+    *out = it->second.get();
+    return SK_OK;
+  }
+  const sk::host::LinkedModule &lm = *mod->linked;
+  const sk::host::LinkedFunction *fn = lm.object->find_function(name);
+  if (!fn)
+    return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, lm.label.c_str());
+  const sk::KernelMetadata *meta = lm.find_metadata(name);
+  const std::string what = std::string("kernel '") + name + "' of " + lm.label;
+  auto impl = std::make_shared<KernelImpl>();
+  if (signature) {
+    if (sk_status st = sk::parse_signature(signature, what, &impl->signature); st != SK_OK) return st;
+    if (meta) {
+      sk::Signature recorded;
+      if (sk_status st = sk::parse_signature(meta->signature, what + " (metadata)", &recorded); st != SK_OK)
+        return st;
+      if (recorded != impl->signature)
+        return fail(SK_ERR_INCOMPATIBLE,
+                    "%s: signature \"%s\" given for %s, but its metadata says \"%s\"", call,
+                    signature, what.c_str(), meta->signature.c_str());
+    }
+  } else {
+    if (!meta)
+      return fail(SK_ERR_NOT_FOUND,
+                  "%s: %s has no .sk.kernels metadata (built without SK_KERNEL?); give its "
+                  "signature with sk_module_get_kernel_with_signature",
+                  call, what.c_str());
+    if (sk_status st = sk::parse_signature(meta->signature, what, &impl->signature); st != SK_OK)
+      return fail(SK_ERR_BAD_BINARY, "%s", sk::last_error());
+  }
+  impl->device = mod->device;
+  impl->module = mod->linked;
+  impl->symbol = name;
+  impl->core_type = meta ? meta->core_type : "vector";
+  impl->signature_text = sk::signature_to_string(impl->signature);
+  impl->usage = sk::device_api_usage(fn->undefined_references);
+  impl->fn = fn->address;
+  if (sk_status st = sk::host::prepare_call(impl->signature, name, &impl->call); st != SK_OK) return st;
+  auto handle = std::make_unique<sk_kernel>();
+  handle->impl = std::move(impl);
+  *out = handle.get();
+  mod->kernels.emplace(key, std::move(handle));
+  return SK_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, sk_module **out) {
+  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load: device is NULL");
+  if (!image) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load: image is NULL");
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load: out is NULL");
+  if (size == 0) return fail(SK_ERR_BAD_BINARY, "sk_module_load: image is empty (0 bytes)");
+  return sk::api::guarded("sk_module_load", [&] {
+    char label[64];
+    std::snprintf(label, sizeof label, "<memory image of %zu bytes>", size);
+    return load(dev, image, size, label, out);
+  });
+}
+
+SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module **out) {
+  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load_file: device is NULL");
+  if (!path) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load_file: path is NULL");
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load_file: out is NULL");
+  return sk::api::guarded("sk_module_load_file", [&]() -> sk_status {
+    FILE *f = std::fopen(path, "rb");
+    if (!f) return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot open '%s': %s", path, std::strerror(errno));
+    std::vector<unsigned char> bytes;
+    unsigned char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
+    bool read_error = std::ferror(f);
+    std::fclose(f);
+    if (read_error) return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot read '%s'", path);
+    if (bytes.empty()) return fail(SK_ERR_BAD_BINARY, "%s: file is empty", path);
+    return load(dev, bytes.data(), bytes.size(), path, out);
+  });
+}
+
+SK_API void sk_module_unload(sk_module *mod) { delete mod; }
+
+SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kernel **out) {
+  return sk::api::guarded("sk_module_get_kernel", [&] { return get_kernel(mod, name, nullptr, out); });
+}
+
+SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name,
+                                                     const char *signature, sk_kernel **out) {
+  if (!signature)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_get_kernel_with_signature: signature is NULL");
+  return sk::api::guarded("sk_module_get_kernel_with_signature",
+                          [&] { return get_kernel(mod, name, signature, out); });
+}
+
+}  // extern "C"

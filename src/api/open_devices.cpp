@@ -1,0 +1,41 @@
+#include "api/open_devices.hpp"
+
+#include <mutex>
+#include <set>
+
+#include "api/handles.hpp"
+
+namespace sk::api {
+namespace {
+std::mutex g_mutex;
+std::set<sk_device *> &devices() {
+  static std::set<sk_device *> s;
+  return s;
+}
+}  // namespace
+
+void register_device(sk_device *dev) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  devices().insert(dev);
+}
+
+void unregister_device(sk_device *dev) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  devices().erase(dev);
+}
+
+sk_status synchronize_default_streams() {
+  std::vector<std::shared_ptr<host::HostDevice>> open;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (sk_device *d : devices()) open.push_back(d->impl);
+  }
+  sk_status first = SK_OK;
+  for (auto &d : open) {
+    sk_status st = d->executor().synchronize(&d->default_stream());
+    if (first == SK_OK) first = st;
+  }
+  return first;
+}
+
+}  // namespace sk::api

@@ -1,0 +1,115 @@
+// sk_scope_begin, sk_add_kernel, sk_finalize, sk_scope_abort.
+#include <cstring>
+
+#include "api/handles.hpp"
+
+using sk::fail;
+
+namespace {
+// Blocks beyond the device's cores are multiplexed; this bounds a launch's length, not its cores.
+constexpr uint32_t kMaxBlockDim = 1u << 24;
+}
+
+namespace sk::api {
+
+sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, std::vector<uint64_t> *out) {
+  const size_t n = k.signature.size();
+  if (n > 0 && !args)
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s' takes %zu parameters (%s) but args is NULL",
+                call, k.symbol.c_str(), n, k.signature_text.c_str());
+  std::vector<uint64_t> slots(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (!args[i])
+      return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': args[%zu] (%s) is NULL", call,
+                  k.symbol.c_str(), i, sk::arg_type_name(k.signature[i]));
+    std::memcpy(&slots[i], args[i], sk::arg_size(k.signature[i]));
+  }
+  *out = std::move(slots);
+  return SK_OK;
+}
+
+}  // namespace sk::api
+
+extern "C" {
+
+SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options, sk_scope **out) {
+  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_scope_begin: device is NULL");
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_scope_begin: out is NULL");
+  return sk::api::guarded("sk_scope_begin", [&]() -> sk_status {
+    auto scope = std::make_unique<sk_scope>();
+    scope->device = dev->impl;
+    scope->name = name && *name ? name : "superkernel";
+    if (sk_status st = sk::parse_scope_options(options, &scope->options); st != SK_OK) {
+      sk::prefix_error("sk_scope_begin '" + scope->name + "'");
+      return st;
+    }
+    *out = scope.release();
+    return SK_OK;
+  });
+}
+
+SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim,
+                               void *const *args, const sk_kernel_options *opts) {
+  if (!scope) return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: scope is NULL");
+  if (!kernel) return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel is NULL");
+  const KernelImpl &k = *kernel->impl;
+  if (k.device != scope->device)
+    return fail(SK_ERR_INCOMPATIBLE, "sk_add_kernel: kernel '%s' was loaded on another device than scope '%s'",
+                k.symbol.c_str(), scope->name.c_str());
+  if (block_dim == 0 || block_dim > kMaxBlockDim)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': block_dim %u is outside [1, %u]",
+                k.symbol.c_str(), block_dim, kMaxBlockDim);
+  if (opts && opts->struct_size < sizeof(uint32_t))
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': opts->struct_size is %u",
+                k.symbol.c_str(), opts->struct_size);
+  return sk::api::guarded("sk_add_kernel", [&]() -> sk_status {
+    ScopeEntry e;
+    e.kernel = kernel->impl;
+    e.block_dim = block_dim;
+    // Read only the fields the caller's struct_size covers (older callers pass smaller structs).
+    const bool has_name = opts && opts->struct_size >= offsetof(sk_kernel_options, name) + sizeof(opts->name);
+    e.name = has_name && opts->name && *opts->name ? opts->name : k.symbol;
+    if (sk_status st = sk::api::copy_args(k, args, "sk_add_kernel", &e.args); st != SK_OK) return st;
+    scope->entries.push_back(std::move(e));
+    return SK_OK;
+  });
+}
+
+SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out) {
+  if (!scope) return fail(SK_ERR_INVALID_ARGUMENT, "sk_finalize: scope is NULL");
+  std::unique_ptr<sk_scope> owned(scope);  // consumed whatever happens
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_finalize: out is NULL (the scope is consumed)");
+  return sk::api::guarded("sk_finalize", [&]() -> sk_status {
+    std::vector<sk::PlanInput> inputs;
+    std::vector<std::shared_ptr<KernelImpl>> kernels;
+    std::vector<std::vector<uint64_t>> args;
+    for (ScopeEntry &e : scope->entries) {
+      sk::PlanInput in;
+      in.name = e.name;
+      in.symbol = e.kernel->symbol;
+      in.module = e.kernel->module->label;
+      in.signature = e.kernel->signature_text;
+      in.core_type = e.kernel->core_type;
+      in.block_dim = e.block_dim;
+      in.usage = e.kernel->usage;
+      inputs.push_back(std::move(in));
+      kernels.push_back(e.kernel);
+      args.push_back(std::move(e.args));
+    }
+    auto sk = std::make_unique<sk_superkernel>();
+    sk->device = scope->device;
+    if (sk_status st = sk::build_plan(scope->name, scope->options, inputs, scope->device->cores(), &sk->plan);
+        st != SK_OK)
+      return st;
+    sk->explain = sk::explain_json(sk->plan, "host");
+    sk->program = std::make_unique<sk::host::Program>();
+    sk::api::lower_plan(sk->plan, kernels, args, sk->program.get());
+    sk->kernels = std::move(kernels);
+    *out = sk.release();
+    return SK_OK;
+  });
+}
+
+SK_API void sk_scope_abort(sk_scope *scope) { delete scope; }
+
+}  // extern "C"

@@ -1,0 +1,31 @@
+// sk_stream_create / synchronize / destroy.
+#include "api/handles.hpp"
+#include "api/open_devices.hpp"
+
+using sk::fail;
+
+extern "C" {
+
+SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out) {
+  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_stream_create: device is NULL");
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_stream_create: out is NULL");
+  return sk::api::guarded("sk_stream_create", [&] {
+    auto s = std::make_unique<sk_stream>();
+    s->device = dev->impl;
+    *out = s.release();
+    return SK_OK;
+  });
+}
+
+SK_API sk_status sk_stream_synchronize(sk_stream *stream) {
+  if (!stream) return sk::api::synchronize_default_streams();
+  return stream->device->executor().synchronize(&stream->state);
+}
+
+SK_API void sk_stream_destroy(sk_stream *stream) {
+  if (!stream) return;
+  stream->device->executor().synchronize(&stream->state);
+  delete stream;
+}
+
+}  // extern "C"

@@ -1,0 +1,25 @@
+#include "core/error.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace sk {
+namespace {
+thread_local std::string t_last_error;
+}
+
+sk_status fail(sk_status code, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  t_last_error = buf;
+  return code;
+}
+
+const char *last_error() { return t_last_error.c_str(); }
+
+void prefix_error(const std::string &prefix) { t_last_error = prefix + ": " + t_last_error; }
+
+}  // namespace sk

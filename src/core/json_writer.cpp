@@ -1,0 +1,71 @@
+#include "core/json_writer.hpp"
+
+#include <cstdio>
+
+namespace sk {
+
+void JsonWriter::separate() {
+  if (need_comma_) out_ += ',';
+  need_comma_ = false;
+}
+
+JsonWriter &JsonWriter::begin_object() {
+  separate();
+  out_ += '{';
+  return *this;
+}
+JsonWriter &JsonWriter::end_object() {
+  out_ += '}';
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter &JsonWriter::begin_array() {
+  separate();
+  out_ += '[';
+  return *this;
+}
+JsonWriter &JsonWriter::end_array() {
+  out_ += ']';
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter &JsonWriter::key(std::string_view k) {
+  value(k);
+  out_ += ':';
+  need_comma_ = false;
+  return *this;
+}
+JsonWriter &JsonWriter::value(std::string_view s) {
+  separate();
+  out_ += '"';
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out_ += '\\';
+      out_ += c;
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out_ += buf;
+    } else {
+      out_ += c;
+    }
+  }
+  out_ += '"';
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter &JsonWriter::value(uint64_t n) {
+  separate();
+  out_ += std::to_string(n);
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter &JsonWriter::value(bool b) {
+  separate();
+  out_ += b ? "true" : "false";
+  need_comma_ = true;
+  return *this;
+}
+
+}  // namespace sk

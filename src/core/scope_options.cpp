@@ -1,0 +1,122 @@
+#include "core/scope_options.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace sk {
+namespace {
+
+sk_status parse_bool(const std::string &key, const std::string &value, bool *out) {
+  if (value == "0" || value == "1") {
+    *out = value == "1";
+    return SK_OK;
+  }
+  return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': value '%s' is not 0 or 1", key.c_str(),
+              value.c_str());
+}
+
+sk_status parse_count(const std::string &key, const std::string &value, std::optional<uint32_t> *out) {
+  char *end = nullptr;
+  unsigned long v = std::strtoul(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || value[0] == '-' || v > 65536)
+    return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': value '%s' is not an integer in [0, 65536]",
+                key.c_str(), value.c_str());
+  *out = static_cast<uint32_t>(v);
+  return SK_OK;
+}
+
+sk_status apply(ScopeOptions &o, const std::string &key, const std::string &value) {
+  if (key == "feed-sync-all") return parse_bool(key, value, &o.feed_sync_all);
+  if (key == "stream-fusion") return parse_bool(key, value, &o.stream_fusion);
+  if (key == "strict-scope-check") {
+    if (value != "bypass" && value != "abort")
+      return fail(SK_ERR_INVALID_ARGUMENT,
+                  "scope option 'strict-scope-check': value '%s' is not bypass or abort", value.c_str());
+    o.strict_scope_abort = value == "abort";
+    return SK_OK;
+  }
+  if (key == "dcci-before-kernel-start") return NameList::parse(key, value, &o.dcci_before_kernel_start);
+  if (key == "dcci-after-kernel-end" || key == "dcci-after-kernel-start")
+    return NameList::parse(key, value, &o.dcci_after_kernel_end);
+  if (key == "dcci-disable-on-kernel") return NameList::parse(key, value, &o.dcci_disable_on_kernel);
+  if (key == "debug-aic-num") return parse_count(key, value, &o.debug_aic_num);
+  if (key == "debug-aiv-num") return parse_count(key, value, &o.debug_aiv_num);
+  if (key == "debug-sync-all") return parse_bool(key, value, &o.debug_sync_all);
+  if (key == "debug-dcci-all") return parse_bool(key, value, &o.debug_dcci_all);
+  if (key == "early-start") return parse_bool(key, value, &o.early_start);
+  if (key == "profiling") return parse_bool(key, value, &o.profiling);
+  if (key == "split-mode" || key == "preload-code" || key == "func-align") {
+    // Vendor tuning knobs: accepted and reported; the host device has no such knob.
+    if (value.empty())
+      return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty value", key.c_str());
+    return SK_OK;
+  }
+  return fail(SK_ERR_INVALID_ARGUMENT, "unknown scope option '%s'", key.c_str());
+}
+
+}  // namespace
+
+bool NameList::matches(const std::string &name) const {
+  for (const Entry &e : entries_) {
+    if (e.text == name) return true;
+    if (e.pattern && std::regex_match(name, *e.pattern)) return true;
+  }
+  return false;
+}
+
+sk_status NameList::parse(const std::string &key, const std::string &value, NameList *out) {
+  NameList list;
+  list.text_ = value;
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = value.find(',', pos);
+    std::string item = value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (item.empty())
+      return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty name in list \"%s\"",
+                  key.c_str(), value.c_str());
+    Entry e{item, nullptr};
+    // Regex errors are reported as ours; no exception leaves this function.
+    try {
+      e.pattern = std::make_shared<std::regex>(item, std::regex::ECMAScript);
+    } catch (const std::regex_error &err) {
+      return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': pattern '%s' is not a valid regular expression (%s)",
+                  key.c_str(), item.c_str(), err.what());
+    }
+    list.entries_.push_back(std::move(e));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  *out = std::move(list);
+  return SK_OK;
+}
+
+sk_status parse_scope_options(const char *text, ScopeOptions *out) {
+  ScopeOptions o;
+  std::string s = text ? text : "";
+  size_t pos = 0;
+  while (!s.empty() && pos <= s.size()) {
+    size_t colon = s.find(':', pos);
+    std::string item = s.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail(SK_ERR_INVALID_ARGUMENT, "scope options \"%s\": '%s' is not of the form key=value",
+                  s.c_str(), item.c_str());
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    std::string canonical = key == "dcci-after-kernel-start" ? "dcci-after-kernel-end" : key;
+    for (const auto &kv : o.given) {
+      std::string other = kv.first == "dcci-after-kernel-start" ? "dcci-after-kernel-end" : kv.first;
+      if (other == canonical)
+        return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s' given twice", key.c_str());
+    }
+    if (sk_status st = apply(o, key, value); st != SK_OK) return st;
+    o.given.emplace_back(key, value);
+    if (colon == std::string::npos) break;
+    pos = colon + 1;
+  }
+  *out = std::move(o);
+  return SK_OK;
+}
+
+}  // namespace sk

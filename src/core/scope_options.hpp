@@ -1,0 +1,49 @@
+// Scope options in the vendor frameworks' syntax "key=value:key=value" (SEMANTICS.md table).
+// Unknown, repeated or badly-valued keys fail naming the key.
+#pragma once
+#include <sk.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sk {
+
+// Comma-separated kernel names; each entry matches a name exactly or as a whole-name regex.
+class NameList {
+ public:
+  bool empty() const { return entries_.empty(); }
+  bool matches(const std::string &name) const;
+  const std::string &text() const { return text_; }
+  static sk_status parse(const std::string &key, const std::string &value, NameList *out);
+
+ private:
+  struct Entry {
+    std::string text;
+    std::shared_ptr<std::regex> pattern;  // null when the text is not a valid regex
+  };
+  std::vector<Entry> entries_;
+  std::string text_;
+};
+
+struct ScopeOptions {
+  bool feed_sync_all = false;
+  bool stream_fusion = false;
+  bool strict_scope_abort = false;  // strict-scope-check=abort
+  NameList dcci_before_kernel_start, dcci_after_kernel_end, dcci_disable_on_kernel;
+  std::optional<uint32_t> debug_aic_num, debug_aiv_num;
+  bool debug_sync_all = false;
+  bool debug_dcci_all = false;
+  bool early_start = true;
+  bool profiling = false;
+  // Every key as given, in order (explain reports them, tuning keys included).
+  std::vector<std::pair<std::string, std::string>> given;
+};
+
+sk_status parse_scope_options(const char *text, ScopeOptions *out);
+
+}  // namespace sk

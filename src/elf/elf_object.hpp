@@ -1,0 +1,65 @@
+// What is in an ELF relocatable object: sections, symbols, relocations, read with libelf.
+// Every offset, size and index is checked against the image before use: a malformed object is
+// an SK_ERR_BAD_BINARY naming the object and the bad field, never a crash.
+#pragma once
+#include <sk.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sk::elf {
+
+struct Section {
+  std::string name;
+  uint32_t type = 0;         // SHT_*
+  uint64_t flags = 0;        // SHF_*
+  uint64_t align = 1;        // sh_addralign, at least 1
+  uint64_t size = 0;
+  uint64_t entsize = 0;
+  uint32_t link = 0, info = 0;
+  const uint8_t *data = nullptr;  // into Object::image; nullptr for SHT_NOBITS
+};
+
+struct Symbol {
+  std::string name;
+  uint8_t type = 0;        // STT_*
+  uint8_t bind = 0;        // STB_*
+  uint8_t visibility = 0;  // STV_*
+  uint32_t shndx = 0;      // section index (SHN_UNDEF, SHN_ABS, SHN_COMMON, or < sections.size())
+  uint64_t value = 0, size = 0;
+};
+
+struct Relocation {
+  uint64_t offset = 0;  // within the target section, checked: offset < target size
+  uint32_t type = 0;    // R_<arch>_*
+  uint32_t symbol = 0;  // index into Object::symbols, checked
+  int64_t addend = 0;
+};
+
+struct RelocationSection {
+  uint32_t index = 0;   // of the SHT_RELA section itself
+  uint32_t target = 0;  // section the relocations apply to (sh_info), checked
+  std::vector<Relocation> relocations;
+};
+
+struct Object {
+  std::string label;            // file name or "<memory>", for messages
+  std::vector<uint8_t> image;   // owned copy of the bytes; Section::data points in here
+  uint8_t elf_class = 0;        // ELFCLASS64
+  uint16_t machine = 0;         // EM_X86_64, EM_AARCH64, EM_CUDA...
+  uint16_t type = 0;            // ET_REL
+  std::vector<Section> sections;        // index = ELF section index
+  std::vector<Symbol> symbols;          // index = ELF symbol index (0 = null symbol)
+  std::vector<RelocationSection> relocation_sections;
+
+  // Section index by exact name, or -1.
+  int find_section(std::string_view name) const;
+};
+
+// Parses `size` bytes (copied) into *out. Accepts only 64-bit little-endian ET_REL objects;
+// machine-specific checks are the caller's (the linker knows which machines it handles).
+sk_status parse_object(const void *bytes, size_t size, std::string_view label, Object *out);
+
+}  // namespace sk::elf

@@ -1,0 +1,41 @@
+// The state of one core while it runs a task, reached by the device-API functions that kernel
+// code calls (sk_block_idx, sk_sync_all, ...) through a thread-local pointer.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "host/program.hpp"
+#include "host/wait.hpp"
+
+namespace sk::host {
+
+struct TaskFailure {
+  std::atomic<bool> aborted{false};
+  std::atomic<bool> claimed{false};  // the first core to time out writes the report
+  std::string report;
+};
+
+struct CoreContext {
+  Program *program = nullptr;
+  const StepExec *step = nullptr;
+  uint32_t step_index = 0;
+  uint32_t core = 0;
+  uint32_t epoch = 0;
+  uint32_t block_idx = 0;
+  bool last_block = false;  // the core's last block of this step: it arrives for the core
+  bool waited = false;      // has waited for the previous step in this step
+  bool arrived = false;     // has released the next step
+  TaskFailure *failure = nullptr;
+  SleepChannel *channel = nullptr;
+  const WaitPolicy *policy = nullptr;
+};
+
+extern thread_local CoreContext *t_core;
+
+// Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp).
+void wait_previous_step(CoreContext &ctx);
+void arrive_step(CoreContext &ctx);
+void sync_step_cores(CoreContext &ctx);
+
+}  // namespace sk::host

@@ -1,0 +1,80 @@
+// The host linker: turns an ELF relocatable object (x86-64; AArch64 later, one relocation file
+// per architecture) into code and data mapped in this process, ready to call.
+//
+// Layout: SHF_ALLOC sections laid into one fresh mapping — code and call stubs, then read-only
+// data and the GOT, then writable data and .bss — placed within ±2 GiB of what the object must
+// reach with 32-bit relocations (or below 2/4 GiB for R_X86_64_32S/32 against its own sections).
+// Relocations applied with overflow checks; undefined symbols bound through LinkOptions (the
+// device API) and then to the process's symbols (dlsym); finally each part is sealed: code
+// read+execute, constants and GOT read-only, data read+write. No page is ever writable and
+// executable at once.
+#pragma once
+#include <sk.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "elf/elf_object.hpp"
+
+namespace sk::host {
+
+struct LinkOptions {
+  // Resolves an undefined symbol before the process's symbols are searched (the device API of
+  // the device the object is loaded on). Returns nullptr when the name is not special.
+  std::function<void *(std::string_view name)> resolve_special;
+};
+
+struct LinkedFunction {
+  std::string name;
+  void *address = nullptr;
+  uint64_t size = 0;
+  // Undefined symbols that code reachable from this function may reference: the names of the
+  // undefined symbols referenced by relocations of the function's section and of every section
+  // reachable from it through relocations (an over-approximation when everything is in .text).
+  std::vector<std::string> undefined_references;
+};
+
+struct MappedRegion {
+  void *address = nullptr;
+  size_t size = 0;
+  int protection = 0;  // PROT_* after sealing
+};
+
+class LinkedObject {
+ public:
+  // Links `object` (already parsed). Errors name object.label and the culprit (section, symbol,
+  // relocation type and offset): SK_ERR_BAD_BINARY (malformed), SK_ERR_UNSUPPORTED (wrong
+  // machine, TLS, constructors, unknown relocation, a 32-bit relocation that cannot reach),
+  // SK_ERR_NOT_FOUND (unresolved non-weak symbol), SK_ERR_OUT_OF_MEMORY.
+  static sk_status link(const elf::Object &object, const LinkOptions &options,
+                        std::unique_ptr<LinkedObject> *out);
+
+  ~LinkedObject();  // unmaps everything
+  LinkedObject(const LinkedObject &) = delete;
+  LinkedObject &operator=(const LinkedObject &) = delete;
+
+  // Global or weak defined function (STT_FUNC, or STT_NOTYPE in an executable section).
+  const LinkedFunction *find_function(std::string_view name) const;
+  const std::vector<LinkedFunction> &functions() const { return functions_; }
+  // Address of any defined global/weak symbol (function or data), or nullptr.
+  void *find_symbol(std::string_view name) const;
+  // The NUL-separated records of section .sk.kernels (empty strings dropped).
+  const std::vector<std::string> &metadata_records() const { return metadata_; }
+  const std::vector<MappedRegion> &regions() const { return regions_; }
+
+ private:
+  LinkedObject() = default;
+  friend class Linker;
+  std::vector<LinkedFunction> functions_;
+  std::vector<std::pair<std::string, void *>> symbols_;
+  std::vector<std::string> metadata_;
+  std::vector<MappedRegion> regions_;
+  void *mapping_ = nullptr;
+  size_t mapping_size_ = 0;
+};
+
+}  // namespace sk::host

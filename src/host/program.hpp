@@ -1,0 +1,56 @@
+// What the host executor runs: a plan lowered to call-ready steps, with the synchronisation
+// state of every step. A super kernel owns one Program for its whole life; an unfused launch
+// gets a one-step Program of its own.
+#pragma once
+#include <ffi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sk::host {
+
+// One cache line each: cores hammer these, and false sharing between steps would serialise them.
+struct alignas(64) StepCounter {
+  std::atomic<uint32_t> value{0};
+};
+struct alignas(64) StepBarrier {
+  std::atomic<uint32_t> count{0};
+  std::atomic<uint32_t> generation{0};
+};
+
+struct StepExec {
+  std::string name;
+  void *fn = nullptr;
+  ffi_cif *cif = nullptr;       // prepared once per kernel
+  void **avalues = nullptr;     // into Program::arg_slots
+  uint32_t block_dim = 1;
+  uint32_t cores = 1;           // cores running its blocks; blocks stride by this
+  bool wait_in_kernel = false;  // previous step awaited at sk_wait_pre_task_end
+  bool arrive_in_kernel = false;// next step released at sk_set_next_task_start
+};
+
+struct Program {
+  std::string name;
+  uint32_t cores = 1;  // cores that take part; the others pass the task through
+  std::vector<StepExec> steps;
+  // Argument values, one 8-byte slot per parameter (every signature type fits), and the
+  // pointer arrays libffi reads. Sized once; never reallocated after the steps point in.
+  std::vector<uint64_t> arg_slots;
+  std::vector<void *> arg_pointers;
+  // Per-step sync state: arrivals count up by `cores` of the step each launch (never reset in
+  // the hot path: launch e's step i is done when arrivals[i] reaches e * steps[i].cores).
+  std::unique_ptr<StepCounter[]> arrivals;
+  std::unique_ptr<StepBarrier[]> barriers;
+  // Launch epochs: next_epoch is assigned under the executor's submit lock; completed_epoch is
+  // published by the last core of each launch.
+  uint32_t next_epoch = 0;
+  std::atomic<uint32_t> completed_epoch{0};
+
+  // Sizes the sync state for steps.size() steps (call once the steps are final).
+  void allocate_sync_state();
+};
+
+}  // namespace sk::host

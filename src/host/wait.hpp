@@ -1,0 +1,85 @@
+// Waiting on a 32-bit word: spin for a while (cores usually meet within microseconds), then
+// sleep on a futex. Wakers pay a futex_wake syscall only when someone sleeps on that channel.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace sk::host {
+
+// Wrap-safe "value has reached target" for counters that only count up.
+inline bool reached(uint32_t value, uint32_t target) {
+  return static_cast<int32_t>(value - target) >= 0;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Threads that may sleep on the words of one channel; wakers check it before a syscall.
+struct SleepChannel {
+  alignas(64) std::atomic<uint32_t> sleepers{0};
+};
+
+void futex_wake_all(std::atomic<uint32_t> *word);
+
+// After changing `word`, wakes its sleepers if the channel has any.
+inline void notify(std::atomic<uint32_t> *word, SleepChannel &channel) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (channel.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(word);
+}
+
+enum class WaitResult { Ok, Aborted, TimedOut };
+
+struct WaitPolicy {
+  std::chrono::nanoseconds spin{50'000};
+  std::chrono::milliseconds timeout{0};     // 0: no deadline
+  const std::atomic<bool> *abort = nullptr; // checked while waiting; may be null
+};
+
+// Waits until pred(word.load(acquire)) holds. Sleeps on `word`, registered on `channel`.
+template <class Pred>
+WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
+                    const WaitPolicy &policy, Pred pred);
+
+// Non-template core of wait_for: sleeps once while word == observed (bounded by `slice`).
+void futex_wait_once(const std::atomic<uint32_t> *word, uint32_t observed,
+                     std::chrono::nanoseconds slice);
+
+template <class Pred>
+WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
+                    const WaitPolicy &policy, Pred pred) {
+  using clock = std::chrono::steady_clock;
+  if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
+  const auto start = clock::now();
+  // Spin phase: check the clock only every 64 polls (it costs ~20 ns).
+  for (uint32_t i = 1;; ++i) {
+    if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
+    if (policy.abort && policy.abort->load(std::memory_order_relaxed)) return WaitResult::Aborted;
+    cpu_relax();
+    if ((i & 63) == 0 && clock::now() - start >= policy.spin) break;
+  }
+  // Sleep phase: bounded slices so that deadlines and aborts are seen.
+  const auto deadline = start + policy.timeout;
+  for (;;) {
+    channel.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    uint32_t observed = word.load(std::memory_order_seq_cst);
+    if (pred(observed)) {
+      channel.sleepers.fetch_sub(1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      return WaitResult::Ok;
+    }
+    std::chrono::nanoseconds slice = std::chrono::milliseconds((policy.timeout.count() || policy.abort) ? 20 : 0);
+    futex_wait_once(&word, observed, slice);
+    channel.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
+    if (policy.abort && policy.abort->load(std::memory_order_relaxed)) return WaitResult::Aborted;
+    if (policy.timeout.count() && clock::now() >= deadline) return WaitResult::TimedOut;
+  }
+}
+
+}  // namespace sk::host
