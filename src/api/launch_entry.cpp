@@ -79,6 +79,7 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
       return st;
     auto program = std::make_unique<sk::host::Program>();
     sk::api::lower_plan(plan, {kernel->impl}, args_one, program.get());
+    program->keep_alive.push_back(kernel->impl);
     sk::host::Program *raw = program.get();
     return k.device->executor().submit(raw, std::move(program), stream_state(k.device, stream));
   });

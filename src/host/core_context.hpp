@@ -31,7 +31,10 @@ struct CoreContext {
   const WaitPolicy *policy = nullptr;
 };
 
-extern thread_local CoreContext *t_core;
+// initial-exec: kernels call the device API in their inner loops, and the default model for a
+// shared library would make every access a __tls_get_addr call. 8 bytes fit glibc's static
+// TLS surplus even when libsk is dlopen'ed (as the Python binding does).
+extern constinit thread_local CoreContext *t_core __attribute__((tls_model("initial-exec")));
 
 // Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp).
 void wait_previous_step(CoreContext &ctx);

@@ -7,7 +7,7 @@
 
 namespace sk::host {
 
-thread_local CoreContext *t_core = nullptr;
+constinit thread_local CoreContext *t_core __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
 

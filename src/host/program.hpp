@@ -48,6 +48,9 @@ struct Program {
   // published by the last core of each launch.
   uint32_t next_epoch = 0;
   std::atomic<uint32_t> completed_epoch{0};
+  // What the steps' code needs alive while the program is queued (an unfused launch holds its
+  // kernel, so unloading the module right after sk_launch_kernel is safe).
+  std::vector<std::shared_ptr<const void>> keep_alive;
 
   // Sizes the sync state for steps.size() steps (call once the steps are final).
   void allocate_sync_state();

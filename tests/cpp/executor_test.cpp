@@ -303,3 +303,35 @@ TEST(Executor, ConcurrentSubmittersKeepEveryLaunch) {
 
 }  // namespace
 }  // namespace sk::host
+
+namespace sk::host {
+namespace {
+
+void slow_block0(void *) {
+  if (block_idx()() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+}
+void noop(void *) {}
+
+TEST(Executor, InterStepWaitPastItsDeadlineNamesTheAwaitedStep) {
+  auto ex = make_executor(2, 100);
+  TestProgram tp("slowpoke", 2);
+  tp.add("slow", slow_block0, 1);
+  tp.add("after", noop, 2);
+  tp.finish();
+  StreamState stream;
+  ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+  EXPECT_EQ(ex->synchronize(&stream), SK_ERR_HANG);
+  std::string msg = sk::last_error();
+  EXPECT_NE(msg.find("core 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("step 1 'after'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("waiting for step 0 'slow' to end"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(0 of 1 cores arrived)"), std::string::npos) << msg;
+  // The program itself is usable again: its sync state was repaired when the launch ended.
+  ASSERT_EQ(ex->synchronize(&stream), SK_OK);
+  tp.program.steps[0].fn = reinterpret_cast<void *>(&noop);
+  ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+  EXPECT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+}
+
+}  // namespace
+}  // namespace sk::host

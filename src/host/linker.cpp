@@ -1,0 +1,273 @@
+// The host linker's driver: what the object asks for (checks), which sections are loaded, what
+// its relocations need (GOT entries, stubs, placement constraints) and what its undefined
+// symbols are bound to. Layout and relocation are in linker_layout.cpp.
+#include "host/linker.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <sys/mman.h>
+
+#include <cinttypes>
+#include <new>
+
+#include "core/error.hpp"
+#include "host/linker_impl.hpp"
+#include "host/relocate_x86_64.hpp"
+
+namespace sk::host {
+namespace {
+
+constexpr uint64_t kMaxSectionSize = 1ull << 30;  // beyond this an object is not a kernel
+constexpr uint64_t kMaxAlign = 1ull << 20;
+
+bool has_prefix(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
+
+// .init_array, .init_array.00100, .ctors.65535...: code the runtime would have to run at load.
+bool is_constructor_section(const elf::Section &s) {
+  if (s.type == SHT_INIT_ARRAY || s.type == SHT_FINI_ARRAY || s.type == SHT_PREINIT_ARRAY) return true;
+  for (const char *p : {".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors"}) {
+    size_t n = std::char_traits<char>::length(p);
+    if (has_prefix(s.name, p) && (s.name.size() == n || s.name[n] == '.')) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Linker::external(uint32_t sym) const {
+  if (sym == 0) return true;
+  uint32_t shndx = o_.symbols[sym].shndx;
+  return shndx == SHN_UNDEF || shndx == SHN_ABS;
+}
+
+const std::string &Linker::symbol_name(uint32_t sym) const {
+  const elf::Symbol &s = o_.symbols[sym];
+  // Section symbols have no name of their own: the section's says more.
+  if (s.type == STT_SECTION && s.shndx < o_.sections.size()) return o_.sections[s.shndx].name;
+  return s.name;
+}
+
+std::string Linker::where(uint32_t section, uint64_t offset) const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "+0x%" PRIx64, offset);
+  return o_.sections[section].name + buf;
+}
+
+sk_status Linker::check_object() {
+#if defined(__x86_64__)
+  if (o_.machine != EM_X86_64)
+    return fail(SK_ERR_UNSUPPORTED, "%s: e_machine %u is not x86-64 (EM_X86_64 = %u), the host's machine",
+                label(), o_.machine, EM_X86_64);
+#else
+  return fail(SK_ERR_UNSUPPORTED, "%s: no host linker for this architecture", label());
+#endif
+  if (o_.elf_class != ELFCLASS64 || o_.type != ET_REL)
+    return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u / type %u: only 64-bit ET_REL objects load",
+                label(), o_.elf_class, o_.type);
+  for (const elf::Symbol &s : o_.symbols)
+    if (s.type == STT_TLS)
+      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local symbol '%s' is not supported", label(),
+                  s.name.c_str());
+    else if (s.type == STT_GNU_IFUNC && s.shndx != SHN_UNDEF)  // its resolver would have to run
+      return fail(SK_ERR_UNSUPPORTED, "%s: indirect function '%s' (STT_GNU_IFUNC) is not supported",
+                  label(), s.name.c_str());
+  return SK_OK;
+}
+
+sk_status Linker::select_sections() {
+  const size_t n = o_.sections.size();
+  part_of_.assign(n, kData);
+  section_offset_.assign(n, kNotLoaded);
+  for (size_t i = 1; i < n; ++i) {
+    const elf::Section &s = o_.sections[i];
+    if (!(s.flags & SHF_ALLOC)) continue;
+    if (is_constructor_section(s) && s.size > 0)
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: section '%s' holds constructors or destructors, which are not supported "
+                  "(no code runs at load time)",
+                  label(), s.name.c_str());
+    if (s.flags & SHF_TLS)
+      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local section '%s' is not supported", label(),
+                  s.name.c_str());
+    // Unwind tables are for debuggers and exceptions, which kernels do not throw across.
+    if (s.name == ".eh_frame" || s.type == SHT_X86_64_UNWIND) continue;
+    if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s)) continue;
+    if (s.size > kMaxSectionSize)
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)", label(),
+                  s.name.c_str(), s.size);
+    if (s.align > kMaxAlign)
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': alignment %" PRIu64 " is above %" PRIu64,
+                  label(), s.name.c_str(), s.align, kMaxAlign);
+    if (s.flags & SHF_EXECINSTR) part_of_[i] = kText;
+    // .data.rel.ro is writable only until relocated: seal it read-only, like RELRO.
+    else if ((s.flags & SHF_WRITE) && !has_prefix(s.name, ".data.rel.ro")) part_of_[i] = kData;
+    else part_of_[i] = kRodata;
+    section_offset_[i] = 0;  // loaded; layout() sets the offset
+    max_align_ = std::max(max_align_, s.align);
+  }
+  // SHN_COMMON symbols (tentative definitions): allocated at the end of .bss.
+  common_offset_.assign(o_.symbols.size(), kNotLoaded);
+  for (size_t i = 1; i < o_.symbols.size(); ++i) {
+    const elf::Symbol &s = o_.symbols[i];
+    if (s.shndx != SHN_COMMON) continue;
+    uint64_t align = s.value ? s.value : 1;
+    if ((align & (align - 1)) || align > kMaxAlign || s.size > kMaxSectionSize)
+      return fail(SK_ERR_BAD_BINARY, "%s: common symbol '%s': alignment %" PRIu64 " / size %" PRIu64
+                  " is not usable", label(), s.name.c_str(), s.value, s.size);
+    common_size_ = (common_size_ + align - 1) & ~(align - 1);
+    common_offset_[i] = static_cast<int64_t>(common_size_);
+    common_size_ += s.size;
+    common_align_ = std::max(common_align_, align);
+    if (common_size_ > kMaxSectionSize)
+      return fail(SK_ERR_UNSUPPORTED, "%s: common symbols are too large", label());
+  }
+  max_align_ = std::max(max_align_, common_align_);
+  return SK_OK;
+}
+
+sk_status Linker::scan_relocations() {
+  referenced_.assign(o_.symbols.size(), false);
+  for (const elf::RelocationSection &rs : o_.relocation_sections) {
+    if (section_offset_[rs.target] == kNotLoaded) continue;  // .eh_frame, debug info
+    const elf::Section &target = o_.sections[rs.target];
+    if (target.type == SHT_NOBITS && !rs.relocations.empty())
+      return fail(SK_ERR_BAD_BINARY, "%s: relocations for section '%s', which has no contents",
+                  label(), target.name.c_str());
+    for (const elf::Relocation &r : rs.relocations) {
+      const elf::Symbol &sym = o_.symbols[r.symbol];
+      const std::string &name = symbol_name(r.symbol);
+      x86_64::RelocKind kind = x86_64::classify(r.type);
+      if (kind.tls)
+        return fail(SK_ERR_UNSUPPORTED, "%s: thread-local relocation %s at %s against '%s' is not supported",
+                    label(), x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(),
+                    name.c_str());
+      if (!kind.known)
+        return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64,
+                    label(), r.type, x86_64::reloc_name(r.type).c_str(), target.name.c_str(), r.offset);
+      if (r.offset > target.size || kind.width > target.size - r.offset)
+        return fail(SK_ERR_BAD_BINARY, "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)",
+                    label(), x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(), target.size);
+      if (r.type == R_X86_64_NONE) continue;
+      bool in_section = !external(r.symbol) && sym.shndx != SHN_COMMON;
+      if (in_section && section_offset_[sym.shndx] == kNotLoaded)
+        return fail(SK_ERR_UNSUPPORTED, "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded",
+                    label(), x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(),
+                    name.c_str(), o_.sections[sym.shndx].name.c_str());
+      referenced_[r.symbol] = true;
+      if (kind.got_entry && !got_slot_.count(r.symbol)) got_slot_.emplace(r.symbol, got_slot_.size());
+      bool branch = kind.branch || (r.type == R_X86_64_PC32 && x86_64::is_branch_displacement(target.data, r.offset));
+      if (branch && external(r.symbol) && r.symbol != 0 && !stub_slot_.count(r.symbol))
+        stub_slot_.emplace(r.symbol, stub_slot_.size());
+    }
+  }
+  return SK_OK;
+}
+
+sk_status Linker::bind_undefined() {
+  resolved_.assign(o_.symbols.size(), 0);
+  for (size_t i = 1; i < o_.symbols.size(); ++i) {
+    const elf::Symbol &s = o_.symbols[i];
+    if (!referenced_[i] || s.shndx != SHN_UNDEF) continue;
+    void *address = nullptr;
+    if (options_.resolve_special) address = options_.resolve_special(s.name);
+    if (!address && !s.name.empty()) address = dlsym(RTLD_DEFAULT, s.name.c_str());
+    if (!address && s.bind != STB_WEAK)
+      return fail(SK_ERR_NOT_FOUND,
+                  "%s: undefined symbol '%s' is neither a device API function nor a symbol of "
+                  "this process",
+                  label(), s.name.c_str());
+    resolved_[i] = reinterpret_cast<uint64_t>(address);  // unresolved weak: 0
+  }
+  return SK_OK;
+}
+
+sk_status Linker::collect_constraints(std::vector<PlacementConstraint> *out) {
+  // Keep only the tightest bound of each kind per symbol: objects have many relocations.
+  std::map<uint32_t, bool> reach_seen;
+  uint64_t low_limit = UINT64_MAX;
+  std::string low_why;
+  for (const elf::RelocationSection &rs : o_.relocation_sections) {
+    if (section_offset_[rs.target] == kNotLoaded) continue;
+    const elf::Section &target = o_.sections[rs.target];
+    for (const elf::Relocation &r : rs.relocations) {
+      x86_64::RelocKind kind = x86_64::classify(r.type);
+      const std::string &name = symbol_name(r.symbol);
+      char why[512];
+      if (kind.pc32 && external(r.symbol)) {
+        bool stub = stub_slot_.count(r.symbol) &&
+                    (kind.branch || x86_64::is_branch_displacement(target.data, r.offset));
+        if (stub || reach_seen.count(r.symbol)) continue;
+        reach_seen[r.symbol] = true;
+        uint64_t s = symbol_address(r.symbol);
+        std::snprintf(why, sizeof why, "reach '%s' (0x%" PRIx64 ") with %s at %s", name.c_str(), s,
+                      x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str());
+        out->push_back(reach_constraint(s, why));
+      } else if (kind.abs_limit && !external(r.symbol) && kind.abs_limit < low_limit) {
+        low_limit = kind.abs_limit;
+        std::snprintf(why, sizeof why, "lie below %s for %s against '%s' at %s",
+                      low_limit == (1ull << 31) ? "2 GiB" : "4 GiB", x86_64::reloc_name(r.type).c_str(),
+                      name.c_str(), where(rs.target, r.offset).c_str());
+        low_why = why;
+      }
+    }
+  }
+  if (low_limit != UINT64_MAX) out->push_back({0, low_limit, low_why});
+  return SK_OK;
+}
+
+sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
+  if (sk_status s = check_object()) return s;
+  if (sk_status s = select_sections()) return s;
+  if (sk_status s = scan_relocations()) return s;
+  if (sk_status s = bind_undefined()) return s;
+  if (sk_status s = layout()) return s;
+  std::vector<PlacementConstraint> constraints;
+  if (sk_status s = collect_constraints(&constraints)) return s;
+  // Near the libraries the object calls, so that calls reach without stubs when they can.
+  uint64_t prefer = 0;
+  for (size_t i = 1; i < resolved_.size() && !prefer; ++i) prefer = resolved_[i];
+  if (!prefer) prefer = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "printf"));
+  uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (sk_status s = place_mapping(total_, std::max(page, max_align_), constraints, prefer, o_.label, &mapping_))
+    return s;
+  if (sk_status s = write_contents()) return s;
+  if (sk_status s = relocate()) return s;
+  std::unique_ptr<LinkedObject> linked(new LinkedObject());
+  if (sk_status s = seal(linked.get())) return s;
+  export_symbols(linked.get());
+  linked->mapping_size_ = mapping_.size();
+  linked->mapping_ = mapping_.release();
+  *out = std::move(linked);
+  return SK_OK;
+}
+
+sk_status LinkedObject::link(const elf::Object &object, const LinkOptions &options,
+                             std::unique_ptr<LinkedObject> *out) {
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: no output for the link", object.label.c_str());
+  try {
+    Linker linker(object, options);
+    return linker.run(out);
+  } catch (const std::bad_alloc &) {
+    return fail(SK_ERR_OUT_OF_MEMORY, "%s: out of memory while linking", object.label.c_str());
+  } catch (...) {  // resolve_special is the caller's code: keep its exceptions out of the C API
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: an exception escaped while linking", object.label.c_str());
+  }
+}
+
+LinkedObject::~LinkedObject() {
+  if (mapping_) munmap(mapping_, mapping_size_);
+}
+
+const LinkedFunction *LinkedObject::find_function(std::string_view name) const {
+  for (const LinkedFunction &f : functions_)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+void *LinkedObject::find_symbol(std::string_view name) const {
+  for (const auto &[n, a] : symbols_)
+    if (n == name) return a;
+  return nullptr;
+}
+
+}  // namespace sk::host

@@ -1,0 +1,79 @@
+// What a linked object offers its users: defined global symbols, functions with the undefined
+// symbols their code may reach (the planner learns which device-API calls a kernel makes from
+// these), and the .sk.kernels metadata records.
+#include <elf.h>
+
+#include <algorithm>
+#include <set>
+
+#include "elf/function_references.hpp"
+#include "host/linker_impl.hpp"
+
+namespace sk::host {
+namespace {
+
+bool is_global(const elf::Symbol &s) {
+  return s.bind == STB_GLOBAL || s.bind == STB_WEAK || s.bind == STB_GNU_UNIQUE;
+}
+
+}  // namespace
+
+void Linker::export_symbols(LinkedObject *lo) const {
+  // Per-function reachability (elf/function_references.cpp); functions it does not cover
+  // (no size, STT_NOTYPE labels in code) fall back to everything their section reaches.
+  const auto by_function = elf::undefined_references_by_function(o_);
+  const size_t n = o_.sections.size();
+  std::vector<std::set<uint32_t>> edges(n);
+  std::vector<std::set<std::string>> undefined(n);
+  for (const elf::RelocationSection &rs : o_.relocation_sections) {
+    if (section_offset_[rs.target] == kNotLoaded) continue;
+    for (const elf::Relocation &r : rs.relocations) {
+      const elf::Symbol &s = o_.symbols[r.symbol];
+      if (r.symbol == 0) continue;
+      if (s.shndx == SHN_UNDEF) undefined[rs.target].insert(s.name);
+      else if (s.shndx < n && s.shndx != SHN_ABS && s.shndx != SHN_COMMON) edges[rs.target].insert(s.shndx);
+    }
+  }
+  auto reachable_undefined = [&](const elf::Symbol &fn) {
+    if (auto it = by_function.find(fn.name); it != by_function.end() && fn.type == STT_FUNC && fn.size > 0)
+      return it->second;
+    std::set<std::string> names;
+    std::vector<bool> seen(n, false);
+    std::vector<uint32_t> todo{fn.shndx};
+    seen[fn.shndx] = true;
+    while (!todo.empty()) {
+      uint32_t sec = todo.back();
+      todo.pop_back();
+      names.insert(undefined[sec].begin(), undefined[sec].end());
+      for (uint32_t next : edges[sec])
+        if (!seen[next]) seen[next] = true, todo.push_back(next);
+    }
+    return std::vector<std::string>(names.begin(), names.end());
+  };
+
+  for (size_t i = 1; i < o_.symbols.size(); ++i) {
+    const elf::Symbol &s = o_.symbols[i];
+    if (!is_global(s) || s.shndx == SHN_UNDEF || s.name.empty()) continue;
+    bool in_section = s.shndx != SHN_ABS && s.shndx != SHN_COMMON;
+    if (in_section && section_offset_[s.shndx] == kNotLoaded) continue;
+    void *address = reinterpret_cast<void *>(symbol_address(static_cast<uint32_t>(i)));
+    lo->symbols_.emplace_back(s.name, address);
+    bool code = in_section && (o_.sections[s.shndx].flags & SHF_EXECINSTR);
+    if (in_section && (s.type == STT_FUNC || (s.type == STT_NOTYPE && code)))
+      lo->functions_.push_back({s.name, address, s.size, reachable_undefined(s)});
+  }
+
+  int meta = o_.find_section(".sk.kernels");
+  if (meta > 0 && o_.sections[meta].data) {
+    const elf::Section &m = o_.sections[meta];
+    const char *p = reinterpret_cast<const char *>(m.data), *end = p + m.size;
+    // Records are NUL-terminated; empty strings are alignment padding between them.
+    while (p < end) {
+      const char *q = std::find(p, end, '\0');
+      if (q > p) lo->metadata_.emplace_back(p, q);
+      p = q + 1;
+    }
+  }
+}
+
+}  // namespace sk::host

@@ -1,0 +1,59 @@
+// The state of one link, shared by linker.cpp (checks and binding), linker_layout.cpp (layout,
+// relocation, sealing) and linker_exports.cpp (functions, symbols, metadata). Internal.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/linker.hpp"
+#include "host/placement.hpp"
+
+namespace sk::host {
+
+class Linker {
+ public:
+  Linker(const elf::Object &object, const LinkOptions &options) : o_(object), options_(options) {}
+  sk_status run(std::unique_ptr<LinkedObject> *out);
+
+ private:
+  enum Part { kText, kRodata, kData, kParts };
+  static constexpr int64_t kNotLoaded = -1;
+
+  // linker.cpp
+  sk_status check_object();
+  sk_status select_sections();
+  sk_status scan_relocations();
+  sk_status bind_undefined();
+  sk_status collect_constraints(std::vector<PlacementConstraint> *out);
+  // linker_layout.cpp
+  sk_status layout();
+  sk_status write_contents();
+  sk_status relocate();
+  sk_status seal(LinkedObject *lo);
+  // linker_exports.cpp
+  void export_symbols(LinkedObject *lo) const;
+
+  bool external(uint32_t sym) const;  // address fixed outside the mapping (undefined, absolute)
+  uint64_t symbol_address(uint32_t sym) const;
+  const std::string &symbol_name(uint32_t sym) const;
+  std::string where(uint32_t section, uint64_t offset) const;  // ".text+0x1a"
+  const char *label() const { return o_.label.c_str(); }
+
+  const elf::Object &o_;
+  const LinkOptions &options_;
+  std::vector<Part> part_of_;              // per section, for loaded ones
+  std::vector<int64_t> section_offset_;    // per section: offset in the mapping or kNotLoaded
+  std::vector<int64_t> common_offset_;     // per symbol: SHN_COMMON allocation, or kNotLoaded
+  std::vector<uint64_t> resolved_;         // per symbol: bound address of undefined symbols
+  std::vector<bool> referenced_;           // per symbol: used by a relocation that is applied
+  std::map<uint32_t, size_t> got_slot_;    // symbol -> GOT entry index
+  std::map<uint32_t, size_t> stub_slot_;   // symbol -> call stub index
+  uint64_t max_align_ = 1;
+  uint64_t common_size_ = 0, common_align_ = 1;
+  size_t part_begin_[kParts] = {}, part_end_[kParts] = {};
+  size_t stubs_offset_ = 0, got_offset_ = 0, bss_offset_ = 0, total_ = 0;
+  Mapping mapping_;
+};
+
+}  // namespace sk::host

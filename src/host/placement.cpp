@@ -1,0 +1,137 @@
+#include "host/placement.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+
+#include "core/error.hpp"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+namespace sk::host {
+namespace {
+
+// Addends of PC-relative references to a symbol are small (-4, a field offset): keep this much
+// slack so that the exact per-relocation checks later do not fail at the edge of the window.
+constexpr uint64_t kReachMargin = 16ull << 20;
+constexpr uint64_t kReach = (1ull << 31) - kReachMargin;
+// User space on x86-64 with 4-level paging; the lowest address mmap hands out by default.
+constexpr uint64_t kUserTop = 1ull << 47;
+constexpr uint64_t kUserBottom = 1ull << 16;
+
+struct Range {
+  uint64_t begin, end;
+};
+
+// The ranges of the address space in use now, sorted.
+std::vector<Range> used_ranges() {
+  std::vector<Range> used;
+  FILE *f = std::fopen("/proc/self/maps", "re");
+  if (!f) return used;
+  char line[512];
+  while (std::fgets(line, sizeof line, f)) {
+    uint64_t b = 0, e = 0;
+    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64, &b, &e) == 2) used.push_back({b, e});
+    // Lines longer than the buffer continue on the next read and fail the sscanf: harmless.
+  }
+  std::fclose(f);
+  std::sort(used.begin(), used.end(), [](Range a, Range b) { return a.begin < b.begin; });
+  return used;
+}
+
+uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? UINT64_MAX : (v + a - 1) & ~(a - 1); }
+uint64_t align_down(uint64_t v, uint64_t a) { return v & ~(a - 1); }
+
+// The start address in [lo, hi] (both aligned starts) of free range `gap` closest to `prefer`.
+bool best_start(Range gap, uint64_t size, uint64_t alignment, uint64_t lo, uint64_t hi,
+                uint64_t prefer, uint64_t *out) {
+  uint64_t first = align_up(std::max(gap.begin, lo), alignment);
+  if (gap.end < size) return false;
+  uint64_t last = std::min(align_down(gap.end - size, alignment), hi);
+  if (first > last) return false;
+  *out = std::clamp(align_down(prefer, alignment), first, last);
+  return true;
+}
+
+}  // namespace
+
+PlacementConstraint reach_constraint(uint64_t target, std::string why) {
+  PlacementConstraint c;
+  c.low = target > kReach ? target - kReach : 0;
+  c.high = target > UINT64_MAX - kReach ? UINT64_MAX : target + kReach;
+  c.why = std::move(why);
+  return c;
+}
+
+Mapping::~Mapping() { reset(nullptr, 0); }
+
+void Mapping::reset(void *address, size_t size) {
+  if (address_) munmap(address_, size_);
+  address_ = address;
+  size_ = size;
+}
+
+sk_status place_mapping(size_t size, size_t alignment, const std::vector<PlacementConstraint> &constraints,
+                        uint64_t prefer, const std::string &label, Mapping *out) {
+  // The window every start must fall in, and the constraints that set its two ends.
+  uint64_t lo = kUserBottom, hi_end = kUserTop;
+  const PlacementConstraint *lo_by = nullptr, *hi_by = nullptr;
+  for (const PlacementConstraint &c : constraints) {
+    if (c.low > lo) lo = c.low, lo_by = &c;
+    if (c.high < hi_end) hi_end = c.high, hi_by = &c;
+  }
+  if (hi_end < size || lo > hi_end - size) {
+    if (lo_by && hi_by)
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: no address can satisfy both constraints of its 32-bit relocations: it must "
+                  "%s, and it must %s (rebuild the object with -fPIC to lift them)",
+                  label.c_str(), hi_by->why.c_str(), lo_by->why.c_str());
+    const PlacementConstraint *c = lo_by ? lo_by : hi_by;
+    return fail(SK_ERR_UNSUPPORTED, "%s: no user address can satisfy the constraint: it must %s",
+                label.c_str(), c ? c->why.c_str() : "fit");
+  }
+  uint64_t hi = align_down(hi_end - size, alignment);  // last start allowed
+  if (prefer == 0) prefer = lo + (hi - lo) / 2;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    // Free ranges between the mappings that exist now; take the start closest to `prefer`.
+    std::vector<Range> used = used_ranges();
+    uint64_t best = 0, best_dist = UINT64_MAX;
+    uint64_t cursor = 0;
+    auto consider = [&](Range gap) {
+      uint64_t start;
+      if (!best_start(gap, size, alignment, lo, hi, prefer, &start)) return;
+      uint64_t dist = start > prefer ? start - prefer : prefer - start;
+      if (dist < best_dist) best = start, best_dist = dist;
+    };
+    for (Range r : used) {
+      if (r.begin > cursor) consider({cursor, r.begin});
+      cursor = std::max(cursor, r.end);
+    }
+    if (cursor < kUserTop) consider({cursor, kUserTop});
+    if (best_dist == UINT64_MAX)
+      return fail(SK_ERR_OUT_OF_MEMORY,
+                  "%s: no free address range of %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64,
+                  label.c_str(), size, lo, hi_end);
+    void *want = reinterpret_cast<void *>(best);
+    void *got = mmap(want, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == want) {
+      out->reset(got, size);
+      return SK_OK;
+    }
+    // Kernels before 4.17 take the flag as a hint and may map elsewhere: never keep that.
+    if (got != MAP_FAILED) munmap(got, size);
+    else if (errno != EEXIST) break;
+    // Another thread took the range between reading the maps and mapping: look again.
+  }
+  return fail(SK_ERR_OUT_OF_MEMORY, "%s: could not map %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64,
+              label.c_str(), size, lo, hi_end);
+}
+
+}  // namespace sk::host

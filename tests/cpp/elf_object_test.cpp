@@ -1,0 +1,217 @@
+// The ELF reader: good objects of every build variant parse; malformed ones (built here by
+// mutating good bytes) are rejected with the right status and a message naming the object.
+#include "linker_test_support.hpp"
+
+namespace sk::test {
+namespace {
+
+class ElfObjectVariant : public testing::TestWithParam<std::string> {};
+
+TEST_P(ElfObjectVariant, ParsesSectionsSymbolsRelocations) {
+  std::vector<uint8_t> bytes = kernel_bytes(GetParam(), "reloc_basic");
+  elf::Object o;
+  ASSERT_EQ(elf::parse_object(bytes.data(), bytes.size(), "basic.o", &o), SK_OK) << last_error();
+  EXPECT_EQ(o.label, "basic.o");
+  EXPECT_EQ(o.elf_class, ELFCLASS64);
+  EXPECT_EQ(o.machine, EM_X86_64);
+  EXPECT_EQ(o.type, ET_REL);
+  int text = o.find_section(".text");
+  ASSERT_GT(text, 0);
+  EXPECT_TRUE(o.sections[text].flags & SHF_EXECINSTR);
+  EXPECT_EQ(o.find_section(".no-such-section"), -1);
+  int meta = o.find_section(".sk.kernels");
+  ASSERT_GT(meta, 0);
+  EXPECT_NE(o.sections[meta].data, nullptr);
+  bool found = false;
+  for (const elf::Symbol &s : o.symbols)
+    if (s.name == "reloc_switch") {
+      found = true;
+      EXPECT_EQ(s.type, STT_FUNC);
+      EXPECT_EQ(s.bind, STB_GLOBAL);
+      EXPECT_LT(s.shndx, o.sections.size());
+    }
+  EXPECT_TRUE(found);
+  ASSERT_FALSE(o.relocation_sections.empty());
+  for (const elf::RelocationSection &rs : o.relocation_sections) {
+    ASSERT_LT(rs.target, o.sections.size());
+    for (const elf::Relocation &r : rs.relocations) {
+      EXPECT_LT(r.offset, o.sections[rs.target].size);
+      EXPECT_LT(r.symbol, o.symbols.size());
+    }
+  }
+  for (const elf::Section &s : o.sections)
+    if (s.data) {
+      EXPECT_GE(s.data, o.image.data());
+      EXPECT_LE(s.data + s.size, o.image.data() + o.image.size());
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, ElfObjectVariant, testing::ValuesIn(kernel_variants()), variant_name);
+
+// Mutations of one good object. Offsets of the fields come from parsing it first.
+class ElfMalformed : public testing::Test {
+ protected:
+  void SetUp() override {
+    good_ = kernel_bytes("gcc-O2-pic", "reloc_basic");
+    ASSERT_EQ(elf::parse_object(good_.data(), good_.size(), "good.o", &parsed_), SK_OK) << last_error();
+  }
+  Elf64_Ehdr &ehdr(std::vector<uint8_t> &b) { return *reinterpret_cast<Elf64_Ehdr *>(b.data()); }
+  Elf64_Shdr &shdr(std::vector<uint8_t> &b, size_t i) {
+    return *reinterpret_cast<Elf64_Shdr *>(b.data() + ehdr(b).e_shoff + i * sizeof(Elf64_Shdr));
+  }
+  uint64_t file_offset(uint32_t section) const { return parsed_.sections[section].data - parsed_.image.data(); }
+  const elf::RelocationSection &text_relocations() const {
+    for (const elf::RelocationSection &rs : parsed_.relocation_sections)
+      if (parsed_.sections[rs.target].name == ".text") return rs;
+    return parsed_.relocation_sections.at(0);
+  }
+  Elf64_Rela &rela(std::vector<uint8_t> &b, size_t k) {
+    return *reinterpret_cast<Elf64_Rela *>(b.data() + file_offset(text_relocations().index) + k * sizeof(Elf64_Rela));
+  }
+  uint32_t symtab() const {
+    for (size_t i = 0; i < parsed_.sections.size(); ++i)
+      if (parsed_.sections[i].type == SHT_SYMTAB) return static_cast<uint32_t>(i);
+    return 0;
+  }
+  Elf64_Sym &sym(std::vector<uint8_t> &b, size_t k) {
+    return *reinterpret_cast<Elf64_Sym *>(b.data() + file_offset(symtab()) + k * sizeof(Elf64_Sym));
+  }
+  // Parses `bad`; expects `status` and a message naming the object and `needle`.
+  void expect_parse(const std::vector<uint8_t> &bad, sk_status status, const char *needle) {
+    elf::Object o;
+    sk_status s = elf::parse_object(bad.data(), bad.size(), "bad.o", &o);
+    EXPECT_EQ(s, status) << "status " << s << ": " << last_error();
+    EXPECT_NE(std::strstr(last_error(), "bad.o"), nullptr) << last_error();
+    EXPECT_NE(std::strstr(last_error(), needle), nullptr) << "'" << needle << "' not in: " << last_error();
+  }
+  std::vector<uint8_t> good_;
+  elf::Object parsed_;
+};
+
+TEST_F(ElfMalformed, TruncatedAtManyLengths) {
+  for (size_t len = 0; len < good_.size(); len += (len < 128 ? 1 : 61)) {
+    elf::Object o;
+    sk_status s = elf::parse_object(good_.data(), len, "cut.o", &o);
+    EXPECT_EQ(s, SK_ERR_BAD_BINARY) << "length " << len << ": " << last_error();
+    EXPECT_NE(std::strstr(last_error(), "cut.o"), nullptr) << last_error();
+  }
+}
+
+TEST_F(ElfMalformed, BadMagic) {
+  std::vector<uint8_t> b = good_;
+  b[1] = 'X';
+  expect_parse(b, SK_ERR_BAD_BINARY, "not an ELF");
+}
+
+TEST_F(ElfMalformed, SectionHeaderOffsetOutOfRange) {
+  std::vector<uint8_t> b = good_;
+  ehdr(b).e_shoff = b.size() - 10;
+  expect_parse(b, SK_ERR_BAD_BINARY, "outside");
+  ehdr(b).e_shoff = UINT64_MAX - 8;
+  expect_parse(b, SK_ERR_BAD_BINARY, "e_shoff");
+  b = good_;
+  ehdr(b).e_shnum = 0xfff0;
+  expect_parse(b, SK_ERR_BAD_BINARY, "section header table");
+  b = good_;
+  ehdr(b).e_shstrndx = 0xfe00;
+  expect_parse(b, SK_ERR_BAD_BINARY, "e_shstrndx");
+}
+
+TEST_F(ElfMalformed, SectionDataOutOfRange) {
+  std::vector<uint8_t> b = good_;
+  int text = parsed_.find_section(".text");
+  shdr(b, text).sh_offset = b.size() - 4;
+  expect_parse(b, SK_ERR_BAD_BINARY, "'.text': data [");
+  shdr(b, text).sh_offset = 0x40;
+  shdr(b, text).sh_size = UINT64_MAX - 0x20;  // offset + size wraps around
+  expect_parse(b, SK_ERR_BAD_BINARY, "outside the");
+}
+
+TEST_F(ElfMalformed, SectionNameOutOfRange) {
+  std::vector<uint8_t> b = good_;
+  shdr(b, 1).sh_name = 0x7fffffff;
+  expect_parse(b, SK_ERR_BAD_BINARY, "name offset");
+}
+
+TEST_F(ElfMalformed, RelocationLinkAndInfo) {
+  uint32_t rs = text_relocations().index;
+  std::vector<uint8_t> b = good_;
+  shdr(b, rs).sh_link = 999;
+  expect_parse(b, SK_ERR_BAD_BINARY, "sh_link");
+  b = good_;
+  shdr(b, rs).sh_link = 1;  // a section that is not the symbol table
+  expect_parse(b, SK_ERR_BAD_BINARY, "sh_link");
+  b = good_;
+  shdr(b, rs).sh_info = 999;
+  expect_parse(b, SK_ERR_BAD_BINARY, "sh_info");
+  b = good_;
+  shdr(b, rs).sh_info = rs;  // relocating itself
+  expect_parse(b, SK_ERR_BAD_BINARY, "sh_info");
+  b = good_;
+  shdr(b, symtab()).sh_link = 0xfff;
+  expect_parse(b, SK_ERR_BAD_BINARY, "sh_link");
+  b = good_;
+  shdr(b, symtab()).sh_info = 0xffffff;
+  expect_parse(b, SK_ERR_BAD_BINARY, "sh_info");
+  b = good_;
+  shdr(b, rs).sh_entsize = 7;
+  expect_parse(b, SK_ERR_BAD_BINARY, "sh_entsize");
+}
+
+TEST_F(ElfMalformed, RelocationSymbolIndexOutOfRange) {
+  std::vector<uint8_t> b = good_;
+  rela(b, 0).r_info = ELF64_R_INFO(0xffffff, ELF64_R_TYPE(rela(b, 0).r_info));
+  expect_parse(b, SK_ERR_BAD_BINARY, "symbol index");
+}
+
+TEST_F(ElfMalformed, RelocationOffsetPastSectionEnd) {
+  std::vector<uint8_t> b = good_;
+  rela(b, 0).r_offset = parsed_.sections[parsed_.find_section(".text")].size;
+  expect_parse(b, SK_ERR_BAD_BINARY, "r_offset");
+}
+
+TEST_F(ElfMalformed, SymbolSectionIndexAndName) {
+  std::vector<uint8_t> b = good_;
+  size_t k = parsed_.symbols.size() - 1;
+  sym(b, k).st_shndx = static_cast<uint16_t>(parsed_.sections.size() + 5);
+  expect_parse(b, SK_ERR_BAD_BINARY, "st_shndx");
+  b = good_;
+  sym(b, k).st_name = 0x7ffffff0;
+  expect_parse(b, SK_ERR_BAD_BINARY, "name offset");
+  b = good_;
+  for (size_t i = 1; i < parsed_.symbols.size(); ++i)
+    if (parsed_.symbols[i].name == "reloc_switch") sym(b, i).st_value = 0x7fffffff;
+  expect_parse(b, SK_ERR_BAD_BINARY, "st_value");
+}
+
+TEST_F(ElfMalformed, WrongClassTypeMachine) {
+  std::vector<uint8_t> b = good_;
+  b[EI_CLASS] = ELFCLASS32;
+  expect_parse(b, SK_ERR_UNSUPPORTED, "class");
+  b = good_;
+  b[EI_DATA] = ELFDATA2MSB;
+  expect_parse(b, SK_ERR_UNSUPPORTED, "little-endian");
+  for (uint16_t type : {ET_EXEC, ET_DYN, ET_CORE}) {
+    b = good_;
+    ehdr(b).e_type = type;
+    expect_parse(b, SK_ERR_UNSUPPORTED, "e_type");
+  }
+  // The machine is the linker's to judge: the object parses, the link is refused.
+  b = good_;
+  ehdr(b).e_machine = EM_AARCH64;
+  Loaded l;
+  EXPECT_EQ(load_bytes(b, "arm.o", Resolver().options(), &l), SK_ERR_UNSUPPORTED);
+  EXPECT_EQ(l.parse_status, SK_OK);
+  EXPECT_NE(l.message.find("arm.o"), std::string::npos) << l.message;
+  EXPECT_NE(l.message.find("e_machine 183"), std::string::npos) << l.message;
+}
+
+TEST_F(ElfMalformed, NullImage) {
+  elf::Object o;
+  EXPECT_EQ(elf::parse_object(nullptr, 10, "null.o", &o), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(elf::parse_object(nullptr, 0, "", &o), SK_ERR_BAD_BINARY);
+  EXPECT_NE(std::strstr(last_error(), "<memory>"), nullptr) << last_error();
+}
+
+}  // namespace
+}  // namespace sk::test
