@@ -36,9 +36,18 @@ struct CoreContext {
 // TLS surplus even when libsk is dlopen'ed (as the Python binding does).
 extern constinit thread_local CoreContext *t_core __attribute__((tls_model("initial-exec")));
 
-// Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp).
+// Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp). A core in step i:
+//  begin_step:          waits for step i-2 to end; and, unless the kernel waits itself
+//                       (sk_wait_pre_task_end), for step i-1 to release it;
+//  wait_previous_step:  waits for step i-1 to release step i;
+//  release_next_step:   lets step i+1 run, once step i-1 released this one and ended;
+//  end_step:            releases step i+1 if the kernel did not, and records step i's end.
+// So a step overlaps only its neighbours, as the task-overlap calls promise, never a step two
+// away.
+void begin_step(CoreContext &ctx);
 void wait_previous_step(CoreContext &ctx);
-void arrive_step(CoreContext &ctx);
+void release_next_step(CoreContext &ctx);
+void end_step(CoreContext &ctx);
 void sync_step_cores(CoreContext &ctx);
 
 }  // namespace sk::host

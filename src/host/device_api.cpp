@@ -22,7 +22,7 @@ void api_set_next_task_start() {
   CoreContext *c = t_core;
   // Only the core's last block releases the next step: earlier blocks of a multiplexed core
   // still have work the next step must not overtake.
-  if (c && c->step->arrive_in_kernel && c->last_block && !c->arrived) arrive_step(*c);
+  if (c && c->step->arrive_in_kernel && c->last_block && !c->arrived) release_next_step(*c);
 }
 
 void api_wait_pre_task_end() {

@@ -23,7 +23,8 @@ struct Executor::Core {
 };
 
 void Program::allocate_sync_state() {
-  arrivals = std::make_unique<StepCounter[]>(steps.size());
+  released = std::make_unique<StepCounter[]>(steps.size());
+  ended = std::make_unique<StepCounter[]>(steps.size());
   barriers = std::make_unique<StepBarrier[]>(steps.size());
 }
 
@@ -161,14 +162,14 @@ void Executor::run_task(Core &core, Task &task) {
     ctx.step_index = i;
     ctx.waited = false;
     ctx.arrived = false;
-    if (!s.wait_in_kernel) wait_previous_step(ctx);
+    begin_step(ctx);
     for (uint32_t b = core.index; b < s.block_dim; b += s.cores) {
       ctx.block_idx = b;
       ctx.last_block = b + s.cores >= s.block_dim;
       ffi_arg ret;
       ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
     }
-    if (!ctx.arrived) arrive_step(ctx);
+    end_step(ctx);
   }
   ctx.program = nullptr;
   ctx.step = nullptr;
@@ -180,7 +181,8 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     // Every core has left the task: bring the sync state to where a clean launch would have
     // left it, so that the super kernel stays usable.
     for (uint32_t i = 0; i < p->steps.size(); ++i) {
-      p->arrivals[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
+      p->released[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
+      p->ended[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       p->barriers[i].count.store(0, std::memory_order_relaxed);
     }
     std::lock_guard<std::mutex> lock(task.stream->error_mutex);

@@ -27,33 +27,61 @@ void report_hang(CoreContext &ctx, const char *where, uint32_t have, uint32_t wa
   }
 }
 
+std::atomic<uint32_t> &ended_counter(Program &p, uint32_t step) {
+  return p.steps[step].arrive_in_kernel ? p.ended[step].value : p.released[step].value;
+}
+
+// Waits until `word` counts every core of step `step` in this launch.
+void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t step, const char *event) {
+  const uint32_t want = ctx.program->steps[step].cores;
+  const uint32_t target = ctx.epoch * want;
+  WaitResult r = wait_for(word, *ctx.channel, *ctx.policy,
+                          [target](uint32_t v) { return reached(v, target); });
+  if (r == WaitResult::TimedOut) {
+    char where[300];
+    std::snprintf(where, sizeof where, "waiting for step %u '%s' to %s", step,
+                  ctx.program->steps[step].name.c_str(), event);
+    report_hang(ctx, where, word.load() - (ctx.epoch - 1) * want, want);
+  }
+}
+
+void count_core(CoreContext &ctx, std::atomic<uint32_t> &word) {
+  word.fetch_add(1, std::memory_order_release);
+  notify(&word, *ctx.channel);
+}
+
 }  // namespace
+
+void begin_step(CoreContext &ctx) {
+  if (!ctx.step->wait_in_kernel) {
+    wait_previous_step(ctx);  // step i-1 released this step only after step i-2 ended
+  } else if (ctx.step_index >= 2) {
+    wait_all_cores_of(ctx, ended_counter(*ctx.program, ctx.step_index - 2), ctx.step_index - 2, "end");
+  }
+}
 
 void wait_previous_step(CoreContext &ctx) {
   ctx.waited = true;
   if (ctx.step_index == 0) return;
   const uint32_t prev = ctx.step_index - 1;
-  const uint32_t want = ctx.program->steps[prev].cores;
-  const uint32_t target = ctx.epoch * want;
-  std::atomic<uint32_t> &word = ctx.program->arrivals[prev].value;
-  WaitResult r = wait_for(word, *ctx.channel, *ctx.policy,
-                          [target](uint32_t v) { return reached(v, target); });
-  if (r == WaitResult::TimedOut) {
-    char where[300];
-    std::snprintf(where, sizeof where, "waiting for step %u '%s' to end", prev,
-                  ctx.program->steps[prev].name.c_str());
-    uint32_t have = word.load() - (ctx.epoch - 1) * want;
-    report_hang(ctx, where, have, want);
-  }
+  const bool early = ctx.program->steps[prev].arrive_in_kernel;
+  wait_all_cores_of(ctx, ctx.program->released[prev].value, prev,
+                    early ? "call sk_set_next_task_start" : "end");
 }
 
-void arrive_step(CoreContext &ctx) {
-  // Arriving implies the previous step ended, so that "step i done" covers all before it.
+void release_next_step(CoreContext &ctx) {
   if (!ctx.waited) wait_previous_step(ctx);
+  const uint32_t i = ctx.step_index;
+  // Releasing step i+1 must also mean step i-1 has ended: i+1 may overlap i, never i-1.
+  if (i >= 1 && ctx.program->steps[i - 1].arrive_in_kernel)
+    wait_all_cores_of(ctx, ctx.program->ended[i - 1].value, i - 1, "end");
   ctx.arrived = true;
-  std::atomic<uint32_t> &word = ctx.program->arrivals[ctx.step_index].value;
-  word.fetch_add(1, std::memory_order_release);
-  notify(&word, *ctx.channel);
+  count_core(ctx, ctx.program->released[i].value);
+}
+
+void end_step(CoreContext &ctx) {
+  if (!ctx.arrived) release_next_step(ctx);
+  if (ctx.step->arrive_in_kernel) count_core(ctx, ctx.program->ended[ctx.step_index].value);
 }
 
 void sync_step_cores(CoreContext &ctx) {

@@ -40,9 +40,14 @@ struct Program {
   // pointer arrays libffi reads. Sized once; never reallocated after the steps point in.
   std::vector<uint64_t> arg_slots;
   std::vector<void *> arg_pointers;
-  // Per-step sync state: arrivals count up by `cores` of the step each launch (never reset in
-  // the hot path: launch e's step i is done when arrivals[i] reaches e * steps[i].cores).
-  std::unique_ptr<StepCounter[]> arrivals;
+  // Per-step sync state. Counters count up by `cores` of the step each launch and are never
+  // reset in the hot path: launch e's step i has done a thing when its counter reaches
+  // e * steps[i].cores.
+  //  released[i]: every core of step i let step i+1 run (at sk_set_next_task_start or its end);
+  //  ended[i]:    every core of step i ended; a counter of its own only for steps that release
+  //               early (arrive_in_kernel), otherwise it is released[i].
+  std::unique_ptr<StepCounter[]> released;
+  std::unique_ptr<StepCounter[]> ended;
   std::unique_ptr<StepBarrier[]> barriers;
   // Launch epochs: next_epoch is assigned under the executor's submit lock; completed_epoch is
   // published by the last core of each launch.

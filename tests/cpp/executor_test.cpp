@@ -335,3 +335,72 @@ TEST(Executor, InterStepWaitPastItsDeadlineNamesTheAwaitedStep) {
 
 }  // namespace
 }  // namespace sk::host
+
+namespace sk::host {
+namespace {
+
+// Overlap reaches the neighbouring step only: a step's early part never overlaps the step two
+// before it, and a step's tail after sk_set_next_task_start never overlaps the step two after.
+struct Reach {
+  std::atomic<int> a_done{0};
+  std::atomic<int> a_tail_done{0};
+  std::atomic<int> violations{0};
+};
+void slow_then_mark(void *p) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  static_cast<Reach *>(p)->a_done.store(1);
+}
+void early_check_then_wait(void *p) {
+  auto *r = static_cast<Reach *>(p);
+  if (r->a_done.load() != 1) r->violations++;  // before sk_wait_pre_task_end: step i-2 must be over
+  api("sk_wait_pre_task_end")();
+}
+void release_then_slow_tail(void *p) {
+  api("sk_set_next_task_start")();
+  if (block_idx()() != 1) return;  // the slow tail is on core 1; b runs on core 0 only
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  static_cast<Reach *>(p)->a_tail_done.store(1);
+}
+void check_tail_done(void *p) {
+  auto *r = static_cast<Reach *>(p);
+  if (r->a_tail_done.load() != 1) r->violations++;
+}
+
+TEST(Executor, EarlyPartOfAStepNeverOverlapsTheStepTwoBefore) {
+  auto ex = make_executor(3);
+  Reach r;
+  TestProgram tp("reach-back", 3);
+  tp.state = &r;
+  tp.add("a", slow_then_mark, 1);
+  tp.add("b", noop, 1);
+  tp.add("c", early_check_then_wait, 3, /*wait_in=*/true, false);  // cores 1, 2 are idle until c
+  tp.finish();
+  StreamState stream;
+  for (int i = 0; i < 5; ++i) {
+    r.a_done.store(0);
+    ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+  }
+  EXPECT_EQ(r.violations.load(), 0);
+}
+
+TEST(Executor, TailAfterReleaseNeverOverlapsTheStepTwoAfter) {
+  auto ex = make_executor(3);
+  Reach r;
+  TestProgram tp("reach-forward", 3);
+  tp.state = &r;
+  tp.add("a", release_then_slow_tail, 2, false, /*arrive_in=*/true);
+  tp.add("b", noop, 1);
+  tp.add("c", check_tail_done, 3);
+  tp.finish();
+  StreamState stream;
+  for (int i = 0; i < 5; ++i) {
+    r.a_tail_done.store(0);
+    ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+  }
+  EXPECT_EQ(r.violations.load(), 0);
+}
+
+}  // namespace
+}  // namespace sk::host
