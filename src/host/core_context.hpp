@@ -2,6 +2,9 @@
 // code calls (sk_block_idx, sk_sync_all, ...) through a thread-local pointer.
 #pragma once
 #include <atomic>
+#include <mutex>
+#include <utility>
+#include <vector>
 #include <cstdint>
 #include <string>
 
@@ -10,10 +13,20 @@
 
 namespace sk::host {
 
+// A launch that stopped making progress. The first wait past its deadline aborts the launch;
+// every core then leaving a wait records where it was, so that the report shows the whole
+// picture (the barrier that cannot complete, and the cores queued behind it), whichever core's
+// deadline happened to expire first.
 struct TaskFailure {
   std::atomic<bool> aborted{false};
-  std::atomic<bool> claimed{false};  // the first core to time out writes the report
-  std::string report;
+  std::mutex mutex;
+  std::vector<std::pair<uint32_t, std::string>> waits;  // (core, where it waited)
+  void reset() {
+    aborted.store(false, std::memory_order_relaxed);
+    waits.clear();
+  }
+  // "super kernel 'X' (launch E): no progress for T ms; launch aborted. core 0: ...; core 1: ..."
+  std::string report(const std::string &superkernel, uint32_t epoch, long long timeout_ms);
 };
 
 struct CoreContext {

@@ -72,9 +72,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
   t.owned = std::move(owned);
   t.stream = stream;
   t.epoch = ++program->next_epoch;
-  t.failure.aborted.store(false, std::memory_order_relaxed);
-  t.failure.claimed.store(false, std::memory_order_relaxed);
-  t.failure.report.clear();
+  t.failure.reset();
   stream->last_seq.store(seq, std::memory_order_relaxed);
   submitted_ = seq;
   published_.store(seq, std::memory_order_release);
@@ -188,7 +186,8 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     std::lock_guard<std::mutex> lock(task.stream->error_mutex);
     if (task.stream->error == SK_OK) {
       task.stream->error = SK_ERR_HANG;
-      task.stream->error_message = task.failure.report;
+      task.stream->error_message =
+          task.failure.report(p->name, task.epoch, static_cast<long long>(config_.timeout_ms));
     }
   }
   p->completed_epoch.store(task.epoch, std::memory_order_release);

@@ -1,6 +1,7 @@
 // Synchronisation inside a task: the split-phase inter-step sync and sk_sync_all's barrier.
-// Every wait has a deadline; the first core past it aborts the task with a report naming the
-// super kernel, the step, the core and the sync point.
+// Every wait has a deadline; the first core past it aborts the task, and the report names the
+// super kernel and, for every core left waiting, the step and the sync point.
+#include <algorithm>
 #include <cstdio>
 
 #include "host/core_context.hpp"
@@ -11,20 +12,22 @@ constinit thread_local CoreContext *t_core __attribute__((tls_model("initial-exe
 
 namespace {
 
-void report_hang(CoreContext &ctx, const char *where, uint32_t have, uint32_t want) {
+// Records where this core waited when its wait ended without the condition (deadline passed,
+// or another core's did); the first deadline aborts the launch.
+void record_stuck_wait(CoreContext &ctx, WaitResult r, const char *where, uint32_t have, uint32_t want) {
+  if (r == WaitResult::Ok) return;
+  char line[512];
+  std::snprintf(line, sizeof line, "is in step %u '%s', %s (%u of %u cores arrived)", ctx.step_index,
+                ctx.step->name.c_str(), where, have, want);
   TaskFailure &f = *ctx.failure;
-  bool expected = false;
-  if (f.claimed.compare_exchange_strong(expected, true)) {
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "super kernel '%s' (launch %u): core %u waited %lld ms in step %u '%s' %s "
-                  "(%u of %u cores arrived); launch aborted",
-                  ctx.program->name.c_str(), ctx.epoch, ctx.core,
-                  static_cast<long long>(ctx.policy->timeout.count()), ctx.step_index,
-                  ctx.step->name.c_str(), where, have, want);
-    f.report = buf;
-    f.aborted.store(true, std::memory_order_release);
+  {
+    // A core's first stuck wait is where it was held; later ones are the launch unwinding.
+    std::lock_guard<std::mutex> lock(f.mutex);
+    bool known = false;
+    for (const auto &w : f.waits) known |= w.first == ctx.core;
+    if (!known) f.waits.emplace_back(ctx.core, line);
   }
+  if (r == WaitResult::TimedOut) f.aborted.store(true, std::memory_order_release);
 }
 
 std::atomic<uint32_t> &ended_counter(Program &p, uint32_t step) {
@@ -37,11 +40,11 @@ void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t s
   const uint32_t target = ctx.epoch * want;
   WaitResult r = wait_for(word, *ctx.channel, *ctx.policy,
                           [target](uint32_t v) { return reached(v, target); });
-  if (r == WaitResult::TimedOut) {
+  if (r != WaitResult::Ok) {
     char where[300];
     std::snprintf(where, sizeof where, "waiting for step %u '%s' to %s", step,
                   ctx.program->steps[step].name.c_str(), event);
-    report_hang(ctx, where, word.load() - (ctx.epoch - 1) * want, want);
+    record_stuck_wait(ctx, r, where, word.load() - (ctx.epoch - 1) * want, want);
   }
 }
 
@@ -96,7 +99,19 @@ void sync_step_cores(CoreContext &ctx) {
   }
   WaitResult r = wait_for(b.generation, *ctx.channel, *ctx.policy,
                           [gen](uint32_t v) { return v != gen; });
-  if (r == WaitResult::TimedOut) report_hang(ctx, "at sk_sync_all", b.count.load(), want);
+  record_stuck_wait(ctx, r, "at sk_sync_all", b.count.load(), want);
+}
+
+std::string TaskFailure::report(const std::string &superkernel, uint32_t epoch, long long timeout_ms) {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::sort(waits.begin(), waits.end());
+  char head[400];
+  std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %lld ms; launch aborted.",
+                superkernel.c_str(), epoch, timeout_ms);
+  std::string out = head;
+  for (size_t i = 0; i < waits.size(); ++i)
+    out += (i ? "; core " : " core ") + std::to_string(waits[i].first) + " " + waits[i].second;
+  return out;
 }
 
 }  // namespace sk::host

@@ -1,0 +1,232 @@
+/* Public C API: a launch that can never finish (a barrier that only some blocks reach) is
+ * aborted at the device's deadline and reported by sk_stream_synchronize as SK_ERR_HANG, with a
+ * message naming the super kernel, the kernel, the core and the sync point; the device, the
+ * stream and even the super kernel stay usable. */
+#include "test_util.h"
+
+#define N 256u
+
+struct fixture {
+  sk_device *dev;
+  sk_module *chain, *sync;
+  sk_kernel *fill, *axpb, *hang, *sync_sum;
+  uint32_t *a, *b, *out, *partials;
+};
+
+static int setup(void **state) {
+  struct fixture *f = (struct fixture *)calloc(1, sizeof *f);
+  if (!f) return -1;
+  if (sk_device_open("host:cores=2,timeout_ms=200", &f->dev) != SK_OK) return -1;
+  f->chain = load_kernels(f->dev, TEST_VARIANT, "capi_chain");
+  f->sync = load_kernels(f->dev, "clang-O2-pic", "capi_sync");
+  f->fill = get_kernel(f->chain, "capi_fill");
+  f->axpb = get_kernel(f->chain, "capi_axpb");
+  f->hang = get_kernel(f->sync, "capi_hang_half");
+  f->sync_sum = get_kernel(f->sync, "capi_sync_sum");
+  f->a = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  f->b = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  f->out = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  f->partials = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_mem_free(f->dev, f->a);
+  sk_mem_free(f->dev, f->b);
+  sk_mem_free(f->dev, f->out);
+  sk_mem_free(f->dev, f->partials);
+  sk_module_unload(f->chain);
+  sk_module_unload(f->sync);
+  sk_device_close(f->dev);
+  free(f);
+  return 0;
+}
+
+/* fill(a); hang_half(out) on 2 blocks; then, with `tail`, axpb(a) (whose cores wait for the
+ * hanging step: the report must still point at the barrier that never completes). */
+static sk_superkernel *build_hanging(struct fixture *f, const char *name, int tail) {
+  sk_scope *scope = NULL;
+  sk_superkernel *sk = NULL;
+  uint32_t n = N, seed = 4;
+  int32_t mul = 2, add = 1;
+  void *fill_args[3], *hang_args[1], *axpb_args[4];
+  fill_args[0] = &f->a;
+  fill_args[1] = &n;
+  fill_args[2] = &seed;
+  hang_args[0] = &f->out;
+  axpb_args[0] = &f->a;
+  axpb_args[1] = &n;
+  axpb_args[2] = &mul;
+  axpb_args[3] = &add;
+  SK_CHECK(sk_scope_begin(f->dev, name, NULL, &scope));
+  SK_CHECK(sk_add_kernel(scope, f->fill, 2, fill_args, NULL));
+  SK_CHECK(sk_add_kernel(scope, f->hang, 2, hang_args, NULL));
+  if (tail) SK_CHECK(sk_add_kernel(scope, f->axpb, 3, axpb_args, NULL));
+  SK_CHECK(sk_finalize(scope, &sk));
+  return sk;
+}
+
+/* fill(a); sync_sum(a -> b) on 2 blocks; axpb(b): every value checked. */
+static sk_superkernel *build_good(struct fixture *f) {
+  sk_scope *scope = NULL;
+  sk_superkernel *sk = NULL;
+  uint32_t n = N, seed = 21;
+  int32_t mul = 3, add = -4;
+  void *fill_args[3], *sync_args[4], *axpb_args[4];
+  fill_args[0] = &f->a;
+  fill_args[1] = &n;
+  fill_args[2] = &seed;
+  sync_args[0] = &f->a;
+  sync_args[1] = &f->partials;
+  sync_args[2] = &f->b;
+  sync_args[3] = &n;
+  axpb_args[0] = &f->b;
+  axpb_args[1] = &n;
+  axpb_args[2] = &mul;
+  axpb_args[3] = &add;
+  SK_CHECK(sk_scope_begin(f->dev, "good_after_hang", NULL, &scope));
+  SK_CHECK(sk_add_kernel(scope, f->fill, 5, fill_args, NULL));
+  SK_CHECK(sk_add_kernel(scope, f->sync_sum, 2, sync_args, NULL));
+  SK_CHECK(sk_add_kernel(scope, f->axpb, 2, axpb_args, NULL));
+  SK_CHECK(sk_finalize(scope, &sk));
+  return sk;
+}
+
+static void check_good(const struct fixture *f) {
+  uint32_t i, j, total = 0;
+  for (j = 0; j < 2; ++j) {
+    uint32_t part = 0;
+    for (i = j; i < N; i += 2) part += (i * 2654435761u + 21u) * (i | 1u);
+    total += part * (j + 1);
+  }
+  for (i = 0; i < N; ++i)
+    assert_int_equal(f->b[i], ((i * 2654435761u + 21u) + total) * 3u + (uint32_t)-4);
+}
+
+static void run_good(struct fixture *f, sk_stream *stream) {
+  sk_superkernel *good = build_good(f);
+  memset(f->b, 0, N * sizeof(uint32_t));
+  SK_CHECK(sk_launch(good, stream));
+  SK_CHECK(sk_stream_synchronize(stream));
+  check_good(f);
+  sk_superkernel_destroy(good);
+}
+
+static void expect_hang_report(const char *super_kernel_name) {
+  SK_EXPECT_MSG(super_kernel_name);
+  SK_EXPECT_MSG("capi_hang_half");
+  SK_EXPECT_MSG("core");
+  SK_EXPECT_MSG("sk_sync_all");
+}
+
+static void test_hang_default_stream(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_superkernel *sk = build_hanging(f, "hanging_scope", 0);
+  sk_status st;
+  SK_CHECK(sk_launch(sk, NULL)); /* asynchronous: the failure shows at synchronize */
+  st = sk_stream_synchronize(NULL);
+  if (st != SK_ERR_HANG)
+    fail_msg("sk_stream_synchronize returned %s (%s), expected SK_ERR_HANG", sk_status_name(st),
+             sk_last_error());
+  expect_hang_report("hanging_scope");
+  /* Reported once. */
+  SK_CHECK(sk_stream_synchronize(NULL));
+  /* The device still runs good work, fused and unfused. */
+  run_good(f, NULL);
+  {
+    uint32_t n = N, seed = 8, i;
+    void *args[3];
+    args[0] = &f->a;
+    args[1] = &n;
+    args[2] = &seed;
+    SK_CHECK(sk_launch_kernel(f->fill, 3, args, NULL));
+    SK_CHECK(sk_stream_synchronize(NULL));
+    for (i = 0; i < N; ++i) assert_int_equal(f->a[i], i * 2654435761u + 8u);
+  }
+  /* The hanging super kernel itself can be launched again: it hangs again, the same way. */
+  SK_CHECK(sk_launch(sk, NULL));
+  assert_int_equal(sk_stream_synchronize(NULL), SK_ERR_HANG);
+  expect_hang_report("hanging_scope");
+  sk_superkernel_destroy(sk);
+  run_good(f, NULL);
+}
+
+static void test_hang_on_stream(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_superkernel *sk = build_hanging(f, "hang_on_stream", 0);
+  sk_stream *stream = NULL;
+  SK_CHECK(sk_stream_create(f->dev, &stream));
+  SK_CHECK(sk_launch(sk, stream));
+  /* A later launch on the same stream waits its turn; the stream reports the first failure. */
+  SK_CHECK(sk_launch(sk, stream));
+  SK_EXPECT_ERR(sk_stream_synchronize(stream), SK_ERR_HANG, "hang_on_stream");
+  expect_hang_report("hang_on_stream");
+  SK_CHECK(sk_stream_synchronize(stream));
+  run_good(f, stream);
+  sk_stream_destroy(stream);
+  sk_superkernel_destroy(sk);
+}
+
+/* Steps after the hanging one: their cores wait for it and pass their own deadlines too; the
+ * report still names the sync point that never completes. */
+static void test_hang_report_with_later_steps(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_superkernel *sk = build_hanging(f, "hang_then_more", 1);
+  static const char *const needles[] = {"hang_then_more", "capi_hang_half", "core", "sk_sync_all"};
+  char report[3][512];
+  sk_status st[3];
+  int round;
+  size_t i;
+  for (round = 0; round < 3; ++round) {
+    SK_CHECK(sk_launch(sk, NULL));
+    st[round] = sk_stream_synchronize(NULL);
+    snprintf(report[round], sizeof report[round], "%s", sk_last_error());
+  }
+  sk_superkernel_destroy(sk); /* before any check can fail: nothing leaks */
+  run_good(f, NULL);
+  for (round = 0; round < 3; ++round) {
+    if (st[round] != SK_ERR_HANG)
+      fail_msg("launch %d: sk_stream_synchronize returned %s (%s), expected SK_ERR_HANG", round,
+               sk_status_name(st[round]), report[round]);
+    for (i = 0; i < sizeof needles / sizeof needles[0]; ++i)
+      if (!strstr(report[round], needles[i]))
+        fail_msg("launch %d: hang report \"%s\" does not name \"%s\"", round, report[round],
+                 needles[i]);
+  }
+}
+
+/* The same kernel launched unfused hangs the same way. */
+static void test_hang_unfused(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  void *args[1];
+  args[0] = &f->out;
+  SK_CHECK(sk_launch_kernel(f->hang, 2, args, NULL));
+  SK_EXPECT_ERR(sk_stream_synchronize(NULL), SK_ERR_HANG, "capi_hang_half");
+  SK_EXPECT_MSG("sk_sync_all");
+  SK_EXPECT_MSG("core");
+  run_good(f, NULL);
+}
+
+/* One block only: the barrier is over the kernel's own cores and completes. */
+static void test_no_hang_single_block(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  void *args[1];
+  args[0] = &f->out;
+  f->out[0] = 0;
+  SK_CHECK(sk_launch_kernel(f->hang, 1, args, NULL));
+  SK_CHECK(sk_stream_synchronize(NULL));
+  assert_int_equal(f->out[0], 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hang_default_stream),
+      cmocka_unit_test(test_hang_on_stream),
+      cmocka_unit_test(test_hang_report_with_later_steps),
+      cmocka_unit_test(test_hang_unfused),
+      cmocka_unit_test(test_no_hang_single_block),
+  };
+  return cmocka_run_group_tests_name("c_api_hang", tests, setup, teardown);
+}
