@@ -38,19 +38,23 @@ JsonWriter &JsonWriter::key(std::string_view k) {
 JsonWriter &JsonWriter::value(std::string_view s) {
   separate();
   out_ += '"';
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+  // Copy runs of characters that need no escape in one append.
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char u = static_cast<unsigned char>(s[i]);
+    if (u >= 0x20 && s[i] != '"' && s[i] != '\\') continue;
+    out_.append(s.data() + run, i - run);
+    run = i + 1;
+    if (u >= 0x20) {
       out_ += '\\';
-      out_ += c;
-    } else if (u < 0x20) {
+      out_ += s[i];
+    } else {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", u);
       out_ += buf;
-    } else {
-      out_ += c;
     }
   }
+  out_.append(s.data() + run, s.size() - run);
   out_ += '"';
   need_comma_ = true;
   return *this;

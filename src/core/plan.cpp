@@ -7,8 +7,8 @@
 
 namespace sk {
 
-sk_status build_plan(const std::string &name, const ScopeOptions &options,
-                     const std::vector<PlanInput> &kernels, uint32_t device_cores, Plan *out) {
+sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
+                     uint32_t device_cores, Plan *out) {
   if (kernels.empty())
     return fail(SK_ERR_STATE, "scope '%s': no kernel was added; nothing to finalize", name.c_str());
   Plan plan;
@@ -20,19 +20,20 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options,
   // Overlap is honoured unless early-start=0 or debug-sync-all=1 (a full barrier after every
   // sub-kernel is exactly "no step starts before the previous one ended").
   const bool overlap = options.early_start && !options.debug_sync_all;
+  plan.steps.reserve(kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
-    const PlanInput &k = kernels[i];
+    PlanInput &k = kernels[i];
     if ((k.usage & kUsesSyncAll) && k.block_dim > device_cores)
       return fail(SK_ERR_INCOMPATIBLE,
                   "scope '%s': kernel %zu '%s' calls sk_sync_all with block_dim %u, more than the "
                   "device's %u cores (blocks of a kernel that syncs all cannot be multiplexed)",
                   name.c_str(), i, k.name.c_str(), k.block_dim, device_cores);
     PlanStep step;
-    step.kernel = k;
     step.cores = std::min(k.block_dim, plan.cores);
     step.blocks_per_core = (k.block_dim + step.cores - 1) / step.cores;
     step.wait_in_kernel = overlap && (k.usage & kUsesWaitPreTaskEnd);
     step.arrive_in_kernel = overlap && (k.usage & kUsesSetNextTaskStart);
+    step.kernel = std::move(k);
     plan.steps.push_back(std::move(step));
   }
   *out = std::move(plan);

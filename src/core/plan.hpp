@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/scope_options.hpp"
@@ -12,13 +13,15 @@
 namespace sk {
 
 struct PlanInput {
-  std::string name;       // sk_kernel_options.name, else the symbol
-  std::string symbol;
-  std::string module;     // label of the object it comes from
-  std::string signature;  // "ptr,ptr,u32"
-  std::string core_type;
+  std::string name;             // sk_kernel_options.name, else the symbol
+  // Borrowed from the kernel's descriptor, which whoever owns the plan keeps alive (a super
+  // kernel holds its kernels): no copy per sub-kernel at finalize.
+  std::string_view symbol;
+  std::string_view module;      // label of the object it comes from
+  std::string_view signature;   // "ptr,ptr,u32"
+  std::string_view core_type;
   uint32_t block_dim = 1;
-  uint32_t usage = 0;     // DeviceApiBit set
+  uint32_t usage = 0;           // DeviceApiBit set
 };
 
 struct PlanStep {
@@ -43,8 +46,8 @@ struct Plan {
 // Checks and maps the sub-kernels. Fails with SK_ERR_INCOMPATIBLE naming the kernel when a
 // kernel that calls sk_sync_all has more blocks than the device has cores, SK_ERR_STATE for an
 // empty scope.
-sk_status build_plan(const std::string &name, const ScopeOptions &options,
-                     const std::vector<PlanInput> &kernels, uint32_t device_cores, Plan *out);
+sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
+                     uint32_t device_cores, Plan *out);
 
 // The plan as JSON (the body of sk_superkernel_explain).
 std::string explain_json(const Plan &plan, const std::string &backend);

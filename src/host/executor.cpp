@@ -29,16 +29,24 @@ void Program::allocate_sync_state() {
 }
 
 Executor::Executor(const ExecutorConfig &config) : config_(config) {
+  core0_sleep_policy_.spin = std::chrono::nanoseconds(0);
   idle_policy_.spin = std::chrono::microseconds(config.spin_us);
   task_policy_.spin = std::chrono::microseconds(config.spin_us);
   task_policy_.timeout = std::chrono::milliseconds(config.timeout_ms);
+  // A core that has waited a spin period inside a task or between tasks may be waiting for
+  // core 0, which no thread may be running: call the dedicated thread.
+  task_policy_.before_sleep = completion_policy_.before_sleep = [](void *e) { static_cast<Executor *>(e)->call_core0(); };
+  task_policy_.before_sleep_arg = completion_policy_.before_sleep_arg = this;
+  completion_policy_.spin = idle_policy_.spin;
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
   std::unique_ptr<Executor> ex(new Executor(config));
   ex->ring_ = std::make_unique<Task[]>(kRing);
+  ex->core0_ = std::make_unique<Core>();
   try {
-    for (uint32_t c = 0; c < config.cores; ++c)
+    ex->threads_.emplace_back([e = ex.get()] { e->core0_main(); });
+    for (uint32_t c = 1; c < config.cores; ++c)
       ex->threads_.emplace_back([e = ex.get(), c] { e->core_main(c); });
   } catch (const std::system_error &err) {
     // The destructor stops the threads already started.
@@ -59,6 +67,10 @@ Executor::~Executor() {
   stopping_.store(true, std::memory_order_seq_cst);
   published_word_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&published_word_);
+  core0_owner_.fetch_add(0, std::memory_order_seq_cst);
+  futex_wake_all(&core0_owner_);
+  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&core0_doorbell_);
   for (std::thread &t : threads_) t.join();
 }
 
@@ -66,7 +78,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
   std::lock_guard<std::mutex> lock(submit_mutex_);
   const uint64_t seq = submitted_ + 1;
   // Ring full: wait until task seq - kRing has completed and its slot is free.
-  if (seq > kRing) wait_completed(seq - kRing);
+  if (seq > kRing) drive_until([this, seq] { return completed_.load(std::memory_order_acquire) >= seq - kRing; });
   Task &t = ring_[seq % kRing];
   t.program = program;
   t.owned = std::move(owned);
@@ -78,16 +90,19 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
   published_.store(seq, std::memory_order_release);
   published_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
   notify(&published_word_, idle_channel_);
+  // With one core nobody else would call core 0 for a launch the host does not wait for.
+  if (config_.cores == 1) call_core0();
   return SK_OK;
 }
 
 void Executor::wait_completed(uint64_t seq) {
-  wait_for(completed_word_, host_channel_, idle_policy_,
+  wait_for(completed_word_, host_channel_, completion_policy_,
            [this, seq](uint32_t) { return completed_.load(std::memory_order_acquire) >= seq; });
 }
 
 sk_status Executor::synchronize(StreamState *stream) {
-  wait_completed(stream->last_seq.load(std::memory_order_acquire));
+  const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
+  drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
   std::lock_guard<std::mutex> lock(stream->error_mutex);
   if (stream->error == SK_OK) return SK_OK;
   sk_status st = stream->error;
@@ -103,9 +118,7 @@ void Executor::wait_program(Program *program) {
     std::lock_guard<std::mutex> lock(submit_mutex_);
     want = program->next_epoch;
   }
-  wait_for(completed_word_, host_channel_, idle_policy_, [program, want](uint32_t) {
-    return reached(program->completed_epoch.load(std::memory_order_acquire), want);
-  });
+  drive_until([program, want] { return reached(program->completed_epoch.load(std::memory_order_acquire), want); });
 }
 
 void Executor::wait_idle() {
@@ -114,7 +127,83 @@ void Executor::wait_idle() {
     std::lock_guard<std::mutex> lock(submit_mutex_);
     want = submitted_;
   }
-  wait_completed(want);
+  drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
+}
+
+template <class Done>
+void Executor::drive_until(Done done) {
+  while (!done()) {
+    uint32_t expected = kCore0Free;
+    if (core0_owner_.compare_exchange_strong(expected, kCore0Host, std::memory_order_acquire)) {
+      CoreContext *saved = t_core;
+      t_core = &core0_->ctx;
+      uint64_t next = core0_next_.load(std::memory_order_relaxed);
+      while (!done() && next <= published_.load(std::memory_order_acquire)) {
+        process(*core0_, next);
+        core0_next_.store(++next, std::memory_order_relaxed);
+      }
+      t_core = saved;
+      release_core0();
+      // Core 0 did its share: what is left is the other cores finishing.
+      wait_for(completed_word_, host_channel_, idle_policy_, [&done](uint32_t) { return done(); });
+      return;
+    }
+    // Another thread runs core 0: ask for it (the dedicated thread hands it over between
+    // tasks) and wait until it is free or what we wait for has happened.
+    host_wants_core0_.fetch_add(1, std::memory_order_seq_cst);
+    wait_for(core0_owner_, core0_channel_, idle_policy_,
+             [&done](uint32_t owner) { return owner == kCore0Free || done(); });
+    host_wants_core0_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+void Executor::release_core0() {
+  core0_owner_.store(kCore0Free, std::memory_order_seq_cst);
+  notify(&core0_owner_, core0_channel_);
+  // Tasks left that core 0 has not run (launched without a wait): the dedicated thread takes them.
+  call_core0();
+}
+
+void Executor::call_core0() {
+  // seq_cst pairs with release_core0 and the dedicated thread's release: either the caller
+  // sees core 0 free, or the releaser sees the work queued and calls for core 0 itself.
+  if (core0_owner_.load(std::memory_order_seq_cst) != kCore0Free) return;
+  if (core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst)) return;
+  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&core0_doorbell_);
+}
+
+void Executor::core0_main() {
+  t_core = &core0_->ctx;
+  uint32_t rung = 0;  // the doorbell's count when this thread last looked
+  for (;;) {
+    if (stopping_.load(std::memory_order_acquire) &&
+        core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_acquire))
+      return;
+    // Sleep (never spin: the host thread that launched usually takes core 0 itself) until a
+    // core or the host calls for core 0, or the executor stops.
+    wait_for(core0_doorbell_, core0_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
+      return v != rung || stopping_.load(std::memory_order_acquire);
+    });
+    rung = core0_doorbell_.load(std::memory_order_acquire);
+    uint32_t expected = kCore0Free;
+    while (core0_owner_.compare_exchange_strong(expected, kCore0Dedicated, std::memory_order_acquire)) {
+      // Run what is queued, handing core 0 over as soon as a host thread asks for it.
+      uint64_t next = core0_next_.load(std::memory_order_relaxed);
+      while (next <= published_.load(std::memory_order_acquire) &&
+             host_wants_core0_.load(std::memory_order_seq_cst) == 0) {
+        process(*core0_, next);
+        core0_next_.store(++next, std::memory_order_relaxed);
+      }
+      core0_owner_.store(kCore0Free, std::memory_order_seq_cst);
+      notify(&core0_owner_, core0_channel_);
+      // A call for core 0 while we held it was not rung (it saw core 0 taken): look again.
+      if (host_wants_core0_.load(std::memory_order_seq_cst) != 0 ||
+          core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst))
+        break;
+      expected = kCore0Free;
+    }
+  }
 }
 
 void Executor::core_main(uint32_t index) {
@@ -128,16 +217,19 @@ void Executor::core_main(uint32_t index) {
              stopping_.load(std::memory_order_acquire);
     });
     if (published_.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued
-    // Launches on the device run in order: this one starts when the previous one has ended
-    // on every core (its data may feed this one).
-    if (next > 1) wait_completed(next - 1);
-    Task &task = ring_[next % kRing];
-    run_task(core, task);
-    // The core that completes the task last publishes it.
-    const uint64_t done = cores_done_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    if (done == next * config_.cores) complete_task(task, next);
-    ++next;
+    process(core, next++);
   }
+}
+
+void Executor::process(Core &core, uint64_t seq) {
+  // Launches on the device run in order: this one starts when the previous one has ended on
+  // every core (its data may feed this one).
+  if (seq > 1) wait_completed(seq - 1);
+  Task &task = ring_[seq % kRing];
+  run_task(core, task);
+  // The core that finishes the task last completes it.
+  const uint64_t done = cores_done_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (done == seq * config_.cores) complete_task(task, seq);
 }
 
 void Executor::run_task(Core &core, Task &task) {

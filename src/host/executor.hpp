@@ -1,6 +1,12 @@
 // The host executor: a persistent pool of worker threads ("cores") per device. One launch —
 // a super kernel or one unfused kernel — is one task in a ring that every core walks in order;
 // each core runs its share of every step, synchronising split-phase between steps.
+//
+// Core 0 belongs to whichever thread holds its token: a host thread that waits for the device
+// (sk_stream_synchronize, a full ring, ...) takes it and runs core 0's share itself, so that a
+// synchronous caller uses N threads, not N + 1, and sees completion without a wake-up. When no
+// host thread comes (launches left running while the host does other work), a dedicated thread
+// runs core 0: the other cores ring for it when they have waited a spin period for core 0.
 #pragma once
 #include <sk.h>
 
@@ -54,13 +60,22 @@ class Executor {
   struct Task;
   struct Core;
   explicit Executor(const ExecutorConfig &config);
-  void core_main(uint32_t core);
+  void core_main(uint32_t core);  // cores 1 .. N-1
+  void core0_main();              // core 0 while no host thread holds it
+  // Runs task `seq` as `core`; the last core to finish it completes it.
+  void process(Core &core, uint64_t seq);
   void run_task(Core &core, Task &task);
   void complete_task(Task &task, uint64_t seq);
-  void wait_completed(uint64_t seq);
+  void wait_completed(uint64_t seq);  // plain wait (used by cores between tasks)
+  // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
+  template <class Done>
+  void drive_until(Done done);
+  void release_core0();
+  // Wakes the dedicated core-0 thread if core 0 is free and has queued work.
+  void call_core0();
 
   ExecutorConfig config_;
-  WaitPolicy idle_policy_, task_policy_;
+  WaitPolicy idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
   std::unique_ptr<Task[]> ring_;
   std::mutex submit_mutex_;
@@ -71,7 +86,15 @@ class Executor {
   alignas(64) std::atomic<uint64_t> completed_{0};
   std::atomic<uint32_t> completed_word_{0};
   std::atomic<bool> stopping_{false};
-  SleepChannel idle_channel_, step_channel_, host_channel_;
+  // Core 0's token and state (the state is touched only by the token's holder).
+  static constexpr uint32_t kCore0Free = 0, kCore0Dedicated = 1, kCore0Host = 2;
+  std::unique_ptr<Core> core0_;
+  alignas(64) std::atomic<uint64_t> core0_next_{1};
+  std::atomic<uint32_t> core0_owner_{kCore0Free};
+  std::atomic<uint32_t> host_wants_core0_{0};
+  std::atomic<uint32_t> core0_doorbell_{0};  // the dedicated core-0 thread sleeps on it
+  WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
+  SleepChannel idle_channel_, step_channel_, host_channel_, core0_channel_;
   std::vector<std::thread> threads_;
   friend struct CoreAccess;
 };

@@ -39,6 +39,10 @@ struct WaitPolicy {
   std::chrono::nanoseconds spin{50'000};
   std::chrono::milliseconds timeout{0};     // 0: no deadline
   const std::atomic<bool> *abort = nullptr; // checked while waiting; may be null
+  // Called once when the spin phase ends without success, before the first sleep: a waiting
+  // core uses it to call for core 0 when no thread runs core 0 (see Executor).
+  void (*before_sleep)(void *) = nullptr;
+  void *before_sleep_arg = nullptr;
 };
 
 // Waits until pred(word.load(acquire)) holds. Sleeps on `word`, registered on `channel`.
@@ -64,6 +68,7 @@ WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
     if ((i & 63) == 0 && clock::now() - start >= policy.spin) break;
   }
   // Sleep phase: bounded slices so that deadlines and aborts are seen.
+  if (policy.before_sleep) policy.before_sleep(policy.before_sleep_arg);
   const auto deadline = start + policy.timeout;
   for (;;) {
     channel.sleepers.fetch_add(1, std::memory_order_seq_cst);

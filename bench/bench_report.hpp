@@ -1,0 +1,26 @@
+// sk-bench's output: aligned tables on stdout, every number also in one JSON file.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bench {
+
+struct Options {
+  bool quick = false;
+  std::vector<uint32_t> cores{2};
+  std::string json_path;
+  int rounds() const { return quick ? 3 : 9; }
+};
+
+class Report {
+ public:
+  // A JSON record: scenario name and its (key, number) fields.
+  void add(const std::string &scenario, std::vector<std::pair<std::string, double>> fields);
+  bool write_json(const std::string &path) const;
+
+ private:
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> records_;
+};
+
+}  // namespace bench

@@ -1,0 +1,81 @@
+// The overhead chain: K empty kernels on `cores` cores, six ways.
+#include <cstdio>
+#include <vector>
+
+#include "baselines.hpp"
+#include "measure.hpp"
+#include "scenarios.hpp"
+
+extern "C" void bench_empty(void);
+
+namespace bench {
+namespace {
+
+void thunk_empty(const void *) { bench_empty(); }
+
+sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t block_dim, const char *name) {
+  sk_scope *scope = nullptr;
+  sk_superkernel *sk = nullptr;
+  if (!sk_ok(sk_scope_begin(dev, name, nullptr, &scope), "sk_scope_begin")) return nullptr;
+  for (size_t i = 0; i < count; ++i)
+    if (!sk_ok(sk_add_kernel(scope, k, block_dim, nullptr, nullptr), "sk_add_kernel")) {
+      sk_scope_abort(scope);
+      return nullptr;
+    }
+  return sk_ok(sk_finalize(scope, &sk), "sk_finalize") ? sk : nullptr;
+}
+
+}  // namespace
+
+bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
+  char spec[64];
+  std::snprintf(spec, sizeof spec, "host:cores=%u", cores);
+  sk_device *dev = nullptr;
+  sk_module *mod = nullptr;
+  sk_kernel *empty = nullptr, *overlap = nullptr;
+  if (!sk_ok(sk_device_open(spec, &dev), spec)) return false;
+  bool ok = load_kernel(dev, "bench_kernels", "bench_empty", &mod, &empty) &&
+            sk_ok(sk_module_get_kernel(mod, "bench_empty_overlap", &overlap), "bench_empty_overlap");
+  ConditionVariablePool pool(cores);
+  SpinBarrierFloor floor(cores);
+  std::printf("\noverhead chain on %u cores: K empty kernels, block_dim %u (ns per kernel)\n", cores, cores);
+  std::printf("%6s %8s %8s %8s %8s %8s %8s | %11s %9s %10s %13s\n", "K", "fused", "overlap", "unfused",
+              "openmp", "cv-pool", "floor", "fused/floor", "omp/fused", "pool/fused", "unfused/fused");
+  for (size_t k : {size_t{16}, size_t{256}, size_t{4096}}) {
+    if (!ok) break;
+    sk_superkernel *fused = chain_of(dev, empty, k, cores, "overhead");
+    sk_superkernel *fused_overlap = chain_of(dev, overlap, k, cores, "overhead-overlap");
+    ok = fused && fused_overlap;
+    std::vector<Step> steps(k, Step{thunk_empty, nullptr, cores});
+    std::vector<Method> methods = {
+        {"fused", [&] { sk_launch(fused, nullptr); sk_stream_synchronize(nullptr); }},
+        {"overlap", [&] { sk_launch(fused_overlap, nullptr); sk_stream_synchronize(nullptr); }},
+        {"unfused",
+         [&] {
+           for (size_t i = 0; i < k; ++i) sk_launch_kernel(empty, cores, nullptr, nullptr);
+           sk_stream_synchronize(nullptr);
+         }},
+        {"openmp", [&] { openmp_run(steps.data(), k, cores); }, std::chrono::milliseconds(20)},
+        {"cv-pool", [&] { pool.run(steps.data(), k); }},
+        {"floor", [&] { floor.run(k); }},
+    };
+    if (ok) {
+      Row r = measure(methods, k, opt.rounds());
+      ok = sk_ok(sk_stream_synchronize(nullptr), "overhead chain");
+      const double *t = r.median_ns.data();
+      std::printf("%6zu %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f | %11.2f %9.1f %10.1f %13.1f\n", k, t[0], t[1], t[2],
+                  t[3], t[4], t[5], t[0] / t[5], t[3] / t[0], t[4] / t[0], t[2] / t[0]);
+      report.add("overhead", {{"cores", cores}, {"kernels", double(k)}, {"fused_ns", t[0]}, {"overlap_ns", t[1]},
+                              {"unfused_ns", t[2]}, {"openmp_ns", t[3]}, {"cv_pool_ns", t[4]}, {"floor_ns", t[5]},
+                              {"fused_over_floor", t[0] / t[5]}, {"openmp_over_fused", t[3] / t[0]},
+                              {"pool_over_fused", t[4] / t[0]}, {"unfused_over_fused", t[2] / t[0]}});
+    }
+    sk_superkernel_destroy(fused);
+    sk_superkernel_destroy(fused_overlap);
+  }
+  sk_module_unload(mod);
+  sk_device_close(dev);
+  return ok;
+}
+
+}  // namespace bench

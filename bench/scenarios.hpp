@@ -1,0 +1,23 @@
+// The scenarios of sk-bench; each prints its table and adds its records. false on a failure
+// (an sk_* error or outputs that differ between methods).
+#pragma once
+#include <sk.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bench_report.hpp"
+
+namespace bench {
+
+bool run_overhead(const Options &opt, uint32_t cores, Report &report);
+bool run_small_ops(const Options &opt, uint32_t cores, Report &report);
+bool run_build_costs(const Options &opt, Report &report);
+
+// Helpers shared by the scenarios.
+std::string kernel_object(const char *name);  // path of a bench kernel object
+bool sk_ok(sk_status st, const char *what);   // prints sk_last_error() on failure
+// Loads `object` on `dev` and takes `kernel` from it.
+bool load_kernel(sk_device *dev, const char *object, const char *kernel, sk_module **mod, sk_kernel **out);
+
+}  // namespace bench

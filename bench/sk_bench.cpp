@@ -1,0 +1,57 @@
+// sk-bench: what a super kernel saves, measured side by side in one run.
+//
+//   overhead   K empty kernels (block_dim = cores): super kernel, with task overlap, unfused
+//              launches, OpenMP regions, a condition-variable pool, and the floor (bare spin
+//              barriers among the same number of threads)
+//   small-ops  256 axpy kernels on 16 Ki floats, and a mixed norm / mat-vec / softmax chain:
+//              fused vs unfused vs OpenMP, outputs checked equal
+//   build      scope build and finalize per sub-kernel (first and cached), link per KiB vs
+//              dlopen of the same code as a shared object, memory per sub-kernel, the cost of
+//              the first launch after the cores went to sleep
+//
+// Usage: sk-bench [--quick] [--cores 2,16] [--json FILE]
+#include <sk.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_report.hpp"
+#include "scenarios.hpp"
+
+int main(int argc, char **argv) {
+  bench::Options opt;
+  opt.cores.clear();
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) {
+      opt.quick = true;
+    } else if (!std::strcmp(argv[i], "--cores") && i + 1 < argc) {
+      for (char *tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
+        opt.cores.push_back(static_cast<uint32_t>(std::strtoul(tok, nullptr, 10)));
+    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      opt.json_path = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--json FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+  const uint32_t online = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (opt.cores.empty()) {
+    opt.cores.push_back(2);
+    if (online != 2) opt.cores.push_back(online);
+  }
+  bench::Report report;
+  std::printf("sk-bench (libsk %u): %u online CPUs; per-kernel medians in ns, %s\n", sk_version(), online,
+              opt.quick ? "quick run" : "full run");
+  bool ok = true;
+  for (uint32_t cores : opt.cores) {
+    ok &= bench::run_overhead(opt, cores, report);
+    ok &= bench::run_small_ops(opt, cores, report);
+  }
+  ok &= bench::run_build_costs(opt, report);
+  if (!opt.json_path.empty() && !report.write_json(opt.json_path)) ok = false;
+  return ok ? 0 : 1;
+}
