@@ -5,9 +5,9 @@
 
 namespace bench {
 namespace {
-thread_local bool t_sense = false;
+thread_local uint64_t t_epoch = 0;  // barriers this thread passed
 SpinBarrier *g_pool_barrier = nullptr;
-void pool_sync_all() { g_pool_barrier->wait(t_sense); }
+void pool_sync_all() { g_pool_barrier->wait(t_epoch); }
 }  // namespace
 
 ConditionVariablePool::ConditionVariablePool(uint32_t threads) : n_(threads), sync_all_(threads) {
@@ -76,14 +76,11 @@ void SpinBarrierFloor::run(size_t count) {
     generation_.fetch_add(1);
   }
   wake_.notify_all();
-  bool sense = t_sense;
-  for (size_t k = 0; k < count; ++k) barrier_.wait(sense);
-  t_sense = sense;
+  for (size_t k = 0; k < count; ++k) barrier_.wait(t_epoch);
 }
 
 void SpinBarrierFloor::worker() {
   uint64_t seen = 0;
-  bool sense = false;
   for (;;) {
     auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
     while (generation_.load() == seen && !stop_.load() && std::chrono::steady_clock::now() < until)
@@ -95,7 +92,7 @@ void SpinBarrierFloor::worker() {
     if (stop_.load()) return;
     seen = generation_.load();
     const size_t count = count_.load();
-    for (size_t k = 0; k < count; ++k) barrier_.wait(sense);
+    for (size_t k = 0; k < count; ++k) barrier_.wait(t_epoch);
   }
 }
 

@@ -404,3 +404,35 @@ TEST(Executor, TailAfterReleaseNeverOverlapsTheStepTwoAfter) {
 
 }  // namespace
 }  // namespace sk::host
+
+namespace sk::host {
+namespace {
+
+// Launches the host never waits for still run: the other cores call the dedicated core-0
+// thread (or, with one core, the launch does).
+void set_flag(void *p) {
+  if (block_idx()() == 0) static_cast<std::atomic<int> *>(p)->fetch_add(1);
+}
+
+TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
+  for (uint32_t cores : {1u, 2u, 3u}) {
+    auto ex = make_executor(cores);
+    std::atomic<int> flag{0};
+    TestProgram tp("unwatched", cores);
+    tp.state = &flag;
+    tp.add("first", set_flag, cores);
+    tp.add("second", set_flag, cores);
+    tp.finish();
+    StreamState stream;
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    // Poll without synchronizing: core 0 must be run by the executor's own thread.
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (flag.load() < 6 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(flag.load(), 6) << "cores " << cores;
+    EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+  }
+}
+
+}  // namespace
+}  // namespace sk::host
