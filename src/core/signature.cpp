@@ -1,5 +1,9 @@
 #include "core/signature.hpp"
 
+#include <cstring>
+
+#include <algorithm>
+
 #include "core/error.hpp"
 
 namespace sk {
@@ -41,12 +45,14 @@ sk_status parse_signature(std::string_view text, std::string_view what, Signatur
         break;
       }
     }
+    // Long texts are clipped in the message, so that the culprit (index and token) stays in it.
     if (!found)
       return fail(SK_ERR_INVALID_ARGUMENT,
-                  "%.*s: signature \"%.*s\": parameter %zu is '%.*s', expected one of "
+                  "%.*s: signature \"%.*s%s\": parameter %zu is '%.*s%s', expected one of "
                   "ptr,i8,u8,i16,u16,i32,u32,i64,u64,f32,f64",
-                  (int)what.size(), what.data(), (int)text.size(), text.data(), sig.size(),
-                  (int)tok.size(), tok.data());
+                  (int)what.size(), what.data(), (int)std::min<size_t>(text.size(), 64), text.data(),
+                  text.size() > 64 ? "..." : "", sig.size(), (int)std::min<size_t>(tok.size(), 64),
+                  tok.data(), tok.size() > 64 ? "..." : "");
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }
@@ -55,6 +61,23 @@ sk_status parse_signature(std::string_view text, std::string_view what, Signatur
 }
 
 size_t arg_size(ArgType t) { return kTypes[static_cast<int>(t)].size; }
+uint64_t to_slot(ArgType t, const void *value) {
+  auto read = [value](auto v) {
+    std::memcpy(&v, value, sizeof v);
+    return v;
+  };
+  switch (t) {
+    case ArgType::I8: return static_cast<uint64_t>(static_cast<int64_t>(read(int8_t{})));
+    case ArgType::I16: return static_cast<uint64_t>(static_cast<int64_t>(read(int16_t{})));
+    case ArgType::I32: return static_cast<uint64_t>(static_cast<int64_t>(read(int32_t{})));
+    case ArgType::U8: return read(uint8_t{});
+    case ArgType::U16: return read(uint16_t{});
+    case ArgType::U32: return read(uint32_t{});
+    case ArgType::F32: return read(uint32_t{});
+    default: return read(uint64_t{});  // ptr, i64, u64, f64: 8 bytes
+  }
+}
+
 const char *arg_type_name(ArgType t) { return kTypes[static_cast<int>(t)].name; }
 
 std::string signature_to_string(const Signature &sig) {

@@ -3,6 +3,7 @@
 #include <sk.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,10 @@ using Signature = std::vector<ArgType>;
 sk_status parse_signature(std::string_view text, std::string_view what, Signature *out);
 
 size_t arg_size(ArgType t);
+// The argument value at `value` widened to a 64-bit slot: integers sign- or zero-extended as
+// their type says, floats and pointers as their bytes. Calls read the low bytes (libffi) or
+// the whole slot (a direct call, which must pass narrow integers extended).
+uint64_t to_slot(ArgType t, const void *value);
 const char *arg_type_name(ArgType t);
 std::string signature_to_string(const Signature &sig);
 

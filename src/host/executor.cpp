@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "host/core_context.hpp"
+#include "host/kernel_call.hpp"
 
 namespace sk::host {
 
@@ -256,8 +257,13 @@ void Executor::run_task(Core &core, Task &task) {
     for (uint32_t b = core.index; b < s.block_dim; b += s.cores) {
       ctx.block_idx = b;
       ctx.last_block = b + s.cores >= s.block_dim;
-      ffi_arg ret;
-      ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
+      if (s.direct) {
+        const uint64_t *a = s.slots;
+        reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
+      } else {
+        ffi_arg ret;
+        ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
+      }
     }
     end_step(ctx);
   }

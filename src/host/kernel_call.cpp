@@ -31,6 +31,10 @@ sk_status prepare_call(const Signature &sig, std::string_view kernel,
   if (st != FFI_OK)
     return fail(SK_ERR_UNSUPPORTED, "kernel '%.*s': libffi cannot prepare a call for (%s): status %d",
                 (int)kernel.size(), kernel.data(), signature_to_string(sig).c_str(), (int)st);
+#if defined(__x86_64__) || defined(__aarch64__)
+  ci->direct = sig.size() <= kDirectArgs;
+  for (ArgType t : sig) ci->direct &= t != ArgType::F32 && t != ArgType::F64;
+#endif
   *out = std::move(ci);
   return SK_OK;
 }

@@ -25,7 +25,9 @@ struct StepExec {
   std::string name;
   void *fn = nullptr;
   ffi_cif *cif = nullptr;       // prepared once per kernel
-  void **avalues = nullptr;     // into Program::arg_slots
+  bool direct = false;          // call fn with kDirectArgs slots (see kernel_call.hpp)
+  const uint64_t *slots = nullptr;  // its first slot in Program::arg_slots
+  void **avalues = nullptr;     // into Program::arg_slots, for libffi
   uint32_t block_dim = 1;
   uint32_t cores = 1;           // cores running its blocks; blocks stride by this
   bool wait_in_kernel = false;  // previous step awaited at sk_wait_pre_task_end

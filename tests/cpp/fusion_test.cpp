@@ -203,6 +203,36 @@ TEST_P(Fusion, EveryParameterTypeArrivesIntact) {
   sk_mem_free(dev_, out);
 }
 
+TEST_P(Fusion, NarrowIntegersArriveExtendedThroughTheDirectCall) {
+  sk_kernel *k = nullptr;
+  ASSERT_SK(sk_module_get_kernel(mod_, "narrow_ints", &k));
+  int32_t *out = nullptr;
+  ASSERT_SK(sk_mem_alloc(dev_, 6 * sizeof(int32_t), reinterpret_cast<void **>(&out)));
+  int8_t a = -100; int16_t b = -30000; uint8_t c = 200; uint16_t d = 60000; int32_t e = -7;
+  void *args[] = {&out, &a, &b, &c, &d, &e};
+  const int32_t expect[] = {-100, -30000, 200, 60000, -7, -100 - 30000 + 200 + 60000 - 7};
+  sk_scope *scope = nullptr;
+  ASSERT_SK(sk_scope_begin(dev_, "narrow", nullptr, &scope));
+  ASSERT_SK(sk_add_kernel(scope, k, 2, args, nullptr));
+  sk_superkernel *sk = nullptr;
+  ASSERT_SK(sk_finalize(scope, &sk));
+  for (int round = 0; round < 2; ++round) {
+    std::memset(out, 0, 6 * sizeof(int32_t));
+    if (round == 1) {  // rebound values go through the same widening
+      a = -1, b = -2, e = -3;
+      ASSERT_SK(sk_superkernel_set_arg(sk, 0, 1, &a));
+      ASSERT_SK(sk_superkernel_set_arg(sk, 0, 2, &b));
+      ASSERT_SK(sk_superkernel_set_arg(sk, 0, 5, &e));
+    }
+    ASSERT_SK(sk_launch(sk, nullptr));
+    ASSERT_SK(sk_stream_synchronize(nullptr));
+    const int32_t want[] = {a, b, c, d, e, a + b + c + d + e};
+    for (int x = 0; x < 6; ++x) EXPECT_EQ(out[x], round ? want[x] : expect[x]) << "round " << round << " slot " << x;
+  }
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev_, out);
+}
+
 TEST_P(Fusion, ExplainShowsStepsBlockDimsAndDeviceApiUse) {
   Buffers b;
   alloc(b);

@@ -79,3 +79,12 @@ void all_types(double *out, int8_t a, uint8_t b, int16_t c, uint16_t d, int32_t 
   out[0] = a; out[1] = b; out[2] = c; out[3] = d; out[4] = e;
   out[5] = f; out[6] = (double)g; out[7] = (double)h; out[8] = i; out[9] = j;
 }
+
+/* Narrow integers only: called directly (no libffi), so they must arrive extended as the ABI
+ * says: stored as 32-bit values, clang's code writes the registers as they came. */
+SK_KERNEL(narrow_ints, "ptr,i8,i16,u8,u16,i32")
+void narrow_ints(int32_t *out, int8_t a, int16_t b, uint8_t c, uint16_t d, int32_t e) {
+  if (sk_block_idx() != 0) return;
+  out[0] = a; out[1] = b; out[2] = c; out[3] = d; out[4] = e;
+  out[5] = a + b + c + d + e;
+}
