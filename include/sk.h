@@ -9,7 +9,8 @@
  *  - every fallible call returns sk_status; SK_OK is 0, other values are stable;
  *  - results come back through out-parameters, left untouched on failure;
  *  - on failure a per-thread message naming the culprit is kept for sk_last_error();
- *  - destroy/close/unload functions accept NULL;
+ *  - destroy/close/unload functions accept NULL; using a handle after its destroy call fails
+ *    with SK_ERR_STATE for the common mistakes (docs/conventions.md says what stays undefined);
  *  - thread safety: distinct handles may be used from distinct threads freely; one scope must not
  *    be built from two threads at once; launches and stream calls are thread-safe.
  */
@@ -79,7 +80,8 @@ SK_API uint32_t sk_version(void);
 /**
  * Opens a device. spec is "backend[:key=value[,key=value...]]".
  * Host backend keys: cores=N (worker cores, default: online CPUs), spin_us=N (busy-wait before a
- * waiting core sleeps, default 50), timeout_ms=N (deadline of every wait, default 10000).
+ * waiting core sleeps, default 50), timeout_ms=N (deadline of every wait, default 10000),
+ * symbols=process|strict (what kernel objects may bind to; see README, default process).
  * Unknown backends and keys fail with SK_ERR_INVALID_ARGUMENT naming them.
  */
 SK_API sk_status sk_device_open(const char *spec, sk_device **out);
@@ -94,7 +96,9 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
 
 /**
  * Loads a kernel object (an ELF relocatable object as `cc -c` writes it) from memory. The bytes
- * are copied; the same bytes loaded twice on one device are linked once.
+ * are copied; the same bytes loaded twice on one device are linked once. Objects of 1 GiB or
+ * more are refused (SK_ERR_UNSUPPORTED). Loading an object runs its code, like dlopen: see the
+ * README's trust model and the device spec key symbols=strict.
  */
 SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, sk_module **out);
 SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module **out);
@@ -134,8 +138,9 @@ SK_API void sk_stream_destroy(sk_stream *stream);
 SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options,
                                 sk_scope **out);
 /**
- * Adds a kernel running on block_dim blocks. args[i] points to the value of parameter i (as in
- * cuLaunchKernel); the values are copied. args may be NULL for kernels without parameters.
+ * Adds a kernel running on block_dim blocks, 1 <= block_dim <= 2^24 (SK_ERR_INVALID_ARGUMENT
+ * otherwise). args[i] points to the value of parameter i (as in cuLaunchKernel); the values are
+ * copied. args may be NULL for kernels without parameters.
  */
 SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim,
                                void *const *args, const sk_kernel_options *opts);

@@ -33,6 +33,10 @@ SK_API sk_status sk_device_open(const char *spec, sk_device **out) {
 
 SK_API void sk_device_close(sk_device *dev) {
   if (!dev) return;
+  if (!dev->live()) {  // closed twice: ignored, with a message
+    sk::api::check(dev, "sk_device_close");
+    return;
+  }
   sk::api::unregister_device(dev);
   // Queued work ends first; objects made from the device keep its executor alive after this.
   dev->impl->executor().wait_idle();
@@ -40,19 +44,20 @@ SK_API void sk_device_close(sk_device *dev) {
 }
 
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out) {
-  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_alloc: device is NULL");
+  if (sk_status st = sk::api::check(dev, "sk_mem_alloc")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_alloc: out is NULL");
   return sk::api::guarded("sk_mem_alloc", [&] { return dev->impl->mem_alloc(size, out); });
 }
 
 SK_API void sk_mem_free(sk_device *dev, void *ptr) {
   if (!dev || !ptr) return;
+  if (sk::api::check(dev, "sk_mem_free") != SK_OK) return;  // stale device: ignored, with a message
   if (!dev->impl->mem_free(ptr))
     fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_free: %p was not allocated by this device (ignored)", ptr);
 }
 
 SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t size) {
-  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_memcpy: device is NULL");
+  if (sk_status st = sk::api::check(dev, "sk_memcpy")) return st;
   if (size == 0) return SK_OK;
   if (!dst || !src) return fail(SK_ERR_INVALID_ARGUMENT, "sk_memcpy: %s is NULL", dst ? "src" : "dst");
   dev->impl->executor().wait_idle();

@@ -1,14 +1,17 @@
 // What the public handles are. Children hold the device (shared_ptr), so closing a device
-// while objects made from it live never leaves them dangling.
+// while objects made from it live never leaves them dangling. Every handle starts with a tag
+// (api/handle_tag.hpp) that destroy functions poison, so common stale uses fail cleanly.
 #pragma once
 #include <sk.h>
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "api/handle_tag.hpp"
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/scope_options.hpp"
@@ -17,7 +20,7 @@
 #include "host/kernel_call.hpp"
 #include "host/program.hpp"
 
-struct sk_device {
+struct sk_device : sk::api::Handle<sk::api::HandleType::Device> {
   std::shared_ptr<sk::host::HostDevice> impl;
   std::string spec;
 };
@@ -36,17 +39,17 @@ struct KernelImpl {
   std::unique_ptr<sk::host::CallInterface> call;
 };
 
-struct sk_kernel {
+struct sk_kernel : sk::api::Handle<sk::api::HandleType::Kernel> {
   std::shared_ptr<KernelImpl> impl;
 };
 
-struct sk_module {
+struct sk_module : sk::api::Handle<sk::api::HandleType::Module> {
   std::shared_ptr<sk::host::HostDevice> device;
   std::shared_ptr<sk::host::LinkedModule> linked;
   std::map<std::string, std::unique_ptr<sk_kernel>> kernels;  // by "symbol|signature"
 };
 
-struct sk_stream {
+struct sk_stream : sk::api::Handle<sk::api::HandleType::Stream> {
   std::shared_ptr<sk::host::HostDevice> device;
   sk::host::StreamState state;
 };
@@ -58,17 +61,20 @@ struct ScopeEntry {
   std::vector<uint64_t> args;  // one 8-byte slot per parameter
 };
 
-struct sk_scope {
+struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {
   std::shared_ptr<sk::host::HostDevice> device;
   std::string name;
   sk::ScopeOptions options;
   std::vector<ScopeEntry> entries;
 };
 
-struct sk_superkernel {
+struct sk_superkernel : sk::api::Handle<sk::api::HandleType::SuperKernel> {
   std::shared_ptr<sk::host::HostDevice> device;
   std::vector<std::shared_ptr<KernelImpl>> kernels;  // keep code and call interfaces alive
   sk::Plan plan;
+  // The plan as JSON, rendered on the first sk_superkernel_explain: building it costs more
+  // than the rest of finalize together, and most super kernels are never explained.
+  std::once_flag explain_once;
   std::string explain;
   std::unique_ptr<sk::host::Program> program;
 };
@@ -86,6 +92,27 @@ sk_status guarded(const char *call, F &&body) {
   } catch (const std::exception &e) {
     return fail(SK_ERR_DEVICE, "%s: internal error: %s", call, e.what());
   }
+}
+
+// Handle checks of the entry points (api/handle_tag.hpp): NULL, foreign or stale handles fail
+// naming the call and the argument.
+inline sk_status check(const sk_device *h, const char *call, const char *what = "device") {
+  return check_handle(h, call, what, "was closed");
+}
+inline sk_status check(const sk_module *h, const char *call, const char *what = "module") {
+  return check_handle(h, call, what, "was unloaded");
+}
+inline sk_status check(const sk_kernel *h, const char *call, const char *what = "kernel") {
+  return check_handle(h, call, what, "belongs to a module that was unloaded");
+}
+inline sk_status check(const sk_stream *h, const char *call, const char *what = "stream") {
+  return check_handle(h, call, what, "was destroyed");
+}
+inline sk_status check(const sk_scope *h, const char *call, const char *what = "scope") {
+  return check_handle(h, call, what, "was finalized or aborted");
+}
+inline sk_status check(const sk_superkernel *h, const char *call, const char *what = "super kernel") {
+  return check_handle(h, call, what, "was destroyed");
 }
 
 // Copies the values args[i] points to into 8-byte slots, by the signature's sizes.

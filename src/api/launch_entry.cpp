@@ -14,7 +14,8 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
   p->cores = plan.cores;
   size_t total = 0;
   for (const auto &a : args) total += a.size();
-  p->arg_slots.assign(total, 0);
+  // Padded: a direct call reads kDirectArgs slots from its first, past the last step's too.
+  p->arg_slots.assign(total + sk::host::kDirectArgs, 0);
   p->arg_pointers.assign(total, nullptr);
   size_t slot = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -23,6 +24,8 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     s.name = ps.kernel.name;
     s.fn = kernels[i]->fn;
     s.cif = &kernels[i]->call->cif;
+    s.direct = kernels[i]->call->direct;
+    s.slots = p->arg_slots.data() + slot;
     s.avalues = p->arg_pointers.data() + slot;
     s.block_dim = ps.kernel.block_dim;
     s.cores = ps.cores;
@@ -49,7 +52,9 @@ sk::host::StreamState *stream_state(const std::shared_ptr<sk::host::HostDevice> 
 extern "C" {
 
 SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
-  if (!sk) return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch: super kernel is NULL");
+  // The handle checks add two relaxed loads to the hot path (handle_tag.hpp): no lock, no allocation.
+  if (sk_status st = sk::api::check(sk, "sk_launch")) return st;
+  if (stream && !stream->live()) return sk::api::check(stream, "sk_launch");
   if (stream && stream->device != sk->device)
     return fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
                 sk->plan.name.c_str());
@@ -57,7 +62,8 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
 }
 
 SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {
-  if (!kernel) return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_kernel: kernel is NULL");
+  if (sk_status st = sk::api::check(kernel, "sk_launch_kernel")) return st;
+  if (stream && !stream->live()) return sk::api::check(stream, "sk_launch_kernel");
   const KernelImpl &k = *kernel->impl;
   if (stream && stream->device != k.device)
     return fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
@@ -86,7 +92,7 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
 }
 
 SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index, const void *value) {
-  if (!sk) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: super kernel is NULL");
+  if (sk_status st = sk::api::check(sk, "sk_superkernel_set_arg")) return st;
   if (!value) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: value is NULL");
   if (step >= sk->kernels.size())
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: '%s' has %zu steps; step %u does not exist",
@@ -99,15 +105,19 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
   // Launches already queued keep the old value: wait for them, then write.
   sk->device->executor().wait_program(sk->program.get());
   void *slot = sk->program->steps[step].avalues[index];
-  uint64_t v = 0;
-  std::memcpy(&v, value, sk::arg_size(k.signature[index]));
+  const uint64_t v = sk::to_slot(k.signature[index], value);
   std::memcpy(slot, &v, sizeof v);
   return SK_OK;
 }
 
 SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap, size_t *needed) {
-  if (!sk) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: super kernel is NULL");
+  if (sk_status st = sk::api::check(sk, "sk_superkernel_explain")) return st;
   if (!buf && cap > 0) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: buf is NULL but cap is %zu", cap);
+  sk_status st = sk::api::guarded("sk_superkernel_explain", [sk] {
+    std::call_once(sk->explain_once, [sk] { sk->explain = sk::explain_json(sk->plan, "host"); });
+    return SK_OK;
+  });
+  if (st != SK_OK) return st;
   const size_t size = sk->explain.size() + 1;
   if (needed) *needed = size;
   if (cap < size) {
@@ -122,6 +132,7 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
 
 SK_API void sk_superkernel_destroy(sk_superkernel *sk) {
   if (!sk) return;
+  if (sk::api::check(sk, "sk_superkernel_destroy") != SK_OK) return;  // destroyed twice: ignored
   sk->device->executor().wait_program(sk->program.get());
   delete sk;
 }

@@ -1,10 +1,9 @@
 // sk_module_load(_file), sk_module_unload, sk_module_get_kernel(_with_signature).
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "api/handles.hpp"
+#include "api/object_file.hpp"
 #include "core/device_api_usage.hpp"
 
 using sk::fail;
@@ -24,7 +23,7 @@ sk_status load(sk_device *dev, const void *image, size_t size, const std::string
 
 sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk_kernel **out) {
   const char *call = signature ? "sk_module_get_kernel_with_signature" : "sk_module_get_kernel";
-  if (!mod) return fail(SK_ERR_INVALID_ARGUMENT, "%s: module is NULL", call);
+  if (sk_status st = sk::api::check(mod, call)) return st;
   if (!name) return fail(SK_ERR_INVALID_ARGUMENT, "%s: name is NULL", call);
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
   const std::string key = std::string(name) + "|" + (signature ? signature : "<metadata>");
@@ -79,7 +78,7 @@ sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk
 extern "C" {
 
 SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, sk_module **out) {
-  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load: device is NULL");
+  if (sk_status st = sk::api::check(dev, "sk_module_load")) return st;
   if (!image) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load: image is NULL");
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load: out is NULL");
   if (size == 0) return fail(SK_ERR_BAD_BINARY, "sk_module_load: image is empty (0 bytes)");
@@ -91,25 +90,20 @@ SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, 
 }
 
 SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module **out) {
-  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load_file: device is NULL");
+  if (sk_status st = sk::api::check(dev, "sk_module_load_file")) return st;
   if (!path) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load_file: path is NULL");
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load_file: out is NULL");
   return sk::api::guarded("sk_module_load_file", [&]() -> sk_status {
-    FILE *f = std::fopen(path, "rb");
-    if (!f) return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot open '%s': %s", path, std::strerror(errno));
-    std::vector<unsigned char> bytes;
-    unsigned char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
-    bool read_error = std::ferror(f);
-    std::fclose(f);
-    if (read_error) return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot read '%s'", path);
-    if (bytes.empty()) return fail(SK_ERR_BAD_BINARY, "%s: file is empty", path);
-    return load(dev, bytes.data(), bytes.size(), path, out);
+    sk::api::ObjectFile file;
+    if (sk_status st = file.open(path, sk::host::kMaxObjectSize); st != SK_OK) return st;
+    return load(dev, file.data(), file.size(), path, out);
   });
 }
 
-SK_API void sk_module_unload(sk_module *mod) { delete mod; }
+SK_API void sk_module_unload(sk_module *mod) {
+  if (mod && sk::api::check(mod, "sk_module_unload") != SK_OK) return;  // unloaded twice: ignored
+  delete mod;
+}
 
 SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kernel **out) {
   return sk::api::guarded("sk_module_get_kernel", [&] { return get_kernel(mod, name, nullptr, out); });
@@ -117,6 +111,7 @@ SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kerne
 
 SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name,
                                                      const char *signature, sk_kernel **out) {
+  if (sk_status st = sk::api::check(mod, "sk_module_get_kernel_with_signature")) return st;
   if (!signature)
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_get_kernel_with_signature: signature is NULL");
   return sk::api::guarded("sk_module_get_kernel_with_signature",

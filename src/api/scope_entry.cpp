@@ -22,7 +22,7 @@ sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, st
     if (!args[i])
       return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': args[%zu] (%s) is NULL", call,
                   k.symbol.c_str(), i, sk::arg_type_name(k.signature[i]));
-    std::memcpy(&slots[i], args[i], sk::arg_size(k.signature[i]));
+    slots[i] = sk::to_slot(k.signature[i], args[i]);
   }
   *out = std::move(slots);
   return SK_OK;
@@ -33,7 +33,7 @@ sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, st
 extern "C" {
 
 SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options, sk_scope **out) {
-  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_scope_begin: device is NULL");
+  if (sk_status st = sk::api::check(dev, "sk_scope_begin")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_scope_begin: out is NULL");
   return sk::api::guarded("sk_scope_begin", [&]() -> sk_status {
     auto scope = std::make_unique<sk_scope>();
@@ -50,8 +50,8 @@ SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *op
 
 SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim,
                                void *const *args, const sk_kernel_options *opts) {
-  if (!scope) return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: scope is NULL");
-  if (!kernel) return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel is NULL");
+  if (sk_status st = sk::api::check(scope, "sk_add_kernel")) return st;
+  if (sk_status st = sk::api::check(kernel, "sk_add_kernel")) return st;
   const KernelImpl &k = *kernel->impl;
   if (k.device != scope->device)
     return fail(SK_ERR_INCOMPATIBLE, "sk_add_kernel: kernel '%s' was loaded on another device than scope '%s'",
@@ -76,16 +76,20 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
 }
 
 SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out) {
-  if (!scope) return fail(SK_ERR_INVALID_ARGUMENT, "sk_finalize: scope is NULL");
+  if (sk_status st = sk::api::check(scope, "sk_finalize")) return st;  // a stale scope is not consumed again
   std::unique_ptr<sk_scope> owned(scope);  // consumed whatever happens
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_finalize: out is NULL (the scope is consumed)");
   return sk::api::guarded("sk_finalize", [&]() -> sk_status {
+    const size_t count = scope->entries.size();
     std::vector<sk::PlanInput> inputs;
     std::vector<std::shared_ptr<KernelImpl>> kernels;
     std::vector<std::vector<uint64_t>> args;
+    inputs.reserve(count);
+    kernels.reserve(count);
+    args.reserve(count);
     for (ScopeEntry &e : scope->entries) {
       sk::PlanInput in;
-      in.name = e.name;
+      in.name = std::move(e.name);
       in.symbol = e.kernel->symbol;
       in.module = e.kernel->module->label;
       in.signature = e.kernel->signature_text;
@@ -98,10 +102,10 @@ SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out) {
     }
     auto sk = std::make_unique<sk_superkernel>();
     sk->device = scope->device;
-    if (sk_status st = sk::build_plan(scope->name, scope->options, inputs, scope->device->cores(), &sk->plan);
+    if (sk_status st = sk::build_plan(scope->name, scope->options, std::move(inputs), scope->device->cores(),
+                                       &sk->plan);
         st != SK_OK)
       return st;
-    sk->explain = sk::explain_json(sk->plan, "host");
     sk->program = std::make_unique<sk::host::Program>();
     sk::api::lower_plan(sk->plan, kernels, args, sk->program.get());
     sk->kernels = std::move(kernels);
@@ -110,6 +114,9 @@ SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out) {
   });
 }
 
-SK_API void sk_scope_abort(sk_scope *scope) { delete scope; }
+SK_API void sk_scope_abort(sk_scope *scope) {
+  if (scope && sk::api::check(scope, "sk_scope_abort") != SK_OK) return;  // already consumed: ignored
+  delete scope;
+}
 
 }  // extern "C"

@@ -7,7 +7,7 @@ using sk::fail;
 extern "C" {
 
 SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out) {
-  if (!dev) return fail(SK_ERR_INVALID_ARGUMENT, "sk_stream_create: device is NULL");
+  if (sk_status st = sk::api::check(dev, "sk_stream_create")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_stream_create: out is NULL");
   return sk::api::guarded("sk_stream_create", [&] {
     auto s = std::make_unique<sk_stream>();
@@ -19,11 +19,13 @@ SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out) {
 
 SK_API sk_status sk_stream_synchronize(sk_stream *stream) {
   if (!stream) return sk::api::synchronize_default_streams();
+  if (sk_status st = sk::api::check(stream, "sk_stream_synchronize")) return st;
   return stream->device->executor().synchronize(&stream->state);
 }
 
 SK_API void sk_stream_destroy(sk_stream *stream) {
   if (!stream) return;
+  if (sk::api::check(stream, "sk_stream_destroy") != SK_OK) return;  // destroyed twice: ignored
   stream->device->executor().synchronize(&stream->state);
   delete stream;
 }

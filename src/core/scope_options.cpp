@@ -8,6 +8,33 @@
 namespace sk {
 namespace {
 
+// Name-list patterns come from users (and fuzzers): the regex engine must not be made to run
+// for minutes or overflow the stack. libstdc++'s default executor backtracks (exponential on
+// "a****" against a short name; found by tests/fuzz); its __polynomial executor is a linear
+// NFA simulation. Entries longer than kMaxPattern are matched as exact names only (the
+// compiler recurses per nesting level), and bounded repetition ({n,m}) is refused: it unrolls
+// into n copies of its operand. Back-references (\1) are refused too: the linear executor has
+// none, and libstdc++ 12 reads their number into a long without an overflow check (UB on
+// "\7777777777777777777777", found by tests/fuzz).
+constexpr size_t kMaxPattern = 256;
+#if defined(__GLIBCXX__)
+constexpr auto kRegexFlags = std::regex::ECMAScript | std::regex_constants::__polynomial;
+#else
+constexpr auto kRegexFlags = std::regex::ECMAScript;
+#endif
+
+// Why `pattern` may not be compiled, or nullptr.
+const char *unsafe_pattern(const std::string &pattern) {
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '{') return "bounded repetition ({n,m})";
+    if (pattern[i] == '\\' && i + 1 < pattern.size()) {
+      if (pattern[i + 1] >= '0' && pattern[i + 1] <= '9') return "a back-reference or \\0";
+      ++i;  // an escaped character: "\\7" is a backslash and a 7
+    }
+  }
+  return nullptr;
+}
+
 sk_status parse_bool(const std::string &key, const std::string &value, bool *out) {
   if (value == "0" || value == "1") {
     *out = value == "1";
@@ -77,12 +104,17 @@ sk_status NameList::parse(const std::string &key, const std::string &value, Name
       return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty name in list \"%s\"",
                   key.c_str(), value.c_str());
     Entry e{item, nullptr};
-    // Regex errors are reported as ours; no exception leaves this function.
-    try {
-      e.pattern = std::make_shared<std::regex>(item, std::regex::ECMAScript);
-    } catch (const std::regex_error &err) {
-      return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': pattern '%s' is not a valid regular expression (%s)",
-                  key.c_str(), item.c_str(), err.what());
+    if (item.size() <= kMaxPattern) {
+      if (const char *why = unsafe_pattern(item))
+        return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': pattern '%s': %s is not supported in name lists",
+                    key.c_str(), item.c_str(), why);
+      // Regex errors are reported as ours; no exception leaves this function.
+      try {
+        e.pattern = std::make_shared<std::regex>(item, kRegexFlags);
+      } catch (const std::regex_error &err) {
+        return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': pattern '%.300s' is not a valid regular expression (%s)",
+                    key.c_str(), item.c_str(), err.what());
+      }
     }
     list.entries_.push_back(std::move(e));
     if (comma == std::string::npos) break;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <span>
 
 #include "core/error.hpp"
 
@@ -31,7 +32,8 @@ bool range_ok(uint64_t offset, uint64_t size, uint64_t limit) {
 bool power_of_two_or_zero(uint64_t v) { return (v & (v - 1)) == 0; }
 
 // Checks the raw header and section header table, so that libelf never reads outside the image.
-sk_status check_header(const std::vector<uint8_t> &image, const std::string &label) {
+// Runs on the caller's bytes, before they are copied: garbage is refused without a copy.
+sk_status check_header(std::span<const uint8_t> image, const std::string &label) {
   if (image.size() < EI_NIDENT || std::memcmp(image.data(), ELFMAG, SELFMAG) != 0)
     return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic or %zu bytes)", label.c_str(),
                 image.size());
@@ -289,8 +291,8 @@ sk_status parse_object(const void *bytes, size_t size, std::string_view label, O
   Object o;
   o.label = label.empty() ? std::string("<memory>") : std::string(label);
   if (!bytes && size) return fail(SK_ERR_INVALID_ARGUMENT, "%s: NULL image", o.label.c_str());
+  if (sk_status s = check_header({static_cast<const uint8_t *>(bytes), size}, o.label)) return s;
   o.image.assign(static_cast<const uint8_t *>(bytes), static_cast<const uint8_t *>(bytes) + size);
-  if (sk_status s = check_header(o.image, o.label)) return s;
   ElfHandle h;
   h.elf = elf_memory(reinterpret_cast<char *>(o.image.data()), o.image.size());
   GElf_Ehdr eh;

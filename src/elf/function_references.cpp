@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <climits>
 #include <set>
 
 namespace sk::elf {
@@ -70,15 +71,21 @@ class Graph {
   }
 
   // Whether function f's bytes may refer to local function g of the same section without a
-  // relocation (the assembler resolved it). On x86-64: any 4-byte window that, read as a
-  // rel32 ending 0, 1, 2 or 4 bytes before the next instruction, lands on g (call, jmp, jcc,
-  // lea/mov rip-relative), or a short jump/jcc whose rel8 lands on g. A false match only adds
-  // an edge (a safe over-approximation). Other machines: assume every local may be reached.
+  // relocation (the assembler resolved it). A false match only adds an edge (a safe
+  // over-approximation). Machines without a scan: assume every local may be reached.
   bool may_reach_unrelocated(size_t f, size_t g) const {
     const Section &sec = obj_.sections[obj_.symbols[f].shndx];
-    if (obj_.machine != EM_X86_64 || !sec.data) return true;
-    const Symbol &fs = obj_.symbols[f];
-    const int64_t target = static_cast<int64_t>(obj_.symbols[g].value);
+    if (!sec.data) return true;
+    if (obj_.machine == EM_X86_64) return x86_64_may_reach(sec, obj_.symbols[f], obj_.symbols[g].value);
+    if (obj_.machine == EM_AARCH64) return aarch64_may_reach(sec, obj_.symbols[f], obj_.symbols[g].value);
+    return true;
+  }
+
+  // x86-64: any 4-byte window that, read as a rel32 ending 0, 1, 2 or 4 bytes before the next
+  // instruction, lands on the target (call, jmp, jcc, lea/mov rip-relative), or a short
+  // jump/jcc whose rel8 lands on it.
+  static bool x86_64_may_reach(const Section &sec, const Symbol &fs, uint64_t g) {
+    const int64_t target = static_cast<int64_t>(g);
     const uint64_t end = std::min<uint64_t>(fs.value + fs.size, sec.size);
     for (uint64_t i = fs.value; i < end; ++i) {
       if (i + 4 <= sec.size) {
@@ -92,6 +99,30 @@ class Graph {
         const bool short_jump = op == 0xEB || (op >= 0x70 && op <= 0x7F) || op == 0xE3;
         if (short_jump && static_cast<int64_t>(i) + 1 + static_cast<int8_t>(sec.data[i]) == target) return true;
       }
+    }
+    return false;
+  }
+
+  // AArch64: every instruction is 4 aligned bytes; a PC-relative one that lands on the target:
+  // B/BL (imm26), B.cond, CBZ/CBNZ (imm19), TBZ/TBNZ (imm14), ADR (address taken, imm21).
+  static bool aarch64_may_reach(const Section &sec, const Symbol &fs, uint64_t g) {
+    const int64_t target = static_cast<int64_t>(g);
+    const uint64_t end = std::min<uint64_t>(fs.value + fs.size, sec.size);
+    auto sext = [](uint32_t v, unsigned bits) {
+      return static_cast<int64_t>(static_cast<int32_t>(v << (32 - bits)) >> (32 - bits));
+    };
+    for (uint64_t i = (fs.value + 3) & ~uint64_t(3); i + 4 <= end; i += 4) {
+      uint32_t insn;
+      std::memcpy(&insn, sec.data + i, 4);
+      const int64_t pc = static_cast<int64_t>(i);
+      int64_t dest = INT64_MIN;
+      if ((insn & 0x7c000000u) == 0x14000000u) dest = pc + 4 * sext(insn & 0x3ffffff, 26);
+      else if ((insn & 0xff000010u) == 0x54000000u || (insn & 0x7e000000u) == 0x34000000u)
+        dest = pc + 4 * sext((insn >> 5) & 0x7ffff, 19);
+      else if ((insn & 0x7e000000u) == 0x36000000u) dest = pc + 4 * sext((insn >> 5) & 0x3fff, 14);
+      else if ((insn & 0x9f000000u) == 0x10000000u)
+        dest = pc + sext(((insn >> 5) & 0x7ffff) << 2 | ((insn >> 29) & 3), 21);
+      if (dest == target) return true;
     }
     return false;
   }

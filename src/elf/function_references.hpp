@@ -19,7 +19,8 @@ namespace sk::elf {
 //    rest of the target section (code: all its functions; data: its unnamed parts' relocations);
 //  - a function also reaches the local functions of its own section that its bytes may refer
 //    to: the assembler resolves calls to those without leaving a relocation (x86-64: a scan
-//    for rel32/rel8 displacements landing on them; other machines: all of them).
+//    for rel32/rel8 displacements landing on them; AArch64: for B/BL, B.cond, CB(N)Z, TB(N)Z
+//    and ADR immediates landing on them; other machines: all of them).
 std::map<std::string, std::vector<std::string>> undefined_references_by_function(const Object &obj);
 
 }  // namespace sk::elf

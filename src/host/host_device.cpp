@@ -1,6 +1,7 @@
 #include "host/host_device.hpp"
 
 #include <unistd.h>
+#include <elf.h>
 #include <xxhash.h>
 
 #include <cstdio>
@@ -23,6 +24,7 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
   ExecutorConfig config;
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   config.cores = online > 0 ? static_cast<uint32_t>(online) : 1;
+  SymbolPolicy policy = SymbolPolicy::Process;
   for (const auto &[key, value] : spec.keys) {
     uint64_t v = 0;
     sk_status st;
@@ -35,13 +37,20 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else if (key == "timeout_ms") {
       if ((st = parse_spec_uint(key, value, 1, 86'400'000, &v)) != SK_OK) return st;
       config.timeout_ms = static_cast<uint32_t>(v);
+    } else if (key == "symbols") {
+      if (value != "process" && value != "strict")
+        return fail(SK_ERR_INVALID_ARGUMENT,
+                    "device spec key 'symbols': value '%s' is not process or strict", value.c_str());
+      policy = value == "strict" ? SymbolPolicy::Strict : SymbolPolicy::Process;
     } else {
       return fail(SK_ERR_INVALID_ARGUMENT,
-                  "device spec: unknown key '%s' for backend 'host' (known: cores, spin_us, timeout_ms)",
+                  "device spec: unknown key '%s' for backend 'host' (known: cores, spin_us, "
+                  "timeout_ms, symbols)",
                   key.c_str());
     }
   }
   std::unique_ptr<HostDevice> dev(new HostDevice());
+  dev->symbol_policy_ = policy;
   if (sk_status st = Executor::create(config, &dev->executor_); st != SK_OK) return st;
   *out = std::move(dev);
   return SK_OK;
@@ -77,8 +86,16 @@ bool HostDevice::mem_free(void *ptr) {
 
 sk_status HostDevice::load_module(const void *image, size_t size, const std::string &label,
                                   std::shared_ptr<LinkedModule> *out) {
+  if (size >= kMaxObjectSize)
+    return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes",
+                label.c_str(), size, kMaxObjectSize);
+  // Not even ELF: refused by the parser's header check, without hashing (or copying) the bytes.
+  if (size < SELFMAG || std::memcmp(image, ELFMAG, SELFMAG) != 0) {
+    elf::Object none;
+    return elf::parse_object(image, size, label, &none);
+  }
   XXH128_hash_t h = XXH3_128bits(image, size);
-  const auto key = std::make_pair(static_cast<uint64_t>(h.high64), static_cast<uint64_t>(h.low64));
+  const CacheKey key{static_cast<uint64_t>(h.high64), static_cast<uint64_t>(h.low64), symbol_policy_};
   std::lock_guard<std::mutex> lock(module_mutex_);
   if (auto it = module_cache_.find(key); it != module_cache_.end()) {
     if (std::shared_ptr<LinkedModule> existing = it->second.lock()) {
@@ -96,6 +113,10 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
   if (sk_status st = elf::parse_object(image, size, label, &object); st != SK_OK) return st;
   LinkOptions options;
   options.resolve_special = [](std::string_view name) { return resolve_device_api(name); };
+  if (symbol_policy_ == SymbolPolicy::Strict) {
+    options.allow_process_symbol = strict_allows;
+    options.policy_name = "symbols=strict";
+  }
   if (sk_status st = LinkedObject::link(object, options, &mod->object); st != SK_OK) return st;
   if (sk_status st = parse_kernel_metadata(mod->object->metadata_records(), label, &mod->metadata);
       st != SK_OK)

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -15,8 +16,13 @@
 #include "core/kernel_metadata.hpp"
 #include "host/executor.hpp"
 #include "host/linker.hpp"
+#include "host/symbol_policy.hpp"
 
 namespace sk::host {
+
+// Objects of this size or more are refused before they are hashed or copied: a kernel object
+// is kilobytes to megabytes; this only stops a mistaken or hostile input early.
+constexpr size_t kMaxObjectSize = size_t{1} << 30;
 
 // One linked object, shared by every sk_module loaded from the same bytes on this device.
 struct LinkedModule {
@@ -33,6 +39,7 @@ class HostDevice {
   ~HostDevice();
 
   uint32_t cores() const { return executor_->cores(); }
+  SymbolPolicy symbol_policy() const { return symbol_policy_; }
   Executor &executor() { return *executor_; }
   StreamState &default_stream() { return default_stream_; }
 
@@ -47,11 +54,15 @@ class HostDevice {
  private:
   HostDevice() = default;
   std::unique_ptr<Executor> executor_;
+  SymbolPolicy symbol_policy_ = SymbolPolicy::Process;
   StreamState default_stream_;
   std::mutex alloc_mutex_;
   std::set<void *> allocations_;
   std::mutex module_mutex_;  // held over lookup and link: the same bytes link once
-  std::map<std::pair<uint64_t, uint64_t>, std::weak_ptr<LinkedModule>> module_cache_;
+  // Keyed by content hash and symbol policy: the same bytes linked under another policy bind
+  // differently (or not at all).
+  using CacheKey = std::tuple<uint64_t, uint64_t, SymbolPolicy>;
+  std::map<CacheKey, std::weak_ptr<LinkedModule>> module_cache_;
 };
 
 }  // namespace sk::host

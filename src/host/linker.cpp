@@ -11,8 +11,9 @@
 #include <new>
 
 #include "core/error.hpp"
+#include "host/compiler_runtime.hpp"
 #include "host/linker_impl.hpp"
-#include "host/relocate_x86_64.hpp"
+#include "host/relocation.hpp"
 
 namespace sk::host {
 namespace {
@@ -21,6 +22,14 @@ constexpr uint64_t kMaxSectionSize = 1ull << 30;  // beyond this an object is no
 constexpr uint64_t kMaxAlign = 1ull << 20;
 
 bool has_prefix(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
+
+// 1ull << 31 -> "2 GiB", for placement messages.
+std::string size_text(uint64_t bytes) {
+  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (u < 5 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++u;
+  return std::to_string(bytes) + " " + units[u];
+}
 
 // .init_array, .init_array.00100, .ctors.65535...: code the runtime would have to run at load.
 bool is_constructor_section(const elf::Section &s) {
@@ -54,23 +63,31 @@ std::string Linker::where(uint32_t section, uint64_t offset) const {
 }
 
 sk_status Linker::check_object() {
-#if defined(__x86_64__)
-  if (o_.machine != EM_X86_64)
-    return fail(SK_ERR_UNSUPPORTED, "%s: e_machine %u is not x86-64 (EM_X86_64 = %u), the host's machine",
-                label(), o_.machine, EM_X86_64);
-#else
-  return fail(SK_ERR_UNSUPPORTED, "%s: no host linker for this architecture", label());
-#endif
+  // Only the host's machine: the linked code runs here, in this process.
+  const RelocArch *host = reloc_arch(kHostMachine);
+  if (!host) return fail(SK_ERR_UNSUPPORTED, "%s: no host linker for this architecture", label());
+  if (o_.machine != kHostMachine)
+    return fail(SK_ERR_UNSUPPORTED, "%s: e_machine %u is not %s (%s = %u), the host's machine",
+                label(), o_.machine, host->name, host->em_name, kHostMachine);
+  arch_ = host;
   if (o_.elf_class != ELFCLASS64 || o_.type != ET_REL)
     return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u / type %u: only 64-bit ET_REL objects load",
                 label(), o_.elf_class, o_.type);
+  // Name the thread-local variable itself rather than an assembler's label for its section
+  // (AArch64's mapping symbol `$d`, `.LANCHOR0`), which may come first.
+  auto assembler_label = [](const elf::Symbol &s) {
+    return s.name.empty() || s.name[0] == '$' || s.name[0] == '.';
+  };
+  const elf::Symbol *tls = nullptr;
   for (const elf::Symbol &s : o_.symbols)
-    if (s.type == STT_TLS)
-      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local symbol '%s' is not supported", label(),
-                  s.name.c_str());
+    if (s.type == STT_TLS && (!tls || (assembler_label(*tls) && !assembler_label(s))))
+      tls = &s;
     else if (s.type == STT_GNU_IFUNC && s.shndx != SHN_UNDEF)  // its resolver would have to run
       return fail(SK_ERR_UNSUPPORTED, "%s: indirect function '%s' (STT_GNU_IFUNC) is not supported",
                   label(), s.name.c_str());
+  if (tls)
+    return fail(SK_ERR_UNSUPPORTED, "%s: thread-local symbol '%s' is not supported", label(),
+                tls->name.c_str());
   return SK_OK;
 }
 
@@ -136,27 +153,26 @@ sk_status Linker::scan_relocations() {
     for (const elf::Relocation &r : rs.relocations) {
       const elf::Symbol &sym = o_.symbols[r.symbol];
       const std::string &name = symbol_name(r.symbol);
-      x86_64::RelocKind kind = x86_64::classify(r.type);
+      const RelocNeeds kind = arch_->needs(r.type, target.data, r.offset);
+      const std::string type_name = arch_->reloc_name(r.type);
       if (kind.tls)
         return fail(SK_ERR_UNSUPPORTED, "%s: thread-local relocation %s at %s against '%s' is not supported",
-                    label(), x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(),
-                    name.c_str());
+                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str());
       if (!kind.known)
         return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64,
-                    label(), r.type, x86_64::reloc_name(r.type).c_str(), target.name.c_str(), r.offset);
+                    label(), r.type, type_name.c_str(), target.name.c_str(), r.offset);
       if (r.offset > target.size || kind.width > target.size - r.offset)
         return fail(SK_ERR_BAD_BINARY, "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)",
-                    label(), x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(), target.size);
-      if (r.type == R_X86_64_NONE) continue;
+                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), target.size);
+      if (kind.none) continue;
       bool in_section = !external(r.symbol) && sym.shndx != SHN_COMMON;
       if (in_section && section_offset_[sym.shndx] == kNotLoaded)
         return fail(SK_ERR_UNSUPPORTED, "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded",
-                    label(), x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(),
-                    name.c_str(), o_.sections[sym.shndx].name.c_str());
+                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(),
+                    o_.sections[sym.shndx].name.c_str());
       referenced_[r.symbol] = true;
       if (kind.got_entry && !got_slot_.count(r.symbol)) got_slot_.emplace(r.symbol, got_slot_.size());
-      bool branch = kind.branch || (r.type == R_X86_64_PC32 && x86_64::is_branch_displacement(target.data, r.offset));
-      if (branch && external(r.symbol) && r.symbol != 0 && !stub_slot_.count(r.symbol))
+      if (kind.branch && external(r.symbol) && r.symbol != 0 && !stub_slot_.count(r.symbol))
         stub_slot_.emplace(r.symbol, stub_slot_.size());
     }
   }
@@ -170,6 +186,14 @@ sk_status Linker::bind_undefined() {
     if (!referenced_[i] || s.shndx != SHN_UNDEF) continue;
     void *address = nullptr;
     if (options_.resolve_special) address = options_.resolve_special(s.name);
+    if (!address) address = resolve_compiler_runtime(s.name);  // what libgcc.a would provide
+    if (!address && options_.allow_process_symbol && !options_.allow_process_symbol(s.name)) {
+      if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: undefined symbol '%s' is not allowed under %s (only the device API, libm "
+                  "and the libc memory/string functions listed in README)",
+                  label(), s.name.c_str(), options_.policy_name.c_str());
+    }
     if (!address && !s.name.empty()) address = dlsym(RTLD_DEFAULT, s.name.c_str());
     if (!address && s.bind != STB_WEAK)
       return fail(SK_ERR_NOT_FOUND,
@@ -183,30 +207,31 @@ sk_status Linker::bind_undefined() {
 
 sk_status Linker::collect_constraints(std::vector<PlacementConstraint> *out) {
   // Keep only the tightest bound of each kind per symbol: objects have many relocations.
-  std::map<uint32_t, bool> reach_seen;
+  std::map<uint32_t, uint64_t> reach_seen;  // symbol -> tightest reach already required
   uint64_t low_limit = UINT64_MAX;
   std::string low_why;
   for (const elf::RelocationSection &rs : o_.relocation_sections) {
     if (section_offset_[rs.target] == kNotLoaded) continue;
     const elf::Section &target = o_.sections[rs.target];
     for (const elf::Relocation &r : rs.relocations) {
-      x86_64::RelocKind kind = x86_64::classify(r.type);
+      const RelocNeeds kind = arch_->needs(r.type, target.data, r.offset);
       const std::string &name = symbol_name(r.symbol);
       char why[512];
-      if (kind.pc32 && external(r.symbol)) {
-        bool stub = stub_slot_.count(r.symbol) &&
-                    (kind.branch || x86_64::is_branch_displacement(target.data, r.offset));
-        if (stub || reach_seen.count(r.symbol)) continue;
-        reach_seen[r.symbol] = true;
+      if (kind.reach && external(r.symbol)) {
+        // A branch with a stub reaches anything: the stub is used when the symbol is far.
+        bool stub = kind.branch && stub_slot_.count(r.symbol);
+        auto seen = reach_seen.find(r.symbol);
+        if (stub || (seen != reach_seen.end() && seen->second <= kind.reach)) continue;
+        reach_seen[r.symbol] = kind.reach;
         uint64_t s = symbol_address(r.symbol);
         std::snprintf(why, sizeof why, "reach '%s' (0x%" PRIx64 ") with %s at %s", name.c_str(), s,
-                      x86_64::reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str());
-        out->push_back(reach_constraint(s, why));
+                      arch_->reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str());
+        out->push_back(reach_constraint(s, why, kind.reach));
       } else if (kind.abs_limit && !external(r.symbol) && kind.abs_limit < low_limit) {
         low_limit = kind.abs_limit;
         std::snprintf(why, sizeof why, "lie below %s for %s against '%s' at %s",
-                      low_limit == (1ull << 31) ? "2 GiB" : "4 GiB", x86_64::reloc_name(r.type).c_str(),
-                      name.c_str(), where(rs.target, r.offset).c_str());
+                      size_text(low_limit).c_str(), arch_->reloc_name(r.type).c_str(), name.c_str(),
+                      where(rs.target, r.offset).c_str());
         low_why = why;
       }
     }

@@ -1,9 +1,12 @@
-// The host linker: turns an ELF relocatable object (x86-64; AArch64 later, one relocation file
-// per architecture) into code and data mapped in this process, ready to call.
+// The host linker: turns an ELF relocatable object of the host's machine (x86-64 or AArch64, one
+// relocation file per architecture, picked by e_machine) into code and data mapped in this
+// process, ready to call.
 //
 // Layout: SHF_ALLOC sections laid into one fresh mapping — code and call stubs, then read-only
-// data and the GOT, then writable data and .bss — placed within ±2 GiB of what the object must
-// reach with 32-bit relocations (or below 2/4 GiB for R_X86_64_32S/32 against its own sections).
+// data and the GOT, then writable data and .bss — placed within reach of what the object must
+// reach with short PC-relative relocations (±2 GiB for R_X86_64_PC32, ±4 GiB for AArch64's ADRP)
+// or below 2/4 GiB for absolute 32-bit ones against its own sections. Calls beyond a branch's
+// reach (x86-64 ±2 GiB, AArch64 ±128 MiB) go through call stubs.
 // Relocations applied with overflow checks; undefined symbols bound through LinkOptions (the
 // device API) and then to the process's symbols (dlsym); finally each part is sealed: code
 // read+execute, constants and GOT read-only, data read+write. No page is ever writable and
@@ -26,6 +29,11 @@ struct LinkOptions {
   // Resolves an undefined symbol before the process's symbols are searched (the device API of
   // the device the object is loaded on). Returns nullptr when the name is not special.
   std::function<void *(std::string_view name)> resolve_special;
+  // The symbol policy (host/symbol_policy.hpp): whether a symbol that is not special may bind
+  // to the process's symbols. Unset: every symbol may. A refused symbol fails the link with
+  // SK_ERR_UNSUPPORTED naming it and `policy_name`, unless it is weak: then it stays unbound (0).
+  std::function<bool(std::string_view name)> allow_process_symbol;
+  std::string policy_name = "symbols=process";
 };
 
 struct LinkedFunction {

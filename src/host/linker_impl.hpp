@@ -8,6 +8,7 @@
 
 #include "host/linker.hpp"
 #include "host/placement.hpp"
+#include "host/relocation.hpp"
 
 namespace sk::host {
 
@@ -42,6 +43,7 @@ class Linker {
 
   const elf::Object &o_;
   const LinkOptions &options_;
+  const RelocArch *arch_ = nullptr;       // the object's (= the host's) machine, set by check_object
   std::vector<Part> part_of_;              // per section, for loaded ones
   std::vector<int64_t> section_offset_;    // per section: offset in the mapping or kNotLoaded
   std::vector<int64_t> common_offset_;     // per symbol: SHN_COMMON allocation, or kNotLoaded

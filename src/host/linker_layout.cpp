@@ -15,13 +15,12 @@
 
 #include "core/error.hpp"
 #include "host/linker_impl.hpp"
-#include "host/relocate_x86_64.hpp"
+#include "host/relocation.hpp"
 
 namespace sk::host {
 namespace {
 
 constexpr uint64_t kMaxTotal = 1ull << 31;
-constexpr size_t kStubSize = 16;  // jmp *0(%rip); .quad target; int3 int3
 constexpr size_t kGotEntrySize = 8;
 
 uint64_t align_to(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
@@ -63,7 +62,7 @@ sk_status Linker::layout() {
         if (offset > kMaxTotal) return fail(SK_ERR_UNSUPPORTED, "%s: the loaded sections exceed 2 GiB", label());
       }
     }
-    if (part == kText) stubs_offset_ = add(16, kStubSize * stub_slot_.size());
+    if (part == kText) stubs_offset_ = add(16, arch_->stub_size * stub_slot_.size());
     if (part == kRodata) got_offset_ = add(kGotEntrySize, kGotEntrySize * got_slot_.size());
     if (part == kData) bss_offset_ = add(common_align_, common_size_);
     if (offset > kMaxTotal) return fail(SK_ERR_UNSUPPORTED, "%s: the loaded sections exceed 2 GiB", label());
@@ -85,14 +84,8 @@ sk_status Linker::write_contents() {
     uint64_t address = symbol_address(sym);
     std::memcpy(base + got_offset_ + slot * kGotEntrySize, &address, kGotEntrySize);
   }
-  for (const auto &[sym, slot] : stub_slot_) {
-    // jmp *0(%rip) reads the absolute target stored right after it: any distance, no register.
-    uint8_t stub[kStubSize] = {0xff, 0x25, 0, 0, 0, 0};
-    uint64_t target = symbol_address(sym);
-    std::memcpy(stub + 6, &target, 8);
-    stub[14] = stub[15] = 0xcc;
-    std::memcpy(base + stubs_offset_ + slot * kStubSize, stub, kStubSize);
-  }
+  for (const auto &[sym, slot] : stub_slot_)
+    arch_->write_stub(base + stubs_offset_ + slot * arch_->stub_size, symbol_address(sym));
   return SK_OK;
 }
 
@@ -105,7 +98,7 @@ sk_status Linker::relocate() {
     const uint64_t section_at = static_cast<uint64_t>(section_offset_[rs.target]);
     for (const elf::Relocation &r : rs.relocations) {
       const elf::Symbol &sym = o_.symbols[r.symbol];
-      x86_64::RelocValues v;
+      RelocValues v;
       v.S = symbol_address(r.symbol);
       v.A = r.addend;
       v.P = b + section_at + r.offset;
@@ -115,15 +108,14 @@ sk_status Linker::relocate() {
       if (got != got_slot_.end()) v.G = v.GOT + got->second * kGotEntrySize;
       v.L = v.S;
       auto stub = stub_slot_.find(r.symbol);
-      x86_64::RelocKind kind = x86_64::classify(r.type);
-      if (stub != stub_slot_.end() &&
-          (kind.branch || (r.type == R_X86_64_PC32 && x86_64::is_branch_displacement(target.data, r.offset)))) {
-        int64_t direct = static_cast<int64_t>(v.S + static_cast<uint64_t>(v.A) - v.P);
-        if (direct < INT32_MIN || direct > INT32_MAX) v.L = b + stubs_offset_ + stub->second * kStubSize;
+      if (stub != stub_slot_.end() && arch_->needs(r.type, target.data, r.offset).branch) {
+        const int64_t direct = static_cast<int64_t>(v.S + static_cast<uint64_t>(v.A) - v.P);
+        const int64_t reach = static_cast<int64_t>(arch_->branch_reach);
+        if (direct < -reach || direct >= reach) v.L = b + stubs_offset_ + stub->second * arch_->stub_size;
       }
       const std::string &name = symbol_name(r.symbol);
-      x86_64::RelocSite site{label(), target.name.c_str(), r.offset, name.c_str()};
-      if (sk_status s = x86_64::apply(r.type, base + section_at + r.offset, v, site)) return s;
+      RelocSite site{label(), target.name.c_str(), r.offset, name.c_str()};
+      if (sk_status s = arch_->apply(r.type, base + section_at + r.offset, v, site)) return s;
     }
   }
   return SK_OK;
@@ -136,6 +128,10 @@ sk_status Linker::seal(LinkedObject *lo) {
     size_t begin = part_begin_[part], end = align_to(part_end_[part], page);
     if (end == begin) continue;
     void *at = mapping_.address() + begin;
+    // Instructions were written as data: make the instruction side see them (AArch64 keeps the
+    // caches apart; on x86-64 this is a no-op). The code part is never written again.
+    if (part == kText)
+      __builtin___clear_cache(static_cast<char *>(at), static_cast<char *>(at) + (end - begin));
     // Code becomes executable only here, after its last write: never writable and executable.
     if (mprotect(at, end - begin, protection[part]) != 0)
       return fail(errno == ENOMEM ? SK_ERR_OUT_OF_MEMORY : SK_ERR_UNSUPPORTED,

@@ -18,11 +18,16 @@ namespace sk::host {
 namespace {
 
 // Addends of PC-relative references to a symbol are small (-4, a field offset): keep this much
-// slack so that the exact per-relocation checks later do not fail at the edge of the window.
+// slack (an eighth of short reaches) so that the exact per-relocation checks later do not fail
+// at the edge of the window.
 constexpr uint64_t kReachMargin = 16ull << 20;
-constexpr uint64_t kReach = (1ull << 31) - kReachMargin;
-// User space on x86-64 with 4-level paging; the lowest address mmap hands out by default.
+// User space: x86-64 with 4-level paging, AArch64 with at most 48-bit virtual addresses (where
+// mmap hands out addresses just below 2^48); the lowest address mmap hands out by default.
+#if defined(__aarch64__)
+constexpr uint64_t kUserTop = 1ull << 48;
+#else
 constexpr uint64_t kUserTop = 1ull << 47;
+#endif
 constexpr uint64_t kUserBottom = 1ull << 16;
 
 struct Range {
@@ -61,7 +66,8 @@ bool best_start(Range gap, uint64_t size, uint64_t alignment, uint64_t lo, uint6
 
 }  // namespace
 
-PlacementConstraint reach_constraint(uint64_t target, std::string why) {
+PlacementConstraint reach_constraint(uint64_t target, std::string why, uint64_t reach) {
+  const uint64_t kReach = reach - std::min(kReachMargin, reach / 8);
   PlacementConstraint c;
   c.low = target > kReach ? target - kReach : 0;
   c.high = target > UINT64_MAX - kReach ? UINT64_MAX : target + kReach;
@@ -89,7 +95,7 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
   if (hi_end < size || lo > hi_end - size) {
     if (lo_by && hi_by)
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: no address can satisfy both constraints of its 32-bit relocations: it must "
+                  "%s: no address can satisfy both constraints of its short relocations: it must "
                   "%s, and it must %s (rebuild the object with -fPIC to lift them)",
                   label.c_str(), hi_by->why.c_str(), lo_by->why.c_str());
     const PlacementConstraint *c = lo_by ? lo_by : hi_by;
@@ -97,6 +103,19 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
                 label.c_str(), c ? c->why.c_str() : "fit");
   }
   uint64_t hi = align_down(hi_end - size, alignment);  // last start allowed
+  // Fast path: where the kernel maps by itself (beside the latest mappings, which in most
+  // processes are the shared libraries) or at `prefer` if that is free usually satisfies every
+  // constraint; reading /proc/self/maps costs more than the rest of a link.
+  void *guess = mmap(reinterpret_cast<void *>(prefer), size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (guess != MAP_FAILED) {
+    const uint64_t at = reinterpret_cast<uint64_t>(guess);
+    if (at >= lo && at <= hi && at % alignment == 0) {
+      out->reset(guess, size);
+      return SK_OK;
+    }
+    munmap(guess, size);
+  }
   if (prefer == 0) prefer = lo + (hi - lo) / 2;
   for (int attempt = 0; attempt < 16; ++attempt) {
     // Free ranges between the mappings that exist now; take the start closest to `prefer`.
@@ -113,7 +132,12 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
       if (r.begin > cursor) consider({cursor, r.begin});
       cursor = std::max(cursor, r.end);
     }
+#if defined(__aarch64__)
+    // Not above the highest mapping (the stack): AArch64 kernels may give user space 39 or 42
+    // bits rather than 48, and nothing here tells which.
+#else
     if (cursor < kUserTop) consider({cursor, kUserTop});
+#endif
     if (best_dist == UINT64_MAX)
       return fail(SK_ERR_OUT_OF_MEMORY,
                   "%s: no free address range of %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64,

@@ -1,5 +1,6 @@
 // Finding address space for a linked object: a free range that satisfies every constraint the
-// object's 32-bit relocations impose (reach an address within ±2 GiB, or lie below 2/4 GiB),
+// object's short relocations impose (reach an address within ±2 GiB with x86-64's PC32, ±4 GiB
+// with AArch64's ADRP...; or lie below 2/4 GiB for absolute 32-bit fields),
 // read from /proc/self/maps and claimed with mmap(MAP_FIXED_NOREPLACE).
 #pragma once
 #include <sk.h>
@@ -17,9 +18,9 @@ struct PlacementConstraint {
   std::string why;  // "reach 'stderr' (0x5555...) with R_X86_64_PC32 at .text+0x1a"
 };
 
-// A constraint that every byte of the mapping can reach `target` with a signed 32-bit
-// displacement (minus a margin for addends).
-PlacementConstraint reach_constraint(uint64_t target, std::string why);
+// A constraint that every byte of the mapping can reach `target` with a displacement in
+// ±reach (a signed 32-bit one by default), minus a margin for addends.
+PlacementConstraint reach_constraint(uint64_t target, std::string why, uint64_t reach = 1ull << 31);
 
 // Owns an anonymous mapping; unmaps it unless released.
 class Mapping {

@@ -130,4 +130,33 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
   return SK_OK;
 }
 
+namespace {
+
+// The linker's view of a type: a PC32 that is a call or jump's displacement is a branch too.
+RelocNeeds needs(uint32_t type, const uint8_t *section, uint64_t offset) {
+  RelocKind k = classify(type);
+  RelocNeeds n;
+  n.known = k.known;
+  n.tls = k.tls;
+  n.none = type == R_X86_64_NONE;
+  n.got_entry = k.got_entry;
+  n.branch = k.branch || (type == R_X86_64_PC32 && is_branch_displacement(section, offset));
+  n.reach = k.pc32 ? k2GiB : 0;
+  n.abs_limit = k.abs_limit;
+  n.width = k.width;
+  return n;
+}
+
+// jmp *0(%rip) reads the absolute target stored right after it: any distance, no register.
+void write_stub(uint8_t *at, uint64_t target) {
+  uint8_t stub[16] = {0xff, 0x25, 0, 0, 0, 0};
+  std::memcpy(stub + 6, &target, 8);
+  stub[14] = stub[15] = 0xcc;
+  std::memcpy(at, stub, sizeof stub);
+}
+
+}  // namespace
+
+const RelocArch kArch = {EM_X86_64, "x86-64", "EM_X86_64", 16, k2GiB, needs, reloc_name, write_stub, apply};
+
 }  // namespace sk::host::x86_64

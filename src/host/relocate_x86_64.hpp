@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "host/relocation.hpp"
+
 namespace sk::host::x86_64 {
 
 // What the linker must know about a relocation type before layout.
@@ -28,21 +30,13 @@ std::string reloc_name(uint32_t type);
 // starts at `offset` (e8/e9 rel32, 0f 8x rel32): such a R_X86_64_PC32 may be sent to a stub.
 bool is_branch_displacement(const uint8_t *section, uint64_t offset);
 
-// The psABI's symbols for one relocation. S: symbol value, A: addend, P: place, G: address of
-// the symbol's GOT entry, GOT: GOT base, L: the call target (S, or its stub when S is far),
-// Z: symbol size.
-struct RelocValues {
-  uint64_t S = 0, P = 0, G = 0, GOT = 0, L = 0, Z = 0;
-  int64_t A = 0;
-};
+// The psABI's symbols and the place, shared by every architecture (host/relocation.hpp).
+using RelocValues = host::RelocValues;
+using RelocSite = host::RelocSite;
 
-// For messages: "kernels.o: R_X86_64_PC32 at .text+0x1a against 'foo'".
-struct RelocSite {
-  const char *label = "";
-  const char *section = "";
-  uint64_t offset = 0;
-  const char *symbol = "";
-};
+// This file's entry for the linker (host/relocation.hpp): classify(), apply() and the
+// `jmp *0(%rip)` stub.
+extern const RelocArch kArch;
 
 // Writes relocation `type` at `where`; SK_ERR_UNSUPPORTED when the value does not fit the field
 // or the type is not handled.

@@ -1,5 +1,6 @@
 // The ELF reader: good objects of every build variant parse; malformed ones (built here by
 // mutating good bytes) are rejected with the right status and a message naming the object.
+#include "host/relocation.hpp"
 #include "linker_test_support.hpp"
 
 namespace sk::test {
@@ -13,7 +14,7 @@ TEST_P(ElfObjectVariant, ParsesSectionsSymbolsRelocations) {
   ASSERT_EQ(elf::parse_object(bytes.data(), bytes.size(), "basic.o", &o), SK_OK) << last_error();
   EXPECT_EQ(o.label, "basic.o");
   EXPECT_EQ(o.elf_class, ELFCLASS64);
-  EXPECT_EQ(o.machine, EM_X86_64);
+  EXPECT_EQ(o.machine, host::kHostMachine);
   EXPECT_EQ(o.type, ET_REL);
   int text = o.find_section(".text");
   ASSERT_GT(text, 0);
@@ -196,14 +197,18 @@ TEST_F(ElfMalformed, WrongClassTypeMachine) {
     ehdr(b).e_type = type;
     expect_parse(b, SK_ERR_UNSUPPORTED, "e_type");
   }
-  // The machine is the linker's to judge: the object parses, the link is refused.
-  b = good_;
-  ehdr(b).e_machine = EM_AARCH64;
-  Loaded l;
-  EXPECT_EQ(load_bytes(b, "arm.o", Resolver().options(), &l), SK_ERR_UNSUPPORTED);
-  EXPECT_EQ(l.parse_status, SK_OK);
-  EXPECT_NE(l.message.find("arm.o"), std::string::npos) << l.message;
-  EXPECT_NE(l.message.find("e_machine 183"), std::string::npos) << l.message;
+  // The machine is the linker's to judge: the object parses, the link of another machine's
+  // object (one the linker knows, and one it does not) is refused.
+  for (uint16_t machine : {host::kHostMachine == EM_X86_64 ? EM_AARCH64 : EM_X86_64, EM_RISCV}) {
+    b = good_;
+    ehdr(b).e_machine = machine;
+    Loaded l;
+    EXPECT_EQ(load_bytes(b, "other.o", Resolver().options(), &l), SK_ERR_UNSUPPORTED);
+    EXPECT_EQ(l.parse_status, SK_OK);
+    EXPECT_NE(l.message.find("other.o"), std::string::npos) << l.message;
+    EXPECT_NE(l.message.find("e_machine " + std::to_string(machine) + " is not"), std::string::npos) << l.message;
+    EXPECT_NE(l.message.find("the host's machine"), std::string::npos) << l.message;
+  }
 }
 
 TEST_F(ElfMalformed, NullImage) {

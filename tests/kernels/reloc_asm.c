@@ -1,6 +1,8 @@
 /* Linker test kernel: one slot per relocation type, written with .reloc so that every compiler
  * emits exactly that type (the -mcmodel=large / GOT-relative types are not in the build matrix).
- * The test reads the slots back and checks the psABI formula. */
+ * The test reads the slots back and checks the psABI formula. x86-64 only: AArch64 has
+ * reloc_asm_aarch64.c. */
+#if defined(__x86_64__)
 __asm__(
     ".globl reloc_far_low\n.globl reloc_far_high\n.globl reloc_ext_fn\n"
     ".globl reloc_abs16\n.globl reloc_abs8\n.globl reloc_abs32\n.globl reloc_abs32s\n"
@@ -44,3 +46,4 @@ __asm__(
     /* jmp rel32 written with R_X86_64_PC32: a branch, so a stub may serve a far target. */
     ".globl reloc_asm_jmp_pc32\n.type reloc_asm_jmp_pc32,@function\n"
     "reloc_asm_jmp_pc32: .byte 0xe9\n.reloc ., R_X86_64_PC32, reloc_ext_fn-4\n.long 0\n");
+#endif

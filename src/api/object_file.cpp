@@ -1,0 +1,72 @@
+#include "api/object_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace sk::api {
+namespace {
+constexpr char elf_magic[] = "\177ELF";
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+sk_status too_large(const char *path, unsigned long long size, size_t max_size) {
+  return fail(SK_ERR_UNSUPPORTED, "%s: %llu bytes or more: kernel objects must be smaller than %zu bytes",
+              path, size, max_size);
+}
+}  // namespace
+
+ObjectFile::~ObjectFile() {
+  if (map_) munmap(map_, map_size_);
+}
+
+sk_status ObjectFile::open(const char *path, size_t max_size) {
+  Fd f;
+  f.fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0)
+    return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot open '%s': %s", path, std::strerror(errno));
+  struct stat st;
+  if (fstat(f.fd, &st) != 0)
+    return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot stat '%s': %s", path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: '%s' is a directory", path);
+  if (S_ISREG(st.st_mode)) {
+    if (st.st_size == 0) return fail(SK_ERR_BAD_BINARY, "%s: file is empty", path);
+    if (static_cast<unsigned long long>(st.st_size) >= max_size) return too_large(path, st.st_size, max_size);
+    void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, f.fd, 0);
+    if (p == MAP_FAILED)
+      return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot map '%s': %s", path, std::strerror(errno));
+    map_ = p;
+    map_size_ = static_cast<size_t>(st.st_size);
+    return SK_OK;
+  }
+  // Not a regular file: read in chunks, never past the limit.
+  unsigned char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot read '%s': %s", path, std::strerror(errno));
+    if (n == 0) break;
+    if (bytes_.size() + static_cast<size_t>(n) >= max_size) return too_large(path, bytes_.size() + n, max_size);
+    bytes_.insert(bytes_.end(), buf, buf + n);
+    // Stop at the first bytes that cannot start an ELF object (/dev/zero, a pipe of text).
+    const size_t head = std::min(bytes_.size(), sizeof elf_magic - 1);
+    if (std::memcmp(bytes_.data(), elf_magic, head) != 0)
+      return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic)", path);
+  }
+  if (bytes_.empty()) return fail(SK_ERR_BAD_BINARY, "%s: file is empty", path);
+  return SK_OK;
+}
+
+}  // namespace sk::api

@@ -1,0 +1,20 @@
+#include "host/relocation.hpp"
+
+#include <elf.h>
+
+#include "host/relocate_aarch64.hpp"
+#include "host/relocate_x86_64.hpp"
+
+namespace sk::host {
+
+static_assert(kHostMachine == 0 || kHostMachine == EM_X86_64 || kHostMachine == EM_AARCH64);
+
+const RelocArch *reloc_arch(uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return &x86_64::kArch;
+    case EM_AARCH64: return &aarch64::kArch;
+    default: return nullptr;
+  }
+}
+
+}  // namespace sk::host

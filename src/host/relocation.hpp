@@ -1,0 +1,72 @@
+// What one architecture's relocation file (relocate_x86_64.cpp, relocate_aarch64.cpp) gives the
+// linker: per relocation type, what it needs before layout (a GOT entry, a call stub, a placement
+// constraint) and how it is written; the call stub's shape. The linker picks one by e_machine.
+#pragma once
+#include <sk.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace sk::host {
+
+// The psABI's symbols for one relocation. S: symbol value, A: addend, P: place, G: address of
+// the symbol's GOT entry, GOT: GOT base, L: the call target (S, or its stub when S is far),
+// Z: symbol size.
+struct RelocValues {
+  uint64_t S = 0, P = 0, G = 0, GOT = 0, L = 0, Z = 0;
+  int64_t A = 0;
+};
+
+// For messages: "kernels.o: R_X86_64_PC32 at .text+0x1a against 'foo'".
+struct RelocSite {
+  const char *label = "";
+  const char *section = "";
+  uint64_t offset = 0;
+  const char *symbol = "";
+};
+
+// What the linker must know about one relocation before layout.
+struct RelocNeeds {
+  bool known = false;      // handled by apply()
+  bool tls = false;        // thread-local (never handled)
+  bool none = false;       // writes nothing (R_*_NONE)
+  bool got_entry = false;  // needs a GOT entry for its symbol (G)
+  bool branch = false;     // a call/jump: a stub may stand in for a far external symbol (L)
+  // PC-relative against an external symbol: the whole mapping must lie within ±reach of it
+  // (for a branch with a stub, the reach of the direct form). 0: no such constraint.
+  uint64_t reach = 0;
+  // Absolute against the object's own symbols: the mapping must lie below this. 0: none.
+  uint64_t abs_limit = 0;
+  unsigned width = 0;  // bytes from r_offset that the relocation reads and writes
+};
+
+struct RelocArch {
+  uint16_t machine;      // EM_*
+  const char *name;      // "x86-64", "AArch64"
+  const char *em_name;   // "EM_X86_64"
+  size_t stub_size;      // one call stub: reaches any address, written by write_stub
+  uint64_t branch_reach; // a direct branch's displacement must lie in [-branch_reach, branch_reach)
+  // `section` (the relocated section's bytes, may be null) lets x86-64 tell a jump from data.
+  RelocNeeds (*needs)(uint32_t type, const uint8_t *section, uint64_t offset);
+  std::string (*reloc_name)(uint32_t type);
+  void (*write_stub)(uint8_t *at, uint64_t target);
+  // Writes relocation `type` at `where`; SK_ERR_UNSUPPORTED when the value does not fit the field
+  // or the type is not handled.
+  sk_status (*apply)(uint32_t type, uint8_t *where, const RelocValues &v, const RelocSite &site);
+};
+
+// The relocation file for e_machine `machine`, or nullptr when there is none.
+const RelocArch *reloc_arch(uint16_t machine);
+
+// e_machine of the CPU this library was built for (0 when it has no host linker).
+constexpr uint16_t kHostMachine =
+#if defined(__x86_64__)
+    62;  // EM_X86_64
+#elif defined(__aarch64__)
+    183;  // EM_AARCH64
+#else
+    0;
+#endif
+
+}  // namespace sk::host

@@ -1,0 +1,59 @@
+#include "host/symbol_policy.hpp"
+
+#include <string>
+
+namespace sk::host {
+namespace {
+
+// C99 <math.h> functions (and GNU sincos/exp10): each also as its float (f) and long double (l)
+// variant. Pure functions of their arguments (lgamma writes signgam, as in C).
+constexpr std::string_view kMath[] = {
+    "acos",   "asin",   "atan",       "atan2",     "cos",    "sin",     "tan",    "acosh",
+    "asinh",  "atanh",  "cosh",       "sinh",      "tanh",   "exp",     "exp2",   "expm1",
+    "frexp",  "ilogb",  "ldexp",      "log",       "log10",  "log1p",   "log2",   "logb",
+    "modf",   "scalbn", "scalbln",    "cbrt",      "fabs",   "hypot",   "pow",    "sqrt",
+    "erf",    "erfc",   "lgamma",     "tgamma",    "ceil",   "floor",   "nearbyint", "rint",
+    "lrint",  "llrint", "round",      "lround",    "llround", "trunc",  "fmod",   "remainder",
+    "remquo", "copysign", "nan",      "nextafter", "nexttoward", "fdim", "fmax",  "fmin",
+    "fma",    "sincos", "exp10",
+};
+
+// libc functions that only read and write the memory they are given: no allocation, I/O,
+// locale, process state or callbacks. The _chk forms are what _FORTIFY_SOURCE emits.
+constexpr std::string_view kLibc[] = {
+    "memcpy",  "memmove", "memset",  "memcmp",  "memchr",  "strlen",  "strnlen", "strcmp",
+    "strncmp", "strchr",  "strrchr", "strstr",  "strspn",  "strcspn", "strcpy",  "strncpy",
+    "strcat",  "strncat", "__memcpy_chk", "__memmove_chk", "__memset_chk",
+};
+
+// What compilers emit calls to on their own: 128-bit and complex arithmetic helpers, and the
+// stack protector's failure handler (it aborts).
+constexpr std::string_view kCompiler[] = {
+    "__divti3",  "__udivti3", "__modti3",  "__umodti3", "__muldc3", "__mulsc3", "__divdc3",
+    "__divsc3",  "__powisf2", "__powidf2", "__stack_chk_fail",
+};
+
+bool in(std::string_view name, const std::string_view *begin, const std::string_view *end) {
+  for (const std::string_view *p = begin; p != end; ++p)
+    if (*p == name) return true;
+  return false;
+}
+
+}  // namespace
+
+const char *symbol_policy_name(SymbolPolicy p) { return p == SymbolPolicy::Strict ? "strict" : "process"; }
+
+bool strict_allows(std::string_view name) {
+  if (in(name, std::begin(kLibc), std::end(kLibc)) || in(name, std::begin(kCompiler), std::end(kCompiler)))
+    return true;
+  if (in(name, std::begin(kMath), std::end(kMath))) return true;
+  // sinf, sinl: the float and long double variants of the math list.
+  if (!name.empty() && (name.back() == 'f' || name.back() == 'l')) {
+    std::string_view base = name.substr(0, name.size() - 1);
+    // "modff" is modf's float variant; but "erf" itself ends in f and is listed whole above.
+    if (in(base, std::begin(kMath), std::end(kMath))) return true;
+  }
+  return false;
+}
+
+}  // namespace sk::host

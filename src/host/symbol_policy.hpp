@@ -1,0 +1,19 @@
+// What a kernel object's undefined symbols may bind to (device spec key `symbols=`).
+//   process (default): anything the process defines, like dlopen would.
+//   strict: only the device API, libm, and a fixed list of libc memory/string functions and
+//           compiler helpers (README lists them). It narrows what an object can reach; it is not
+//           a sandbox (the object's own code still runs with the process's rights).
+#pragma once
+#include <string_view>
+
+namespace sk::host {
+
+enum class SymbolPolicy { Process, Strict };
+
+const char *symbol_policy_name(SymbolPolicy p);  // "process", "strict"
+
+// Whether `symbols=strict` lets an object bind `name` to the process's symbols (the device API
+// is bound before this is asked).
+bool strict_allows(std::string_view name);
+
+}  // namespace sk::host

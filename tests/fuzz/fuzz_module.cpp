@@ -1,0 +1,46 @@
+// libFuzzer target: bytes as a kernel object. They go through the ELF reader directly, then
+// through the public API (sk_module_load on a host device, under symbols=process or strict by
+// the last byte), and every function the object defines is looked up as a kernel, with its
+// metadata and with a few given signatures. Nothing is launched: running an object's code is
+// what loading it is for (README, trust model), not something a fuzzer can judge.
+#include <elf.h>
+#include <sk.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "elf/elf_object.hpp"
+
+namespace {
+sk_device *open_device(const char *spec) {
+  sk_device *dev = nullptr;
+  if (sk_device_open(spec, &dev) != SK_OK) std::abort();
+  return dev;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static sk_device *process = open_device("host:cores=1,timeout_ms=1000");
+  static sk_device *strict = open_device("host:cores=1,timeout_ms=1000,symbols=strict");
+  std::vector<std::string> names;
+  sk::elf::Object object;
+  if (sk::elf::parse_object(data, size, "fuzz", &object) == SK_OK)
+    for (const sk::elf::Symbol &s : object.symbols)
+      if (s.shndx != SHN_UNDEF && (s.bind == STB_GLOBAL || s.bind == STB_WEAK) && names.size() < 16)
+        names.push_back(s.name);
+  names.push_back("capi_fill");  // a name seeds define, and one no object does
+  names.push_back("");
+  sk_device *dev = size && (data[size - 1] & 1) ? strict : process;
+  sk_module *mod = nullptr;
+  if (sk_module_load(dev, data, size, &mod) != SK_OK) return 0;
+  static const char *const signatures[] = {"", "ptr", "ptr,u32,u32", "i8,u16,i64,f32,f64,u8", "ptr,float"};
+  for (const std::string &name : names) {
+    sk_kernel *k = nullptr;
+    sk_module_get_kernel(mod, name.c_str(), &k);
+    for (const char *sig : signatures) sk_module_get_kernel_with_signature(mod, name.c_str(), sig, &k);
+  }
+  sk_module_unload(mod);
+  return 0;
+}

@@ -1,0 +1,74 @@
+// libFuzzer target: the text parsers. The first byte picks one: scope options (and matching
+// their name lists), device specs (and their integer values), kernel signatures (which must
+// round-trip), .sk.kernels metadata records (NUL-separated, as in the section).
+#include <sk.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/device_spec.hpp"
+#include "core/kernel_metadata.hpp"
+#include "core/scope_options.hpp"
+#include "core/signature.hpp"
+
+namespace {
+
+void scope_options(const std::string &text) {
+  sk::ScopeOptions o;
+  if (sk::parse_scope_options(text.c_str(), &o) != SK_OK) return;
+  for (const sk::NameList *list : {&o.dcci_before_kernel_start, &o.dcci_after_kernel_end, &o.dcci_disable_on_kernel})
+    for (const char *name : {"capi_fill", "rmsnorm_0", ""}) (void)list->matches(name);
+}
+
+void device_spec(const std::string &text) {
+  sk::DeviceSpec spec;
+  if (sk::parse_device_spec(text.c_str(), &spec) != SK_OK) return;
+  for (const auto &[key, value] : spec.keys) {
+    uint64_t v = 0;
+    (void)sk::parse_spec_uint(key, value, 1, 1024, &v);
+  }
+}
+
+void signature(const std::string &text) {
+  sk::Signature sig, again;
+  if (sk::parse_signature(text, "fuzz", &sig) != SK_OK) return;
+  // What parses prints back to a text that parses to the same list.
+  const std::string printed = sk::signature_to_string(sig);
+  if (sk::parse_signature(printed, "fuzz", &again) != SK_OK || again != sig) std::abort();
+}
+
+void metadata(const std::string &text) {
+  std::vector<std::string> records;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nul = text.find('\0', pos);
+    std::string rec = text.substr(pos, nul == std::string::npos ? std::string::npos : nul - pos);
+    if (!rec.empty()) records.push_back(rec);  // as the linker hands them over
+    if (nul == std::string::npos) break;
+    pos = nul + 1;
+  }
+  std::vector<sk::KernelMetadata> out;
+  if (sk::parse_kernel_metadata(records, "fuzz", &out) != SK_OK) return;
+  for (const sk::KernelMetadata &m : out) {
+    sk::Signature sig;
+    (void)sk::parse_signature(m.signature, m.name, &sig);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size == 0) return 0;
+  const std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
+  // Options and specs arrive as C strings: cut at the first NUL, as the API would see them.
+  const std::string c_text = text.substr(0, text.find('\0'));
+  switch (data[0] % 4) {
+    case 0: scope_options(c_text); break;
+    case 1: device_spec(c_text); break;
+    case 2: signature(text); break;
+    case 3: metadata(text); break;
+  }
+  return 0;
+}
