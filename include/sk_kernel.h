@@ -7,9 +7,9 @@
  *   #include <sk_kernel.h>
  *   SK_KERNEL(vadd, "ptr,ptr,ptr,u32")
  *   SK_EXTERN_C void vadd(const float *a, const float *b, float *c, uint32_t n) {
- *     uint32_t per = (n + sk_block_num() - 1) / sk_block_num();
- *     for (uint32_t i = sk_block_idx() * per; i < n && i < (sk_block_idx() + 1) * per; ++i)
- *       c[i] = a[i] + b[i];
+ *     uint32_t begin, end;
+ *     sk_block_range(n, &begin, &end);
+ *     for (uint32_t i = begin; i < end; ++i) c[i] = a[i] + b[i];
  *   }
  *
  * Signature tokens: ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 (comma-separated).
@@ -37,6 +37,17 @@ SK_EXTERN_C void sk_sync_all(void);
 SK_EXTERN_C void sk_set_next_task_start(void);
 /** Task overlap: what precedes may run in parallel with the previous sub-kernel; waits for it. */
 SK_EXTERN_C void sk_wait_pre_task_end(void);
+
+/**
+ * [*begin, *end): this block's contiguous share of n items split over sk_block_num() blocks
+ * (the last blocks get less, or nothing, when n does not divide evenly).
+ */
+static inline void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end) {
+  uint32_t blocks = sk_block_num(), per = n / blocks + (n % blocks != 0);
+  uint64_t b = (uint64_t)sk_block_idx() * per, e = b + per;
+  *begin = (uint32_t)(b < n ? b : n);
+  *end = (uint32_t)(e < n ? e : n);
+}
 
 /* ---- metadata --------------------------------------------------------------------------- */
 

@@ -11,17 +11,10 @@ void bench_empty(void) {}
 SK_KERNEL(bench_empty_overlap, "")
 void bench_empty_overlap(void) { sk_set_next_task_start(); }
 
-static inline void part(uint32_t n, uint32_t *lo, uint32_t *hi) {
-  uint32_t per = (n + sk_block_num() - 1) / sk_block_num();
-  *lo = sk_block_idx() * per;
-  *hi = *lo + per < n ? *lo + per : n;
-  if (*lo > n) *lo = n;
-}
-
 /* The small-ops chain: y = a*x + y over this block's part. */
 SK_KERNEL(bench_axpy, "ptr,ptr,f32,u32")
 void bench_axpy(const float *x, float *y, float a, uint32_t n) {
   uint32_t lo, hi;
-  part(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   for (uint32_t i = lo; i < hi; ++i) y[i] = a * x[i] + y[i];
 }

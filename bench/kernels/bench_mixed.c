@@ -4,18 +4,11 @@
 #include <stddef.h>
 #include <sk_kernel.h>
 
-static inline void part(uint32_t n, uint32_t *lo, uint32_t *hi) {
-  uint32_t per = (n + sk_block_num() - 1) / sk_block_num();
-  *lo = sk_block_idx() * per;
-  *hi = *lo + per < n ? *lo + per : n;
-  if (*lo > n) *lo = n;
-}
-
 /* y = x / rms(x) * w; partials has one float per block. */
 SK_KERNEL(bench_rmsnorm, "ptr,ptr,ptr,ptr,u32")
 void bench_rmsnorm(const float *x, const float *w, float *y, float *partials, uint32_t n) {
   uint32_t lo, hi;
-  part(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   float s = 0.0f;
   for (uint32_t i = lo; i < hi; ++i) s += x[i] * x[i];
   partials[sk_block_idx()] = s;
@@ -31,7 +24,7 @@ void bench_rmsnorm(const float *x, const float *w, float *y, float *partials, ui
 SK_KERNEL(bench_matvec, "ptr,ptr,ptr,u32,u32")
 void bench_matvec(const float *m, const float *x, float *y, uint32_t rows, uint32_t cols) {
   uint32_t lo, hi;
-  part(rows, &lo, &hi);
+  sk_block_range(rows, &lo, &hi);
   for (uint32_t r = lo; r < hi; ++r) {
     float acc = 0.0f;
     for (uint32_t c = 0; c < cols; ++c) acc += m[(size_t)r * cols + c] * x[c];
@@ -43,7 +36,7 @@ void bench_matvec(const float *m, const float *x, float *y, uint32_t rows, uint3
 SK_KERNEL(bench_softmax, "ptr,ptr,u32")
 void bench_softmax(float *x, float *partials, uint32_t n) {
   uint32_t lo, hi;
-  part(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   float m = -INFINITY;
   for (uint32_t i = lo; i < hi; ++i) m = x[i] > m ? x[i] : m;
   partials[sk_block_idx()] = m;

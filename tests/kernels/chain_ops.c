@@ -3,24 +3,17 @@
  * written by exactly one block, so results do not depend on how blocks map to cores. */
 #include <sk_kernel.h>
 
-static inline void my_range(uint32_t n, uint32_t *lo, uint32_t *hi) {
-  uint32_t per = (n + sk_block_num() - 1) / sk_block_num();
-  *lo = sk_block_idx() * per;
-  *hi = *lo + per < n ? *lo + per : n;
-  if (*lo > n) *lo = n;
-}
-
 SK_KERNEL(axpy, "ptr,ptr,f32,u32")
 void axpy(const float *x, float *y, float a, uint32_t n) {
   uint32_t lo, hi;
-  my_range(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   for (uint32_t i = lo; i < hi; ++i) y[i] = a * x[i] + y[i];
 }
 
 SK_KERNEL(mul_add, "ptr,ptr,ptr,u32")
 void mul_add(const float *a, const float *b, float *out, uint32_t n) {
   uint32_t lo, hi;
-  my_range(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   for (uint32_t i = lo; i < hi; ++i) out[i] = a[i] * b[i] + out[i] * 0.5f;
 }
 
@@ -35,7 +28,7 @@ void relu_strided(float *x, uint32_t n) {
 SK_KERNEL(normalize_sync, "ptr,ptr,u32")
 void normalize_sync(float *x, float *partials, uint32_t n) {
   uint32_t lo, hi;
-  my_range(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   float s = 0.0f;
   for (uint32_t i = lo; i < hi; ++i) s += x[i] * x[i];
   partials[sk_block_idx()] = s;
@@ -52,7 +45,7 @@ void normalize_sync(float *x, float *partials, uint32_t n) {
 SK_KERNEL(produce_then_release, "ptr,ptr,u32")
 void produce_then_release(float *x, float *scratch, uint32_t n) {
   uint32_t lo, hi;
-  my_range(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   for (uint32_t i = lo; i < hi; ++i) x[i] = x[i] * 0.75f + 1.0f;
   sk_set_next_task_start();
   for (uint32_t i = lo; i < hi; ++i) scratch[i] += 1.0f;
@@ -63,7 +56,7 @@ void produce_then_release(float *x, float *scratch, uint32_t n) {
 SK_KERNEL(prologue_then_wait, "ptr,ptr,u32")
 void prologue_then_wait(float *x, float *coeffs, uint32_t n) {
   uint32_t lo, hi;
-  my_range(n, &lo, &hi);
+  sk_block_range(n, &lo, &hi);
   float c = 0.0f;
   for (uint32_t i = 0; i < 16; ++i) c += (float)i * 0.001f;
   coeffs[sk_block_idx()] = c;

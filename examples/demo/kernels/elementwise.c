@@ -1,12 +1,12 @@
 /* Element-wise kernels: each block handles a contiguous chunk (any block_dim works). */
 #include <math.h>
-#include "split.h"
+#include <sk_kernel.h>
 
 /* x += bias */
 SK_KERNEL(bias_add, "ptr,ptr,u32")
 void bias_add(float *x, const float *bias, uint32_t n) {
   uint32_t begin, end;
-  demo_split(n, &begin, &end);
+  sk_block_range(n, &begin, &end);
   for (uint32_t i = begin; i < end; ++i) x[i] += bias[i];
 }
 
@@ -14,7 +14,7 @@ void bias_add(float *x, const float *bias, uint32_t n) {
 SK_KERNEL(silu, "ptr,u32")
 void silu(float *x, uint32_t n) {
   uint32_t begin, end;
-  demo_split(n, &begin, &end);
+  sk_block_range(n, &begin, &end);
   for (uint32_t i = begin; i < end; ++i) x[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
@@ -22,6 +22,6 @@ void silu(float *x, uint32_t n) {
 SK_KERNEL(scale, "ptr,f32,u32")
 void scale(float *x, float alpha, uint32_t n) {
   uint32_t begin, end;
-  demo_split(n, &begin, &end);
+  sk_block_range(n, &begin, &end);
   for (uint32_t i = begin; i < end; ++i) x[i] *= alpha;
 }

@@ -4,12 +4,12 @@
  */
 #include <stddef.h>
 
-#include "split.h"
+#include <sk_kernel.h>
 
 SK_KERNEL(matvec, "ptr,ptr,ptr,u32,u32")
 void matvec(const float *w, const float *x, float *y, uint32_t rows, uint32_t cols) {
   uint32_t begin, end;
-  demo_split(rows, &begin, &end);
+  sk_block_range(rows, &begin, &end);
   for (uint32_t r = begin; r < end; ++r) {
     const float *row = w + (size_t)r * cols;
     /* Four independent accumulators: shorter dependency chains, same order every run. */

@@ -6,14 +6,14 @@
  * After sk_set_next_task_start() it only writes its own slots of `stats` (read by nobody in the
  * launch), so that tail may run while the next sub-kernel starts. Unfused, both calls are no-ops.
  */
-#include "split.h"
+#include <sk_kernel.h>
 
 #define CHUNK 256 /* gate values staged per pass; the first pass is fetched before the wait */
 
 SK_KERNEL(residual, "ptr,ptr,ptr,ptr,u32")
 void residual(float *x, const float *u, const float *gate, float *stats, uint32_t n) {
   uint32_t begin, end;
-  demo_split(n, &begin, &end);
+  sk_block_range(n, &begin, &end);
 
   float staged[CHUNK];
   uint32_t first = end - begin < CHUNK ? end - begin : CHUNK;

@@ -7,13 +7,13 @@
  * Needs block_dim <= the device's cores (sk_sync_all) and partials[block_dim].
  */
 #include <math.h>
-#include "split.h"
+#include <sk_kernel.h>
 
 SK_KERNEL(rmsnorm, "ptr,ptr,ptr,ptr,u32,f32")
 void rmsnorm(const float *x, const float *gain, float *out, float *partials, uint32_t n,
              float eps) {
   uint32_t begin, end;
-  demo_split(n, &begin, &end);
+  sk_block_range(n, &begin, &end);
   float ss = 0.0f;
   for (uint32_t i = begin; i < end; ++i) ss += x[i] * x[i];
   partials[sk_block_idx()] = ss;
