@@ -42,7 +42,7 @@ SK_EXTERN_C void sk_wait_pre_task_end(void);
  * [*begin, *end): this block's contiguous share of n items split over sk_block_num() blocks
  * (the last blocks get less, or nothing, when n does not divide evenly).
  */
-static inline void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end) {
+__attribute__((unused)) static inline void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end) {
   uint32_t blocks = sk_block_num(), per = n / blocks + (n % blocks != 0);
   uint64_t b = (uint64_t)sk_block_idx() * per, e = b + per;
   *begin = (uint32_t)(b < n ? b : n);

@@ -104,10 +104,9 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
   }
   uint64_t hi = align_down(hi_end - size, alignment);  // last start allowed
   // Fast path: where the kernel maps by itself (beside the latest mappings, which in most
-  // processes are the shared libraries) or at `prefer` if that is free usually satisfies every
-  // constraint; reading /proc/self/maps costs more than the rest of a link.
-  void *guess = mmap(reinterpret_cast<void *>(prefer), size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // processes are the shared libraries) usually satisfies every constraint; reading
+  // /proc/self/maps costs more than the rest of a link.
+  void *guess = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (guess != MAP_FAILED) {
     const uint64_t at = reinterpret_cast<uint64_t>(guess);
     if (at >= lo && at <= hi && at % alignment == 0) {
