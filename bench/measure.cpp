@@ -1,6 +1,7 @@
 #include "measure.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 namespace bench {
@@ -10,19 +11,25 @@ double now_ns() {
 }
 
 Row measure(std::vector<Method> &methods, size_t kernels, int rounds) {
-  // Repetitions per sample: enough runs for about 3 ms, from one warm-up run each.
+  // Repetitions per sample: enough runs for about 3 ms, from a 2 ms calibration batch (one
+  // slow run must not decide it).
   std::vector<int> reps;
   for (Method &m : methods) {
     m.run();
-    double t0 = now_ns();
-    m.run();
-    double t = std::max(now_ns() - t0, 100.0);
-    reps.push_back(std::clamp(static_cast<int>(3e6 / t), 1, 100000));
+    int n = 0;
+    double t0 = now_ns(), t = 0;
+    do {
+      m.run();
+      ++n;
+      t = now_ns() - t0;
+    } while (t < 2e6 && n < 100000);
+    reps.push_back(std::clamp(static_cast<int>(3e6 / (t / n)), 1, 100000));
     std::this_thread::sleep_for(m.cooldown);
   }
   std::vector<std::vector<double>> samples(methods.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < methods.size(); ++i) {
+      methods[i].run();  // warm: every method is timed with its threads awake
       double t0 = now_ns();
       for (int k = 0; k < reps[i]; ++k) methods[i].run();
       samples[i].push_back((now_ns() - t0) / reps[i] / static_cast<double>(kernels));

@@ -1,5 +1,6 @@
 // Side-by-side timing: every method of a row is sampled in turn, round after round, so that
-// machine noise hits all of them alike; a row reports each method's median.
+// machine noise hits all of them alike; a row reports each method's median. Samples are warm
+// (one untimed run first): the cost of waking sleeping threads is measured on its own.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -12,8 +13,9 @@ struct Method {
   std::string name;
   std::function<void()> run;  // runs the whole chain once
   // Pause after each sample so this method's idle threads stop spinning before the next one
-  // is timed (libgomp spins for milliseconds by default).
-  std::chrono::milliseconds cooldown{2};
+  // is timed (libgomp spins for milliseconds by default); 0 for methods whose threads go
+  // quiet within microseconds.
+  std::chrono::milliseconds cooldown{0};
 };
 
 struct Row {

@@ -81,7 +81,8 @@ SK_API uint32_t sk_version(void);
  * Opens a device. spec is "backend[:key=value[,key=value...]]".
  * Host backend keys: cores=N (worker cores, default: online CPUs), spin_us=N (busy-wait before a
  * waiting core sleeps, default 50), timeout_ms=N (deadline of every wait, default 10000),
- * symbols=process|strict (what kernel objects may bind to; see README, default process).
+ * symbols=process|strict (what kernel objects may bind to; see README, default process),
+ * pin=0|1 (bind each core's thread to its own CPU, default 1).
  * Unknown backends and keys fail with SK_ERR_INVALID_ARGUMENT naming them.
  */
 SK_API sk_status sk_device_open(const char *spec, sk_device **out);

@@ -1,6 +1,8 @@
 #include "host/executor.hpp"
 
 #include <pthread.h>
+#include <algorithm>
+#include <sched.h>
 
 #include <cstdio>
 
@@ -24,7 +26,12 @@ struct Executor::Core {
 };
 
 void Program::allocate_sync_state() {
-  released = std::make_unique<StepCounter[]>(steps.size());
+  released_before.resize(steps.size());
+  releases_per_launch = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    released_before[i] = releases_per_launch;
+    releases_per_launch += steps[i].cores;
+  }
   ended = std::make_unique<StepCounter[]>(steps.size());
   barriers = std::make_unique<StepBarrier[]>(steps.size());
 }
@@ -32,18 +39,28 @@ void Program::allocate_sync_state() {
 Executor::Executor(const ExecutorConfig &config) : config_(config) {
   core0_sleep_policy_.spin = std::chrono::nanoseconds(0);
   idle_policy_.spin = std::chrono::microseconds(config.spin_us);
-  task_policy_.spin = std::chrono::microseconds(config.spin_us);
+  // Inside a launch the core waited for is running and arrives within microseconds, unless it
+  // was asleep: if the spin were shorter than a wake-up (50-100 us on a VM), two cores taking
+  // turns would each fall asleep before the other woke, and every step would pay a wake-up.
+  // So waits inside a launch (and for its end) spin kInLaunchSpin times longer than idle ones.
+  task_policy_.spin = std::chrono::microseconds(uint64_t{config.spin_us} * kInLaunchSpin);
   task_policy_.timeout = std::chrono::milliseconds(config.timeout_ms);
   // A core that has waited a spin period inside a task or between tasks may be waiting for
   // core 0, which no thread may be running: call the dedicated thread.
   task_policy_.before_sleep = completion_policy_.before_sleep = [](void *e) { static_cast<Executor *>(e)->call_core0(); };
   task_policy_.before_sleep_arg = completion_policy_.before_sleep_arg = this;
-  completion_policy_.spin = idle_policy_.spin;
+  completion_policy_.spin = task_policy_.spin;
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
   std::unique_ptr<Executor> ex(new Executor(config));
   ex->ring_ = std::make_unique<Task[]>(kRing);
+  ex->core_cpu_.assign(config.cores, -1);
+  ex->core_thread_.resize(config.cores);
+  cpu_set_t allowed;
+  if (config.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &allowed)) ex->cpus_.push_back(cpu);
   ex->core0_ = std::make_unique<Core>();
   try {
     ex->threads_.emplace_back([e = ex.get()] { e->core0_main(); });
@@ -136,6 +153,7 @@ void Executor::drive_until(Done done) {
   while (!done()) {
     uint32_t expected = kCore0Free;
     if (core0_owner_.compare_exchange_strong(expected, kCore0Host, std::memory_order_acquire)) {
+      keep_off_host_cpu();
       CoreContext *saved = t_core;
       t_core = &core0_->ctx;
       uint64_t next = core0_next_.load(std::memory_order_relaxed);
@@ -146,7 +164,7 @@ void Executor::drive_until(Done done) {
       t_core = saved;
       release_core0();
       // Core 0 did its share: what is left is the other cores finishing.
-      wait_for(completed_word_, host_channel_, idle_policy_, [&done](uint32_t) { return done(); });
+      wait_for(completed_word_, host_channel_, completion_policy_, [&done](uint32_t) { return done(); });
       return;
     }
     // Another thread runs core 0: ask for it (the dedicated thread hands it over between
@@ -175,6 +193,8 @@ void Executor::call_core0() {
 }
 
 void Executor::core0_main() {
+  // Not pinned: core 0 is mostly run by host threads, which go where they go; this thread
+  // only stands in for them.
   t_core = &core0_->ctx;
   uint32_t rung = 0;  // the doorbell's count when this thread last looked
   for (;;) {
@@ -207,7 +227,42 @@ void Executor::core0_main() {
   }
 }
 
+void Executor::pin_to_cpu(uint32_t core) {
+  if (cpus_.empty()) return;
+  // Core c takes the c-th allowed CPU; the first one is left to core 0, which host threads
+  // run (keep_off_host_cpu moves a core that finds a host thread on its CPU).
+  const int cpu = cpus_[core % cpus_.size()];
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  std::lock_guard<std::mutex> lock(pin_mutex_);
+  core_thread_[core] = pthread_self();
+  // Best effort: a failure only costs speed.
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) core_cpu_[core] = cpu;
+}
+
+void Executor::keep_off_host_cpu() {
+  if (cpus_.size() < 2) return;
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || cpu == last_host_cpu_) return;
+  last_host_cpu_ = cpu;
+  std::lock_guard<std::mutex> lock(pin_mutex_);
+  for (size_t c = 1; c < core_cpu_.size(); ++c) {
+    if (core_cpu_[c] != cpu) continue;
+    for (int free_cpu : cpus_) {
+      if (std::find(core_cpu_.begin(), core_cpu_.end(), free_cpu) != core_cpu_.end()) continue;
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(free_cpu, &set);
+      if (pthread_setaffinity_np(core_thread_[c], sizeof set, &set) == 0) core_cpu_[c] = free_cpu;
+      return;
+    }
+    return;  // every CPU has a core: nothing better to do
+  }
+}
+
 void Executor::core_main(uint32_t index) {
+  pin_to_cpu(index);
   Core core;
   core.index = index;
   t_core = &core.ctx;
@@ -276,8 +331,8 @@ void Executor::complete_task(Task &task, uint64_t seq) {
   if (task.failure.aborted.load(std::memory_order_acquire)) {
     // Every core has left the task: bring the sync state to where a clean launch would have
     // left it, so that the super kernel stays usable.
+    p->released.value.store(task.epoch * p->releases_per_launch, std::memory_order_relaxed);
     for (uint32_t i = 0; i < p->steps.size(); ++i) {
-      p->released[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       p->ended[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       p->barriers[i].count.store(0, std::memory_order_relaxed);
     }

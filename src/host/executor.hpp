@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,11 @@ struct ExecutorConfig {
   uint32_t cores = 1;
   uint32_t spin_us = 50;
   uint32_t timeout_ms = 10000;
+  // Bind core c's thread to the c-th CPU the process may run on. Without it the scheduler
+  // tends to wake a core onto the CPU of the core that woke it, and two cores spinning for
+  // each other on one CPU turn every step into a context switch (measured: a cold 256-kernel
+  // launch took 2-8 ms instead of 80 us on 2 CPUs).
+  bool pin = true;
 };
 
 class Executor {
@@ -61,6 +67,10 @@ class Executor {
   struct Core;
   explicit Executor(const ExecutorConfig &config);
   void core_main(uint32_t core);  // cores 1 .. N-1
+  void pin_to_cpu(uint32_t core);
+  // Called by a host thread that took core 0: if a pinned core shares its CPU, moves that core
+  // to the CPU no core holds (spinning cores sharing a CPU cost a context switch per step).
+  void keep_off_host_cpu();
   void core0_main();              // core 0 while no host thread holds it
   // Runs task `seq` as `core`; the last core to finish it completes it.
   void process(Core &core, uint64_t seq);
@@ -77,6 +87,7 @@ class Executor {
   ExecutorConfig config_;
   WaitPolicy idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
+  static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor
   std::unique_ptr<Task[]> ring_;
   std::mutex submit_mutex_;
   uint64_t submitted_ = 0;                    // under submit_mutex_
@@ -96,6 +107,13 @@ class Executor {
   WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
   SleepChannel idle_channel_, step_channel_, host_channel_, core0_channel_;
   std::vector<std::thread> threads_;
+  std::vector<int> cpus_;  // the CPUs the process may run on, for pinning
+  // Pinning state (cores 1..N-1), changed by the core itself at start and then only by the
+  // holder of core 0's token.
+  std::mutex pin_mutex_;
+  std::vector<int> core_cpu_;             // CPU each core is bound to, -1: not bound
+  std::vector<pthread_t> core_thread_;
+  int last_host_cpu_ = -1;
   friend struct CoreAccess;
 };
 

@@ -30,27 +30,41 @@ void record_stuck_wait(CoreContext &ctx, WaitResult r, const char *where, uint32
   if (r == WaitResult::TimedOut) f.aborted.store(true, std::memory_order_release);
 }
 
-std::atomic<uint32_t> &ended_counter(Program &p, uint32_t step) {
-  return p.steps[step].arrive_in_kernel ? p.ended[step].value : p.released[step].value;
-}
-
-// Waits until `word` counts every core of step `step` in this launch.
-void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t step, const char *event) {
+// Waits until `word` reaches base + (cores of step `step`): every core of the step did `event`.
+void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t base, uint32_t step,
+                       const char *event) {
   const uint32_t want = ctx.program->steps[step].cores;
-  const uint32_t target = ctx.epoch * want;
+  const uint32_t target = base + want;
   WaitResult r = wait_for(word, *ctx.channel, *ctx.policy,
                           [target](uint32_t v) { return reached(v, target); });
   if (r != WaitResult::Ok) {
     char where[300];
     std::snprintf(where, sizeof where, "waiting for step %u '%s' to %s", step,
                   ctx.program->steps[step].name.c_str(), event);
-    record_stuck_wait(ctx, r, where, word.load() - (ctx.epoch - 1) * want, want);
+    const uint32_t have = word.load() - base;
+    record_stuck_wait(ctx, r, where, have > want ? want : have, want);
   }
 }
 
+// Every core of step `step` released the next step (in this launch).
+void wait_released(CoreContext &ctx, uint32_t step, const char *event) {
+  Program &p = *ctx.program;
+  wait_all_cores_of(ctx, p.released.value, (ctx.epoch - 1) * p.releases_per_launch + p.released_before[step],
+                    step, event);
+}
+
+// Every core of step `step` ended (in this launch).
+void wait_ended(CoreContext &ctx, uint32_t step) {
+  Program &p = *ctx.program;
+  if (p.steps[step].arrive_in_kernel)
+    wait_all_cores_of(ctx, p.ended[step].value, (ctx.epoch - 1) * p.steps[step].cores, step, "end");
+  else
+    wait_released(ctx, step, "end");  // its release is its end
+}
+
 void count_core(CoreContext &ctx, std::atomic<uint32_t> &word) {
-  word.fetch_add(1, std::memory_order_release);
-  notify(&word, *ctx.channel);
+  word.fetch_add(1, std::memory_order_seq_cst);
+  notify_after_rmw(&word, *ctx.channel);
 }
 
 }  // namespace
@@ -59,7 +73,7 @@ void begin_step(CoreContext &ctx) {
   if (!ctx.step->wait_in_kernel) {
     wait_previous_step(ctx);  // step i-1 released this step only after step i-2 ended
   } else if (ctx.step_index >= 2) {
-    wait_all_cores_of(ctx, ended_counter(*ctx.program, ctx.step_index - 2), ctx.step_index - 2, "end");
+    wait_ended(ctx, ctx.step_index - 2);
   }
 }
 
@@ -68,18 +82,16 @@ void wait_previous_step(CoreContext &ctx) {
   if (ctx.step_index == 0) return;
   const uint32_t prev = ctx.step_index - 1;
   const bool early = ctx.program->steps[prev].arrive_in_kernel;
-  wait_all_cores_of(ctx, ctx.program->released[prev].value, prev,
-                    early ? "call sk_set_next_task_start" : "end");
+  wait_released(ctx, prev, early ? "call sk_set_next_task_start" : "end");
 }
 
 void release_next_step(CoreContext &ctx) {
   if (!ctx.waited) wait_previous_step(ctx);
   const uint32_t i = ctx.step_index;
   // Releasing step i+1 must also mean step i-1 has ended: i+1 may overlap i, never i-1.
-  if (i >= 1 && ctx.program->steps[i - 1].arrive_in_kernel)
-    wait_all_cores_of(ctx, ctx.program->ended[i - 1].value, i - 1, "end");
+  if (i >= 1 && ctx.program->steps[i - 1].arrive_in_kernel) wait_ended(ctx, i - 1);
   ctx.arrived = true;
-  count_core(ctx, ctx.program->released[i].value);
+  count_core(ctx, ctx.program->released.value);
 }
 
 void end_step(CoreContext &ctx) {

@@ -34,6 +34,9 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else if (key == "spin_us") {
       if ((st = parse_spec_uint(key, value, 0, 10'000'000, &v)) != SK_OK) return st;
       config.spin_us = static_cast<uint32_t>(v);
+    } else if (key == "pin") {
+      if ((st = parse_spec_uint(key, value, 0, 1, &v)) != SK_OK) return st;
+      config.pin = v == 1;
     } else if (key == "timeout_ms") {
       if ((st = parse_spec_uint(key, value, 1, 86'400'000, &v)) != SK_OK) return st;
       config.timeout_ms = static_cast<uint32_t>(v);

@@ -42,13 +42,17 @@ struct Program {
   // pointer arrays libffi reads. Sized once; never reallocated after the steps point in.
   std::vector<uint64_t> arg_slots;
   std::vector<void *> arg_pointers;
-  // Per-step sync state. Counters count up by `cores` of the step each launch and are never
-  // reset in the hot path: launch e's step i has done a thing when its counter reaches
-  // e * steps[i].cores.
-  //  released[i]: every core of step i let step i+1 run (at sk_set_next_task_start or its end);
-  //  ended[i]:    every core of step i ended; a counter of its own only for steps that release
-  //               early (arrive_in_kernel), otherwise it is released[i].
-  std::unique_ptr<StepCounter[]> released;
+  // Sync state. Counters count up and are never reset in the hot path.
+  //  released: one counter for the releases of every step (a core releases step i+1 at
+  //    sk_set_next_task_start or at its end). A core releases step i only after step i-1 was
+  //    released, so releases arrive step by step and "step i released in launch e" is
+  //    released >= (e-1) * releases_per_launch + released_before[i] + steps[i].cores: all the
+  //    cores share one cache line, as the fastest central barrier does.
+  //  ended[i]: every core of step i ended; used only for steps that release early
+  //    (arrive_in_kernel), whose end comes after their release.
+  StepCounter released;
+  std::vector<uint32_t> released_before;  // releases of the steps before i, in one launch
+  uint32_t releases_per_launch = 0;
   std::unique_ptr<StepCounter[]> ended;
   std::unique_ptr<StepBarrier[]> barriers;
   // Launch epochs: next_epoch is assigned under the executor's submit lock; completed_epoch is

@@ -1,6 +1,7 @@
 #include "host/wait.hpp"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@ namespace sk::host {
 
 // std::atomic<uint32_t> is a plain 32-bit word on Linux: the futex can sit on it directly.
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+
+void yield_cpu() { sched_yield(); }
 
 void futex_wake_all(std::atomic<uint32_t> *word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,

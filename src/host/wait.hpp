@@ -26,6 +26,15 @@ struct SleepChannel {
 };
 
 void futex_wake_all(std::atomic<uint32_t> *word);
+void yield_cpu();  // sched_yield
+constexpr std::chrono::microseconds kSpinBeforeYield{5};
+
+// After a seq_cst read-modify-write of `word`, wakes its sleepers if the channel has any. The
+// RMW and the sleeper's seq_cst increment of `sleepers` are in one total order, so no fence is
+// needed (on x86 the locked instruction already is one): the per-step arrival path.
+inline void notify_after_rmw(std::atomic<uint32_t> *word, SleepChannel &channel) {
+  if (channel.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(word);
+}
 
 // After changing `word`, wakes its sleepers if the channel has any.
 inline void notify(std::atomic<uint32_t> *word, SleepChannel &channel) {
@@ -60,12 +69,18 @@ WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
   using clock = std::chrono::steady_clock;
   if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
   const auto start = clock::now();
-  // Spin phase: check the clock only every 64 polls (it costs ~20 ns).
+  // Spin phase: check the clock only every 64 polls (it costs ~20 ns). Past the first few
+  // microseconds, yield the CPU at each check: the core we wait for may have been woken onto
+  // this very CPU (the scheduler likes to), and would otherwise wait for our whole spin.
   for (uint32_t i = 1;; ++i) {
     if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
     if (policy.abort && policy.abort->load(std::memory_order_relaxed)) return WaitResult::Aborted;
     cpu_relax();
-    if ((i & 63) == 0 && clock::now() - start >= policy.spin) break;
+    if ((i & 63) == 0) {
+      const auto spun = clock::now() - start;
+      if (spun >= policy.spin) break;
+      if (spun >= kSpinBeforeYield) yield_cpu();
+    }
   }
   // Sleep phase: bounded slices so that deadlines and aborts are seen.
   if (policy.before_sleep) policy.before_sleep(policy.before_sleep_arg);
