@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -144,5 +145,26 @@ inline bool is_pic(const std::string &variant) {
   return variant.size() >= 4 && variant.compare(variant.size() - 4, 4, "-pic") == 0;
 }
 inline bool is_clang(const std::string &variant) { return variant.rfind("clang", 0) == 0; }
+
+// A relocation field that cannot hold the value its symbol is bound to.
+struct OverflowCase {
+  const char *symbol;
+  uint64_t value;      // the address the symbol is bound to
+  const char *needle;  // what the error must say
+};
+
+// Links `kernel` (a gcc and a clang object) with each case's symbol bound to its value, on top
+// of `base`: every link must fail with SK_ERR_UNSUPPORTED naming the relocation and the object.
+inline void expect_overflows(const char *kernel, const Resolver &base, std::initializer_list<OverflowCase> cases) {
+  for (const char *variant : {"gcc-O2-pie", "clang-O0-nopic"})
+    for (const OverflowCase &c : cases) {
+      Resolver r = base;
+      r.names[c.symbol] = reinterpret_cast<void *>(c.value);
+      Loaded l;
+      EXPECT_EQ(load_kernel(variant, kernel, r.options(), &l), SK_ERR_UNSUPPORTED) << variant << " " << c.symbol;
+      EXPECT_NE(l.message.find(c.needle), std::string::npos) << l.message;
+      EXPECT_NE(l.message.find(std::string(kernel) + ".o"), std::string::npos) << l.message;
+    }
+}
 
 }  // namespace sk::test
