@@ -25,7 +25,9 @@ void unregister_device(sk_device *dev) {
 }
 
 sk_status synchronize_default_streams() {
-  std::vector<std::shared_ptr<host::HostDevice>> open;
+  // Reused per thread: a synchronous launch loop allocates nothing here.
+  thread_local std::vector<std::shared_ptr<host::HostDevice>> open;
+  open.clear();
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     for (sk_device *d : devices()) open.push_back(d->impl);
@@ -35,6 +37,7 @@ sk_status synchronize_default_streams() {
     sk_status st = d->executor().synchronize(&d->default_stream());
     if (first == SK_OK) first = st;
   }
+  open.clear();  // hold no device past the call
   return first;
 }
 

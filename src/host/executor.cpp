@@ -121,12 +121,14 @@ void Executor::wait_completed(uint64_t seq) {
 sk_status Executor::synchronize(StreamState *stream) {
   const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
   drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
+  if (!stream->has_error.load(std::memory_order_acquire)) return SK_OK;
   std::lock_guard<std::mutex> lock(stream->error_mutex);
   if (stream->error == SK_OK) return SK_OK;
   sk_status st = stream->error;
   fail(st, "%s", stream->error_message.c_str());
   stream->error = SK_OK;
   stream->error_message.clear();
+  stream->has_error.store(false, std::memory_order_relaxed);
   return st;
 }
 
@@ -203,7 +205,7 @@ void Executor::core0_main() {
       return;
     // Sleep (never spin: the host thread that launched usually takes core 0 itself) until a
     // core or the host calls for core 0, or the executor stops.
-    wait_for(core0_doorbell_, core0_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
+    wait_for(core0_doorbell_, doorbell_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
       return v != rung || stopping_.load(std::memory_order_acquire);
     });
     rung = core0_doorbell_.load(std::memory_order_acquire);
@@ -341,6 +343,7 @@ void Executor::complete_task(Task &task, uint64_t seq) {
       task.stream->error = SK_ERR_HANG;
       task.stream->error_message =
           task.failure.report(p->name, task.epoch, static_cast<long long>(config_.timeout_ms));
+      task.stream->has_error.store(true, std::memory_order_release);
     }
   }
   p->completed_epoch.store(task.epoch, std::memory_order_release);

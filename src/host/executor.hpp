@@ -29,6 +29,7 @@ namespace sk::host {
 struct StreamState {
   std::atomic<uint64_t> last_seq{0};
   std::mutex error_mutex;
+  std::atomic<bool> has_error{false};  // lets synchronize skip the mutex when all went well
   sk_status error = SK_OK;
   std::string error_message;
 };
@@ -105,7 +106,9 @@ class Executor {
   std::atomic<uint32_t> host_wants_core0_{0};
   std::atomic<uint32_t> core0_doorbell_{0};  // the dedicated core-0 thread sleeps on it
   WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
-  SleepChannel idle_channel_, step_channel_, host_channel_, core0_channel_;
+  // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
+  // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
+  SleepChannel idle_channel_, step_channel_, host_channel_, core0_channel_, doorbell_channel_;
   std::vector<std::thread> threads_;
   std::vector<int> cpus_;  // the CPUs the process may run on, for pinning
   // Pinning state (cores 1..N-1), changed by the core itself at start and then only by the
