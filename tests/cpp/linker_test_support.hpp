@@ -146,6 +146,20 @@ inline bool is_pic(const std::string &variant) {
 }
 inline bool is_clang(const std::string &variant) { return variant.rfind("clang", 0) == 0; }
 
+// The relocations against .text of `o`, or nullptr.
+inline const elf::RelocationSection *text_relocations(const elf::Object &o) {
+  for (const elf::RelocationSection &rs : o.relocation_sections)
+    if (o.sections[rs.target].name == ".text") return &rs;
+  return nullptr;
+}
+
+// `bytes` with the type of the first entry of the Elf64_Rela table at `rela_at` replaced.
+inline std::vector<uint8_t> with_relocation_type(std::vector<uint8_t> bytes, uint64_t rela_at, uint32_t type) {
+  auto *rel = reinterpret_cast<Elf64_Rela *>(bytes.data() + rela_at);
+  rel->r_info = ELF64_R_INFO(ELF64_R_SYM(rel->r_info), type);
+  return bytes;
+}
+
 // A relocation field that cannot hold the value its symbol is bound to.
 struct OverflowCase {
   const char *symbol;

@@ -442,18 +442,11 @@ TEST(RelocateAArch64Errors, MutatedRelocationTypes) {
   std::vector<uint8_t> good = kernel_bytes("gcc-O2-pic", "reloc_basic");
   elf::Object o;
   ASSERT_EQ(elf::parse_object(good.data(), good.size(), "m.o", &o), SK_OK);
-  const elf::RelocationSection *text = nullptr;
-  for (const elf::RelocationSection &rs : o.relocation_sections)
-    if (o.sections[rs.target].name == ".text") text = &rs;
+  const elf::RelocationSection *text = text_relocations(o);
   ASSERT_NE(text, nullptr);
-  uint64_t at = o.sections[text->index].data - o.image.data();
+  const uint64_t at = o.sections[text->index].data - o.image.data();
   const elf::Relocation &first = text->relocations[0];
-  auto with_type = [&](uint32_t type) {
-    std::vector<uint8_t> b = good;
-    auto *rel = reinterpret_cast<Elf64_Rela *>(b.data() + at);
-    rel->r_info = ELF64_R_INFO(ELF64_R_SYM(rel->r_info), type);
-    return b;
-  };
+  auto with_type = [&](uint32_t type) { return with_relocation_type(good, at, type); };
   Loaded unknown;
   EXPECT_EQ(load_bytes(with_type(R_AARCH64_MOVW_SABS_G0), "m.o", Resolver().options(), &unknown), SK_ERR_UNSUPPORTED);
   char where[128];
