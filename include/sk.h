@@ -66,9 +66,29 @@ typedef struct sk_kernel_options {
   uint32_t struct_size;
   /** Name of this sub-kernel for option lists and explain; NULL: the kernel's symbol name. */
   const char *name;
+  /**
+   * Core type: "vector", "cube", "mix_1_1" or "mix_1_2" (sk_kernel.h's SK_CORE_* strings);
+   * NULL: the type its metadata records (vector for kernels without metadata). A mixed kernel's
+   * block_dim counts groups (one cube core and one or two vector cores each).
+   */
+  const char *core_type;
+  /** SK_KERNEL_FLAG_* bits. */
+  uint32_t flags;
+  /**
+   * Stream of this sub-kernel inside the scope (scope option stream-fusion=1): kernels of one
+   * stream run in order; kernels of different streams may overlap, ordered only by the events
+   * of sk_scope_record_event / sk_scope_wait_event. 0 without stream fusion.
+   */
+  uint32_t stream;
 } sk_kernel_options;
 
-#define SK_KERNEL_OPTIONS_INIT {sizeof(sk_kernel_options), NULL}
+/**
+ * The kernel's tiling data is produced on the device ("tiling sink"): it gets a whole-cache
+ * flush before and after it, and no per-access flush.
+ */
+#define SK_KERNEL_FLAG_TILING_SINK 0x1u
+
+#define SK_KERNEL_OPTIONS_INIT {sizeof(sk_kernel_options), NULL, NULL, 0, 0}
 
 /** Message of the calling thread's last failure, naming the culprit; "" if none. Never NULL. */
 SK_API const char *sk_last_error(void);
@@ -145,6 +165,16 @@ SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *op
  */
 SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim,
                                void *const *args, const sk_kernel_options *opts);
+/**
+ * Stream fusion (scope option stream-fusion=1): records event `event` on scope stream `stream`,
+ * after the kernels added to that stream so far. Each event id is recorded once per scope.
+ */
+SK_API sk_status sk_scope_record_event(sk_scope *scope, uint32_t stream, uint32_t event);
+/**
+ * Stream fusion: kernels added to `stream` after this call wait until every kernel before the
+ * recording of `event` (recorded earlier in this scope) has ended.
+ */
+SK_API sk_status sk_scope_wait_event(sk_scope *scope, uint32_t stream, uint32_t event);
 /** Builds the super kernel. Consumes the scope, whether it succeeds or not. */
 SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out);
 /** Drops a scope that will not be finalized. */
@@ -171,6 +201,34 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  */
 SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap,
                                         size_t *needed);
+/**
+ * One core's run of one sub-kernel in a profiled launch (scope option profiling=1). Times are
+ * CLOCK_MONOTONIC nanoseconds.
+ */
+typedef struct sk_profile_record {
+  uint32_t step;     /**< sub-kernel index, in sk_add_kernel order */
+  uint32_t core;     /**< core of the super kernel that ran it */
+  uint32_t core_type;/**< 0: vector core, 1: cube core */
+  uint32_t blocks;   /**< blocks of the sub-kernel this core ran */
+  uint64_t ready_ns; /**< the core reached the sub-kernel and began waiting for its inputs */
+  uint64_t start_ns; /**< the sub-kernel's code started on this core */
+  uint64_t end_ns;   /**< it returned on this core */
+  uint64_t sync_wait_ns; /**< time inside runtime waits while it ran (sync_all, flags, overlap) */
+} sk_profile_record;
+
+/**
+ * Profile of the last completed launch of a super kernel built with profiling=1: one record
+ * per (sub-kernel, core that ran it), ordered by step then core. Same buffer protocol as
+ * sk_superkernel_explain, counted in records. SK_ERR_STATE if profiling is off or no launch
+ * has completed.
+ */
+SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *records,
+                                        size_t cap, size_t *count);
+/**
+ * Writes the last completed launch's profile to `path` as Chrome trace-event JSON (loadable in
+ * Perfetto and chrome://tracing): one track per core, one slice per sub-kernel.
+ */
+SK_API sk_status sk_superkernel_write_trace(sk_superkernel *sk, const char *path);
 /** Waits for its queued launches, then destroys it. */
 SK_API void sk_superkernel_destroy(sk_superkernel *sk);
 

@@ -38,6 +38,73 @@ SK_EXTERN_C void sk_set_next_task_start(void);
 /** Task overlap: what precedes may run in parallel with the previous sub-kernel; waits for it. */
 SK_EXTERN_C void sk_wait_pre_task_end(void);
 
+/* ---- core types (mixed kernels) --------------------------------------------------------- */
+
+#define SK_CORE_TYPE_VECTOR 0u
+#define SK_CORE_TYPE_CUBE 1u
+/** SK_CORE_TYPE_VECTOR or SK_CORE_TYPE_CUBE: the type of the core running this block. */
+SK_EXTERN_C uint32_t sk_core_type(void);
+/**
+ * Inside a group (mixed kernels): index of this vector core among the group's vector cores the
+ * sub-kernel runs on (0 or 1); 0 on cube cores and in vector-only or cube-only kernels.
+ */
+SK_EXTERN_C uint32_t sk_sub_block_idx(void);
+/** Vector cores per group this sub-kernel runs on (1 or 2); 1 outside mixed kernels. */
+SK_EXTERN_C uint32_t sk_sub_block_num(void);
+
+/* ---- hard cross-core sync ------------------------------------------------------------------ */
+
+/** Flag ids are 0 .. SK_CROSS_CORE_FLAGS-1. */
+#define SK_CROSS_CORE_FLAGS 16u
+/**
+ * Inside a group: a vector core's set signals the group's cube core; the cube core's set
+ * signals every vector core of the group the sub-kernel runs on.
+ */
+SK_EXTERN_C void sk_cross_core_set_flag(uint32_t flag);
+/**
+ * Inside a group: the cube core waits until every vector core of the group (both, in a 1:2
+ * super kernel) has set `flag` once more; a vector core waits for one more set by the cube.
+ */
+SK_EXTERN_C void sk_cross_core_wait_flag(uint32_t flag);
+/** Across groups (whole-core hard sync): one arrival at `flag` of the super kernel. */
+SK_EXTERN_C void sk_cross_core_set_flag_all(uint32_t flag);
+/**
+ * Waits until every core of the super kernel of this core's kind has set `flag` once more. It
+ * counts the super kernel's cores, not the sub-kernel's: libsk splits the scope before a kernel
+ * that uses hard sync on a different core count (scope option strict-scope-check).
+ */
+SK_EXTERN_C void sk_cross_core_wait_flag_all(uint32_t flag);
+
+/* ---- cache maintenance (DCCI) ---------------------------------------------------------------- */
+
+/** Cleans and invalidates the data-cache line holding addr (on the host: a full fence). */
+SK_EXTERN_C void sk_dcci_line(const volatile void *addr);
+/** Cleans and invalidates the whole data cache (on the host: a full fence). */
+SK_EXTERN_C void sk_dcci_all(void);
+/**
+ * Scalar global-memory access: copies size (1, 2, 4 or 8) bytes, flushing the line before a
+ * load and after a store unless the scope options turn per-access flushes off for this kernel.
+ */
+SK_EXTERN_C void sk_gm_load(void *dst, const volatile void *src, uint32_t size);
+SK_EXTERN_C void sk_gm_store(volatile void *dst, const void *src, uint32_t size);
+
+#define SK_GM_ACCESSORS_(suffix, type)                                                        \
+  __attribute__((unused)) static inline type sk_gm_get_##suffix(const volatile type *p) {    \
+    type v;                                                                                   \
+    sk_gm_load(&v, p, (uint32_t)sizeof v);                                                    \
+    return v;                                                                                 \
+  }                                                                                           \
+  __attribute__((unused)) static inline void sk_gm_set_##suffix(volatile type *p, type v) {  \
+    sk_gm_store(p, &v, (uint32_t)sizeof v);                                                   \
+  }
+SK_GM_ACCESSORS_(u8, uint8_t)
+SK_GM_ACCESSORS_(i32, int32_t)
+SK_GM_ACCESSORS_(u32, uint32_t)
+SK_GM_ACCESSORS_(i64, int64_t)
+SK_GM_ACCESSORS_(u64, uint64_t)
+SK_GM_ACCESSORS_(f32, float)
+SK_GM_ACCESSORS_(f64, double)
+
 /**
  * [*begin, *end): this block's contiguous share of n items split over sk_block_num() blocks
  * (the last blocks get less, or nothing, when n does not divide evenly).
