@@ -103,6 +103,10 @@ SK_API uint32_t sk_version(void);
  * waiting core sleeps, default 50), timeout_ms=N (deadline of every wait, default 10000),
  * symbols=process|strict (what kernel objects may bind to; see README, default process),
  * pin=0|1 (bind each core's thread to its own CPU, default 1).
+ * CUDA backend: "cuda" or "cuda:N" (GPU N), then keys timeout_ms=N (deadline of every in-kernel
+ * wait, default 10000) and arch=sm_XY (link target; default: the GPU's). The driver and nvJitLink
+ * are loaded at run time: without them (or without a GPU) it fails with SK_ERR_DEVICE saying
+ * what is missing.
  * Unknown backends and keys fail with SK_ERR_INVALID_ARGUMENT naming them.
  */
 SK_API sk_status sk_device_open(const char *spec, sk_device **out);
@@ -213,20 +217,30 @@ typedef struct sk_profile_record {
   uint64_t ready_ns; /**< the core reached the sub-kernel and began waiting for its inputs */
   uint64_t start_ns; /**< the sub-kernel's code started on this core */
   uint64_t end_ns;   /**< it returned on this core */
-  uint64_t sync_wait_ns; /**< time inside runtime waits while it ran (sync_all, flags, overlap) */
+  /** time inside runtime waits between start and end (sk_sync_all, cross-core flags, the wait
+   *  of sk_wait_pre_task_end); the wait before start is start_ns - ready_ns */
+  uint64_t sync_wait_ns;
 } sk_profile_record;
 
 /**
  * Profile of the last completed launch of a super kernel built with profiling=1: one record
- * per (sub-kernel, core that ran it), ordered by step then core. Same buffer protocol as
- * sk_superkernel_explain, counted in records. SK_ERR_STATE if profiling is off or no launch
- * has completed.
+ * per (sub-kernel, core that ran it), ordered by step then core. Call it after
+ * sk_stream_synchronize; a launch that ended in SK_ERR_HANG does not replace the profile.
+ * Same buffer protocol as sk_superkernel_explain, counted in records: a size query (records
+ * NULL, cap 0, count not NULL) returns SK_OK; otherwise a cap too small is
+ * SK_ERR_INVALID_ARGUMENT (with *count set). SK_ERR_STATE if profiling is off or no launch has
+ * completed; SK_ERR_UNSUPPORTED on devices that do not profile (the CUDA backend, for now).
+ * Thread-safe with launches of the same super kernel.
  */
 SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *records,
                                         size_t cap, size_t *count);
 /**
- * Writes the last completed launch's profile to `path` as Chrome trace-event JSON (loadable in
- * Perfetto and chrome://tracing): one track per core, one slice per sub-kernel.
+ * Writes the last completed launch's profile to `path` (created or replaced) as Chrome
+ * trace-event JSON, loadable in Perfetto and chrome://tracing: one process per super kernel,
+ * one track per core, one complete slice per sub-kernel named after it (args: step, blocks,
+ * core type, waits) and a "wait" slice where the core waited for the previous sub-kernel; times
+ * in microseconds from the launch's first ready time. SK_ERR_STATE as sk_superkernel_profile;
+ * SK_ERR_INVALID_ARGUMENT if path is NULL or empty or cannot be written (the message names it).
  */
 SK_API sk_status sk_superkernel_write_trace(sk_superkernel *sk, const char *path);
 /** Waits for its queued launches, then destroys it. */

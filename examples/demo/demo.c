@@ -1,22 +1,30 @@
 /*
- * sk-demo — one "decode step" of a tiny MLP-like model, run unfused and fused.
+ * sk-demo — decode steps of a small transformer with random weights, run unfused and fused.
  *
- * Per layer (8 kernels):  rmsnorm (sk_sync_all) -> matvec down -> bias -> SiLU -> matvec up
- *                         -> bias -> residual (task overlap) -> scale
- * plus a final rmsnorm: 8 * layers + 1 kernels per step, with block dims 1, 2, 4 and 8 (blocks
- * beyond the device's cores are multiplexed by the runtime).
+ * One step (17 kernels per layer + 4):
+ *   embed(token) -> per layer:
+ *     rmsnorm (sk_sync_all) -> q, k, v mat-vecs -> RoPE -> KV-cache append -> attention scores
+ *     -> softmax -> attention values -> output mat-vec -> residual (task overlap)
+ *     -> rmsnorm -> gate, up mat-vecs -> SiLU(gate) * up -> down mat-vec -> residual
+ *   -> final rmsnorm -> LM-head mat-vec -> argmax (the next token) and position + 1.
+ * The token and the position live in device memory, so a step needs nothing from the host and
+ * the fused step, built once, is replayed as is. Block dims 1, 2, 4 and 8 (blocks beyond the
+ * device's cores are multiplexed by the runtime).
  *
  * Unfused: one sk_launch_kernel per kernel on the default stream, then sk_stream_synchronize.
  * Fused:   the same kernels in one scope, finalized once, then one sk_launch per step.
  * The two run side by side (alternating steps, each on its own copy of the state, sharing the
  * weights), so that machine noise hits both alike; the medians of the step times are compared.
- * Both copies start from the same state and must end bit-identical.
+ * Both copies start from the same state; every step must pick the same token, and the hidden
+ * state, logits and KV caches must end bit-identical. Then, with --trace PATH, one profiled
+ * launch is written as a Chrome trace (sk_superkernel_write_trace).
  *
- * usage: sk-demo [--steps N] [--layers N] [--kernels DIR] [device-spec]
+ * usage: sk-demo [--steps N] [--layers N] [--kernels DIR] [--trace PATH] [device-spec]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <sk.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +35,13 @@
 #define SK_DEMO_KERNEL_DIR "."
 #endif
 
-enum { DIM = 4096, RANK = 32, MAX_ARGS = 6, MAX_LAYERS = 64 };
+/* Model shape: DIM-wide residual stream, HEADS attention heads, FFN-wide MLP, VOCAB tokens. */
+enum { DIM = 128, HEADS = 4, FFN = 384, VOCAB = 256, MAX_LAYERS = 32, MAX_ARGS = 7 };
+enum { PER_LAYER = 17, EXTRA = 4, MAX_KERNELS = PER_LAYER * MAX_LAYERS + EXTRA };
+
+/* Linked only if this libsk has it (profiling arrives in a later release): a weak reference
+ * keeps the demo building and running against a library without it. */
+#pragma weak sk_superkernel_write_trace
 
 #define CHECK(call)                                                                            \
   do {                                                                                         \
@@ -42,17 +56,17 @@ enum { DIM = 4096, RANK = 32, MAX_ARGS = 6, MAX_LAYERS = 64 };
 /* One kernel launch of the step: the kernel, its block count and its argument values. */
 typedef struct launch {
   sk_kernel *kernel;
-  char name[32]; /* sub-kernel name in the plan (explain, option lists) */
+  char name[32]; /* sub-kernel name in the plan (explain, option lists, the trace) */
   uint32_t block_dim;
   uint64_t values[MAX_ARGS]; /* each argument's value lives in one slot */
   void *args[MAX_ARGS];      /* args[i] = &values[i], as cuLaunchKernel wants */
 } launch;
 
 /* The step's launches, once per state copy: [0] unfused, [1] fused. */
-static launch plan[2][8 * MAX_LAYERS + 1];
+static launch plan[2][MAX_KERNELS];
 static int nplan[2];
 
-/* Argument builders: store a pointer, u32 or f32 value in the next slot. */
+/* Appends a launch of k to plan[set] and returns it; the arguments follow with arg_*(). */
 static launch *add(int set, sk_kernel *k, const char *name, int layer, uint32_t block_dim) {
   launch *l = &plan[set][nplan[set]++];
   memset(l, 0, sizeof *l);
@@ -66,7 +80,7 @@ static void arg_ptr(launch *l, int i, const void *p) { memcpy(&l->values[i], &p,
 static void arg_u32(launch *l, int i, uint32_t v) { memcpy(&l->values[i], &v, sizeof v); }
 static void arg_f32(launch *l, int i, float v) { memcpy(&l->values[i], &v, sizeof v); }
 
-/* Fixed-seed PRNG (xorshift32) so every run sees the same inputs. */
+/* Fixed-seed PRNG (xorshift32) so every run sees the same weights. */
 static uint32_t rng_state = 0x9e3779b9u;
 static float uniform(float lo, float hi) {
   rng_state ^= rng_state << 13;
@@ -76,7 +90,7 @@ static float uniform(float lo, float hi) {
 }
 
 static sk_device *dev;
-static void *buffers[16 * MAX_LAYERS]; /* everything allocated, freed before sk_device_close */
+static void *buffers[64 * MAX_LAYERS]; /* everything allocated, freed before sk_device_close */
 static int nbuffers;
 static sk_module *modules[8];
 static int nmodules;
@@ -91,6 +105,18 @@ static float *tensor(size_t n, float lo, float hi) {
   buffers[nbuffers++] = p;
   CHECK(sk_memcpy(dev, p, host, n * sizeof(float)));
   free(host);
+  return p;
+}
+/* A rows x cols weight matrix scaled so mat-vec outputs stay around unit size. */
+static float *weights(size_t rows, size_t cols) {
+  float r = 1.7f / sqrtf((float)cols);
+  return tensor(rows * cols, -r, r);
+}
+static uint32_t *scalar_u32(uint32_t v) {
+  void *p = NULL;
+  CHECK(sk_mem_alloc(dev, sizeof v, &p));
+  buffers[nbuffers++] = p;
+  CHECK(sk_memcpy(dev, p, &v, sizeof v));
   return p;
 }
 
@@ -133,47 +159,88 @@ static double median(double *v, int n) {
 
 /* Weights of one layer (shared by both state copies). */
 typedef struct layer_weights {
-  float *gain, *w_down, *b_down, *w_up, *b_up, *gate;
+  float *attn_gain, *wq, *wk, *wv, *wo, *attn_scale; /* attn_scale: residual gate per channel */
+  float *mlp_gain, *w_gate, *w_up, *w_down, *mlp_scale;
 } layer_weights;
 
-/* State and scratch of one copy. x is the residual stream carried from step to step. */
+typedef struct model {
+  layer_weights layer[MAX_LAYERS];
+  float *embedding, *final_gain, *lm_head;
+} model;
+
+/* State and scratch of one copy: the token and position, the KV caches and activations. */
 typedef struct state {
-  float *x, *n, *r, *u, *out, *partials, *stats;
+  uint32_t *token, *pos;
+  float *k_cache[MAX_LAYERS], *v_cache[MAX_LAYERS];
+  float *x, *xn, *q, *k, *v, *scores, *att, *o, *gate, *up, *h, *down, *logits;
+  float *partials, *stats;
 } state;
 
 typedef struct kernels {
-  sk_kernel *norm, *matvec, *bias, *silu, *scale, *residual;
+  sk_kernel *embed, *norm, *matvec, *rope, *kv_append, *scores, *softmax, *values, *residual,
+      *silu_mul, *argmax;
 } kernels;
 
-/* Appends one step (8 kernels per layer + the final norm) working on state `st` to plan[set]. */
-static void build_plan(int set, const kernels *k, const layer_weights *w, int layers,
-                       const float *final_gain, const state *st, uint32_t sync_blocks) {
-  launch *s;
+static void matvec(int set, const kernels *k, const char *name, int layer, uint32_t blocks,
+                   const float *w, const float *x, float *y, uint32_t rows, uint32_t cols) {
+  launch *s = add(set, k->matvec, name, layer, blocks);
+  arg_ptr(s, 0, w), arg_ptr(s, 1, x), arg_ptr(s, 2, y), arg_u32(s, 3, rows), arg_u32(s, 4, cols);
+}
+static void rmsnorm(int set, const kernels *k, const char *name, int layer, uint32_t blocks,
+                    const state *st, const float *gain) {
+  launch *s = add(set, k->norm, name, layer, blocks);
+  arg_ptr(s, 0, st->x), arg_ptr(s, 1, gain), arg_ptr(s, 2, st->xn);
+  arg_ptr(s, 3, st->partials), arg_u32(s, 4, DIM), arg_f32(s, 5, 1e-5f);
+}
+/* x += scale * u (task overlap: see residual.c); stats: 2 floats per block, 4 blocks. */
+static void residual(int set, const kernels *k, const char *name, int layer, const state *st,
+                     const float *u, const float *scale, int slot) {
+  launch *s = add(set, k->residual, name, layer, 4);
+  arg_ptr(s, 0, st->x), arg_ptr(s, 1, u), arg_ptr(s, 2, scale);
+  arg_ptr(s, 3, st->stats + 8 * slot), arg_u32(s, 4, DIM);
+}
+
+/* Appends one decode step working on state `st` to plan[set]. */
+static void build_plan(int set, const kernels *k, const model *m, int layers, const state *st,
+                       uint32_t ctx, uint32_t sync_blocks) {
+  launch *s = add(set, k->embed, "embed", -1, 2);
+  arg_ptr(s, 0, st->x), arg_ptr(s, 1, m->embedding), arg_ptr(s, 2, st->token);
+  arg_u32(s, 3, DIM);
   for (int l = 0; l < layers; ++l) {
-    s = add(set, k->norm, "norm", l, sync_blocks);
-    arg_ptr(s, 0, st->x), arg_ptr(s, 1, w[l].gain), arg_ptr(s, 2, st->n);
-    arg_ptr(s, 3, st->partials), arg_u32(s, 4, DIM), arg_f32(s, 5, 1e-6f);
-    s = add(set, k->matvec, "down", l, 2);
-    arg_ptr(s, 0, w[l].w_down), arg_ptr(s, 1, st->n), arg_ptr(s, 2, st->r);
-    arg_u32(s, 3, RANK), arg_u32(s, 4, DIM);
-    s = add(set, k->bias, "down_bias", l, 1);
-    arg_ptr(s, 0, st->r), arg_ptr(s, 1, w[l].b_down), arg_u32(s, 2, RANK);
-    s = add(set, k->silu, "silu", l, 2);
-    arg_ptr(s, 0, st->r), arg_u32(s, 1, RANK);
-    s = add(set, k->matvec, "up", l, 8);
-    arg_ptr(s, 0, w[l].w_up), arg_ptr(s, 1, st->r), arg_ptr(s, 2, st->u);
-    arg_u32(s, 3, DIM), arg_u32(s, 4, RANK);
-    s = add(set, k->bias, "up_bias", l, 4);
-    arg_ptr(s, 0, st->u), arg_ptr(s, 1, w[l].b_up), arg_u32(s, 2, DIM);
-    s = add(set, k->residual, "residual", l, 4); /* stats: 2 floats per block, 4 blocks */
-    arg_ptr(s, 0, st->x), arg_ptr(s, 1, st->u), arg_ptr(s, 2, w[l].gate);
-    arg_ptr(s, 3, st->stats + 8 * l), arg_u32(s, 4, DIM);
-    s = add(set, k->scale, "scale", l, 2);
-    arg_ptr(s, 0, st->x), arg_f32(s, 1, 0.9f), arg_u32(s, 2, DIM);
+    const layer_weights *w = &m->layer[l];
+    rmsnorm(set, k, "attn_norm", l, sync_blocks, st, w->attn_gain);
+    matvec(set, k, "q", l, 4, w->wq, st->xn, st->q, DIM, DIM);
+    matvec(set, k, "k", l, 4, w->wk, st->xn, st->k, DIM, DIM);
+    matvec(set, k, "v", l, 4, w->wv, st->xn, st->v, DIM, DIM);
+    s = add(set, k->rope, "rope", l, 2);
+    arg_ptr(s, 0, st->q), arg_ptr(s, 1, st->k), arg_ptr(s, 2, st->pos), arg_u32(s, 3, DIM);
+    arg_u32(s, 4, HEADS);
+    s = add(set, k->kv_append, "kv_append", l, 2);
+    arg_ptr(s, 0, st->k), arg_ptr(s, 1, st->v), arg_ptr(s, 2, st->k_cache[l]);
+    arg_ptr(s, 3, st->v_cache[l]), arg_ptr(s, 4, st->pos), arg_u32(s, 5, DIM);
+    s = add(set, k->scores, "attn_scores", l, HEADS);
+    arg_ptr(s, 0, st->q), arg_ptr(s, 1, st->k_cache[l]), arg_ptr(s, 2, st->scores);
+    arg_ptr(s, 3, st->pos), arg_u32(s, 4, DIM), arg_u32(s, 5, HEADS), arg_u32(s, 6, ctx);
+    s = add(set, k->softmax, "softmax", l, HEADS);
+    arg_ptr(s, 0, st->scores), arg_ptr(s, 1, st->pos), arg_u32(s, 2, HEADS), arg_u32(s, 3, ctx);
+    s = add(set, k->values, "attn_values", l, 4);
+    arg_ptr(s, 0, st->scores), arg_ptr(s, 1, st->v_cache[l]), arg_ptr(s, 2, st->att);
+    arg_ptr(s, 3, st->pos), arg_u32(s, 4, DIM), arg_u32(s, 5, HEADS), arg_u32(s, 6, ctx);
+    matvec(set, k, "o", l, 4, w->wo, st->att, st->o, DIM, DIM);
+    residual(set, k, "attn_residual", l, st, st->o, w->attn_scale, 2 * l);
+    rmsnorm(set, k, "mlp_norm", l, sync_blocks, st, w->mlp_gain);
+    matvec(set, k, "gate", l, 8, w->w_gate, st->xn, st->gate, FFN, DIM);
+    matvec(set, k, "up", l, 8, w->w_up, st->xn, st->up, FFN, DIM);
+    s = add(set, k->silu_mul, "silu_mul", l, 2);
+    arg_ptr(s, 0, st->gate), arg_ptr(s, 1, st->up), arg_ptr(s, 2, st->h), arg_u32(s, 3, FFN);
+    matvec(set, k, "down", l, 4, w->w_down, st->h, st->down, DIM, FFN);
+    residual(set, k, "mlp_residual", l, st, st->down, w->mlp_scale, 2 * l + 1);
   }
-  s = add(set, k->norm, "final_norm", -1, sync_blocks);
-  arg_ptr(s, 0, st->x), arg_ptr(s, 1, final_gain), arg_ptr(s, 2, st->out);
-  arg_ptr(s, 3, st->partials), arg_u32(s, 4, DIM), arg_f32(s, 5, 1e-6f);
+  rmsnorm(set, k, "final_norm", -1, sync_blocks, st, m->final_gain);
+  matvec(set, k, "lm_head", -1, 8, m->lm_head, st->xn, st->logits, VOCAB, DIM);
+  s = add(set, k->argmax, "argmax", -1, 1);
+  arg_ptr(s, 0, st->logits), arg_u32(s, 1, VOCAB), arg_ptr(s, 2, st->token);
+  arg_ptr(s, 3, st->pos);
 }
 
 /* Runs one step of plan[set] (fused: one launch of sk) and returns its time in microseconds. */
@@ -191,29 +258,48 @@ static double run_step(int set, sk_superkernel *sk) {
   return now_us() - t0;
 }
 
-/* Copies buffer `src` of a state (n floats) into fresh host memory. */
-static float *fetch(const float *src, size_t n) {
-  float *host = malloc(n * sizeof(float));
-  if (!host) exit(1);
-  CHECK(sk_memcpy(dev, host, src, n * sizeof(float)));
-  return host;
+static sk_superkernel *fuse(int set, const char *name, const char *options) {
+  sk_scope *scope = NULL;
+  sk_superkernel *sk = NULL;
+  CHECK(sk_scope_begin(dev, name, options, &scope));
+  for (int i = 0; i < nplan[set]; ++i) {
+    sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+    opts.name = plan[set][i].name;
+    CHECK(sk_add_kernel(scope, plan[set][i].kernel, plan[set][i].block_dim, plan[set][i].args,
+                        &opts));
+  }
+  CHECK(sk_finalize(scope, &sk));
+  return sk;
+}
+
+/* 1 if buffer a of both states holds the same bytes. */
+static int same_bytes(const void *a, const void *b, size_t bytes) {
+  char *ha = malloc(bytes), *hb = malloc(bytes);
+  if (!ha || !hb) exit(1);
+  CHECK(sk_memcpy(dev, ha, a, bytes));
+  CHECK(sk_memcpy(dev, hb, b, bytes));
+  int same = !memcmp(ha, hb, bytes);
+  free(ha), free(hb);
+  return same;
 }
 
 int main(int argc, char **argv) {
-  int nrun = 200, layers = 8;
-  const char *spec = "host", *kdir = SK_DEMO_KERNEL_DIR;
+  int nrun = 256, layers = 6;
+  const char *spec = "host", *kdir = SK_DEMO_KERNEL_DIR, *trace = NULL;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc) nrun = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--layers") && i + 1 < argc) layers = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kdir = argv[++i];
+    else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i];
     else if (argv[i][0] != '-') spec = argv[i];
     else {
-      fprintf(stderr, "usage: %s [--steps N] [--layers N] [--kernels DIR] [device-spec]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--steps N] [--layers N] [--kernels DIR] [--trace PATH] "
+                      "[device-spec]\n", argv[0]);
       return 2;
     }
   }
-  if (nrun < 1 || layers < 1 || layers > MAX_LAYERS) {
-    fprintf(stderr, "sk-demo: --steps must be >= 1 and --layers in 1..%d\n", MAX_LAYERS);
+  if (nrun < 1 || nrun > 100000 || layers < 1 || layers > MAX_LAYERS) {
+    fprintf(stderr, "sk-demo: --steps must be in 1..100000 and --layers in 1..%d\n", MAX_LAYERS);
     return 2;
   }
 
@@ -221,87 +307,123 @@ int main(int argc, char **argv) {
   uint32_t cores = device_cores(spec);
   /* sk_sync_all needs all of the kernel's blocks running at once: block_dim <= cores. */
   uint32_t sync_blocks = cores < 4 ? cores : 4;
+  uint32_t ctx = (uint32_t)nrun + 2; /* KV-cache rows: one per step, plus the profiled step */
 
   kernels k;
-  sk_module *m_elem = load(kdir, "elementwise.o");
+  sk_module *m_attn = load(kdir, "attention.o"), *m_tok = load(kdir, "tokens.o");
   k.norm = get(load(kdir, "rmsnorm.o"), "rmsnorm");
   k.matvec = get(load(kdir, "matvec.o"), "matvec");
   k.residual = get(load(kdir, "residual.o"), "residual");
-  k.bias = get(m_elem, "bias_add"), k.silu = get(m_elem, "silu"), k.scale = get(m_elem, "scale");
+  k.silu_mul = get(load(kdir, "elementwise.o"), "silu_mul");
+  k.rope = get(m_attn, "rope"), k.kv_append = get(m_attn, "kv_append");
+  k.scores = get(m_attn, "attn_scores"), k.softmax = get(m_attn, "softmax");
+  k.values = get(m_attn, "attn_values");
+  k.embed = get(m_tok, "embed"), k.argmax = get(m_tok, "argmax_advance");
 
-  layer_weights w[MAX_LAYERS];
+  static model m;
   for (int l = 0; l < layers; ++l) {
-    w[l].gain = tensor(DIM, 0.9f, 1.1f), w[l].w_down = tensor((size_t)RANK * DIM, -0.03f, 0.03f);
-    w[l].b_down = tensor(RANK, -0.1f, 0.1f), w[l].w_up = tensor((size_t)DIM * RANK, -0.2f, 0.2f);
-    w[l].b_up = tensor(DIM, -0.05f, 0.05f), w[l].gate = tensor(DIM, 0.2f, 0.6f);
+    layer_weights *w = &m.layer[l];
+    w->attn_gain = tensor(DIM, 0.9f, 1.1f);
+    w->wq = weights(DIM, DIM), w->wk = weights(DIM, DIM), w->wv = weights(DIM, DIM);
+    w->wo = weights(DIM, DIM), w->attn_scale = tensor(DIM, 0.2f, 0.5f);
+    w->mlp_gain = tensor(DIM, 0.9f, 1.1f);
+    w->w_gate = weights(FFN, DIM), w->w_up = weights(FFN, DIM), w->w_down = weights(DIM, FFN);
+    w->mlp_scale = tensor(DIM, 0.2f, 0.5f);
   }
-  float *final_gain = tensor(DIM, 1.0f, 1.0f);
-  float *x0 = tensor(DIM, -1.0f, 1.0f);
-  state st[2];
+  m.embedding = tensor((size_t)VOCAB * DIM, -1.0f, 1.0f);
+  m.final_gain = tensor(DIM, 1.0f, 1.0f);
+  m.lm_head = weights(VOCAB, DIM);
+
+  static state st[2];
   for (int set = 0; set < 2; ++set) {
-    st[set] = (state){tensor(DIM, 0, 0),  tensor(DIM, 0, 0), tensor(RANK, 0, 0),
-                      tensor(DIM, 0, 0),  tensor(DIM, 0, 0), tensor(64, 0, 0),
-                      tensor((size_t)layers * 8, 0, 0)};
-    CHECK(sk_memcpy(dev, st[set].x, x0, DIM * sizeof(float)));
-    build_plan(set, &k, w, layers, final_gain, &st[set], sync_blocks);
+    state *s = &st[set];
+    s->token = scalar_u32(1), s->pos = scalar_u32(0);
+    for (int l = 0; l < layers; ++l) {
+      s->k_cache[l] = tensor((size_t)ctx * DIM, 0, 0);
+      s->v_cache[l] = tensor((size_t)ctx * DIM, 0, 0);
+    }
+    s->x = tensor(DIM, 0, 0), s->xn = tensor(DIM, 0, 0), s->q = tensor(DIM, 0, 0);
+    s->k = tensor(DIM, 0, 0), s->v = tensor(DIM, 0, 0), s->att = tensor(DIM, 0, 0);
+    s->o = tensor(DIM, 0, 0), s->down = tensor(DIM, 0, 0);
+    s->scores = tensor((size_t)HEADS * ctx, 0, 0);
+    s->gate = tensor(FFN, 0, 0), s->up = tensor(FFN, 0, 0), s->h = tensor(FFN, 0, 0);
+    s->logits = tensor(VOCAB, 0, 0), s->partials = tensor(64, 0, 0);
+    s->stats = tensor((size_t)layers * 16, 0, 0);
+    build_plan(set, &k, &m, layers, s, ctx, sync_blocks);
   }
 
   /* The fused version of the step on state copy 1: built once, launched every step. */
-  sk_scope *scope = NULL;
-  sk_superkernel *sk = NULL;
-  CHECK(sk_scope_begin(dev, "decode_step", NULL, &scope));
-  for (int i = 0; i < nplan[1]; ++i) {
-    sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
-    opts.name = plan[1][i].name;
-    CHECK(sk_add_kernel(scope, plan[1][i].kernel, plan[1][i].block_dim, plan[1][i].args, &opts));
-  }
-  CHECK(sk_finalize(scope, &sk));
+  double t_build = now_us();
+  sk_superkernel *sk = fuse(1, "decode_step", NULL);
+  t_build = now_us() - t_build;
 
-  /* Side by side: one unfused step, one fused step, nrun times. */
+  /* Side by side: one unfused step, one fused step, nrun times; the tokens must agree. */
   double *t[2] = {malloc(nrun * sizeof(double)), malloc(nrun * sizeof(double))};
+  uint32_t *tokens = malloc(nrun * sizeof(uint32_t));
   double total[2] = {0, 0};
+  int same_tokens = 1;
   for (int step = 0; step < nrun; ++step) {
     total[0] += t[0][step] = run_step(0, NULL);
     total[1] += t[1][step] = run_step(1, sk);
+    uint32_t tok[2];
+    CHECK(sk_memcpy(dev, &tok[0], st[0].token, sizeof tok[0]));
+    CHECK(sk_memcpy(dev, &tok[1], st[1].token, sizeof tok[1]));
+    same_tokens &= tok[0] == tok[1];
+    tokens[step] = tok[1];
   }
   double us[2] = {median(t[0], nrun), median(t[1], nrun)};
 
-  size_t sizes[3] = {DIM, DIM, (size_t)layers * 8};
-  float *res[2][3];
-  int same = 1;
-  for (int set = 0; set < 2; ++set) {
-    res[set][0] = fetch(st[set].out, sizes[0]);
-    res[set][1] = fetch(st[set].x, sizes[1]);
-    res[set][2] = fetch(st[set].stats, sizes[2]);
+  int same = same_tokens;
+  same &= same_bytes(st[0].x, st[1].x, DIM * sizeof(float));
+  same &= same_bytes(st[0].logits, st[1].logits, VOCAB * sizeof(float));
+  same &= same_bytes(st[0].pos, st[1].pos, sizeof(uint32_t));
+  for (int l = 0; l < layers; ++l) {
+    same &= same_bytes(st[0].k_cache[l], st[1].k_cache[l], (size_t)ctx * DIM * sizeof(float));
+    same &= same_bytes(st[0].v_cache[l], st[1].v_cache[l], (size_t)ctx * DIM * sizeof(float));
   }
-  for (int i = 0; i < 3; ++i) same &= !memcmp(res[0][i], res[1][i], sizes[i] * sizeof(float));
 
-  printf("libsk %u.%u.%u demo on \"%s\" (%u cores): %d layers, dim %d, rank %d, %d steps\n",
+  printf("libsk %u.%u.%u demo on \"%s\" (%u cores): transformer decode, %d layers, dim %d, "
+         "%d heads, ffn %d, vocab %d, %d steps\n",
          sk_version() / 10000, sk_version() / 100 % 100, sk_version() % 100, spec, cores, layers,
-         DIM, RANK, nrun);
-  printf("kernels per step:      %d (block dims 1, 2, 4, 8; sk_sync_all on %u blocks)\n",
-         nplan[1], sync_blocks);
+         DIM, HEADS, FFN, VOCAB, nrun);
+  printf("kernels per step:      %d (block dims 1, 2, 4, 8; sk_sync_all on %u blocks); "
+         "fused in %.0f us\n", nplan[1], sync_blocks, t_build);
   printf("unfused:               %9.1f us/step  median (mean %.1f; %d launches + 1 sync)\n", us[0],
          total[0] / nrun, nplan[0]);
   printf("fused:                 %9.1f us/step  median (mean %.1f; 1 launch + 1 sync)\n", us[1],
          total[1] / nrun);
   printf("per-kernel overhead:   %9.2f us saved per kernel\n", (us[0] - us[1]) / nplan[0]);
   printf("speed-up:              %9.2fx\n", us[0] / us[1]);
-  printf("out[0..3]:             %g %g %g %g\n", res[1][0][0], res[1][0][1], res[1][0][2],
-         res[1][0][3]);
-  printf("fused == unfused:      %s\n", same ? "bit-identical" : "MISMATCH");
+  printf("tokens:               ");
+  for (int i = 0; i < nrun && i < 16; ++i) printf(" %u", tokens[i]);
+  printf("%s\n", nrun > 16 ? " ..." : "");
+  printf("fused == unfused:      %s\n", same ? "bit-identical (tokens, hidden state, logits, KV caches)"
+                                             : "MISMATCH");
 
   size_t needed = 0;
-  sk_superkernel_explain(sk, NULL, 0, &needed); /* SK_ERR_INVALID_ARGUMENT, needed set */
+  sk_superkernel_explain(sk, NULL, 0, &needed); /* a size query */
   char *json = malloc(needed ? needed : 1);
   CHECK(sk_superkernel_explain(sk, json, needed, &needed));
-  printf("explain (%zu bytes): %.400s%s\n", needed, json, strlen(json) > 400 ? " ..." : "");
+  printf("explain (%zu bytes): %.300s%s\n", needed, json, strlen(json) > 300 ? " ..." : "");
   free(json);
 
-  for (int set = 0; set < 2; ++set) {
-    free(t[set]);
-    for (int i = 0; i < 3; ++i) free(res[set][i]);
+  /* One more step, fused with profiling=1, written as a Chrome trace (one track per core). */
+  if (!trace) {
+    printf("trace:                 not written (--trace PATH writes one)\n");
+  } else if (!sk_superkernel_write_trace) {
+    printf("trace:                 skipped (this libsk has no sk_superkernel_write_trace)\n");
+  } else {
+    sk_superkernel *profiled = fuse(1, "decode_step_profiled", "profiling=1");
+    run_step(1, profiled);
+    if (sk_superkernel_write_trace(profiled, trace) == SK_OK)
+      printf("trace:                 %s (chrome://tracing or ui.perfetto.dev)\n", trace);
+    else
+      printf("trace:                 not written: %s\n", sk_last_error());
+    sk_superkernel_destroy(profiled);
   }
+
+  for (int set = 0; set < 2; ++set) free(t[set]);
+  free(tokens);
   sk_superkernel_destroy(sk);
   for (int i = 0; i < nmodules; ++i) sk_module_unload(modules[i]);
   for (int i = 0; i < nbuffers; ++i) sk_mem_free(dev, buffers[i]);

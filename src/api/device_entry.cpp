@@ -3,6 +3,7 @@
 #include <mutex>
 #include <set>
 
+#include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
 
@@ -14,11 +15,12 @@ SK_API sk_status sk_device_open(const char *spec, sk_device **out) {
   if (!spec) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_open: spec is NULL");
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_open: out is NULL");
   return sk::api::guarded("sk_device_open", [&]() -> sk_status {
+    if (sk::api::is_cuda_spec(spec)) return sk::api::cuda_device_open(spec, out);
     sk::DeviceSpec parsed;
     if (sk_status st = sk::parse_device_spec(spec, &parsed); st != SK_OK) return st;
     if (parsed.backend != "host")
       return fail(SK_ERR_INVALID_ARGUMENT,
-                  "device spec \"%s\": unknown backend '%s' (this build has: host)", spec,
+                  "device spec \"%s\": unknown backend '%s' (this build has: host, cuda)", spec,
                   parsed.backend.c_str());
     std::unique_ptr<sk::host::HostDevice> impl;
     if (sk_status st = sk::host::HostDevice::open(parsed, &impl); st != SK_OK) return st;
@@ -37,6 +39,7 @@ SK_API void sk_device_close(sk_device *dev) {
     sk::api::check(dev, "sk_device_close");
     return;
   }
+  if (dev->cuda) return sk::api::cuda_device_close(dev);
   sk::api::unregister_device(dev);
   // Queued work ends first; objects made from the device keep its executor alive after this.
   dev->impl->executor().wait_idle();
@@ -46,12 +49,14 @@ SK_API void sk_device_close(sk_device *dev) {
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out) {
   if (sk_status st = sk::api::check(dev, "sk_mem_alloc")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_alloc: out is NULL");
+  if (dev->cuda) return sk::api::guarded("sk_mem_alloc", [&] { return sk::api::cuda_mem_alloc(dev, size, out); });
   return sk::api::guarded("sk_mem_alloc", [&] { return dev->impl->mem_alloc(size, out); });
 }
 
 SK_API void sk_mem_free(sk_device *dev, void *ptr) {
   if (!dev || !ptr) return;
   if (sk::api::check(dev, "sk_mem_free") != SK_OK) return;  // stale device: ignored, with a message
+  if (dev->cuda) return sk::api::cuda_mem_free(dev, ptr);
   if (!dev->impl->mem_free(ptr))
     fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_free: %p was not allocated by this device (ignored)", ptr);
 }
@@ -60,6 +65,7 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
   if (sk_status st = sk::api::check(dev, "sk_memcpy")) return st;
   if (size == 0) return SK_OK;
   if (!dst || !src) return fail(SK_ERR_INVALID_ARGUMENT, "sk_memcpy: %s is NULL", dst ? "src" : "dst");
+  if (dev->cuda) return sk::api::guarded("sk_memcpy", [&] { return sk::api::cuda_memcpy(dev, dst, src, size); });
   dev->impl->executor().wait_idle();
   std::memmove(dst, src, size);
   return SK_OK;

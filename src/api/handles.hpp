@@ -20,8 +20,19 @@
 #include "host/kernel_call.hpp"
 #include "host/program.hpp"
 
+// The CUDA backend's objects (src/cuda, api/cuda_entry.cpp). A handle of a CUDA device has
+// these set and its host members empty; the entry points branch on them first.
+namespace sk::cuda {
+class CudaDevice;
+struct CudaModule;
+struct CudaKernel;
+struct CudaStream;
+struct CudaSuperKernel;
+}  // namespace sk::cuda
+
 struct sk_device : sk::api::Handle<sk::api::HandleType::Device> {
   std::shared_ptr<sk::host::HostDevice> impl;
+  std::shared_ptr<sk::cuda::CudaDevice> cuda;  // set instead of impl for "cuda[:N]"
   std::string spec;
 };
 
@@ -32,11 +43,13 @@ struct KernelImpl {
   std::shared_ptr<sk::host::LinkedModule> module;
   std::string symbol;
   std::string core_type;
+  sk::KernelKind kind = sk::KernelKind::Vector;  // core_type parsed
   sk::Signature signature;
   std::string signature_text;
   uint32_t usage = 0;  // DeviceApiBit set, from the undefined symbols its code references
   void *fn = nullptr;
   std::unique_ptr<sk::host::CallInterface> call;
+  std::shared_ptr<sk::cuda::CudaKernel> cuda;  // CUDA kernels: device, module and fn are empty
 };
 
 struct sk_kernel : sk::api::Handle<sk::api::HandleType::Kernel> {
@@ -47,25 +60,38 @@ struct sk_module : sk::api::Handle<sk::api::HandleType::Module> {
   std::shared_ptr<sk::host::HostDevice> device;
   std::shared_ptr<sk::host::LinkedModule> linked;
   std::map<std::string, std::unique_ptr<sk_kernel>> kernels;  // by "symbol|signature"
+  std::shared_ptr<sk::cuda::CudaDevice> cuda;                  // CUDA modules
+  std::shared_ptr<const sk::cuda::CudaModule> cuda_module;
 };
 
 struct sk_stream : sk::api::Handle<sk::api::HandleType::Stream> {
   std::shared_ptr<sk::host::HostDevice> device;
   sk::host::StreamState state;
+  std::shared_ptr<sk::cuda::CudaStream> cuda;  // CUDA streams
 };
 
 struct ScopeEntry {
   std::shared_ptr<KernelImpl> kernel;
   std::string name;
   uint32_t block_dim = 1;
+  uint32_t flags = 0;          // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
+  sk::KernelKind kind = sk::KernelKind::Vector;  // the kernel's, or sk_kernel_options.core_type
+  uint32_t stream = 0;         // sk_kernel_options.stream
+  std::vector<uint32_t> after; // entries it waits for (scope events)
   std::vector<uint64_t> args;  // one 8-byte slot per parameter
 };
 
 struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {
   std::shared_ptr<sk::host::HostDevice> device;
+  std::shared_ptr<sk::cuda::CudaDevice> cuda;  // scopes of CUDA devices
   std::string name;
   sk::ScopeOptions options;
   std::vector<ScopeEntry> entries;
+  // Stream fusion (api/event_entry.cpp): per stream, the last entry added to it (-1: none) and
+  // the entries its next kernel must wait for; per recorded event, the entry it follows.
+  std::vector<int32_t> stream_last;
+  std::vector<std::vector<uint32_t>> stream_pending;
+  std::map<uint32_t, int32_t> events;
 };
 
 struct sk_superkernel : sk::api::Handle<sk::api::HandleType::SuperKernel> {
@@ -77,6 +103,7 @@ struct sk_superkernel : sk::api::Handle<sk::api::HandleType::SuperKernel> {
   std::once_flag explain_once;
   std::string explain;
   std::unique_ptr<sk::host::Program> program;
+  std::shared_ptr<sk::cuda::CudaSuperKernel> cuda;  // CUDA super kernels (program stays empty)
 };
 
 namespace sk::api {
@@ -114,6 +141,11 @@ inline sk_status check(const sk_scope *h, const char *call, const char *what = "
 inline sk_status check(const sk_superkernel *h, const char *call, const char *what = "super kernel") {
   return check_handle(h, call, what, "was destroyed");
 }
+
+// Stream fusion (api/event_entry.cpp): checks entry e's stream against the scope's options and
+// gives it the waits pending on its stream; note_added then records it as the stream's last.
+sk_status place_on_stream(sk_scope *scope, ScopeEntry *e);
+void note_added(sk_scope *scope, const ScopeEntry &e);
 
 // Copies the values args[i] points to into 8-byte slots, by the signature's sizes.
 sk_status copy_args(const KernelImpl &k, void *const *args, const char *call,

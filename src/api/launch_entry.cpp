@@ -2,7 +2,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
+#include "core/device_api_usage.hpp"
+#include "host/profiler.hpp"
 
 using sk::fail;
 
@@ -12,6 +15,16 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
                 const std::vector<std::vector<uint64_t>> &args, sk::host::Program *p) {
   p->name = plan.name;
   p->cores = plan.cores;
+  p->per_step_release = plan.streams;
+  for (const sk::PlanSegment &seg : plan.segments) {
+    sk::host::SegmentExec se;
+    se.layout = seg.layout;
+    for (uint32_t c = 0; c < seg.layout.cores(); ++c) se.slots.push_back(sk::core_slot(seg.layout, c));
+    p->segments.push_back(std::move(se));
+  }
+  size_t after_total = 0;
+  for (const sk::PlanStep &ps : plan.steps) after_total += ps.after.size();
+  p->after_lists.reserve(after_total);  // never reallocated: steps point in
   size_t total = 0;
   for (const auto &a : args) total += a.size();
   // Padded: a direct call reads kDirectArgs slots from its first, past the last step's too.
@@ -28,9 +41,28 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     s.slots = p->arg_slots.data() + slot;
     s.avalues = p->arg_pointers.data() + slot;
     s.block_dim = ps.kernel.block_dim;
+    s.units = ps.units;
     s.cores = ps.cores;
+    s.unit_class = sk::unit_class(ps.kernel.kind);
+    s.segment = ps.segment;
+    const sk::CoreLayout &layout = plan.segments[ps.segment].layout;
+    s.sub_block_num = sk::is_mixed(ps.kernel.kind) ? layout.vectors_per_group : 1;
+    s.pred = ps.pred;
+    s.after = p->after_lists.data() + p->after_lists.size();
+    s.after_count = static_cast<uint32_t>(ps.after.size());
+    p->after_lists.insert(p->after_lists.end(), ps.after.begin(), ps.after.end());
+    if (ps.kernel.usage & sk::kUsesHardSync) {
+      // A whole-core wait counts the segment's cores of the kernel's kind (not the step's).
+      const uint32_t units = layout.units_for(ps.kernel.kind);
+      const uint32_t all = sk::is_mixed(ps.kernel.kind) ? units * (1 + layout.vectors_per_group) : units;
+      p->flags.push_back(std::make_unique<sk::host::StepFlags>(layout.groups, layout.vectors_per_group, all));
+      s.flags = p->flags.back().get();
+    }
     s.wait_in_kernel = ps.wait_in_kernel;
     s.arrive_in_kernel = ps.arrive_in_kernel;
+    s.flush_before = ps.cache.flush_before;
+    s.flush_after = ps.cache.flush_after;
+    s.gm_flush = ps.cache.per_access_flush;
     for (uint64_t v : args[i]) {
       p->arg_slots[slot] = v;
       p->arg_pointers[slot] = &p->arg_slots[slot];
@@ -39,6 +71,7 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     p->steps.push_back(std::move(s));
   }
   p->allocate_sync_state();
+  if (plan.options.profiling) p->profiler = std::make_shared<sk::host::Profiler>(p->steps.size(), p->cores);
 }
 
 }  // namespace sk::api
@@ -58,6 +91,7 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
   if (stream && stream->device != sk->device)
     return fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
                 sk->plan.name.c_str());
+  if (sk->cuda) return sk::api::guarded("sk_launch", [&] { return sk::api::cuda_launch(sk, stream); });
   return sk->device->executor().submit(sk->program.get(), nullptr, stream_state(sk->device, stream));
 }
 
@@ -68,10 +102,15 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
   if (stream && stream->device != k.device)
     return fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
                 k.symbol.c_str());
+  if (k.cuda)
+    return sk::api::guarded("sk_launch_kernel",
+                            [&] { return sk::api::cuda_launch_kernel(kernel, block_dim, args, stream); });
   return sk::api::guarded("sk_launch_kernel", [&]() -> sk_status {
     sk::PlanInput in;
     in.name = in.symbol = k.symbol;
     in.module = k.module->label;
+    in.core_type = sk::kernel_kind_name(k.kind);
+    in.kind = k.kind;
     in.block_dim = block_dim;
     in.usage = k.usage;
     if (block_dim == 0 || block_dim > (1u << 24))
@@ -102,6 +141,8 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "sk_superkernel_set_arg: step %u '%s' takes %zu parameters (%s); index %u does not exist",
                 step, sk->plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
+  if (sk->cuda)
+    return sk::api::guarded("sk_superkernel_set_arg", [&] { return sk::api::cuda_set_arg(sk, step, index, value); });
   // Launches already queued keep the old value: wait for them, then write.
   sk->device->executor().wait_program(sk->program.get());
   void *slot = sk->program->steps[step].avalues[index];
@@ -114,7 +155,7 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
   if (sk_status st = sk::api::check(sk, "sk_superkernel_explain")) return st;
   if (!buf && cap > 0) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: buf is NULL but cap is %zu", cap);
   sk_status st = sk::api::guarded("sk_superkernel_explain", [sk] {
-    std::call_once(sk->explain_once, [sk] { sk->explain = sk::explain_json(sk->plan, "host"); });
+    std::call_once(sk->explain_once, [sk] { sk->explain = sk::explain_json(sk->plan, sk->cuda ? "cuda" : "host"); });
     return SK_OK;
   });
   if (st != SK_OK) return st;
@@ -133,6 +174,7 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
 SK_API void sk_superkernel_destroy(sk_superkernel *sk) {
   if (!sk) return;
   if (sk::api::check(sk, "sk_superkernel_destroy") != SK_OK) return;  // destroyed twice: ignored
+  if (sk->cuda) return sk::api::cuda_superkernel_destroy(sk);
   sk->device->executor().wait_program(sk->program.get());
   delete sk;
 }

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
 #include "api/object_file.hpp"
 #include "core/device_api_usage.hpp"
@@ -12,6 +13,7 @@ namespace {
 
 sk_status load(sk_device *dev, const void *image, size_t size, const std::string &label,
                sk_module **out) {
+  if (dev->cuda) return sk::api::cuda_module_load(dev, image, size, label, out);
   std::shared_ptr<sk::host::LinkedModule> linked;
   if (sk_status st = dev->impl->load_module(image, size, label, &linked); st != SK_OK) return st;
   auto mod = std::make_unique<sk_module>();
@@ -26,6 +28,7 @@ sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk
   if (sk_status st = sk::api::check(mod, call)) return st;
   if (!name) return fail(SK_ERR_INVALID_ARGUMENT, "%s: name is NULL", call);
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+  if (mod->cuda) return sk::api::cuda_get_kernel(mod, name, signature, call, out);
   const std::string key = std::string(name) + "|" + (signature ? signature : "<metadata>");
   if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
     *out = it->second.get();
@@ -62,6 +65,7 @@ sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk
   impl->module = mod->linked;
   impl->symbol = name;
   impl->core_type = meta ? meta->core_type : "vector";
+  sk::parse_kernel_kind(impl->core_type, &impl->kind);  // the metadata reader admits only the four
   impl->signature_text = sk::signature_to_string(impl->signature);
   impl->usage = sk::device_api_usage(fn->undefined_references);
   impl->fn = fn->address;

@@ -3,6 +3,7 @@
 #include <mutex>
 #include <set>
 
+#include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
 
 namespace sk::api {
@@ -28,11 +29,18 @@ sk_status synchronize_default_streams() {
   // Reused per thread: a synchronous launch loop allocates nothing here.
   thread_local std::vector<std::shared_ptr<host::HostDevice>> open;
   open.clear();
+  sk_status first = SK_OK;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    for (sk_device *d : devices()) open.push_back(d->impl);
+    for (sk_device *d : devices()) {
+      if (d->cuda) {  // synchronised under the lock: closing it waits for this
+        sk_status st = cuda_synchronize_default(d);
+        if (first == SK_OK) first = st;
+        continue;
+      }
+      open.push_back(d->impl);
+    }
   }
-  sk_status first = SK_OK;
   for (auto &d : open) {
     sk_status st = d->executor().synchronize(&d->default_stream());
     if (first == SK_OK) first = st;

@@ -1,13 +1,17 @@
 // sk_scope_begin, sk_add_kernel, sk_finalize, sk_scope_abort.
 #include <cstring>
 
+#include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
+#include "api/struct_size.hpp"
 
 using sk::fail;
 
 namespace {
 // Blocks beyond the device's cores are multiplexed; this bounds a launch's length, not its cores.
 constexpr uint32_t kMaxBlockDim = 1u << 24;
+// sk_kernel_options.flags bits this version knows; others are refused, not silently ignored.
+constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK;
 }
 
 namespace sk::api {
@@ -38,6 +42,7 @@ SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *op
   return sk::api::guarded("sk_scope_begin", [&]() -> sk_status {
     auto scope = std::make_unique<sk_scope>();
     scope->device = dev->impl;
+    scope->cuda = dev->cuda;
     scope->name = name && *name ? name : "superkernel";
     if (sk_status st = sk::parse_scope_options(options, &scope->options); st != SK_OK) {
       sk::prefix_error("sk_scope_begin '" + scope->name + "'");
@@ -53,7 +58,7 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
   if (sk_status st = sk::api::check(scope, "sk_add_kernel")) return st;
   if (sk_status st = sk::api::check(kernel, "sk_add_kernel")) return st;
   const KernelImpl &k = *kernel->impl;
-  if (k.device != scope->device)
+  if (k.device != scope->device || ((k.cuda || scope->cuda) && !sk::api::cuda_same_device(k, *scope)))
     return fail(SK_ERR_INCOMPATIBLE, "sk_add_kernel: kernel '%s' was loaded on another device than scope '%s'",
                 k.symbol.c_str(), scope->name.c_str());
   if (block_dim == 0 || block_dim > kMaxBlockDim)
@@ -67,9 +72,24 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
     e.kernel = kernel->impl;
     e.block_dim = block_dim;
     // Read only the fields the caller's struct_size covers (older callers pass smaller structs).
-    const bool has_name = opts && opts->struct_size >= offsetof(sk_kernel_options, name) + sizeof(opts->name);
+    const bool has_name = SK_STRUCT_COVERS(opts, sk_kernel_options, name);
     e.name = has_name && opts->name && *opts->name ? opts->name : k.symbol;
+    if (SK_STRUCT_COVERS(opts, sk_kernel_options, flags)) {
+      if (const uint32_t unknown = opts->flags & ~kKnownKernelFlags)
+        return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': opts->flags 0x%x has unknown bits 0x%x",
+                    e.name.c_str(), opts->flags, unknown);
+      e.flags = opts->flags;
+    }
+    e.kind = k.kind;
+    if (SK_STRUCT_COVERS(opts, sk_kernel_options, core_type) && opts->core_type &&
+        !sk::parse_kernel_kind(opts->core_type, &e.kind))
+      return fail(SK_ERR_INVALID_ARGUMENT,
+                  "sk_add_kernel: kernel '%s': opts->core_type '%.100s' is not vector, cube, mix_1_1 or mix_1_2",
+                  e.name.c_str(), opts->core_type);
+    if (SK_STRUCT_COVERS(opts, sk_kernel_options, stream)) e.stream = opts->stream;
+    if (sk_status st = sk::api::place_on_stream(scope, &e); st != SK_OK) return st;
     if (sk_status st = sk::api::copy_args(k, args, "sk_add_kernel", &e.args); st != SK_OK) return st;
+    sk::api::note_added(scope, e);
     scope->entries.push_back(std::move(e));
     return SK_OK;
   });
@@ -91,15 +111,21 @@ SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out) {
       sk::PlanInput in;
       in.name = std::move(e.name);
       in.symbol = e.kernel->symbol;
-      in.module = e.kernel->module->label;
+      in.module = e.kernel->cuda ? sk::api::cuda_module_label(*e.kernel) : std::string_view(e.kernel->module->label);
       in.signature = e.kernel->signature_text;
-      in.core_type = e.kernel->core_type;
+      in.core_type = sk::kernel_kind_name(e.kind);
+      in.kind = e.kind;
+      in.stream = e.stream;
+      in.after = std::move(e.after);
       in.block_dim = e.block_dim;
       in.usage = e.kernel->usage;
+      in.flags = e.flags;
       inputs.push_back(std::move(in));
       kernels.push_back(e.kernel);
       args.push_back(std::move(e.args));
     }
+    if (scope->cuda)
+      return sk::api::cuda_finalize(*scope, std::move(inputs), std::move(kernels), std::move(args), out);
     auto sk = std::make_unique<sk_superkernel>();
     sk->device = scope->device;
     if (sk_status st = sk::build_plan(scope->name, scope->options, std::move(inputs), scope->device->cores(),

@@ -12,6 +12,17 @@ constexpr Entry kEntries[] = {
     {"sk_sync_all", kUsesSyncAll},
     {"sk_set_next_task_start", kUsesSetNextTaskStart},
     {"sk_wait_pre_task_end", kUsesWaitPreTaskEnd},
+    {"sk_dcci_line", kUsesDcciLine},
+    {"sk_dcci_all", kUsesDcciAll},
+    {"sk_gm_load", kUsesGmLoad},
+    {"sk_gm_store", kUsesGmStore},
+    {"sk_core_type", kUsesCoreType},
+    {"sk_sub_block_idx", kUsesSubBlockIdx},
+    {"sk_sub_block_num", kUsesSubBlockNum},
+    {"sk_cross_core_set_flag", kUsesCrossCoreSetFlag},
+    {"sk_cross_core_wait_flag", kUsesCrossCoreWaitFlag},
+    {"sk_cross_core_set_flag_all", kUsesCrossCoreSetFlagAll},
+    {"sk_cross_core_wait_flag_all", kUsesCrossCoreWaitFlagAll},
 };
 }  // namespace
 

@@ -14,6 +14,21 @@ enum DeviceApiBit : uint32_t {
   kUsesSyncAll = 1u << 2,
   kUsesSetNextTaskStart = 1u << 3,
   kUsesWaitPreTaskEnd = 1u << 4,
+  // Cache maintenance (bits 8..11): explain reports them; the plan places flushes by options.
+  kUsesDcciLine = 1u << 8,
+  kUsesDcciAll = 1u << 9,
+  kUsesGmLoad = 1u << 10,
+  kUsesGmStore = 1u << 11,
+  // Core types and hard cross-core sync (bits 16..): the planner splits scopes on these.
+  kUsesCoreType = 1u << 16,
+  kUsesSubBlockIdx = 1u << 17,
+  kUsesSubBlockNum = 1u << 18,
+  kUsesCrossCoreSetFlag = 1u << 19,
+  kUsesCrossCoreWaitFlag = 1u << 20,
+  kUsesCrossCoreSetFlagAll = 1u << 21,
+  kUsesCrossCoreWaitFlagAll = 1u << 22,
+  kUsesGroupFlags = kUsesCrossCoreSetFlag | kUsesCrossCoreWaitFlag,
+  kUsesHardSync = kUsesGroupFlags | kUsesCrossCoreSetFlagAll | kUsesCrossCoreWaitFlagAll,
 };
 
 // Bit of a device-API function name, 0 if the name is not one.

@@ -1,4 +1,5 @@
 // explain_json: the plan as a reader (or a tool) wants to see it.
+#include "core/cache_plan.hpp"
 #include "core/device_api_usage.hpp"
 #include "core/json_writer.hpp"
 #include "core/plan.hpp"
@@ -13,7 +14,23 @@ std::string explain_json(const Plan &plan, const std::string &backend) {
   j.key("device_cores").value(uint64_t{plan.device_cores});
   j.key("max_block_dim").value(uint64_t{plan.max_block_dim});
   j.key("cores").value(uint64_t{plan.cores});
-  j.key("dispatches").value(uint64_t{1});
+  j.key("dispatches").value(uint64_t{plan.segments.size()});
+  j.key("stream_fusion").value(plan.streams);
+  // One entry per dispatch: its core layout, and why the scope was split before it.
+  j.key("segments").begin_array();
+  for (const PlanSegment &seg : plan.segments) {
+    j.begin_object();
+    j.key("first_step").value(uint64_t{seg.first});
+    j.key("last_step").value(uint64_t{seg.end - 1});
+    j.key("ratio").value(seg.layout.ratio_name());
+    j.key("cube_cores").value(uint64_t{seg.layout.cube});
+    j.key("vector_cores").value(uint64_t{seg.layout.vector});
+    j.key("groups").value(uint64_t{seg.layout.groups});
+    if (!seg.layout_note.empty()) j.key("note").value(seg.layout_note);
+    j.key("split_reason").value(seg.reason.empty() ? "first dispatch" : seg.reason);
+    j.end_object();
+  }
+  j.end_array();
   j.key("options").begin_object();
   for (const auto &kv : plan.options.given) j.key(kv.first).value(kv.second);
   j.end_object();
@@ -28,15 +45,25 @@ std::string explain_json(const Plan &plan, const std::string &backend) {
     j.key("signature").value(s.kernel.signature);
     j.key("core_type").value(s.kernel.core_type);
     j.key("block_dim").value(uint64_t{s.kernel.block_dim});
+    j.key("segment").value(uint64_t{s.segment});
+    j.key("units").value(uint64_t{s.units});
     j.key("cores").value(uint64_t{s.cores});
+    if (plan.streams) j.key("stream").value(uint64_t{s.kernel.stream});
+    if (!s.after.empty()) {
+      j.key("waits_for_steps").begin_array();
+      for (uint32_t d : s.after) j.value(uint64_t{d});
+      j.end_array();
+    }
     j.key("blocks_per_core").value(uint64_t{s.blocks_per_core});
     j.key("device_api").begin_array();
     for (const char *n : device_api_names(s.kernel.usage)) j.value(n);
     j.end_array();
     // Where this step waits for the previous one, and lets the next one start.
-    j.key("wait_previous").value(i == 0 ? "launch" : s.wait_in_kernel ? "sk_wait_pre_task_end" : "kernel start");
+    if (s.pred >= 0) j.key("previous_step").value(uint64_t(s.pred));
+    j.key("wait_previous").value(s.pred < 0 ? "launch" : s.wait_in_kernel ? "sk_wait_pre_task_end" : "kernel start");
     j.key("release_next").value(s.arrive_in_kernel ? "sk_set_next_task_start" : "kernel end");
     j.key("sync_all_scope").value((s.kernel.usage & kUsesSyncAll) ? "own cores" : "none");
+    write_cache_json(j, s.cache);  // where DCCI flushes go (core/cache_plan.cpp)
     j.end_object();
   }
   j.end_array();

@@ -65,6 +65,15 @@ JsonWriter &JsonWriter::value(uint64_t n) {
   need_comma_ = true;
   return *this;
 }
+JsonWriter &JsonWriter::fixed3(uint64_t thousandths) {
+  separate();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llu.%03llu", static_cast<unsigned long long>(thousandths / 1000),
+                static_cast<unsigned long long>(thousandths % 1000));
+  out_ += buf;
+  need_comma_ = true;
+  return *this;
+}
 JsonWriter &JsonWriter::value(bool b) {
   separate();
   out_ += b ? "true" : "false";

@@ -17,6 +17,8 @@ class JsonWriter {
   JsonWriter &value(const char *s) { return value(std::string_view(s)); }
   JsonWriter &value(uint64_t n);
   JsonWriter &value(bool b);
+  // thousandths / 1000 with three decimals, exactly ("12.345"): nanoseconds as microseconds.
+  JsonWriter &fixed3(uint64_t thousandths);
   const std::string &str() const { return out_; }
 
  private:

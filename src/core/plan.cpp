@@ -6,6 +6,177 @@
 #include "core/error.hpp"
 
 namespace sk {
+namespace {
+
+const char *unit_name(KernelKind kind) {
+  return kind == KernelKind::Vector ? "vector cores" : kind == KernelKind::Cube ? "cube cores" : "groups";
+}
+
+// The hard-sync kernels of the segment being built, per kernel kind: a whole-core hard sync
+// counts the super kernel's cores, so each of them needs exactly its own count there.
+struct HardSyncDemand {
+  struct Need {
+    uint32_t lo = 0, hi = 0;  // block dims asked for (lo == hi when consistent)
+    int32_t first = -1;       // index of the first such kernel
+  };
+  Need need[4];
+  void add(const PlanInput &k, uint32_t index) {
+    Need &n = need[static_cast<int>(k.kind)];
+    if (n.first < 0) {
+      n.lo = n.hi = k.block_dim;
+      n.first = static_cast<int32_t>(index);
+    } else {
+      n.lo = std::min(n.lo, k.block_dim);
+      n.hi = std::max(n.hi, k.block_dim);
+    }
+  }
+  // The first kind whose hard-sync kernels do not all get their own count in `layout`, or -1.
+  int conflict(const CoreLayout &layout) const {
+    for (int k = 0; k < 4; ++k) {
+      if (need[k].first < 0) continue;
+      const uint32_t units = layout.units_for(static_cast<KernelKind>(k));
+      if (need[k].lo != units || need[k].hi != units) return k;
+    }
+    return -1;
+  }
+};
+
+std::string describe_split(const std::vector<PlanInput> &kernels, uint32_t i, const HardSyncDemand &before,
+                           const CoreLayout &layout, int kind) {
+  const PlanInput &k = kernels[i];
+  const KernelKind kk = static_cast<KernelKind>(kind);
+  const uint32_t units = layout.units_for(kk);
+  char text[700];
+  if ((k.usage & kUsesHardSync) && k.kind == kk && k.block_dim != units) {
+    std::snprintf(text, sizeof text,
+                  "kernel %u '%s' uses hard cross-core sync on %u %s, but with the kernels before it the super "
+                  "kernel has %u",
+                  i, k.name.c_str(), k.block_dim, unit_name(kk), units);
+  } else {
+    const HardSyncDemand::Need &n = before.need[kind];
+    std::snprintf(text, sizeof text,
+                  "kernel %u '%s' needs %u %s, but kernel %d '%s' before it uses hard cross-core sync on %u",
+                  i, k.name.c_str(), units, unit_name(kk), n.first, kernels[n.first].name.c_str(), n.lo);
+  }
+  return text;
+}
+
+// Splits the kernels into segments (dispatches) by the hard-sync rule and gives each its layout.
+sk_status plan_segments(const std::string &name, const ScopeOptions &options, const std::vector<PlanInput> &kernels,
+                        uint32_t device_cores, std::vector<PlanSegment> *out) {
+  LayoutDemand demand;
+  HardSyncDemand hard;
+  PlanSegment seg;
+  std::string reason;
+  for (uint32_t i = 0; i < kernels.size(); ++i) {
+    const PlanInput &k = kernels[i];
+    if ((k.usage & kUsesGroupFlags) && !is_mixed(k.kind))
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "scope '%s': kernel %u '%s' is a %s kernel but uses group flags (sk_cross_core_set_flag / "
+                  "sk_cross_core_wait_flag), which pair a group's cube core with its vector cores: declare it "
+                  "mixed (mix_1_1 or mix_1_2)",
+                  name.c_str(), i, k.name.c_str(), kernel_kind_name(k.kind));
+    LayoutDemand next = demand;
+    next.add(k.kind, k.block_dim);
+    HardSyncDemand next_hard = hard;
+    if (k.usage & kUsesHardSync) next_hard.add(k, i);
+    CoreLayout layout;
+    std::string note;
+    if (sk_status st = fit_layout(next.nominal(), device_cores, options, name, &layout, &note); st != SK_OK)
+      return st;
+    const int kind = next_hard.conflict(layout);
+    if (kind >= 0 && i > seg.first) {
+      std::string why = describe_split(kernels, i, hard, layout, kind);
+      if (options.strict_scope_abort)
+        return fail(SK_ERR_INCOMPATIBLE,
+                    "scope '%s': %s (strict-scope-check=abort; with bypass the scope is split before kernel %u)",
+                    name.c_str(), why.c_str(), i);
+      if (sk_status st = fit_layout(demand.nominal(), device_cores, options, name, &seg.layout, &seg.layout_note);
+          st != SK_OK)
+        return st;
+      seg.end = i;
+      seg.reason = std::move(reason);
+      out->push_back(std::move(seg));
+      seg = PlanSegment{};
+      seg.first = i;
+      reason = std::move(why);
+      next = LayoutDemand{};
+      next.add(k.kind, k.block_dim);
+      next_hard = HardSyncDemand{};
+      if (k.usage & kUsesHardSync) next_hard.add(k, i);
+    }
+    demand = next;
+    hard = next_hard;
+  }
+  if (sk_status st = fit_layout(demand.nominal(), device_cores, options, name, &seg.layout, &seg.layout_note);
+      st != SK_OK)
+    return st;
+  seg.end = static_cast<uint32_t>(kernels.size());
+  seg.reason = std::move(reason);
+  out->push_back(std::move(seg));
+  return SK_OK;
+}
+
+// Maps a step onto its segment's cores.
+sk_status map_step(const std::string &name, uint32_t i, const PlanSegment &seg, PlanStep *step) {
+  const PlanInput &k = step->kernel;
+  const uint32_t available = seg.layout.units_for(k.kind);
+  if (available == 0)
+    return fail(SK_ERR_INCOMPATIBLE, "scope '%s': kernel %u '%s' (%s) cannot run in a %s super kernel", name.c_str(), i,
+                k.name.c_str(), kernel_kind_name(k.kind), seg.layout.ratio_name());
+  step->units = std::min(k.block_dim, available);
+  if ((k.usage & (kUsesSyncAll | kUsesHardSync)) && step->units < k.block_dim)
+    return fail(SK_ERR_INCOMPATIBLE,
+                "scope '%s': kernel %u '%s' synchronises its cores (%s) on block_dim %u, more than the %u %s the "
+                "super kernel has on this device (blocks of a kernel that synchronises cannot be multiplexed)",
+                name.c_str(), i, k.name.c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
+                k.block_dim, available, unit_name(k.kind));
+  step->cores = is_mixed(k.kind) ? step->units * (1 + seg.layout.vectors_per_group) : step->units;
+  step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
+  return SK_OK;
+}
+
+// Who waits for whom: the previous step of the same stream (or simply the previous step), and
+// split-phase overlap where the kernels ask for it and the options allow it, never across a
+// segment boundary.
+void link_steps(Plan &plan) {
+  const ScopeOptions &o = plan.options;
+  const bool overlap = o.early_start && !o.debug_sync_all;
+  uint32_t streams = 0;
+  for (const PlanStep &s : plan.steps) streams = std::max(streams, s.kernel.stream + 1);
+  plan.streams = o.stream_fusion && streams > 1;
+  std::vector<int32_t> last(streams, -1);
+  std::vector<uint32_t> tails;  // stream mode: last steps of the previous segment
+  uint32_t segment = 0;
+  std::vector<bool> first_in_segment(streams, true);
+  for (uint32_t i = 0; i < plan.steps.size(); ++i) {
+    PlanStep &s = plan.steps[i];
+    const uint32_t stream = plan.streams ? s.kernel.stream : 0;
+    if (s.segment != segment) {
+      segment = s.segment;
+      tails.clear();
+      for (int32_t t : last)
+        if (t >= 0) tails.push_back(static_cast<uint32_t>(t));
+      std::fill(first_in_segment.begin(), first_in_segment.end(), true);
+    }
+    s.pred = last[stream];
+    s.after = s.kernel.after;
+    if (plan.streams && first_in_segment[stream] && s.segment > 0)
+      s.after.insert(s.after.end(), tails.begin(), tails.end());
+    first_in_segment[stream] = false;
+    const bool same_segment = s.pred >= 0 && plan.steps[s.pred].segment == s.segment;
+    s.wait_in_kernel = overlap && same_segment && (s.kernel.usage & kUsesWaitPreTaskEnd);
+    s.arrive_in_kernel = overlap && (s.kernel.usage & kUsesSetNextTaskStart);
+    if (s.pred >= 0 && !same_segment) plan.steps[s.pred].arrive_in_kernel = false;
+    last[stream] = static_cast<int32_t>(i);
+  }
+  // The last step of a segment must end before the next segment starts.
+  for (PlanStep &s : plan.steps)
+    if (s.segment + 1 < plan.segments.size() && plan.segments[s.segment].end == &s - plan.steps.data() + 1)
+      s.arrive_in_kernel = false;
+}
+
+}  // namespace
 
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
                      uint32_t device_cores, Plan *out) {
@@ -16,26 +187,21 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
   plan.options = options;
   plan.device_cores = device_cores;
   for (const PlanInput &k : kernels) plan.max_block_dim = std::max(plan.max_block_dim, k.block_dim);
-  plan.cores = std::min(plan.max_block_dim, device_cores);
-  // Overlap is honoured unless early-start=0 or debug-sync-all=1 (a full barrier after every
-  // sub-kernel is exactly "no step starts before the previous one ended").
-  const bool overlap = options.early_start && !options.debug_sync_all;
+  if (sk_status st = plan_segments(name, options, kernels, device_cores, &plan.segments); st != SK_OK) return st;
   plan.steps.reserve(kernels.size());
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    PlanInput &k = kernels[i];
-    if ((k.usage & kUsesSyncAll) && k.block_dim > device_cores)
-      return fail(SK_ERR_INCOMPATIBLE,
-                  "scope '%s': kernel %zu '%s' calls sk_sync_all with block_dim %u, more than the "
-                  "device's %u cores (blocks of a kernel that syncs all cannot be multiplexed)",
-                  name.c_str(), i, k.name.c_str(), k.block_dim, device_cores);
-    PlanStep step;
-    step.cores = std::min(k.block_dim, plan.cores);
-    step.blocks_per_core = (k.block_dim + step.cores - 1) / step.cores;
-    step.wait_in_kernel = overlap && (k.usage & kUsesWaitPreTaskEnd);
-    step.arrive_in_kernel = overlap && (k.usage & kUsesSetNextTaskStart);
-    step.kernel = std::move(k);
-    plan.steps.push_back(std::move(step));
+  for (uint32_t s = 0; s < plan.segments.size(); ++s) {
+    const PlanSegment &seg = plan.segments[s];
+    plan.cores = std::max(plan.cores, seg.layout.cores());
+    for (uint32_t i = seg.first; i < seg.end; ++i) {
+      PlanStep step;
+      step.kernel = std::move(kernels[i]);
+      step.segment = s;
+      if (sk_status st = map_step(name, i, seg, &step); st != SK_OK) return st;
+      plan.steps.push_back(std::move(step));
+    }
   }
+  link_steps(plan);
+  place_cache(&plan);  // core/cache_plan.cpp
   *out = std::move(plan);
   return SK_OK;
 }

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/core_layout.hpp"
+#include "core/cache_plan.hpp"
 #include "core/scope_options.hpp"
 
 namespace sk {
@@ -20,32 +22,58 @@ struct PlanInput {
   std::string_view module;      // label of the object it comes from
   std::string_view signature;   // "ptr,ptr,u32"
   std::string_view core_type;
-  uint32_t block_dim = 1;
+  KernelKind kind = KernelKind::Vector;  // from core_type
+  uint32_t block_dim = 1;       // blocks: cores of its type, or groups for mixed kernels
   uint32_t usage = 0;           // DeviceApiBit set
+  uint32_t flags = 0;           // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
+  uint32_t stream = 0;          // scope stream (stream-fusion=1)
+  std::vector<uint32_t> after;  // earlier steps it waits for (scope events)
 };
 
 struct PlanStep {
   PlanInput kernel;
-  uint32_t cores = 1;             // cores that run its blocks: min(block_dim, super kernel cores)
-  uint32_t blocks_per_core = 1;   // ceil(block_dim / cores): >1 means blocks are multiplexed
+  uint32_t segment = 0;           // the dispatch it belongs to (Plan::segments)
+  uint32_t units = 1;             // cores of its type (groups, mixed) running its blocks
+  uint32_t cores = 1;             // cores taking part: units, or units * (1 + R) when mixed
+  uint32_t blocks_per_core = 1;   // ceil(block_dim / units): >1 means blocks are multiplexed
+  // The step it follows in its stream (the previous step without stream fusion), -1: none.
+  int32_t pred = -1;
+  // Earlier steps that must have ended before it starts: scope events, and with stream fusion
+  // the last steps of the previous segment.
+  std::vector<uint32_t> after;
   // Split-phase inter-task sync: where this step waits for the previous one, and where it lets
   // the next one start. "start"/"end" of the kernel, or "in-kernel" at its overlap call.
   bool wait_in_kernel = false;    // at sk_wait_pre_task_end (early-start=1 and the kernel calls it)
   bool arrive_in_kernel = false;  // at sk_set_next_task_start (same condition)
+  CachePlacement cache;           // DCCI: per-access flush, whole-cache flushes around it
+};
+
+// One dispatch: steps [first, end) on their own core layout. A scope is split into several
+// when a kernel with hard cross-core sync runs on another core count than the kernels around
+// it (strict-scope-check=bypass); one sk_launch runs them in order, each after the last ended.
+struct PlanSegment {
+  uint32_t first = 0, end = 0;
+  CoreLayout layout;
+  std::string layout_note;  // what fit_layout clipped or forced
+  std::string reason;       // why the scope was split before `first` ("" for the first)
 };
 
 struct Plan {
   std::string name;
   ScopeOptions options;
   uint32_t device_cores = 0;  // what the device has
-  uint32_t max_block_dim = 0; // the super kernel's nominal core count, max(block_dim)
-  uint32_t cores = 0;         // cores it runs on: min(max_block_dim, device_cores)
+  uint32_t max_block_dim = 0; // max(block_dim)
+  uint32_t cores = 0;         // cores it runs on: the most any segment uses
+  bool streams = false;       // stream fusion with more than one stream: steps wait for `pred`
+                              // and `after`, not for the step before them
+  std::vector<PlanSegment> segments;
   std::vector<PlanStep> steps;
 };
 
-// Checks and maps the sub-kernels. Fails with SK_ERR_INCOMPATIBLE naming the kernel when a
-// kernel that calls sk_sync_all has more blocks than the device has cores, SK_ERR_STATE for an
-// empty scope.
+// Checks and maps the sub-kernels. Fails naming the kernel with SK_ERR_INCOMPATIBLE when a
+// kernel that synchronises (sk_sync_all, cross-core flags) would have its blocks multiplexed,
+// when a kernel with hard sync would need a split and strict-scope-check=abort, or when core
+// types and counts cannot fit; SK_ERR_STATE for an empty scope.
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
                      uint32_t device_cores, Plan *out);
 

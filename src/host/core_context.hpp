@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <string>
 
+#include <sk.h>
+
+#include <sk_kernel.h>
+
 #include "host/program.hpp"
 #include "host/wait.hpp"
 
@@ -39,9 +43,19 @@ struct CoreContext {
   bool last_block = false;  // the core's last block of this step: it arrives for the core
   bool waited = false;      // has waited for the previous step in this step
   bool arrived = false;     // has released the next step
+  CoreSlot slot;            // where this core sits in the running segment
+  uint32_t slot_segment = 0xffffffffu;
+  // Hard sync: waits this core has done in the running step, per flag.
+  uint32_t flag_waits[SK_CROSS_CORE_FLAGS] = {};
+  uint32_t flag_all_waits[SK_CROSS_CORE_FLAGS] = {};
   TaskFailure *failure = nullptr;
   SleepChannel *channel = nullptr;
   const WaitPolicy *policy = nullptr;
+  // Profiling (profiling=1): this core's record of the running step between the kernel's
+  // start and end, null otherwise (host/profiler.hpp; ProfileWait charges waits to it).
+  sk_profile_record *profile = nullptr;
+  // Cache flushes (fences) this core has executed, all kinds: what tests check placement by.
+  uint64_t cache_flushes = 0;
 };
 
 // initial-exec: kernels call the device API in their inner loops, and the default model for a
@@ -62,5 +76,9 @@ void wait_previous_step(CoreContext &ctx);
 void release_next_step(CoreContext &ctx);
 void end_step(CoreContext &ctx);
 void sync_step_cores(CoreContext &ctx);
+// Records where this core waited when its wait ended without its condition (deadline passed, or
+// another core's did): `where` says the sync point and what it waited for. The first deadline
+// aborts the launch; the report lists every core's first such record.
+void record_stuck(CoreContext &ctx, WaitResult r, const std::string &where);
 
 }  // namespace sk::host

@@ -5,6 +5,8 @@
 #include <cstdint>
 
 #include "host/core_context.hpp"
+#include "host/device_api_cache.hpp"
+#include "host/device_api_cross_core.hpp"
 
 namespace sk::host {
 namespace {
@@ -40,6 +42,19 @@ const Entry kApi[] = {
     {"sk_sync_all", reinterpret_cast<void *>(&api_sync_all)},
     {"sk_set_next_task_start", reinterpret_cast<void *>(&api_set_next_task_start)},
     {"sk_wait_pre_task_end", reinterpret_cast<void *>(&api_wait_pre_task_end)},
+    // Core types and hard sync: host/device_api_cross_core.cpp.
+    {"sk_core_type", reinterpret_cast<void *>(&api_core_type)},
+    {"sk_sub_block_idx", reinterpret_cast<void *>(&api_sub_block_idx)},
+    {"sk_sub_block_num", reinterpret_cast<void *>(&api_sub_block_num)},
+    {"sk_cross_core_set_flag", reinterpret_cast<void *>(&api_cross_core_set_flag)},
+    {"sk_cross_core_wait_flag", reinterpret_cast<void *>(&api_cross_core_wait_flag)},
+    {"sk_cross_core_set_flag_all", reinterpret_cast<void *>(&api_cross_core_set_flag_all)},
+    {"sk_cross_core_wait_flag_all", reinterpret_cast<void *>(&api_cross_core_wait_flag_all)},
+    // Cache maintenance: host/device_api_cache.cpp.
+    {"sk_dcci_line", reinterpret_cast<void *>(&api_dcci_line)},
+    {"sk_dcci_all", reinterpret_cast<void *>(&api_dcci_all)},
+    {"sk_gm_load", reinterpret_cast<void *>(&api_gm_load)},
+    {"sk_gm_store", reinterpret_cast<void *>(&api_gm_store)},
 };
 
 }  // namespace

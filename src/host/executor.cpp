@@ -8,7 +8,9 @@
 
 #include "core/error.hpp"
 #include "host/core_context.hpp"
+#include "host/device_api_cache.hpp"
 #include "host/kernel_call.hpp"
+#include "host/profiler.hpp"
 
 namespace sk::host {
 
@@ -26,6 +28,13 @@ struct Executor::Core {
 };
 
 void Program::allocate_sync_state() {
+  // Programs built by hand (tests) run on one vector-only segment of all their cores.
+  if (segments.empty()) {
+    SegmentExec seg;
+    seg.layout.vector = cores;
+    for (uint32_t c = 0; c < cores; ++c) seg.slots.push_back(core_slot(seg.layout, c));
+    segments.push_back(std::move(seg));
+  }
   released_before.resize(steps.size());
   releases_per_launch = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -34,6 +43,7 @@ void Program::allocate_sync_state() {
   }
   ended = std::make_unique<StepCounter[]>(steps.size());
   barriers = std::make_unique<StepBarrier[]>(steps.size());
+  if (per_step_release) step_released = std::make_unique<StepCounter[]>(steps.size());
 }
 
 Executor::Executor(const ExecutorConfig &config) : config_(config) {
@@ -304,16 +314,27 @@ void Executor::run_task(Core &core, Task &task) {
   ctx.policy = &policy;
   for (uint32_t i = 0; i < p.steps.size(); ++i) {
     const StepExec &s = p.steps[i];
-    if (core.index >= s.cores) continue;
+    if (s.segment != ctx.slot_segment) {
+      ctx.slot_segment = s.segment;
+      const std::vector<CoreSlot> &slots = p.segments[s.segment].slots;
+      ctx.slot = core.index < slots.size() ? slots[core.index] : CoreSlot{};
+    }
+    // The core's first block of this step (its vector or cube index, or its group); cores
+    // without one, or past the step's units, pass the step.
+    const uint32_t first = ctx.slot.index[s.unit_class];
+    if (first >= s.units) continue;
     if (task.failure.aborted.load(std::memory_order_relaxed)) break;
     ctx.step = &s;
     ctx.step_index = i;
     ctx.waited = false;
     ctx.arrived = false;
+    profile_ready(ctx);
     begin_step(ctx);
-    for (uint32_t b = core.index; b < s.block_dim; b += s.cores) {
+    if (s.flush_before) flush_cache_around_step(ctx);
+    profile_start(ctx);
+    for (uint32_t b = first; b < s.block_dim; b += s.units) {
       ctx.block_idx = b;
-      ctx.last_block = b + s.cores >= s.block_dim;
+      ctx.last_block = b + s.units >= s.block_dim;
       if (s.direct) {
         const uint64_t *a = s.slots;
         reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
@@ -322,10 +343,13 @@ void Executor::run_task(Core &core, Task &task) {
         ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
       }
     }
+    profile_end(ctx);
+    if (s.flush_after) flush_cache_around_step(ctx);
     end_step(ctx);
   }
   ctx.program = nullptr;
   ctx.step = nullptr;
+  ctx.slot_segment = 0xffffffffu;  // the next task may be another program
 }
 
 void Executor::complete_task(Task &task, uint64_t seq) {
@@ -336,6 +360,8 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     p->released.value.store(task.epoch * p->releases_per_launch, std::memory_order_relaxed);
     for (uint32_t i = 0; i < p->steps.size(); ++i) {
       p->ended[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
+      if (p->per_step_release)
+        p->step_released[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       p->barriers[i].count.store(0, std::memory_order_relaxed);
     }
     std::lock_guard<std::mutex> lock(task.stream->error_mutex);
@@ -346,6 +372,9 @@ void Executor::complete_task(Task &task, uint64_t seq) {
       task.stream->has_error.store(true, std::memory_order_release);
     }
   }
+  // Flag counters count within a launch (host/cross_core_flags.hpp).
+  for (const auto &f : p->flags) f->reset();
+  if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
   p->completed_epoch.store(task.epoch, std::memory_order_release);
   task.owned.reset();
   completed_.store(seq, std::memory_order_release);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "host/core_context.hpp"
+#include "host/profile_wait.hpp"
 
 namespace sk::host {
 
@@ -12,22 +13,11 @@ constinit thread_local CoreContext *t_core __attribute__((tls_model("initial-exe
 
 namespace {
 
-// Records where this core waited when its wait ended without the condition (deadline passed,
-// or another core's did); the first deadline aborts the launch.
 void record_stuck_wait(CoreContext &ctx, WaitResult r, const char *where, uint32_t have, uint32_t want) {
   if (r == WaitResult::Ok) return;
   char line[512];
-  std::snprintf(line, sizeof line, "is in step %u '%s', %s (%u of %u cores arrived)", ctx.step_index,
-                ctx.step->name.c_str(), where, have, want);
-  TaskFailure &f = *ctx.failure;
-  {
-    // A core's first stuck wait is where it was held; later ones are the launch unwinding.
-    std::lock_guard<std::mutex> lock(f.mutex);
-    bool known = false;
-    for (const auto &w : f.waits) known |= w.first == ctx.core;
-    if (!known) f.waits.emplace_back(ctx.core, line);
-  }
-  if (r == WaitResult::TimedOut) f.aborted.store(true, std::memory_order_release);
+  std::snprintf(line, sizeof line, "%s (%u of %u cores arrived)", where, have, want);
+  record_stuck(ctx, r, line);
 }
 
 // Waits until `word` reaches base + (cores of step `step`): every core of the step did `event`.
@@ -35,6 +25,7 @@ void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t b
                        const char *event) {
   const uint32_t want = ctx.program->steps[step].cores;
   const uint32_t target = base + want;
+  ProfileWait timed(ctx);  // charged to the running kernel (profiling=1)
   WaitResult r = wait_for(word, *ctx.channel, *ctx.policy,
                           [target](uint32_t v) { return reached(v, target); });
   if (r != WaitResult::Ok) {
@@ -46,11 +37,19 @@ void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t b
   }
 }
 
+// The counter step `step`'s releases go to, and its value before this launch's releases of it.
+std::atomic<uint32_t> &released_word(Program &p, uint32_t step) {
+  return p.per_step_release ? p.step_released[step].value : p.released.value;
+}
+uint32_t released_base(const CoreContext &ctx, uint32_t step) {
+  const Program &p = *ctx.program;
+  if (p.per_step_release) return (ctx.epoch - 1) * p.steps[step].cores;
+  return (ctx.epoch - 1) * p.releases_per_launch + p.released_before[step];
+}
+
 // Every core of step `step` released the next step (in this launch).
 void wait_released(CoreContext &ctx, uint32_t step, const char *event) {
-  Program &p = *ctx.program;
-  wait_all_cores_of(ctx, p.released.value, (ctx.epoch - 1) * p.releases_per_launch + p.released_before[step],
-                    step, event);
+  wait_all_cores_of(ctx, released_word(*ctx.program, step), released_base(ctx, step), step, event);
 }
 
 // Every core of step `step` ended (in this launch).
@@ -69,29 +68,59 @@ void count_core(CoreContext &ctx, std::atomic<uint32_t> &word) {
 
 }  // namespace
 
+void record_stuck(CoreContext &ctx, WaitResult r, const std::string &where) {
+  if (r == WaitResult::Ok) return;
+  std::string line;
+  // In a mixed layout, say which core of which group it is.
+  const SegmentExec &seg = ctx.program->segments[ctx.step->segment];
+  if (seg.layout.mixed())
+    line = "(" + std::string(ctx.slot.type ? "cube core" : "vector core " + std::to_string(ctx.slot.sub)) +
+           " of group " + std::to_string(ctx.slot.group) + ") ";
+  line += "is in step " + std::to_string(ctx.step_index) + " '" + ctx.step->name + "', " + where;
+  TaskFailure &f = *ctx.failure;
+  {
+    // A core's first stuck wait is where it was held; later ones are the launch unwinding.
+    std::lock_guard<std::mutex> lock(f.mutex);
+    bool known = false;
+    for (const auto &w : f.waits) known |= w.first == ctx.core;
+    if (!known) f.waits.emplace_back(ctx.core, std::move(line));
+  }
+  if (r == WaitResult::TimedOut) f.aborted.store(true, std::memory_order_release);
+}
+
+// "The previous step" below is the step's predecessor (StepExec::pred): the step before it, or
+// with stream fusion the step before it in its stream.
 void begin_step(CoreContext &ctx) {
-  if (!ctx.step->wait_in_kernel) {
-    wait_previous_step(ctx);  // step i-1 released this step only after step i-2 ended
-  } else if (ctx.step_index >= 2) {
-    wait_ended(ctx, ctx.step_index - 2);
+  const StepExec &s = *ctx.step;
+  if (s.flags) {
+    std::fill(std::begin(ctx.flag_waits), std::end(ctx.flag_waits), 0u);
+    std::fill(std::begin(ctx.flag_all_waits), std::end(ctx.flag_all_waits), 0u);
+  }
+  // Events (and segment boundaries with stream fusion): those steps must have ended.
+  for (uint32_t d = 0; d < s.after_count; ++d) wait_ended(ctx, s.after[d]);
+  if (!s.wait_in_kernel) {
+    wait_previous_step(ctx);  // the previous step released this one only after its own previous ended
+  } else if (s.pred >= 0 && ctx.program->steps[s.pred].pred >= 0) {
+    wait_ended(ctx, static_cast<uint32_t>(ctx.program->steps[s.pred].pred));
   }
 }
 
 void wait_previous_step(CoreContext &ctx) {
   ctx.waited = true;
-  if (ctx.step_index == 0) return;
-  const uint32_t prev = ctx.step_index - 1;
+  const int32_t prev = ctx.step->pred;
+  if (prev < 0) return;
   const bool early = ctx.program->steps[prev].arrive_in_kernel;
-  wait_released(ctx, prev, early ? "call sk_set_next_task_start" : "end");
+  wait_released(ctx, static_cast<uint32_t>(prev), early ? "call sk_set_next_task_start" : "end");
 }
 
 void release_next_step(CoreContext &ctx) {
   if (!ctx.waited) wait_previous_step(ctx);
-  const uint32_t i = ctx.step_index;
-  // Releasing step i+1 must also mean step i-1 has ended: i+1 may overlap i, never i-1.
-  if (i >= 1 && ctx.program->steps[i - 1].arrive_in_kernel) wait_ended(ctx, i - 1);
+  // Releasing the next step must also mean the previous one has ended: a step may overlap its
+  // neighbours, never a step two away.
+  const int32_t prev = ctx.step->pred;
+  if (prev >= 0 && ctx.program->steps[prev].arrive_in_kernel) wait_ended(ctx, static_cast<uint32_t>(prev));
   ctx.arrived = true;
-  count_core(ctx, ctx.program->released.value);
+  count_core(ctx, released_word(*ctx.program, ctx.step_index));
 }
 
 void end_step(CoreContext &ctx) {
@@ -109,6 +138,7 @@ void sync_step_cores(CoreContext &ctx) {
     notify(&b.generation, *ctx.channel);
     return;
   }
+  ProfileWait timed(ctx);
   WaitResult r = wait_for(b.generation, *ctx.channel, *ctx.policy,
                           [gen](uint32_t v) { return v != gen; });
   record_stuck_wait(ctx, r, "at sk_sync_all", b.count.load(), want);

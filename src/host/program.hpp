@@ -10,7 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/core_layout.hpp"
+#include "host/cross_core_flags.hpp"
+
 namespace sk::host {
+
+class Profiler;
 
 // One cache line each: cores hammer these, and false sharing between steps would serialise them.
 struct alignas(64) StepCounter {
@@ -29,15 +34,41 @@ struct StepExec {
   const uint64_t *slots = nullptr;  // its first slot in Program::arg_slots
   void **avalues = nullptr;     // into Program::arg_slots, for libffi
   uint32_t block_dim = 1;
-  uint32_t cores = 1;           // cores running its blocks; blocks stride by this
+  uint32_t units = 1;           // cores of its type (groups, mixed) running blocks; the stride
+  uint32_t cores = 1;           // cores taking part (units * (1 + R) for mixed kernels)
+  uint32_t unit_class = 0;      // CoreSlot::index it reads: 0 vector, 1 cube, 2 mixed
+  uint32_t segment = 0;
+  uint32_t sub_block_num = 1;   // vector cores per group it runs on (mixed kernels)
+  int32_t pred = -1;            // the step it follows (core/plan.hpp)
+  const uint32_t *after = nullptr;  // steps that must have ended first (Program::after_lists)
+  uint32_t after_count = 0;
+  StepFlags *flags = nullptr;   // steps with hard cross-core sync
   bool wait_in_kernel = false;  // previous step awaited at sk_wait_pre_task_end
   bool arrive_in_kernel = false;// next step released at sk_set_next_task_start
+  // Cache maintenance (core/cache_plan.hpp): whole-cache flushes around the step on each of
+  // its cores, and whether sk_gm_load/sk_gm_store flush per access.
+  bool flush_before = false;
+  bool flush_after = false;
+  bool gm_flush = true;
+};
+
+// One dispatch of the program (core/plan.hpp's PlanSegment): where each core sits in it.
+struct SegmentExec {
+  CoreLayout layout;
+  std::vector<CoreSlot> slots;  // by core; cores past the layout have none
 };
 
 struct Program {
   std::string name;
   uint32_t cores = 1;  // cores that take part; the others pass the task through
   std::vector<StepExec> steps;
+  std::vector<SegmentExec> segments;
+  std::vector<uint32_t> after_lists;  // StepExec::after points in
+  std::vector<std::unique_ptr<StepFlags>> flags;  // of the steps with hard sync
+  // Stream fusion: steps wait for their own stream's previous step, so releases no longer come
+  // step by step and each step counts its own (step_released) instead of the shared counter.
+  bool per_step_release = false;
+  std::unique_ptr<StepCounter[]> step_released;
   // Argument values, one 8-byte slot per parameter (every signature type fits), and the
   // pointer arrays libffi reads. Sized once; never reallocated after the steps point in.
   std::vector<uint64_t> arg_slots;
@@ -62,6 +93,9 @@ struct Program {
   // What the steps' code needs alive while the program is queued (an unfused launch holds its
   // kernel, so unloading the module right after sk_launch_kernel is safe).
   std::vector<std::shared_ptr<const void>> keep_alive;
+  // Per-core, per-step timestamps of profiled launches (profiling=1; host/profiler.hpp), null
+  // otherwise: the step loop's profiling hooks cost one branch on it.
+  std::shared_ptr<Profiler> profiler;
 
   // Sizes the sync state for steps.size() steps (call once the steps are final).
   void allocate_sync_state();

@@ -113,4 +113,24 @@ static inline void *mem_alloc(sk_device *dev, size_t size) {
   return p;
 }
 
+/* sk_superkernel_explain's JSON in malloc'ed memory (the caller frees it). */
+static inline char *explain_text(sk_superkernel *sk) {
+  size_t size = 0;
+  char *text;
+  SK_CHECK(sk_superkernel_explain(sk, NULL, 0, &size));
+  text = (char *)malloc(size);
+  assert_non_null(text);
+  SK_CHECK(sk_superkernel_explain(sk, text, size, NULL));
+  return text;
+}
+
+/* The explain JSON of `sk` must contain `needle`. */
+#define SK_EXPECT_EXPLAIN(sk, needle)                                                          \
+  do {                                                                                         \
+    char *text_ = explain_text(sk);                                                            \
+    if (strstr(text_, (needle)) == NULL)                                                       \
+      fail_msg("%s:%d: explain does not contain %s: %s", __FILE__, __LINE__, (needle), text_); \
+    free(text_);                                                                               \
+  } while (0)
+
 #endif /* SK_TEST_UTIL_H */

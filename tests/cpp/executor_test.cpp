@@ -15,6 +15,7 @@
 #include "host/device_api.hpp"
 #include "host/executor.hpp"
 #include "host/kernel_call.hpp"
+#include "host_program_support.hpp"
 
 namespace sk::host {
 namespace {
@@ -25,44 +26,22 @@ u32fn block_idx() { return reinterpret_cast<u32fn>(resolve_device_api("sk_block_
 u32fn block_num() { return reinterpret_cast<u32fn>(resolve_device_api("sk_block_num")); }
 voidfn api(const char *name) { return reinterpret_cast<voidfn>(resolve_device_api(name)); }
 
-// A test program: steps calling `fn(void *state)` with the same state pointer.
-struct TestProgram {
-  std::unique_ptr<CallInterface> call;
-  Program program;
+// A test program: steps calling `fn(void *state)` with the same state pointer
+// (host_program_support.hpp), with the task-overlap flags set per step.
+struct TestProgram : sk::test::HostProgram {
   void *state = nullptr;
-
-  TestProgram(const char *name, uint32_t cores) {
-    EXPECT_EQ(prepare_call({ArgType::Ptr}, "test", &call), SK_OK);
-    program.name = name;
-    program.cores = cores;
-  }
+  using HostProgram::HostProgram;
   void add(const char *name, void (*fn)(void *), uint32_t block_dim, bool wait_in = false,
            bool arrive_in = false) {
-    StepExec s;
-    s.name = name;
-    s.fn = reinterpret_cast<void *>(fn);
-    s.cif = &call->cif;
-    s.block_dim = block_dim;
-    s.cores = std::min(block_dim, program.cores);
+    StepExec &s = HostProgram::add(name, fn, block_dim);
     s.wait_in_kernel = wait_in;
     s.arrive_in_kernel = arrive_in;
-    program.steps.push_back(s);
   }
-  void finish() {
-    program.arg_slots.assign(1, reinterpret_cast<uint64_t>(state));
-    program.arg_pointers.assign(1, &program.arg_slots[0]);
-    for (StepExec &s : program.steps) s.avalues = program.arg_pointers.data();
-    program.allocate_sync_state();
-  }
+  void finish() { HostProgram::finish(state); }
 };
 
 std::unique_ptr<Executor> make_executor(uint32_t cores, uint32_t timeout_ms = 10000) {
-  std::unique_ptr<Executor> ex;
-  ExecutorConfig cfg;
-  cfg.cores = cores;
-  cfg.timeout_ms = timeout_ms;
-  EXPECT_EQ(Executor::create(cfg, &ex), SK_OK);
-  return ex;
+  return sk::test::make_host_executor(cores, timeout_ms);
 }
 
 // ---- every block runs exactly once, with its own index and count ---------------------------

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/install/run.sh [BUILD_DIR] — installs libsk into a temporary prefix and uses it the ways
 # users do: pkg-config, CMake's find_package, the exported symbol set and SONAME, and the public
-# header alone under strict C and C++ compilers. Called by scripts/test (not by ctest).
+# header alone under strict C and C++ compilers, the Python binding and the `sk` command from the
+# installed tree. Called by scripts/test (not by ctest).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -57,4 +58,41 @@ for compiler in g++ clang++; do
   $compiler -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I"$inc" -x c++ "$inc/sk_kernel.h"
 done
 
-echo "install check: ok (prefix layout, pkg-config, find_package, $(wc -l <<<"$exported") exported sk_* symbols, SONAME, headers)"
+# (e) The Python binding from the installed tree (no pip, no numpy: any python3 will do), found
+# through PYTHONPATH, libsk through the system library path; a tiny fused launch.
+pydir=$prefix/lib/python3/dist-packages
+[[ -f $pydir/superkernel/__init__.py ]] || fail "the superkernel package is not installed in $pydir"
+cc -O2 -c -I"$inc" "$root/examples/quickstart_kernel.c" -o "$work/quickstart_kernel.o"
+env -u SK_LIBRARY PYTHONPATH=$pydir LD_LIBRARY_PATH=$libdir python3 - "$work/quickstart_kernel.o" "$prefix" <<'PY' ||
+import ctypes, sys
+import superkernel as sk
+assert sk.__file__.startswith(sys.argv[2]), f"imported {sk.__file__}, not the installed copy"
+n = 256
+x, y = (ctypes.c_float * n)(*[1.0] * n), (ctypes.c_float * n)()
+with sk.Device("host:cores=2") as dev:
+    saxpy = dev.load(sys.argv[1]).kernel("saxpy")
+    with dev.scope("install-check") as scope:
+        for _ in range(3):
+            scope.add(saxpy, 2, 2.0, x, y, n)
+    scope.superkernel.launch()
+    dev.synchronize()
+assert list(y) == [6.0] * n, list(y)[:4]
+PY
+  fail "the installed Python binding does not import or run a fused launch"
+
+# (f) The installed `sk` command: runs with the installed binding and libsk (relative to bin/,
+# whatever the prefix), inspects an object and runs a scope fused and unfused.
+env -u SK_LIBRARY "$prefix/bin/sk" --version | grep -q "($libdir/libsk.so.0)" ||
+  fail "installed sk does not run with the installed libsk: $("$prefix/bin/sk" --version 2>&1)"
+env -u SK_LIBRARY "$prefix/bin/sk" inspect "$work/quickstart_kernel.o" | grep -q "saxpy(f32,ptr,ptr,u32)" ||
+  fail "installed sk inspect does not list the saxpy kernel"
+cat >"$work/scope.json" <<'JSON'
+{"device": "host:cores=2", "objects": {"k": "quickstart_kernel.o"},
+ "buffers": {"x": {"type": "f32", "count": 64, "fill": "random"}, "y": {"type": "f32", "count": 64}},
+ "kernels": [{"object": "k", "kernel": "saxpy", "block_dim": 2, "args": [2.0, "@x", "@y", 64]},
+             {"object": "k", "kernel": "saxpy", "block_dim": 1, "args": [0.5, "@x", "@y", 64]}],
+ "repeat": 3}
+JSON
+env -u SK_LIBRARY "$prefix/bin/sk" run "$work/scope.json" >/dev/null || fail "installed sk run failed"
+
+echo "install check: ok (prefix layout, pkg-config, find_package, $(wc -l <<<"$exported") exported sk_* symbols, SONAME, headers, Python binding, sk command)"

@@ -2,26 +2,10 @@
 #include <math.h>
 #include <sk_kernel.h>
 
-/* x += bias */
-SK_KERNEL(bias_add, "ptr,ptr,u32")
-void bias_add(float *x, const float *bias, uint32_t n) {
+/* h = silu(gate) * up: the SiLU-gated MLP's activation; expf comes from the process (libm). */
+SK_KERNEL(silu_mul, "ptr,ptr,ptr,u32")
+void silu_mul(const float *gate, const float *up, float *h, uint32_t n) {
   uint32_t begin, end;
   sk_block_range(n, &begin, &end);
-  for (uint32_t i = begin; i < end; ++i) x[i] += bias[i];
-}
-
-/* x = x * sigmoid(x) (SiLU); expf comes from the process (libm), bound when the object is linked */
-SK_KERNEL(silu, "ptr,u32")
-void silu(float *x, uint32_t n) {
-  uint32_t begin, end;
-  sk_block_range(n, &begin, &end);
-  for (uint32_t i = begin; i < end; ++i) x[i] = x[i] / (1.0f + expf(-x[i]));
-}
-
-/* x *= alpha (keeps the residual stream bounded over many steps) */
-SK_KERNEL(scale, "ptr,f32,u32")
-void scale(float *x, float alpha, uint32_t n) {
-  uint32_t begin, end;
-  sk_block_range(n, &begin, &end);
-  for (uint32_t i = begin; i < end; ++i) x[i] *= alpha;
+  for (uint32_t i = begin; i < end; ++i) h[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }

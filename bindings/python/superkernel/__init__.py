@@ -1,0 +1,53 @@
+"""superkernel — Python binding (ctypes) for libsk, the SuperKernel runtime.
+
+    import superkernel as sk
+    with sk.Device("host") as dev:
+        mod = dev.load("kernels.o")
+        k = mod.kernel("saxpy")
+        with dev.scope("step") as scope:
+            scope.add(k, 4, 2.0, x, y, n)      # numpy arrays are passed by address, no copy
+        scope.superkernel.launch(); dev.synchronize()
+
+Every failing libsk call raises a subclass of superkernel.Error carrying sk_last_error().
+"""
+from ._lib import BINDING_VERSION, KernelOptions, lib
+from .args import SIGNATURE_TOKENS, parse_signature
+from .device import Buffer, Device
+from .errors import (BadBinary, DeviceError, Error, Hang, Incompatible, InvalidArgument,
+                     LibraryNotFound, NotFound, OutOfMemory, StateError, Unsupported,
+                     VersionMismatch)
+from .metadata import kernel_records
+from .module import Kernel, Module
+from .scope import Scope
+from .stream import Stream
+from .superkernel import ProfileRecord, SuperKernel
+
+__version__ = "0.1.0"
+
+#: sk_kernel_options.flags bit: the kernel's tiling data is produced on the device.
+KERNEL_FLAG_TILING_SINK = 0x1
+
+
+def version():
+    """The loaded library's version as (major, minor, patch)."""
+    v = lib().version
+    return v // 10000, v // 100 % 100, v % 100
+
+
+def library_path():
+    """Where the loaded libsk came from (a path, or the soname the system resolved)."""
+    return lib().path
+
+
+def status_name(status):
+    return lib().sk_status_name(status).decode()
+
+
+__all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Device", "DeviceError", "Error", "Hang",
+           "Incompatible", "InvalidArgument", "Kernel", "KernelOptions", "KERNEL_FLAG_TILING_SINK",
+           "LibraryNotFound", "Module", "NotFound", "OutOfMemory", "ProfileRecord", "Scope",
+           "SIGNATURE_TOKENS", "StateError", "Stream", "SuperKernel", "Unsupported",
+           "VersionMismatch", "kernel_records", "library_path", "parse_signature",
+           "status_name", "version"]
+
+lib()  # load at import: a missing or mismatched library fails `import superkernel` clearly

@@ -1,0 +1,78 @@
+"""The `sk` command line: inspect kernel objects, explain / run / trace scopes described in
+JSON, run the benchmark. `sk SUBCOMMAND --help` describes each.
+
+Exit status: 0 success; 1 the check failed (sk run: fused and unfused outputs differ);
+2 usage error (bad command line); 3 bad input (a file missing or malformed, a scope description
+with an error: the message names the file and the field); 4 libsk reported an error (the
+message is sk_last_error(), with the call and the status name). Errors go to stderr.
+"""
+import argparse
+import sys
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INPUT, EXIT_LIBSK = 0, 1, 2, 3, 4
+
+
+class InputError(Exception):
+    """A file or description the user gave is missing or malformed (exit status 3)."""
+
+
+class UsageError(Exception):
+    """A bad command line (exit status 2)."""
+
+
+def parser():
+    from . import bench_cmd, inspect_cmd, run_cmd, trace_cmd
+    p = argparse.ArgumentParser(prog="sk", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="store_true", help="print the binding and library versions")
+    sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND")
+    inspect_cmd.add_parser(sub)
+    run_cmd.add_parsers(sub)
+    trace_cmd.add_parser(sub)
+    bench_cmd.add_parser(sub)
+    return p
+
+
+def main(argv=None, out=None, err=None):
+    out, err = out or sys.stdout, err or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
+    p = parser()
+    if argv[:1] == ["bench"] and argv[1:] not in (["-h"], ["--help"]):
+        # Everything after `bench` belongs to sk-bench, options included (argparse would claim
+        # them): `sk bench --quick` as well as `sk bench -- --quick`.
+        from . import bench_cmd
+        args = argparse.Namespace(command="bench", bench_args=argv[1:], run=bench_cmd.run,
+                                  version=False)
+    else:
+        try:
+            args = p.parse_args(argv)
+        except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+            return e.code if isinstance(e.code, int) else EXIT_USAGE
+    if args.version:
+        import superkernel as sk
+        out.write(f"sk {sk.__version__}, libsk {'.'.join(map(str, sk.version()))} "
+                  f"({sk.library_path()})\n")
+        return EXIT_OK
+    if not getattr(args, "run", None):
+        p.print_usage(err)
+        err.write("sk: a subcommand is needed (inspect, explain, run, trace, bench)\n")
+        return EXIT_USAGE
+    from .scope_file import SpecError
+    try:
+        import superkernel as sk
+        return args.run(args, out, err)
+    except UsageError as e:
+        err.write(f"sk {args.command}: {e}\n")
+        return EXIT_USAGE
+    except (InputError, SpecError) as e:
+        err.write(f"sk {args.command}: {e}\n")
+        return EXIT_INPUT
+    except OSError as e:
+        err.write(f"sk {args.command}: {e.filename or ''}: {e.strerror or e}\n")
+        return EXIT_INPUT
+    except sk.Error as e:
+        err.write(f"sk {args.command}: {e}\n")
+        return EXIT_LIBSK
+    except (TypeError, ValueError, OverflowError) as e:  # arguments that do not fit a signature
+        err.write(f"sk {args.command}: {e}\n")
+        return EXIT_INPUT

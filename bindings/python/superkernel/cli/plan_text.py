@@ -1,0 +1,23 @@
+"""The plan of sk_superkernel_explain as a table, for `sk explain` and `sk run`."""
+
+
+def print_plan(plan, out, limit=None):
+    w = out.write
+    options = plan.get("options") or {}
+    w(f"super kernel {plan.get('name')!r} on {plan.get('backend', '?')}: "
+      f"{len(plan.get('steps', []))} sub-kernels, {plan.get('cores', '?')} cores "
+      f"(device {plan.get('device_cores', '?')}), max block_dim {plan.get('max_block_dim', '?')}, "
+      f"{plan.get('dispatches', '?')} dispatch(es)\n")
+    if options:
+        w("options: " + ", ".join(f"{k}={v}" for k, v in options.items()) + "\n")
+    w(f"  {'#':>4} {'name':<22} {'kernel':<18} {'blocks':>6} {'cores':>5}  "
+      f"{'waits for':<22} {'device API'}\n")
+    steps = plan.get("steps", [])
+    for s in steps[:limit] if limit else steps:
+        api = ", ".join(a for a in s.get("device_api", [])
+                        if a not in ("sk_block_idx", "sk_block_num")) or "-"
+        w(f"  {s.get('index', '?'):>4} {str(s.get('name'))[:22]:<22} "
+          f"{str(s.get('symbol'))[:18]:<18} {s.get('block_dim', '?'):>6} {s.get('cores', '?'):>5}  "
+          f"{str(s.get('wait_previous', '-'))[:22]:<22} {api}\n")
+    if limit and len(steps) > limit:
+        w(f"  ... {len(steps) - limit} more (sk explain --json for all)\n")

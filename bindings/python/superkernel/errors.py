@@ -1,0 +1,82 @@
+"""Exceptions: one class per sk_status, each carrying the message of sk_last_error()."""
+
+
+class Error(Exception):
+    """A libsk call failed. `status` is the sk_status value, `status_name` its name ("SK_ERR_...")
+    and `message` what sk_last_error() said (it names the culprit)."""
+
+    status = None
+
+    def __init__(self, message, status=None, status_name=None, call=None):
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+        self.status_name = status_name
+        self.call = call
+
+    def __str__(self):
+        prefix = f"{self.call}: " if self.call else ""
+        name = f"{self.status_name}: " if self.status_name else ""
+        return f"{prefix}{name}{self.message}"
+
+
+class LibraryNotFound(Error, ImportError):
+    """libsk.so.0 could not be loaded from any place of the lookup order."""
+
+
+class VersionMismatch(Error, ImportError):
+    """The loaded libsk is not a version this binding was written for."""
+
+
+class InvalidArgument(Error, ValueError):
+    status = 1
+
+
+class BadBinary(Error):
+    status = 2
+
+
+class Unsupported(Error):
+    status = 3
+
+
+class NotFound(Error, LookupError):
+    status = 4
+
+
+class Incompatible(Error):
+    status = 5
+
+
+class OutOfMemory(Error, MemoryError):
+    status = 6
+
+
+class DeviceError(Error):
+    status = 7
+
+
+class Hang(Error):
+    status = 8
+
+
+class StateError(Error):
+    status = 9
+
+
+BY_STATUS = {cls.status: cls for cls in (InvalidArgument, BadBinary, Unsupported, NotFound,
+                                          Incompatible, OutOfMemory, DeviceError, Hang,
+                                          StateError)}
+
+
+def check(status, call):
+    """Raises the exception of `status` (with sk_last_error()) unless it is SK_OK."""
+    if status == 0:
+        return
+    from ._lib import lib  # late: errors.py is imported by _lib
+
+    library = lib()
+    message = library.sk_last_error().decode(errors="replace")
+    name = library.sk_status_name(status).decode()
+    raise BY_STATUS.get(status, Error)(message, status=status, status_name=name, call=call)

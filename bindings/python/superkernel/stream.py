@@ -1,0 +1,25 @@
+"""Stream: an in-order queue of launches (sk_stream_create)."""
+import ctypes
+
+from ._lib import lib
+from .errors import check
+from .handle import Handle
+
+
+class Stream(Handle):
+    def __init__(self, device):
+        out = ctypes.c_void_p()
+        check(lib().sk_stream_create(device.handle, ctypes.byref(out)), "sk_stream_create")
+        self._pending = []  # arguments of unfused launches queued here (kept until synchronize)
+        super().__init__(out.value, device)
+
+    def synchronize(self):
+        """Waits for the stream's launches; raises the first failure among them (once)."""
+        try:
+            check(lib().sk_stream_synchronize(self.handle), "sk_stream_synchronize")
+        finally:
+            self._pending.clear()
+
+    def _destroy(self, handle):
+        lib().sk_stream_destroy(handle)  # waits for the stream's work
+        self._pending.clear()

@@ -1,0 +1,79 @@
+"""SuperKernel: a finalized scope, launched as one task as often as wanted."""
+import ctypes
+import json
+from collections import namedtuple
+
+from ._lib import ProfileRecordC, lib
+from .errors import check
+from .handle import Handle
+
+#: One core's run of one sub-kernel in a profiled launch (sk_profile_record; ns, CLOCK_MONOTONIC).
+ProfileRecord = namedtuple("ProfileRecord", [f for f, _ in ProfileRecordC._fields_])
+
+
+class SuperKernel(Handle):
+    def __init__(self, device, handle, name, steps, keepalive):
+        self.device = device
+        self.name = name
+        self.steps = list(steps)           # (kernel, sub-kernel name)
+        self._keepalive = list(keepalive)  # memory the sub-kernels' pointer arguments use
+        super().__init__(handle, device)
+
+    def __len__(self):
+        return len(self.steps)
+
+    def launch(self, stream=None):
+        """Queues one run (asynchronous); `stream` None is the default stream."""
+        check(lib().sk_launch(self.handle, stream.handle if stream is not None else None),
+              f"sk_launch ({self.name})")
+
+    def set_arg(self, step, index, value):
+        """Rebinds argument `index` of sub-kernel `step` for later launches (no rebuild)."""
+        kernel, sub = self.steps[step]
+        tokens = kernel.signature_tokens
+        if not 0 <= index < len(tokens):
+            raise IndexError(f"sub-kernel {step} ({sub}) has {len(tokens)} arguments, no {index}")
+        from .args import PackedArgs
+        holder = PackedArgs.__new__(PackedArgs)
+        holder.keepalive = []
+        value_c = holder.one(tokens[index], value, f"sub-kernel {step} ({sub}) argument {index}",
+                             self.device.is_host)
+        check(lib().sk_superkernel_set_arg(self.handle, step, index, ctypes.addressof(value_c)),
+              f"sk_superkernel_set_arg ({self.name})")
+        self._keepalive.extend(holder.keepalive)
+
+    def explain_json(self):
+        """The plan as the JSON text of sk_superkernel_explain."""
+        needed = ctypes.c_size_t()
+        check(lib().sk_superkernel_explain(self.handle, None, 0, ctypes.byref(needed)),
+              "sk_superkernel_explain")
+        buf = ctypes.create_string_buffer(needed.value)
+        check(lib().sk_superkernel_explain(self.handle, buf, needed.value, ctypes.byref(needed)),
+              "sk_superkernel_explain")
+        return buf.value.decode()
+
+    def explain(self):
+        """The plan as a dict (steps, kernel names, block dims, cores, syncs, options)."""
+        return json.loads(self.explain_json())
+
+    def profile(self):
+        """Records of the last completed launch (scope option profiling=1): a list of
+        ProfileRecord, ordered by step then core."""
+        count = ctypes.c_size_t()
+        check(lib().sk_superkernel_profile(self.handle, None, 0, ctypes.byref(count)),
+              "sk_superkernel_profile")
+        records = (ProfileRecordC * max(1, count.value))()
+        check(lib().sk_superkernel_profile(self.handle, records, count.value,
+                                           ctypes.byref(count)), "sk_superkernel_profile")
+        return [ProfileRecord(*(getattr(r, f) for f in ProfileRecord._fields))
+                for r in records[:count.value]]
+
+    def write_trace(self, path):
+        """Writes the last profiled launch as Chrome trace-event JSON to path."""
+        import os
+        check(lib().sk_superkernel_write_trace(self.handle, os.fsencode(path)),
+              f"sk_superkernel_write_trace ({path})")
+
+    def _destroy(self, handle):
+        lib().sk_superkernel_destroy(handle)  # waits for its queued launches
+        self._keepalive.clear()

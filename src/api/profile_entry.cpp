@@ -1,0 +1,78 @@
+// sk_superkernel_profile and sk_superkernel_write_trace: the last completed launch of a super
+// kernel built with profiling=1 (host/profiler.hpp records it, core/trace_json.cpp renders it).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "api/handles.hpp"
+#include "core/trace_json.hpp"
+#include "host/profiler.hpp"
+
+using sk::fail;
+
+namespace {
+
+// The snapshot of the last completed launch, or a failure naming why there is none.
+sk_status last_profile(sk_superkernel *sk, const char *call, std::vector<sk_profile_record> *out) {
+  if (!sk->program || sk->cuda)  // its launches run on a GPU, not on the host executor
+    return fail(SK_ERR_UNSUPPORTED, "%s: super kernel '%s' is not on the host device; profiling is host-only for now",
+                call, sk->plan.name.c_str());
+  const sk::host::Profiler *prof = sk->program->profiler.get();
+  if (!prof)
+    return fail(SK_ERR_STATE, "%s: super kernel '%s' was not built with scope option profiling=1", call,
+                sk->plan.name.c_str());
+  if (!prof->last(out))
+    return fail(SK_ERR_STATE, "%s: super kernel '%s' has no completed launch yet (synchronize its stream first)",
+                call, sk->plan.name.c_str());
+  return SK_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *records, size_t cap, size_t *count) {
+  if (sk_status st = sk::api::check(sk, "sk_superkernel_profile")) return st;
+  if (!records && cap > 0)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_profile: records is NULL but cap is %zu", cap);
+  return sk::api::guarded("sk_superkernel_profile", [&]() -> sk_status {
+    std::vector<sk_profile_record> last;
+    if (sk_status st = last_profile(sk, "sk_superkernel_profile", &last); st != SK_OK) return st;
+    if (count) *count = last.size();
+    if (cap < last.size()) {
+      if (!count || cap > 0)
+        return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_profile: '%s' has %zu records, cap is %zu",
+                    sk->plan.name.c_str(), last.size(), cap);
+      return SK_OK;  // size query: records NULL, cap 0, count set
+    }
+    if (!last.empty()) std::memcpy(records, last.data(), last.size() * sizeof(sk_profile_record));
+    return SK_OK;
+  });
+}
+
+SK_API sk_status sk_superkernel_write_trace(sk_superkernel *sk, const char *path) {
+  if (sk_status st = sk::api::check(sk, "sk_superkernel_write_trace")) return st;
+  if (!path || !*path)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_write_trace: path is %s", path ? "empty" : "NULL");
+  return sk::api::guarded("sk_superkernel_write_trace", [&]() -> sk_status {
+    std::vector<sk_profile_record> last;
+    if (sk_status st = last_profile(sk, "sk_superkernel_write_trace", &last); st != SK_OK) return st;
+    std::vector<std::string> names;
+    names.reserve(sk->plan.steps.size());
+    for (const sk::PlanStep &s : sk->plan.steps) names.push_back(s.kernel.name);
+    const std::string json = sk::chrome_trace_json(sk->plan.name, sk->program->profiler->id(), names, last);
+    FILE *f = std::fopen(path, "w");
+    if (!f)
+      return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_write_trace: cannot open '%s' for writing: %s", path,
+                  std::strerror(errno));
+    const bool wrote = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+    const int write_errno = errno;
+    // fclose flushes: a full disk shows up here as often as in fwrite.
+    if (std::fclose(f) != 0 || !wrote)
+      return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_write_trace: cannot write '%s': %s", path,
+                  std::strerror(wrote ? errno : write_errno));
+    return SK_OK;
+  });
+}
+
+}  // extern "C"

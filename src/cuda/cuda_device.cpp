@@ -1,0 +1,212 @@
+#include "cuda/cuda_device.hpp"
+
+#include <cstring>
+
+#include "core/device_spec.hpp"
+#include "core/error.hpp"
+#include "cuda/entry_ptx.hpp"
+
+namespace sk::cuda {
+
+sk_status parse_cuda_spec(const char *text, CudaSpec *out) {
+  std::string spec(text);
+  CudaSpec result;
+  // "cuda:N[,key=value...]": a leading bare number is the device ordinal.
+  size_t colon = spec.find(':');
+  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
+    size_t comma = rest.find(',');
+    std::string ordinal = rest.substr(0, comma);
+    uint64_t v = 0;
+    if (sk_status st = parse_spec_uint("device ordinal", ordinal, 0, 1023, &v); st != SK_OK) {
+      prefix_error(std::string("device spec \"") + text + "\"");
+      return st;
+    }
+    result.ordinal = (int)v;
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  DeviceSpec parsed;
+  if (sk_status st = parse_device_spec(("cuda" + (rest.empty() ? "" : ":" + rest)).c_str(), &parsed); st != SK_OK)
+    return st;
+  for (const auto &[key, value] : parsed.keys) {
+    uint64_t v = 0;
+    if (key == "device") {
+      if (sk_status st = parse_spec_uint(key, value, 0, 1023, &v); st != SK_OK) return st;
+      result.ordinal = (int)v;
+    } else if (key == "timeout_ms") {
+      if (sk_status st = parse_spec_uint(key, value, 1, 3'600'000, &v); st != SK_OK) return st;
+      result.timeout_ms = v;
+    } else if (key == "arch") {
+      if (value.rfind("sm_", 0) != 0 || value.size() < 5)
+        return fail(SK_ERR_INVALID_ARGUMENT, "device spec \"%s\": arch '%s' is not of the form sm_XY", text,
+                    value.c_str());
+      result.arch = value;
+    } else {
+      return fail(SK_ERR_INVALID_ARGUMENT,
+                  "device spec \"%s\": unknown key '%s' for the cuda backend (keys: device, timeout_ms, arch)", text,
+                  key.c_str());
+    }
+  }
+  *out = std::move(result);
+  return SK_OK;
+}
+
+sk_status CudaDevice::check(CUresult r, const char *call, const char *what) const {
+  if (r == CUDA_SUCCESS) return SK_OK;
+  return fail(SK_ERR_DEVICE, "%s: %s on %s (cuda:%d) failed: %s", call, what, name_.c_str(), device_,
+              api_->describe(r).c_str());
+}
+
+sk_status CudaDevice::open(const CudaSpec &spec, std::shared_ptr<CudaDevice> *out) {
+  std::shared_ptr<const DriverApi> api;
+  if (sk_status st = driver_api(&api); st != SK_OK) {
+    prefix_error("cuda:" + std::to_string(spec.ordinal));
+    return st;
+  }
+  int count = 0;
+  if (CUresult r = api->cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+    return fail(SK_ERR_DEVICE, "cuda:%d: cuDeviceGetCount failed: %s", spec.ordinal, api->describe(r).c_str());
+  if (spec.ordinal >= count)
+    return fail(SK_ERR_DEVICE, "cuda:%d: no such device (%d CUDA device%s present)", spec.ordinal, count,
+                count == 1 ? "" : "s");
+  std::shared_ptr<CudaDevice> dev(new CudaDevice());
+  dev->api_ = api;
+  dev->timeout_ms_ = spec.timeout_ms;
+  const DriverApi &a = *api;
+  if (CUresult r = a.cuDeviceGet(&dev->device_, spec.ordinal); r != CUDA_SUCCESS)
+    return fail(SK_ERR_DEVICE, "cuda:%d: cuDeviceGet failed: %s", spec.ordinal, a.describe(r).c_str());
+  char name[256] = {0};
+  a.cuDeviceGetName(name, sizeof name - 1, dev->device_);
+  dev->name_ = name;
+  int major = 0, minor = 0, sms = 0, coop = 0;
+  a.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev->device_);
+  a.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev->device_);
+  a.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev->device_);
+  a.cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev->device_);
+  if (major < 7)
+    return fail(SK_ERR_UNSUPPORTED, "cuda:%d (%s): compute capability %d.%d; libsk needs sm_70 or newer",
+                spec.ordinal, name, major, minor);
+  if (!coop)
+    return fail(SK_ERR_UNSUPPORTED, "cuda:%d (%s): no cooperative launch, which super kernels need", spec.ordinal,
+                name);
+  dev->sms_ = (uint32_t)sms;
+  dev->arch_ = spec.arch.empty() ? "sm_" + std::to_string(major * 10 + minor) : spec.arch;
+  if (CUresult r = a.cuDevicePrimaryCtxRetain(&dev->context_, dev->device_); r != CUDA_SUCCESS)
+    return fail(SK_ERR_DEVICE, "cuda:%d: cuDevicePrimaryCtxRetain failed: %s", spec.ordinal, a.describe(r).c_str());
+  dev->retained_ = true;
+  if (sk_status st = dev->make_current("sk_device_open"); st != SK_OK) return st;
+  if (sk_status st = dev->check(a.cuStreamCreate(&dev->default_stream_, CU_STREAM_NON_BLOCKING), "sk_device_open",
+                                "cuStreamCreate");
+      st != SK_OK)
+    return st;
+  if (sk_status st = dev->check(a.cuMemAlloc(&dev->report_, kReportWords * 8), "sk_device_open", "cuMemAlloc");
+      st != SK_OK)
+    return st;
+  if (sk_status st = dev->check(a.cuMemsetD8(dev->report_, 0, kReportWords * 8), "sk_device_open", "cuMemsetD8");
+      st != SK_OK)
+    return st;
+  *out = std::move(dev);
+  return SK_OK;
+}
+
+CudaDevice::~CudaDevice() {
+  if (!api_) return;
+  const DriverApi &a = *api_;
+  if (context_) a.cuCtxSetCurrent(context_);
+  if (default_stream_) {
+    a.cuStreamSynchronize(default_stream_);
+    a.cuStreamDestroy(default_stream_);
+  }
+  if (report_) a.cuMemFree(report_);
+  for (uintptr_t p : allocations_) a.cuMemFree((CUdeviceptr)p);
+  if (retained_) a.cuDevicePrimaryCtxRelease(device_);
+}
+
+sk_status CudaDevice::make_current(const char *call) const {
+  return check(api_->cuCtxSetCurrent(context_), call, "cuCtxSetCurrent");
+}
+
+sk_status CudaDevice::mem_alloc(size_t size, void **out) {
+  if (sk_status st = make_current("sk_mem_alloc"); st != SK_OK) return st;
+  CUdeviceptr p = 0;
+  CUresult r = api_->cuMemAlloc(&p, size ? size : 1);
+  if (r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */)
+    return fail(SK_ERR_OUT_OF_MEMORY, "sk_mem_alloc: %zu bytes on %s: out of device memory", size, name_.c_str());
+  if (sk_status st = check(r, "sk_mem_alloc", "cuMemAlloc"); st != SK_OK) return st;
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocations_.insert((uintptr_t)p);
+  *out = reinterpret_cast<void *>(p);
+  return SK_OK;
+}
+
+bool CudaDevice::mem_free(void *ptr) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!allocations_.erase((uintptr_t)ptr)) return false;
+  }
+  make_current("sk_mem_free");
+  api_->cuMemFree((CUdeviceptr)ptr);
+  return true;
+}
+
+sk_status CudaDevice::memcpy(void *dst, const void *src, size_t size) {
+  if (sk_status st = make_current("sk_memcpy"); st != SK_OK) return st;
+  // Waits for the device's queued work first, as on every backend.
+  if (sk_status st = check(api_->cuCtxSynchronize(), "sk_memcpy", "cuCtxSynchronize"); st != SK_OK) return st;
+  // The driver knows the memory it (or cudart, or a registration) made; anything it does not
+  // know is pageable host memory, which the HtoD / DtoH forms take.
+  auto on_device = [&](const void *p) {
+    unsigned type = 0;
+    return api_->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) == CUDA_SUCCESS &&
+           type != CU_MEMORYTYPE_HOST;
+  };
+  const bool dst_dev = on_device(dst), src_dev = on_device(src);
+  if (dst_dev && !src_dev)
+    return check(api_->cuMemcpyHtoD((CUdeviceptr)dst, src, size), "sk_memcpy", "cuMemcpyHtoD");
+  if (!dst_dev && src_dev)
+    return check(api_->cuMemcpyDtoH(dst, (CUdeviceptr)src, size), "sk_memcpy", "cuMemcpyDtoH");
+  if (!dst_dev && !src_dev) {
+    std::memmove(dst, src, size);
+    return SK_OK;
+  }
+  return check(api_->cuMemcpy((CUdeviceptr)dst, (CUdeviceptr)src, size), "sk_memcpy", "cuMemcpy");
+}
+
+uint64_t CudaDevice::register_name(const std::string &name, std::vector<std::string> step_names) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t id = next_id_++;
+  names_[id] = {name, std::move(step_names)};
+  return id;
+}
+
+void CudaDevice::unregister_name(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  names_.erase(id);
+}
+
+sk_status CudaDevice::take_hang_report(const char *call) {
+  uint64_t words[kReportWords] = {0};
+  if (sk_status st = check(api_->cuMemcpyDtoH(words, report_, sizeof words), call, "reading the hang report");
+      st != SK_OK)
+    return st;
+  if (words[0] == 0) return SK_OK;
+  std::string name = "#" + std::to_string(words[1]), step = "?";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = names_.find(words[1]); it != names_.end()) {
+      name = it->second.first;
+      if (words[2] < it->second.second.size()) step = it->second.second[words[2]];
+    }
+  }
+  uint64_t zero[kReportWords] = {0};
+  api_->cuMemcpyHtoD(report_, zero, sizeof zero);
+  return fail(SK_ERR_HANG,
+              "%s: super kernel '%s' on %s: block %llu of step %llu '%s' waited past the %llu ms deadline at %s "
+              "(counter %llu of %llu); the launch was aborted",
+              call, name.c_str(), name_.c_str(), (unsigned long long)words[3], (unsigned long long)words[2],
+              step.c_str(),
+              (unsigned long long)timeout_ms_, sync_point_name((uint32_t)words[4]), (unsigned long long)words[5],
+              (unsigned long long)words[6]);
+}
+
+}  // namespace sk::cuda

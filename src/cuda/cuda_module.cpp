@@ -1,0 +1,161 @@
+#include "cuda/cuda_module.hpp"
+
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/device_api_usage.hpp"
+#include "core/error.hpp"
+
+namespace sk::cuda {
+namespace {
+
+// NVVM's LTO-IR starts with this magic (little-endian 0x7f4e43ed).
+constexpr uint8_t kLtoIrMagic[4] = {0xed, 0x43, 0x4e, 0x7f};
+
+// The "threads=N" field of a CUDA-mode record (parse_kernel_metadata skips fields it does not
+// know, so the record stays readable by every reader).
+sk_status record_threads(const std::string &record, const std::string &label, std::string *kernel, uint32_t *threads) {
+  *threads = 0;
+  size_t k = record.find(";kernel=");
+  if (k != std::string::npos) {
+    size_t end = record.find(';', k + 8);
+    *kernel = record.substr(k + 8, end == std::string::npos ? std::string::npos : end - k - 8);
+  }
+  size_t t = record.find(";threads=");
+  if (t == std::string::npos) return SK_OK;
+  const std::string value = record.substr(t + 9, record.find(';', t + 9) - (t + 9));
+  char *end = nullptr;
+  unsigned long v = std::strtoul(value.c_str(), &end, 10);
+  if (value.empty() || *end || v == 0 || v > 1024)
+    return fail(SK_ERR_BAD_BINARY, "%s: kernel '%s': metadata threads=%s is not in [1, 1024]", label.c_str(),
+                kernel->c_str(), value.c_str());
+  *threads = (uint32_t)v;
+  return SK_OK;
+}
+
+}  // namespace
+
+std::vector<std::string> ptx_metadata_records(const std::string &ptx) {
+  std::vector<std::string> records;
+  const std::string marker = " sk_kernel_meta_";
+  for (size_t at = ptx.find(marker); at != std::string::npos; at = ptx.find(marker, at + 1)) {
+    const size_t open = ptx.find('{', at), close = ptx.find('}', at), eol = ptx.find('\n', at);
+    if (open == std::string::npos || close == std::string::npos || (eol != std::string::npos && open > eol)) continue;
+    std::string text;
+    for (size_t p = open + 1; p < close;) {
+      char *end = nullptr;
+      const unsigned long v = std::strtoul(ptx.c_str() + p, &end, 10);
+      if (end == ptx.c_str() + p) break;
+      if (v == 0) break;  // the terminating NUL
+      text.push_back((char)v);
+      p = (size_t)(end - ptx.c_str());
+      while (p < close && (ptx[p] == ',' || ptx[p] == ' ')) ++p;
+    }
+    if (text.rfind("sk1;", 0) == 0) records.push_back(std::move(text));
+  }
+  return records;
+}
+
+namespace {
+// Reads the `sk_kernel_meta_*` records of a cubin or of PTX into the module.
+sk_status take_records(const std::vector<std::string> &records, CudaModule *m) {
+  if (sk_status st = parse_kernel_metadata(records, m->label, &m->metadata); st != SK_OK) return st;
+  for (const std::string &rec : records) {
+    std::string kernel;
+    uint32_t threads = 0;
+    if (sk_status st = record_threads(rec, m->label, &kernel, &threads); st != SK_OK) return st;
+    if (threads) m->threads[kernel] = threads;
+  }
+  return SK_OK;
+}
+}  // namespace
+
+sk_status load_cuda_module(const void *image, size_t size, const std::string &label,
+                           std::shared_ptr<const CudaModule> *out, const std::string &arch) {
+  auto m = std::make_shared<CudaModule>();
+  m->label = label;
+  const auto *b = static_cast<const uint8_t *>(image);
+  if (size >= 4 && std::memcmp(b, kLtoIrMagic, 4) == 0) {
+    m->kind = InputKind::LtoIr;
+    std::shared_ptr<const NvJitLink> linker;
+    std::string ptx;
+    if (NvJitLink::get(&linker) == SK_OK &&
+        linker->lto_to_ptx({InputKind::LtoIr, image, size, label}, arch, &ptx) == SK_OK) {
+      if (sk_status st = take_records(ptx_metadata_records(ptx), m.get()); st != SK_OK) return st;
+    } else {
+      m->metadata_note = last_error();
+    }
+  } else if (size >= 4 && std::memcmp(b, "\177ELF", 4) == 0) {
+    m->kind = InputKind::Cubin;
+    if (sk_status st = elf::parse_cubin(image, size, label, &m->cubin); st != SK_OK) return st;
+    if (m->cubin.type != 1 /* ET_REL */)
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: a linked cubin cannot be fused; build the kernels relocatable (nvcc -dc -cubin)", label.c_str());
+    if (sk_status st = take_records(m->cubin.metadata_records, m.get()); st != SK_OK) return st;
+  } else {
+    return fail(SK_ERR_BAD_BINARY,
+                "%s: neither a cubin (ELF) nor LTO-IR (%zu bytes); build CUDA kernels with nvcc -dc -cubin or "
+                "nvcc -dc -dlto -ltoir",
+                label.c_str(), size);
+  }
+  m->bytes.assign(b, b + size);
+  XXH128_hash_t h = XXH3_128bits(image, size);
+  m->hash_lo = h.low64;
+  m->hash_hi = h.high64;
+  *out = std::move(m);
+  return SK_OK;
+}
+
+sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name, const char *signature,
+                           const char *call, std::shared_ptr<CudaKernel> *out) {
+  const CudaModule &m = *module;
+  const std::string what = std::string("kernel '") + name + "' of " + m.label;
+  const KernelMetadata *meta = nullptr;
+  for (const KernelMetadata &k : m.metadata)
+    if (k.name == name) meta = &k;
+  auto k = std::make_shared<CudaKernel>();
+  if (m.kind == InputKind::Cubin) {
+    const elf::CubinFunction *fn = m.cubin.find(name);
+    if (!fn) return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, m.label.c_str());
+    if (fn->entry)
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: %s is a __global__ kernel; sub-kernels are extern \"C\" __device__ functions (sk_kernel.h)",
+                  call, what.c_str());
+    k->usage = device_api_usage(fn->externs);
+    k->registers = fn->registers;
+  }
+  if (signature) {
+    if (sk_status st = parse_signature(signature, what, &k->signature); st != SK_OK) return st;
+    if (meta) {
+      Signature recorded;
+      if (sk_status st = parse_signature(meta->signature, what + " (metadata)", &recorded); st != SK_OK) return st;
+      if (recorded != k->signature)
+        return fail(SK_ERR_INCOMPATIBLE, "%s: signature \"%s\" given for %s, but its metadata says \"%s\"", call,
+                    signature, what.c_str(), meta->signature.c_str());
+    }
+  } else {
+    if (!meta)
+      return fail(SK_ERR_NOT_FOUND,
+                  "%s: %s has no sk_kernel.h metadata (%s); give its signature with "
+                  "sk_module_get_kernel_with_signature",
+                  call, what.c_str(),
+                  !m.metadata_note.empty() ? m.metadata_note.c_str()
+                                           : "no sk_kernel_meta_ variable: built without SK_KERNEL_CUDA?");
+    if (sk_status st = parse_signature(meta->signature, what, &k->signature); st != SK_OK)
+      return fail(SK_ERR_BAD_BINARY, "%s", last_error());
+  }
+  if (m.kind == InputKind::LtoIr)
+    // The calls an LTO-IR function makes are unknown before linking: assume it synchronises
+    // its blocks, so the planner never multiplexes them (which would hang sk_sync_all).
+    k->usage = kUsesSyncAll | kUsesBlockIdx | kUsesBlockNum;
+  if (meta) k->core_type = meta->core_type;
+  if (auto it = m.threads.find(name); it != m.threads.end()) k->threads = it->second;
+  k->module = module;
+  k->symbol = name;
+  *out = std::move(k);
+  return SK_OK;
+}
+
+}  // namespace sk::cuda

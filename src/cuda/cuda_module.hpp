@@ -1,0 +1,66 @@
+// A CUDA kernel module: a relocatable cubin (`nvcc -dc -cubin`) or LTO-IR (`nvcc -dc -dlto
+// -ltoir`), and the kernels taken from it. Loading needs no GPU: it reads the binary (symbols,
+// `.nv.info*` attributes, sk_kernel.h's metadata); nvJitLink links it later, per super kernel.
+#pragma once
+#include <sk.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/kernel_metadata.hpp"
+#include "core/signature.hpp"
+#include "cuda/nvjitlink.hpp"
+#include "elf/cubin.hpp"
+
+namespace sk::cuda {
+
+// Threads per block of a kernel whose metadata gives none (SK_KERNEL without threads=).
+constexpr uint32_t kDefaultThreads = 128;
+
+struct CudaModule {
+  std::string label;
+  InputKind kind = InputKind::Cubin;
+  std::vector<uint8_t> bytes;
+  uint64_t hash_lo = 0, hash_hi = 0;  // XXH3-128 of the bytes: part of the link cache key
+  elf::Cubin cubin;                    // cubins only
+  std::vector<KernelMetadata> metadata;
+  std::map<std::string, uint32_t> threads;  // metadata "threads=" per kernel
+  std::string metadata_note;                // why an LTO-IR module has no metadata ("" if it has)
+};
+
+class CudaDevice;
+
+struct CudaKernel {
+  std::shared_ptr<const CudaModule> module;
+  std::shared_ptr<CudaDevice> device;  // the device it was taken on (empty in device-less builds)
+  std::string symbol;
+  Signature signature;
+  std::string core_type = "vector";
+  uint32_t threads = kDefaultThreads;
+  uint32_t usage = 0;      // DeviceApiBit set, from the function's EIATTR_EXTERNS
+  uint32_t registers = 0;  // 0 when unknown (LTO-IR)
+  // Linked single-kernel entries (sk_launch_kernel), per block_dim, built on first use.
+  std::mutex single_mutex;
+  std::map<uint32_t, std::shared_ptr<void>> single;
+};
+
+// Parses a cubin or LTO-IR image (copied). Anything else is SK_ERR_BAD_BINARY; an ELF for
+// another machine SK_ERR_UNSUPPORTED. LTO-IR metadata is read by linking the IR alone to PTX
+// for `arch` (the device's); without nvJitLink, or when that fails, the module has none.
+sk_status load_cuda_module(const void *image, size_t size, const std::string &label,
+                           std::shared_ptr<const CudaModule> *out, const std::string &arch = "sm_90");
+
+// The sk_kernel_meta_* strings in PTX text (`.b8 sk_kernel_meta_f[N] = {115, 107, ...};`).
+std::vector<std::string> ptx_metadata_records(const std::string &ptx);
+
+// Takes kernel `name`. `signature` NULL: from the metadata (SK_ERR_NOT_FOUND without it);
+// else parsed and checked against the metadata. A cubin must define the function
+// (SK_ERR_NOT_FOUND naming it); an LTO-IR symbol is checked when it is linked.
+sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name, const char *signature,
+                           const char *call, std::shared_ptr<CudaKernel> *out);
+
+}  // namespace sk::cuda

@@ -1,0 +1,116 @@
+// The CUDA driver API, resolved from libcuda.so.1 at run time. Only what libsk calls is
+// declared; the types mirror cuda.h's ABI (tests/cpp/test_cuda_abi.cpp checks them against the
+// toolkit's header where one is installed), so libsk needs no CUDA header to build.
+#pragma once
+#include <sk.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cuda/dynamic_library.hpp"
+
+namespace sk::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+
+// cuDeviceGetAttribute
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
+constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95;
+// cuFuncGetAttribute
+constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+constexpr int CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
+// cuPointerGetAttribute
+constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+constexpr unsigned CU_MEMORYTYPE_HOST = 1;
+// cuEventCreate
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
+// cuStreamCreate
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+// CUlaunchAttributeID
+constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
+
+// cuda.h's CUlaunchAttribute: a 4-byte id, padding to 8, a 64-byte value union.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int cooperative;
+  } value;
+};
+
+// cuda.h's CUlaunchConfig.
+struct LaunchConfig {
+  unsigned grid_x, grid_y, grid_z;
+  unsigned block_x, block_y, block_z;
+  unsigned shared_mem_bytes;
+  CUstream stream;
+  LaunchAttribute *attrs;
+  unsigned num_attrs;
+};
+
+struct DriverApi {
+  DynamicLibrary library;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int *);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig *, CUfunction, void **, void **);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+
+  // "CUDA_ERROR_INVALID_VALUE (invalid argument)" for messages.
+  std::string describe(CUresult r) const;
+};
+
+// The process's driver API: loads libcuda.so.1 (or $SK_CUDA_DRIVER_LIBRARY) and cuInit()s it
+// once. Fails with SK_ERR_DEVICE saying what is missing; the failure is not cached, so a
+// later call retries (a driver may be installed meanwhile).
+sk_status driver_api(std::shared_ptr<const DriverApi> *out);
+
+// Loads the driver API from `library` without the process-wide cache (tests use it to
+// check the messages for a missing library or symbol).
+sk_status load_driver_api(const std::string &library, std::shared_ptr<const DriverApi> *out);
+
+}  // namespace sk::cuda

@@ -1,0 +1,76 @@
+// Generates the PTX of a CUDA super kernel: the `.entry` that calls each sub-kernel (an
+// `extern "C" __device__` function in a relocatable cubin or LTO-IR) with its arguments, and
+// the device library that implements sk_kernel.h's device API for that super kernel
+// (sk_block_idx, sk_sync_all, the task-overlap calls, cache calls...). nvJitLink links this
+// PTX with the sub-kernels' binaries.
+//
+// Synchronisation (all counters are 64-bit, in a device buffer, never reset):
+//  * step i's arrival counter counts one arrival per block (core) that ran it per launch:
+//    launch e's step i is over at e * cores_i arrivals. A block waits for the steps step i
+//    depends on (a table in constant memory) at the start of step i (or at
+//    sk_wait_pre_task_end), and arrives at the end of step i (or at
+//    sk_set_next_task_start in its last block of the step): split-phase, so arrivals of a
+//    fast block may run ahead safely.
+//  * sk_sync_all: a per-step counter; an arrival that reads `old` waits for the next multiple
+//    of the sub-kernel's own core count, so it spans just the sub-kernel's blocks.
+//  * every wait spins with __nanosleep and gives up after the deadline: it then records a hang
+//    report (super kernel id, step, block, sync point) and sets the abort flag, which makes
+//    every other wait return; the host reports SK_ERR_HANG at the next synchronisation.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/signature.hpp"
+
+namespace sk::cuda {
+
+struct EntryStep {
+  std::string symbol;          // the sub-kernel's device function
+  Signature signature;
+  uint32_t block_dim = 1;      // the sub-kernel's own blocks
+  uint32_t cores = 1;          // blocks of the super kernel that run it (<= grid)
+  bool wait_in_kernel = false; // wait for the previous step at sk_wait_pre_task_end
+  bool arrive_in_kernel = false;  // arrive at sk_set_next_task_start
+  bool dcci_before = false;    // a whole-cache fence before / after the call
+  bool dcci_after = false;
+  bool gm_flush = true;        // sk_gm_load/store flush their access (else plain accesses)
+  uint32_t arg_base = 0;       // first 8-byte argument slot of this step
+  // Earlier steps whose arrival it waits for (the previous step, or with stream fusion its
+  // stream predecessor and the steps of the events it waits on). Empty: it waits for nothing.
+  std::vector<uint32_t> deps;
+};
+
+enum class ArgSource {
+  Params,  // the slots are a byte array in the kernel parameter space (copied at each launch)
+  Buffer,  // the slots are in a device buffer the first kernel parameter points to
+};
+
+struct EntrySpec {
+  std::string entry_name = "sk_superkernel_entry";
+  std::string arch = "sm_90";  // for the .target directive
+  uint32_t threads = 128;      // threads per block (.reqntid)
+  ArgSource args = ArgSource::Params;
+  uint32_t arg_slots = 0;
+  uint64_t timeout_ns = 10'000'000'000ull;
+  uint64_t id = 0;             // names the super kernel in hang reports
+  std::vector<EntryStep> steps;
+};
+
+// Kernel parameters of the entry, in order: the argument slots (a byte array of 8*arg_slots
+// bytes, at least 8) or the argument buffer's address; the sync buffer's address; the launch
+// epoch (1 for the first launch, counting up); the hang report's address.
+constexpr size_t kEntryParams = 4;
+
+// Bytes of the sync buffer a super kernel of `steps` steps needs (zeroed once, at build).
+size_t sync_buffer_bytes(size_t steps);
+
+// Hang report (device memory, 8 words): abort flag, super kernel id, step, block, point,
+// counter value seen, target.
+constexpr size_t kReportWords = 8;
+enum class SyncPoint : uint32_t { TaskStart = 0, TaskEnd = 1, WaitPreTaskEnd = 2, SyncAll = 3, WaitFlagAll = 4 };
+const char *sync_point_name(uint32_t point);
+
+std::string generate_entry_ptx(const EntrySpec &spec);
+
+}  // namespace sk::cuda

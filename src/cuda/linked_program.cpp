@@ -1,0 +1,158 @@
+#include "cuda/linked_program.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace sk::cuda {
+
+sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const BuiltImage &image,
+                              const std::string &name, size_t steps, std::unique_ptr<LinkedProgram> *out) {
+  std::unique_ptr<LinkedProgram> p(new LinkedProgram());
+  p->device_ = device;
+  p->name_ = name;
+  p->threads_ = image.threads;
+  p->source_ = image.args;
+  const DriverApi &a = device->api();
+  const char *call = "sk_finalize";
+  if (sk_status st = device->make_current(call); st != SK_OK) return st;
+  if (sk_status st = device->check(a.cuModuleLoadData(&p->module_, image.cubin->data()), call,
+                                   ("cuModuleLoadData of super kernel '" + name + "'").c_str());
+      st != SK_OK)
+    return st;
+  if (sk_status st = device->check(a.cuModuleGetFunction(&p->function_, p->module_, image.entry.c_str()), call,
+                                   ("cuModuleGetFunction '" + image.entry + "'").c_str());
+      st != SK_OK)
+    return st;
+  int max_threads = 0, regs = 0, blocks = 0;
+  a.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->function_);
+  a.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->function_);
+  p->registers_ = (uint32_t)regs;
+  if (max_threads > 0 && (uint32_t)max_threads < image.threads)
+    return fail(SK_ERR_INCOMPATIBLE,
+                "super kernel '%s': %u threads per block, but with %d registers per thread %s runs at most %d",
+                name.c_str(), image.threads, regs, device->name().c_str(), max_threads);
+  if (sk_status st = device->check(
+          a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, p->function_, (int)image.threads, 0), call,
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      st != SK_OK)
+    return st;
+  p->occupancy_ = (uint32_t)blocks;
+  p->max_coresident_ = (uint32_t)blocks * device->multiprocessors();
+  if (p->max_coresident_ == 0)
+    return fail(SK_ERR_INCOMPATIBLE, "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)",
+                name.c_str(), image.threads, device->name().c_str(), regs);
+  const size_t sync_bytes = sync_buffer_bytes(steps);
+  if (sk_status st = device->check(a.cuMemAlloc(&p->sync_, sync_bytes), call, "cuMemAlloc (sync buffer)"); st != SK_OK)
+    return st;
+  if (sk_status st = device->check(a.cuMemsetD8(p->sync_, 0, sync_bytes), call, "cuMemsetD8 (sync buffer)");
+      st != SK_OK)
+    return st;
+  if (sk_status st = device->check(a.cuEventCreate(&p->last_, CU_EVENT_DISABLE_TIMING), call, "cuEventCreate");
+      st != SK_OK)
+    return st;
+  *out = std::move(p);
+  return SK_OK;
+}
+
+LinkedProgram::~LinkedProgram() {
+  if (!device_) return;
+  const DriverApi &a = device_->api();
+  device_->make_current("sk_superkernel_destroy");
+  if (last_) {
+    a.cuEventSynchronize(last_);
+    a.cuEventDestroy(last_);
+  }
+  if (sync_) a.cuMemFree(sync_);
+  if (args_buffer_) a.cuMemFree(args_buffer_);
+  if (module_) a.cuModuleUnload(module_);
+}
+
+sk_status LinkedProgram::configure(std::vector<uint64_t> slots, uint32_t grid, bool cooperative) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const DriverApi &a = device_->api();
+  if (slots.empty()) slots.push_back(0);  // the parameter array is never empty
+  if (source_ == ArgSource::Buffer) {
+    const size_t bytes = slots.size() * 8;
+    if (bytes > args_buffer_bytes_) {
+      if (args_buffer_) a.cuMemFree(args_buffer_);
+      args_buffer_ = 0;
+      args_buffer_bytes_ = 0;
+      if (sk_status st = device_->check(a.cuMemAlloc(&args_buffer_, bytes), "sk_finalize", "cuMemAlloc (arguments)");
+          st != SK_OK)
+        return st;
+      args_buffer_bytes_ = bytes;
+    }
+    if (sk_status st = device_->check(a.cuMemcpyHtoD(args_buffer_, slots.data(), bytes), "sk_finalize",
+                                      "cuMemcpyHtoD (arguments)");
+        st != SK_OK)
+      return st;
+  }
+  slots_ = std::move(slots);
+  grid_ = grid;
+  cooperative_ = cooperative;
+  return SK_OK;
+}
+
+sk_status LinkedProgram::launch(CUstream stream, const char *call) {
+  const DriverApi &a = device_->api();
+  if (sk_status st = device_->make_current(call); st != SK_OK) return st;
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Launches share the counters: one on another stream than the last must come after it.
+  if (launched_ && stream != last_stream_)
+    if (sk_status st = device_->check(a.cuStreamWaitEvent(stream, last_, 0), call, "cuStreamWaitEvent"); st != SK_OK)
+      return st;
+  uint64_t epoch = epoch_ + 1;
+  CUdeviceptr report = device_->report();
+  void *params[kEntryParams];
+  params[0] = source_ == ArgSource::Params ? static_cast<void *>(slots_.data()) : static_cast<void *>(&args_buffer_);
+  params[1] = &sync_;
+  params[2] = &epoch;
+  params[3] = &report;
+  LaunchAttribute attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attr.value.cooperative = 1;
+  LaunchConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.grid_x = grid_;
+  cfg.grid_y = cfg.grid_z = 1;
+  cfg.block_x = threads_;
+  cfg.block_y = cfg.block_z = 1;
+  cfg.stream = stream;
+  cfg.attrs = cooperative_ ? &attr : nullptr;
+  cfg.num_attrs = cooperative_ ? 1 : 0;
+  if (sk_status st = device_->check(a.cuLaunchKernelEx(&cfg, function_, params, nullptr), call,
+                                    ("cuLaunchKernelEx of '" + name_ + "'").c_str());
+      st != SK_OK)
+    return st;
+  epoch_ = epoch;  // only a queued launch advances the epoch the counters expect
+  launched_ = true;
+  last_stream_ = stream;
+  return device_->check(a.cuEventRecord(last_, stream), call, "cuEventRecord");
+}
+
+sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot >= slots_.size()) return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slot %zu does not exist", name_.c_str(), slot);
+  slots_[slot] = value;  // parameter mode: later launches copy the slots at launch
+  if (source_ != ArgSource::Buffer) return SK_OK;
+  const DriverApi &a = device_->api();
+  if (sk_status st = device_->make_current("sk_superkernel_set_arg"); st != SK_OK) return st;
+  // Launches already queued read the buffer: they finish with the old value first.
+  if (launched_)
+    if (sk_status st = device_->check(a.cuEventSynchronize(last_), "sk_superkernel_set_arg", "cuEventSynchronize");
+        st != SK_OK)
+      return st;
+  return device_->check(a.cuMemcpyHtoD(args_buffer_ + slot * 8, &value, sizeof value), "sk_superkernel_set_arg",
+                        "cuMemcpyHtoD");
+}
+
+sk_status LinkedProgram::wait(const char *call) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!launched_) return SK_OK;
+  if (sk_status st = device_->make_current(call); st != SK_OK) return st;
+  return device_->check(device_->api().cuEventSynchronize(last_), call, "cuEventSynchronize");
+}
+
+}  // namespace sk::cuda

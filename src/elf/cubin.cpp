@@ -1,0 +1,239 @@
+#include "elf/cubin.hpp"
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/error.hpp"
+
+namespace sk::elf {
+namespace {
+
+// .nv.info attribute records: a format byte, an attribute byte, then either a 2-byte value
+// (EIFMT_HVAL) or a 2-byte size and that many bytes (EIFMT_SVAL); EIFMT_NVAL has no value.
+constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
+constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19,
+                  kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
+constexpr char kMetaPrefix[] = "sk_kernel_meta_";
+
+struct ElfHandle {
+  Elf *elf = nullptr;
+  ~ElfHandle() {
+    if (elf) elf_end(elf);
+  }
+};
+
+bool range_ok(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
+
+uint32_t read_u32(const uint8_t *p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+struct RawSection {
+  GElf_Shdr header;
+  std::string name;
+  const uint8_t *data = nullptr;  // nullptr for NOBITS
+};
+
+}  // namespace
+
+const CubinFunction *Cubin::find(std::string_view name) const {
+  for (const CubinFunction &f : functions)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+bool looks_like_cubin(const void *bytes, size_t size) {
+  const auto *b = static_cast<const uint8_t *>(bytes);
+  if (size < sizeof(Elf64_Ehdr) || std::memcmp(b, ELFMAG, SELFMAG) != 0 || b[EI_CLASS] != ELFCLASS64) return false;
+  uint16_t machine;
+  std::memcpy(&machine, b + offsetof(Elf64_Ehdr, e_machine), sizeof machine);
+  return machine == kMachineCuda;
+}
+
+sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_view, Cubin *out) {
+  const std::string label(label_view);
+  const auto *image = static_cast<const uint8_t *>(bytes);
+  if (size < sizeof(Elf64_Ehdr) || std::memcmp(image, ELFMAG, SELFMAG) != 0)
+    return fail(SK_ERR_BAD_BINARY, "%s: not a cubin (no ELF magic, %zu bytes)", label.c_str(), size);
+  if (image[EI_CLASS] != ELFCLASS64 || image[EI_DATA] != ELFDATA2LSB)
+    return fail(SK_ERR_UNSUPPORTED, "%s: not a 64-bit little-endian ELF object", label.c_str());
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, image, sizeof eh);
+  if (eh.e_machine != kMachineCuda)
+    return fail(SK_ERR_UNSUPPORTED, "%s: ELF machine %u is not a CUDA binary (EM_CUDA, 190)", label.c_str(),
+                eh.e_machine);
+  if (eh.e_type != ET_REL && eh.e_type != ET_EXEC)
+    return fail(SK_ERR_UNSUPPORTED, "%s: e_type %u is neither a relocatable (nvcc -dc -cubin) nor a linked cubin",
+                label.c_str(), eh.e_type);
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 || eh.e_shstrndx >= eh.e_shnum ||
+      !range_ok(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))
+    return fail(SK_ERR_BAD_BINARY, "%s: section header table (offset 0x%llx, %u entries) is outside the %zu-byte image",
+                label.c_str(), (unsigned long long)eh.e_shoff, eh.e_shnum, size);
+
+  static std::once_flag once;
+  std::call_once(once, [] { elf_version(EV_CURRENT); });
+  // libelf may write to the buffer it reads (it does not here, but its signature says char *):
+  // hand it a private copy.
+  std::vector<uint8_t> copy(image, image + size);
+  ElfHandle h;
+  h.elf = elf_memory(reinterpret_cast<char *>(copy.data()), copy.size());
+  if (!h.elf) return fail(SK_ERR_BAD_BINARY, "%s: libelf cannot read it: %s", label.c_str(), elf_errmsg(-1));
+
+  std::vector<RawSection> sections(eh.e_shnum);
+  for (size_t i = 0; i < sections.size(); ++i) {
+    Elf_Scn *scn = elf_getscn(h.elf, i);
+    if (!scn || !gelf_getshdr(scn, &sections[i].header))
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu: %s", label.c_str(), i, elf_errmsg(-1));
+    const GElf_Shdr &sh = sections[i].header;
+    if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL) {
+      if (!range_ok(sh.sh_offset, sh.sh_size, size))
+        return fail(SK_ERR_BAD_BINARY, "%s: section %zu (offset 0x%llx, %llu bytes) is outside the image",
+                    label.c_str(), i, (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size);
+      sections[i].data = image + sh.sh_offset;
+    }
+  }
+  auto string_at = [&](size_t table, uint64_t offset, std::string *s) -> bool {
+    if (table >= sections.size() || sections[table].header.sh_type != SHT_STRTAB || !sections[table].data) return false;
+    const RawSection &t = sections[table];
+    if (offset >= t.header.sh_size) return false;
+    const char *p = reinterpret_cast<const char *>(t.data) + offset;
+    const void *nul = std::memchr(p, '\0', t.header.sh_size - offset);
+    if (!nul) return false;
+    s->assign(p, static_cast<const char *>(nul) - p);
+    return true;
+  };
+  for (size_t i = 1; i < sections.size(); ++i)
+    if (!string_at(eh.e_shstrndx, sections[i].header.sh_name, &sections[i].name))
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu has a bad name offset", label.c_str(), i);
+
+  // Symbols.
+  struct Sym {
+    std::string name;
+    GElf_Sym sym;
+  };
+  std::vector<Sym> symbols;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const GElf_Shdr &sh = sections[i].header;
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    if (sh.sh_entsize != sizeof(Elf64_Sym) || !sections[i].data)
+      return fail(SK_ERR_BAD_BINARY, "%s: symbol table %s has entry size %llu", label.c_str(),
+                  sections[i].name.c_str(), (unsigned long long)sh.sh_entsize);
+    const size_t count = sh.sh_size / sizeof(Elf64_Sym);
+    symbols.resize(count);
+    for (size_t s = 0; s < count; ++s) {
+      std::memcpy(&symbols[s].sym, sections[i].data + s * sizeof(Elf64_Sym), sizeof(Elf64_Sym));
+      if (s && !string_at(sh.sh_link, symbols[s].sym.st_name, &symbols[s].name))
+        return fail(SK_ERR_BAD_BINARY, "%s: symbol %zu has a bad name offset", label.c_str(), s);
+    }
+    break;
+  }
+  if (symbols.empty()) return fail(SK_ERR_BAD_BINARY, "%s: no symbol table", label.c_str());
+
+  Cubin result;
+  result.label = label;
+  result.type = eh.e_type;
+  result.sm = (eh.e_flags >> 8) & 0xff;
+  std::map<uint32_t, size_t> function_of_symbol;  // symbol index -> functions[]
+  for (size_t s = 1; s < symbols.size(); ++s) {
+    const GElf_Sym &sym = symbols[s].sym;
+    if (GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+    if (sym.st_shndx == SHN_UNDEF) {
+      result.undefined.push_back(symbols[s].name);
+      continue;
+    }
+    if (sym.st_shndx >= sections.size())
+      return fail(SK_ERR_BAD_BINARY, "%s: function '%s' has section index %u of %zu", label.c_str(),
+                  symbols[s].name.c_str(), sym.st_shndx, sections.size());
+    CubinFunction f;
+    f.name = symbols[s].name;
+    const RawSection &text = sections[sym.st_shndx];
+    f.code_bytes = (uint32_t)sym.st_size;
+    f.registers = (uint32_t)(text.header.sh_info >> 24);  // cubins keep the count in sh_info's top byte
+    // STO_CUDA_ENTRY (0x10) in st_other marks kernels.
+    f.entry = (sym.st_other & 0x10) != 0;
+    const int shared = [&] {
+      for (size_t i = 0; i < sections.size(); ++i)
+        if (sections[i].name == ".nv.shared." + f.name) return (int)i;
+      return -1;
+    }();
+    if (shared >= 0) f.shared_bytes = (uint32_t)sections[shared].header.sh_size;
+    function_of_symbol[(uint32_t)s] = result.functions.size();
+    result.functions.push_back(std::move(f));
+  }
+
+  // .nv.info (per module, attributes keyed by symbol) and .nv.info.<function>.
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const RawSection &sec = sections[i];
+    if (sec.name != ".nv.info" && sec.name.rfind(".nv.info.", 0) != 0) continue;
+    if (!sec.data) continue;
+    CubinFunction *owner = nullptr;
+    if (sec.name != ".nv.info")  // .nv.info.<function>; its sh_info is the .text section's index
+      for (CubinFunction &f : result.functions)
+        if (sec.name.compare(9, std::string::npos, f.name) == 0) owner = &f;
+    const uint8_t *p = sec.data, *end = sec.data + sec.header.sh_size;
+    while (end - p >= 2) {
+      const uint8_t format = p[0], attr = p[1];
+      p += 2;
+      const uint8_t *value = p;
+      size_t length = 0;
+      if (format == kFormatNone) length = 0;
+      else if (format == kFormatByte || format == kFormatHalf) length = 2;
+      else if (format == kFormatSized) {
+        if (end - p < 2) break;
+        length = (size_t)p[0] | ((size_t)p[1] << 8);
+        value = p + 2;
+        p += 2;
+      } else {
+        return fail(SK_ERR_BAD_BINARY, "%s: %s: unknown attribute format 0x%02x at offset %zu", label.c_str(),
+                    sec.name.c_str(), format, (size_t)(p - 2 - sec.data));
+      }
+      if ((size_t)(end - p) < length)
+        return fail(SK_ERR_BAD_BINARY, "%s: %s: attribute 0x%02x runs past the section", label.c_str(),
+                    sec.name.c_str(), attr);
+      p += length;
+      if (format == kFormatSized && sec.name == ".nv.info" && length == 8) {
+        // Module-level: { symbol index, value }.
+        auto it = function_of_symbol.find(read_u32(value));
+        if (it == function_of_symbol.end()) continue;
+        CubinFunction &f = result.functions[it->second];
+        const uint32_t v = read_u32(value + 4);
+        if (attr == kAttrRegCount) f.registers = v;
+        else if (attr == kAttrFrameSize) f.frame_size = v;
+        else if (attr == kAttrMaxStackSize) f.max_stack = v;
+      } else if (owner && attr == kAttrExterns && format == kFormatSized) {
+        for (size_t k = 0; k + 4 <= length; k += 4) {
+          const uint32_t s = read_u32(value + k);
+          if (s < symbols.size()) owner->externs.push_back(symbols[s].name);
+        }
+      } else if (owner && attr == kAttrCbankParamSize && format == kFormatHalf) {
+        owner->param_bytes = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
+      }
+    }
+  }
+
+  // sk_kernel.h's metadata variables.
+  for (size_t s = 1; s < symbols.size(); ++s) {
+    const GElf_Sym &sym = symbols[s].sym;
+    if (symbols[s].name.rfind(kMetaPrefix, 0) != 0 || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size())
+      continue;
+    const RawSection &sec = sections[sym.st_shndx];
+    // In a relocatable object st_value is the offset in its section; in a linked one, the
+    // section's address plus the offset.
+    const uint64_t offset = eh.e_type == ET_REL ? sym.st_value : sym.st_value - sec.header.sh_addr;
+    if (!sec.data || !range_ok(offset, sym.st_size, sec.header.sh_size) || sym.st_size == 0)
+      return fail(SK_ERR_BAD_BINARY, "%s: metadata variable '%s' lies outside its section %s", label.c_str(),
+                  symbols[s].name.c_str(), sec.name.c_str());
+    const char *text = reinterpret_cast<const char *>(sec.data + offset);
+    result.metadata_records.emplace_back(text, strnlen(text, sym.st_size));
+  }
+  *out = std::move(result);
+  return SK_OK;
+}
+
+}  // namespace sk::elf

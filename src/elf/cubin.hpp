@@ -1,0 +1,50 @@
+// What is in a CUDA binary (ELF machine EM_CUDA = 190): relocatable cubins as `nvcc -dc -cubin`
+// writes them, and the linked cubins nvJitLink returns. Read with libelf: functions and their
+// `.nv.info*` attributes (register count, stack, shared memory, parameter bytes, the extern
+// functions each calls), and the sk_kernel.h metadata strings of CUDA mode.
+#pragma once
+#include <sk.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sk::elf {
+
+constexpr uint16_t kMachineCuda = 190;  // EM_CUDA
+
+struct CubinFunction {
+  std::string name;
+  bool entry = false;          // a kernel (.entry) rather than a device function
+  uint32_t registers = 0;      // EIATTR_REGCOUNT (or the .text section's sh_info high byte)
+  uint32_t frame_size = 0;     // EIATTR_FRAME_SIZE: per-thread local memory
+  uint32_t max_stack = 0;      // EIATTR_MAX_STACK_SIZE
+  uint32_t shared_bytes = 0;   // size of .nv.shared.<name>
+  uint32_t param_bytes = 0;    // EIATTR_CBANK_PARAM_SIZE (entries only)
+  uint32_t code_bytes = 0;     // size of .text.<name>
+  std::vector<std::string> externs;  // functions it calls that are undefined in this object
+};
+
+struct Cubin {
+  std::string label;
+  uint16_t type = 0;           // ET_REL (relocatable, nvcc -dc) or ET_EXEC (linked)
+  uint32_t sm = 0;             // SASS architecture, 90 for sm_90
+  std::vector<CubinFunction> functions;
+  std::vector<std::string> undefined;  // undefined function symbols
+  // Strings of the `sk_kernel_meta_*` device constants sk_kernel.h's SK_KERNEL writes in CUDA
+  // mode ("sk1;kernel=...;sig=...;type=...;threads=..."): a device compiler keeps no custom
+  // section, so the records live in variables with a known name prefix.
+  std::vector<std::string> metadata_records;
+
+  const CubinFunction *find(std::string_view name) const;
+};
+
+// True if the bytes start like an ELF object for EM_CUDA.
+bool looks_like_cubin(const void *bytes, size_t size);
+
+// Parses a cubin. Malformed bytes are SK_ERR_BAD_BINARY naming `label` and the bad field;
+// another machine is SK_ERR_UNSUPPORTED.
+sk_status parse_cubin(const void *bytes, size_t size, std::string_view label, Cubin *out);
+
+}  // namespace sk::elf

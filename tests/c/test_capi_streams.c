@@ -1,0 +1,191 @@
+/* Public C API: stream fusion (scope option stream-fusion=1). Kernels of different scope streams
+ * share the super kernel's cores and run at the same time, ordered only by scope events; without
+ * the option a second stream is an error naming the kernel. */
+#include "test_util.h"
+
+#define N 4096u
+/* Polls of a handshake before it gives up (tens to hundreds of ms): long enough for the other
+ * side to arrive when both run at the same time, short enough to fail fast when they do not. */
+#define SPINS 1000000u
+
+struct fixture {
+  sk_device *dev;
+  sk_module *mod;
+  sk_kernel *axpb, *handshake;
+  uint32_t *a, *b, *c, *d, *flags, *met;
+  uint32_t epoch;
+};
+
+static int setup(void **state) {
+  struct fixture *f = (struct fixture *)calloc(1, sizeof *f);
+  if (!f) return -1;
+  f->dev = open_device("host:cores=2");
+  f->mod = load_kernels(f->dev, TEST_VARIANT, "capi_streams");
+  f->axpb = get_kernel(f->mod, "stream_axpb");
+  f->handshake = get_kernel(f->mod, "stream_handshake");
+  f->a = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  f->b = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  f->c = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  f->d = (uint32_t *)mem_alloc(f->dev, N * sizeof(uint32_t));
+  f->flags = (uint32_t *)mem_alloc(f->dev, 2 * sizeof(uint32_t));
+  f->met = (uint32_t *)mem_alloc(f->dev, 2 * sizeof(uint32_t));
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  uint32_t *bufs[] = {f->a, f->b, f->c, f->d, f->flags, f->met};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) sk_mem_free(f->dev, bufs[i]);
+  sk_module_unload(f->mod);
+  sk_device_close(f->dev);
+  free(f);
+  return 0;
+}
+
+static sk_kernel_options on_stream(uint32_t stream) {
+  sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+  o.stream = stream;
+  return o;
+}
+
+/* Side `mine` of the handshake, on block `mine` of 2 (so each side runs on its own core). */
+static void add_handshake(struct fixture *f, sk_scope *scope, uint32_t mine, uint32_t stream) {
+  uint32_t theirs = 1 - mine, spins = SPINS;
+  void *args[] = {&f->flags, &f->met, &mine, &theirs, &f->epoch, &spins};
+  sk_kernel_options o = on_stream(stream);
+  SK_CHECK(sk_add_kernel(scope, f->handshake, 2, args, &o));
+}
+
+/* Runs a two-sided handshake super kernel once; met[i]: side i saw the other side. */
+static void run_handshake(struct fixture *f, sk_superkernel *sk) {
+  ++f->epoch;
+  SK_CHECK(sk_superkernel_set_arg(sk, 0, 4, &f->epoch));
+  SK_CHECK(sk_superkernel_set_arg(sk, 1, 4, &f->epoch));
+  f->met[0] = f->met[1] = 7;
+  SK_CHECK(sk_launch(sk, NULL));
+  SK_CHECK(sk_stream_synchronize(NULL));
+}
+
+/* Two kernels on different streams, no event between them: they run at the same time (a
+ * handshake that needs both alive completes on both sides). On one stream, the second waits for
+ * the first: the first side's handshake gives up. */
+static void test_streams_overlap_only_with_stream_fusion(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_scope *scope = NULL;
+  sk_superkernel *fused = NULL, *serial = NULL;
+  SK_CHECK(sk_scope_begin(f->dev, "two-streams", "stream-fusion=1", &scope));
+  add_handshake(f, scope, 0, 0);
+  add_handshake(f, scope, 1, 1);
+  SK_CHECK(sk_finalize(scope, &fused));
+  SK_EXPECT_EXPLAIN(fused, "\"stream_fusion\":true");
+  for (int launch = 0; launch < 5; ++launch) {
+    run_handshake(f, fused);
+    assert_int_equal(f->met[0], 1);
+    assert_int_equal(f->met[1], 1);
+  }
+  SK_CHECK(sk_scope_begin(f->dev, "one-stream", "stream-fusion=1", &scope));
+  add_handshake(f, scope, 0, 0);
+  add_handshake(f, scope, 1, 0);
+  SK_CHECK(sk_finalize(scope, &serial));
+  SK_EXPECT_EXPLAIN(serial, "\"stream_fusion\":false");
+  run_handshake(f, serial);
+  assert_int_equal(f->met[0], 0);
+  assert_int_equal(f->met[1], 1);
+  sk_superkernel_destroy(fused);
+  sk_superkernel_destroy(serial);
+}
+
+/* An event orders kernels of two streams: the waiting kernel starts after the recorded one
+ * ended (its handshake partner gave up first), and a consumer reads what a producer on another
+ * stream wrote. */
+static void test_events_order_streams(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_scope *scope = NULL;
+  sk_superkernel *sk = NULL;
+  SK_CHECK(sk_scope_begin(f->dev, "events", "stream-fusion=1", &scope));
+  add_handshake(f, scope, 0, 0);
+  SK_CHECK(sk_scope_record_event(scope, 0, 42));
+  SK_CHECK(sk_scope_wait_event(scope, 1, 42));
+  add_handshake(f, scope, 1, 1);
+  SK_CHECK(sk_finalize(scope, &sk));
+  SK_EXPECT_EXPLAIN(sk, "\"waits_for_steps\":[0]");
+  run_handshake(f, sk);
+  assert_int_equal(f->met[0], 0);
+  assert_int_equal(f->met[1], 1);
+  sk_superkernel_destroy(sk);
+
+  /* Producer/consumer: b = a*2+1 on stream 0; on stream 1 an independent d = c*5+0, then after
+   * the event c = b*3+2. Compared with the same kernels launched one by one. */
+  uint32_t n = N, two = 2, one = 1, three = 3, five = 5, zero = 0;
+  void *produce[] = {&f->a, &f->b, &n, &two, &one};
+  void *independent[] = {&f->c, &f->d, &n, &five, &zero};
+  void *consume[] = {&f->b, &f->c, &n, &three, &two};
+  sk_kernel_options s0 = on_stream(0), s1 = on_stream(1);
+  SK_CHECK(sk_scope_begin(f->dev, "produce-consume", "stream-fusion=1", &scope));
+  SK_CHECK(sk_add_kernel(scope, f->axpb, 2, produce, &s0));
+  SK_CHECK(sk_scope_record_event(scope, 0, 1));
+  SK_CHECK(sk_add_kernel(scope, f->axpb, 2, independent, &s1));
+  SK_CHECK(sk_scope_wait_event(scope, 1, 1));
+  SK_CHECK(sk_add_kernel(scope, f->axpb, 2, consume, &s1));
+  SK_CHECK(sk_finalize(scope, &sk));
+  uint32_t *want_c = (uint32_t *)malloc(N * sizeof(uint32_t)), *want_d = (uint32_t *)malloc(N * sizeof(uint32_t));
+  assert_non_null(want_c);
+  assert_non_null(want_d);
+  for (uint32_t launch = 0; launch < 30; ++launch) {
+    for (uint32_t i = 0; i < N; ++i) f->a[i] = i * (launch + 1), f->c[i] = i + launch;
+    /* Unfused, in order, on a copy of the state. */
+    SK_CHECK(sk_launch_kernel(f->axpb, 2, produce, NULL));
+    SK_CHECK(sk_launch_kernel(f->axpb, 2, independent, NULL));
+    SK_CHECK(sk_launch_kernel(f->axpb, 2, consume, NULL));
+    SK_CHECK(sk_stream_synchronize(NULL));
+    memcpy(want_c, f->c, N * sizeof(uint32_t));
+    memcpy(want_d, f->d, N * sizeof(uint32_t));
+    for (uint32_t i = 0; i < N; ++i) f->c[i] = i + launch;
+    memset(f->b, 0, N * sizeof(uint32_t));
+    memset(f->d, 0, N * sizeof(uint32_t));
+    SK_CHECK(sk_launch(sk, NULL));
+    SK_CHECK(sk_stream_synchronize(NULL));
+    assert_memory_equal(f->c, want_c, N * sizeof(uint32_t));
+    assert_memory_equal(f->d, want_d, N * sizeof(uint32_t));
+  }
+  free(want_c);
+  free(want_d);
+  sk_superkernel_destroy(sk);
+}
+
+/* Streams and events are errors that name the kernel, the event or the option. */
+static void test_stream_errors(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_scope *scope = NULL;
+  uint32_t n = N, two = 2, one = 1;
+  void *args[] = {&f->a, &f->b, &n, &two, &one};
+  sk_kernel_options s1 = on_stream(1), far = on_stream(64);
+  sk_kernel_options named = on_stream(1);
+  named.name = "second-stream-kernel";
+  SK_CHECK(sk_scope_begin(f->dev, "no-fusion", NULL, &scope));
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->axpb, 2, args, &named), SK_ERR_INVALID_ARGUMENT,
+                "kernel 'second-stream-kernel' is on stream 1");
+  SK_EXPECT_MSG("stream-fusion=1");
+  SK_EXPECT_ERR(sk_scope_record_event(scope, 0, 3), SK_ERR_INVALID_ARGUMENT, "event 3");
+  SK_EXPECT_MSG("stream-fusion=1");
+  sk_scope_abort(scope);
+
+  SK_CHECK(sk_scope_begin(f->dev, "fusion", "stream-fusion=1", &scope));
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->axpb, 2, args, &far), SK_ERR_INVALID_ARGUMENT, "stream 64 is out of range");
+  SK_CHECK(sk_add_kernel(scope, f->axpb, 2, args, &s1));
+  SK_EXPECT_ERR(sk_scope_wait_event(scope, 0, 9), SK_ERR_INVALID_ARGUMENT, "event 9 was not recorded");
+  SK_CHECK(sk_scope_record_event(scope, 1, 9));
+  SK_EXPECT_ERR(sk_scope_record_event(scope, 0, 9), SK_ERR_INVALID_ARGUMENT, "event 9 is already recorded");
+  SK_EXPECT_ERR(sk_scope_record_event(NULL, 0, 1), SK_ERR_INVALID_ARGUMENT, "sk_scope_record_event");
+  sk_scope_abort(scope);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_streams_overlap_only_with_stream_fusion),
+      cmocka_unit_test(test_events_order_streams),
+      cmocka_unit_test(test_stream_errors),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

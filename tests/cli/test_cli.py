@@ -1,0 +1,247 @@
+"""The `sk` command line: outputs and exit codes (0 ok, 1 fused != unfused, 2 usage, 3 bad
+input, 4 libsk error), errors on stderr naming the culprit. $SK_CLI is the launcher to test."""
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SK = os.environ.get("SK_CLI", os.path.join(ROOT, "build", "tools", "sk"))
+
+
+def sk(*args, env=None):
+    return subprocess.run([SK, *map(str, args)], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=240)
+
+
+@pytest.fixture(scope="session")
+def ops(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli")
+    obj = out / "py_ops.o"
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-fPIE", "-g0", "-std=gnu11",
+                    "-I", os.path.join(ROOT, "include"), "-c",
+                    os.path.join(ROOT, "tests", "python", "kernels", "py_ops.c"), "-o", str(obj)],
+                   check=True)
+    return obj
+
+
+def scope_file(directory, kernels, buffers=None, **extra):
+    doc = {"device": "host:cores=2", "name": "chain", "objects": {"ops": "py_ops.o"},
+           "buffers": buffers or {
+               "x": {"type": "f32", "count": 1000, "fill": "random", "seed": 3},
+               "y": {"type": "f32", "count": 1000, "fill": "iota"},
+               "partials": {"type": "f32", "count": 2}, "sum": {"type": "f32", "count": 1}},
+           "kernels": kernels, **extra}
+    path = directory / f"scope{len(list(directory.glob('scope*.json')))}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+CHAIN = [{"object": "ops", "kernel": "axpy", "block_dim": 2, "args": [0.5, "@x", "@y", 1000],
+          "name": "axpy.0"},
+         {"object": "ops", "kernel": "square_plus_one", "block_dim": 3, "args": ["@y", 1000]},
+         {"object": "ops", "kernel": "block_sum", "block_dim": 2,
+          "args": ["@y", "@partials", "@sum", 1000], "name": "reduce"},
+         {"object": "ops", "kernel": "axpy", "block_dim": 4, "args": [-1.0, "@x", "@y", 1000],
+          "name": "axpy.1"}]
+
+
+# ---- usage -------------------------------------------------------------------------------------
+def test_usage_help_on_every_subcommand():
+    for cmd in ([], ["inspect"], ["explain"], ["run"], ["trace"], ["bench"]):
+        r = sk(*cmd, "--help")
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert "usage: sk" in r.stdout
+    assert "Exit status" in sk("--help").stdout
+
+
+def test_usage_errors_exit_2():
+    r = sk()
+    assert r.returncode == 2 and "subcommand" in r.stderr
+    r = sk("frobnicate")
+    assert r.returncode == 2 and "frobnicate" in r.stderr
+    assert sk("inspect").returncode == 2  # missing FILE
+
+
+def test_usage_version():
+    r = sk("--version")
+    assert r.returncode == 0 and "libsk 0." in r.stdout
+
+
+# ---- inspect -----------------------------------------------------------------------------------
+def test_inspect_text(ops):
+    r = sk("inspect", ops)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "axpy(f32,ptr,ptr,u32)  core type vector" in out
+    assert "block_sum(ptr,ptr,ptr,u32)" in out
+    assert "content hash (xxh3-128): " in out
+    assert ".sk.kernels" in out and ".rela.text" in out
+    assert "no_metadata_fill" in out  # a global function without a record is listed as such
+
+
+def test_inspect_json_device_api_per_kernel(ops):
+    r = sk("inspect", "--json", "--load", "host", ops)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    kernels = {k["name"]: k for k in d["kernels"]}
+    assert set(kernels) == {"axpy", "square_plus_one", "block_sum", "all_types", "nothing",
+                            "call_counter", "half_sync"}
+    assert "sk_sync_all" in kernels["block_sum"]["device_api"]
+    assert "sk_sync_all" not in kernels["axpy"]["device_api"]
+    assert kernels["all_types"]["signature"] == "i8,u8,i16,u16,i32,u32,i64,u64,f32,f64,ptr"
+    assert "sk_sync_all" in d["undefined"]["device_api"]
+    assert len(d["hash"]["value"]) == 32 and d["machine"] in ("x86-64", "AArch64")
+    assert d["relocations"][".text"]
+    assert "loads and links" in d["load"]["result"]
+
+
+def test_inspect_static_reading_agrees_with_libsk(ops):
+    # Without --load, sk inspect reads the device-API use from the relocations itself; with
+    # --load it takes libsk's plan. On these kernels both must say the same.
+    static = json.loads(sk("inspect", "--json", ops).stdout)
+    loaded = json.loads(sk("inspect", "--json", "--load", "host", ops).stdout)
+    assert static["device_api_source"] != loaded["device_api_source"]
+    by_name = {k["name"]: k["device_api"] for k in loaded["kernels"]}
+    for k in static["kernels"]:
+        assert k["device_api"] == by_name[k["name"]], k["name"]
+
+
+def test_inspect_hash_changes_with_content(ops, tmp_path):
+    other = tmp_path / "copy.o"
+    data = bytearray(ops.read_bytes())
+    other.write_bytes(bytes(data))
+    h1 = json.loads(sk("inspect", "--json", ops).stdout)["hash"]["value"]
+    assert json.loads(sk("inspect", "--json", other).stdout)["hash"]["value"] == h1
+    data[-1] ^= 0xFF
+    other.write_bytes(bytes(data))
+    assert json.loads(sk("inspect", "--json", other).stdout)["hash"]["value"] != h1
+
+
+def test_inspect_bad_inputs_exit_3(tmp_path):
+    r = sk("inspect", tmp_path / "missing.o")
+    assert r.returncode == 3 and "missing.o" in r.stderr
+    junk = tmp_path / "junk.o"
+    junk.write_bytes(b"hello, not an object" * 4)
+    r = sk("inspect", junk)
+    assert r.returncode == 3 and "junk.o" in r.stderr and "not an ELF" in r.stderr
+
+
+def test_inspect_load_failure_exit_4(tmp_path):
+    bad = tmp_path / "shared.so"  # a shared object is ELF, but not what libsk loads
+    subprocess.run(["cc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(bad)],
+                   input="int f(void) { return 1; }\n", text=True, check=True)
+    r = sk("inspect", "--load", "host", bad)
+    assert r.returncode == 4 and "SK_ERR_" in r.stderr
+
+
+# ---- explain -----------------------------------------------------------------------------------
+def test_explain_prints_the_plan(ops):
+    path = scope_file(ops.parent, CHAIN)
+    r = sk("explain", path)
+    assert r.returncode == 0, r.stderr
+    assert "super kernel 'chain'" in r.stdout and "4 sub-kernels" in r.stdout
+    lines = [l for l in r.stdout.splitlines() if l.strip().startswith(("0 ", "1 ", "2 ", "3 "))]
+    assert [l.split()[1] for l in lines] == ["axpy.0", "square_plus_one", "reduce", "axpy.1"]
+    assert "sk_sync_all" in lines[2]
+    plan = json.loads(sk("explain", "--json", path).stdout)
+    assert [s["block_dim"] for s in plan["steps"]] == [2, 3, 2, 4]
+
+
+def test_explain_errors_name_the_field(ops):
+    bad = [dict(CHAIN[0], args=[0.5, "@nope", "@y", 1000])]
+    r = sk("explain", scope_file(ops.parent, bad))
+    assert r.returncode == 3 and "kernels[0].args[1]" in r.stderr and "@nope" in r.stderr
+    r = sk("explain", scope_file(ops.parent, [dict(CHAIN[0], kernel="missing_kernel")]))
+    assert r.returncode == 4 and "missing_kernel" in r.stderr and "SK_ERR_NOT_FOUND" in r.stderr
+    r = sk("explain", scope_file(ops.parent, CHAIN, options="bogus-option=1"))
+    assert r.returncode == 4 and "bogus-option" in r.stderr
+    notjson = ops.parent / "broken.json"
+    notjson.write_text("{ not json")
+    r = sk("explain", notjson)
+    assert r.returncode == 3 and "broken.json" in r.stderr and "JSON" in r.stderr
+    r = sk("explain", scope_file(ops.parent, [dict(CHAIN[0], args=[0.5, "@x"])]))
+    assert r.returncode == 3 and "takes 4 arguments, 2 given" in r.stderr
+
+
+# ---- run ---------------------------------------------------------------------------------------
+def test_run_fused_equals_unfused(ops):
+    path = scope_file(ops.parent, CHAIN, repeat=5)
+    r = sk("run", path)
+    assert r.returncode == 0, r.stderr
+    assert "unfused" in r.stdout and "fused" in r.stdout and "bit-identical" in r.stdout
+    r = sk("run", "--json", "--repeat", 3, path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["identical"] and d["kernels"] == 4 and d["repeat"] == 3
+    assert set(d["compared"]) == {"x", "y", "partials", "sum"}
+    assert d["unfused_us"] > 0 and d["fused_us"] > 0
+
+
+def test_run_detects_a_difference(ops):
+    # call_counter keeps a counter in the object: the unfused and fused copies see different
+    # counts, which `sk run` must report (exit 1, the buffer and element named).
+    kernels = [{"object": "ops", "kernel": "call_counter", "args": ["@count"]}]
+    path = scope_file(ops.parent, kernels, buffers={"count": {"type": "u32", "count": 1}},
+                      repeat=2)
+    r = sk("run", path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "MISMATCH in buffer 'count' at element 0" in r.stdout
+    assert "differ in count" in r.stderr
+    r = sk("run", "--repeat", 0, path)
+    assert r.returncode == 2 and "--repeat" in r.stderr
+
+
+def test_run_demo_attention_block():
+    # examples/demo/attention_block.json on the demo's own kernel objects (sk_sync_all, task
+    # overlap, the KV cache): fused and unfused agree bit for bit.
+    objects = os.environ.get("SK_DEMO_OBJECTS", "")
+    if not os.path.exists(os.path.join(objects, "attention.o")):
+        pytest.skip("the demo's kernels are not built in this tree")
+    r = sk("run", "--json", "--repeat", 3, "--objects-dir", objects,
+           os.path.join(ROOT, "examples", "demo", "attention_block.json"))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["identical"] and d["kernels"] == 11 and "k_cache" in d["compared"]
+
+
+def test_run_device_override_and_bad_device(ops):
+    path = scope_file(ops.parent, CHAIN, repeat=2)
+    assert sk("run", "--device", "host:cores=3", path).returncode == 0
+    r = sk("run", "--device", "host:wat=1", path)
+    assert r.returncode == 4 and "wat" in r.stderr
+
+
+# ---- trace -------------------------------------------------------------------------------------
+def test_trace_writes_chrome_json_and_svg(ops, tmp_path):
+    path = scope_file(ops.parent, CHAIN)
+    r = sk("trace", path, "-o", tmp_path / "t")
+    assert r.returncode == 0, r.stderr
+    trace = json.loads((tmp_path / "t.json").read_text())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    slices = [e for e in events if e.get("ph") == "X"]
+    assert {"axpy.0", "square_plus_one", "reduce", "axpy.1"} <= {e["name"] for e in slices}
+    svg = (tmp_path / "t.svg").read_text()
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "core 0" in svg and "core 1" in svg and "reduce" in svg
+    assert "core 0:" in r.stdout and "wrote" in r.stdout
+
+
+# ---- bench -------------------------------------------------------------------------------------
+def test_bench_runs_sk_bench():
+    exe = os.environ.get("SK_BENCH_EXE", "")
+    if not os.path.exists(exe):
+        pytest.skip("sk-bench is not built in this tree")
+    # Arguments pass through to sk-bench, with or without "--": its own usage error comes back.
+    for args in (["--", "--bogus"], ["--bogus"]):
+        r = sk("bench", *args, env={"SK_BENCH": exe})
+        assert r.returncode == 2 and "usage:" in r.stderr and "sk-bench" in r.stderr, args
+
+
+def test_bench_missing_exit_3(tmp_path):
+    env = {"SK_BENCH": str(tmp_path / "none"), "SK_TOOL_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    r = sk("bench", env=env)
+    if r.returncode == 0:
+        pytest.skip("an sk-bench is on PATH")
+    assert r.returncode == 3 and "sk-bench not found" in r.stderr

@@ -1,0 +1,28 @@
+# CUDA backend tests (tests/cpp/test_cuda_*.cpp), built when nvcc compiled the CUDA test kernels
+# (tests/kernels/cuda). GPU tests skip, with the reason, on machines without a CUDA device.
+if(NOT SK_CUDA_TESTS)
+  return()
+endif()
+file(GLOB SK_CUDA_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_cuda_*.cpp)
+add_executable(sk_cuda_tests ${SK_CUDA_TEST_SOURCES})
+target_link_libraries(sk_cuda_tests PRIVATE sk_internal GTest::gtest_main)
+target_compile_definitions(sk_cuda_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}" SK_PTXAS="${SK_PTXAS}")
+# cuda.h only for test_cuda_abi.cpp's layout checks (libsk itself needs no CUDA header).
+get_filename_component(SK_CUDA_BIN_DIR ${SK_NVCC} DIRECTORY)
+if(EXISTS ${SK_CUDA_BIN_DIR}/../include/cuda.h)
+  target_include_directories(sk_cuda_tests SYSTEM PRIVATE ${SK_CUDA_BIN_DIR}/../include)
+endif()
+add_dependencies(sk_cuda_tests sk_cuda_test_kernels)
+gtest_discover_tests(sk_cuda_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300 LABELS cuda
+                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp")
+
+# The launch path against a stand-in driver (no GPU needed): fake_cuda_driver.cpp as a shared
+# library that the tests load through SK_CUDA_DRIVER_LIBRARY, in a process of their own.
+add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fake_cuda_driver.cpp)
+add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda_fake_driver_tests.cpp)
+target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS})
+target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"
+                           SK_FAKE_CUDA_DRIVER="$<TARGET_FILE:sk_fake_cuda_driver>")
+add_dependencies(sk_cuda_fake_driver_tests sk_cuda_test_kernels sk_fake_cuda_driver)
+gtest_discover_tests(sk_cuda_fake_driver_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300
+                     LABELS cuda ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp")

@@ -1,0 +1,337 @@
+// CUDA super kernels built without a GPU: the generated PTX (accepted by ptxas), the link
+// through nvJitLink for sm_90, the linked cubin read back with libelf, the link cache, and
+// the error paths (threads per block, missing symbols, architecture).
+#include <gtest/gtest.h>
+#include <sk.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/plan.hpp"
+#include "core/scope_options.hpp"
+#include "cuda/cuda_module.hpp"
+#include "cuda/entry_ptx.hpp"
+#include "cuda/superkernel_build.hpp"
+#include "cuda_test_support.hpp"
+#include "elf/cubin.hpp"
+
+using namespace sk::cuda;
+
+namespace {
+
+bool contains(const std::string &haystack, const std::string &needle) { return haystack.find(needle) != std::string::npos; }
+
+std::shared_ptr<const CudaModule> load(const std::string &file) {
+  std::vector<uint8_t> bytes = sk::cuda_test::kernel_bytes(file);
+  std::shared_ptr<const CudaModule> m;
+  EXPECT_EQ(load_cuda_module(bytes.data(), bytes.size(), file, &m), SK_OK) << sk::last_error();
+  return m;
+}
+
+std::shared_ptr<CudaKernel> kernel(const std::shared_ptr<const CudaModule> &m, const char *name,
+                                   const char *signature = nullptr) {
+  std::shared_ptr<CudaKernel> k;
+  EXPECT_EQ(make_cuda_kernel(m, name, signature, "test", &k), SK_OK) << sk::last_error();
+  return k;
+}
+
+// A scope of sub-kernels planned for `device_cores` co-resident blocks.
+struct Scope {
+  std::string name = "test_scope";
+  std::string options;
+  std::vector<std::shared_ptr<CudaKernel>> kernels;
+  std::vector<uint32_t> block_dims;
+  std::deque<std::string> texts;  // signature texts the plan's string_views point into
+  sk::Plan plan;
+  size_t slots = 0;
+
+  std::vector<uint32_t> streams;
+  std::vector<std::vector<uint32_t>> afters;
+  void add(const std::shared_ptr<CudaKernel> &k, uint32_t block_dim, uint32_t stream = 0,
+           std::vector<uint32_t> after = {}) {
+    kernels.push_back(k);
+    block_dims.push_back(block_dim);
+    streams.push_back(stream);
+    afters.push_back(std::move(after));
+  }
+  sk_status make_plan(uint32_t device_cores) {
+    sk::ScopeOptions opts;
+    if (sk_status st = sk::parse_scope_options(options.c_str(), &opts); st != SK_OK) return st;
+    std::vector<sk::PlanInput> inputs;
+    slots = 0;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      sk::PlanInput in;
+      in.name = kernels[i]->symbol;
+      in.symbol = kernels[i]->symbol;
+      in.module = kernels[i]->module->label;
+      texts.push_back(sk::signature_to_string(kernels[i]->signature));
+      in.signature = texts.back();
+      in.core_type = "vector";
+      in.block_dim = block_dims[i];
+      in.usage = kernels[i]->usage;
+      in.stream = streams[i];
+      in.after = afters[i];
+      inputs.push_back(std::move(in));
+      slots += kernels[i]->signature.size();
+    }
+    return sk::build_plan(name, opts, std::move(inputs), device_cores, &plan);
+  }
+  BuildRequest request(const std::string &arch = "sm_90") const {
+    BuildRequest r;
+    r.name = name;
+    r.arch = arch;
+    r.id = 7;
+    r.plan = &plan;
+    r.kernels = kernels;
+    r.arg_slots = slots;
+    return r;
+  }
+};
+
+// Runs ptxas on the PTX; returns its exit status and output.
+int ptxas(const std::string &ptx, const std::string &arch, std::string *output) {
+  char dir[] = "/tmp/sk-ptxas-XXXXXX";
+  if (!mkdtemp(dir)) return -1;
+  const std::string in = std::string(dir) + "/entry.ptx", out = std::string(dir) + "/entry.o",
+                    log = std::string(dir) + "/log";
+  FILE *f = std::fopen(in.c_str(), "w");
+  std::fwrite(ptx.data(), 1, ptx.size(), f);
+  std::fclose(f);
+  const std::string cmd = std::string(SK_PTXAS) + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  *output = std::string(sk::cuda_test::read_file(log).begin(), sk::cuda_test::read_file(log).end());
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  std::remove(log.c_str());
+  rmdir(dir);
+  return rc;
+}
+
+}  // namespace
+
+TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 4);
+  s.add(kernel(chain, "chain_axpy"), 16);
+  s.add(kernel(chain, "mark_blocks"), 2);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  ASSERT_EQ(spec.steps.size(), 3u);
+  EXPECT_EQ(spec.steps[1].cores, 8u);      // 16 blocks multiplexed on 8 cores
+  EXPECT_EQ(spec.steps[1].deps, std::vector<uint32_t>{0});
+  EXPECT_TRUE(spec.steps[0].deps.empty());
+  const std::string ptx = generate_entry_ptx(spec);
+  EXPECT_TRUE(contains(ptx, ".extern .func chain_step(.param .b64 p0, .param .b32 p1, .param .b32 p2);")) << ptx;
+  EXPECT_TRUE(contains(ptx, ".extern .func mark_blocks(.param .b64 p0, .param .b32 p1, .param .b64 p2);"));
+  EXPECT_TRUE(contains(ptx, ".reqntid 128, 1, 1"));
+  EXPECT_TRUE(contains(ptx, "fence.acq_rel.gpu"));
+  EXPECT_TRUE(contains(ptx, "red.release.gpu.global.add.u64"));
+  EXPECT_TRUE(contains(ptx, "ld.param.u64 %x0, [sk_args+0]"));  // arguments in the parameter space
+  std::string log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
+  // Arguments in a device buffer.
+  BuildRequest r = s.request();
+  r.force_buffer = true;
+  ASSERT_EQ(make_entry_spec(r, 128, &spec), SK_OK);
+  const std::string buffered = generate_entry_ptx(spec);
+  EXPECT_TRUE(contains(buffered, "ld.global.nc.u64 %x0, [%rd2+0]"));
+  EXPECT_EQ(ptxas(buffered, "sm_90", &log), 0) << log;
+  // And for another architecture (the PTX is arch-neutral but for .target).
+  spec.arch = "sm_80";
+  EXPECT_EQ(ptxas(generate_entry_ptx(spec), "sm_80", &log), 0) << log;
+}
+
+TEST(CudaEntryPtx, StreamFusionWaitsForStreamPredecessorsAndEvents) {
+  auto chain = load("chain.cubin");
+  auto k = kernel(chain, "chain_step");
+  Scope s;
+  s.options = "stream-fusion=1";
+  s.add(k, 4, 0);        // 0: stream 0
+  s.add(k, 4, 1);        // 1: stream 1, independent of 0
+  s.add(k, 4, 0);        // 2: stream 0, after 0
+  s.add(k, 4, 1, {2});   // 3: stream 1, after 1 and (event) after 2
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  ASSERT_TRUE(s.plan.streams);
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  EXPECT_TRUE(spec.steps[0].deps.empty());
+  EXPECT_TRUE(spec.steps[1].deps.empty());
+  EXPECT_EQ(spec.steps[2].deps, std::vector<uint32_t>{0});
+  std::vector<uint32_t> d3 = spec.steps[3].deps;
+  std::sort(d3.begin(), d3.end());
+  EXPECT_EQ(d3, (std::vector<uint32_t>{1, 2}));
+  const std::string ptx = generate_entry_ptx(spec);
+  EXPECT_TRUE(contains(ptx, "__sk_dep_first[5] = {0, 0, 0, 1, 3}")) << ptx.substr(0, 600);
+  std::string log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
+}
+
+TEST(CudaEntryPtx, OverlapAndCacheOptionsShapeTheEntry) {
+  auto o = load("overlap.cubin");
+  Scope s;
+  s.options = "dcci-before-kernel-start=overlap_consume";
+  s.add(kernel(o, "overlap_produce"), 4);
+  s.add(kernel(o, "overlap_consume"), 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK);
+  EXPECT_TRUE(spec.steps[0].arrive_in_kernel);
+  EXPECT_TRUE(spec.steps[1].wait_in_kernel);
+  EXPECT_TRUE(spec.steps[1].dcci_before);
+  EXPECT_FALSE(spec.steps[1].gm_flush);
+  EXPECT_TRUE(spec.steps[0].gm_flush);
+  std::string log;
+  EXPECT_EQ(ptxas(generate_entry_ptx(spec), "sm_90", &log), 0) << log;
+}
+
+TEST(CudaLink, LinkedCubinHasTheEntryAndEveryCallee) {
+  clear_link_cache();
+  auto chain = load("chain.cubin");
+  auto sync = load("sync.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 8);
+  s.add(kernel(sync, "sync_sum"), 3);
+  s.add(kernel(chain, "chain_axpy"), 8);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_FALSE(img.cached);
+  EXPECT_EQ(img.threads, 128u);
+  EXPECT_EQ(img.args, ArgSource::Params);
+  const sk::elf::Cubin &c = img.info;
+  EXPECT_EQ(c.type, 2u);  // ET_EXEC: linked
+  EXPECT_EQ(c.sm, 90u);
+  const sk::elf::CubinFunction *entry = c.find("sk_superkernel_entry");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_TRUE(entry->entry);
+  EXPECT_GT(entry->registers, 0u);
+  EXPECT_LE(entry->registers, 255u);
+  // The entry's registers cover its deepest callee's.
+  EXPECT_GE(entry->registers, c.find("chain_axpy")->registers);
+  EXPECT_EQ(entry->param_bytes, 8u * 10 + 24);  // 3+3+4 argument slots + sync, epoch, report
+  for (const char *callee : {"chain_step", "sync_sum", "chain_axpy", "sk_block_idx", "sk_block_num", "sk_sync_all"})
+    EXPECT_NE(c.find(callee), nullptr) << callee;
+  EXPECT_TRUE(c.undefined.empty());
+  // The same inputs again come from the cache.
+  BuiltImage again;
+  ASSERT_EQ(build_superkernel(s.request(), &again), SK_OK);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.cubin, img.cubin);
+  // Another plan is another key.
+  s.block_dims[0] = 4;
+  ASSERT_EQ(s.make_plan(8), SK_OK);
+  BuiltImage other;
+  ASSERT_EQ(build_superkernel(s.request(), &other), SK_OK);
+  EXPECT_FALSE(other.cached);
+  EXPECT_EQ(link_cache_size(), 2u);
+}
+
+TEST(CudaLink, HundredKernelChainKeepsArgumentsInTheParameterSpace) {
+  auto chain = load("chain.cubin");
+  auto k = kernel(chain, "chain_step");
+  Scope s;
+  for (int i = 0; i < 100; ++i) s.add(k, 1 + (i % 7));
+  ASSERT_EQ(s.make_plan(132), SK_OK);
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_EQ(img.args, ArgSource::Params);  // 300 slots: 2400 bytes fit
+  ASSERT_NE(img.info.find("sk_superkernel_entry"), nullptr);
+  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 8u * 300 + 24);
+}
+
+TEST(CudaLink, ThousandTinyKernelsLinkWithArgumentsInABuffer) {
+  auto tiny = load("tiny.cubin");
+  auto k = kernel(tiny, "tiny_add");
+  Scope s;
+  for (int i = 0; i < 1000; ++i) s.add(k, 1);
+  ASSERT_EQ(s.make_plan(132), SK_OK);
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_EQ(img.args, ArgSource::Buffer);  // 2000 slots exceed the parameter space
+  ASSERT_NE(img.info.find("sk_superkernel_entry"), nullptr);
+  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 32u);
+}
+
+TEST(CudaLink, LtoIrLinksWithCubins) {
+  auto chain = load("chain.cubin");
+  auto lto = load("lto.ltoir");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 4);
+  s.add(kernel(lto, "lto_scale", "ptr,u32,u32"), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_NE(img.info.find("sk_superkernel_entry"), nullptr);
+}
+
+TEST(CudaLink, MismatchedThreadsPerBlockNameBothKernels) {
+  auto chain = load("chain.cubin");
+  auto misc = load("misc.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 4);
+  s.add(kernel(misc, "wide_block"), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK);
+  BuiltImage img;
+  EXPECT_EQ(build_superkernel(s.request(), &img), SK_ERR_INCOMPATIBLE);
+  const std::string msg = sk::last_error();
+  EXPECT_TRUE(contains(msg, "'chain_step'") && contains(msg, "'wide_block'")) << msg;
+  EXPECT_TRUE(contains(msg, "128") && contains(msg, "256")) << msg;
+}
+
+TEST(CudaLink, MissingSymbolIsNamed) {
+  auto misc = load("misc.cubin");
+  Scope s;
+  s.add(kernel(misc, "calls_missing"), 2);
+  ASSERT_EQ(s.make_plan(8), SK_OK);
+  BuiltImage img;
+  EXPECT_EQ(build_superkernel(s.request(), &img), SK_ERR_NOT_FOUND);
+  EXPECT_TRUE(contains(sk::last_error(), "nobody_defines_this")) << sk::last_error();
+}
+
+TEST(CudaLink, LtoIrSymbolMissingAtLink) {
+  auto lto = load("lto.ltoir");
+  Scope s;
+  s.add(kernel(lto, "not_in_the_ir", "ptr"), 1);
+  ASSERT_EQ(s.make_plan(8), SK_OK);
+  BuiltImage img;
+  EXPECT_NE(build_superkernel(s.request(), &img), SK_OK);
+  EXPECT_TRUE(contains(sk::last_error(), "not_in_the_ir")) << sk::last_error();
+}
+
+TEST(CudaLink, CubinForAnotherArchitectureIsRefused) {
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 2);
+  ASSERT_EQ(s.make_plan(8), SK_OK);
+  BuiltImage img;
+  EXPECT_NE(build_superkernel(s.request("sm_80"), &img), SK_OK);
+  EXPECT_TRUE(contains(sk::last_error(), "sm_80")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "chain.cubin") || contains(sk::last_error(), "arch")) << sk::last_error();
+}
+
+TEST(CudaLink, SyncAllWithMoreBlocksThanCoResidentIsRefused) {
+  auto sync = load("sync.cubin");
+  Scope s;
+  s.add(kernel(sync, "sync_sum"), 64);
+  EXPECT_EQ(s.make_plan(32), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "sync_sum")) << sk::last_error();
+}
+
+TEST(CudaLink, DeviceApiLibraryCoversTheHeader) {
+  auto misc = load("misc.cubin");
+  Scope s;
+  s.add(kernel(misc, "scalar_flags"), 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  for (const char *fn : {"sk_gm_load", "sk_gm_store", "sk_dcci_line", "sk_dcci_all", "sk_cross_core_set_flag_all",
+                         "sk_cross_core_wait_flag_all"})
+    EXPECT_NE(img.info.find(fn), nullptr) << fn;
+}

@@ -1,0 +1,49 @@
+"""Fixtures of the Python binding's tests.
+
+The binding is imported from bindings/python (or from wherever PYTHONPATH puts it: the install
+check imports an installed copy). libsk comes from $SK_LIBRARY, which scripts/test sets to the
+library built in the same run. Kernels are compiled here, with cc -c, as a user would.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if not any(os.path.isdir(os.path.join(p, "superkernel")) for p in sys.path if p):
+    sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+
+import superkernel as sk  # noqa: E402
+
+
+def compile_kernel(source, out_dir):
+    obj = os.path.join(out_dir, os.path.splitext(os.path.basename(source))[0] + ".o")
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-O2", "-fPIE", "-g0", "-std=gnu11", "-Wall", "-Werror",
+                    "-I", os.path.join(ROOT, "include"), "-c", source, "-o", obj], check=True)
+    return obj
+
+
+@pytest.fixture(scope="session")
+def kernel_dir(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("kernels"))
+    compile_kernel(os.path.join(ROOT, "tests", "python", "kernels", "py_ops.c"), out)
+    compile_kernel(os.path.join(ROOT, "examples", "quickstart_kernel.c"), out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def ops_path(kernel_dir):
+    return os.path.join(kernel_dir, "py_ops.o")
+
+
+@pytest.fixture
+def dev():
+    with sk.Device("host:cores=2,timeout_ms=5000") as d:
+        yield d
+
+
+@pytest.fixture
+def ops(dev, ops_path):
+    return dev.load(ops_path)
