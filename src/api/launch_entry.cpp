@@ -70,8 +70,8 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     }
     p->steps.push_back(std::move(s));
   }
-  p->allocate_sync_state();
   if (plan.options.profiling) p->profiler = std::make_shared<sk::host::Profiler>(p->steps.size(), p->cores);
+  p->allocate_sync_state();
 }
 
 }  // namespace sk::api

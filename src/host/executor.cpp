@@ -44,6 +44,11 @@ void Program::allocate_sync_state() {
   ended = std::make_unique<StepCounter[]>(steps.size());
   barriers = std::make_unique<StepBarrier[]>(steps.size());
   if (per_step_release) step_released = std::make_unique<StepCounter[]>(steps.size());
+  plain = !profiler && !per_step_release && segments.size() == 1 && !segments[0].layout.mixed() &&
+          segments[0].layout.cube == 0 &&
+          std::all_of(steps.begin(), steps.end(), [](const StepExec &s) {
+            return s.unit_class == 0 && !s.flush_before && !s.flush_after && !s.flags && s.after_count == 0;
+          });
 }
 
 Executor::Executor(const ExecutorConfig &config) : config_(config) {
@@ -300,6 +305,60 @@ void Executor::process(Core &core, uint64_t seq) {
   if (done == seq * config_.cores) complete_task(task, seq);
 }
 
+namespace {
+
+// The step loop of one core through one task. kPlain: a program of vector-only steps in one
+// segment with no profiling, cache flushes, flags or events (Program::plain, the common case),
+// whose loop carries none of their checks: each costs a few ns per step on the hot path.
+template <bool kPlain>
+void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
+  if constexpr (kPlain) ctx.slot = p.segments[0].slots[core];
+  for (uint32_t i = 0; i < p.steps.size(); ++i) {
+    const StepExec &s = p.steps[i];
+    uint32_t first = core;
+    if constexpr (!kPlain) {
+      if (s.segment != ctx.slot_segment) {
+        ctx.slot_segment = s.segment;
+        const std::vector<CoreSlot> &slots = p.segments[s.segment].slots;
+        ctx.slot = core < slots.size() ? slots[core] : CoreSlot{};
+      }
+      // The core's first block of this step (its vector or cube index, or its group).
+      first = ctx.slot.index[s.unit_class];
+    }
+    // Cores without a block here, or past the step's units, pass the step.
+    if (first >= s.units) continue;
+    if (failure.aborted.load(std::memory_order_relaxed)) break;
+    ctx.step = &s;
+    ctx.step_index = i;
+    ctx.waited = false;
+    ctx.arrived = false;
+    if constexpr (!kPlain) profile_ready(ctx);
+    begin_step(ctx);
+    if constexpr (!kPlain) {
+      if (s.flush_before) flush_cache_around_step(ctx);
+      profile_start(ctx);
+    }
+    for (uint32_t b = first; b < s.block_dim; b += s.units) {
+      ctx.block_idx = b;
+      ctx.last_block = b + s.units >= s.block_dim;
+      if (s.direct) {
+        const uint64_t *a = s.slots;
+        reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
+      } else {
+        ffi_arg ret;
+        ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
+      }
+    }
+    if constexpr (!kPlain) {
+      profile_end(ctx);
+      if (s.flush_after) flush_cache_around_step(ctx);
+    }
+    end_step(ctx);
+  }
+}
+
+}  // namespace
+
 void Executor::run_task(Core &core, Task &task) {
   Program &p = *task.program;
   if (core.index >= p.cores) return;
@@ -312,41 +371,10 @@ void Executor::run_task(Core &core, Task &task) {
   WaitPolicy policy = task_policy_;
   policy.abort = &task.failure.aborted;
   ctx.policy = &policy;
-  for (uint32_t i = 0; i < p.steps.size(); ++i) {
-    const StepExec &s = p.steps[i];
-    if (s.segment != ctx.slot_segment) {
-      ctx.slot_segment = s.segment;
-      const std::vector<CoreSlot> &slots = p.segments[s.segment].slots;
-      ctx.slot = core.index < slots.size() ? slots[core.index] : CoreSlot{};
-    }
-    // The core's first block of this step (its vector or cube index, or its group); cores
-    // without one, or past the step's units, pass the step.
-    const uint32_t first = ctx.slot.index[s.unit_class];
-    if (first >= s.units) continue;
-    if (task.failure.aborted.load(std::memory_order_relaxed)) break;
-    ctx.step = &s;
-    ctx.step_index = i;
-    ctx.waited = false;
-    ctx.arrived = false;
-    profile_ready(ctx);
-    begin_step(ctx);
-    if (s.flush_before) flush_cache_around_step(ctx);
-    profile_start(ctx);
-    for (uint32_t b = first; b < s.block_dim; b += s.units) {
-      ctx.block_idx = b;
-      ctx.last_block = b + s.units >= s.block_dim;
-      if (s.direct) {
-        const uint64_t *a = s.slots;
-        reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
-      } else {
-        ffi_arg ret;
-        ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
-      }
-    }
-    profile_end(ctx);
-    if (s.flush_after) flush_cache_around_step(ctx);
-    end_step(ctx);
-  }
+  if (p.plain)
+    run_steps<true>(p, ctx, core.index, task.failure);
+  else
+    run_steps<false>(p, ctx, core.index, task.failure);
   ctx.program = nullptr;
   ctx.step = nullptr;
   ctx.slot_segment = 0xffffffffu;  // the next task may be another program

@@ -73,9 +73,11 @@ void record_stuck(CoreContext &ctx, WaitResult r, const std::string &where) {
   std::string line;
   // In a mixed layout, say which core of which group it is.
   const SegmentExec &seg = ctx.program->segments[ctx.step->segment];
-  if (seg.layout.mixed())
-    line = "(" + std::string(ctx.slot.type ? "cube core" : "vector core " + std::to_string(ctx.slot.sub)) +
-           " of group " + std::to_string(ctx.slot.group) + ") ";
+  if (seg.layout.mixed()) {
+    line.append("(").append(ctx.slot.type ? "cube core" : "vector core ");
+    if (!ctx.slot.type) line.append(std::to_string(ctx.slot.sub));
+    line.append(" of group ").append(std::to_string(ctx.slot.group)).append(") ");
+  }
   line += "is in step " + std::to_string(ctx.step_index) + " '" + ctx.step->name + "', " + where;
   TaskFailure &f = *ctx.failure;
   {

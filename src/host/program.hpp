@@ -26,23 +26,18 @@ struct alignas(64) StepBarrier {
   std::atomic<uint32_t> generation{0};
 };
 
+// Fields in the order the step loop and the sync code read them: the first cache line holds
+// what a plain step needs.
 struct StepExec {
-  std::string name;
   void *fn = nullptr;
-  ffi_cif *cif = nullptr;       // prepared once per kernel
-  bool direct = false;          // call fn with kDirectArgs slots (see kernel_call.hpp)
   const uint64_t *slots = nullptr;  // its first slot in Program::arg_slots
   void **avalues = nullptr;     // into Program::arg_slots, for libffi
+  ffi_cif *cif = nullptr;       // prepared once per kernel
   uint32_t block_dim = 1;
   uint32_t units = 1;           // cores of its type (groups, mixed) running blocks; the stride
   uint32_t cores = 1;           // cores taking part (units * (1 + R) for mixed kernels)
-  uint32_t unit_class = 0;      // CoreSlot::index it reads: 0 vector, 1 cube, 2 mixed
-  uint32_t segment = 0;
-  uint32_t sub_block_num = 1;   // vector cores per group it runs on (mixed kernels)
   int32_t pred = -1;            // the step it follows (core/plan.hpp)
-  const uint32_t *after = nullptr;  // steps that must have ended first (Program::after_lists)
-  uint32_t after_count = 0;
-  StepFlags *flags = nullptr;   // steps with hard cross-core sync
+  bool direct = false;          // call fn with kDirectArgs slots (see kernel_call.hpp)
   bool wait_in_kernel = false;  // previous step awaited at sk_wait_pre_task_end
   bool arrive_in_kernel = false;// next step released at sk_set_next_task_start
   // Cache maintenance (core/cache_plan.hpp): whole-cache flushes around the step on each of
@@ -50,6 +45,13 @@ struct StepExec {
   bool flush_before = false;
   bool flush_after = false;
   bool gm_flush = true;
+  StepFlags *flags = nullptr;   // steps with hard cross-core sync
+  const uint32_t *after = nullptr;  // steps that must have ended first (Program::after_lists)
+  uint32_t after_count = 0;
+  uint32_t unit_class = 0;      // CoreSlot::index it reads: 0 vector, 1 cube, 2 mixed
+  uint32_t segment = 0;
+  uint32_t sub_block_num = 1;   // vector cores per group it runs on (mixed kernels)
+  std::string name;             // reports only
 };
 
 // One dispatch of the program (core/plan.hpp's PlanSegment): where each core sits in it.
@@ -69,6 +71,9 @@ struct Program {
   // step by step and each step counts its own (step_released) instead of the shared counter.
   bool per_step_release = false;
   std::unique_ptr<StepCounter[]> step_released;
+  // Only vector steps on one segment, no profiling, flushes, flags or events: the executor runs
+  // its lean step loop (set by allocate_sync_state, after the steps and the profiler).
+  bool plain = false;
   // Argument values, one 8-byte slot per parameter (every signature type fits), and the
   // pointer arrays libffi reads. Sized once; never reallocated after the steps point in.
   std::vector<uint64_t> arg_slots;
@@ -97,7 +102,7 @@ struct Program {
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;
 
-  // Sizes the sync state for steps.size() steps (call once the steps are final).
+  // Sizes the sync state for steps.size() steps (call once the steps and the profiler are final).
   void allocate_sync_state();
 };
 

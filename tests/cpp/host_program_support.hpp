@@ -34,7 +34,7 @@ struct HostProgram {
     program.steps.push_back(s);
     return program.steps.back();
   }
-  // Call once the steps are added and configured.
+  // Call once the steps are added and configured, and the profiler (if any) is set.
   void finish(void *state) {
     program.arg_slots.assign(1, reinterpret_cast<uint64_t>(state));
     program.arg_pointers.assign(1, &program.arg_slots[0]);

@@ -42,8 +42,8 @@ TEST(Profiler, RecordsEveryCoreOfEveryStepInStepThenCoreOrder) {
   hp.add("b", nothing, 1);
   hp.add("c", nothing, 5);  // multiplexed: cores 0 and 1 run two blocks, core 2 one
   hp.add("d", sync_twice, 2);
-  hp.finish(nullptr);
   hp.program.profiler = std::make_shared<Profiler>(4, 3);
+  hp.finish(nullptr);
   host::StreamState stream;
   ASSERT_EQ(ex->submit(&hp.program, nullptr, &stream), SK_OK);
   ASSERT_EQ(ex->synchronize(&stream), SK_OK);
@@ -91,8 +91,8 @@ TEST(Profiler, TimeInSyncAllIsChargedAsSyncWait) {
   SyncWait s;
   HostProgram hp("sync-wait", 2);
   hp.add("late_sync", late_sync, 2);
-  hp.finish(&s);
   hp.program.profiler = std::make_shared<Profiler>(1, 2);
+  hp.finish(&s);
   host::StreamState stream;
   ASSERT_EQ(ex->submit(&hp.program, nullptr, &stream), SK_OK);
   ASSERT_EQ(ex->synchronize(&stream), SK_OK);
@@ -127,11 +127,11 @@ TEST(Profiler, KernelsSeeTheirRecordOnlyWhenProfiling) {
     HostProgram hp("look", 2);
     hp.add("look0", look_at_record, 2);
     hp.add("look1", look_at_record, 2);
-    hp.finish(&s);
     if (on) {
       hp.program.profiler = std::make_shared<Profiler>(2, 2);
       s.profiler = hp.program.profiler.get();
     }
+    hp.finish(&s);  // after the profiler: the executor picks its step loop by it
     ASSERT_EQ(ex->submit(&hp.program, nullptr, &stream), SK_OK);
     ASSERT_EQ(ex->synchronize(&stream), SK_OK);
     EXPECT_EQ(s.with_record.load(), on ? 4 : 0);
@@ -144,8 +144,8 @@ TEST(Profiler, SnapshotIsTheLastCompletedLaunch) {
   auto ex = make_host_executor(2);
   HostProgram hp("twice", 2);
   hp.add("a", nothing, 2);
-  hp.finish(nullptr);
   hp.program.profiler = std::make_shared<Profiler>(1, 2);
+  hp.finish(nullptr);
   std::vector<sk_profile_record> none;
   EXPECT_FALSE(hp.program.profiler->last(&none));  // nothing completed yet
   host::StreamState stream;
@@ -174,8 +174,8 @@ TEST(Profiler, AnAbortedLaunchKeepsThePreviousSnapshot) {
   MaybeHang s;
   HostProgram hp("hang", 2);
   hp.add("maybe_hang", maybe_hang, 2);
-  hp.finish(&s);
   hp.program.profiler = std::make_shared<Profiler>(1, 2);
+  hp.finish(&s);
   host::StreamState stream;
   ASSERT_EQ(ex->submit(&hp.program, nullptr, &stream), SK_OK);
   ASSERT_EQ(ex->synchronize(&stream), SK_OK);
