@@ -63,18 +63,26 @@ struct CoreContext {
 // TLS surplus even when libsk is dlopen'ed (as the Python binding does).
 extern constinit thread_local CoreContext *t_core __attribute__((tls_model("initial-exec")));
 
-// Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp). A core in step i:
-//  begin_step:          waits for step i-2 to end; and, unless the kernel waits itself
-//                       (sk_wait_pre_task_end), for step i-1 to release it;
-//  wait_previous_step:  waits for step i-1 to release step i;
-//  release_next_step:   lets step i+1 run, once step i-1 released this one and ended;
-//  end_step:            releases step i+1 if the kernel did not, and records step i's end.
+// Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp). A core in step i,
+// whose previous step p is i-1 (or, with stream fusion, the step before it in its stream):
+//  begin_step:          waits for the steps its events name and for p's previous step to end;
+//                       and, unless the kernel waits itself (sk_wait_pre_task_end), for p to
+//                       release it;
+//  wait_previous_step:  waits for p to release step i;
+//  release_next_step:   lets the next step run, once p released this one and ended;
+//  end_step:            releases the next step if the kernel did not, and records step i's end.
 // So a step overlaps only its neighbours, as the task-overlap calls promise, never a step two
 // away.
+// kPlain: the program is Program::plain (a chain of vector steps on the shared release
+// counter): the previous step is step i-1 and there is nothing else to wait for. The executor
+// picks the version once per task; the device-API entries (sk_wait_pre_task_end,
+// sk_set_next_task_start) look at the program.
+template <bool kPlain>
 void begin_step(CoreContext &ctx);
+template <bool kPlain>
+void end_step(CoreContext &ctx);
 void wait_previous_step(CoreContext &ctx);
 void release_next_step(CoreContext &ctx);
-void end_step(CoreContext &ctx);
 void sync_step_cores(CoreContext &ctx);
 // Records where this core waited when its wait ended without its condition (deadline passed, or
 // another core's did): `where` says the sync point and what it waited for. The first deadline

@@ -333,7 +333,7 @@ void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &f
     ctx.waited = false;
     ctx.arrived = false;
     if constexpr (!kPlain) profile_ready(ctx);
-    begin_step(ctx);
+    begin_step<kPlain>(ctx);
     if constexpr (!kPlain) {
       if (s.flush_before) flush_cache_around_step(ctx);
       profile_start(ctx);
@@ -353,7 +353,7 @@ void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &f
       profile_end(ctx);
       if (s.flush_after) flush_cache_around_step(ctx);
     }
-    end_step(ctx);
+    end_step<kPlain>(ctx);
   }
 }
 

@@ -38,27 +38,41 @@ void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t b
 }
 
 // The counter step `step`'s releases go to, and its value before this launch's releases of it.
+// kPlain (Program::plain): always the shared counter, without looking.
+template <bool kPlain>
 std::atomic<uint32_t> &released_word(Program &p, uint32_t step) {
-  return p.per_step_release ? p.step_released[step].value : p.released.value;
+  if (!kPlain && p.per_step_release) return p.step_released[step].value;
+  return p.released.value;
 }
+template <bool kPlain>
 uint32_t released_base(const CoreContext &ctx, uint32_t step) {
   const Program &p = *ctx.program;
-  if (p.per_step_release) return (ctx.epoch - 1) * p.steps[step].cores;
+  if (!kPlain && p.per_step_release) return (ctx.epoch - 1) * p.steps[step].cores;
   return (ctx.epoch - 1) * p.releases_per_launch + p.released_before[step];
 }
 
 // Every core of step `step` released the next step (in this launch).
+template <bool kPlain>
 void wait_released(CoreContext &ctx, uint32_t step, const char *event) {
-  wait_all_cores_of(ctx, released_word(*ctx.program, step), released_base(ctx, step), step, event);
+  wait_all_cores_of(ctx, released_word<kPlain>(*ctx.program, step), released_base<kPlain>(ctx, step), step, event);
 }
 
 // Every core of step `step` ended (in this launch).
+template <bool kPlain>
 void wait_ended(CoreContext &ctx, uint32_t step) {
   Program &p = *ctx.program;
   if (p.steps[step].arrive_in_kernel)
     wait_all_cores_of(ctx, p.ended[step].value, (ctx.epoch - 1) * p.steps[step].cores, step, "end");
   else
-    wait_released(ctx, step, "end");  // its release is its end
+    wait_released<kPlain>(ctx, step, "end");  // its release is its end
+}
+
+// The step this one follows: the one before it in a plain program, else StepExec::pred (the
+// one before it in its stream, with stream fusion). -1: none.
+template <bool kPlain>
+int32_t previous(const CoreContext &ctx) {
+  if constexpr (kPlain) return static_cast<int32_t>(ctx.step_index) - 1;
+  return ctx.step->pred;
 }
 
 void count_core(CoreContext &ctx, std::atomic<uint32_t> &word) {
@@ -90,44 +104,71 @@ void record_stuck(CoreContext &ctx, WaitResult r, const std::string &where) {
   if (r == WaitResult::TimedOut) f.aborted.store(true, std::memory_order_release);
 }
 
-// "The previous step" below is the step's predecessor (StepExec::pred): the step before it, or
-// with stream fusion the step before it in its stream.
+namespace {
+
+template <bool kPlain>
+void wait_previous(CoreContext &ctx) {
+  ctx.waited = true;
+  const int32_t prev = previous<kPlain>(ctx);
+  if (prev < 0) return;
+  const bool early = ctx.program->steps[prev].arrive_in_kernel;
+  wait_released<kPlain>(ctx, static_cast<uint32_t>(prev), early ? "call sk_set_next_task_start" : "end");
+}
+
+template <bool kPlain>
+void release_next(CoreContext &ctx) {
+  if (!ctx.waited) wait_previous<kPlain>(ctx);
+  // Releasing the next step must also mean the previous one has ended: a step may overlap its
+  // neighbours, never a step two away.
+  const int32_t prev = previous<kPlain>(ctx);
+  if (prev >= 0 && ctx.program->steps[prev].arrive_in_kernel) wait_ended<kPlain>(ctx, static_cast<uint32_t>(prev));
+  ctx.arrived = true;
+  count_core(ctx, released_word<kPlain>(*ctx.program, ctx.step_index));
+}
+
+}  // namespace
+
+template <bool kPlain>
 void begin_step(CoreContext &ctx) {
   const StepExec &s = *ctx.step;
-  if (s.flags) {
-    std::fill(std::begin(ctx.flag_waits), std::end(ctx.flag_waits), 0u);
-    std::fill(std::begin(ctx.flag_all_waits), std::end(ctx.flag_all_waits), 0u);
+  if constexpr (!kPlain) {
+    if (s.flags) {
+      std::fill(std::begin(ctx.flag_waits), std::end(ctx.flag_waits), 0u);
+      std::fill(std::begin(ctx.flag_all_waits), std::end(ctx.flag_all_waits), 0u);
+    }
+    // Events (and segment boundaries with stream fusion): those steps must have ended.
+    for (uint32_t d = 0; d < s.after_count; ++d) wait_ended<false>(ctx, s.after[d]);
   }
-  // Events (and segment boundaries with stream fusion): those steps must have ended.
-  for (uint32_t d = 0; d < s.after_count; ++d) wait_ended(ctx, s.after[d]);
   if (!s.wait_in_kernel) {
-    wait_previous_step(ctx);  // the previous step released this one only after its own previous ended
-  } else if (s.pred >= 0 && ctx.program->steps[s.pred].pred >= 0) {
-    wait_ended(ctx, static_cast<uint32_t>(ctx.program->steps[s.pred].pred));
+    wait_previous<kPlain>(ctx);  // the previous step released this one only after its own previous ended
+  } else if (const int32_t prev = previous<kPlain>(ctx); prev >= 0 && ctx.program->steps[prev].pred >= 0) {
+    wait_ended<kPlain>(ctx, static_cast<uint32_t>(ctx.program->steps[prev].pred));
   }
 }
 
+template <bool kPlain>
+void end_step(CoreContext &ctx) {
+  if (!ctx.arrived) release_next<kPlain>(ctx);
+  if (ctx.step->arrive_in_kernel) count_core(ctx, ctx.program->ended[ctx.step_index].value);
+}
+
+template void begin_step<true>(CoreContext &);
+template void begin_step<false>(CoreContext &);
+template void end_step<true>(CoreContext &);
+template void end_step<false>(CoreContext &);
+
 void wait_previous_step(CoreContext &ctx) {
-  ctx.waited = true;
-  const int32_t prev = ctx.step->pred;
-  if (prev < 0) return;
-  const bool early = ctx.program->steps[prev].arrive_in_kernel;
-  wait_released(ctx, static_cast<uint32_t>(prev), early ? "call sk_set_next_task_start" : "end");
+  if (ctx.program->plain)
+    wait_previous<true>(ctx);
+  else
+    wait_previous<false>(ctx);
 }
 
 void release_next_step(CoreContext &ctx) {
-  if (!ctx.waited) wait_previous_step(ctx);
-  // Releasing the next step must also mean the previous one has ended: a step may overlap its
-  // neighbours, never a step two away.
-  const int32_t prev = ctx.step->pred;
-  if (prev >= 0 && ctx.program->steps[prev].arrive_in_kernel) wait_ended(ctx, static_cast<uint32_t>(prev));
-  ctx.arrived = true;
-  count_core(ctx, released_word(*ctx.program, ctx.step_index));
-}
-
-void end_step(CoreContext &ctx) {
-  if (!ctx.arrived) release_next_step(ctx);
-  if (ctx.step->arrive_in_kernel) count_core(ctx, ctx.program->ended[ctx.step_index].value);
+  if (ctx.program->plain)
+    release_next<true>(ctx);
+  else
+    release_next<false>(ctx);
 }
 
 void sync_step_cores(CoreContext &ctx) {

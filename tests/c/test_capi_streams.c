@@ -4,9 +4,11 @@
 #include "test_util.h"
 
 #define N 4096u
-/* Polls of a handshake before it gives up (tens to hundreds of ms): long enough for the other
- * side to arrive when both run at the same time, short enough to fail fast when they do not. */
-#define SPINS 1000000u
+/* Polls of a handshake before it gives up. A side that must meet the other gets LONG_WAIT
+ * (seconds on a loaded machine; it returns as soon as the other side arrives); a side that must
+ * not meet it gets SHORT_WAIT (tens of ms), which it always spends. */
+#define LONG_WAIT 20000000u
+#define SHORT_WAIT 300000u
 
 struct fixture {
   sk_device *dev;
@@ -50,8 +52,8 @@ static sk_kernel_options on_stream(uint32_t stream) {
 }
 
 /* Side `mine` of the handshake, on block `mine` of 2 (so each side runs on its own core). */
-static void add_handshake(struct fixture *f, sk_scope *scope, uint32_t mine, uint32_t stream) {
-  uint32_t theirs = 1 - mine, spins = SPINS;
+static void add_handshake(struct fixture *f, sk_scope *scope, uint32_t mine, uint32_t stream, uint32_t spins) {
+  uint32_t theirs = 1 - mine;
   void *args[] = {&f->flags, &f->met, &mine, &theirs, &f->epoch, &spins};
   sk_kernel_options o = on_stream(stream);
   SK_CHECK(sk_add_kernel(scope, f->handshake, 2, args, &o));
@@ -75,8 +77,8 @@ static void test_streams_overlap_only_with_stream_fusion(void **state) {
   sk_scope *scope = NULL;
   sk_superkernel *fused = NULL, *serial = NULL;
   SK_CHECK(sk_scope_begin(f->dev, "two-streams", "stream-fusion=1", &scope));
-  add_handshake(f, scope, 0, 0);
-  add_handshake(f, scope, 1, 1);
+  add_handshake(f, scope, 0, 0, LONG_WAIT);
+  add_handshake(f, scope, 1, 1, LONG_WAIT);
   SK_CHECK(sk_finalize(scope, &fused));
   SK_EXPECT_EXPLAIN(fused, "\"stream_fusion\":true");
   for (int launch = 0; launch < 5; ++launch) {
@@ -85,8 +87,8 @@ static void test_streams_overlap_only_with_stream_fusion(void **state) {
     assert_int_equal(f->met[1], 1);
   }
   SK_CHECK(sk_scope_begin(f->dev, "one-stream", "stream-fusion=1", &scope));
-  add_handshake(f, scope, 0, 0);
-  add_handshake(f, scope, 1, 0);
+  add_handshake(f, scope, 0, 0, SHORT_WAIT);
+  add_handshake(f, scope, 1, 0, LONG_WAIT);
   SK_CHECK(sk_finalize(scope, &serial));
   SK_EXPECT_EXPLAIN(serial, "\"stream_fusion\":false");
   run_handshake(f, serial);
@@ -104,10 +106,10 @@ static void test_events_order_streams(void **state) {
   sk_scope *scope = NULL;
   sk_superkernel *sk = NULL;
   SK_CHECK(sk_scope_begin(f->dev, "events", "stream-fusion=1", &scope));
-  add_handshake(f, scope, 0, 0);
+  add_handshake(f, scope, 0, 0, SHORT_WAIT);
   SK_CHECK(sk_scope_record_event(scope, 0, 42));
   SK_CHECK(sk_scope_wait_event(scope, 1, 42));
-  add_handshake(f, scope, 1, 1);
+  add_handshake(f, scope, 1, 1, LONG_WAIT);
   SK_CHECK(sk_finalize(scope, &sk));
   SK_EXPECT_EXPLAIN(sk, "\"waits_for_steps\":[0]");
   run_handshake(f, sk);
