@@ -10,13 +10,15 @@ namespace {
 // state is a vector; this bounds it.
 constexpr uint32_t kMaxStreams = 64;
 
-sk_status check_stream(const sk_scope *scope, uint32_t stream, const char *call, const std::string &what) {
+// `what` names the culprit ("kernel 'x'", "event 3"); it is built only for the error.
+template <class What>
+sk_status check_stream(const sk_scope *scope, uint32_t stream, const char *call, What what) {
   if (!scope->options.stream_fusion && stream != 0)
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "%s: %s is on stream %u, but scope '%s' fuses one stream (set scope option stream-fusion=1)", call,
-                what.c_str(), stream, scope->name.c_str());
+                what().c_str(), stream, scope->name.c_str());
   if (stream >= kMaxStreams)
-    return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: stream %u is out of range (0..%u)", call, what.c_str(), stream,
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: stream %u is out of range (0..%u)", call, what().c_str(), stream,
                 kMaxStreams - 1);
   return SK_OK;
 }
@@ -33,16 +35,17 @@ sk_status check_event_call(sk_scope *scope, uint32_t stream, uint32_t event, con
   if (!scope->options.stream_fusion)
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: event %u: scope '%s' has no stream fusion (set stream-fusion=1)", call,
                 event, scope->name.c_str());
-  return check_stream(scope, stream, call, "event " + std::to_string(event));
+  return check_stream(scope, stream, call, [event] { return "event " + std::to_string(event); });
 }
 }  // namespace
 
 namespace sk::api {
 
 sk_status place_on_stream(sk_scope *scope, ScopeEntry *e) {
-  if (sk_status st = check_stream(scope, e->stream, "sk_add_kernel", "kernel '" + e->name + "'")) return st;
+  if (sk_status st = check_stream(scope, e->stream, "sk_add_kernel", [e] { return "kernel '" + e->name + "'"; }))
+    return st;
   grow_streams(scope, e->stream);
-  e->after = scope->stream_pending[e->stream];
+  if (!scope->stream_pending[e->stream].empty()) e->after = scope->stream_pending[e->stream];
   return SK_OK;
 }
 

@@ -41,6 +41,7 @@ struct LayoutDemand {
   uint32_t max_vector = 0, max_cube = 0;
   bool any_vector = false, any_cube = false, any_mixed = false, any_mix12 = false;
   void add(KernelKind kind, uint32_t block_dim);
+  bool operator==(const LayoutDemand &) const = default;
   // The ratio rules, before any device limit: all vector -> vector-only; all cube -> cube-only;
   // any 1:2 kernel -> 1:2; otherwise 1:1 when the vector demand fits the cube demand, else 1:2
   // with groups = max(max_cube, ceil(max_vector / 2)).
@@ -64,7 +65,7 @@ inline uint32_t unit_class(KernelKind kind) {
 
 // Clips a nominal layout to the device's cores and applies debug-aic-num / debug-aiv-num
 // (ratios 1:0, 0:1, 1:1, 1:2 only; never above the nominal counts). Fails naming the scope and
-// the option or the limit; *note gets what was clipped ("" if nothing).
+// the option or the limit; *note (if not null) gets what was clipped or forced ("" if nothing).
 struct ScopeOptions;
 sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const ScopeOptions &options,
                      const std::string &scope, CoreLayout *out, std::string *note);

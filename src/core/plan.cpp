@@ -78,11 +78,12 @@ sk_status plan_segments(const std::string &name, const ScopeOptions &options, co
                   name.c_str(), i, k.name.c_str(), kernel_kind_name(k.kind));
     LayoutDemand next = demand;
     next.add(k.kind, k.block_dim);
+    // Most kernels change neither the layout nor the hard-sync demand: nothing to check again.
+    if (next == demand && !(k.usage & kUsesHardSync)) continue;
     HardSyncDemand next_hard = hard;
     if (k.usage & kUsesHardSync) next_hard.add(k, i);
     CoreLayout layout;
-    std::string note;
-    if (sk_status st = fit_layout(next.nominal(), device_cores, options, name, &layout, &note); st != SK_OK)
+    if (sk_status st = fit_layout(next.nominal(), device_cores, options, name, &layout, nullptr); st != SK_OK)
       return st;
     const int kind = next_hard.conflict(layout);
     if (kind >= 0 && i > seg.first) {
