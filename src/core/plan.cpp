@@ -172,9 +172,8 @@ void link_steps(Plan &plan) {
     last[stream] = static_cast<int32_t>(i);
   }
   // The last step of a segment must end before the next segment starts.
-  for (PlanStep &s : plan.steps)
-    if (s.segment + 1 < plan.segments.size() && plan.segments[s.segment].end == &s - plan.steps.data() + 1)
-      s.arrive_in_kernel = false;
+  for (size_t seg = 0; seg + 1 < plan.segments.size(); ++seg)
+    plan.steps[plan.segments[seg].end - 1].arrive_in_kernel = false;
 }
 
 }  // namespace

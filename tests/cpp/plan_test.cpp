@@ -90,8 +90,11 @@ TEST(Plan, HardSyncSplitsOnlyWhereCountsDiffer) {
   ScopeOptions o;
   Plan plan;
   const uint32_t hard = kUsesCrossCoreSetFlagAll | kUsesCrossCoreWaitFlagAll;
-  std::vector<PlanInput> ks = {kernel("a", KernelKind::Vector, 4), kernel("b", KernelKind::Vector, 4, hard),
-                               kernel("c", KernelKind::Vector, 2), kernel("d", KernelKind::Vector, 2, hard),
+  const uint32_t release_early = kUsesSetNextTaskStart, wait_late = kUsesWaitPreTaskEnd;
+  std::vector<PlanInput> ks = {kernel("a", KernelKind::Vector, 4, release_early),
+                               kernel("b", KernelKind::Vector, 4, hard | wait_late),
+                               kernel("c", KernelKind::Vector, 2, release_early),
+                               kernel("d", KernelKind::Vector, 2, hard | wait_late),
                                kernel("e", KernelKind::Vector, 8)};
   ASSERT_EQ(build_plan("s", o, ks, 8, &plan), SK_OK) << last_error();
   // a,b,c share 4 cores (b's count); d syncs on 2 -> split; e needs 8 -> split after d.
@@ -104,6 +107,11 @@ TEST(Plan, HardSyncSplitsOnlyWhereCountsDiffer) {
   EXPECT_NE(plan.segments[2].reason.find("kernel 4 'e' needs 8 vector cores"), std::string::npos);
   EXPECT_EQ(plan.steps[2].cores, 2u);
   EXPECT_EQ(plan.steps[3].segment, 1u);
+  // Task overlap inside a dispatch, never across a split: a -> b overlap, c -> d do not.
+  EXPECT_TRUE(plan.steps[0].arrive_in_kernel);
+  EXPECT_TRUE(plan.steps[1].wait_in_kernel);
+  EXPECT_FALSE(plan.steps[2].arrive_in_kernel);
+  EXPECT_FALSE(plan.steps[3].wait_in_kernel);
   o.strict_scope_abort = true;
   EXPECT_EQ(build_plan("s", o, ks, 8, &plan), SK_ERR_INCOMPATIBLE);
 }
