@@ -150,7 +150,9 @@ SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char 
 SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
 /**
  * Waits until every launch queued on the stream (NULL: the device's default stream) has ended.
- * Returns the first failure of those launches (e.g. SK_ERR_HANG), once.
+ * Returns the first failure of those launches, once: SK_ERR_HANG for a wait past the device's
+ * deadline, SK_ERR_INVALID_ARGUMENT for a device-API call a kernel made that cannot be honoured
+ * (a cross-core flag id out of range); the message names the kernel and the core.
  */
 SK_API sk_status sk_stream_synchronize(sk_stream *stream);
 /** Waits for the stream's work, then destroys it. */

@@ -23,13 +23,19 @@ namespace sk::host {
 // deadline happened to expire first.
 struct TaskFailure {
   std::atomic<bool> aborted{false};
+  // A kernel made a device-API call that cannot be honoured (a flag id out of range): the
+  // launch fails with SK_ERR_INVALID_ARGUMENT instead of SK_ERR_HANG.
+  std::atomic<bool> invalid_call{false};
   std::mutex mutex;
   std::vector<std::pair<uint32_t, std::string>> waits;  // (core, where it waited)
   void reset() {
     aborted.store(false, std::memory_order_relaxed);
+    invalid_call.store(false, std::memory_order_relaxed);
     waits.clear();
   }
-  // "super kernel 'X' (launch E): no progress for T ms; launch aborted. core 0: ...; core 1: ..."
+  sk_status status() const { return invalid_call.load(std::memory_order_acquire) ? SK_ERR_INVALID_ARGUMENT : SK_ERR_HANG; }
+  // "super kernel 'X' (launch E): no progress for T ms; launch aborted. core 0 ...; core 1 ..."
+  // (or "a kernel made an invalid device-API call; launch aborted." for invalid_call).
   std::string report(const std::string &superkernel, uint32_t epoch, long long timeout_ms);
 };
 
@@ -88,5 +94,8 @@ void sync_step_cores(CoreContext &ctx);
 // another core's did): `where` says the sync point and what it waited for. The first deadline
 // aborts the launch; the report lists every core's first such record.
 void record_stuck(CoreContext &ctx, WaitResult r, const std::string &where);
+// Aborts the launch because the kernel on this core made a call that cannot be honoured;
+// `what` names the call and why.
+void abort_invalid_call(CoreContext &ctx, const std::string &what);
 
 }  // namespace sk::host

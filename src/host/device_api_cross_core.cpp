@@ -1,7 +1,7 @@
 // Core types and hard cross-core sync. Flags are counters of sets (host/cross_core_flags.hpp);
 // a wait compares them with the waits this core has done in the step, so the order of a set
-// and its wait does not matter. A flag id out of range aborts the launch with a report rather
-// than corrupting memory; a wait that cannot be satisfied ends at the deadline with a report
+// and its wait does not matter. A flag id out of range aborts the launch (SK_ERR_INVALID_ARGUMENT,
+// with a report naming the call) rather than corrupting memory; a wait that cannot be satisfied ends at the deadline with a report
 // naming the flag, the group and who has not set it.
 #include "host/device_api_cross_core.hpp"
 
@@ -18,9 +18,8 @@ bool in_mixed_step(const CoreContext &c) { return c.step->unit_class == 2; }
 // False (and the launch aborted with a report) when `flag` is not a valid id.
 bool check_flag(CoreContext &c, const char *call, uint32_t flag) {
   if (flag < SK_CROSS_CORE_FLAGS) return true;
-  record_stuck(c, WaitResult::TimedOut,
-               std::string(call) + "(" + std::to_string(flag) + "): flag ids are 0.." +
-                   std::to_string(SK_CROSS_CORE_FLAGS - 1) + "; launch aborted");
+  abort_invalid_call(c, std::string(call) + "(" + std::to_string(flag) + "): flag ids are 0.." +
+                            std::to_string(SK_CROSS_CORE_FLAGS - 1));
   return false;
 }
 

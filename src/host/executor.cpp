@@ -394,7 +394,7 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     }
     std::lock_guard<std::mutex> lock(task.stream->error_mutex);
     if (task.stream->error == SK_OK) {
-      task.stream->error = SK_ERR_HANG;
+      task.stream->error = task.failure.status();
       task.stream->error_message =
           task.failure.report(p->name, task.epoch, static_cast<long long>(config_.timeout_ms));
       task.stream->has_error.store(true, std::memory_order_release);

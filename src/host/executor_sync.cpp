@@ -104,6 +104,11 @@ void record_stuck(CoreContext &ctx, WaitResult r, const std::string &where) {
   if (r == WaitResult::TimedOut) f.aborted.store(true, std::memory_order_release);
 }
 
+void abort_invalid_call(CoreContext &ctx, const std::string &what) {
+  ctx.failure->invalid_call.store(true, std::memory_order_release);
+  record_stuck(ctx, WaitResult::TimedOut, what);
+}
+
 namespace {
 
 template <bool kPlain>
@@ -191,8 +196,12 @@ std::string TaskFailure::report(const std::string &superkernel, uint32_t epoch, 
   std::lock_guard<std::mutex> lock(mutex);
   std::sort(waits.begin(), waits.end());
   char head[400];
-  std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %lld ms; launch aborted.",
-                superkernel.c_str(), epoch, timeout_ms);
+  if (invalid_call.load(std::memory_order_acquire))
+    std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): a kernel made an invalid device-API call; "
+                  "launch aborted.", superkernel.c_str(), epoch);
+  else
+    std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %lld ms; launch aborted.",
+                  superkernel.c_str(), epoch, timeout_ms);
   std::string out = head;
   for (size_t i = 0; i < waits.size(); ++i)
     out += (i ? "; core " : " core ") + std::to_string(waits[i].first) + " " + waits[i].second;

@@ -325,12 +325,17 @@ static void test_bad_core_type_uses(void **state) {
   SK_CHECK(sk_scope_begin(f->dev, "vec-flags", NULL, &scope));
   SK_CHECK(sk_add_kernel(scope, f->vec_group_flag, 1, args, NULL));
   SK_EXPECT_ERR(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE, "kernel 0 'vector_uses_group_flag' is a vector kernel");
-  /* A flag id out of range aborts the launch with a report naming the call. */
+  /* A flag id out of range aborts the launch with a report naming the call; the device and the
+   * super kernel stay usable (the next launch fails the same way, not worse). */
   SK_CHECK(sk_scope_begin(f->dev, "bad-flag", NULL, &scope));
   SK_CHECK(sk_add_kernel(scope, f->bad_flag, 1, args, NULL));
   sk = finalize(scope);
-  SK_CHECK(sk_launch(sk, NULL));
-  SK_EXPECT_ERR(sk_stream_synchronize(NULL), SK_ERR_HANG, "sk_cross_core_set_flag(99): flag ids are 0..15");
+  for (int launch = 0; launch < 2; ++launch) {
+    SK_CHECK(sk_launch(sk, NULL));
+    SK_EXPECT_ERR(sk_stream_synchronize(NULL), SK_ERR_INVALID_ARGUMENT,
+                  "a kernel made an invalid device-API call; launch aborted");
+    SK_EXPECT_MSG("step 0 'mix_bad_flag', sk_cross_core_set_flag(99): flag ids are 0..15");
+  }
   sk_superkernel_destroy(sk);
   /* A mixed kernel on a device with fewer cores than one group. */
   sk_device *small = open_device("host:cores=2");
