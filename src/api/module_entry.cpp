@@ -41,26 +41,10 @@ sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk
   const sk::KernelMetadata *meta = lm.find_metadata(name);
   const std::string what = std::string("kernel '") + name + "' of " + lm.label;
   auto impl = std::make_shared<KernelImpl>();
-  if (signature) {
-    if (sk_status st = sk::parse_signature(signature, what, &impl->signature); st != SK_OK) return st;
-    if (meta) {
-      sk::Signature recorded;
-      if (sk_status st = sk::parse_signature(meta->signature, what + " (metadata)", &recorded); st != SK_OK)
-        return st;
-      if (recorded != impl->signature)
-        return fail(SK_ERR_INCOMPATIBLE,
-                    "%s: signature \"%s\" given for %s, but its metadata says \"%s\"", call,
-                    signature, what.c_str(), meta->signature.c_str());
-    }
-  } else {
-    if (!meta)
-      return fail(SK_ERR_NOT_FOUND,
-                  "%s: %s has no .sk.kernels metadata (built without SK_KERNEL?); give its "
-                  "signature with sk_module_get_kernel_with_signature",
-                  call, what.c_str());
-    if (sk_status st = sk::parse_signature(meta->signature, what, &impl->signature); st != SK_OK)
-      return fail(SK_ERR_BAD_BINARY, "%s", sk::last_error());
-  }
+  if (sk_status st = sk::kernel_signature(signature, meta, what, call,
+                                          ".sk.kernels metadata (built without SK_KERNEL?)", &impl->signature);
+      st != SK_OK)
+    return st;
   impl->device = mod->device;
   impl->module = mod->linked;
   impl->symbol = name;

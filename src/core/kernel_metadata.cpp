@@ -1,11 +1,13 @@
 #include "core/kernel_metadata.hpp"
 
+#include "core/core_layout.hpp"
 #include "core/error.hpp"
 
 namespace sk {
 namespace {
 bool known_core_type(const std::string &t) {
-  return t == "vector" || t == "cube" || t == "mix_1_1" || t == "mix_1_2";
+  KernelKind kind;
+  return parse_kernel_kind(t, &kind);
 }
 }  // namespace
 
@@ -49,6 +51,27 @@ sk_status parse_kernel_metadata(const std::vector<std::string> &records, std::st
     result.push_back(std::move(meta));
   }
   *out = std::move(result);
+  return SK_OK;
+}
+
+sk_status kernel_signature(const char *given, const KernelMetadata *meta, const std::string &what, const char *call,
+                           const std::string &no_metadata, Signature *out) {
+  if (given) {
+    if (sk_status st = parse_signature(given, what, out); st != SK_OK) return st;
+    if (meta) {
+      Signature recorded;
+      if (sk_status st = parse_signature(meta->signature, what + " (metadata)", &recorded); st != SK_OK) return st;
+      if (recorded != *out)
+        return fail(SK_ERR_INCOMPATIBLE, "%s: signature \"%s\" given for %s, but its metadata says \"%s\"", call,
+                    given, what.c_str(), meta->signature.c_str());
+    }
+    return SK_OK;
+  }
+  if (!meta)
+    return fail(SK_ERR_NOT_FOUND, "%s: %s has no %s; give its signature with sk_module_get_kernel_with_signature",
+                call, what.c_str(), no_metadata.c_str());
+  if (sk_status st = parse_signature(meta->signature, what, out); st != SK_OK)
+    return fail(SK_ERR_BAD_BINARY, "%s", last_error());
   return SK_OK;
 }
 

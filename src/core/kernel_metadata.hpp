@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/signature.hpp"
+
 namespace sk {
 
 struct KernelMetadata {
@@ -18,5 +20,12 @@ struct KernelMetadata {
 // Parses every record; `label` names the object in errors (SK_ERR_BAD_BINARY).
 sk_status parse_kernel_metadata(const std::vector<std::string> &records, std::string_view label,
                                 std::vector<KernelMetadata> *out);
+
+// The signature of kernel `what` (e.g. "kernel 'k' of m.o"), taken by `call`: `given` (the
+// host's, from sk_module_get_kernel_with_signature) checked against the metadata when there is
+// some, else the metadata's. `no_metadata` says what is missing when neither is there (the
+// backends record metadata differently).
+sk_status kernel_signature(const char *given, const KernelMetadata *meta, const std::string &what, const char *call,
+                           const std::string &no_metadata, Signature *out);
 
 }  // namespace sk

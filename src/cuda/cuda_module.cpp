@@ -126,26 +126,10 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     k->usage = device_api_usage(fn->externs);
     k->registers = fn->registers;
   }
-  if (signature) {
-    if (sk_status st = parse_signature(signature, what, &k->signature); st != SK_OK) return st;
-    if (meta) {
-      Signature recorded;
-      if (sk_status st = parse_signature(meta->signature, what + " (metadata)", &recorded); st != SK_OK) return st;
-      if (recorded != k->signature)
-        return fail(SK_ERR_INCOMPATIBLE, "%s: signature \"%s\" given for %s, but its metadata says \"%s\"", call,
-                    signature, what.c_str(), meta->signature.c_str());
-    }
-  } else {
-    if (!meta)
-      return fail(SK_ERR_NOT_FOUND,
-                  "%s: %s has no sk_kernel.h metadata (%s); give its signature with "
-                  "sk_module_get_kernel_with_signature",
-                  call, what.c_str(),
-                  !m.metadata_note.empty() ? m.metadata_note.c_str()
-                                           : "no sk_kernel_meta_ variable: built without SK_KERNEL_CUDA?");
-    if (sk_status st = parse_signature(meta->signature, what, &k->signature); st != SK_OK)
-      return fail(SK_ERR_BAD_BINARY, "%s", last_error());
-  }
+  const std::string no_metadata =
+      "sk_kernel.h metadata (" +
+      (!m.metadata_note.empty() ? m.metadata_note : "no sk_kernel_meta_ variable: built without SK_KERNEL_CUDA?") + ")";
+  if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK) return st;
   if (m.kind == InputKind::LtoIr)
     // The calls an LTO-IR function makes are unknown before linking: assume it synchronises
     // its blocks, so the planner never multiplexes them (which would hang sk_sync_all).
