@@ -19,6 +19,8 @@ gtest_discover_tests(sk_cuda_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST 
 # The launch path against a stand-in driver (no GPU needed): fake_cuda_driver.cpp as a shared
 # library that the tests load through SK_CUDA_DRIVER_LIBRARY, in a process of their own.
 add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fake_cuda_driver.cpp)
+# Types only (cuda/driver_api.hpp's mirror of cuda.h): nothing of libsk is linked in.
+target_include_directories(sk_fake_cuda_driver PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda_fake_driver_tests.cpp)
 target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS})
 target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"

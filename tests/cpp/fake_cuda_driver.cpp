@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/driver_api.hpp"
+
 namespace {
 
 struct Launch {
@@ -29,20 +31,8 @@ std::vector<std::pair<void *, void *>> g_waits;  // (stream, event) of cuStreamW
 int g_occupancy = 2;                             // blocks per SM
 std::map<uint64_t, size_t> g_allocations;        // "device" memory: address -> size
 
-struct LaunchAttribute {
-  int id;
-  char pad[4];
-  union {
-    char bytes[64];
-    int cooperative;
-  } value;
-};
-struct LaunchConfig {
-  unsigned gx, gy, gz, bx, by, bz, shared;
-  void *stream;
-  LaunchAttribute *attrs;
-  unsigned num_attrs;
-};
+// The launch configuration libsk passes: its own mirror of cuda.h's CUlaunchConfig.
+using sk::cuda::LaunchConfig;
 
 }  // namespace
 
@@ -175,10 +165,10 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *, int, size_t) {
 }
 int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
   Launch l{};
-  l.grid = cfg->gx;
-  l.block = cfg->bx;
+  l.grid = cfg->grid_x;
+  l.block = cfg->block_x;
   for (unsigned i = 0; i < cfg->num_attrs; ++i)
-    if (cfg->attrs[i].id == 2) l.cooperative = cfg->attrs[i].value.cooperative;
+    if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE) l.cooperative = cfg->attrs[i].value.cooperative;
   l.stream = cfg->stream;
   std::memcpy(&l.sync, params[1], 8);
   std::memcpy(&l.epoch, params[2], 8);
