@@ -160,6 +160,27 @@ inline std::vector<uint8_t> with_relocation_type(std::vector<uint8_t> bytes, uin
   return bytes;
 }
 
+// A good object whose first .text relocation a test gives other types (an unknown one, a
+// thread-local one), for what the loader must refuse naming the type and the place.
+struct MutableTextRelocation {
+  std::vector<uint8_t> good;
+  elf::Object object;  // `good` parsed
+  const elf::Relocation *first = nullptr;
+  uint64_t rela_at = 0;  // its Elf64_Rela table in the image
+  std::vector<uint8_t> with_type(uint32_t type) const { return with_relocation_type(good, rela_at, type); }
+};
+
+// Loads `kernel` of `variant` into *out (use with ASSERT_NO_FATAL_FAILURE).
+inline void first_text_relocation(const char *variant, const char *kernel, MutableTextRelocation *out) {
+  out->good = kernel_bytes(variant, kernel);
+  ASSERT_EQ(elf::parse_object(out->good.data(), out->good.size(), "m.o", &out->object), SK_OK);
+  const elf::RelocationSection *text = text_relocations(out->object);
+  ASSERT_NE(text, nullptr);
+  ASSERT_FALSE(text->relocations.empty());
+  out->rela_at = out->object.sections[text->index].data - out->object.image.data();
+  out->first = &text->relocations[0];
+}
+
 // A relocation field that cannot hold the value its symbol is bound to.
 struct OverflowCase {
   const char *symbol;

@@ -439,14 +439,10 @@ TEST(RelocateAArch64Errors, UnreachableConstraintsNameBothSymbols) {
 
 // Relocation types changed in a good object's bytes: unknown and thread-local ones are refused.
 TEST(RelocateAArch64Errors, MutatedRelocationTypes) {
-  std::vector<uint8_t> good = kernel_bytes("gcc-O2-pic", "reloc_basic");
-  elf::Object o;
-  ASSERT_EQ(elf::parse_object(good.data(), good.size(), "m.o", &o), SK_OK);
-  const elf::RelocationSection *text = text_relocations(o);
-  ASSERT_NE(text, nullptr);
-  const uint64_t at = o.sections[text->index].data - o.image.data();
-  const elf::Relocation &first = text->relocations[0];
-  auto with_type = [&](uint32_t type) { return with_relocation_type(good, at, type); };
+  MutableTextRelocation m;
+  ASSERT_NO_FATAL_FAILURE(first_text_relocation("gcc-O2-pic", "reloc_basic", &m));
+  const elf::Relocation &first = *m.first;
+  auto with_type = [&](uint32_t type) { return m.with_type(type); };
   Loaded unknown;
   EXPECT_EQ(load_bytes(with_type(R_AARCH64_MOVW_SABS_G0), "m.o", Resolver().options(), &unknown), SK_ERR_UNSUPPORTED);
   char where[128];
