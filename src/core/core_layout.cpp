@@ -111,9 +111,8 @@ CoreSlot core_slot(const CoreLayout &layout, uint32_t core) {
 sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const ScopeOptions &options,
                      const std::string &scope, CoreLayout *out, std::string *note) {
   CoreLayout l = nominal;
-  std::string unused;
-  if (!note) note = &unused;  // the planner's per-kernel checks want the layout only
-  note->clear();
+  // The planner's per-kernel checks pass no note: they want the layout only.
+  if (note) note->clear();
   if (l.mixed()) {
     const uint32_t per_group = 1 + l.vectors_per_group;
     const uint32_t fit = device_cores / per_group;
@@ -123,14 +122,14 @@ sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const Sco
                   "has %u cores (open it with more, e.g. \"host:cores=%u\")",
                   scope.c_str(), l.ratio_name(), per_group, l.vectors_per_group, device_cores, per_group);
     if (l.groups > fit) {
-      if (note != &unused)
+      if (note)
         *note = "groups clipped from " + std::to_string(l.groups) + " to the device's " + std::to_string(fit);
       l.groups = fit;
     }
     l.cube = l.groups;
     l.vector = l.groups * l.vectors_per_group;
   } else if (l.cores() > device_cores) {
-    if (note != &unused)
+    if (note)
       *note = "cores clipped from " + std::to_string(l.cores()) + " to the device's " + std::to_string(device_cores);
     (l.cube ? l.cube : l.vector) = device_cores;
   }
@@ -154,7 +153,7 @@ sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const Sco
                 l.mixed() ? (l.vectors_per_group == 1 ? "aiv = aic > 0" : "aiv = 2 * aic > 0")
                           : (l.cube ? "aiv = 0 and aic > 0" : "aic = 0 and aiv > 0"));
   if (aic > l.cube || aiv > l.vector) {
-    if (note != &unused)
+    if (note)
       *note += std::string(note->empty() ? "" : "; ") + "debug-aic-num/debug-aiv-num " + std::to_string(aic) + "/" +
              std::to_string(aiv) + " above what the kernels and device allow (" + std::to_string(l.cube) + "/" +
              std::to_string(l.vector) + "): kept at that";
@@ -164,7 +163,7 @@ sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const Sco
   l.cube = aic;
   l.vector = aiv;
   if (l.mixed()) l.groups = aic;
-  if (note != &unused) *note += std::string(note->empty() ? "" : "; ") + "core counts forced by debug-aic-num/debug-aiv-num";
+  if (note) *note += std::string(note->empty() ? "" : "; ") + "core counts forced by debug-aic-num/debug-aiv-num";
   *out = l;
   return SK_OK;
 }

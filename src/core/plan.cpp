@@ -1,6 +1,7 @@
 #include "core/plan.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/device_api_usage.hpp"
 #include "core/error.hpp"
@@ -161,7 +162,7 @@ void link_steps(Plan &plan) {
       std::fill(first_in_segment.begin(), first_in_segment.end(), true);
     }
     s.pred = last[stream];
-    s.after = s.kernel.after;
+    s.after = std::move(s.kernel.after);  // the events' steps; segment tails join below
     if (plan.streams && first_in_segment[stream] && s.segment > 0)
       s.after.insert(s.after.end(), tails.begin(), tails.end());
     first_in_segment[stream] = false;

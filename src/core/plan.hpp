@@ -27,7 +27,7 @@ struct PlanInput {
   uint32_t usage = 0;           // DeviceApiBit set
   uint32_t flags = 0;           // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
   uint32_t stream = 0;          // scope stream (stream-fusion=1)
-  std::vector<uint32_t> after;  // earlier steps it waits for (scope events)
+  std::vector<uint32_t> after;  // earlier steps it waits for (scope events); moved into PlanStep::after
 };
 
 struct PlanStep {

@@ -6,6 +6,7 @@
 #include "host/device_api_cross_core.hpp"
 
 #include <string>
+#include <utility>
 
 #include "host/core_context.hpp"
 #include "host/profile_wait.hpp"
@@ -23,18 +24,22 @@ bool check_flag(CoreContext &c, const char *call, uint32_t flag) {
   return false;
 }
 
-// Waits until `counter` has reached `target`; on failure records `where` + who is missing.
-bool wait_flag_count(CoreContext &c, std::atomic<uint32_t> &counter, uint32_t target, const std::string &where,
-                     const std::string &who) {
+// Waits until `counter` has reached `target`. On failure records where it waited and who is
+// missing: describe() returns {where, who}, built only then (flag waits sit in kernels' loops).
+template <class Describe>
+bool wait_flag_count(CoreContext &c, std::atomic<uint32_t> &counter, uint32_t target, Describe describe) {
   ProfileWait timed(c);
   WaitResult r = wait_for(counter, *c.channel, *c.policy, [target](uint32_t v) { return reached(v, target); });
   if (r == WaitResult::Ok) return true;
   const uint32_t have = counter.load();
+  const auto [where, who] = describe();
   record_stuck(c, r,
                where + ": " + (have == 0 ? "no core set it" : who + " set it " + std::to_string(have) + " of " +
                                                                   std::to_string(target) + " times"));
   return false;
 }
+
+using Description = std::pair<std::string, std::string>;
 
 void set_count(CoreContext &c, std::atomic<uint32_t> &counter) {
   counter.fetch_add(1, std::memory_order_seq_cst);
@@ -70,18 +75,22 @@ void api_cross_core_wait_flag(uint32_t flag) {
   StepFlags &f = *c->step->flags;
   const uint32_t g = c->slot.group;
   const uint32_t target = ++c->flag_waits[flag];
-  const std::string where = "waits on flag " + std::to_string(flag) + " of group " + std::to_string(g) + " (wait " +
-                            std::to_string(target) + ")";
+  auto where = [flag, g, target] {
+    return "waits on flag " + std::to_string(flag) + " of group " + std::to_string(g) + " (wait " +
+           std::to_string(target) + ")";
+  };
   if (c->slot.type == 0) {
-    wait_flag_count(*c, f.cube_sets[g].sets[flag], target, where + " for the group's cube core", "the cube core");
+    wait_flag_count(*c, f.cube_sets[g].sets[flag], target,
+                    [&] { return Description{where() + " for the group's cube core", "the cube core"}; });
     return;
   }
   // The cube core waits for every vector core of its group: both in a 1:2 super kernel, even
   // for a 1:1 kernel (the guide's rule: every vector core calls the hard-sync functions).
   for (uint32_t sub = 0; sub < f.vectors_per_group; ++sub)
-    if (!wait_flag_count(*c, f.vector_sets[g * f.vectors_per_group + sub].sets[flag], target,
-                         where + " for vector core " + std::to_string(sub) + " of the group",
-                         "vector core " + std::to_string(sub)))
+    if (!wait_flag_count(*c, f.vector_sets[g * f.vectors_per_group + sub].sets[flag], target, [&] {
+          return Description{where() + " for vector core " + std::to_string(sub) + " of the group",
+                             "vector core " + std::to_string(sub)};
+        }))
       return;
 }
 
@@ -98,10 +107,11 @@ void api_cross_core_wait_flag_all(uint32_t flag) {
   // The super kernel's cores of this kind, not the step's: what the hardware counts, and why
   // the planner splits scopes before a kernel with hard sync on another core count.
   const uint32_t target = ++c->flag_all_waits[flag] * f.all_cores;
-  wait_flag_count(*c, f.all.sets[flag], target,
-                  "waits on whole-core flag " + std::to_string(flag) + " (" + std::to_string(f.all_cores) +
-                      " cores of the super kernel must set it)",
-                  "the cores");
+  wait_flag_count(*c, f.all.sets[flag], target, [&] {
+    return Description{"waits on whole-core flag " + std::to_string(flag) + " (" + std::to_string(f.all_cores) +
+                           " cores of the super kernel must set it)",
+                       "the cores"};
+  });
 }
 
 }  // namespace sk::host

@@ -28,13 +28,6 @@ struct Executor::Core {
 };
 
 void Program::allocate_sync_state() {
-  // Programs built by hand (tests) run on one vector-only segment of all their cores.
-  if (segments.empty()) {
-    SegmentExec seg;
-    seg.layout.vector = cores;
-    for (uint32_t c = 0; c < cores; ++c) seg.slots.push_back(core_slot(seg.layout, c));
-    segments.push_back(std::move(seg));
-  }
   released_before.resize(steps.size());
   releases_per_launch = 0;
   for (size_t i = 0; i < steps.size(); ++i) {

@@ -102,7 +102,8 @@ struct Program {
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;
 
-  // Sizes the sync state for steps.size() steps (call once the steps and the profiler are final).
+  // Sizes the sync state for steps.size() steps (call once the steps, the segments and the
+  // profiler are final).
   void allocate_sync_state();
 };
 

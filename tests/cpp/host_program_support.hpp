@@ -39,6 +39,12 @@ struct HostProgram {
     program.arg_slots.assign(1, reinterpret_cast<uint64_t>(state));
     program.arg_pointers.assign(1, &program.arg_slots[0]);
     for (host::StepExec &s : program.steps) s.avalues = program.arg_pointers.data();
+    // One vector-only segment of all the program's cores, as the planner lays out a scope of
+    // vector kernels.
+    host::SegmentExec seg;
+    seg.layout.vector = program.cores;
+    for (uint32_t c = 0; c < program.cores; ++c) seg.slots.push_back(core_slot(seg.layout, c));
+    program.segments.push_back(std::move(seg));
     program.allocate_sync_state();
   }
 };
