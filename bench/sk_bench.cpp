@@ -9,7 +9,7 @@
 //              dlopen of the same code as a shared object, memory per sub-kernel, the cost of
 //              the first launch after the cores went to sleep
 //
-// Usage: sk-bench [--quick] [--cores 2,16] [--json FILE]
+// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|build] [--json FILE]
 #include <sk.h>
 #include <unistd.h>
 
@@ -31,10 +31,14 @@ int main(int argc, char **argv) {
     } else if (!std::strcmp(argv[i], "--cores") && i + 1 < argc) {
       for (char *tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
         opt.cores.push_back(static_cast<uint32_t>(std::strtoul(tok, nullptr, 10)));
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
+               (!std::strcmp(argv[i + 1], "overhead") || !std::strcmp(argv[i + 1], "small-ops") ||
+                !std::strcmp(argv[i + 1], "build"))) {
+      opt.only = argv[++i];
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       opt.json_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|build] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -48,10 +52,10 @@ int main(int argc, char **argv) {
               opt.quick ? "quick run" : "full run");
   bool ok = true;
   for (uint32_t cores : opt.cores) {
-    ok &= bench::run_overhead(opt, cores, report);
-    ok &= bench::run_small_ops(opt, cores, report);
+    if (opt.runs("overhead")) ok &= bench::run_overhead(opt, cores, report);
+    if (opt.runs("small-ops")) ok &= bench::run_small_ops(opt, cores, report);
   }
-  ok &= bench::run_build_costs(opt, report);
+  if (opt.runs("build")) ok &= bench::run_build_costs(opt, report);
   if (!opt.json_path.empty() && !report.write_json(opt.json_path)) ok = false;
   return ok ? 0 : 1;
 }
