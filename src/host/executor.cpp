@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <algorithm>
+#include <cstddef>
 #include <sched.h>
 
 #include <cstdio>
@@ -14,12 +15,17 @@
 
 namespace sk::host {
 
-struct Executor::Task {
+// A ring slot. Its first cache line holds all a core reads to start the task (once it saw it
+// published) and, at every step, to see an abort: whether the task before has completed is
+// written here too, so that starting a task costs one line transfer, not one for the slot
+// and one for the completion counter.
+struct alignas(64) Executor::Task {
+  std::atomic<uint64_t> previous_completed{0};  // seq - 1 once the task before it completed
   Program *program = nullptr;
+  uint32_t epoch = 0;
+  TaskFailure failure;  // its abort flag falls in the first line
   std::unique_ptr<Program> owned;
   StreamState *stream = nullptr;
-  uint32_t epoch = 0;
-  TaskFailure failure;
 };
 
 struct Executor::Core {
@@ -61,6 +67,7 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
+  static_assert(offsetof(Task, failure) + sizeof(std::atomic<bool>) <= 64, "a slot's hot fields share one line");
   std::unique_ptr<Executor> ex(new Executor(config));
   ex->ring_ = std::make_unique<Task[]>(kRing);
   ex->core_cpu_.assign(config.cores, -1);
@@ -83,6 +90,9 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     char name[16];  // the kernel keeps 15 characters of a thread name
     std::snprintf(name, sizeof name, "sk-core-%u", static_cast<unsigned>(c % 10000));
     pthread_setname_np(ex->threads_[c].native_handle(), name);
+    // Pinned here, not by the thread itself: the first launch may come before a new thread
+    // has run at all, and core 0's thread must then see where every core will be.
+    if (c > 0) ex->pin_to_cpu(static_cast<uint32_t>(c));
   }
   *out = std::move(ex);
   return SK_OK;
@@ -119,11 +129,6 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
   // With one core nobody else would call core 0 for a launch the host does not wait for.
   if (config_.cores == 1) call_core0();
   return SK_OK;
-}
-
-void Executor::wait_completed(uint64_t seq) {
-  wait_for(completed_word_, host_channel_, completion_policy_,
-           [this, seq](uint32_t) { return completed_.load(std::memory_order_acquire) >= seq; });
 }
 
 sk_status Executor::synchronize(StreamState *stream) {
@@ -163,11 +168,11 @@ void Executor::drive_until(Done done) {
   while (!done()) {
     uint32_t expected = kCore0Free;
     if (core0_owner_.compare_exchange_strong(expected, kCore0Host, std::memory_order_acquire)) {
-      keep_off_host_cpu();
       CoreContext *saved = t_core;
       t_core = &core0_->ctx;
       uint64_t next = core0_next_.load(std::memory_order_relaxed);
       while (!done() && next <= published_.load(std::memory_order_acquire)) {
+        keep_off_core0_cpu();
         process(*core0_, next);
         core0_next_.store(++next, std::memory_order_relaxed);
       }
@@ -223,6 +228,7 @@ void Executor::core0_main() {
       uint64_t next = core0_next_.load(std::memory_order_relaxed);
       while (next <= published_.load(std::memory_order_acquire) &&
              host_wants_core0_.load(std::memory_order_seq_cst) == 0) {
+        keep_off_core0_cpu();
         process(*core0_, next);
         core0_next_.store(++next, std::memory_order_relaxed);
       }
@@ -240,22 +246,22 @@ void Executor::core0_main() {
 void Executor::pin_to_cpu(uint32_t core) {
   if (cpus_.empty()) return;
   // Core c takes the c-th allowed CPU; the first one is left to core 0, which host threads
-  // run (keep_off_host_cpu moves a core that finds a host thread on its CPU).
+  // run (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
   const int cpu = cpus_[core % cpus_.size()];
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   std::lock_guard<std::mutex> lock(pin_mutex_);
-  core_thread_[core] = pthread_self();
+  core_thread_[core] = threads_[core].native_handle();
   // Best effort: a failure only costs speed.
-  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) core_cpu_[core] = cpu;
+  if (pthread_setaffinity_np(core_thread_[core], sizeof set, &set) == 0) core_cpu_[core] = cpu;
 }
 
-void Executor::keep_off_host_cpu() {
+void Executor::keep_off_core0_cpu() {
   if (cpus_.size() < 2) return;
   const int cpu = sched_getcpu();
-  if (cpu < 0 || cpu == last_host_cpu_) return;
-  last_host_cpu_ = cpu;
+  if (cpu < 0 || cpu == last_core0_cpu_) return;
+  last_core0_cpu_ = cpu;
   std::lock_guard<std::mutex> lock(pin_mutex_);
   for (size_t c = 1; c < core_cpu_.size(); ++c) {
     if (core_cpu_[c] != cpu) continue;
@@ -272,7 +278,6 @@ void Executor::keep_off_host_cpu() {
 }
 
 void Executor::core_main(uint32_t index) {
-  pin_to_cpu(index);
   Core core;
   core.index = index;
   t_core = &core.ctx;
@@ -290,12 +295,24 @@ void Executor::core_main(uint32_t index) {
 void Executor::process(Core &core, uint64_t seq) {
   // Launches on the device run in order: this one starts when the previous one has ended on
   // every core (its data may feed this one).
-  if (seq > 1) wait_completed(seq - 1);
   Task &task = ring_[seq % kRing];
+  if (seq > 1)
+    wait_for(completed_word_, host_channel_, completion_policy_, [&task, seq](uint32_t) {
+      return task.previous_completed.load(std::memory_order_acquire) >= seq - 1;
+    });
   run_task(core, task);
-  // The core that finishes the task last completes it.
-  const uint64_t done = cores_done_.fetch_add(1, std::memory_order_acq_rel) + 1;
-  if (done == seq * config_.cores) complete_task(task, seq);
+  // Core 0 completes every task, once the other cores are done with it. Its thread is the
+  // one that waits for the task in the common synchronous use, so the completion (and the
+  // next slot's previous_completed) is written where it is read next: no line comes back
+  // from another core before the host returns or launches again.
+  if (core.index != 0) {
+    cores_done_.fetch_add(1, std::memory_order_seq_cst);
+    notify_after_rmw(&cores_done_, done_channel_);
+    return;
+  }
+  const auto want = static_cast<uint32_t>(seq * (config_.cores - 1));
+  wait_for(cores_done_, done_channel_, completion_policy_, [want](uint32_t v) { return reached(v, want); });
+  complete_task(task, seq);
 }
 
 namespace {
@@ -398,6 +415,7 @@ void Executor::complete_task(Task &task, uint64_t seq) {
   if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
   p->completed_epoch.store(task.epoch, std::memory_order_release);
   task.owned.reset();
+  ring_[(seq + 1) % kRing].previous_completed.store(seq, std::memory_order_release);
   completed_.store(seq, std::memory_order_release);
   completed_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
   notify(&completed_word_, host_channel_);

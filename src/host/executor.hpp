@@ -68,16 +68,16 @@ class Executor {
   struct Core;
   explicit Executor(const ExecutorConfig &config);
   void core_main(uint32_t core);  // cores 1 .. N-1
-  void pin_to_cpu(uint32_t core);
-  // Called by a host thread that took core 0: if a pinned core shares its CPU, moves that core
-  // to the CPU no core holds (spinning cores sharing a CPU cost a context switch per step).
-  void keep_off_host_cpu();
+  void pin_to_cpu(uint32_t core);  // binds core's thread (cores 1 .. N-1), from create()
+  // Called by the thread running core 0 (a host thread or the dedicated one) before each
+  // task: if a pinned core shares its CPU, moves that core to the CPU no core holds (two
+  // cores spinning for each other on one CPU meet only when one yields: ~8 us per step).
+  void keep_off_core0_cpu();
   void core0_main();              // core 0 while no host thread holds it
-  // Runs task `seq` as `core`; the last core to finish it completes it.
+  // Runs task `seq` as `core`; core 0 completes it once the other cores are done with it.
   void process(Core &core, uint64_t seq);
   void run_task(Core &core, Task &task);
   void complete_task(Task &task, uint64_t seq);
-  void wait_completed(uint64_t seq);  // plain wait (used by cores between tasks)
   // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
   template <class Done>
   void drive_until(Done done);
@@ -94,7 +94,7 @@ class Executor {
   uint64_t submitted_ = 0;                    // under submit_mutex_
   alignas(64) std::atomic<uint64_t> published_{0};
   std::atomic<uint32_t> published_word_{0};   // low bits of published_, for futex sleeps
-  alignas(64) std::atomic<uint64_t> cores_done_{0};  // core-task completions, all tasks
+  alignas(64) std::atomic<uint32_t> cores_done_{0};  // tasks cores 1..N-1 finished, all tasks
   alignas(64) std::atomic<uint64_t> completed_{0};
   std::atomic<uint32_t> completed_word_{0};
   std::atomic<bool> stopping_{false};
@@ -108,15 +108,15 @@ class Executor {
   WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
   // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
   // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
-  SleepChannel idle_channel_, step_channel_, host_channel_, core0_channel_, doorbell_channel_;
+  SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;
   std::vector<std::thread> threads_;
   std::vector<int> cpus_;  // the CPUs the process may run on, for pinning
-  // Pinning state (cores 1..N-1), changed by the core itself at start and then only by the
-  // holder of core 0's token.
+  // Pinning state (cores 1..N-1), set by create() and then changed only by the holder of
+  // core 0's token.
   std::mutex pin_mutex_;
   std::vector<int> core_cpu_;             // CPU each core is bound to, -1: not bound
   std::vector<pthread_t> core_thread_;
-  int last_host_cpu_ = -1;
+  int last_core0_cpu_ = -1;
   friend struct CoreAccess;
 };
 

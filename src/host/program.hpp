@@ -91,16 +91,17 @@ struct Program {
   uint32_t releases_per_launch = 0;
   std::unique_ptr<StepCounter[]> ended;
   std::unique_ptr<StepBarrier[]> barriers;
-  // Launch epochs: next_epoch is assigned under the executor's submit lock; completed_epoch is
-  // published by the last core of each launch.
-  uint32_t next_epoch = 0;
-  std::atomic<uint32_t> completed_epoch{0};
   // What the steps' code needs alive while the program is queued (an unfused launch holds its
   // kernel, so unloading the module right after sk_launch_kernel is safe).
   std::vector<std::shared_ptr<const void>> keep_alive;
   // Per-core, per-step timestamps of profiled launches (profiling=1; host/profiler.hpp), null
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;
+  // Launch epochs: next_epoch is assigned under the executor's submit lock; completed_epoch is
+  // published when a launch completes. On their own cache line: they change at every launch,
+  // and the fields above are read by every core at every step.
+  alignas(64) uint32_t next_epoch = 0;
+  std::atomic<uint32_t> completed_epoch{0};
 
   // Sizes the sync state for steps.size() steps (call once the steps, the segments and the
   // profiler are final).

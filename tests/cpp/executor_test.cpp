@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <pthread.h>
+#include <sched.h>
 #include <set>
 #include <thread>
 #include <vector>
@@ -18,6 +20,25 @@
 #include "host_program_support.hpp"
 
 namespace sk::host {
+
+// Where the executor bound its cores (Executor's friend: the test reads its pinning state).
+struct CoreAccess {
+  static std::vector<int> core_cpus(Executor &ex) {
+    std::lock_guard<std::mutex> lock(ex.pin_mutex_);
+    return ex.core_cpu_;
+  }
+  // The CPUs core `c`'s thread may run on, as the kernel has them.
+  static std::set<int> allowed_cpus(Executor &ex, uint32_t c) {
+    std::lock_guard<std::mutex> lock(ex.pin_mutex_);
+    cpu_set_t set;
+    std::set<int> out;
+    if (pthread_getaffinity_np(ex.core_thread_[c], sizeof set, &set) != 0) return out;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) out.insert(cpu);
+    return out;
+  }
+};
+
 namespace {
 
 using u32fn = uint32_t (*)();
@@ -411,6 +432,61 @@ TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
     EXPECT_EQ(flag.load(), 6) << "cores " << cores;
     EXPECT_EQ(ex->synchronize(&stream), SK_OK);
   }
+}
+
+// ---- pinning: cores sit on CPUs of their own, away from the thread running core 0 --------
+
+std::vector<int> allowed_cpus_of_this_thread() {
+  cpu_set_t set;
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
+  return out;
+}
+
+TEST(Executor, CoresArePinnedBeforeCreateReturns) {
+  // A launch right after create used to find a core not yet pinned (its thread had not run),
+  // so core 0's thread could not move it off its CPU: the two then shared a CPU for the rest
+  // of the run, at ~8 us per step.
+  if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  for (int round = 0; round < 20; ++round) {
+    auto ex = make_executor(2);
+    const std::vector<int> cpus = CoreAccess::core_cpus(*ex);
+    ASSERT_EQ(cpus.size(), 2u);
+    ASSERT_GE(cpus[1], 0) << "core 1 not pinned when create returned (round " << round << ")";
+    EXPECT_EQ(CoreAccess::allowed_cpus(*ex, 1), std::set<int>{cpus[1]});
+  }
+}
+
+TEST(Executor, ACoreOnTheLaunchingThreadsCpuIsMovedAway) {
+  const std::vector<int> allowed = allowed_cpus_of_this_thread();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  auto ex = make_executor(2);
+  const int core1_cpu = CoreAccess::core_cpus(*ex)[1];
+  ASSERT_GE(core1_cpu, 0);
+  // Put this (the launching) thread on core 1's CPU, then launch and wait: core 0 runs here.
+  cpu_set_t mine, only;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  CPU_ZERO(&only);
+  CPU_SET(core1_cpu, &only);
+  ASSERT_EQ(sched_setaffinity(0, sizeof only, &only), 0);
+  std::atomic<int> flag{0};
+  TestProgram tp("moved", 2);
+  tp.state = &flag;
+  tp.add("first", set_flag, 2);
+  tp.add("second", set_flag, 2);
+  tp.finish();
+  StreamState stream;
+  ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+  EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+  const int running_on = sched_getcpu();
+  ASSERT_EQ(sched_setaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_EQ(flag.load(), 2);
+  const int now = CoreAccess::core_cpus(*ex)[1];
+  EXPECT_NE(now, core1_cpu) << "core 1 left on the launching thread's CPU";
+  EXPECT_NE(now, running_on);
+  EXPECT_EQ(CoreAccess::allowed_cpus(*ex, 1), std::set<int>{now});
 }
 
 }  // namespace
