@@ -36,6 +36,18 @@ bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
   if (!sk_ok(sk_device_open(spec, &dev), spec)) return false;
   bool ok = load_kernel(dev, "bench_kernels", "bench_empty", &mod, &empty) &&
             sk_ok(sk_module_get_kernel(mod, "bench_empty_overlap", &overlap), "bench_empty_overlap");
+  // Above kCentralBarrierCores cores the device counts releases by a combining tree; the same
+  // chain on a device forced to one central counter shows what the tree buys.
+  const bool tree = cores > 8;
+  sk_device *central_dev = nullptr;
+  sk_module *central_mod = nullptr;
+  sk_kernel *central_empty = nullptr;
+  if (ok && tree) {
+    char central_spec[96];
+    std::snprintf(central_spec, sizeof central_spec, "host:cores=%u,barrier_group=%u", cores, cores);
+    ok = sk_ok(sk_device_open(central_spec, &central_dev), central_spec) &&
+         load_kernel(central_dev, "bench_kernels", "bench_empty", &central_mod, &central_empty);
+  }
   ConditionVariablePool pool(cores);
   SpinBarrierFloor floor(cores);
   std::printf("\noverhead chain on %u cores: K empty kernels, block_dim %u (ns per kernel)\n", cores, cores);
@@ -45,7 +57,8 @@ bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
     if (!ok) break;
     sk_superkernel *fused = chain_of(dev, empty, k, cores, "overhead");
     sk_superkernel *fused_overlap = chain_of(dev, overlap, k, cores, "overhead-overlap");
-    ok = fused && fused_overlap;
+    sk_superkernel *fused_central = tree ? chain_of(central_dev, central_empty, k, cores, "overhead-central") : nullptr;
+    ok = fused && fused_overlap && (!tree || fused_central);
     std::vector<Step> steps(k, Step{thunk_empty, nullptr, cores});
     std::vector<Method> methods = {
         {"fused", [&] { sk_launch(fused, nullptr); sk_stream_synchronize(nullptr); }},
@@ -59,6 +72,8 @@ bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
         {"cv-pool", [&] { pool.run(steps.data(), k); }},
         {"floor", [&] { floor.run(k); }},
     };
+    if (tree)
+      methods.push_back({"central", [&] { sk_launch(fused_central, nullptr); sk_stream_synchronize(nullptr); }});
     if (ok) {
       Row r = measure(methods, k, opt.rounds());
       ok = sk_ok(sk_stream_synchronize(nullptr), "overhead chain");
@@ -69,12 +84,21 @@ bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
                               {"unfused_ns", t[2]}, {"openmp_ns", t[3]}, {"cv_pool_ns", t[4]}, {"floor_ns", t[5]},
                               {"fused_over_floor", t[0] / t[5]}, {"openmp_over_fused", t[3] / t[0]},
                               {"pool_over_fused", t[4] / t[0]}, {"unfused_over_fused", t[2] / t[0]}});
+      if (tree) {
+        std::printf("%6s the same chain with one central release counter: %.0f ns (central/tree %.2f)\n", "", t[6],
+                    t[6] / t[0]);
+        report.add("overhead_central", {{"cores", cores}, {"kernels", double(k)}, {"central_ns", t[6]},
+                                        {"tree_ns", t[0]}, {"central_over_tree", t[6] / t[0]}});
+      }
     }
+    sk_superkernel_destroy(fused_central);
     sk_superkernel_destroy(fused);
     sk_superkernel_destroy(fused_overlap);
   }
   sk_module_unload(mod);
   sk_device_close(dev);
+  if (central_mod) sk_module_unload(central_mod);
+  if (central_dev) sk_device_close(central_dev);
   return ok;
 }
 

@@ -71,6 +71,7 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     p->steps.push_back(std::move(s));
   }
   if (plan.options.profiling) p->profiler = std::make_shared<sk::host::Profiler>(p->steps.size(), p->cores);
+  if (!kernels.empty()) p->release_group = kernels[0]->device->executor().release_group();
   p->allocate_sync_state();
 }
 

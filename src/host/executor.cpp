@@ -46,11 +46,27 @@ void Program::allocate_sync_state() {
   plain = !profiler && !per_step_release && segments.size() == 1 && !segments[0].layout.mixed() &&
           segments[0].layout.cube == 0 &&
           std::all_of(steps.begin(), steps.end(), [](const StepExec &s) {
-            return s.unit_class == 0 && !s.flush_before && !s.flush_after && !s.flags && s.after_count == 0;
+            return s.unit_class == 0 && s.cores == s.units && !s.flush_before && !s.flush_after && !s.flags &&
+                   s.after_count == 0;
           });
+  if (!plain || release_group >= cores) release_group = 0;
+  release_groups = release_group ? (cores + release_group - 1) / release_group : 0;
+  if (release_groups == 0) return;  // nothing to allocate: an unfused launch builds a program each time
+  group_arrived = std::make_unique<StepCounter[]>(release_groups);
+  group_before.assign(steps.size() * release_groups, 0);
+  group_per_launch.assign(release_groups, 0);
+  for (uint32_t i = 0; i < steps.size(); ++i)
+    for (uint32_t g = 0; g < release_groups; ++g) {
+      group_before[i * release_groups + g] = group_per_launch[g];
+      group_per_launch[g] += group_cores(i, g);
+    }
 }
 
 Executor::Executor(const ExecutorConfig &config) : config_(config) {
+  uint32_t group = config.barrier_group;
+  if (group == 0 && config.cores > kCentralBarrierCores)
+    while (group * group < config.cores) ++group;  // ceil(sqrt(cores))
+  release_group_ = group > 1 && group < config.cores ? group : 0;
   core0_sleep_policy_.spin = std::chrono::nanoseconds(0);
   idle_policy_.spin = std::chrono::microseconds(config.spin_us);
   // Inside a launch the core waited for is running and arrives within microseconds, unless it
@@ -402,6 +418,8 @@ void Executor::complete_task(Task &task, uint64_t seq) {
         p->step_released[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       p->barriers[i].count.store(0, std::memory_order_relaxed);
     }
+    for (uint32_t g = 0; g < p->release_groups; ++g)
+      p->group_arrived[g].value.store(task.epoch * p->group_per_launch[g], std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(task.stream->error_mutex);
     if (task.stream->error == SK_OK) {
       task.stream->error = task.failure.status();

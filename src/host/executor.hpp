@@ -43,7 +43,12 @@ struct ExecutorConfig {
   // each other on one CPU turn every step into a context switch (measured: a cold 256-kernel
   // launch took 2-8 ms instead of 80 us on 2 CPUs).
   bool pin = true;
+  // Cores per arrival group of the inter-kernel barrier (Program::release_group): 0 picks
+  // (one central counter up to kCentralBarrierCores cores, groups of ceil(sqrt(cores)) above);
+  // a group of all the cores or more is the central counter.
+  uint32_t barrier_group = 0;
 };
+constexpr uint32_t kCentralBarrierCores = 8;
 
 class Executor {
  public:
@@ -51,6 +56,8 @@ class Executor {
   ~Executor();  // waits for queued tasks, then stops the cores
 
   uint32_t cores() const { return config_.cores; }
+  // The arrival group size programs on this executor use; 0: the central counter.
+  uint32_t release_group() const { return release_group_; }
   const ExecutorConfig &config() const { return config_; }
 
   // Queues one run of `program` (owned: freed after it ran, for unfused launches). Thread-safe;
@@ -86,6 +93,7 @@ class Executor {
   void call_core0();
 
   ExecutorConfig config_;
+  uint32_t release_group_ = 0;
   WaitPolicy idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
   static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor

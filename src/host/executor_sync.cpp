@@ -80,6 +80,20 @@ void count_core(CoreContext &ctx, std::atomic<uint32_t> &word) {
   notify_after_rmw(&word, *ctx.channel);
 }
 
+// This core released its step, by the combining tree (Program::release_group): it counts on
+// its group's counter, and the group's last core counts the group on `released`. Each core's
+// increment releases what it wrote; the last one acquires them all before it releases the
+// group, so a core that sees `released` reach its target sees every core's writes.
+void arrive_in_group(CoreContext &ctx) {
+  Program &p = *ctx.program;
+  const uint32_t g = ctx.core / p.release_group, step = ctx.step_index;
+  const uint32_t n = p.group_cores(step, g);
+  const uint32_t last = (ctx.epoch - 1) * p.group_per_launch[g] + p.group_before[step * p.release_groups + g] + n;
+  if (p.group_arrived[g].value.fetch_add(1, std::memory_order_acq_rel) + 1 != last) return;
+  p.released.value.fetch_add(n, std::memory_order_seq_cst);
+  notify_after_rmw(&p.released.value, *ctx.channel);
+}
+
 }  // namespace
 
 void record_stuck(CoreContext &ctx, WaitResult r, const std::string &where) {
@@ -128,6 +142,7 @@ void release_next(CoreContext &ctx) {
   const int32_t prev = previous<kPlain>(ctx);
   if (prev >= 0 && ctx.program->steps[prev].arrive_in_kernel) wait_ended<kPlain>(ctx, static_cast<uint32_t>(prev));
   ctx.arrived = true;
+  if (kPlain && ctx.program->release_group) return arrive_in_group(ctx);
   count_core(ctx, released_word<kPlain>(*ctx.program, ctx.step_index));
 }
 

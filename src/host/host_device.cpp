@@ -37,6 +37,12 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else if (key == "pin") {
       if ((st = parse_spec_uint(key, value, 0, 1, &v)) != SK_OK) return st;
       config.pin = v == 1;
+    } else if (key == "barrier_group") {
+      if ((st = parse_spec_uint(key, value, 0, 1024, &v)) != SK_OK) return st;
+      if (v == 1)
+        return fail(SK_ERR_INVALID_ARGUMENT,
+                    "device spec key 'barrier_group': 1 is not a group (0: automatic, 2..1024: cores per group)");
+      config.barrier_group = static_cast<uint32_t>(v);
     } else if (key == "timeout_ms") {
       if ((st = parse_spec_uint(key, value, 1, 86'400'000, &v)) != SK_OK) return st;
       config.timeout_ms = static_cast<uint32_t>(v);
@@ -48,7 +54,7 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else {
       return fail(SK_ERR_INVALID_ARGUMENT,
                   "device spec: unknown key '%s' for backend 'host' (known: cores, spin_us, "
-                  "timeout_ms, symbols)",
+                  "timeout_ms, symbols, pin, barrier_group)",
                   key.c_str());
     }
   }

@@ -89,6 +89,21 @@ struct Program {
   StepCounter released;
   std::vector<uint32_t> released_before;  // releases of the steps before i, in one launch
   uint32_t releases_per_launch = 0;
+  // A two-level combining tree for the releases of plain programs on many cores: a core counts
+  // on its group's counter (cores c / release_group), and the last of its group in a step adds
+  // the group's cores to `released`. N cores then make about N / G + G serial increments of a
+  // contended line per step instead of N. 0: every core counts on `released` (the default up
+  // to kCentralBarrierCores cores; set from the executor before allocate_sync_state).
+  uint32_t release_group = 0;
+  uint32_t release_groups = 0;
+  std::unique_ptr<StepCounter[]> group_arrived;  // one counter per group, counting up
+  std::vector<uint32_t> group_before;       // [step * release_groups + g]: g's arrivals before step
+  std::vector<uint32_t> group_per_launch;   // g's arrivals in one launch
+  // Cores of group g taking part in step `step` (a plain step runs on cores 0 .. cores - 1).
+  uint32_t group_cores(uint32_t step, uint32_t g) const {
+    const uint32_t first = g * release_group, n = steps[step].cores;
+    return n <= first ? 0 : (n - first < release_group ? n - first : release_group);
+  }
   std::unique_ptr<StepCounter[]> ended;
   std::unique_ptr<StepBarrier[]> barriers;
   // What the steps' code needs alive while the program is queued (an unfused launch holds its

@@ -125,6 +125,11 @@ void add_chain(TestProgram &tp, Chain &c, std::integer_sequence<int, Is...>) {
   (tp.add("chain", chain_step<Is>, c.dims[Is]), ...);
 }
 
+template <int... Is>
+void add_chain_from_1(TestProgram &tp, Chain &c, std::integer_sequence<int, Is...>) {
+  (tp.add("chain", chain_step<Is + 1>, c.dims[Is + 1]), ...);
+}
+
 TEST(Executor, StepsRunInOrderAcrossManyLaunches) {
   auto ex = make_executor(3);
   Chain c;
@@ -139,6 +144,31 @@ TEST(Executor, StepsRunInOrderAcrossManyLaunches) {
     ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
     ASSERT_EQ(ex->synchronize(&stream), SK_OK);
     for (int i = 0; i < Chain::kSteps; ++i) ASSERT_EQ(c.done[i].load(), (int)c.dims[i]);
+  }
+  EXPECT_EQ(c.violations.load(), 0);
+}
+
+// The combining-tree arrival (Program::release_group): 5 cores in groups of 2 (the last group
+// has one core), steps of 1..6 blocks, so that in some steps a group has no core at all.
+TEST(Executor, TreeArrivalKeepsStepsInOrder) {
+  auto ex = make_executor(5);
+  Chain c;
+  for (int i = 0; i < Chain::kSteps; ++i) c.dims[i] = 1 + (i * 7) % 6;
+  TestProgram tp("chain-tree", 5);
+  tp.state = &c;
+  add_chain(tp, c, std::make_integer_sequence<int, Chain::kSteps>());
+  tp.program.release_group = 2;
+  tp.finish();
+  ASSERT_EQ(tp.program.release_groups, 3u) << "the tree is off";
+  uint32_t per_launch = 0;
+  for (uint32_t n : tp.program.group_per_launch) per_launch += n;
+  EXPECT_EQ(per_launch, tp.program.releases_per_launch);
+  StreamState stream;
+  for (int launch = 0; launch < 100; ++launch) {
+    for (auto &d : c.done) d.store(0);
+    ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    ASSERT_EQ(ex->synchronize(&stream), SK_OK);
+    for (int i = 0; i < Chain::kSteps; ++i) ASSERT_EQ(c.done[i].load(), (int)c.dims[i]) << "launch " << launch;
   }
   EXPECT_EQ(c.violations.load(), 0);
 }
@@ -431,6 +461,40 @@ TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_EQ(flag.load(), 6) << "cores " << cores;
     EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+  }
+}
+
+// An aborted launch leaves the tree's group counters where a clean launch would: the same
+// program runs again, in order.
+std::atomic<bool> g_hang_once{false};
+void hang_once(void *p) {
+  if (block_idx()() == 0 && g_hang_once.exchange(false)) api("sk_sync_all")();  // the others never come
+  chain_step<0>(p);
+}
+
+TEST(Executor, TreeArrivalRecoversFromAnAbortedLaunch) {
+  auto ex = make_executor(4, 100);
+  Chain c;
+  for (int i = 0; i < Chain::kSteps; ++i) c.dims[i] = 1 + (i * 5) % 4;
+  c.dims[0] = 4;  // the hanging step: its sk_sync_all waits for 4 blocks
+  TestProgram tp("tree-abort", 4);
+  tp.state = &c;
+  tp.add("hang_once", hang_once, c.dims[0]);
+  add_chain_from_1(tp, c, std::make_integer_sequence<int, Chain::kSteps - 1>());
+  tp.program.release_group = 2;
+  tp.finish();
+  ASSERT_EQ(tp.program.release_groups, 2u);
+  StreamState stream;
+  g_hang_once = true;
+  ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+  EXPECT_EQ(ex->synchronize(&stream), SK_ERR_HANG);
+  for (int launch = 0; launch < 20; ++launch) {
+    for (auto &d : c.done) d.store(0);
+    c.violations = 0;
+    ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+    for (int i = 0; i < Chain::kSteps; ++i) ASSERT_EQ(c.done[i].load(), (int)c.dims[i]) << "launch " << launch;
+    EXPECT_EQ(c.violations.load(), 0);
   }
 }
 
