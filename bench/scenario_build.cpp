@@ -83,7 +83,7 @@ bool run_build_costs(const Options &opt, Report &report) {
                        {"heap_bytes_per_kernel", double(heap_per_kernel)}});
 
   // Link an object vs dlopen the same code built as a shared object.
-  const std::string obj = kernel_object("bench_mixed"), so = std::string(SK_BENCH_KERNEL_DIR) + "/bench_mixed.so";
+  const std::string obj = kernel_object("bench_mixed"), so = obj.substr(0, obj.size() - 2) + ".so";
   struct stat st {};
   stat(obj.c_str(), &st);
   const double kib = double(st.st_size) / 1024.0;

@@ -1,10 +1,16 @@
 #include <cstdio>
+#include <cstdlib>
 
 #include "scenarios.hpp"
 
 namespace bench {
 
-std::string kernel_object(const char *name) { return std::string(SK_BENCH_KERNEL_DIR) + "/" + name + ".o"; }
+std::string kernel_object(const char *name) {
+  // $SK_BENCH_KERNELS: a copy of the kernels elsewhere (scripts/bench-host --prebuilt runs a
+  // bundle built on another machine, where the build tree's path does not exist).
+  const char *dir = std::getenv("SK_BENCH_KERNELS");
+  return std::string(dir && *dir ? dir : SK_BENCH_KERNEL_DIR) + "/" + name + ".o";
+}
 
 bool sk_ok(sk_status st, const char *what) {
   if (st == SK_OK) return true;

@@ -10,6 +10,7 @@
 //              the first launch after the cores went to sleep
 //
 // Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|build] [--json FILE]
+// The kernels are read from the build tree, or from $SK_BENCH_KERNELS when set.
 #include <sk.h>
 #include <unistd.h>
 
