@@ -1,5 +1,6 @@
 // Shared helpers of the CUDA tests: the kernel files CMake built with nvcc, and reading them.
 #pragma once
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -11,7 +12,20 @@
 
 namespace sk::cuda_test {
 
-inline std::string kernel_path(const std::string &file) { return std::string(SK_CUDA_KERNEL_DIR) + "/" + file; }
+// $SK_CUDA_KERNELS overrides the build tree's kernel directory (scripts/gpu-check --prebuilt
+// runs the tests from a bundle built on another machine).
+inline std::string kernel_path(const std::string &file) {
+  const char *dir = std::getenv("SK_CUDA_KERNELS");
+  return std::string(dir && *dir ? dir : SK_CUDA_KERNEL_DIR) + "/" + file;
+}
+
+#ifdef SK_PTXAS
+// ptxas: $SK_PTXAS, else the one CMake found.
+inline std::string ptxas_path() {
+  const char *p = std::getenv("SK_PTXAS");
+  return p && *p ? p : SK_PTXAS;
+}
+#endif
 
 inline std::vector<uint8_t> read_file(const std::string &path) {
   std::ifstream f(path, std::ios::binary);

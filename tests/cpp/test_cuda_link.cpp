@@ -102,7 +102,7 @@ int ptxas(const std::string &ptx, const std::string &arch, std::string *output) 
   FILE *f = std::fopen(in.c_str(), "w");
   std::fwrite(ptx.data(), 1, ptx.size(), f);
   std::fclose(f);
-  const std::string cmd = std::string(SK_PTXAS) + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
+  const std::string cmd = sk::cuda_test::ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
   *output = std::string(sk::cuda_test::read_file(log).begin(), sk::cuda_test::read_file(log).end());
   std::remove(in.c_str());
