@@ -40,7 +40,7 @@ struct Fake {
   }
 };
 
-bool contains(const std::string &haystack, const std::string &needle) { return haystack.find(needle) != std::string::npos; }
+using sk::cuda_test::contains;
 
 class CudaFakeDriver : public ::testing::Test {
  protected:

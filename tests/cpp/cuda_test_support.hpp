@@ -27,6 +27,10 @@ inline std::string ptxas_path() {
 }
 #endif
 
+inline bool contains(const std::string &haystack, const std::string &needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
 inline std::vector<uint8_t> read_file(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -24,7 +24,7 @@ using namespace sk::cuda;
 
 namespace {
 
-bool contains(const std::string &haystack, const std::string &needle) { return haystack.find(needle) != std::string::npos; }
+using sk::cuda_test::contains;
 
 std::shared_ptr<const CudaModule> load(const std::string &file) {
   std::vector<uint8_t> bytes = sk::cuda_test::kernel_bytes(file);
@@ -104,7 +104,8 @@ int ptxas(const std::string &ptx, const std::string &arch, std::string *output) 
   std::fclose(f);
   const std::string cmd = sk::cuda_test::ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
-  *output = std::string(sk::cuda_test::read_file(log).begin(), sk::cuda_test::read_file(log).end());
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(log);
+  output->assign(bytes.begin(), bytes.end());
   std::remove(in.c_str());
   std::remove(out.c_str());
   std::remove(log.c_str());

@@ -28,7 +28,7 @@ std::shared_ptr<const CudaModule> load(const std::string &file) {
   return m;
 }
 
-bool contains(const std::string &haystack, const std::string &needle) { return haystack.find(needle) != std::string::npos; }
+using sk::cuda_test::contains;
 
 }  // namespace
 
