@@ -21,6 +21,13 @@
 
 namespace sk::host {
 
+std::set<int> cpus_in(const cpu_set_t &set) {
+  std::set<int> out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) out.insert(cpu);
+  return out;
+}
+
 // Where the executor bound its cores (Executor's friend: the test reads its pinning state).
 struct CoreAccess {
   static std::vector<int> core_cpus(Executor &ex) {
@@ -31,11 +38,8 @@ struct CoreAccess {
   static std::set<int> allowed_cpus(Executor &ex, uint32_t c) {
     std::lock_guard<std::mutex> lock(ex.pin_mutex_);
     cpu_set_t set;
-    std::set<int> out;
-    if (pthread_getaffinity_np(ex.core_thread_[c], sizeof set, &set) != 0) return out;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &set)) out.insert(cpu);
-    return out;
+    if (pthread_getaffinity_np(ex.core_thread_[c], sizeof set, &set) != 0) return {};
+    return cpus_in(set);
   }
 };
 
@@ -120,14 +124,10 @@ void chain_step(void *p) {
   c->done[I].fetch_add(1);
 }
 
-template <int... Is>
+// Adds chain steps First, First + 1, ... (one per index of the sequence).
+template <int First = 0, int... Is>
 void add_chain(TestProgram &tp, Chain &c, std::integer_sequence<int, Is...>) {
-  (tp.add("chain", chain_step<Is>, c.dims[Is]), ...);
-}
-
-template <int... Is>
-void add_chain_from_1(TestProgram &tp, Chain &c, std::integer_sequence<int, Is...>) {
-  (tp.add("chain", chain_step<Is + 1>, c.dims[Is + 1]), ...);
+  (tp.add("chain", chain_step<First + Is>, c.dims[First + Is]), ...);
 }
 
 TEST(Executor, StepsRunInOrderAcrossManyLaunches) {
@@ -498,7 +498,7 @@ TEST(Executor, TreeArrivalRecoversFromAnAbortedLaunch) {
   TestProgram tp("tree-abort", 4);
   tp.state = &c;
   tp.add("hang_once", hang_once, c.dims[0]);
-  add_chain_from_1(tp, c, std::make_integer_sequence<int, Chain::kSteps - 1>());
+  add_chain<1>(tp, c, std::make_integer_sequence<int, Chain::kSteps - 1>());
   tp.program.release_group = 2;
   tp.finish();
   ASSERT_EQ(tp.program.release_groups, 2u);
@@ -518,13 +518,10 @@ TEST(Executor, TreeArrivalRecoversFromAnAbortedLaunch) {
 
 // ---- pinning: cores sit on CPUs of their own, away from the thread running core 0 --------
 
-std::vector<int> allowed_cpus_of_this_thread() {
+std::set<int> allowed_cpus_of_this_thread() {
   cpu_set_t set;
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
-  return out;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return {};
+  return cpus_in(set);
 }
 
 TEST(Executor, CoresArePinnedBeforeCreateReturns) {
@@ -542,8 +539,7 @@ TEST(Executor, CoresArePinnedBeforeCreateReturns) {
 }
 
 TEST(Executor, ACoreOnTheLaunchingThreadsCpuIsMovedAway) {
-  const std::vector<int> allowed = allowed_cpus_of_this_thread();
-  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "needs 2 CPUs";
   auto ex = make_executor(2);
   const int core1_cpu = CoreAccess::core_cpus(*ex)[1];
   ASSERT_GE(core1_cpu, 0);
