@@ -41,10 +41,7 @@ bool wait_flag_count(CoreContext &c, std::atomic<uint32_t> &counter, uint32_t ta
 
 using Description = std::pair<std::string, std::string>;
 
-void set_count(CoreContext &c, std::atomic<uint32_t> &counter) {
-  counter.fetch_add(1, std::memory_order_seq_cst);
-  notify_after_rmw(&counter, *c.channel);
-}
+void set_count(CoreContext &c, std::atomic<uint32_t> &counter) { add_and_notify(counter, 1, *c.channel); }
 
 }  // namespace
 

@@ -322,8 +322,7 @@ void Executor::process(Core &core, uint64_t seq) {
   // next slot's previous_completed) is written where it is read next: no line comes back
   // from another core before the host returns or launches again.
   if (core.index != 0) {
-    cores_done_.fetch_add(1, std::memory_order_seq_cst);
-    notify_after_rmw(&cores_done_, done_channel_);
+    add_and_notify(cores_done_, 1, done_channel_);
     return;
   }
   const auto want = static_cast<uint32_t>(seq * (config_.cores - 1));

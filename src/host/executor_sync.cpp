@@ -75,10 +75,7 @@ int32_t previous(const CoreContext &ctx) {
   return ctx.step->pred;
 }
 
-void count_core(CoreContext &ctx, std::atomic<uint32_t> &word) {
-  word.fetch_add(1, std::memory_order_seq_cst);
-  notify_after_rmw(&word, *ctx.channel);
-}
+void count_core(CoreContext &ctx, std::atomic<uint32_t> &word) { add_and_notify(word, 1, *ctx.channel); }
 
 // This core released its step, by the combining tree (Program::release_group): it counts on
 // its group's counter, and the group's last core counts the group on `released`. Each core's
@@ -90,8 +87,7 @@ void arrive_in_group(CoreContext &ctx) {
   const uint32_t n = p.group_cores(step, g);
   const uint32_t last = (ctx.epoch - 1) * p.group_per_launch[g] + p.group_before[step * p.release_groups + g] + n;
   if (p.group_arrived[g].value.fetch_add(1, std::memory_order_acq_rel) + 1 != last) return;
-  p.released.value.fetch_add(n, std::memory_order_seq_cst);
-  notify_after_rmw(&p.released.value, *ctx.channel);
+  add_and_notify(p.released.value, n, *ctx.channel);
 }
 
 }  // namespace

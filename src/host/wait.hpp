@@ -36,6 +36,13 @@ inline void notify_after_rmw(std::atomic<uint32_t> *word, SleepChannel &channel)
   if (channel.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(word);
 }
 
+// Adds `n` to `word` (seq_cst: notify_after_rmw's condition) and wakes its sleepers: a core
+// counting its arrival, release or flag set.
+inline void add_and_notify(std::atomic<uint32_t> &word, uint32_t n, SleepChannel &channel) {
+  word.fetch_add(n, std::memory_order_seq_cst);
+  notify_after_rmw(&word, channel);
+}
+
 // After changing `word`, wakes its sleepers if the channel has any.
 inline void notify(std::atomic<uint32_t> *word, SleepChannel &channel) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
