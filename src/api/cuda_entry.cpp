@@ -101,6 +101,16 @@ sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const Plan &pla
   return cuda::LinkedProgram::load(dev, image, plan.name, plan.steps.size(), out);
 }
 
+// sk_stream_synchronize on one of the device's streams: waits, then reports a hang the
+// super kernel recorded.
+sk_status synchronize_stream(CudaDevice &d, cuda::CUstream stream) {
+  if (sk_status st = d.make_current("sk_stream_synchronize"); st != SK_OK) return st;
+  if (sk_status st = d.check(d.api().cuStreamSynchronize(stream), "sk_stream_synchronize", "cuStreamSynchronize");
+      st != SK_OK)
+    return st;
+  return d.take_hang_report("sk_stream_synchronize");
+}
+
 }  // namespace
 
 sk_status cuda_device_open(const char *spec, sk_device **out) {
@@ -134,13 +144,7 @@ sk_status cuda_memcpy(sk_device *dev, void *dst, const void *src, size_t size) {
 }
 
 sk_status cuda_synchronize_default(sk_device *dev) {
-  CudaDevice &d = *dev->cuda;
-  if (sk_status st = d.make_current("sk_stream_synchronize"); st != SK_OK) return st;
-  if (sk_status st = d.check(d.api().cuStreamSynchronize(d.default_stream()), "sk_stream_synchronize",
-                             "cuStreamSynchronize");
-      st != SK_OK)
-    return st;
-  return d.take_hang_report("sk_stream_synchronize");
+  return synchronize_stream(*dev->cuda, dev->cuda->default_stream());
 }
 
 sk_status cuda_module_load(sk_device *dev, const void *image, size_t size, const std::string &label,
@@ -254,9 +258,7 @@ sk_status cuda_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const 
   if (stream && (!stream->cuda || stream->cuda->device != dev))
     return fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
                 k.symbol.c_str());
-  if (block_dim == 0 || block_dim > (1u << 24))
-    return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_kernel: kernel '%s': block_dim %u is outside [1, %u]",
-                k.symbol.c_str(), block_dim, 1u << 24);
+  if (sk_status st = check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
   std::vector<uint64_t> slots;
   if (sk_status st = copy_args(k, args, "sk_launch_kernel", &slots); st != SK_OK) return st;
   std::shared_ptr<cuda::SingleEntry> entry;
@@ -325,13 +327,7 @@ sk_status cuda_stream_create(sk_device *dev, sk_stream **out) {
 }
 
 sk_status cuda_stream_synchronize(sk_stream *stream) {
-  CudaDevice &d = *stream->cuda->device;
-  if (sk_status st = d.make_current("sk_stream_synchronize"); st != SK_OK) return st;
-  if (sk_status st = d.check(d.api().cuStreamSynchronize(stream->cuda->stream), "sk_stream_synchronize",
-                             "cuStreamSynchronize");
-      st != SK_OK)
-    return st;
-  return d.take_hang_report("sk_stream_synchronize");
+  return synchronize_stream(*stream->cuda->device, stream->cuda->stream);
 }
 
 void cuda_stream_destroy(sk_stream *stream) { delete stream; }

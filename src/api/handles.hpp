@@ -148,6 +148,15 @@ sk_status place_on_stream(sk_scope *scope, ScopeEntry *e);
 void note_added(sk_scope *scope, const ScopeEntry &e);
 
 // Copies the values args[i] points to into 8-byte slots, by the signature's sizes.
+// Blocks beyond the device's cores are multiplexed; this bounds a launch's length, not its cores.
+constexpr uint32_t kMaxBlockDim = 1u << 24;
+// SK_ERR_INVALID_ARGUMENT naming `call` and the kernel when block_dim is outside [1, kMaxBlockDim].
+inline sk_status check_block_dim(const char *call, const KernelImpl &k, uint32_t block_dim) {
+  if (block_dim >= 1 && block_dim <= kMaxBlockDim) return SK_OK;
+  return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': block_dim %u is outside [1, %u]", call, k.symbol.c_str(),
+              block_dim, kMaxBlockDim);
+}
+
 sk_status copy_args(const KernelImpl &k, void *const *args, const char *call,
                     std::vector<uint64_t> *out);
 

@@ -53,8 +53,7 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     p->after_lists.insert(p->after_lists.end(), ps.after.begin(), ps.after.end());
     if (ps.kernel.usage & sk::kUsesHardSync) {
       // A whole-core wait counts the segment's cores of the kernel's kind (not the step's).
-      const uint32_t units = layout.units_for(ps.kernel.kind);
-      const uint32_t all = sk::is_mixed(ps.kernel.kind) ? units * (1 + layout.vectors_per_group) : units;
+      const uint32_t all = layout.cores_for(ps.kernel.kind, layout.units_for(ps.kernel.kind));
       p->flags.push_back(std::make_unique<sk::host::StepFlags>(layout.groups, layout.vectors_per_group, all));
       s.flags = p->flags.back().get();
     }
@@ -114,9 +113,7 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
     in.kind = k.kind;
     in.block_dim = block_dim;
     in.usage = k.usage;
-    if (block_dim == 0 || block_dim > (1u << 24))
-      return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_kernel: kernel '%s': block_dim %u is outside [1, %u]",
-                  k.symbol.c_str(), block_dim, 1u << 24);
+    if (sk_status st = sk::api::check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
     std::vector<std::vector<uint64_t>> args_one(1);
     if (sk_status st = sk::api::copy_args(k, args, "sk_launch_kernel", &args_one[0]); st != SK_OK) return st;
     // A one-step plan: the same checks and the same executor path as a super kernel.

@@ -8,8 +8,6 @@
 using sk::fail;
 
 namespace {
-// Blocks beyond the device's cores are multiplexed; this bounds a launch's length, not its cores.
-constexpr uint32_t kMaxBlockDim = 1u << 24;
 // sk_kernel_options.flags bits this version knows; others are refused, not silently ignored.
 constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK;
 }
@@ -61,9 +59,7 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
   if (k.device != scope->device || ((k.cuda || scope->cuda) && !sk::api::cuda_same_device(k, *scope)))
     return fail(SK_ERR_INCOMPATIBLE, "sk_add_kernel: kernel '%s' was loaded on another device than scope '%s'",
                 k.symbol.c_str(), scope->name.c_str());
-  if (block_dim == 0 || block_dim > kMaxBlockDim)
-    return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': block_dim %u is outside [1, %u]",
-                k.symbol.c_str(), block_dim, kMaxBlockDim);
+  if (sk_status st = sk::api::check_block_dim("sk_add_kernel", k, block_dim); st != SK_OK) return st;
   if (opts && opts->struct_size < sizeof(uint32_t))
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': opts->struct_size is %u",
                 k.symbol.c_str(), opts->struct_size);

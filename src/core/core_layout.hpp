@@ -34,6 +34,11 @@ struct CoreLayout {
   // Units a kernel of `kind` runs its blocks on: vector or cube cores, or groups. 0: it cannot
   // run here (no core of its type, or a 1:2 kernel in a 1:1 layout).
   uint32_t units_for(KernelKind kind) const;
+  // Cores that `units` units of a `kind` kernel occupy: a mixed kernel's group is its cube core
+  // and its vector cores.
+  uint32_t cores_for(KernelKind kind, uint32_t units) const {
+    return is_mixed(kind) ? units * (1 + vectors_per_group) : units;
+  }
 };
 
 // Running maxima of what a sequence of kernels asks for; the layout follows from them.

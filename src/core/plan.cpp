@@ -69,6 +69,16 @@ sk_status plan_segments(const std::string &name, const ScopeOptions &options, co
   HardSyncDemand hard;
   PlanSegment seg;
   std::string reason;
+  // Ends the segment being built before kernel `end`, with the layout of what it holds.
+  auto close_segment = [&](uint32_t end) {
+    if (sk_status st = fit_layout(demand.nominal(), device_cores, options, name, &seg.layout, &seg.layout_note);
+        st != SK_OK)
+      return st;
+    seg.end = end;
+    seg.reason = std::move(reason);
+    out->push_back(std::move(seg));
+    return SK_OK;
+  };
   for (uint32_t i = 0; i < kernels.size(); ++i) {
     const PlanInput &k = kernels[i];
     if ((k.usage & kUsesGroupFlags) && !is_mixed(k.kind))
@@ -93,12 +103,7 @@ sk_status plan_segments(const std::string &name, const ScopeOptions &options, co
         return fail(SK_ERR_INCOMPATIBLE,
                     "scope '%s': %s (strict-scope-check=abort; with bypass the scope is split before kernel %u)",
                     name.c_str(), why.c_str(), i);
-      if (sk_status st = fit_layout(demand.nominal(), device_cores, options, name, &seg.layout, &seg.layout_note);
-          st != SK_OK)
-        return st;
-      seg.end = i;
-      seg.reason = std::move(reason);
-      out->push_back(std::move(seg));
+      if (sk_status st = close_segment(i); st != SK_OK) return st;
       seg = PlanSegment{};
       seg.first = i;
       reason = std::move(why);
@@ -110,13 +115,7 @@ sk_status plan_segments(const std::string &name, const ScopeOptions &options, co
     demand = next;
     hard = next_hard;
   }
-  if (sk_status st = fit_layout(demand.nominal(), device_cores, options, name, &seg.layout, &seg.layout_note);
-      st != SK_OK)
-    return st;
-  seg.end = static_cast<uint32_t>(kernels.size());
-  seg.reason = std::move(reason);
-  out->push_back(std::move(seg));
-  return SK_OK;
+  return close_segment(static_cast<uint32_t>(kernels.size()));
 }
 
 // Maps a step onto its segment's cores.
@@ -133,7 +132,7 @@ sk_status map_step(const std::string &name, uint32_t i, const PlanSegment &seg, 
                 "super kernel has on this device (blocks of a kernel that synchronises cannot be multiplexed)",
                 name.c_str(), i, k.name.c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
                 k.block_dim, available, unit_name(k.kind));
-  step->cores = is_mixed(k.kind) ? step->units * (1 + seg.layout.vectors_per_group) : step->units;
+  step->cores = seg.layout.cores_for(k.kind, step->units);
   step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
   return SK_OK;
 }
