@@ -158,13 +158,8 @@ sk_status cuda_module_load(sk_device *dev, const void *image, size_t size, const
   return SK_OK;
 }
 
-sk_status cuda_get_kernel(sk_module *mod, const char *name, const char *signature, const char *call,
-                          sk_kernel **out) {
-  const std::string key = std::string(name) + "|" + (signature ? signature : "<metadata>");
-  if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
-    *out = it->second.get();
-    return SK_OK;
-  }
+sk_status cuda_kernel_impl(sk_module *mod, const char *name, const char *signature, const char *call,
+                           std::shared_ptr<KernelImpl> *out) {
   std::shared_ptr<cuda::CudaKernel> ck;
   if (sk_status st = cuda::make_cuda_kernel(mod->cuda_module, name, signature, call, &ck); st != SK_OK) return st;
   ck->device = mod->cuda;
@@ -178,10 +173,7 @@ sk_status cuda_get_kernel(sk_module *mod, const char *name, const char *signatur
   impl->cuda = std::move(ck);
   // The scope checks compare KernelImpl::device with the scope's: both are empty on CUDA, and
   // cuda_same_device compares the CUDA devices.
-  auto handle = std::make_unique<sk_kernel>();
-  handle->impl = std::move(impl);
-  *out = handle.get();
-  mod->kernels.emplace(key, std::move(handle));
+  *out = std::move(impl);
   return SK_OK;
 }
 
@@ -355,7 +347,7 @@ sk_status cuda_synchronize_default(sk_device *) { return unreachable("sk_stream_
 sk_status cuda_module_load(sk_device *, const void *, size_t, const std::string &, sk_module **) {
   return unreachable("sk_module_load");
 }
-sk_status cuda_get_kernel(sk_module *, const char *, const char *, const char *call, sk_kernel **) {
+sk_status cuda_kernel_impl(sk_module *, const char *, const char *, const char *call, std::shared_ptr<KernelImpl> *) {
   return unreachable(call);
 }
 std::string_view cuda_module_label(const KernelImpl &) { return ""; }

@@ -28,8 +28,10 @@ sk_status cuda_synchronize_default(sk_device *dev);
 
 sk_status cuda_module_load(sk_device *dev, const void *image, size_t size, const std::string &label,
                            sk_module **out);
-sk_status cuda_get_kernel(sk_module *mod, const char *name, const char *signature, const char *call,
-                          sk_kernel **out);
+// A CUDA kernel's implementation (sk_module_get_kernel on a CUDA module; the caller keeps the
+// module's one handle per name and signature).
+sk_status cuda_kernel_impl(sk_module *mod, const char *name, const char *signature, const char *call,
+                           std::shared_ptr<KernelImpl> *out);
 std::string_view cuda_module_label(const KernelImpl &k);
 // True if the kernel's device is the scope's.
 bool cuda_same_device(const KernelImpl &k, const sk_scope &scope);

@@ -23,17 +23,9 @@ sk_status load(sk_device *dev, const void *image, size_t size, const std::string
   return SK_OK;
 }
 
-sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk_kernel **out) {
-  const char *call = signature ? "sk_module_get_kernel_with_signature" : "sk_module_get_kernel";
-  if (sk_status st = sk::api::check(mod, call)) return st;
-  if (!name) return fail(SK_ERR_INVALID_ARGUMENT, "%s: name is NULL", call);
-  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
-  if (mod->cuda) return sk::api::cuda_get_kernel(mod, name, signature, call, out);
-  const std::string key = std::string(name) + "|" + (signature ? signature : "<metadata>");
-  if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
-    *out = it->second.get();
-    return SK_OK;
-  }
+// A host kernel's implementation: its function in the linked module, signature, call interface.
+sk_status host_kernel_impl(sk_module *mod, const char *name, const char *signature, const char *call,
+                           std::shared_ptr<KernelImpl> *out) {
   const sk::host::LinkedModule &lm = *mod->linked;
   const sk::host::LinkedFunction *fn = lm.object->find_function(name);
   if (!fn)
@@ -54,6 +46,26 @@ sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk
   impl->usage = sk::device_api_usage(fn->undefined_references);
   impl->fn = fn->address;
   if (sk_status st = sk::host::prepare_call(impl->signature, name, &impl->call); st != SK_OK) return st;
+  *out = std::move(impl);
+  return SK_OK;
+}
+
+sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk_kernel **out) {
+  const char *call = signature ? "sk_module_get_kernel_with_signature" : "sk_module_get_kernel";
+  if (sk_status st = sk::api::check(mod, call)) return st;
+  if (!name) return fail(SK_ERR_INVALID_ARGUMENT, "%s: name is NULL", call);
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+  // A module hands out one handle per (name, signature), host and CUDA alike.
+  const std::string key = std::string(name) + "|" + (signature ? signature : "<metadata>");
+  if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
+    *out = it->second.get();
+    return SK_OK;
+  }
+  std::shared_ptr<KernelImpl> impl;
+  if (sk_status st = mod->cuda ? sk::api::cuda_kernel_impl(mod, name, signature, call, &impl)
+                               : host_kernel_impl(mod, name, signature, call, &impl);
+      st != SK_OK)
+    return st;
   auto handle = std::make_unique<sk_kernel>();
   handle->impl = std::move(impl);
   *out = handle.get();
