@@ -226,7 +226,6 @@ sk_status cuda_finalize(sk_scope &scope, std::vector<PlanInput> inputs,
       return st;
   }
   if (sk_status st = impl->program->configure(std::move(slots), sk->plan.cores, true); st != SK_OK) return st;
-  sk->program = std::make_unique<sk::host::Program>();  // empty: profiling is host-only
   sk->kernels = std::move(kernels);
   sk->cuda = std::move(impl);
   *out = sk.release();

@@ -103,7 +103,7 @@ struct sk_superkernel : sk::api::Handle<sk::api::HandleType::SuperKernel> {
   std::once_flag explain_once;
   std::string explain;
   std::unique_ptr<sk::host::Program> program;
-  std::shared_ptr<sk::cuda::CudaSuperKernel> cuda;  // CUDA super kernels (program stays empty)
+  std::shared_ptr<sk::cuda::CudaSuperKernel> cuda;  // CUDA super kernels (program stays null)
 };
 
 namespace sk::api {

@@ -14,7 +14,7 @@ namespace {
 
 // The snapshot of the last completed launch, or a failure naming why there is none.
 sk_status last_profile(sk_superkernel *sk, const char *call, std::vector<sk_profile_record> *out) {
-  if (!sk->program || sk->cuda)  // its launches run on a GPU, not on the host executor
+  if (sk->cuda)  // its launches run on a GPU, not on the host executor
     return fail(SK_ERR_UNSUPPORTED, "%s: super kernel '%s' is not on the host device; profiling is host-only for now",
                 call, sk->plan.name.c_str());
   const sk::host::Profiler *prof = sk->program->profiler.get();
