@@ -16,10 +16,6 @@ SIGNATURE_TOKENS = {
     "i64": ctypes.c_int64, "u64": ctypes.c_uint64,
     "f32": ctypes.c_float, "f64": ctypes.c_double,
 }
-_INT_RANGES = {t: (ctype, bits, t[0] == "i") for t, ctype, bits in (
-    ("i8", ctypes.c_int8, 8), ("u8", ctypes.c_uint8, 8), ("i16", ctypes.c_int16, 16),
-    ("u16", ctypes.c_uint16, 16), ("i32", ctypes.c_int32, 32), ("u32", ctypes.c_uint32, 32),
-    ("i64", ctypes.c_int64, 64), ("u64", ctypes.c_uint64, 64))}
 
 
 def parse_signature(signature):
@@ -86,7 +82,7 @@ def scalar(token, value, what):
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise TypeError(f"{what}: {token} needs an int, not {type(value).__name__}")
     value = value.__index__()
-    _, bits, signed = _INT_RANGES[token]
+    bits, signed = 8 * ctypes.sizeof(ctype), token[0] == "i"
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     if not lo <= value <= hi:
         raise OverflowError(f"{what}: {value} does not fit {token} ({lo}..{hi})")

@@ -10,13 +10,20 @@ from .errors import check
 from .handle import Handle
 
 
+def options_text(options):
+    """Scope options as libsk reads them: a dict {"early-start": 0} becomes "early-start=0";
+    a string (or None) is kept."""
+    if isinstance(options, dict):
+        return ":".join(f"{k}={v}" for k, v in options.items())
+    return options
+
+
 class Scope(Handle):
     _closed_message = "was finalized or aborted"
 
     def __init__(self, device, name="scope", options=None):
         out = ctypes.c_void_p()
-        if isinstance(options, dict):  # {"early-start": 0, "profiling": 1} -> vendor syntax
-            options = ":".join(f"{k}={v}" for k, v in options.items())
+        options = options_text(options)  # {"early-start": 0, "profiling": 1} -> vendor syntax
         check(lib().sk_scope_begin(device.handle, name.encode(),
                                    options.encode() if options else None, ctypes.byref(out)),
               f"sk_scope_begin ({name})")

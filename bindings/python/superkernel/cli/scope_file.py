@@ -30,6 +30,7 @@ import os
 import random
 
 from ..args import SIGNATURE_TOKENS
+from ..scope import options_text
 
 BUFFER_TYPES = {t: c for t, c in SIGNATURE_TOKENS.items() if t != "ptr"}
 
@@ -63,9 +64,7 @@ class ScopeSpec:
                                   f"(known: {', '.join(sorted(known))})")
         self.device = doc.get("device", "host")
         self.name = doc.get("name", os.path.splitext(os.path.basename(path))[0])
-        options = doc.get("options")
-        if isinstance(options, dict):
-            options = ":".join(f"{k}={v}" for k, v in options.items())
+        options = options_text(doc.get("options"))
         _need(options is None or isinstance(options, str), f"{where}: options",
               "must be a string (key=value:key=value) or an object")
         self.options = options or ""
