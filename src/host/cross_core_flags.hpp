@@ -24,16 +24,19 @@ struct StepFlags {
   std::unique_ptr<FlagCounters[]> vector_sets;  // per group and vector sub-block
   uint32_t groups = 0, vectors_per_group = 0;
   uint32_t all_cores = 0;  // cores a whole-core wait counts: the segment's cores of this kind
+  // Counter sets allocated (at least one of each, also in a layout without groups).
+  uint32_t cube_count = 0, vector_count = 0;
 
   StepFlags(uint32_t groups_, uint32_t vectors_per_group_, uint32_t all_cores_)
-      : cube_sets(std::make_unique<FlagCounters[]>(groups_ ? groups_ : 1)),
-        vector_sets(std::make_unique<FlagCounters[]>((groups_ ? groups_ : 1) * (vectors_per_group_ ? vectors_per_group_ : 1))),
-        groups(groups_), vectors_per_group(vectors_per_group_), all_cores(all_cores_) {}
+      : groups(groups_), vectors_per_group(vectors_per_group_), all_cores(all_cores_),
+        cube_count(groups_ ? groups_ : 1), vector_count(cube_count * (vectors_per_group_ ? vectors_per_group_ : 1)) {
+    cube_sets = std::make_unique<FlagCounters[]>(cube_count);
+    vector_sets = std::make_unique<FlagCounters[]>(vector_count);
+  }
   void reset() {
     all.reset();
-    for (uint32_t g = 0; g < (groups ? groups : 1); ++g) cube_sets[g].reset();
-    for (uint32_t v = 0; v < (groups ? groups : 1) * (vectors_per_group ? vectors_per_group : 1); ++v)
-      vector_sets[v].reset();
+    for (uint32_t g = 0; g < cube_count; ++g) cube_sets[g].reset();
+    for (uint32_t v = 0; v < vector_count; ++v) vector_sets[v].reset();
   }
 };
 
