@@ -207,9 +207,14 @@ void Executor::drive_until(Done done) {
   }
 }
 
+void Executor::free_core0() {
+  // An exchange, not a store and a fence: the locked instruction is the fence notify needs.
+  core0_owner_.exchange(kCore0Free, std::memory_order_seq_cst);
+  notify_after_rmw(&core0_owner_, core0_channel_);
+}
+
 void Executor::release_core0() {
-  core0_owner_.store(kCore0Free, std::memory_order_seq_cst);
-  notify(&core0_owner_, core0_channel_);
+  free_core0();
   // Tasks left that core 0 has not run (launched without a wait): the dedicated thread takes them.
   call_core0();
 }
@@ -248,8 +253,7 @@ void Executor::core0_main() {
         process(*core0_, next);
         core0_next_.store(++next, std::memory_order_relaxed);
       }
-      core0_owner_.store(kCore0Free, std::memory_order_seq_cst);
-      notify(&core0_owner_, core0_channel_);
+      free_core0();
       // A call for core 0 while we held it was not rung (it saw core 0 taken): look again.
       if (host_wants_core0_.load(std::memory_order_seq_cst) != 0 ||
           core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst))
@@ -312,7 +316,9 @@ void Executor::process(Core &core, uint64_t seq) {
   // Launches on the device run in order: this one starts when the previous one has ended on
   // every core (its data may feed this one).
   Task &task = ring_[seq % kRing];
-  if (seq > 1)
+  // The slot first: wait_for would load completed_word_, whose line the completer then has
+  // to take back from this core at every launch.
+  if (seq > 1 && task.previous_completed.load(std::memory_order_acquire) < seq - 1)
     wait_for(completed_word_, host_channel_, completion_policy_, [&task, seq](uint32_t) {
       return task.previous_completed.load(std::memory_order_acquire) >= seq - 1;
     });

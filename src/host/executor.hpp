@@ -88,7 +88,8 @@ class Executor {
   // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
   template <class Done>
   void drive_until(Done done);
-  void release_core0();
+  void free_core0();     // gives core 0's token back and wakes threads waiting for it
+  void release_core0();  // free_core0, then calls the dedicated thread if work is left
   // Wakes the dedicated core-0 thread if core 0 is free and has queued work.
   void call_core0();
 
@@ -98,14 +99,18 @@ class Executor {
   static constexpr uint32_t kRing = 256;
   static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor
   std::unique_ptr<Task[]> ring_;
-  std::mutex submit_mutex_;
+  // The submitter's own line: the fields above are read by every core at every task, and a
+  // lock taken on their line would send it back and forth at every launch.
+  alignas(64) std::mutex submit_mutex_;
   uint64_t submitted_ = 0;                    // under submit_mutex_
+  // What idle cores poll: the queue's head, and whether to stop. Lines the cores only read
+  // are written once per launch, so that the launching thread's other lines stay its own.
   alignas(64) std::atomic<uint64_t> published_{0};
   std::atomic<uint32_t> published_word_{0};   // low bits of published_, for futex sleeps
+  std::atomic<bool> stopping_{false};
   alignas(64) std::atomic<uint32_t> cores_done_{0};  // tasks cores 1..N-1 finished, all tasks
   alignas(64) std::atomic<uint64_t> completed_{0};
   std::atomic<uint32_t> completed_word_{0};
-  std::atomic<bool> stopping_{false};
   // Core 0's token and state (the state is touched only by the token's holder).
   static constexpr uint32_t kCore0Free = 0, kCore0Dedicated = 1, kCore0Host = 2;
   std::unique_ptr<Core> core0_;
