@@ -20,6 +20,9 @@ namespace sk::host {
 // written here too, so that starting a task costs one line transfer, not one for the slot
 // and one for the completion counter.
 struct alignas(64) Executor::Task {
+  // The task's sequence number, stored last when it is published here: idle cores poll it,
+  // so that one line transfer shows them that a task is queued and what it is.
+  std::atomic<uint64_t> seq{0};
   std::atomic<uint64_t> previous_completed{0};  // seq - 1 once the task before it completed
   Program *program = nullptr;
   uint32_t epoch = 0;
@@ -139,6 +142,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
   t.failure.reset();
   stream->last_seq.store(seq, std::memory_order_relaxed);
   submitted_ = seq;
+  t.seq.store(seq, std::memory_order_release);
   published_.store(seq, std::memory_order_release);
   published_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
   notify(&published_word_, idle_channel_);
@@ -303,11 +307,11 @@ void Executor::core_main(uint32_t index) {
   t_core = &core.ctx;
   uint64_t next = 1;
   for (;;) {
-    wait_for(published_word_, idle_channel_, idle_policy_, [this, next](uint32_t) {
-      return published_.load(std::memory_order_acquire) >= next ||
-             stopping_.load(std::memory_order_acquire);
+    const Task &slot = ring_[next % kRing];
+    wait_for(published_word_, idle_channel_, idle_policy_, [this, &slot, next](uint32_t) {
+      return slot.seq.load(std::memory_order_acquire) >= next || stopping_.load(std::memory_order_acquire);
     });
-    if (published_.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued
+    if (slot.seq.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued
     process(core, next++);
   }
 }
