@@ -120,6 +120,50 @@ TEST(Concurrency, ThreadsLaunchDifferentSuperKernelsOnOwnAndDefaultStreams) {
   sk_module_unload(mod);
 }
 
+// sk_stream_synchronize(NULL) takes no lock while exactly one host device is open. Devices
+// opened and closed under a thread that keeps calling it (so that 0, 1 and 2 are open in turn)
+// must be neither used after they are closed nor skipped while they have work queued.
+TEST(Concurrency, DefaultStreamSynchronizeWhileDevicesOpenAndClose) {
+  const std::vector<uint8_t> bytes = sk::test::read_bytes(sk::test::kernel_path("gcc-O2-pie", "capi_chain"));
+  std::atomic<bool> stop{false};
+  std::atomic<long> syncs{0};
+  std::thread syncer([&] {
+    while (!stop.load()) {
+      ASSERT_SK(sk_stream_synchronize(nullptr));
+      syncs.fetch_add(1);
+    }
+  });
+  auto churn = [&](int t) {
+    for (int round = 0; round < 30; ++round) {
+      sk_device *dev = nullptr;
+      ASSERT_SK(sk_device_open("host:cores=2", &dev));
+      sk_module *mod = nullptr;
+      sk_kernel *fill = nullptr, *axpb = nullptr;
+      ASSERT_SK(sk_module_load(dev, bytes.data(), bytes.size(), &mod));
+      ASSERT_SK(sk_module_get_kernel(mod, "capi_fill", &fill));
+      ASSERT_SK(sk_module_get_kernel(mod, "capi_axpb", &axpb));
+      uint32_t *buf = alloc(dev);
+      uint32_t n = kN, seed = 97u * t + round;
+      int32_t mul = 1, add = 1;
+      void *fill_args[] = {&buf, &n, &seed};
+      void *axpb_args[] = {&buf, &n, &mul, &add};
+      ASSERT_SK(sk_launch_kernel(fill, 2, fill_args, nullptr));
+      for (int i = 0; i < 8; ++i) ASSERT_SK(sk_launch_kernel(axpb, 2, axpb_args, nullptr));
+      ASSERT_SK(sk_stream_synchronize(nullptr));
+      for (uint32_t i = 0; i < kN; ++i) ASSERT_EQ(buf[i], i * 2654435761u + seed + 8) << "thread " << t;
+      sk_mem_free(dev, buf);
+      sk_module_unload(mod);
+      sk_device_close(dev);
+    }
+  };
+  std::thread a(churn, 0), b(churn, 1);
+  a.join();
+  b.join();
+  stop.store(true);
+  syncer.join();
+  EXPECT_GT(syncs.load(), 0);
+}
+
 TEST(Concurrency, ModuleLoadsOfSameAndDifferentBytesFromManyThreads) {
   Device d;
   const std::vector<std::string> variants = sk::test::kernel_variants();
