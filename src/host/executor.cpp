@@ -52,6 +52,12 @@ void Program::allocate_sync_state() {
             return s.unit_class == 0 && s.cores == s.units && !s.flush_before && !s.flush_after && !s.flags &&
                    s.after_count == 0;
           });
+  core_steps_end.assign(plain ? cores : 0, 0);
+  for (uint32_t i = 0; plain && i < steps.size(); ++i)
+    for (uint32_t c = 0; c < steps[i].units && c < cores; ++c) core_steps_end[c] = i + 1;
+  ends_at_last_release =
+      plain && std::none_of(core_steps_end.begin(), core_steps_end.end(), [](uint32_t e) { return e == 0; }) &&
+      std::none_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.arrive_in_kernel; });
   if (!plain || release_group >= cores) release_group = 0;
   release_groups = release_group ? (cores + release_group - 1) / release_group : 0;
   if (release_groups == 0) return;  // nothing to allocate: an unfused launch builds a program each time
@@ -335,6 +341,19 @@ void Executor::process(Core &core, uint64_t seq) {
     add_and_notify(cores_done_, 1, done_channel_);
     return;
   }
+  // A launch of a program that ends at its last release, on every core of the executor:
+  // complete it at that count, one line transfer sooner than the reports (which still come,
+  // and count for the next launch that waits for them).
+  const Program &p = *task.program;
+  if (p.ends_at_last_release && p.cores == config_.cores) {
+    WaitPolicy policy = completion_policy_;
+    policy.abort = &task.failure.aborted;
+    const uint32_t target = task.epoch * p.releases_per_launch;
+    if (wait_for(p.released.value, step_channel_, policy, [target](uint32_t v) { return reached(v, target); }) ==
+        WaitResult::Ok)
+      return complete_task(task, seq);
+  }
+  // Otherwise (and after an abort) every core reports that it has left the launch.
   const auto want = static_cast<uint32_t>(seq * (config_.cores - 1));
   wait_for(cores_done_, done_channel_, completion_policy_, [want](uint32_t v) { return reached(v, want); });
   complete_task(task, seq);
@@ -348,7 +367,8 @@ namespace {
 template <bool kPlain>
 void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
   if constexpr (kPlain) ctx.slot = p.segments[0].slots[core];
-  for (uint32_t i = 0; i < p.steps.size(); ++i) {
+  const uint32_t end = kPlain ? p.core_steps_end[core] : static_cast<uint32_t>(p.steps.size());
+  for (uint32_t i = 0; i < end; ++i) {
     const StepExec &s = p.steps[i];
     uint32_t first = core;
     if constexpr (!kPlain) {

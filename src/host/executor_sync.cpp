@@ -164,8 +164,11 @@ void begin_step(CoreContext &ctx) {
 
 template <bool kPlain>
 void end_step(CoreContext &ctx) {
+  // Read before the release: after a core's last release core 0 may complete the launch, and
+  // the program may be freed (Program::ends_at_last_release).
+  const bool arrived_in_kernel = ctx.step->arrive_in_kernel;
   if (!ctx.arrived) release_next<kPlain>(ctx);
-  if (ctx.step->arrive_in_kernel) count_core(ctx, ctx.program->ended[ctx.step_index].value);
+  if (arrived_in_kernel) count_core(ctx, ctx.program->ended[ctx.step_index].value);
 }
 
 template void begin_step<true>(CoreContext &);

@@ -74,6 +74,14 @@ struct Program {
   // Only vector steps on one segment, no profiling, flushes, flags or events: the executor runs
   // its lean step loop (set by allocate_sync_state, after the steps and the profiler).
   bool plain = false;
+  // Plain programs: one past each core's last step with a block. A core's step loop ends
+  // there, so that its last release is the last it does with the launch.
+  std::vector<uint32_t> core_steps_end;
+  // A launch has ended on every core once all its releases are counted: the program is plain,
+  // every core has a block in some step, and no step releases the next from inside its kernel
+  // (sk_set_next_task_start). Core 0 then completes the launch at that count
+  // (Executor::process) instead of waiting for the other cores to report.
+  bool ends_at_last_release = false;
   // Argument values, one 8-byte slot per parameter (every signature type fits), and the
   // pointer arrays libffi reads. Sized once; never reallocated after the steps point in.
   std::vector<uint64_t> arg_slots;

@@ -516,6 +516,55 @@ TEST(Executor, TreeArrivalRecoversFromAnAbortedLaunch) {
   }
 }
 
+// ---- core 0 completes a plain launch at its last release ----------------------------------
+
+// Program::ends_at_last_release: core 0 completes the launch when the releases are counted,
+// before the other cores report, so no core may touch the program or its slot after its last
+// release. Each program here is freed as soon as synchronize returns (no wait_program); the
+// step widths fall to 1 so that cores leave the chain at different steps. Under TSan (the
+// executor tests run there too) a touch after the release races with the free.
+TEST(Executor, AProgramCanBeFreedAsSoonAsItsLaunchCompleted) {
+  auto ex = make_executor(4);
+  Chain c;
+  for (int i = 0; i < Chain::kSteps; ++i) c.dims[i] = 4 - (i * 5) % 4;
+  StreamState stream;
+  for (int launch = 0; launch < 100; ++launch) {
+    auto tp = std::make_unique<TestProgram>("freed", 4);
+    tp->state = &c;
+    add_chain(*tp, c, std::make_integer_sequence<int, Chain::kSteps>());
+    tp->finish();
+    ASSERT_TRUE(tp->program.ends_at_last_release);
+    for (auto &d : c.done) d.store(0);
+    ASSERT_EQ(ex->submit(&tp->program, nullptr, &stream), SK_OK);
+    ASSERT_EQ(ex->synchronize(&stream), SK_OK);
+    tp.reset();
+    for (int i = 0; i < Chain::kSteps; ++i) ASSERT_EQ(c.done[i].load(), (int)c.dims[i]) << "launch " << launch;
+  }
+  EXPECT_EQ(c.violations.load(), 0);
+}
+
+// Where a core could still be at work after the releases are counted, core 0 waits for the
+// cores' reports: a step that releases from inside its kernel, or a core with no block.
+TEST(Executor, LaunchesThatMayOutliveTheirReleasesWaitForTheCores) {
+  Chain c;
+  for (int i = 0; i < Chain::kSteps; ++i) c.dims[i] = 3;
+  TestProgram narrow("narrow", 4);  // core 3 has no block in any step
+  add_chain(narrow, c, std::make_integer_sequence<int, Chain::kSteps>());
+  narrow.finish();
+  EXPECT_FALSE(narrow.program.ends_at_last_release);
+  TestProgram early("early", 3);
+  early.add("early", chain_step<0>, 3, false, /*arrive_in=*/true);
+  early.add("next", chain_step<1>, 3);
+  early.finish();
+  EXPECT_FALSE(early.program.ends_at_last_release);
+  TestProgram wide("wide", 3);
+  wide.add("first", chain_step<0>, 3);
+  wide.add("last", chain_step<1>, 1);
+  wide.finish();
+  EXPECT_TRUE(wide.program.ends_at_last_release);
+  EXPECT_EQ(wide.program.core_steps_end, (std::vector<uint32_t>{2, 1, 1}));
+}
+
 // ---- pinning: cores sit on CPUs of their own, away from the thread running core 0 --------
 
 std::set<int> allowed_cpus_of_this_thread() {
