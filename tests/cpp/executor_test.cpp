@@ -543,9 +543,10 @@ TEST(Executor, AProgramCanBeFreedAsSoonAsItsLaunchCompleted) {
   EXPECT_EQ(c.violations.load(), 0);
 }
 
-// Where a core could still be at work after the releases are counted, core 0 waits for the
-// cores' reports: a step that releases from inside its kernel, or a core with no block.
-TEST(Executor, LaunchesThatMayOutliveTheirReleasesWaitForTheCores) {
+// Where a core could still be at work after the releases are counted (a step that releases
+// from inside its kernel, a core with no block), the program does not end at its last release
+// and core 0 waits for the cores' reports.
+TEST(Executor, WhichProgramsEndAtTheirLastRelease) {
   Chain c;
   for (int i = 0; i < Chain::kSteps; ++i) c.dims[i] = 3;
   TestProgram narrow("narrow", 4);  // core 3 has no block in any step
