@@ -59,6 +59,9 @@ void Program::allocate_sync_state() {
       plain && std::none_of(core_steps_end.begin(), core_steps_end.end(), [](uint32_t e) { return e == 0; }) &&
       std::none_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.arrive_in_kernel; });
   if (!plain || release_group >= cores) release_group = 0;
+  chain = plain && release_group == 0 && std::none_of(steps.begin(), steps.end(), [](const StepExec &s) {
+            return s.wait_in_kernel || s.arrive_in_kernel;
+          });
   release_groups = release_group ? (cores + release_group - 1) / release_group : 0;
   if (release_groups == 0) return;  // nothing to allocate: an unfused launch builds a program each time
   group_arrived = std::make_unique<StepCounter[]>(release_groups);
@@ -361,6 +364,47 @@ void Executor::process(Core &core, uint64_t seq) {
 
 namespace {
 
+// The core's blocks of step `s`, from its first: first, first + units, ...
+inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
+  for (uint32_t b = first; b < s.block_dim; b += s.units) {
+    ctx.block_idx = b;
+    ctx.last_block = b + s.units >= s.block_dim;
+    if (s.direct) {
+      const uint64_t *a = s.slots;
+      reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
+    } else {
+      ffi_arg ret;
+      ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
+    }
+  }
+}
+
+// The step loop of a chain (Program::chain): begin_step and end_step inlined to what they do
+// for it, with the wait target kept as a running sum of the steps' cores. A wait that does not
+// end at the first look goes through wait_previous_step, which reports a hang.
+void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
+  ctx.slot = p.segments[0].slots[core];
+  std::atomic<uint32_t> &released = p.released.value;
+  // Releases counted once step i - 1 has released step i: all of the launches before this one,
+  // and every core of the steps before i.
+  uint32_t target = (ctx.epoch - 1) * p.releases_per_launch;
+  const uint32_t end = p.core_steps_end[core];
+  for (uint32_t i = 0; i < end; ++i) {
+    const StepExec &s = p.steps[i];
+    if (i > 0) target += p.steps[i - 1].cores;
+    if (core >= s.units) continue;
+    if (failure.aborted.load(std::memory_order_relaxed)) break;
+    ctx.step = &s;
+    ctx.step_index = i;
+    ctx.arrived = false;
+    ctx.waited = i == 0 || reached(released.load(std::memory_order_acquire), target);
+    if (!ctx.waited) wait_previous_step(ctx);
+    run_blocks(ctx, s, core);
+    ctx.arrived = true;
+    add_and_notify(released, 1, *ctx.channel);
+  }
+}
+
 // The step loop of one core through one task. kPlain: a program of vector-only steps in one
 // segment with no profiling, cache flushes, flags or events (Program::plain, the common case),
 // whose loop carries none of their checks: each costs a few ns per step on the hot path.
@@ -393,17 +437,7 @@ void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &f
       if (s.flush_before) flush_cache_around_step(ctx);
       profile_start(ctx);
     }
-    for (uint32_t b = first; b < s.block_dim; b += s.units) {
-      ctx.block_idx = b;
-      ctx.last_block = b + s.units >= s.block_dim;
-      if (s.direct) {
-        const uint64_t *a = s.slots;
-        reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
-      } else {
-        ffi_arg ret;
-        ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
-      }
-    }
+    run_blocks(ctx, s, first);
     if constexpr (!kPlain) {
       profile_end(ctx);
       if (s.flush_after) flush_cache_around_step(ctx);
@@ -426,7 +460,9 @@ void Executor::run_task(Core &core, Task &task) {
   WaitPolicy policy = task_policy_;
   policy.abort = &task.failure.aborted;
   ctx.policy = &policy;
-  if (p.plain)
+  if (p.chain)
+    run_chain_steps(p, ctx, core.index, task.failure);
+  else if (p.plain)
     run_steps<true>(p, ctx, core.index, task.failure);
   else
     run_steps<false>(p, ctx, core.index, task.failure);

@@ -72,8 +72,12 @@ struct Program {
   bool per_step_release = false;
   std::unique_ptr<StepCounter[]> step_released;
   // Only vector steps on one segment, no profiling, flushes, flags or events: the executor runs
-  // its lean step loop (set by allocate_sync_state, after the steps and the profiler).
+  // a step loop without their checks (set by allocate_sync_state, after the steps and the
+  // profiler).
   bool plain = false;
+  // Plain, on the central release counter, and no step waits or releases from inside its
+  // kernel (task overlap): a chain of kernels, run by the executor's leanest step loop.
+  bool chain = false;
   // Plain programs: one past each core's last step with a block. A core's step loop ends
   // there, so that its last release is the last it does with the launch.
   std::vector<uint32_t> core_steps_end;

@@ -566,6 +566,27 @@ TEST(Executor, WhichProgramsEndAtTheirLastRelease) {
   EXPECT_EQ(wide.program.core_steps_end, (std::vector<uint32_t>{2, 1, 1}));
 }
 
+// The chain step loop (Program::chain) runs plain programs on the central counter whose
+// kernels do not overlap; the step-ordering tests above run through it.
+TEST(Executor, WhichProgramsRunAsChains) {
+  Chain c;
+  for (int i = 0; i < Chain::kSteps; ++i) c.dims[i] = 1 + i % 5;
+  TestProgram plain("plain", 4);
+  add_chain(plain, c, std::make_integer_sequence<int, Chain::kSteps>());
+  plain.finish();
+  EXPECT_TRUE(plain.program.chain);
+  TestProgram tree("tree", 5);
+  add_chain(tree, c, std::make_integer_sequence<int, Chain::kSteps>());
+  tree.program.release_group = 2;
+  tree.finish();
+  EXPECT_FALSE(tree.program.chain);
+  TestProgram overlap("overlap", 3);
+  overlap.add("first", chain_step<0>, 3);
+  overlap.add("waits-inside", chain_step<1>, 3, /*wait_in=*/true);
+  overlap.finish();
+  EXPECT_FALSE(overlap.program.chain);
+}
+
 // ---- pinning: cores sit on CPUs of their own, away from the thread running core 0 --------
 
 std::set<int> allowed_cpus_of_this_thread() {
