@@ -55,13 +55,14 @@ void Program::allocate_sync_state() {
   core_steps_end.assign(plain ? cores : 0, 0);
   for (uint32_t i = 0; plain && i < steps.size(); ++i)
     for (uint32_t c = 0; c < steps[i].units && c < cores; ++c) core_steps_end[c] = i + 1;
+  const bool releases_in_kernel =
+      std::any_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.arrive_in_kernel; });
+  const bool waits_in_kernel = std::any_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.wait_in_kernel; });
   ends_at_last_release =
-      plain && std::none_of(core_steps_end.begin(), core_steps_end.end(), [](uint32_t e) { return e == 0; }) &&
-      std::none_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.arrive_in_kernel; });
+      plain && !releases_in_kernel &&
+      std::none_of(core_steps_end.begin(), core_steps_end.end(), [](uint32_t e) { return e == 0; });
   if (!plain || release_group >= cores) release_group = 0;
-  chain = plain && release_group == 0 && std::none_of(steps.begin(), steps.end(), [](const StepExec &s) {
-            return s.wait_in_kernel || s.arrive_in_kernel;
-          });
+  chain = plain && release_group == 0 && !releases_in_kernel && !waits_in_kernel;
   release_groups = release_group ? (cores + release_group - 1) / release_group : 0;
   if (release_groups == 0) return;  // nothing to allocate: an unfused launch builds a program each time
   group_arrived = std::make_unique<StepCounter[]>(release_groups);
@@ -380,24 +381,22 @@ inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
 }
 
 // The step loop of a chain (Program::chain): begin_step and end_step inlined to what they do
-// for it, with the wait target kept as a running sum of the steps' cores. A wait that does not
-// end at the first look goes through wait_previous_step, which reports a hang.
+// for it. A wait that does not end at the first look goes through wait_previous_step, which
+// reports a hang.
 void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
   ctx.slot = p.segments[0].slots[core];
   std::atomic<uint32_t> &released = p.released.value;
-  // Releases counted once step i - 1 has released step i: all of the launches before this one,
-  // and every core of the steps before i.
-  uint32_t target = (ctx.epoch - 1) * p.releases_per_launch;
+  const uint32_t launches_before = (ctx.epoch - 1) * p.releases_per_launch;
   const uint32_t end = p.core_steps_end[core];
   for (uint32_t i = 0; i < end; ++i) {
     const StepExec &s = p.steps[i];
-    if (i > 0) target += p.steps[i - 1].cores;
     if (core >= s.units) continue;
     if (failure.aborted.load(std::memory_order_relaxed)) break;
     ctx.step = &s;
     ctx.step_index = i;
     ctx.arrived = false;
-    ctx.waited = i == 0 || reached(released.load(std::memory_order_acquire), target);
+    // Step i - 1 has released step i once every core of the steps before i has released.
+    ctx.waited = i == 0 || reached(released.load(std::memory_order_acquire), launches_before + p.released_before[i]);
     if (!ctx.waited) wait_previous_step(ctx);
     run_blocks(ctx, s, core);
     ctx.arrived = true;
