@@ -19,6 +19,7 @@
 #include "host/host_device.hpp"
 #include "host/kernel_call.hpp"
 #include "host/program.hpp"
+#include "host/program_pool.hpp"
 
 // The CUDA backend's objects (src/cuda, api/cuda_entry.cpp). A handle of a CUDA device has
 // these set and its host members empty; the entry points branch on them first.
@@ -50,6 +51,7 @@ struct KernelImpl {
   void *fn = nullptr;
   std::unique_ptr<sk::host::CallInterface> call;
   std::shared_ptr<sk::cuda::CudaKernel> cuda;  // CUDA kernels: device, module and fn are empty
+  sk::host::ProgramPool unfused_programs;       // host kernels: sk_launch_kernel's programs
 };
 
 struct sk_kernel : sk::api::Handle<sk::api::HandleType::Kernel> {
@@ -147,7 +149,6 @@ inline sk_status check(const sk_superkernel *h, const char *call, const char *wh
 sk_status place_on_stream(sk_scope *scope, ScopeEntry *e);
 void note_added(sk_scope *scope, const ScopeEntry &e);
 
-// Copies the values args[i] points to into 8-byte slots, by the signature's sizes.
 // Blocks beyond the device's cores are multiplexed; this bounds a launch's length, not its cores.
 constexpr uint32_t kMaxBlockDim = 1u << 24;
 // SK_ERR_INVALID_ARGUMENT naming `call` and the kernel when block_dim is outside [1, kMaxBlockDim].
@@ -157,8 +158,11 @@ inline sk_status check_block_dim(const char *call, const KernelImpl &k, uint32_t
               block_dim, kMaxBlockDim);
 }
 
-sk_status copy_args(const KernelImpl &k, void *const *args, const char *call,
-                    std::vector<uint64_t> *out);
+// Copies the values args[i] points to into 8-byte slots, by the signature's sizes: into
+// k.signature.size() slots at `out` (some may be written on failure), or into *out (untouched
+// on failure).
+sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, uint64_t *out);
+sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, std::vector<uint64_t> *out);
 
 // Fills `program` with one step per plan step (call targets, argument pointers, sync flags).
 void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelImpl>> &kernels,

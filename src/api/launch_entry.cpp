@@ -80,6 +80,28 @@ namespace {
 sk::host::StreamState *stream_state(const std::shared_ptr<sk::host::HostDevice> &dev, sk_stream *s) {
   return s ? &s->state : &dev->default_stream();
 }
+// The one-step program of an unfused launch over block_dim blocks: a plan like a super kernel's,
+// so that the same checks and the same executor path apply. Its argument slots are zero.
+sk_status build_unfused_program(const std::shared_ptr<KernelImpl> &kernel, uint32_t block_dim,
+                                std::unique_ptr<sk::host::Program> *out) {
+  const KernelImpl &k = *kernel;
+  sk::PlanInput in;
+  in.name = in.symbol = k.symbol;
+  in.module = k.module->label;
+  in.core_type = sk::kernel_kind_name(k.kind);
+  in.kind = k.kind;
+  in.block_dim = block_dim;
+  in.usage = k.usage;
+  sk::Plan plan;
+  if (sk_status st = sk::build_plan(k.symbol, sk::ScopeOptions{}, {in}, k.device->cores(), &plan); st != SK_OK)
+    return st;
+  auto program = std::make_unique<sk::host::Program>();
+  sk::api::lower_plan(plan, {kernel}, {std::vector<uint64_t>(k.signature.size(), 0)}, program.get());
+  program->pool = &kernel->unfused_programs;
+  *out = std::move(program);
+  return SK_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -106,23 +128,16 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
     return sk::api::guarded("sk_launch_kernel",
                             [&] { return sk::api::cuda_launch_kernel(kernel, block_dim, args, stream); });
   return sk::api::guarded("sk_launch_kernel", [&]() -> sk_status {
-    sk::PlanInput in;
-    in.name = in.symbol = k.symbol;
-    in.module = k.module->label;
-    in.core_type = sk::kernel_kind_name(k.kind);
-    in.kind = k.kind;
-    in.block_dim = block_dim;
-    in.usage = k.usage;
     if (sk_status st = sk::api::check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
-    std::vector<std::vector<uint64_t>> args_one(1);
-    if (sk_status st = sk::api::copy_args(k, args, "sk_launch_kernel", &args_one[0]); st != SK_OK) return st;
-    // A one-step plan: the same checks and the same executor path as a super kernel.
-    sk::Plan plan;
-    if (sk_status st = sk::build_plan(k.symbol, sk::ScopeOptions{}, {in}, k.device->cores(), &plan); st != SK_OK)
+    sk::host::ProgramPool &pool = kernel->impl->unfused_programs;
+    std::unique_ptr<sk::host::Program> program = pool.take(block_dim);
+    if (!program)
+      if (sk_status st = build_unfused_program(kernel->impl, block_dim, &program); st != SK_OK) return st;
+    if (sk_status st = sk::api::copy_args(k, args, "sk_launch_kernel", program->arg_slots.data()); st != SK_OK) {
+      pool.put(std::move(program));
       return st;
-    auto program = std::make_unique<sk::host::Program>();
-    sk::api::lower_plan(plan, {kernel->impl}, args_one, program.get());
-    program->keep_alive.push_back(kernel->impl);
+    }
+    program->launched_kernel = kernel->impl;
     sk::host::Program *raw = program.get();
     return k.device->executor().submit(raw, std::move(program), stream_state(k.device, stream));
   });

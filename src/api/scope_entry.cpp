@@ -14,18 +14,23 @@ constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK;
 
 namespace sk::api {
 
-sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, std::vector<uint64_t> *out) {
+sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, uint64_t *out) {
   const size_t n = k.signature.size();
   if (n > 0 && !args)
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s' takes %zu parameters (%s) but args is NULL",
                 call, k.symbol.c_str(), n, k.signature_text.c_str());
-  std::vector<uint64_t> slots(n, 0);
   for (size_t i = 0; i < n; ++i) {
     if (!args[i])
       return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': args[%zu] (%s) is NULL", call,
                   k.symbol.c_str(), i, sk::arg_type_name(k.signature[i]));
-    slots[i] = sk::to_slot(k.signature[i], args[i]);
+    out[i] = sk::to_slot(k.signature[i], args[i]);
   }
+  return SK_OK;
+}
+
+sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, std::vector<uint64_t> *out) {
+  std::vector<uint64_t> slots(k.signature.size(), 0);
+  if (sk_status st = copy_args(k, args, call, slots.data()); st != SK_OK) return st;
   *out = std::move(slots);
   return SK_OK;
 }

@@ -12,6 +12,7 @@
 #include "host/device_api_cache.hpp"
 #include "host/kernel_call.hpp"
 #include "host/profiler.hpp"
+#include "host/program_pool.hpp"
 
 namespace sk::host {
 
@@ -142,8 +143,13 @@ Executor::~Executor() {
 sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, StreamState *stream) {
   std::lock_guard<std::mutex> lock(submit_mutex_);
   const uint64_t seq = submitted_ + 1;
-  // Ring full: wait until task seq - kRing has completed and its slot is free.
-  if (seq > kRing) drive_until([this, seq] { return completed_.load(std::memory_order_acquire) >= seq - kRing; });
+  // Ring full: wait until task seq - kRing has completed and its slot is free, and go on until
+  // every task queued has (this thread runs core 0 meanwhile). Stopping at the first free slot
+  // made a host that launches faster than the cores run take core 0 and give it back at every
+  // launch, calling the dedicated thread for the rest each time (measured: 4096 unfused
+  // launches, then one synchronize, 440-490 ns per launch instead of 260-280).
+  if (seq > kRing && completed_.load(std::memory_order_acquire) < seq - kRing)
+    drive_until([this, seq] { return completed_.load(std::memory_order_acquire) >= seq - 1; });
   Task &t = ring_[seq % kRing];
   t.program = program;
   t.owned = std::move(owned);
@@ -496,7 +502,7 @@ void Executor::complete_task(Task &task, uint64_t seq) {
   for (const auto &f : p->flags) f->reset();
   if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
   p->completed_epoch.store(task.epoch, std::memory_order_release);
-  task.owned.reset();
+  if (task.owned) ProgramPool::recycle(std::move(task.owned));
   ring_[(seq + 1) % kRing].previous_completed.store(seq, std::memory_order_release);
   completed_.store(seq, std::memory_order_release);
   completed_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);

@@ -60,8 +60,8 @@ class Executor {
   uint32_t release_group() const { return release_group_; }
   const ExecutorConfig &config() const { return config_; }
 
-  // Queues one run of `program` (owned: freed after it ran, for unfused launches). Thread-safe;
-  // blocks only while the ring is full.
+  // Queues one run of `program` (owned, for unfused launches: handed to ProgramPool::recycle
+  // once it ran). Thread-safe; blocks only while the ring is full.
   sk_status submit(Program *program, std::unique_ptr<Program> owned, StreamState *stream);
   // Waits for every task `stream` queued; returns (and clears) its first failure.
   sk_status synchronize(StreamState *stream);

@@ -16,6 +16,7 @@
 namespace sk::host {
 
 class Profiler;
+class ProgramPool;
 
 // One cache line each: cores hammer these, and false sharing between steps would serialise them.
 struct alignas(64) StepCounter {
@@ -118,9 +119,11 @@ struct Program {
   }
   std::unique_ptr<StepCounter[]> ended;
   std::unique_ptr<StepBarrier[]> barriers;
-  // What the steps' code needs alive while the program is queued (an unfused launch holds its
-  // kernel, so unloading the module right after sk_launch_kernel is safe).
-  std::vector<std::shared_ptr<const void>> keep_alive;
+  // An unfused launch's program: the kernel, held while the launch is queued (unloading the
+  // module right after sk_launch_kernel is safe), and the pool the program goes back to once
+  // the launch has completed (host/program_pool.hpp).
+  std::shared_ptr<const void> launched_kernel;
+  ProgramPool *pool = nullptr;
   // Per-core, per-step timestamps of profiled launches (profiling=1; host/profiler.hpp), null
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;

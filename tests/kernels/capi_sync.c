@@ -19,3 +19,10 @@ void capi_hang_half(uint32_t *out) {
   if (sk_block_idx() == 0) sk_sync_all();
   out[sk_block_idx()] = sk_block_idx() + 1;
 }
+
+/* capi_hang_half when `hang` is non-zero; otherwise every block writes its mark. */
+SK_KERNEL(capi_hang_if, "ptr,u32")
+void capi_hang_if(uint32_t *out, uint32_t hang) {
+  if (hang && sk_block_idx() == 0) sk_sync_all();
+  out[sk_block_idx()] = sk_block_idx() + 1;
+}
