@@ -402,8 +402,19 @@ void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFail
     ctx.step_index = i;
     ctx.arrived = false;
     // Step i - 1 has released step i once every core of the steps before i has released.
-    ctx.waited = i == 0 || reached(released.load(std::memory_order_acquire), launches_before + p.released_before[i]);
-    if (!ctx.waited) wait_previous_step(ctx);
+    const uint32_t target = launches_before + p.released_before[i];
+    ctx.waited = i == 0 || reached(released.load(std::memory_order_acquire), target);
+    if (!ctx.waited) {
+      // One pause and a second look before the general wait: the other cores' releases are
+      // usually a line transfer away. Measured on 2 cores, K = 256, interleaved with the loop
+      // that went to the general wait at once (fused/floor per round, 450 rounds): 0.92x in
+      // the VM's usual state, 0.91x in the state where a bare barrier costs 16 ns; no pause,
+      // a short busy delay, two or more pauses, or pauses in place of the general wait's
+      // clock read were all slower in one state or the other.
+      cpu_relax();
+      ctx.waited = reached(released.load(std::memory_order_acquire), target);
+      if (!ctx.waited) wait_previous_step(ctx);
+    }
     run_blocks(ctx, s, core);
     ctx.arrived = true;
     add_and_notify(released, 1, *ctx.channel);
