@@ -1,8 +1,10 @@
 // The programs of one kernel's unfused launches, kept for reuse. Building a one-step program
-// (plan, lowering, sync state: some 30 allocations) cost more than running it; a program whose
-// launch has completed is as good as new for the next launch with the same block_dim, which
-// only writes its arguments. The executor hands an owned program back here when its launch
-// completes (Program::pool); the pool holds at most kMaxPrograms, the oldest dropped first.
+// (a plan, its lowering, the sync state) cost more than running it: on 2 cores, 16 launches
+// and a synchronize took 850 ns per launch to queue and 480 to run. A program whose launch has
+// completed is as good as new for the next launch with the same block_dim, which only writes
+// its arguments (60 ns to queue, 180 to run). The executor hands an owned program back here
+// when its launch completes (Program::pool); the pool holds at most kMaxPrograms, the oldest
+// dropped first.
 #pragma once
 #include <cstdint>
 #include <memory>
