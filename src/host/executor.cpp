@@ -65,7 +65,7 @@ void Program::allocate_sync_state() {
   if (!plain || release_group >= cores) release_group = 0;
   chain = plain && release_group == 0 && !releases_in_kernel && !waits_in_kernel;
   release_groups = release_group ? (cores + release_group - 1) / release_group : 0;
-  if (release_groups == 0) return;  // nothing to allocate: an unfused launch builds a program each time
+  if (release_groups == 0) return;  // the central counter: no group state to allocate
   group_arrived = std::make_unique<StepCounter[]>(release_groups);
   group_before.assign(steps.size() * release_groups, 0);
   group_per_launch.assign(release_groups, 0);
@@ -387,7 +387,7 @@ inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
 }
 
 // The step loop of a chain (Program::chain): begin_step and end_step inlined to what they do
-// for it. A wait that does not end at the first look goes through wait_previous_step, which
+// for it. A wait that does not end at the second look goes through wait_previous_step, which
 // reports a hang.
 void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
   ctx.slot = p.segments[0].slots[core];
