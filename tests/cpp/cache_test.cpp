@@ -12,6 +12,7 @@
 #include "core/cache_plan.hpp"
 #include "core/scope_options.hpp"
 #include "host_program_support.hpp"
+#include "sk_assert.hpp"
 
 namespace sk::test {
 namespace {
@@ -169,8 +170,6 @@ TEST(CacheExecution, AccessorsCopyEverySizeAndFlushOutsideATask) {
 }
 
 // ---- sk_add_kernel flags and scope options reach the executor's steps -----------------------
-
-#define ASSERT_SK(call) ASSERT_EQ((call), SK_OK) << #call << ": " << sk_last_error()
 
 TEST(CacheExecution, OptionsAndFlagsAreLoweredIntoTheSteps) {
   sk_device *dev = nullptr;

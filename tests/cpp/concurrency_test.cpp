@@ -11,13 +11,12 @@
 #include <vector>
 
 #include "linker_test_support.hpp"
+#include "sk_assert.hpp"
 
 namespace {
 
 constexpr uint32_t kN = 512;
 constexpr int kThreads = 4;
-
-#define ASSERT_SK(call) ASSERT_EQ((call), SK_OK) << #call << ": " << sk_last_error()
 
 struct Device {
   sk_device *dev = nullptr;

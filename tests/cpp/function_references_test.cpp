@@ -3,9 +3,6 @@
 // never those of another kernel in the same section.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
-
 #include "core/device_api_usage.hpp"
 #include "elf/function_references.hpp"
 #include "linker_test_support.hpp"
@@ -15,9 +12,8 @@ namespace {
 class FunctionReferences : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FunctionReferences, EachKernelSeesOnlyWhatItCanReach) {
-  std::string path = std::string(SK_TEST_KERNEL_DIR) + "/" + GetParam() + "/usage_paths.o";
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string path = sk::test::kernel_path(GetParam(), "usage_paths");
+  const std::vector<uint8_t> bytes = sk::test::read_bytes(path);
   ASSERT_FALSE(bytes.empty()) << path;
   sk::elf::Object obj;
   ASSERT_EQ(sk::elf::parse_object(bytes.data(), bytes.size(), path, &obj), SK_OK);

@@ -11,14 +11,9 @@
 #include <vector>
 
 #include "linker_test_support.hpp"
+#include "sk_assert.hpp"
 
 namespace {
-
-std::string object(const std::string &variant, const char *name) {
-  return std::string(SK_TEST_KERNEL_DIR) + "/" + variant + "/" + name + ".o";
-}
-
-#define ASSERT_SK(call) ASSERT_EQ((call), SK_OK) << #call << ": " << sk_last_error()
 
 struct Buffers {
   static constexpr uint32_t n = 1000;
@@ -29,7 +24,7 @@ class Fusion : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     ASSERT_SK(sk_device_open("host:cores=2", &dev_));
-    ASSERT_SK(sk_module_load_file(dev_, object(GetParam(), "chain_ops").c_str(), &mod_));
+    ASSERT_SK(sk_module_load_file(dev_, sk::test::kernel_path(GetParam(), "chain_ops").c_str(), &mod_));
     for (const char *k : {"axpy", "mul_add", "relu_strided", "normalize_sync", "produce_then_release",
                           "prologue_then_wait"}) {
       sk_kernel *kk = nullptr;
@@ -37,7 +32,7 @@ class Fusion : public ::testing::TestWithParam<std::string> {
       kernels_.push_back(kk);
     }
     // A kernel from a C++ translation unit, in its own object.
-    ASSERT_SK(sk_module_load_file(dev_, object(GetParam(), "chain_cxx").c_str(), &cxx_mod_));
+    ASSERT_SK(sk_module_load_file(dev_, sk::test::kernel_path(GetParam(), "chain_cxx").c_str(), &cxx_mod_));
     sk_kernel *kk = nullptr;
     ASSERT_SK(sk_module_get_kernel(cxx_mod_, "cxx_scale_shift", &kk));
     kernels_.push_back(kk);

@@ -12,11 +12,10 @@
 #include "api/handles.hpp"
 #include "host/program_pool.hpp"
 #include "linker_test_support.hpp"
+#include "sk_assert.hpp"
 
 namespace sk::test {
 namespace {
-
-#define ASSERT_SK(call) ASSERT_EQ((call), SK_OK) << #call << ": " << sk_last_error()
 
 std::unique_ptr<host::Program> program_for(uint32_t block_dim, host::ProgramPool *pool) {
   auto p = std::make_unique<host::Program>();
