@@ -89,11 +89,17 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
   // So waits inside a launch (and for its end) spin kInLaunchSpin times longer than idle ones.
   task_policy_.spin = std::chrono::microseconds(uint64_t{config.spin_us} * kInLaunchSpin);
   task_policy_.timeout = std::chrono::milliseconds(config.timeout_ms);
-  // A core that has waited a spin period inside a task or between tasks may be waiting for
-  // core 0, which no thread may be running: call the dedicated thread.
-  task_policy_.before_sleep = completion_policy_.before_sleep = [](void *e) { static_cast<Executor *>(e)->call_core0(); };
+  // A core that has waited a spin period inside a task may be waiting for core 0, which no
+  // thread may be running; one going idle may have run its part of a launch whose core-0 part
+  // nobody runs (a one-step launch the host does not wait for stayed unfinished until the host
+  // synchronized). Both call the dedicated thread, which call_core0 rings only for queued work.
+  auto call_core0 = [](void *e) { static_cast<Executor *>(e)->call_core0(); };
+  task_policy_.before_sleep = completion_policy_.before_sleep = call_core0;
   task_policy_.before_sleep_arg = completion_policy_.before_sleep_arg = this;
   completion_policy_.spin = task_policy_.spin;
+  core_idle_policy_ = idle_policy_;
+  core_idle_policy_.before_sleep = call_core0;
+  core_idle_policy_.before_sleep_arg = this;
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
@@ -324,7 +330,7 @@ void Executor::core_main(uint32_t index) {
   uint64_t next = 1;
   for (;;) {
     const Task &slot = ring_[next % kRing];
-    wait_for(published_word_, idle_channel_, idle_policy_, [this, &slot, next](uint32_t) {
+    wait_for(published_word_, idle_channel_, core_idle_policy_, [this, &slot, next](uint32_t) {
       return slot.seq.load(std::memory_order_acquire) >= next || stopping_.load(std::memory_order_acquire);
     });
     if (slot.seq.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued

@@ -95,7 +95,7 @@ class Executor {
 
   ExecutorConfig config_;
   uint32_t release_group_ = 0;
-  WaitPolicy idle_policy_, task_policy_, completion_policy_;
+  WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
   static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor
   std::unique_ptr<Task[]> ring_;

@@ -3,10 +3,12 @@
 // directly against what the device API tells each block.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <pthread.h>
 #include <sched.h>
 #include <set>
@@ -461,6 +463,47 @@ TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_EQ(flag.load(), 6) << "cores " << cores;
     EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+  }
+}
+
+// The same at every pace: a ring that finds an earlier one still waking the dedicated thread
+// skips the futex wake, so a lost wake-up would leave a burst unrun. Bursts of launches with
+// gaps shorter than, about and longer than a wake-up, from two threads at once; each burst is
+// polled for, never synchronized.
+TEST(Executor, UnwatchedLaunchesRunAtEveryPace) {
+  for (uint32_t cores : {1u, 2u}) {
+    auto ex = make_executor(cores);
+    std::atomic<int> lost{0};
+    auto launcher = [&](uint32_t seed) {
+      std::atomic<int> flag{0};
+      TestProgram tp("paced", cores);
+      tp.state = &flag;
+      tp.add("only", set_flag, cores);
+      tp.finish();
+      StreamState stream;
+      std::mt19937 rng(seed);
+      int expected = 0;
+      for (int burst = 0; burst < 150; ++burst) {
+        const int launches = 1 + static_cast<int>(rng() % 8);
+        const uint32_t gap_us = std::array<uint32_t, 4>{0, 2, 30, 300}[rng() % 4];
+        for (int i = 0; i < launches; ++i) {
+          if (ex->submit(&tp.program, nullptr, &stream) != SK_OK) lost++;
+          if (gap_us) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+        }
+        expected += launches;
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (flag.load() < expected && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        if (flag.load() != expected) {
+          lost++;
+          break;
+        }
+      }
+      if (ex->synchronize(&stream) != SK_OK) lost++;
+    };
+    std::thread other(launcher, 7 + cores);
+    launcher(3 + cores);
+    other.join();
+    EXPECT_EQ(lost.load(), 0) << "cores " << cores;
   }
 }
 
