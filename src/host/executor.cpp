@@ -250,8 +250,14 @@ void Executor::call_core0() {
   // sees core 0 free, or the releaser sees the work queued and calls for core 0 itself.
   if (core0_owner_.load(std::memory_order_seq_cst) != kCore0Free) return;
   if (core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst)) return;
-  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&core0_doorbell_);
+  // A ring not yet answered is waking the thread, which will look at the doorbell again before
+  // it sleeps: this one need not pay a futex wake (about 250 ns on a VM; with one core a
+  // launch loop paid it at every launch while the thread took microseconds to wake up).
+  // Safe: the thread stores `answered` before the seq_cst load it sleeps on, so the first
+  // ring after that load reads before == answered and wakes it.
+  const uint32_t before = core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
+  if (before != core0_doorbell_answered_.load(std::memory_order_seq_cst)) return;
+  notify_after_rmw(&core0_doorbell_, doorbell_channel_);
 }
 
 void Executor::core0_main() {
@@ -268,7 +274,8 @@ void Executor::core0_main() {
     wait_for(core0_doorbell_, doorbell_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
       return v != rung || stopping_.load(std::memory_order_acquire);
     });
-    rung = core0_doorbell_.load(std::memory_order_acquire);
+    rung = core0_doorbell_.load(std::memory_order_seq_cst);
+    core0_doorbell_answered_.store(rung, std::memory_order_seq_cst);
     uint32_t expected = kCore0Free;
     while (core0_owner_.compare_exchange_strong(expected, kCore0Dedicated, std::memory_order_acquire)) {
       // Run what is queued, handing core 0 over as soon as a host thread asks for it.

@@ -118,6 +118,9 @@ class Executor {
   std::atomic<uint32_t> core0_owner_{kCore0Free};
   std::atomic<uint32_t> host_wants_core0_{0};
   std::atomic<uint32_t> core0_doorbell_{0};  // the dedicated core-0 thread sleeps on it
+  // The doorbell's count the dedicated thread last answered: a ring finding the count already
+  // past it knows an earlier ring is still waking the thread, and skips the futex wake.
+  std::atomic<uint32_t> core0_doorbell_answered_{0};
   WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
   // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
   // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
