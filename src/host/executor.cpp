@@ -226,11 +226,24 @@ void Executor::drive_until(Done done) {
     }
     // Another thread runs core 0: ask for it (the dedicated thread hands it over between
     // tasks) and wait until it is free or what we wait for has happened.
-    host_wants_core0_.fetch_add(1, std::memory_order_seq_cst);
+    ask_for_core0();
     wait_for(core0_owner_, core0_channel_, idle_policy_,
              [&done](uint32_t owner) { return owner == kCore0Free || done(); });
-    host_wants_core0_.fetch_sub(1, std::memory_order_seq_cst);
+    const bool leaving = done();
+    stop_asking_for_core0(leaving);
+    if (leaving) return;
   }
+}
+
+void Executor::ask_for_core0() { host_wants_core0_.fetch_add(1, std::memory_order_seq_cst); }
+
+void Executor::stop_asking_for_core0(bool leaving) {
+  host_wants_core0_.fetch_sub(1, std::memory_order_seq_cst);
+  // The dedicated thread may have handed core 0 over for us and gone to sleep with launches
+  // left, and the other cores may already sleep too (each calls core 0 once, before it
+  // sleeps): leaving core 0 untaken, call the dedicated thread back. seq_cst: the thread
+  // frees core 0 before it reads our request, so we see core 0 free or taken again.
+  if (leaving) call_core0();
 }
 
 void Executor::free_core0() {

@@ -92,6 +92,10 @@ class Executor {
   void release_core0();  // free_core0, then calls the dedicated thread if work is left
   // Wakes the dedicated core-0 thread if core 0 is free and has queued work.
   void call_core0();
+  // A host thread asks the dedicated thread to hand core 0 over between tasks, and stops
+  // asking (`leaving`: without taking core 0, what it waited for has happened).
+  void ask_for_core0();
+  void stop_asking_for_core0(bool leaving);
 
   ExecutorConfig config_;
   uint32_t release_group_ = 0;

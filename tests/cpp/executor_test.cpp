@@ -30,12 +30,15 @@ std::set<int> cpus_in(const cpu_set_t &set) {
   return out;
 }
 
-// Where the executor bound its cores (Executor's friend: the test reads its pinning state).
+// Executor's friend: where the executor bound its cores, and core 0's hand-over.
 struct CoreAccess {
   static std::vector<int> core_cpus(Executor &ex) {
     std::lock_guard<std::mutex> lock(ex.pin_mutex_);
     return ex.core_cpu_;
   }
+  // A host thread asking for core 0 and leaving without it, as drive_until does.
+  static void ask_for_core0(Executor &ex) { ex.ask_for_core0(); }
+  static void stop_asking_for_core0(Executor &ex) { ex.stop_asking_for_core0(true); }
   // The CPUs core `c`'s thread may run on, as the kernel has them.
   static std::set<int> allowed_cpus(Executor &ex, uint32_t c) {
     std::lock_guard<std::mutex> lock(ex.pin_mutex_);
@@ -505,6 +508,42 @@ TEST(Executor, UnwatchedLaunchesRunAtEveryPace) {
     other.join();
     EXPECT_EQ(lost.load(), 0) << "cores " << cores;
   }
+}
+
+// A host thread waiting for a launch that the dedicated thread runs asks for core 0, and the
+// dedicated thread hands core 0 over between tasks, with launches left. If the host then
+// leaves without taking core 0 (what it waited for happened meanwhile), the launches left
+// must still run, though every core may be asleep by then. The test plays the host thread,
+// stopped between asking and leaving (as a preempted one is).
+void block0_flag(void *p) {
+  if (block_idx()() == 0) static_cast<std::atomic<int> *>(p)->fetch_add(1);
+}
+
+TEST(Executor, LaunchesLeftWhenAHostStopsAskingForCore0StillRun) {
+  auto ex = make_executor(2);
+  std::atomic<int> first_done{0}, second_done{0};
+  TestProgram first("first", 2), second("second", 2);
+  first.state = &first_done;
+  first.add("first", block0_flag, 2);
+  first.finish();
+  second.state = &second_done;
+  second.add("second", block0_flag, 2);
+  second.finish();
+  StreamState stream;
+  for (int round = 1; round <= 3; ++round) {
+    CoreAccess::ask_for_core0(*ex);
+    ASSERT_EQ(ex->submit(&first.program, nullptr, &stream), SK_OK);
+    ASSERT_EQ(ex->submit(&second.program, nullptr, &stream), SK_OK);
+    // Core 1 calls the dedicated thread after its spin; it leaves core 0 to the asking host.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_EQ(first_done.load(), round - 1) << "core 0 ran although a host thread asked for it";
+    CoreAccess::stop_asking_for_core0(*ex);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (second_done.load() < round && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    ASSERT_EQ(first_done.load(), round);
+    ASSERT_EQ(second_done.load(), round) << "round " << round;
+  }
+  EXPECT_EQ(ex->synchronize(&stream), SK_OK);
 }
 
 // The device's choice (device key barrier_group): central up to 8 cores, ceil(sqrt(cores))
