@@ -1,6 +1,9 @@
 /* Public C API: stream fusion (scope option stream-fusion=1). Kernels of different scope streams
  * share the super kernel's cores and run at the same time, ordered only by scope events; without
- * the option a second stream is an error naming the kernel. */
+ * the option a second stream is an error naming the kernel. And launches the host never waits
+ * for still run to their end. */
+#include <time.h>
+
 #include "test_util.h"
 
 #define N 4096u
@@ -156,6 +159,62 @@ static void test_events_order_streams(void **state) {
   sk_superkernel_destroy(sk);
 }
 
+/* Waits (up to 5 s, without synchronizing) until out[i] == in[i] * mul + add for every i. */
+static int poll_axpb(const uint32_t *in, const uint32_t *out, uint32_t mul, uint32_t add) {
+  struct timespec start, now, pause = {0, 100000};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    uint32_t i = 0;
+    while (i < N && __atomic_load_n(&out[i], __ATOMIC_ACQUIRE) == in[i] * mul + add) ++i;
+    if (i == N) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec >= 5) return 0;
+    nanosleep(&pause, NULL);
+  }
+}
+
+/* A launch the host never waits for still runs to its end, every block of it: the host polls
+ * the output instead of synchronizing. Unfused launches and a one-kernel super kernel, at
+ * block dims up to more than the cores, on 1 to 3 cores. (A one-step launch on 2 cores used to
+ * leave core 0's blocks unrun until the host synchronized.) */
+static void test_launches_finish_without_synchronize(void **state) {
+  static const char *const specs[] = {"host:cores=1", "host:cores=2", "host:cores=3"};
+  uint32_t n = N, mul = 3, add, i;
+  size_t d;
+  (void)state;
+  for (d = 0; d < sizeof specs / sizeof specs[0]; ++d) {
+    sk_device *dev = open_device(specs[d]);
+    sk_module *mod = load_kernels(dev, TEST_VARIANT, "capi_streams");
+    sk_kernel *axpb = get_kernel(mod, "stream_axpb");
+    uint32_t *in = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t));
+    uint32_t *out = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t));
+    void *args[] = {&in, &out, &n, &mul, &add};
+    sk_scope *scope = NULL;
+    sk_superkernel *sk = NULL;
+    for (i = 0; i < N; ++i) in[i] = i * 2654435761u;
+    SK_CHECK(sk_scope_begin(dev, "one-kernel", NULL, &scope));
+    add = 0;
+    SK_CHECK(sk_add_kernel(scope, axpb, 2, args, NULL));
+    SK_CHECK(sk_finalize(scope, &sk));
+    for (add = 1; add <= 12; ++add) {
+      if (add % 3 == 0) {
+        SK_CHECK(sk_superkernel_set_arg(sk, 0, 4, &add));
+        SK_CHECK(sk_launch(sk, NULL));
+      } else {
+        SK_CHECK(sk_launch_kernel(axpb, add % 3 == 1 ? 2 : 5, args, NULL));
+      }
+      if (!poll_axpb(in, out, mul, add))
+        fail_msg("%s: launch %u did not finish in 5 s without a synchronize", specs[d], add);
+    }
+    SK_CHECK(sk_stream_synchronize(NULL));
+    sk_superkernel_destroy(sk);
+    sk_mem_free(dev, in);
+    sk_mem_free(dev, out);
+    sk_module_unload(mod);
+    sk_device_close(dev);
+  }
+}
+
 /* Streams and events are errors that name the kernel, the event or the option. */
 static void test_stream_errors(void **state) {
   struct fixture *f = (struct fixture *)*state;
@@ -188,6 +247,7 @@ int main(void) {
       cmocka_unit_test(test_streams_overlap_only_with_stream_fusion),
       cmocka_unit_test(test_events_order_streams),
       cmocka_unit_test(test_stream_errors),
+      cmocka_unit_test(test_launches_finish_without_synchronize),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
