@@ -546,6 +546,61 @@ TEST(Executor, LaunchesLeftWhenAHostStopsAskingForCore0StillRun) {
   EXPECT_EQ(ex->synchronize(&stream), SK_OK);
 }
 
+// Host threads that wait (synchronize, asking for core 0) and threads that only poll, at
+// once, with programs of one to three steps: no launch may be left unrun. Each thread checks
+// its own count of blocks run, by polling (5 s at most) or after a synchronize.
+TEST(Executor, WaitersAndPollersTogetherLeaveNoLaunchUnrun) {
+  for (uint32_t cores : {2u, 3u}) {
+    auto ex = make_executor(cores);
+    std::atomic<int> lost{0};
+    auto host_thread = [&](uint32_t seed) {
+      std::mt19937 rng(seed);
+      std::atomic<int> blocks{0};
+      std::vector<std::unique_ptr<TestProgram>> programs;
+      std::vector<int> blocks_per_launch;
+      for (int p = 0; p < 3; ++p) {
+        programs.push_back(std::make_unique<TestProgram>("mixed", cores));
+        programs.back()->state = &blocks;
+        int per_launch = 0;
+        for (int step = 0; step <= p; ++step) {
+          const uint32_t block_dim = 1 + rng() % (cores + 2);
+          programs.back()->add("step", count_block, block_dim);
+          per_launch += static_cast<int>(block_dim);
+        }
+        programs.back()->finish();
+        blocks_per_launch.push_back(per_launch);
+      }
+      StreamState stream;
+      int expected = 0;
+      for (int round = 0; round < 120 && lost.load() == 0; ++round) {
+        for (int n = 1 + static_cast<int>(rng() % 4); n > 0; --n) {
+          const size_t p = rng() % programs.size();
+          if (ex->submit(&programs[p]->program, nullptr, &stream) != SK_OK) lost++;
+          expected += blocks_per_launch[p];
+        }
+        switch (rng() % 3) {
+          case 0:
+            if (ex->synchronize(&stream) != SK_OK || blocks.load() != expected) lost++;
+            break;
+          case 1: {
+            auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (blocks.load() < expected && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+            if (blocks.load() != expected) lost++;
+            break;
+          }
+          default:
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+        }
+      }
+      if (ex->synchronize(&stream) != SK_OK || blocks.load() != expected) lost++;
+    };
+    std::vector<std::thread> threads;
+    for (uint32_t t = 0; t < 3; ++t) threads.emplace_back(host_thread, 11 * cores + t);
+    for (auto &th : threads) th.join();
+    EXPECT_EQ(lost.load(), 0) << "cores " << cores;
+  }
+}
+
 // The device's choice (device key barrier_group): central up to 8 cores, ceil(sqrt(cores))
 // per group above; a group of one or of every core is the central counter.
 TEST(Executor, BarrierGroupDefaultsToCentralUpTo8Cores) {
