@@ -449,6 +449,13 @@ void set_flag(void *p) {
   if (block_idx()() == 0) static_cast<std::atomic<int> *>(p)->fetch_add(1);
 }
 
+// Polls (never synchronizes) until `count` reaches `want`, for 5 s at most; true if it did.
+bool polled_to(const std::atomic<int> &count, int want) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (count.load() < want && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  return count.load() == want;
+}
+
 TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
   for (uint32_t cores : {1u, 2u, 3u}) {
     auto ex = make_executor(cores);
@@ -461,10 +468,7 @@ TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
     StreamState stream;
     for (int i = 0; i < 3; ++i) ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
     // Poll without synchronizing: core 0 must be run by the executor's own thread.
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (flag.load() < 6 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    EXPECT_EQ(flag.load(), 6) << "cores " << cores;
+    EXPECT_TRUE(polled_to(flag, 6)) << "cores " << cores << ": " << flag.load() << " of 6";
     EXPECT_EQ(ex->synchronize(&stream), SK_OK);
   }
 }
@@ -494,9 +498,7 @@ TEST(Executor, UnwatchedLaunchesRunAtEveryPace) {
           if (gap_us) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
         }
         expected += launches;
-        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (flag.load() < expected && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-        if (flag.load() != expected) {
+        if (!polled_to(flag, expected)) {
           lost++;
           break;
         }
@@ -515,19 +517,15 @@ TEST(Executor, UnwatchedLaunchesRunAtEveryPace) {
 // leaves without taking core 0 (what it waited for happened meanwhile), the launches left
 // must still run, though every core may be asleep by then. The test plays the host thread,
 // stopped between asking and leaving (as a preempted one is).
-void block0_flag(void *p) {
-  if (block_idx()() == 0) static_cast<std::atomic<int> *>(p)->fetch_add(1);
-}
-
 TEST(Executor, LaunchesLeftWhenAHostStopsAskingForCore0StillRun) {
   auto ex = make_executor(2);
   std::atomic<int> first_done{0}, second_done{0};
   TestProgram first("first", 2), second("second", 2);
   first.state = &first_done;
-  first.add("first", block0_flag, 2);
+  first.add("first", set_flag, 2);
   first.finish();
   second.state = &second_done;
-  second.add("second", block0_flag, 2);
+  second.add("second", set_flag, 2);
   second.finish();
   StreamState stream;
   for (int round = 1; round <= 3; ++round) {
@@ -538,10 +536,8 @@ TEST(Executor, LaunchesLeftWhenAHostStopsAskingForCore0StillRun) {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     EXPECT_EQ(first_done.load(), round - 1) << "core 0 ran although a host thread asked for it";
     CoreAccess::stop_asking_for_core0(*ex);
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (second_done.load() < round && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    ASSERT_TRUE(polled_to(second_done, round)) << "round " << round;
     ASSERT_EQ(first_done.load(), round);
-    ASSERT_EQ(second_done.load(), round) << "round " << round;
   }
   EXPECT_EQ(ex->synchronize(&stream), SK_OK);
 }
@@ -582,12 +578,9 @@ TEST(Executor, WaitersAndPollersTogetherLeaveNoLaunchUnrun) {
           case 0:
             if (ex->synchronize(&stream) != SK_OK || blocks.load() != expected) lost++;
             break;
-          case 1: {
-            auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-            while (blocks.load() < expected && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-            if (blocks.load() != expected) lost++;
+          case 1:
+            if (!polled_to(blocks, expected)) lost++;
             break;
-          }
           default:
             std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
         }
