@@ -1,5 +1,6 @@
 // The overhead chain: K empty kernels on `cores` cores, six ways.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "baselines.hpp"
@@ -25,6 +26,15 @@ sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t bl
   return sk_ok(sk_finalize(scope, &sk), "sk_finalize") ? sk : nullptr;
 }
 
+// Whether the device counts `sk`'s releases by a combining tree (explain's "execution").
+bool uses_tree(sk_superkernel *sk) {
+  size_t needed = 0;
+  if (!sk_ok(sk_superkernel_explain(sk, nullptr, 0, &needed), "sk_superkernel_explain")) return false;
+  std::string json(needed, '\0');
+  if (!sk_ok(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), "sk_superkernel_explain")) return false;
+  return json.find("\"barrier\":\"tree\"") != std::string::npos;
+}
+
 }  // namespace
 
 bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
@@ -36,18 +46,9 @@ bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
   if (!sk_ok(sk_device_open(spec, &dev), spec)) return false;
   bool ok = load_kernel(dev, "bench_kernels", "bench_empty", &mod, &empty) &&
             sk_ok(sk_module_get_kernel(mod, "bench_empty_overlap", &overlap), "bench_empty_overlap");
-  // Above kCentralBarrierCores cores the device counts releases by a combining tree; the same
-  // chain on a device forced to one central counter shows what the tree buys.
-  const bool tree = cores > 8;
   sk_device *central_dev = nullptr;
   sk_module *central_mod = nullptr;
   sk_kernel *central_empty = nullptr;
-  if (ok && tree) {
-    char central_spec[96];
-    std::snprintf(central_spec, sizeof central_spec, "host:cores=%u,barrier_group=%u", cores, cores);
-    ok = sk_ok(sk_device_open(central_spec, &central_dev), central_spec) &&
-         load_kernel(central_dev, "bench_kernels", "bench_empty", &central_mod, &central_empty);
-  }
   ConditionVariablePool pool(cores);
   SpinBarrierFloor floor(cores);
   std::printf("\noverhead chain on %u cores: K empty kernels, block_dim %u (ns per kernel)\n", cores, cores);
@@ -57,8 +58,18 @@ bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
     if (!ok) break;
     sk_superkernel *fused = chain_of(dev, empty, k, cores, "overhead");
     sk_superkernel *fused_overlap = chain_of(dev, overlap, k, cores, "overhead-overlap");
-    sk_superkernel *fused_central = tree ? chain_of(central_dev, central_empty, k, cores, "overhead-central") : nullptr;
-    ok = fused && fused_overlap && (!tree || fused_central);
+    // Where the device counts the releases by a combining tree (above 8 cores), the same chain
+    // on a device forced to one central counter shows what the tree buys.
+    const bool tree = fused && uses_tree(fused);
+    if (tree && !central_dev) {
+      char central_spec[96];
+      std::snprintf(central_spec, sizeof central_spec, "host:cores=%u,barrier_group=%u", cores, cores);
+      ok = sk_ok(sk_device_open(central_spec, &central_dev), central_spec) &&
+           load_kernel(central_dev, "bench_kernels", "bench_empty", &central_mod, &central_empty);
+    }
+    sk_superkernel *fused_central =
+        tree && central_empty ? chain_of(central_dev, central_empty, k, cores, "overhead-central") : nullptr;
+    ok = ok && fused && fused_overlap && (!tree || fused_central);
     std::vector<Step> steps(k, Step{thunk_empty, nullptr, cores});
     std::vector<Method> methods = {
         {"fused", [&] { sk_launch(fused, nullptr); sk_stream_synchronize(nullptr); }},

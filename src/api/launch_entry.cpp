@@ -6,6 +6,7 @@
 #include "api/handles.hpp"
 #include "core/device_api_usage.hpp"
 #include "host/profiler.hpp"
+#include "host/program_explain.hpp"
 
 using sk::fail;
 
@@ -168,7 +169,16 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
   if (sk_status st = sk::api::check(sk, "sk_superkernel_explain")) return st;
   if (!buf && cap > 0) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: buf is NULL but cap is %zu", cap);
   sk_status st = sk::api::guarded("sk_superkernel_explain", [sk] {
-    std::call_once(sk->explain_once, [sk] { sk->explain = sk::explain_json(sk->plan, sk->cuda ? "cuda" : "host"); });
+    std::call_once(sk->explain_once, [sk] {
+      if (sk->cuda) {
+        sk->explain = sk::explain_json(sk->plan, "cuda");
+        return;
+      }
+      const uint32_t device_cores = sk->device->executor().cores();
+      sk->explain = sk::explain_json(sk->plan, "host", [sk, device_cores](sk::JsonWriter &j) {
+        sk::host::write_execution_json(j, *sk->program, device_cores);
+      });
+    });
     return SK_OK;
   });
   if (st != SK_OK) return st;

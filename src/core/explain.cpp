@@ -6,7 +6,8 @@
 
 namespace sk {
 
-std::string explain_json(const Plan &plan, const std::string &backend) {
+std::string explain_json(const Plan &plan, const std::string &backend,
+                         const std::function<void(JsonWriter &)> &execution) {
   JsonWriter j;
   j.begin_object();
   j.key("name").value(plan.name);
@@ -16,6 +17,11 @@ std::string explain_json(const Plan &plan, const std::string &backend) {
   j.key("cores").value(uint64_t{plan.cores});
   j.key("dispatches").value(uint64_t{plan.segments.size()});
   j.key("stream_fusion").value(plan.streams);
+  if (execution) {
+    j.key("execution").begin_object();
+    execution(j);
+    j.end_object();
+  }
   // One entry per dispatch: its core layout, and why the scope was split before it.
   j.key("segments").begin_array();
   for (const PlanSegment &seg : plan.segments) {

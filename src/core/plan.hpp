@@ -4,6 +4,7 @@
 #include <sk.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,7 +78,11 @@ struct Plan {
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
                      uint32_t device_cores, Plan *out);
 
-// The plan as JSON (the body of sk_superkernel_explain).
-std::string explain_json(const Plan &plan, const std::string &backend);
+class JsonWriter;
+
+// The plan as JSON (the body of sk_superkernel_explain). `execution`, when given, writes the
+// backend's account of how it runs the plan into the object "execution".
+std::string explain_json(const Plan &plan, const std::string &backend,
+                         const std::function<void(JsonWriter &)> &execution = {});
 
 }  // namespace sk

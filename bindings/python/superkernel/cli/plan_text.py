@@ -10,6 +10,14 @@ def print_plan(plan, out, limit=None):
       f"{plan.get('dispatches', '?')} dispatch(es)\n")
     if options:
         w("options: " + ", ".join(f"{k}={v}" for k, v in options.items()) + "\n")
+    execution = plan.get("execution")  # the host device's account of how it runs the plan
+    if execution:
+        barrier = execution.get("barrier", "?")
+        if barrier == "tree":
+            barrier += (f" ({execution.get('barrier_groups', '?')} groups of up to "
+                        f"{execution.get('barrier_group_cores', '?')} cores)")
+        w(f"execution: {barrier} barrier, {execution.get('step_loop', '?')} step loop, "
+          f"complete at {execution.get('completes_at', '?')}\n")
     w(f"  {'#':>4} {'name':<22} {'kernel':<18} {'blocks':>6} {'cores':>5}  "
       f"{'waits for':<22} {'device API'}\n")
     steps = plan.get("steps", [])

@@ -1,0 +1,14 @@
+// What sk_superkernel_explain says about how the host device runs a super kernel (the object
+// "execution"): the barrier between sub-kernels, the step loop, and when a launch is complete.
+// Read from the lowered program, so it says what the executor does, not what it might do.
+#pragma once
+#include <cstdint>
+
+#include "core/json_writer.hpp"
+#include "host/program.hpp"
+
+namespace sk::host {
+
+void write_execution_json(JsonWriter &j, const Program &p, uint32_t device_cores);
+
+}  // namespace sk::host

@@ -1,0 +1,114 @@
+// sk_superkernel_explain's "execution" object on the host device: which barrier the releases
+// between sub-kernels go through (central counter or combining tree, by device core count and
+// barrier_group), which step loop runs, and when a launch completes. Each case is a small
+// scope whose expected choice follows from the executor's rules (host/executor.cpp).
+#include <gtest/gtest.h>
+#include <sk.h>
+
+#include <string>
+#include <vector>
+
+#include "linker_test_support.hpp"
+#include "sk_assert.hpp"
+
+namespace {
+
+struct Step {
+  const char *kernel;
+  uint32_t block_dim;
+};
+
+// Finalizes `steps` (kernels of tests/kernels/chain_ops.c taking (x, n) or (x, scratch, n)) on a device opened
+// with `spec`, launches it once, and returns its explain JSON.
+std::string explain_scope(const char *spec, const std::vector<Step> &steps) {
+  std::string json;
+  sk_device *dev = nullptr;
+  sk_module *mod = nullptr;
+  EXPECT_EQ(sk_device_open(spec, &dev), SK_OK) << spec << ": " << sk_last_error();
+  if (!dev) return json;
+  const std::string path = sk::test::kernel_path(sk::test::kernel_variants().at(0), "chain_ops");
+  float *x = nullptr, *scratch = nullptr;
+  uint32_t n = 64;
+  sk_scope *scope = nullptr;
+  sk_superkernel *sk = nullptr;
+  bool ok = sk_module_load_file(dev, path.c_str(), &mod) == SK_OK &&
+            sk_mem_alloc(dev, n * sizeof(float), reinterpret_cast<void **>(&x)) == SK_OK &&
+            sk_mem_alloc(dev, n * sizeof(float), reinterpret_cast<void **>(&scratch)) == SK_OK &&
+            sk_scope_begin(dev, "explained", nullptr, &scope) == SK_OK;
+  for (const Step &s : steps) {
+    sk_kernel *k = nullptr;
+    const bool two_buffers = std::string(s.kernel) != "relu_strided";
+    void *one[] = {&x, &n}, *two[] = {&x, &scratch, &n};
+    ok = ok && sk_module_get_kernel(mod, s.kernel, &k) == SK_OK &&
+         sk_add_kernel(scope, k, s.block_dim, two_buffers ? two : one, nullptr) == SK_OK;
+  }
+  if (scope) ok = ok ? sk_finalize(scope, &sk) == SK_OK : (sk_scope_abort(scope), false);
+  EXPECT_TRUE(ok) << spec << ": " << sk_last_error();
+  if (ok) {
+    // It runs as explained: a launch of the same program completes.
+    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    size_t needed = 0;
+    EXPECT_EQ(sk_superkernel_explain(sk, nullptr, 0, &needed), SK_OK);
+    json.assign(needed, '\0');
+    EXPECT_EQ(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), SK_OK);
+    json.pop_back();  // the NUL
+  }
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev, x);
+  sk_mem_free(dev, scratch);
+  sk_module_unload(mod);
+  sk_device_close(dev);
+  return json;
+}
+
+std::string execution(const std::string &object) { return "\"execution\":{" + object + "}"; }
+
+TEST(ExplainExecution, PlainChainOnFewCoresUsesTheCentralCounterAndTheChainLoop) {
+  const std::string json = explain_scope("host:cores=2", {{"relu_strided", 2}, {"relu_strided", 4}, {"relu_strided", 2}});
+  EXPECT_NE(json.find(execution(
+                "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\"")),
+            std::string::npos)
+      << json;
+}
+
+TEST(ExplainExecution, ACoreWithoutABlockMakesTheLaunchCompleteAtCoreReports) {
+  // block_dim 1 on 2 cores: core 1 never releases, so its report ends the launch.
+  const std::string json = explain_scope("host:cores=2", {{"relu_strided", 1}, {"relu_strided", 1}});
+  EXPECT_NE(json.find(execution(
+                "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\"")),
+            std::string::npos)
+      << json;
+}
+
+TEST(ExplainExecution, TaskOverlapRunsTheGeneralLoop) {
+  const std::string json =
+      explain_scope("host:cores=2", {{"produce_then_release", 2}, {"prologue_then_wait", 2}, {"relu_strided", 2}});
+  EXPECT_NE(json.find(execution(
+                "\"barrier\":\"central\",\"step_loop\":\"general\",\"completes_at\":\"core reports\"")),
+            std::string::npos)
+      << json;
+}
+
+TEST(ExplainExecution, BarrierGroupMakesATree) {
+  const std::string json = explain_scope("host:cores=4,barrier_group=2", {{"relu_strided", 4}, {"relu_strided", 4}});
+  EXPECT_NE(json.find(execution("\"barrier\":\"tree\",\"barrier_group_cores\":2,\"barrier_groups\":2,"
+                                "\"step_loop\":\"general\",\"completes_at\":\"last release\"")),
+            std::string::npos)
+      << json;
+}
+
+TEST(ExplainExecution, TheTreeIsTheDefaultAbove8Cores) {
+  // 8 cores: central; 10: groups of ceil(sqrt(10)) = 4 cores, 3 groups.
+  const std::string central = explain_scope("host:cores=8", {{"relu_strided", 8}, {"relu_strided", 8}});
+  EXPECT_NE(central.find(execution(
+                "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\"")),
+            std::string::npos)
+      << central;
+  const std::string tree = explain_scope("host:cores=10", {{"relu_strided", 10}, {"relu_strided", 10}});
+  EXPECT_NE(tree.find("\"execution\":{\"barrier\":\"tree\",\"barrier_group_cores\":4,\"barrier_groups\":3,"),
+            std::string::npos)
+      << tree;
+}
+
+}  // namespace
