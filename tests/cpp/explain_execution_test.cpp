@@ -62,53 +62,43 @@ std::string explain_scope(const char *spec, const std::vector<Step> &steps) {
   return json;
 }
 
-std::string execution(const std::string &object) { return "\"execution\":{" + object + "}"; }
+// The "execution" object of `json` is exactly {object}.
+::testing::AssertionResult has_execution(const std::string &json, const std::string &object) {
+  if (json.find("\"execution\":{" + object + "}") != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no \"execution\":{" << object << "} in " << json;
+}
 
 TEST(ExplainExecution, PlainChainOnFewCoresUsesTheCentralCounterAndTheChainLoop) {
-  const std::string json = explain_scope("host:cores=2", {{"relu_strided", 2}, {"relu_strided", 4}, {"relu_strided", 2}});
-  EXPECT_NE(json.find(execution(
-                "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\"")),
-            std::string::npos)
-      << json;
+  const std::vector<Step> chain = {{"relu_strided", 2}, {"relu_strided", 4}, {"relu_strided", 2}};
+  EXPECT_TRUE(has_execution(explain_scope("host:cores=2", chain),
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\""));
 }
 
 TEST(ExplainExecution, ACoreWithoutABlockMakesTheLaunchCompleteAtCoreReports) {
   // block_dim 1 on 2 cores: core 1 never releases, so its report ends the launch.
-  const std::string json = explain_scope("host:cores=2", {{"relu_strided", 1}, {"relu_strided", 1}});
-  EXPECT_NE(json.find(execution(
-                "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\"")),
-            std::string::npos)
-      << json;
+  EXPECT_TRUE(has_execution(explain_scope("host:cores=2", {{"relu_strided", 1}, {"relu_strided", 1}}),
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\""));
 }
 
 TEST(ExplainExecution, TaskOverlapRunsTheGeneralLoop) {
-  const std::string json =
-      explain_scope("host:cores=2", {{"produce_then_release", 2}, {"prologue_then_wait", 2}, {"relu_strided", 2}});
-  EXPECT_NE(json.find(execution(
-                "\"barrier\":\"central\",\"step_loop\":\"general\",\"completes_at\":\"core reports\"")),
-            std::string::npos)
-      << json;
+  EXPECT_TRUE(has_execution(
+      explain_scope("host:cores=2", {{"produce_then_release", 2}, {"prologue_then_wait", 2}, {"relu_strided", 2}}),
+      "\"barrier\":\"central\",\"step_loop\":\"general\",\"completes_at\":\"core reports\""));
 }
 
 TEST(ExplainExecution, BarrierGroupMakesATree) {
-  const std::string json = explain_scope("host:cores=4,barrier_group=2", {{"relu_strided", 4}, {"relu_strided", 4}});
-  EXPECT_NE(json.find(execution("\"barrier\":\"tree\",\"barrier_group_cores\":2,\"barrier_groups\":2,"
-                                "\"step_loop\":\"general\",\"completes_at\":\"last release\"")),
-            std::string::npos)
-      << json;
+  EXPECT_TRUE(has_execution(explain_scope("host:cores=4,barrier_group=2", {{"relu_strided", 4}, {"relu_strided", 4}}),
+                            "\"barrier\":\"tree\",\"barrier_group_cores\":2,\"barrier_groups\":2,"
+                            "\"step_loop\":\"general\",\"completes_at\":\"last release\""));
 }
 
 TEST(ExplainExecution, TheTreeIsTheDefaultAbove8Cores) {
   // 8 cores: central; 10: groups of ceil(sqrt(10)) = 4 cores, 3 groups.
-  const std::string central = explain_scope("host:cores=8", {{"relu_strided", 8}, {"relu_strided", 8}});
-  EXPECT_NE(central.find(execution(
-                "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\"")),
-            std::string::npos)
-      << central;
-  const std::string tree = explain_scope("host:cores=10", {{"relu_strided", 10}, {"relu_strided", 10}});
-  EXPECT_NE(tree.find("\"execution\":{\"barrier\":\"tree\",\"barrier_group_cores\":4,\"barrier_groups\":3,"),
-            std::string::npos)
-      << tree;
+  EXPECT_TRUE(has_execution(explain_scope("host:cores=8", {{"relu_strided", 8}, {"relu_strided", 8}}),
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\""));
+  EXPECT_TRUE(has_execution(explain_scope("host:cores=10", {{"relu_strided", 10}, {"relu_strided", 10}}),
+                            "\"barrier\":\"tree\",\"barrier_group_cores\":4,\"barrier_groups\":3,"
+                            "\"step_loop\":\"general\",\"completes_at\":\"last release\""));
 }
 
 }  // namespace
