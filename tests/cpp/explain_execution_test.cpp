@@ -74,8 +74,9 @@ TEST(ExplainExecution, PlainChainOnFewCoresUsesTheCentralCounterAndTheChainLoop)
                             "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\""));
 }
 
-TEST(ExplainExecution, ACoreWithoutABlockMakesTheLaunchCompleteAtCoreReports) {
-  // block_dim 1 on 2 cores: core 1 never releases, so its report ends the launch.
+TEST(ExplainExecution, AProgramOnFewerCoresThanTheDeviceCompletesAtCoreReports) {
+  // Block dims 1 on 2 cores: a one-core program. The device's other core walks each launch
+  // too, without releasing anything, so its report ends the launch.
   EXPECT_TRUE(has_execution(explain_scope("host:cores=2", {{"relu_strided", 1}, {"relu_strided", 1}}),
                             "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\""));
 }
