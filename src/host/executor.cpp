@@ -147,8 +147,13 @@ Executor::~Executor() {
 }
 
 sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, StreamState *stream) {
-  std::lock_guard<std::mutex> lock(submit_mutex_);
-  const uint64_t seq = submitted_ + 1;
+  // A ticket, not a mutex (one locked instruction instead of two). Measured against the
+  // std::mutex it replaced (sk-bench --only overhead, 2 cores, 3 interleaved runs): unfused
+  // launches 4-7% cheaper (K = 4096: 247-249 ns against 257-266); fused ones alike.
+  const uint32_t ticket = next_ticket_.fetch_add(1, std::memory_order_relaxed);
+  if (turn_.load(std::memory_order_acquire) != ticket)
+    wait_for(turn_, turn_channel_, idle_policy_, [ticket](uint32_t turn) { return turn == ticket; });
+  const uint64_t seq = submitted_.load(std::memory_order_relaxed) + 1;
   // Ring full: wait until task seq - kRing has completed and its slot is free, and go on until
   // every task queued has (this thread runs core 0 meanwhile). Stopping at the first free slot
   // made a host that launches faster than the cores run take core 0 and give it back at every
@@ -160,14 +165,19 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
   t.program = program;
   t.owned = std::move(owned);
   t.stream = stream;
-  t.epoch = ++program->next_epoch;
+  t.epoch = program->next_epoch.load(std::memory_order_relaxed) + 1;
   t.failure.reset();
   stream->last_seq.store(seq, std::memory_order_relaxed);
-  submitted_ = seq;
   t.seq.store(seq, std::memory_order_release);
   published_.store(seq, std::memory_order_release);
   published_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
+  // Queued: what wait_program and wait_idle read may now name this launch.
+  program->next_epoch.store(t.epoch, std::memory_order_release);
+  submitted_.store(seq, std::memory_order_release);
+  turn_.store(ticket + 1, std::memory_order_release);
+  // notify's fence also orders the turn's store before the look at its sleepers.
   notify(&published_word_, idle_channel_);
+  if (turn_channel_.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(&turn_);
   // With one core nobody else would call core 0 for a launch the host does not wait for.
   if (config_.cores == 1) call_core0();
   return SK_OK;
@@ -188,20 +198,12 @@ sk_status Executor::synchronize(StreamState *stream) {
 }
 
 void Executor::wait_program(Program *program) {
-  uint32_t want;
-  {
-    std::lock_guard<std::mutex> lock(submit_mutex_);
-    want = program->next_epoch;
-  }
+  const uint32_t want = program->next_epoch.load(std::memory_order_acquire);
   drive_until([program, want] { return reached(program->completed_epoch.load(std::memory_order_acquire), want); });
 }
 
 void Executor::wait_idle() {
-  uint64_t want;
-  {
-    std::lock_guard<std::mutex> lock(submit_mutex_);
-    want = submitted_;
-  }
+  const uint64_t want = submitted_.load(std::memory_order_acquire);
   drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
 }
 

@@ -103,10 +103,14 @@ class Executor {
   static constexpr uint32_t kRing = 256;
   static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor
   std::unique_ptr<Task[]> ring_;
-  // The submitter's own line: the fields above are read by every core at every task, and a
-  // lock taken on their line would send it back and forth at every launch.
-  alignas(64) std::mutex submit_mutex_;
-  uint64_t submitted_ = 0;                    // under submit_mutex_
+  // Launch order without a mutex: a launch takes a ticket and queues its task in its turn. A
+  // thread launching alone pays one atomic increment and never waits; concurrent launchers
+  // wait for their turn (spin, then sleep on turn_). The submitters' own line: the fields above
+  // are read by every core at every task.
+  alignas(64) std::atomic<uint32_t> next_ticket_{0};
+  std::atomic<uint32_t> turn_{0};          // the ticket whose launch may be queued now
+  std::atomic<uint64_t> submitted_{0};     // written in turn; read by wait_idle
+  SleepChannel turn_channel_;
   // What idle cores poll: the queue's head, and whether to stop. Lines the cores only read
   // are written once per launch, so that the launching thread's other lines stay its own.
   alignas(64) std::atomic<uint64_t> published_{0};

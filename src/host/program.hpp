@@ -127,10 +127,11 @@ struct Program {
   // Per-core, per-step timestamps of profiled launches (profiling=1; host/profiler.hpp), null
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;
-  // Launch epochs: next_epoch is assigned under the executor's submit lock; completed_epoch is
-  // published when a launch completes. On their own cache line: they change at every launch,
-  // and the fields above are read by every core at every step.
-  alignas(64) uint32_t next_epoch = 0;
+  // Launch epochs: next_epoch is the epoch of the last launch queued (written in the
+  // submitting thread's turn, once the launch is queued); completed_epoch is published when a
+  // launch completes. On their own cache line: they change at every launch, and the fields
+  // above are read by every core at every step.
+  alignas(64) std::atomic<uint32_t> next_epoch{0};
   std::atomic<uint32_t> completed_epoch{0};
 
   // Sizes the sync state for steps.size() steps (call once the steps, the segments and the
