@@ -175,9 +175,10 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
   program->next_epoch.store(t.epoch, std::memory_order_release);
   submitted_.store(seq, std::memory_order_release);
   turn_.store(ticket + 1, std::memory_order_release);
-  // notify's fence also orders the turn's store before the look at its sleepers.
   notify(&published_word_, idle_channel_);
-  if (turn_channel_.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(&turn_);
+  // The fence notify just paid orders the turn's store before the look at its sleepers, as
+  // an RMW would: notify_after_rmw's check is all that is left to do.
+  notify_after_rmw(&turn_, turn_channel_);
   // With one core nobody else would call core 0 for a launch the host does not wait for.
   if (config_.cores == 1) call_core0();
   return SK_OK;
