@@ -102,9 +102,10 @@ SK_API uint32_t sk_version(void);
  * Host backend keys: cores=N (worker cores, default: online CPUs), spin_us=N (busy-wait before a
  * waiting core sleeps, default 50), timeout_ms=N (deadline of every wait, default 10000),
  * symbols=process|strict (what kernel objects may bind to; see README, default process),
- * pin=0|1 (bind each core's thread to its own CPU, default 1), barrier_group=N (cores per
- * arrival group of the barrier between kernels, a two-level combining tree; 0, the default:
- * one central counter up to 8 cores, groups of ceil(sqrt(cores)) above; N >= cores: central).
+ * pin=0|1 (bind each core's thread to its own CPU, one hardware thread of every physical core
+ * before a second thread of any; default 1), barrier_group=N (cores per arrival group of the
+ * barrier between kernels, a two-level combining tree; 0, the default: one central counter up
+ * to 8 cores, groups of ceil(sqrt(cores)) above; N >= cores: central).
  * CUDA backend: "cuda" or "cuda:N" (GPU N), then keys timeout_ms=N (deadline of every in-kernel
  * wait, default 10000) and arch=sm_XY (link target; default: the GPU's). The driver and nvJitLink
  * are loaded at run time: without them (or without a GPU) it fails with SK_ERR_DEVICE saying

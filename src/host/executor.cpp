@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "host/core_context.hpp"
+#include "host/cpu_order.hpp"
 #include "host/device_api_cache.hpp"
 #include "host/kernel_call.hpp"
 #include "host/profiler.hpp"
@@ -109,9 +110,12 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   ex->core_cpu_.assign(config.cores, -1);
   ex->core_thread_.resize(config.cores);
   cpu_set_t allowed;
-  if (config.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+  if (config.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    std::vector<int> cpus;
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &allowed)) ex->cpus_.push_back(cpu);
+      if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+    ex->cpus_ = cpu_pinning_order(cpus);
+  }
   ex->core0_ = std::make_unique<Core>();
   try {
     ex->threads_.emplace_back([e = ex.get()] { e->core0_main(); });
@@ -314,8 +318,8 @@ void Executor::core0_main() {
 
 void Executor::pin_to_cpu(uint32_t core) {
   if (cpus_.empty()) return;
-  // Core c takes the c-th allowed CPU; the first one is left to core 0, which host threads
-  // run (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
+  // Core c takes the c-th CPU of cpu_pinning_order; the first one is left to core 0, which
+  // host threads run (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
   const int cpu = cpus_[core % cpus_.size()];
   cpu_set_t set;
   CPU_ZERO(&set);

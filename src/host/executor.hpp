@@ -38,10 +38,11 @@ struct ExecutorConfig {
   uint32_t cores = 1;
   uint32_t spin_us = 50;
   uint32_t timeout_ms = 10000;
-  // Bind core c's thread to the c-th CPU the process may run on. Without it the scheduler
-  // tends to wake a core onto the CPU of the core that woke it, and two cores spinning for
-  // each other on one CPU turn every step into a context switch (measured: a cold 256-kernel
-  // launch took 2-8 ms instead of 80 us on 2 CPUs).
+  // Bind core c's thread to the c-th CPU the process may run on, one hardware thread of each
+  // physical core before a second (cpu_order.hpp). Without it the scheduler tends to wake a
+  // core onto the CPU of the core that woke it, and two cores spinning for each other on one
+  // CPU turn every step into a context switch (measured: a cold 256-kernel launch took 2-8 ms
+  // instead of 80 us on 2 CPUs).
   bool pin = true;
   // Cores per arrival group of the inter-kernel barrier (Program::release_group): 0 picks
   // (one central counter up to kCentralBarrierCores cores, groups of ceil(sqrt(cores)) above);
@@ -134,7 +135,7 @@ class Executor {
   // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
   SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;
   std::vector<std::thread> threads_;
-  std::vector<int> cpus_;  // the CPUs the process may run on, for pinning
+  std::vector<int> cpus_;  // the CPUs the process may run on, in cpu_pinning_order
   // Pinning state (cores 1..N-1), set by create() and then changed only by the holder of
   // core 0's token.
   std::mutex pin_mutex_;

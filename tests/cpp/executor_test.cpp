@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "host/cpu_order.hpp"
 #include "host/device_api.hpp"
 #include "host/executor.hpp"
 #include "host/kernel_call.hpp"
@@ -729,12 +730,16 @@ TEST(Executor, CoresArePinnedBeforeCreateReturns) {
   // A launch right after create used to find a core not yet pinned (its thread had not run),
   // so core 0's thread could not move it off its CPU: the two then shared a CPU for the rest
   // of the run, at ~8 us per step.
-  if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  const std::set<int> allowed_set = allowed_cpus_of_this_thread();
+  if (allowed_set.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  const std::vector<int> allowed(allowed_set.begin(), allowed_set.end());
   for (int round = 0; round < 20; ++round) {
     auto ex = make_executor(2);
     const std::vector<int> cpus = CoreAccess::core_cpus(*ex);
     ASSERT_EQ(cpus.size(), 2u);
     ASSERT_GE(cpus[1], 0) << "core 1 not pinned when create returned (round " << round << ")";
+    // Core 1 takes the second CPU of the pinning order (one thread per physical core first).
+    EXPECT_EQ(cpus[1], cpu_pinning_order(allowed)[1]);
     EXPECT_EQ(CoreAccess::allowed_cpus(*ex, 1), std::set<int>{cpus[1]});
   }
 }
