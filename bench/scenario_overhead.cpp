@@ -14,18 +14,6 @@ namespace {
 
 void thunk_empty(const void *) { bench_empty(); }
 
-sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t block_dim, const char *name) {
-  sk_scope *scope = nullptr;
-  sk_superkernel *sk = nullptr;
-  if (!sk_ok(sk_scope_begin(dev, name, nullptr, &scope), "sk_scope_begin")) return nullptr;
-  for (size_t i = 0; i < count; ++i)
-    if (!sk_ok(sk_add_kernel(scope, k, block_dim, nullptr, nullptr), "sk_add_kernel")) {
-      sk_scope_abort(scope);
-      return nullptr;
-    }
-  return sk_ok(sk_finalize(scope, &sk), "sk_finalize") ? sk : nullptr;
-}
-
 // Whether the device counts `sk`'s releases by a combining tree (explain's "execution").
 bool uses_tree(sk_superkernel *sk) {
   size_t needed = 0;

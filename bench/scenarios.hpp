@@ -13,11 +13,15 @@ namespace bench {
 bool run_overhead(const Options &opt, uint32_t cores, Report &report);
 bool run_small_ops(const Options &opt, uint32_t cores, Report &report);
 bool run_build_costs(const Options &opt, Report &report);
+// Not in the default run: a diagnosis of the machine (--only core-sharing).
+bool run_core_sharing(const Options &opt, Report &report);
 
 // Helpers shared by the scenarios.
 std::string kernel_object(const char *name);  // path of a bench kernel object
 bool sk_ok(sk_status st, const char *what);   // prints sk_last_error() on failure
 // Loads `object` on `dev` and takes `kernel` from it.
 bool load_kernel(sk_device *dev, const char *object, const char *kernel, sk_module **mod, sk_kernel **out);
+// A super kernel of `count` launches of `k` (block_dim each); null after printing the error.
+sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t block_dim, const char *name);
 
 }  // namespace bench

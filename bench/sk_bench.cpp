@@ -8,8 +8,11 @@
 //   build      scope build and finalize per sub-kernel (first and cached), link per KiB vs
 //              dlopen of the same code as a shared object, memory per sub-kernel, the cost of
 //              the first launch after the cores went to sleep
+//   core-sharing (only with --only) whether the two threads of a 2-core run share a physical
+//              core, round by round, with fused/floor for each answer: what the overhead
+//              table's floor depends on in a VM whose vCPUs move between SMT siblings
 //
-// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|build] [--json FILE]
+// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|build|core-sharing] [--json FILE]
 // The kernels are read from the build tree, or from $SK_BENCH_KERNELS when set.
 #include <sk.h>
 #include <unistd.h>
@@ -34,12 +37,12 @@ int main(int argc, char **argv) {
         opt.cores.push_back(static_cast<uint32_t>(std::strtoul(tok, nullptr, 10)));
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
                (!std::strcmp(argv[i + 1], "overhead") || !std::strcmp(argv[i + 1], "small-ops") ||
-                !std::strcmp(argv[i + 1], "build"))) {
+                !std::strcmp(argv[i + 1], "build") || !std::strcmp(argv[i + 1], "core-sharing"))) {
       opt.only = argv[++i];
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       opt.json_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|build] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|build|core-sharing] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -57,6 +60,7 @@ int main(int argc, char **argv) {
     if (opt.runs("small-ops")) ok &= bench::run_small_ops(opt, cores, report);
   }
   if (opt.runs("build")) ok &= bench::run_build_costs(opt, report);
+  if (opt.only == "core-sharing") ok &= bench::run_core_sharing(opt, report);
   if (!opt.json_path.empty() && !report.write_json(opt.json_path)) ok = false;
   return ok ? 0 : 1;
 }
