@@ -23,16 +23,26 @@ bool load_kernel(sk_device *dev, const char *object, const char *kernel, sk_modu
          sk_ok(sk_module_get_kernel(*mod, kernel, out), kernel);
 }
 
-sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t block_dim, const char *name) {
+sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t block_dim, const char *name,
+                         void **args) {
   sk_scope *scope = nullptr;
   sk_superkernel *sk = nullptr;
   if (!sk_ok(sk_scope_begin(dev, name, nullptr, &scope), "sk_scope_begin")) return nullptr;
   for (size_t i = 0; i < count; ++i)
-    if (!sk_ok(sk_add_kernel(scope, k, block_dim, nullptr, nullptr), "sk_add_kernel")) {
+    if (!sk_ok(sk_add_kernel(scope, k, block_dim, args, nullptr), "sk_add_kernel")) {
       sk_scope_abort(scope);
       return nullptr;
     }
   return sk_ok(sk_finalize(scope, &sk), "sk_finalize") ? sk : nullptr;
+}
+
+std::string explain_of(sk_superkernel *sk) {
+  size_t needed = 0;
+  if (!sk_ok(sk_superkernel_explain(sk, nullptr, 0, &needed), "sk_superkernel_explain")) return {};
+  std::string json(needed, '\0');
+  if (!sk_ok(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), "sk_superkernel_explain")) return {};
+  json.pop_back();  // the NUL
+  return json;
 }
 
 }  // namespace bench

@@ -15,13 +15,7 @@ namespace {
 void thunk_empty(const void *) { bench_empty(); }
 
 // Whether the device counts `sk`'s releases by a combining tree (explain's "execution").
-bool uses_tree(sk_superkernel *sk) {
-  size_t needed = 0;
-  if (!sk_ok(sk_superkernel_explain(sk, nullptr, 0, &needed), "sk_superkernel_explain")) return false;
-  std::string json(needed, '\0');
-  if (!sk_ok(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), "sk_superkernel_explain")) return false;
-  return json.find("\"barrier\":\"tree\"") != std::string::npos;
-}
+bool uses_tree(sk_superkernel *sk) { return explain_of(sk).find("\"barrier\":\"tree\"") != std::string::npos; }
 
 }  // namespace
 

@@ -13,6 +13,7 @@ namespace bench {
 bool run_overhead(const Options &opt, uint32_t cores, Report &report);
 bool run_small_ops(const Options &opt, uint32_t cores, Report &report);
 bool run_build_costs(const Options &opt, Report &report);
+bool run_kernel_calls(const Options &opt, uint32_t cores, Report &report);
 // Not in the default run: a diagnosis of the machine (--only core-sharing).
 bool run_core_sharing(const Options &opt, Report &report);
 
@@ -21,7 +22,11 @@ std::string kernel_object(const char *name);  // path of a bench kernel object
 bool sk_ok(sk_status st, const char *what);   // prints sk_last_error() on failure
 // Loads `object` on `dev` and takes `kernel` from it.
 bool load_kernel(sk_device *dev, const char *object, const char *kernel, sk_module **mod, sk_kernel **out);
-// A super kernel of `count` launches of `k` (block_dim each); null after printing the error.
-sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t block_dim, const char *name);
+// A super kernel of `count` launches of `k` (block_dim each, all with `args`); null after
+// printing the error.
+sk_superkernel *chain_of(sk_device *dev, sk_kernel *k, size_t count, uint32_t block_dim, const char *name,
+                         void **args = nullptr);
+// sk_superkernel_explain's JSON; empty after printing the error.
+std::string explain_of(sk_superkernel *sk);
 
 }  // namespace bench

@@ -39,6 +39,10 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     s.fn = kernels[i]->fn;
     s.cif = &kernels[i]->call->cif;
     s.direct = kernels[i]->call->direct;
+    if (kernels[i]->call->kind == sk::host::CallKind::Mapped) {
+      s.call_map = kernels[i]->call->map;
+      s.call_stack = kernels[i]->call->stack_words != 0;
+    }
     s.slots = p->arg_slots.data() + slot;
     s.avalues = p->arg_pointers.data() + slot;
     s.block_dim = ps.kernel.block_dim;

@@ -412,6 +412,8 @@ inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
     if (s.direct) {
       const uint64_t *a = s.slots;
       reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
+    } else if (s.call_map) {
+      call_mapped(s.fn, s.slots, s.call_map, s.call_stack);
     } else {
       ffi_arg ret;
       ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);

@@ -1,5 +1,8 @@
 #include "host/kernel_call.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include "core/error.hpp"
 
 namespace sk::host {
@@ -20,6 +23,37 @@ ffi_type *ffi_type_of(ArgType t) {
   }
   return nullptr;
 }
+
+bool is_fp(ArgType t) { return t == ArgType::F32 || t == ArgType::F64; }
+
+// Direct when every parameter is an integer or pointer and there are at most kDirectArgs;
+// otherwise mapped when the registers and kStackWords stack words hold every parameter (see
+// kernel_call.hpp); otherwise libffi.
+void plan_direct_call(const Signature &sig, CallInterface *ci) {
+  size_t ints = 0, fps = 0, words = 0;
+  for (ArgType t : sig) (is_fp(t) ? fps : ints)++;
+  if (fps == 0 && ints <= kDirectArgs) {
+    ci->kind = CallKind::Direct;
+    ci->direct = true;
+    return;
+  }
+  std::fill(std::begin(ci->map), std::end(ci->map), uint8_t{0});
+  ints = fps = 0;
+  for (size_t i = 0; i < sig.size(); ++i) {
+    size_t entry;
+    if (!is_fp(sig[i]) && ints < kIntRegs)
+      entry = ints++;
+    else if (is_fp(sig[i]) && fps < kFpRegs)
+      entry = kIntRegs + fps++;
+    else if (words < kStackWords)
+      entry = kIntRegs + kFpRegs + words++;
+    else
+      return;  // more than the mapped call passes: libffi
+    ci->map[entry] = static_cast<uint8_t>(i);
+  }
+  ci->kind = CallKind::Mapped;
+  ci->stack_words = static_cast<uint8_t>(words);
+}
 }  // namespace
 
 sk_status prepare_call(const Signature &sig, std::string_view kernel,
@@ -32,11 +66,19 @@ sk_status prepare_call(const Signature &sig, std::string_view kernel,
     return fail(SK_ERR_UNSUPPORTED, "kernel '%.*s': libffi cannot prepare a call for (%s): status %d",
                 (int)kernel.size(), kernel.data(), signature_to_string(sig).c_str(), (int)st);
 #if defined(__x86_64__) || defined(__aarch64__)
-  ci->direct = sig.size() <= kDirectArgs;
-  for (ArgType t : sig) ci->direct &= t != ArgType::F32 && t != ArgType::F64;
+  plan_direct_call(sig, ci.get());
 #endif
   *out = std::move(ci);
   return SK_OK;
+}
+
+const char *call_kind_name(CallKind kind) {
+  switch (kind) {
+    case CallKind::Direct: return "direct";
+    case CallKind::Mapped: return "register map";
+    case CallKind::Libffi: return "libffi";
+  }
+  return "?";
 }
 
 }  // namespace sk::host

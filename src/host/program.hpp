@@ -39,6 +39,7 @@ struct StepExec {
   uint32_t cores = 1;           // cores taking part (units * (1 + R) for mixed kernels)
   int32_t pred = -1;            // the step it follows (core/plan.hpp)
   bool direct = false;          // call fn with kDirectArgs slots (see kernel_call.hpp)
+  bool call_stack = false;      // call_map: the kernel has stack parameters
   bool wait_in_kernel = false;  // previous step awaited at sk_wait_pre_task_end
   bool arrive_in_kernel = false;// next step released at sk_set_next_task_start
   // Cache maintenance (core/cache_plan.hpp): whole-cache flushes around the step on each of
@@ -46,6 +47,7 @@ struct StepExec {
   bool flush_before = false;
   bool flush_after = false;
   bool gm_flush = true;
+  const uint8_t *call_map = nullptr;  // a mapped call (CallInterface::map); null: libffi
   StepFlags *flags = nullptr;   // steps with hard cross-core sync
   const uint32_t *after = nullptr;  // steps that must have ended first (Program::after_lists)
   uint32_t after_count = 0;

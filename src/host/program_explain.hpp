@@ -1,5 +1,6 @@
 // What sk_superkernel_explain says about how the host device runs a super kernel (the object
-// "execution"): the barrier between sub-kernels, the step loop, and when a launch is complete.
+// "execution"): the barrier between sub-kernels, the step loop, when a launch is complete, and
+// how the kernels are called.
 // Read from the lowered program, so it says what the executor does, not what it might do.
 #pragma once
 #include <cstdint>

@@ -18,8 +18,9 @@ struct Step {
   uint32_t block_dim;
 };
 
-// Finalizes `steps` (kernels of tests/kernels/chain_ops.c taking (x, n) or (x, scratch, n)) on a device opened
-// with `spec`, launches it once, and returns its explain JSON.
+// Finalizes `steps` (kernels of tests/kernels/chain_ops.c taking (x, n), (x, scratch, n), axpy's
+// (x, scratch, a, n) or too_wide's (x, 17 doubles)) on a device opened with `spec`, launches it
+// once, and returns its explain JSON.
 std::string explain_scope(const char *spec, const std::vector<Step> &steps) {
   std::string json;
   sk_device *dev = nullptr;
@@ -35,12 +36,17 @@ std::string explain_scope(const char *spec, const std::vector<Step> &steps) {
             sk_mem_alloc(dev, n * sizeof(float), reinterpret_cast<void **>(&x)) == SK_OK &&
             sk_mem_alloc(dev, n * sizeof(float), reinterpret_cast<void **>(&scratch)) == SK_OK &&
             sk_scope_begin(dev, "explained", nullptr, &scope) == SK_OK;
+  float a = 0.5f;
+  double d = 1.0;
   for (const Step &s : steps) {
     sk_kernel *k = nullptr;
-    const bool two_buffers = std::string(s.kernel) != "relu_strided";
-    void *one[] = {&x, &n}, *two[] = {&x, &scratch, &n};
+    const std::string name = s.kernel;
+    std::vector<void *> args = {&x, &scratch, &n};
+    if (name == "relu_strided") args = {&x, &n};
+    if (name == "axpy") args = {&x, &scratch, &a, &n};
+    if (name == "too_wide") args.assign(18, &d), args[0] = &x;  // x takes its 17 doubles
     ok = ok && sk_module_get_kernel(mod, s.kernel, &k) == SK_OK &&
-         sk_add_kernel(scope, k, s.block_dim, two_buffers ? two : one, nullptr) == SK_OK;
+         sk_add_kernel(scope, k, s.block_dim, args.data(), nullptr) == SK_OK;
   }
   if (scope) ok = ok ? sk_finalize(scope, &sk) == SK_OK : (sk_scope_abort(scope), false);
   EXPECT_TRUE(ok) << spec << ": " << sk_last_error();
@@ -71,35 +77,49 @@ std::string explain_scope(const char *spec, const std::vector<Step> &steps) {
 TEST(ExplainExecution, PlainChainOnFewCoresUsesTheCentralCounterAndTheChainLoop) {
   const std::vector<Step> chain = {{"relu_strided", 2}, {"relu_strided", 4}, {"relu_strided", 2}};
   EXPECT_TRUE(has_execution(explain_scope("host:cores=2", chain),
-                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\""));
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
+                            "\"calls\":{\"direct\":3,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, AProgramOnFewerCoresThanTheDeviceCompletesAtCoreReports) {
   // Block dims 1 on 2 cores: a one-core program. The device's other core walks each launch
   // too, without releasing anything, so its report ends the launch.
   EXPECT_TRUE(has_execution(explain_scope("host:cores=2", {{"relu_strided", 1}, {"relu_strided", 1}}),
-                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\""));
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\","
+                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, TaskOverlapRunsTheGeneralLoop) {
   EXPECT_TRUE(has_execution(
       explain_scope("host:cores=2", {{"produce_then_release", 2}, {"prologue_then_wait", 2}, {"relu_strided", 2}}),
-      "\"barrier\":\"central\",\"step_loop\":\"general\",\"completes_at\":\"core reports\""));
+      "\"barrier\":\"central\",\"step_loop\":\"general\",\"completes_at\":\"core reports\","
+      "\"calls\":{\"direct\":3,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, BarrierGroupMakesATree) {
   EXPECT_TRUE(has_execution(explain_scope("host:cores=4,barrier_group=2", {{"relu_strided", 4}, {"relu_strided", 4}}),
                             "\"barrier\":\"tree\",\"barrier_group_cores\":2,\"barrier_groups\":2,"
-                            "\"step_loop\":\"general\",\"completes_at\":\"last release\""));
+                            "\"step_loop\":\"general\",\"completes_at\":\"last release\","
+                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, TheTreeIsTheDefaultAbove8Cores) {
   // 8 cores: central; 10: groups of ceil(sqrt(10)) = 4 cores, 3 groups.
   EXPECT_TRUE(has_execution(explain_scope("host:cores=8", {{"relu_strided", 8}, {"relu_strided", 8}}),
-                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\""));
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
+                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
   EXPECT_TRUE(has_execution(explain_scope("host:cores=10", {{"relu_strided", 10}, {"relu_strided", 10}}),
                             "\"barrier\":\"tree\",\"barrier_group_cores\":4,\"barrier_groups\":3,"
-                            "\"step_loop\":\"general\",\"completes_at\":\"last release\""));
+                            "\"step_loop\":\"general\",\"completes_at\":\"last release\","
+                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
+}
+
+TEST(ExplainExecution, CallsCountEachWayTheKernelsAreCalled) {
+  // relu_strided (ptr,u32): direct; axpy (ptr,ptr,f32,u32): register map; too_wide (ptr and
+  // 17 doubles): libffi.
+  EXPECT_TRUE(has_execution(explain_scope("host:cores=2", {{"relu_strided", 2}, {"axpy", 2}, {"too_wide", 2}, {"axpy", 2}}),
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
+                            "\"calls\":{\"direct\":1,\"register map\":2,\"libffi\":1}"));
 }
 
 }  // namespace

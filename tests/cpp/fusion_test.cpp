@@ -198,6 +198,66 @@ TEST_P(Fusion, EveryParameterTypeArrivesIntact) {
   sk_mem_free(dev_, out);
 }
 
+// wide_mixed goes through a register-map call whose stack words mix integers and floats;
+// too_wide has more stack parameters than that call passes and goes through libffi. Each
+// writes every parameter back; unfused, fused, and after rebinding a stack parameter.
+TEST_P(Fusion, WideSignaturesArriveIntactThroughRegisterMapAndLibffi) {
+  sk_kernel *mixed = nullptr, *wide = nullptr;
+  ASSERT_SK(sk_module_get_kernel(mod_, "wide_mixed", &mixed));
+  ASSERT_SK(sk_module_get_kernel(mod_, "too_wide", &wide));
+  double *out = nullptr;
+  ASSERT_SK(sk_mem_alloc(dev_, 40 * sizeof(double), reinterpret_cast<void **>(&out)));
+  double *out_wide = out + 20;
+  float f1 = 0.1f, f2 = -3.75f, f3 = 1e-30f, f4 = 65504.5f, f5 = -0.0f, f6 = 7.125f, f7 = -1e20f;
+  double d1 = 0.2, d2 = -1e300, d3 = 3.5, d4 = -0.125, d5 = 1e-310, d6 = 42.0;
+  int8_t i1 = -128; uint16_t i2 = 65535; int32_t i3 = -123456789; uint64_t i4 = uint64_t{1} << 50;
+  int64_t i5 = -(int64_t{1} << 45); uint8_t i6 = 255;
+  void *mixed_args[] = {&out, &f1, &i1, &d1, &i2, &f2, &i3, &d2, &i4, &f3, &d3,
+                        &f4, &d4, &f5, &d5, &f6, &i5, &d6, &i6, &f7};
+  double w[17];
+  for (int x = 0; x < 17; ++x) w[x] = 1.0 / (x + 3) - x;
+  void *wide_args[18] = {&out_wide};
+  for (int x = 0; x < 17; ++x) wide_args[x + 1] = &w[x];
+  auto expect_mixed = [&] {
+    return std::vector<double>{f1, double(i1), d1, double(i2), f2, double(i3), d2, double(i4), f3, d3,
+                               f4, d4, f5, d5, f6, double(i5), d6, double(i6), f7};
+  };
+  auto check = [&](const char *how) {
+    const std::vector<double> want = expect_mixed();
+    for (size_t x = 0; x < want.size(); ++x)
+      EXPECT_EQ(std::memcmp(&out[x], &want[x], sizeof(double)), 0)
+          << how << ": wide_mixed parameter " << x + 1 << " is " << out[x] << ", want " << want[x];
+    for (int x = 0; x < 17; ++x) EXPECT_EQ(out_wide[x], w[x]) << how << ": too_wide parameter " << x + 1;
+    std::memset(out, 0, 40 * sizeof(double));
+  };
+  std::memset(out, 0, 40 * sizeof(double));
+  ASSERT_SK(sk_launch_kernel(mixed, 2, mixed_args, nullptr));
+  ASSERT_SK(sk_launch_kernel(wide, 2, wide_args, nullptr));
+  ASSERT_SK(sk_stream_synchronize(nullptr));
+  check("unfused");
+  sk_scope *scope = nullptr;
+  ASSERT_SK(sk_scope_begin(dev_, "wide", nullptr, &scope));
+  ASSERT_SK(sk_add_kernel(scope, mixed, 3, mixed_args, nullptr));
+  ASSERT_SK(sk_add_kernel(scope, wide, 3, wide_args, nullptr));
+  sk_superkernel *sk = nullptr;
+  ASSERT_SK(sk_finalize(scope, &sk));
+  ASSERT_SK(sk_launch(sk, nullptr));
+  ASSERT_SK(sk_stream_synchronize(nullptr));
+  check("fused");
+  f7 = 2.5f;  // the last parameter: a stack word on both x86-64 and AArch64
+  w[16] = -9.0;
+  ASSERT_SK(sk_superkernel_set_arg(sk, 0, 19, &f7));
+  ASSERT_SK(sk_superkernel_set_arg(sk, 1, 17, &w[16]));
+  ASSERT_SK(sk_launch(sk, nullptr));
+  ASSERT_SK(sk_stream_synchronize(nullptr));
+  check("fused, rebound");
+  char json[16384];
+  ASSERT_SK(sk_superkernel_explain(sk, json, sizeof json, nullptr));
+  EXPECT_NE(std::strstr(json, "\"calls\":{\"direct\":0,\"register map\":1,\"libffi\":1}"), nullptr) << json;
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev_, out);
+}
+
 TEST_P(Fusion, NarrowIntegersArriveExtendedThroughTheDirectCall) {
   sk_kernel *k = nullptr;
   ASSERT_SK(sk_module_get_kernel(mod_, "narrow_ints", &k));

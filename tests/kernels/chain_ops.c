@@ -64,7 +64,8 @@ void prologue_then_wait(float *x, float *coeffs, uint32_t n) {
   for (uint32_t i = lo; i < hi; ++i) x[i] = x[i] - c;
 }
 
-/* Every parameter type through the call interface. */
+/* Every parameter type through the call interface (a register-map call with stack
+ * parameters: more integers than x86-64 has registers for). */
 SK_KERNEL(all_types, "ptr,i8,u8,i16,u16,i32,u32,i64,u64,f32,f64")
 void all_types(double *out, int8_t a, uint8_t b, int16_t c, uint16_t d, int32_t e, uint32_t f,
                int64_t g, uint64_t h, float i, double j) {
@@ -80,4 +81,26 @@ void narrow_ints(int32_t *out, int8_t a, int16_t b, uint8_t c, uint16_t d, int32
   if (sk_block_idx() != 0) return;
   out[0] = a; out[1] = b; out[2] = c; out[3] = d; out[4] = e;
   out[5] = a + b + c + d + e;
+}
+
+/* Integer and floating-point parameters interleaved, more of each than there are registers:
+ * a register-map call whose stack words mix both classes, in parameter order. */
+SK_KERNEL(wide_mixed, "ptr,f32,i8,f64,u16,f32,i32,f64,u64,f32,f64,f32,f64,f32,f64,f32,i64,f64,u8,f32")
+void wide_mixed(double *out, float f1, int8_t i1, double d1, uint16_t i2, float f2, int32_t i3, double d2,
+                uint64_t i4, float f3, double d3, float f4, double d4, float f5, double d5, float f6,
+                int64_t i5, double d6, uint8_t i6, float f7) {
+  if (sk_block_idx() != 0) return;
+  const double v[] = {f1, i1, d1, i2, f2, i3, d2, (double)i4, f3, d3, f4, d4, f5, d5, f6, (double)i5, d6, i6, f7};
+  for (int k = 0; k < 19; ++k) out[k] = v[k];
+}
+
+/* Too many floating-point parameters for a register-map call (8 in registers, 9 on the
+ * stack): libffi calls it. */
+SK_KERNEL(too_wide, "ptr,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64,f64")
+void too_wide(double *out, double a0, double a1, double a2, double a3, double a4, double a5, double a6,
+              double a7, double a8, double a9, double a10, double a11, double a12, double a13, double a14,
+              double a15, double a16) {
+  if (sk_block_idx() != 0) return;
+  const double v[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16};
+  for (int k = 0; k < 17; ++k) out[k] = v[k];
 }

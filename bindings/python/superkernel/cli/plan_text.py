@@ -16,8 +16,10 @@ def print_plan(plan, out, limit=None):
         if barrier == "tree":
             barrier += (f" ({execution.get('barrier_groups', '?')} groups of up to "
                         f"{execution.get('barrier_group_cores', '?')} cores)")
+        calls = ", ".join(f"{n} {kind}" for kind, n in (execution.get("calls") or {}).items() if n)
         w(f"execution: {barrier} barrier, {execution.get('step_loop', '?')} step loop, "
-          f"complete at {execution.get('completes_at', '?')}\n")
+          f"complete at {execution.get('completes_at', '?')}"
+          + (f"; kernels called: {calls}" if calls else "") + "\n")
     w(f"  {'#':>4} {'name':<22} {'kernel':<18} {'blocks':>6} {'cores':>5}  "
       f"{'waits for':<22} {'device API'}\n")
     steps = plan.get("steps", [])
