@@ -206,7 +206,8 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * The plan as JSON (steps, kernel names, block dims, cores, sync points, device-API use). On
  * the host device its "execution" object says how the executor runs it: "barrier" ("central",
  * or "tree" with "barrier_group_cores" and "barrier_groups"), "step_loop" ("chain", the
- * leanest, or "general") and "completes_at" ("last release" or "core reports").
+ * leanest, or "general"), "completes_at" ("last release" or "core reports") and "calls" (how
+ * many kernels it calls "direct", by "register map" and through "libffi", the slowest).
  * Writes the JSON and its terminating NUL to buf; *needed (if not NULL) receives that size.
  * A size query (buf NULL, cap 0, needed not NULL) returns SK_OK. Otherwise a cap too small is
  * SK_ERR_INVALID_ARGUMENT (with *needed set).
