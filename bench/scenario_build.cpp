@@ -48,10 +48,10 @@ size_t heap_bytes() {
 }  // namespace
 
 bool run_build_costs(const Options &opt, Report &report) {
-  sk_device *dev = nullptr;
+  sk_device *dev = open_host(2);
   sk_module *mod = nullptr;
   sk_kernel *empty = nullptr;
-  if (!sk_ok(sk_device_open("host:cores=2", &dev), "host:cores=2")) return false;
+  if (!dev) return false;
   if (!load_kernel(dev, "bench_kernels", "bench_empty", &mod, &empty)) return false;
   const int rounds = opt.quick ? 3 : 9;
   const size_t k = 4096;

@@ -18,6 +18,13 @@ bool sk_ok(sk_status st, const char *what) {
   return false;
 }
 
+sk_device *open_host(uint32_t cores) {
+  char spec[64];
+  std::snprintf(spec, sizeof spec, "host:cores=%u", cores);
+  sk_device *dev = nullptr;
+  return sk_ok(sk_device_open(spec, &dev), spec) ? dev : nullptr;
+}
+
 bool load_kernel(sk_device *dev, const char *object, const char *kernel, sk_module **mod, sk_kernel **out) {
   return sk_ok(sk_module_load_file(dev, kernel_object(object).c_str(), mod), "load") &&
          sk_ok(sk_module_get_kernel(*mod, kernel, out), kernel);

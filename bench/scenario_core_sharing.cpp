@@ -125,10 +125,10 @@ struct State {
 }  // namespace
 
 bool run_core_sharing(const Options &opt, Report &report) {
-  sk_device *dev = nullptr;
+  sk_device *dev = open_host(2);
   sk_module *mod = nullptr;
   sk_kernel *empty = nullptr;
-  if (!sk_ok(sk_device_open("host:cores=2", &dev), "host:cores=2")) return false;
+  if (!dev) return false;
   sk_superkernel *fused = nullptr;
   bool ok = load_kernel(dev, "bench_kernels", "bench_empty", &mod, &empty) &&
             (fused = chain_of(dev, empty, kChain, 2, "core-sharing")) != nullptr;

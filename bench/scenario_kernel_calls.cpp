@@ -32,11 +32,9 @@ struct Chain {
 }  // namespace
 
 bool run_kernel_calls(const Options &opt, uint32_t cores, Report &report) {
-  char spec[64];
-  std::snprintf(spec, sizeof spec, "host:cores=%u", cores);
-  sk_device *dev = nullptr;
+  sk_device *dev = open_host(cores);
   sk_module *mod = nullptr;
-  if (!sk_ok(sk_device_open(spec, &dev), spec)) return false;
+  if (!dev) return false;
   bool ok = sk_ok(sk_module_load_file(dev, kernel_object("bench_kernels").c_str(), &mod), "load");
   float *buf = nullptr;
   ok = ok && sk_ok(sk_mem_alloc(dev, 64, reinterpret_cast<void **>(&buf)), "sk_mem_alloc");

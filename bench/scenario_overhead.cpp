@@ -20,12 +20,10 @@ bool uses_tree(sk_superkernel *sk) { return explain_of(sk).find("\"barrier\":\"t
 }  // namespace
 
 bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
-  char spec[64];
-  std::snprintf(spec, sizeof spec, "host:cores=%u", cores);
-  sk_device *dev = nullptr;
+  sk_device *dev = open_host(cores);
   sk_module *mod = nullptr;
   sk_kernel *empty = nullptr, *overlap = nullptr;
-  if (!sk_ok(sk_device_open(spec, &dev), spec)) return false;
+  if (!dev) return false;
   bool ok = load_kernel(dev, "bench_kernels", "bench_empty", &mod, &empty) &&
             sk_ok(sk_module_get_kernel(mod, "bench_empty_overlap", &overlap), "bench_empty_overlap");
   sk_device *central_dev = nullptr;

@@ -137,12 +137,10 @@ void print_and_record(const char *name, size_t kernels, uint32_t cores, Chain &c
 }  // namespace
 
 bool run_small_ops(const Options &opt, uint32_t cores, Report &report) {
-  char spec[64];
-  std::snprintf(spec, sizeof spec, "host:cores=%u", cores);
-  sk_device *dev = nullptr;
+  sk_device *dev = open_host(cores);
   sk_module *ops = nullptr, *mixed = nullptr;
   sk_kernel *axpy = nullptr, *rmsnorm = nullptr, *matvec = nullptr, *softmax = nullptr;
-  if (!sk_ok(sk_device_open(spec, &dev), spec)) return false;
+  if (!dev) return false;
   bool ok = load_kernel(dev, "bench_kernels", "bench_axpy", &ops, &axpy) &&
             load_kernel(dev, "bench_mixed", "bench_rmsnorm", &mixed, &rmsnorm) &&
             sk_ok(sk_module_get_kernel(mixed, "bench_matvec", &matvec), "bench_matvec") &&
