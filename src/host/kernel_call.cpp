@@ -29,7 +29,7 @@ bool is_fp(ArgType t) { return t == ArgType::F32 || t == ArgType::F64; }
 // Direct when every parameter is an integer or pointer and there are at most kDirectArgs;
 // otherwise mapped when the registers and kStackWords stack words hold every parameter (see
 // kernel_call.hpp); otherwise libffi.
-void plan_direct_call(const Signature &sig, CallInterface *ci) {
+void plan_call(const Signature &sig, CallInterface *ci) {
   size_t ints = 0, fps = 0, words = 0;
   for (ArgType t : sig) (is_fp(t) ? fps : ints)++;
   if (fps == 0 && ints <= kDirectArgs) {
@@ -66,7 +66,7 @@ sk_status prepare_call(const Signature &sig, std::string_view kernel,
     return fail(SK_ERR_UNSUPPORTED, "kernel '%.*s': libffi cannot prepare a call for (%s): status %d",
                 (int)kernel.size(), kernel.data(), signature_to_string(sig).c_str(), (int)st);
 #if defined(__x86_64__) || defined(__aarch64__)
-  plan_direct_call(sig, ci.get());
+  plan_call(sig, ci.get());
 #endif
   *out = std::move(ci);
   return SK_OK;
