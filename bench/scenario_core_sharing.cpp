@@ -77,9 +77,12 @@ class AluNeighbour {
       wake_.wait(lock, [this] { return command_ != Command::Sleep; });
       if (command_ == Command::Quit) return;
       lock.unlock();
-      running_.store(true);
       uint64_t sink = 0;
-      while (command() == Command::Work) sink += alu_work(2000);
+      // Said at every chunk: a start() right after a stop() may find this loop not yet left.
+      while (command() == Command::Work) {
+        running_.store(true);
+        sink += alu_work(2000);
+      }
       sink_.store(sink, std::memory_order_relaxed);
       lock.lock();
     }
