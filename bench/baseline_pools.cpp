@@ -5,7 +5,7 @@
 
 namespace bench {
 namespace {
-thread_local uint64_t t_epoch = 0;  // barriers this thread passed
+thread_local uint64_t t_epoch = 0;  // sync_all barriers this pool worker passed (one pool per thread)
 SpinBarrier *g_pool_barrier = nullptr;
 void pool_sync_all() { g_pool_barrier->wait(t_epoch); }
 }  // namespace
@@ -76,11 +76,11 @@ void SpinBarrierFloor::run(size_t count) {
     generation_.fetch_add(1);
   }
   wake_.notify_all();
-  for (size_t k = 0; k < count; ++k) barrier_.wait(t_epoch);
+  for (size_t k = 0; k < count; ++k) barrier_.wait(caller_epoch_);
 }
 
 void SpinBarrierFloor::worker() {
-  uint64_t seen = 0;
+  uint64_t seen = 0, epoch = 0;
   for (;;) {
     auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
     while (generation_.load() == seen && !stop_.load() && std::chrono::steady_clock::now() < until)
@@ -92,7 +92,7 @@ void SpinBarrierFloor::worker() {
     if (stop_.load()) return;
     seen = generation_.load();
     const size_t count = count_.load();
-    for (size_t k = 0; k < count; ++k) barrier_.wait(t_epoch);
+    for (size_t k = 0; k < count; ++k) barrier_.wait(epoch);
   }
 }
 

@@ -50,6 +50,10 @@ class SpinBarrierFloor {
   void worker();
   const uint32_t n_;
   SpinBarrier barrier_;
+  // The barriers run()'s caller passed on this floor. Per floor, not per thread: the caller
+  // runs every floor of sk-bench (--cores 2,16), and an epoch carried over from another floor
+  // waited for a count this one never reaches.
+  uint64_t caller_epoch_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
