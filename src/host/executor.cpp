@@ -548,8 +548,11 @@ void Executor::complete_task(Task &task, uint64_t seq) {
   for (const auto &f : p->flags) f->reset();
   if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
   p->completed_epoch.store(task.epoch, std::memory_order_release);
-  if (task.owned) ProgramPool::recycle(std::move(task.owned));
+  // The next task may start on the other cores now. Before the recycle, which takes the
+  // pool's lock: the next task's program is never this one (a recycled program was taken by
+  // this task's own launch), so nothing it runs waits for the pool.
   ring_[(seq + 1) % kRing].previous_completed.store(seq, std::memory_order_release);
+  if (task.owned) ProgramPool::recycle(std::move(task.owned));
   completed_.store(seq, std::memory_order_release);
   completed_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
   notify(&completed_word_, host_channel_);
