@@ -1,6 +1,7 @@
 #include "host/kernel_call.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
 #include "core/error.hpp"
@@ -70,6 +71,34 @@ sk_status prepare_call(const Signature &sig, std::string_view kernel,
 #endif
   *out = std::move(ci);
   return SK_OK;
+}
+
+void call_mapped(void *fn, const uint64_t *a, const uint8_t *m, bool stack) {
+  auto fp = [a](uint8_t i) {
+    double d;
+    std::memcpy(&d, &a[i], sizeof d);  // the slot's bits, moved as they are
+    return d;
+  };
+#if defined(__aarch64__)
+#define SK_INT_REGS a[m[0]], a[m[1]], a[m[2]], a[m[3]], a[m[4]], a[m[5]], a[m[6]], a[m[7]]
+#define SK_INT_TYPES uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t
+#else
+#define SK_INT_REGS a[m[0]], a[m[1]], a[m[2]], a[m[3]], a[m[4]], a[m[5]]
+#define SK_INT_TYPES uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t
+#endif
+  constexpr size_t f = kIntRegs, w = kIntRegs + kFpRegs;
+  using RegsFn = void (*)(SK_INT_TYPES, double, double, double, double, double, double, double, double);
+  using StackFn = void (*)(SK_INT_TYPES, double, double, double, double, double, double, double, double,
+                           uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+  if (!stack)
+    reinterpret_cast<RegsFn>(fn)(SK_INT_REGS, fp(m[f]), fp(m[f + 1]), fp(m[f + 2]), fp(m[f + 3]), fp(m[f + 4]),
+                                 fp(m[f + 5]), fp(m[f + 6]), fp(m[f + 7]));
+  else
+    reinterpret_cast<StackFn>(fn)(SK_INT_REGS, fp(m[f]), fp(m[f + 1]), fp(m[f + 2]), fp(m[f + 3]), fp(m[f + 4]),
+                                  fp(m[f + 5]), fp(m[f + 6]), fp(m[f + 7]), a[m[w]], a[m[w + 1]], a[m[w + 2]],
+                                  a[m[w + 3]], a[m[w + 4]], a[m[w + 5]], a[m[w + 6]], a[m[w + 7]]);
+#undef SK_INT_REGS
+#undef SK_INT_TYPES
 }
 
 const char *call_kind_name(CallKind kind) {
