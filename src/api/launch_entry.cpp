@@ -38,7 +38,7 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     s.name = ps.kernel.name;
     s.fn = kernels[i]->fn;
     s.cif = &kernels[i]->call->cif;
-    s.direct = kernels[i]->call->direct;
+    s.direct = kernels[i]->call->kind == sk::host::CallKind::Direct;
     if (kernels[i]->call->kind == sk::host::CallKind::Mapped) {
       s.call_map = kernels[i]->call->map;
       s.call_stack = kernels[i]->call->stack_words != 0;

@@ -1,8 +1,6 @@
 #include "host/kernel_call.hpp"
 
-#include <algorithm>
 #include <cstring>
-#include <iterator>
 
 #include "core/error.hpp"
 
@@ -35,11 +33,9 @@ void plan_call(const Signature &sig, CallInterface *ci) {
   for (ArgType t : sig) (is_fp(t) ? fps : ints)++;
   if (fps == 0 && ints <= kDirectArgs) {
     ci->kind = CallKind::Direct;
-    ci->direct = true;
     return;
   }
-  std::fill(std::begin(ci->map), std::end(ci->map), uint8_t{0});
-  ints = fps = 0;
+  ints = fps = 0;  // ci->map starts all zero: unused entries carry slot 0
   for (size_t i = 0; i < sig.size(); ++i) {
     size_t entry;
     if (!is_fp(sig[i]) && ints < kIntRegs)

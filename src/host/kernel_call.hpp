@@ -44,7 +44,6 @@ enum class CallKind : uint8_t { Direct, Mapped, Libffi };
 
 struct CallInterface {
   CallKind kind = CallKind::Libffi;
-  bool direct = false;              // kind == Direct (the step loop's first test)
   uint8_t stack_words = 0;          // Mapped: stack words the kernel reads
   uint8_t map[kCallMapEntries] = {};  // Mapped: integer registers, FP registers, stack words
   ffi_cif cif;

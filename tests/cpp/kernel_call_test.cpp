@@ -37,7 +37,6 @@ TEST(KernelCall, PointersAndIntegersUpToSixAreCalledDirectly) {
   for (const Signature &sig : {Signature{}, Signature{P}, Signature{P, P, U32, I8, P, U32}}) {
     auto ci = plan(sig);
     EXPECT_EQ(ci->kind, CallKind::Direct) << signature_to_string(sig);
-    EXPECT_TRUE(ci->direct);
   }
 }
 
@@ -45,7 +44,6 @@ TEST(KernelCall, AFloatParameterGoesToTheFpRegistersInOrder) {
   // axpy(x, y, a, n): x, y and n in integer registers 0-2, a in FP register 0.
   auto ci = plan({P, P, F32, U32});
   ASSERT_EQ(ci->kind, CallKind::Mapped);
-  EXPECT_FALSE(ci->direct);
   EXPECT_EQ(ci->stack_words, 0);
   EXPECT_EQ(map_of(*ci), map_of({0, 1, 3}, {2}, {}));
   // Floats and doubles share the FP registers; integers keep their own count.
@@ -84,7 +82,6 @@ TEST(KernelCall, MoreStackWordsThanTheMappedCallPassesGoThroughLibffi) {
   fits.push_back(F32);
   ci = plan(fits);
   EXPECT_EQ(ci->kind, CallKind::Libffi);
-  EXPECT_FALSE(ci->direct);
 }
 
 TEST(KernelCall, KindsHaveNames) {
