@@ -102,7 +102,6 @@ sk_status build_unfused_program(const std::shared_ptr<KernelImpl> &kernel, uint3
     return st;
   auto program = std::make_unique<sk::host::Program>();
   sk::api::lower_plan(plan, {kernel}, {std::vector<uint64_t>(k.signature.size(), 0)}, program.get());
-  program->pool = &kernel->unfused_programs;
   *out = std::move(program);
   return SK_OK;
 }
@@ -135,16 +134,19 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
   return sk::api::guarded("sk_launch_kernel", [&]() -> sk_status {
     if (sk_status st = sk::api::check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
     sk::host::ProgramPool &pool = kernel->impl->unfused_programs;
-    std::unique_ptr<sk::host::Program> program = pool.take(block_dim);
-    if (!program)
-      if (sk_status st = build_unfused_program(kernel->impl, block_dim, &program); st != SK_OK) return st;
+    sk::host::Program *program = pool.take(block_dim);
+    std::unique_ptr<sk::host::Program> unpooled;  // a program the pool declined (all in launches)
+    if (!program) {
+      if (sk_status st = build_unfused_program(kernel->impl, block_dim, &unpooled); st != SK_OK) return st;
+      program = pool.adopt(unpooled);
+      if (!program) program = unpooled.get();
+    }
     if (sk_status st = sk::api::copy_args(k, args, "sk_launch_kernel", program->arg_slots.data()); st != SK_OK) {
-      pool.put(std::move(program));
+      if (!unpooled) pool.put(program);
       return st;
     }
     program->launched_kernel = kernel->impl;
-    sk::host::Program *raw = program.get();
-    return k.device->executor().submit(raw, std::move(program), stream_state(k.device, stream));
+    return k.device->executor().submit(program, std::move(unpooled), stream_state(k.device, stream));
   });
 }
 

@@ -29,7 +29,7 @@ struct alignas(64) Executor::Task {
   Program *program = nullptr;
   uint32_t epoch = 0;
   TaskFailure failure;  // its abort flag falls in the first line
-  std::unique_ptr<Program> owned;
+  std::unique_ptr<Program> unpooled;  // an unfused launch's program its pool declined
   StreamState *stream = nullptr;
 };
 
@@ -150,7 +150,7 @@ Executor::~Executor() {
   for (std::thread &t : threads_) t.join();
 }
 
-sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, StreamState *stream) {
+sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream) {
   // A ticket, not a mutex (one locked instruction instead of two). Measured against the
   // std::mutex it replaced (sk-bench --only overhead, 2 cores, 3 interleaved runs): unfused
   // launches 4-7% cheaper (K = 4096: 247-249 ns against 257-266); fused ones alike.
@@ -167,7 +167,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> owned, Str
     drive_until([this, seq] { return completed_.load(std::memory_order_acquire) >= seq - 1; });
   Task &t = ring_[seq % kRing];
   t.program = program;
-  t.owned = std::move(owned);
+  t.unpooled = std::move(unpooled);
   t.stream = stream;
   t.epoch = program->next_epoch.load(std::memory_order_relaxed) + 1;
   t.failure.reset();
@@ -324,7 +324,6 @@ void Executor::pin_to_cpu(uint32_t core) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  std::lock_guard<std::mutex> lock(pin_mutex_);
   core_thread_[core] = threads_[core].native_handle();
   // Best effort: a failure only costs speed.
   if (pthread_setaffinity_np(core_thread_[core], sizeof set, &set) == 0) core_cpu_[core] = cpu;
@@ -335,7 +334,6 @@ void Executor::keep_off_core0_cpu() {
   const int cpu = sched_getcpu();
   if (cpu < 0 || cpu == last_core0_cpu_) return;
   last_core0_cpu_ = cpu;
-  std::lock_guard<std::mutex> lock(pin_mutex_);
   for (size_t c = 1; c < core_cpu_.size(); ++c) {
     if (core_cpu_[c] != cpu) continue;
     for (int free_cpu : cpus_) {
@@ -548,11 +546,10 @@ void Executor::complete_task(Task &task, uint64_t seq) {
   for (const auto &f : p->flags) f->reset();
   if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
   p->completed_epoch.store(task.epoch, std::memory_order_release);
-  // The next task may start on the other cores now. Before the recycle, which takes the
-  // pool's lock: the next task's program is never this one (a recycled program was taken by
-  // this task's own launch), so nothing it runs waits for the pool.
+  // The next task may start on the other cores now, before the recycle: the next task's
+  // program is never this one (a recycled program was taken by this task's own launch).
   ring_[(seq + 1) % kRing].previous_completed.store(seq, std::memory_order_release);
-  if (task.owned) ProgramPool::recycle(std::move(task.owned));
+  if (p->pool || task.unpooled) ProgramPool::recycle(p, std::move(task.unpooled));
   completed_.store(seq, std::memory_order_release);
   completed_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
   notify(&completed_word_, host_channel_);

@@ -61,9 +61,10 @@ class Executor {
   uint32_t release_group() const { return release_group_; }
   const ExecutorConfig &config() const { return config_; }
 
-  // Queues one run of `program` (owned, for unfused launches: handed to ProgramPool::recycle
-  // once it ran). Thread-safe; blocks only while the ring is full.
-  sk_status submit(Program *program, std::unique_ptr<Program> owned, StreamState *stream);
+  // Queues one run of `program`. An unfused launch's program (one with a pool, or `unpooled`,
+  // which then owns it) goes to ProgramPool::recycle once it ran. Thread-safe; blocks only
+  // while the ring is full.
+  sk_status submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream);
   // Waits for every task `stream` queued; returns (and clears) its first failure.
   sk_status synchronize(StreamState *stream);
   // Waits until every launch of `program` queued so far has ended.
@@ -136,9 +137,9 @@ class Executor {
   SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;
   std::vector<std::thread> threads_;
   std::vector<int> cpus_;  // the CPUs the process may run on, in cpu_pinning_order
-  // Pinning state (cores 1..N-1), set by create() and then changed only by the holder of
-  // core 0's token.
-  std::mutex pin_mutex_;
+  // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
+  // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
+  // lock, as the launch path takes none.
   std::vector<int> core_cpu_;             // CPU each core is bound to, -1: not bound
   std::vector<pthread_t> core_thread_;
   int last_core0_cpu_ = -1;

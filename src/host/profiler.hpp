@@ -1,7 +1,9 @@
 // Profiling (scope option profiling=1): per core and per sub-kernel, when the core reached the
 // step (ready), when the kernel's code started and ended, and how long it spent in runtime
 // waits meanwhile. Each core writes only its own records, so recording takes no lock; the
-// core that completes a launch copies them into the snapshot sk_superkernel_profile reads.
+// core that completes a launch copies them into the snapshot sk_superkernel_profile reads,
+// under a sequence count instead of a lock: the launch path takes no lock even when profiled,
+// and a reader that overlapped a copy reads again.
 //
 // The step loop calls three hooks (profile_ready, profile_start, profile_end); with profiling
 // off each is one predictable branch on Program::profiler and nothing else: no clock read, no
@@ -10,8 +12,8 @@
 #include <sk.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "host/core_context.hpp"
@@ -44,17 +46,22 @@ class Profiler {
   // not a completed one: the snapshot keeps the previous launch.
   void complete(uint32_t epoch, bool aborted);
 
-  // The snapshot (ordered by step, then core); false if no launch has completed.
+  // The snapshot (ordered by step, then core); false if no launch has completed. Any thread,
+  // at any time: a copy that a completion overlapped is taken again.
   bool last(std::vector<sk_profile_record> *out) const;
 
  private:
+  static constexpr size_t kWords = sizeof(sk_profile_record) / sizeof(uint64_t);
   uint32_t id_;
   uint32_t cores_;
   std::vector<sk_profile_record> current_;
   std::vector<uint32_t> current_epoch_;  // launch that wrote each record: which cores ran a step
-  mutable std::mutex mutex_;             // guards last_ and has_last_ (completion vs readers)
-  std::vector<sk_profile_record> last_;  // capacity reserved: the snapshot does not allocate
-  bool has_last_ = false;
+  // The snapshot, as 64-bit words that the completing core stores and readers load atomically
+  // (relaxed), sized once here: the snapshot does not allocate. `sequence` is odd while a
+  // completion writes it and counts up by 2 per snapshot; 0: no snapshot yet.
+  mutable std::vector<uint64_t> last_words_;  // mutable: read through atomic_ref in last()
+  std::atomic<uint32_t> last_records_{0};
+  std::atomic<uint64_t> sequence_{0};
 };
 
 // Blocks a core runs of a step of `block_dim` blocks when its first block is `first` and its

@@ -122,10 +122,12 @@ struct Program {
   std::unique_ptr<StepCounter[]> ended;
   std::unique_ptr<StepBarrier[]> barriers;
   // An unfused launch's program: the kernel, held while the launch is queued (unloading the
-  // module right after sk_launch_kernel is safe), and the pool the program goes back to once
-  // the launch has completed (host/program_pool.hpp).
+  // module right after sk_launch_kernel is safe), and the pool (and its slot there) the program
+  // goes back to once the launch has completed (host/program_pool.hpp); no pool: the program
+  // is freed then.
   std::shared_ptr<const void> launched_kernel;
   ProgramPool *pool = nullptr;
+  uint32_t pool_slot = 0;
   // Per-core, per-step timestamps of profiled launches (profiling=1; host/profiler.hpp), null
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;

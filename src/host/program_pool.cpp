@@ -1,43 +1,80 @@
 #include "host/program_pool.hpp"
 
-#include <cstddef>
+#include <algorithm>
 
 namespace sk::host {
 
-std::unique_ptr<Program> ProgramPool::take(uint32_t block_dim) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Newest first: a kernel is usually launched with one or two block dims, and the newest
-  // program is the one most likely still in cache.
-  for (size_t i = free_.size(); i-- > 0;) {
-    if (free_[i]->steps[0].block_dim != block_dim) continue;
-    std::unique_ptr<Program> p = std::move(free_[i]);
-    free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
-    return p;
+ProgramPool::~ProgramPool() { delete[] slots_.load(std::memory_order_acquire); }
+
+ProgramPool::Slot *ProgramPool::slots_for_adopt() {
+  Slot *slots = slots_.load(std::memory_order_acquire);
+  if (slots) return slots;
+  auto fresh = std::make_unique<Slot[]>(kMaxPrograms);
+  if (slots_.compare_exchange_strong(slots, fresh.get(), std::memory_order_acq_rel)) return fresh.release();
+  return slots;  // another launch's adopt allocated them first
+}
+
+Program *ProgramPool::take(uint32_t block_dim) {
+  Slot *slots = slots_.load(std::memory_order_acquire);
+  const uint32_t used = std::min(claimed_.load(std::memory_order_acquire), kMaxPrograms);
+  if (!slots || used == 0) return nullptr;
+  const uint64_t free = state(block_dim, kFree);
+  uint32_t i = hint_.load(std::memory_order_relaxed);
+  if (i >= used) i = 0;
+  for (uint32_t looked = 0; looked < used; ++looked, i = i + 1 == used ? 0 : i + 1) {
+    uint64_t s = slots[i].state.load(std::memory_order_relaxed);
+    if (s != free || !slots[i].state.compare_exchange_strong(s, state(block_dim, kTaken), std::memory_order_acquire,
+                                                             std::memory_order_relaxed))
+      continue;
+    // Launches queued back to back take the slots in turn: the next one looks at the next slot.
+    hint_.store(i + 1 == used ? 0 : i + 1, std::memory_order_relaxed);
+    return slots[i].program.get();
   }
   return nullptr;
 }
 
-void ProgramPool::put(std::unique_ptr<Program> program) {
-  std::unique_ptr<Program> dropped;  // freed outside the lock
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (free_.size() >= kMaxPrograms) {
-    dropped = std::move(free_.front());
-    free_.erase(free_.begin());
+Program *ProgramPool::adopt(std::unique_ptr<Program> &program) {
+  Slot *slots = slots_for_adopt();
+  uint32_t i = claimed_.load(std::memory_order_relaxed) < kMaxPrograms
+                   ? claimed_.fetch_add(1, std::memory_order_relaxed)
+                   : kMaxPrograms;
+  if (i >= kMaxPrograms) {
+    // No slot left empty: take one whose program is free, of another block_dim (or of this
+    // one, free again since take looked).
+    for (i = 0; i < kMaxPrograms; ++i) {
+      uint64_t s = slots[i].state.load(std::memory_order_relaxed);
+      if ((s & 3) == kFree && slots[i].state.compare_exchange_strong(s, (s & ~uint64_t{3}) | kTaken,
+                                                                     std::memory_order_acquire,
+                                                                     std::memory_order_relaxed))
+        break;
+    }
+    if (i == kMaxPrograms) return nullptr;  // every program is in a launch
   }
-  free_.push_back(std::move(program));
+  // The slot is ours (empty, or taken above): its old program, if any, has completed its
+  // launch and nobody else can take it now.
+  Slot &slot = slots[i];
+  const uint32_t block_dim = program->steps[0].block_dim;
+  program->pool = this;
+  program->pool_slot = i;
+  slot.program = std::move(program);
+  slot.state.store(state(block_dim, kTaken), std::memory_order_release);
+  return slot.program.get();
 }
 
-void ProgramPool::recycle(std::unique_ptr<Program> program) {
+void ProgramPool::put(Program *program) {
+  Slot &slot = slots_.load(std::memory_order_relaxed)[program->pool_slot];
+  slot.state.store(state(program->steps[0].block_dim, kFree), std::memory_order_release);
+  hint_.store(program->pool_slot, std::memory_order_relaxed);
+}
+
+void ProgramPool::recycle(Program *program, std::unique_ptr<Program> unpooled) {
   std::shared_ptr<const void> kernel = std::move(program->launched_kernel);
-  if (ProgramPool *pool = program->pool)
-    pool->put(std::move(program));
-  else
-    program.reset();
+  if (unpooled)
+    unpooled.reset();
+  else if (program->pool)
+    program->pool->put(program);
 }
 
-size_t ProgramPool::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return free_.size();
-}
+size_t ProgramPool::size() const { return std::min(claimed_.load(std::memory_order_acquire), kMaxPrograms); }
 
 }  // namespace sk::host

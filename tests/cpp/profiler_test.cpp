@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/trace_json.hpp"
@@ -157,6 +158,49 @@ TEST(Profiler, SnapshotIsTheLastCompletedLaunch) {
   const auto r = snapshot(hp.program);
   ASSERT_EQ(r.size(), 2u);
   for (const auto &x : r) EXPECT_GT(x.ready_ns, between);
+}
+
+// The snapshot is copied under a sequence count, not a lock: a reader running beside the
+// completions gets one whole launch every time. A copy torn between two launches would show
+// as a step that started before the step it follows ended (a later launch's records of step
+// k with an earlier launch's of step k + 1): within a launch, no core starts step k + 1 before
+// every core has ended step k.
+TEST(Profiler, SnapshotsReadBesideCompletingLaunchesAreWhole) {
+  auto ex = make_host_executor(2);
+  constexpr uint32_t kSteps = 32;  // 64 records: a copy long enough for launches to overlap it
+  HostProgram hp("read-beside", 2);
+  for (uint32_t s = 0; s < kSteps; ++s) hp.add("step", nothing, 2);
+  hp.program.profiler = std::make_shared<Profiler>(kSteps, 2);
+  hp.finish(nullptr);
+  host::StreamState stream;
+  ASSERT_EQ(ex->submit(&hp.program, nullptr, &stream), SK_OK);
+  ASSERT_EQ(ex->synchronize(&stream), SK_OK);
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> reads{0}, torn{0}, wrong_size{0};
+  std::thread reader([&] {
+    std::vector<sk_profile_record> r;
+    while (!done.load(std::memory_order_relaxed)) {
+      if (!hp.program.profiler->last(&r)) continue;
+      reads.fetch_add(1, std::memory_order_relaxed);
+      if (r.size() != kSteps * 2) {
+        wrong_size.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      for (uint32_t k = 0; k + 1 < kSteps; ++k)
+        for (uint32_t c = 0; c < 2; ++c)
+          for (uint32_t d = 0; d < 2; ++d)
+            if (r[(k + 1) * 2 + c].start_ns < r[k * 2 + d].end_ns) torn.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 200; ++i) ASSERT_EQ(ex->submit(&hp.program, nullptr, &stream), SK_OK);
+    ASSERT_EQ(ex->synchronize(&stream), SK_OK);
+  }
+  done.store(true);
+  reader.join();
+  EXPECT_GT(reads.load(), 0u);
+  EXPECT_EQ(wrong_size.load(), 0u);
+  EXPECT_EQ(torn.load(), 0u) << "of " << reads.load() << " snapshots";
 }
 
 // Block 1 skips the barrier when told to: block 0 waits for it until the deadline.

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <sk.h>
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/handles.hpp"
@@ -17,38 +19,99 @@
 namespace sk::test {
 namespace {
 
-std::unique_ptr<host::Program> program_for(uint32_t block_dim, host::ProgramPool *pool) {
+std::unique_ptr<host::Program> program_for(uint32_t block_dim) {
   auto p = std::make_unique<host::Program>();
   p->steps.resize(1);
   p->steps[0].block_dim = block_dim;
-  p->pool = pool;
   return p;
 }
 
-TEST(ProgramPool, TakesTheNewestProgramOfTheSameBlockDim) {
-  host::ProgramPool pool;
-  EXPECT_EQ(pool.take(2), nullptr);
-  auto a = program_for(2, &pool), b = program_for(1, &pool), c = program_for(2, &pool);
-  host::Program *pa = a.get(), *pb = b.get(), *pc = c.get();
-  pool.put(std::move(a));
-  pool.put(std::move(b));
-  pool.put(std::move(c));
-  EXPECT_EQ(pool.take(3), nullptr);
-  EXPECT_EQ(pool.take(2).get(), pc);
-  EXPECT_EQ(pool.take(2).get(), pa);
-  EXPECT_EQ(pool.take(2), nullptr);
-  EXPECT_EQ(pool.take(1).get(), pb);
-  EXPECT_EQ(pool.size(), 0u);
+// Adopts a program built for `block_dim`, taken for the launch it was built for.
+host::Program *adopt(host::ProgramPool &pool, uint32_t block_dim) {
+  std::unique_ptr<host::Program> p = program_for(block_dim);
+  host::Program *raw = p.get();
+  EXPECT_EQ(pool.adopt(p), raw);
+  EXPECT_EQ(p, nullptr);  // the pool owns it now
+  EXPECT_EQ(raw->pool, &pool);
+  return raw;
 }
 
-TEST(ProgramPool, KeepsAtMostMaxProgramsAndDropsTheOldest) {
+TEST(ProgramPool, TakesAFreeProgramOfTheSameBlockDimTheLastGivenBackFirst) {
   host::ProgramPool pool;
-  pool.put(program_for(7, &pool));  // the oldest: dropped first
-  for (size_t i = 1; i < host::ProgramPool::kMaxPrograms; ++i) pool.put(program_for(1, &pool));
+  EXPECT_EQ(pool.take(2), nullptr);
+  host::Program *a = adopt(pool, 2), *b = adopt(pool, 1), *c = adopt(pool, 2);
+  EXPECT_EQ(pool.take(2), nullptr);  // all taken
+  pool.put(a);
+  pool.put(b);
+  pool.put(c);
+  EXPECT_EQ(pool.take(3), nullptr);
+  EXPECT_EQ(pool.take(2), c);  // the last given back
+  EXPECT_EQ(pool.take(2), a);
+  EXPECT_EQ(pool.take(2), nullptr);
+  EXPECT_EQ(pool.take(1), b);
+  EXPECT_EQ(pool.size(), 3u);
+  // A program launched and waited for in a loop stays the same one.
+  pool.put(a);
+  pool.put(c);
+  for (int i = 0; i < 5; ++i) {
+    host::Program *p = pool.take(2);
+    EXPECT_EQ(p, c);
+    pool.put(p);
+  }
+}
+
+TEST(ProgramPool, KeepsAtMostMaxProgramsGivingUpAFreeOneOfAnotherBlockDim) {
+  host::ProgramPool pool;
+  std::vector<host::Program *> taken;
+  for (size_t i = 0; i < host::ProgramPool::kMaxPrograms; ++i) taken.push_back(adopt(pool, i == 0 ? 7 : 1));
   EXPECT_EQ(pool.size(), host::ProgramPool::kMaxPrograms);
-  pool.put(program_for(1, &pool));
+  // Every program is in a launch: the pool declines, the caller keeps the program.
+  std::unique_ptr<host::Program> extra = program_for(3);
+  EXPECT_EQ(pool.adopt(extra), nullptr);
+  ASSERT_NE(extra, nullptr);
+  EXPECT_EQ(extra->pool, nullptr);
+  // The block_dim 7 program is free again: a block_dim 3 program takes its slot.
+  pool.put(taken[0]);
+  host::Program *raw = extra.get();
+  EXPECT_EQ(pool.adopt(extra), raw);
   EXPECT_EQ(pool.size(), host::ProgramPool::kMaxPrograms);
   EXPECT_EQ(pool.take(7), nullptr);
+  pool.put(raw);
+  EXPECT_EQ(pool.take(3), raw);
+}
+
+// Launching threads take and give back programs of two block dims concurrently: a program is
+// never held by two at once (TSan checks the hand-overs too).
+TEST(ProgramPool, ConcurrentTakersNeverShareAProgram) {
+  host::ProgramPool pool;
+  constexpr int kThreads = 4, kRounds = 200000;
+  std::atomic<uint64_t> adopted{0}, shared{0};
+  auto work = [&](int t) {
+    for (int r = 0; r < kRounds; ++r) {
+      const uint32_t block_dim = 1 + (r + t) % 2;
+      host::Program *p = pool.take(block_dim);
+      if (!p) {
+        std::unique_ptr<host::Program> built = program_for(block_dim);
+        p = pool.adopt(built);
+        if (!p) continue;  // all taken: an unpooled launch
+        adopted.fetch_add(1);
+      }
+      if (p->steps[0].block_dim != block_dim) shared.fetch_add(1);
+      // The program's own state is this thread's while it holds it.
+      if (p->next_epoch.fetch_add(1, std::memory_order_relaxed) != p->completed_epoch.load(std::memory_order_relaxed))
+        shared.fetch_add(1);
+      p->completed_epoch.fetch_add(1, std::memory_order_relaxed);
+      pool.put(p);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(work, t);
+  for (std::thread &t : threads) t.join();
+  EXPECT_EQ(shared.load(), 0u);
+  // Every program adopted is kept (a take that races past a program being given back adopts
+  // one more: a handful beyond the kThreads held at once, never past the pool's bound).
+  EXPECT_EQ(pool.size(), adopted.load());
+  EXPECT_LE(pool.size(), host::ProgramPool::kMaxPrograms);
 }
 
 // recycle must be done with the pool before it lets go of the kernel: here the kernel's hold
@@ -59,19 +122,20 @@ TEST(ProgramPool, RecycleDropsTheKernelHoldAfterThePoolIsDoneWith) {
   };
   auto kernel = std::make_shared<Kernel>();
   std::weak_ptr<Kernel> watch = kernel;
-  auto p = program_for(1, &kernel->pool);
+  host::Program *p = adopt(kernel->pool, 1);
   p->launched_kernel = kernel;
   kernel.reset();
   ASSERT_FALSE(watch.expired());
-  host::ProgramPool::recycle(std::move(p));
+  host::ProgramPool::recycle(p, nullptr);
   EXPECT_TRUE(watch.expired());  // pool and program freed with the kernel
 
-  // A program without a pool is freed, and lets go of its kernel too.
+  // A program its pool declined is freed, and lets go of its kernel too.
   auto other = std::make_shared<Kernel>();
   watch = other;
-  auto q = program_for(1, nullptr);
+  auto q = program_for(1);
   q->launched_kernel = std::move(other);
-  host::ProgramPool::recycle(std::move(q));
+  host::Program *raw = q.get();
+  host::ProgramPool::recycle(raw, std::move(q));
   EXPECT_TRUE(watch.expired());
 }
 
