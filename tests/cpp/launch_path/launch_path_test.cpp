@@ -7,6 +7,7 @@
 #include <sk.h>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,30 @@ struct LaunchPath : ::testing::Test {
     EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
     return sk;
   }
+
+  // capi_chain's fill and axpb (direct calls), on one buffer; other tests' arguments use n and
+  // seed too.
+  sk_kernel *fill = nullptr, *axpb = nullptr;
+  void *buf = nullptr;
+  uint32_t n = kN, seed = 5;
+  int32_t a = 3, b = 1;
+  void *fill_args[3] = {&buf, &n, &seed}, *axpb_args[4] = {&buf, &n, &a, &b};
+  // Opens the device `spec`, and loads those kernels and their buffer.
+  void open_with_chain(const char *spec) {
+    open(spec);
+    fill = kernel("capi_chain", "capi_fill");
+    axpb = kernel("capi_chain", "capi_axpb");
+    buf = buffer();
+  }
+  // Begins scope `name`: capi_fill on `fill_dim` blocks, then capi_axpb on each of `axpb_dims`.
+  sk_scope *chain_scope(const char *name, const char *options, uint32_t fill_dim,
+                        std::initializer_list<uint32_t> axpb_dims) {
+    sk_scope *scope = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev, name, options, &scope), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_add_kernel(scope, fill, fill_dim, fill_args, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t dim : axpb_dims) EXPECT_EQ(sk_add_kernel(scope, axpb, dim, axpb_args, nullptr), SK_OK) << sk_last_error();
+    return scope;
+  }
 };
 
 // The counter itself: a stretch that allocates and locks is seen to.
@@ -137,18 +162,11 @@ TEST(CallCounter, SeesHeapAndLockCalls) {
 }
 
 TEST_F(LaunchPath, ChainOfDirectRegisterMapAndLibffiCalls) {
-  open("host:cores=2");
-  sk_kernel *fill = kernel("capi_chain", "capi_fill"), *axpb = kernel("capi_chain", "capi_axpb");
+  open_with_chain("host:cores=2");
+  sk_scope *scope = chain_scope("calls", "", 2, {2, 2, 2, 2});
+  ASSERT_NE(scope, nullptr);
   sk_kernel *wide = kernel("chain_ops", "wide_mixed"), *too_wide = kernel("chain_ops", "too_wide");
-  void *buf = buffer(), *wide_out = buffer();
-  uint32_t n = kN, seed = 5;
-  int32_t a = 3, b = 1;
-  void *fill_args[] = {&buf, &n, &seed}, *axpb_args[] = {&buf, &n, &a, &b};
-  WideArgs w(wide_out);
-  sk_scope *scope = nullptr;
-  ASSERT_SK(sk_scope_begin(dev, "calls", "", &scope));
-  ASSERT_SK(sk_add_kernel(scope, fill, 2, fill_args, nullptr));
-  for (int i = 0; i < 4; ++i) ASSERT_SK(sk_add_kernel(scope, axpb, 2, axpb_args, nullptr));
+  WideArgs w(buffer());
   ASSERT_SK(sk_add_kernel(scope, wide, 2, w.wide_mixed, nullptr));
   ASSERT_SK(sk_add_kernel(scope, too_wide, 2, w.too_wide, nullptr));
   expect_quiet(finalize(scope));
@@ -158,9 +176,8 @@ TEST_F(LaunchPath, TaskOverlapAndSyncAll) {
   open("host:cores=2");
   sk_kernel *produce = kernel("capi_overlap", "capi_ov_produce"), *consume = kernel("capi_overlap", "capi_ov_consume");
   sk_kernel *sum = kernel("capi_sync", "capi_sync_sum");
-  void *a = buffer(), *side = buffer(), *pre = buffer(), *out = buffer(), *partials = buffer();
-  uint32_t n = kN, seed = 9;
-  void *produce_args[] = {&a, &side, &n, &seed}, *consume_args[] = {&a, &pre, &out, &n};
+  void *produced = buffer(), *side = buffer(), *pre = buffer(), *out = buffer(), *partials = buffer();
+  void *produce_args[] = {&produced, &side, &n, &seed}, *consume_args[] = {&produced, &pre, &out, &n};
   void *sum_args[] = {&out, &partials, &side, &n};
   sk_scope *scope = nullptr;
   ASSERT_SK(sk_scope_begin(dev, "overlap", "", &scope));
@@ -173,26 +190,17 @@ TEST_F(LaunchPath, TaskOverlapAndSyncAll) {
 }
 
 TEST_F(LaunchPath, ProfiledLaunches) {
-  open("host:cores=2");
-  sk_kernel *fill = kernel("capi_chain", "capi_fill"), *axpb = kernel("capi_chain", "capi_axpb");
-  void *buf = buffer();
-  uint32_t n = kN, seed = 5;
-  int32_t a = 3, b = 1;
-  void *fill_args[] = {&buf, &n, &seed}, *axpb_args[] = {&buf, &n, &a, &b};
-  sk_scope *scope = nullptr;
-  ASSERT_SK(sk_scope_begin(dev, "profiled", "profiling=1", &scope));
-  ASSERT_SK(sk_add_kernel(scope, fill, 2, fill_args, nullptr));
-  ASSERT_SK(sk_add_kernel(scope, axpb, 1, axpb_args, nullptr));  // core 1 passes this step
-  ASSERT_SK(sk_add_kernel(scope, axpb, 2, axpb_args, nullptr));
-  expect_quiet(finalize(scope));
+  // Core 1 passes the middle step.
+  open_with_chain("host:cores=2");
+  expect_quiet(finalize(chain_scope("profiled", "profiling=1", 2, {1, 2})));
 }
 
 TEST_F(LaunchPath, StreamFusionWithEventsAndCacheMaintenance) {
   open("host:cores=2");
-  sk_kernel *axpb = kernel("capi_streams", "stream_axpb");
+  sk_kernel *stream_axpb = kernel("capi_streams", "stream_axpb");
   sk_kernel *write = kernel("capi_cache", "capi_gm_write"), *read = kernel("capi_cache", "capi_gm_read");
   void *x = buffer(), *y = buffer(), *z = buffer(), *wide = buffer(), *dst = buffer();
-  uint32_t n = kN, two = 2, one = 1, seed = 3;
+  uint32_t two = 2, one = 1;
   void *first[] = {&x, &y, &n, &two, &one}, *second[] = {&y, &z, &n, &two, &one};
   void *write_args[] = {&x, &wide, &n, &seed}, *read_args[] = {&x, &wide, &dst, &n};
   sk_kernel_options s0 = SK_KERNEL_OPTIONS_INIT, s1 = SK_KERNEL_OPTIONS_INIT;
@@ -202,9 +210,9 @@ TEST_F(LaunchPath, StreamFusionWithEventsAndCacheMaintenance) {
   ASSERT_SK(sk_add_kernel(scope, write, 2, write_args, &s0));
   ASSERT_SK(sk_add_kernel(scope, read, 2, read_args, &s0));
   ASSERT_SK(sk_scope_record_event(scope, 0, 1));
-  ASSERT_SK(sk_add_kernel(scope, axpb, 1, first, &s1));
+  ASSERT_SK(sk_add_kernel(scope, stream_axpb, 1, first, &s1));
   ASSERT_SK(sk_scope_wait_event(scope, 1, 1));
-  ASSERT_SK(sk_add_kernel(scope, axpb, 2, second, &s1));
+  ASSERT_SK(sk_add_kernel(scope, stream_axpb, 2, second, &s1));
   expect_quiet(finalize(scope));
 }
 
@@ -212,7 +220,7 @@ TEST_F(LaunchPath, MixedCoresWithHardSync) {
   open("host:cores=6");
   sk_kernel *tile = kernel("capi_mixed", "mix_tile_scale"), *vector_tag = kernel("capi_mixed", "vector_tag");
   void *in = buffer(), *part = buffer(), *sums = buffer(), *out = buffer(), *tags = buffer();
-  uint32_t n = kN, tag = 4;
+  uint32_t tag = 4;
   void *tile_args[] = {&in, &part, &sums, &out, &n}, *tag_args[] = {&tags, &tag};
   sk_scope *scope = nullptr;
   ASSERT_SK(sk_scope_begin(dev, "mixed", "", &scope));
@@ -223,32 +231,16 @@ TEST_F(LaunchPath, MixedCoresWithHardSync) {
 }
 
 TEST_F(LaunchPath, OneCoreDevice) {
-  open("host:cores=1");
-  sk_kernel *fill = kernel("capi_chain", "capi_fill"), *axpb = kernel("capi_chain", "capi_axpb");
-  void *buf = buffer();
-  uint32_t n = kN, seed = 5;
-  int32_t a = 3, b = 1;
-  void *fill_args[] = {&buf, &n, &seed}, *axpb_args[] = {&buf, &n, &a, &b};
-  sk_scope *scope = nullptr;
-  ASSERT_SK(sk_scope_begin(dev, "one-core", "", &scope));
-  ASSERT_SK(sk_add_kernel(scope, fill, 1, fill_args, nullptr));
-  ASSERT_SK(sk_add_kernel(scope, axpb, 1, axpb_args, nullptr));
-  expect_quiet(finalize(scope));
+  open_with_chain("host:cores=1");
+  expect_quiet(finalize(chain_scope("one-core", "", 1, {1})));
 }
 
 // sk_superkernel_set_arg between launches: it waits for the launches queued, then writes.
 TEST_F(LaunchPath, RebindingAnArgumentBetweenLaunches) {
-  open("host:cores=2");
-  sk_kernel *fill = kernel("capi_chain", "capi_fill");
-  void *buf = buffer();
-  uint32_t n = kN, seed = 5;
-  void *fill_args[] = {&buf, &n, &seed};
-  sk_scope *scope = nullptr;
-  ASSERT_SK(sk_scope_begin(dev, "rebind", "", &scope));
-  ASSERT_SK(sk_add_kernel(scope, fill, 2, fill_args, nullptr));
-  sk_superkernel *sk = finalize(scope);
+  open_with_chain("host:cores=2");
+  sk_superkernel *sk = finalize(chain_scope("rebind", "", 2, {}));
   ASSERT_NE(sk, nullptr);
-  expect_quiet([this, sk, &seed] {
+  expect_quiet([this, sk] {
     ++seed;
     const sk_status st = sk_superkernel_set_arg(sk, 0, 2, &seed);
     return st != SK_OK ? st : sk_launch(sk, stream);
@@ -259,13 +251,9 @@ TEST_F(LaunchPath, RebindingAnArgumentBetweenLaunches) {
 // Unfused launches reuse their kernel's programs (host/program_pool.hpp), with one block_dim
 // and with two taking turns.
 TEST_F(LaunchPath, UnfusedLaunches) {
-  open("host:cores=2");
-  sk_kernel *axpb = kernel("capi_chain", "capi_axpb"), *wide = kernel("chain_ops", "wide_mixed");
-  void *buf = buffer(), *wide_out = buffer();
-  uint32_t n = kN;
-  int32_t a = 3, b = 1;
-  void *axpb_args[] = {&buf, &n, &a, &b};
-  WideArgs w(wide_out);
+  open_with_chain("host:cores=2");
+  sk_kernel *wide = kernel("chain_ops", "wide_mixed");
+  WideArgs w(buffer());
   expect_quiet([&] { return sk_launch_kernel(axpb, 2, axpb_args, stream); });
   uint32_t turn = 0;
   expect_quiet([&] {
