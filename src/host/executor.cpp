@@ -40,10 +40,13 @@ struct Executor::Core {
 
 void Program::allocate_sync_state() {
   released_before.resize(steps.size());
-  releases_per_launch = 0;
+  ended_before.resize(steps.size());
+  releases_per_launch = ends_per_launch = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     released_before[i] = releases_per_launch;
     releases_per_launch += steps[i].cores;
+    ended_before[i] = ends_per_launch;
+    if (steps[i].arrive_in_kernel) ends_per_launch += steps[i].cores;
   }
   ended = std::make_unique<StepCounter[]>(steps.size());
   barriers = std::make_unique<StepBarrier[]>(steps.size());
@@ -526,6 +529,7 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     // Every core has left the task: bring the sync state to where a clean launch would have
     // left it, so that the super kernel stays usable.
     p->released.value.store(task.epoch * p->releases_per_launch, std::memory_order_relaxed);
+    p->released.ended.store(task.epoch * p->ends_per_launch, std::memory_order_relaxed);
     for (uint32_t i = 0; i < p->steps.size(); ++i) {
       p->ended[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       if (p->per_step_release)

@@ -57,12 +57,26 @@ void wait_released(CoreContext &ctx, uint32_t step, const char *event) {
   wait_all_cores_of(ctx, released_word<kPlain>(*ctx.program, step), released_base<kPlain>(ctx, step), step, event);
 }
 
+// The counter step `step`'s ends go to (steps that release early), and its value before this
+// launch's ends of it (Program::released's comment).
+template <bool kPlain>
+std::atomic<uint32_t> &ended_word(Program &p, uint32_t step) {
+  if constexpr (kPlain) return p.released.ended;
+  return p.ended[step].value;
+}
+template <bool kPlain>
+uint32_t ended_base(const CoreContext &ctx, uint32_t step) {
+  const Program &p = *ctx.program;
+  if constexpr (kPlain) return (ctx.epoch - 1) * p.ends_per_launch + p.ended_before[step];
+  return (ctx.epoch - 1) * p.steps[step].cores;
+}
+
 // Every core of step `step` ended (in this launch).
 template <bool kPlain>
 void wait_ended(CoreContext &ctx, uint32_t step) {
   Program &p = *ctx.program;
   if (p.steps[step].arrive_in_kernel)
-    wait_all_cores_of(ctx, p.ended[step].value, (ctx.epoch - 1) * p.steps[step].cores, step, "end");
+    wait_all_cores_of(ctx, ended_word<kPlain>(p, step), ended_base<kPlain>(ctx, step), step, "end");
   else
     wait_released<kPlain>(ctx, step, "end");  // its release is its end
 }
@@ -168,7 +182,7 @@ void end_step(CoreContext &ctx) {
   // the program may be freed (Program::ends_at_last_release).
   const bool arrived_in_kernel = ctx.step->arrive_in_kernel;
   if (!ctx.arrived) release_next<kPlain>(ctx);
-  if (arrived_in_kernel) count_core(ctx, ctx.program->ended[ctx.step_index].value);
+  if (arrived_in_kernel) count_core(ctx, ended_word<kPlain>(*ctx.program, ctx.step_index));
 }
 
 template void begin_step<true>(CoreContext &);

@@ -22,6 +22,14 @@ class ProgramPool;
 struct alignas(64) StepCounter {
   std::atomic<uint32_t> value{0};
 };
+// The release counter, and beside it on its line the end counter of plain programs: a core
+// that waits for both (a step that released early must also have ended before the step after
+// next runs) fetches one line, and a core counts its release and then its end on a line it
+// already holds.
+struct alignas(64) ReleaseCounter {
+  std::atomic<uint32_t> value{0};
+  std::atomic<uint32_t> ended{0};
+};
 struct alignas(64) StepBarrier {
   std::atomic<uint32_t> count{0};
   std::atomic<uint32_t> generation{0};
@@ -100,10 +108,16 @@ struct Program {
   //    released >= (e-1) * releases_per_launch + released_before[i] + steps[i].cores: all the
   //    cores share one cache line, as the fastest central barrier does.
   //  ended[i]: every core of step i ended; used only for steps that release early
-  //    (arrive_in_kernel), whose end comes after their release.
-  StepCounter released;
+  //    (arrive_in_kernel), whose end comes after their release. Plain programs count those
+  //    ends on released.ended instead, one count for all steps as for the releases: a core
+  //    releases step i+1 only after every core ended step i (if it released early), so the
+  //    ends too arrive step by step, and "step i ended in launch e" is released.ended >=
+  //    (e-1) * ends_per_launch + ended_before[i] + steps[i].cores.
+  ReleaseCounter released;
   std::vector<uint32_t> released_before;  // releases of the steps before i, in one launch
   uint32_t releases_per_launch = 0;
+  std::vector<uint32_t> ended_before;  // plain programs: early-releasing steps' ends before i
+  uint32_t ends_per_launch = 0;
   // A two-level combining tree for the releases of plain programs on many cores: a core counts
   // on its group's counter (cores c / release_group), and the last of its group in a step adds
   // the group's cores to `released`. N cores then make about N / G + G serial increments of a
