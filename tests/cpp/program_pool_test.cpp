@@ -201,6 +201,40 @@ TEST_F(Unfused, DeepQueuesOfLaunchesEachRunWithTheirOwnArguments) {
   EXPECT_LE(pool(fill).size(), host::ProgramPool::kMaxPrograms);
 }
 
+// Threads launching one kernel at once, in bursts on streams of their own with block dims
+// taking turns: the pool hands each launch a program nobody else holds (a program shared by
+// two queued launches would run one with the other's arguments), while completions give
+// programs back beside the takers.
+TEST_F(Unfused, ThreadsLaunchingOneKernelEachRunWithTheirOwnArguments) {
+  constexpr int kThreads = 3, kRounds = 500;
+  constexpr uint32_t kBurst = 8, kN = 24;
+  auto worker = [&](int t) {
+    sk_stream *stream = nullptr;
+    ASSERT_SK(sk_stream_create(dev, &stream));
+    std::vector<std::vector<uint32_t>> out(kBurst, std::vector<uint32_t>(kN));
+    std::vector<uint32_t *> ptr(kBurst);
+    std::vector<uint32_t> seed(kBurst);
+    uint32_t n = kN;
+    for (int round = 0; round < kRounds; ++round) {
+      for (uint32_t j = 0; j < kBurst; ++j) {
+        ptr[j] = out[j].data();
+        seed[j] = (static_cast<uint32_t>(t) << 24) + static_cast<uint32_t>(round) * kBurst + j;
+        void *args[3] = {&ptr[j], &n, &seed[j]};
+        ASSERT_SK(sk_launch_kernel(fill, 1 + (t + j + round) % 3, args, stream));
+      }
+      ASSERT_SK(sk_stream_synchronize(stream));
+      for (uint32_t j = 0; j < kBurst; ++j)
+        for (uint32_t i = 0; i < kN; ++i)
+          ASSERT_EQ(out[j][i], i * 2654435761u + seed[j]) << "thread " << t << " round " << round << " launch " << j;
+    }
+    sk_stream_destroy(stream);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (std::thread &th : threads) th.join();
+  EXPECT_LE(pool(fill).size(), host::ProgramPool::kMaxPrograms);
+}
+
 // Programs are kept per block_dim: each launch runs exactly its own number of blocks.
 TEST_F(Unfused, EachBlockDimRunsItsOwnProgram) {
   sk_module *mixed = nullptr;
