@@ -48,7 +48,6 @@ void Program::allocate_sync_state() {
     ended_before[i] = ends_per_launch;
     if (steps[i].arrive_in_kernel) ends_per_launch += steps[i].cores;
   }
-  ended = std::make_unique<StepCounter[]>(steps.size());
   barriers = std::make_unique<StepBarrier[]>(steps.size());
   if (per_step_release) step_released = std::make_unique<StepCounter[]>(steps.size());
   plain = !profiler && !per_step_release && segments.size() == 1 && !segments[0].layout.mixed() &&
@@ -57,6 +56,8 @@ void Program::allocate_sync_state() {
             return s.unit_class == 0 && s.cores == s.units && !s.flush_before && !s.flush_after && !s.flags &&
                    s.after_count == 0;
           });
+  // A plain program counts its ends on released.ended: per-step end counters only for the others.
+  if (!plain) ended = std::make_unique<StepCounter[]>(steps.size());
   core_steps_end.assign(plain ? cores : 0, 0);
   for (uint32_t i = 0; plain && i < steps.size(); ++i)
     for (uint32_t c = 0; c < steps[i].units && c < cores; ++c) core_steps_end[c] = i + 1;
@@ -531,7 +532,7 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     p->released.value.store(task.epoch * p->releases_per_launch, std::memory_order_relaxed);
     p->released.ended.store(task.epoch * p->ends_per_launch, std::memory_order_relaxed);
     for (uint32_t i = 0; i < p->steps.size(); ++i) {
-      p->ended[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
+      if (p->ended) p->ended[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       if (p->per_step_release)
         p->step_released[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
       p->barriers[i].count.store(0, std::memory_order_relaxed);

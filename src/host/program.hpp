@@ -108,8 +108,8 @@ struct Program {
   //    released >= (e-1) * releases_per_launch + released_before[i] + steps[i].cores: all the
   //    cores share one cache line, as the fastest central barrier does.
   //  ended[i]: every core of step i ended; used only for steps that release early
-  //    (arrive_in_kernel), whose end comes after their release. Plain programs count those
-  //    ends on released.ended instead, one count for all steps as for the releases: a core
+  //    (arrive_in_kernel), whose end comes after their release. Plain programs have no
+  //    ended[] and count those ends on released.ended instead, one count for all steps as for the releases: a core
   //    releases step i+1 only after every core ended step i (if it released early), so the
   //    ends too arrive step by step, and "step i ended in launch e" is released.ended >=
   //    (e-1) * ends_per_launch + ended_before[i] + steps[i].cores.
@@ -133,7 +133,7 @@ struct Program {
     const uint32_t first = g * release_group, n = steps[step].cores;
     return n <= first ? 0 : (n - first < release_group ? n - first : release_group);
   }
-  std::unique_ptr<StepCounter[]> ended;
+  std::unique_ptr<StepCounter[]> ended;  // null in plain programs (see released above)
   std::unique_ptr<StepBarrier[]> barriers;
   // An unfused launch's program: the kernel, held while the launch is queued (unloading the
   // module right after sk_launch_kernel is safe), and the pool (and its slot there) the program
