@@ -399,22 +399,30 @@ void check_tail_done(void *p) {
   if (r->a_tail_done.load() != 1) r->violations++;
 }
 
+// Both reach tests run with one central release counter and with the combining tree (groups
+// of 2 on 3 cores), whose group leaders count on the line the early steps' ends share.
+constexpr uint32_t kReachGroups[] = {0, 2};
+
 TEST(Executor, EarlyPartOfAStepNeverOverlapsTheStepTwoBefore) {
-  auto ex = make_executor(3);
-  Reach r;
-  TestProgram tp("reach-back", 3);
-  tp.state = &r;
-  tp.add("a", slow_then_mark, 1);
-  tp.add("b", noop, 1);
-  tp.add("c", early_check_then_wait, 3, /*wait_in=*/true, false);  // cores 1, 2 are idle until c
-  tp.finish();
-  StreamState stream;
-  for (int i = 0; i < 5; ++i) {
-    r.a_done.store(0);
-    ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
-    ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+  for (uint32_t group : kReachGroups) {
+    auto ex = make_executor(3);
+    Reach r;
+    TestProgram tp("reach-back", 3);
+    tp.state = &r;
+    tp.add("a", slow_then_mark, 1);
+    tp.add("b", noop, 1);
+    tp.add("c", early_check_then_wait, 3, /*wait_in=*/true, false);  // cores 1, 2 are idle until c
+    tp.program.release_group = group;
+    tp.finish();
+    ASSERT_EQ(tp.program.release_groups > 1, group != 0) << "barrier_group " << group;
+    StreamState stream;
+    for (int i = 0; i < 5; ++i) {
+      r.a_done.store(0);
+      ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+      ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+    }
+    EXPECT_EQ(r.violations.load(), 0) << "barrier_group " << group;
   }
-  EXPECT_EQ(r.violations.load(), 0);
 }
 
 void release_at_once(void *) { api("sk_set_next_task_start")(); }
@@ -422,24 +430,29 @@ void release_at_once(void *) { api("sk_set_next_task_start")(); }
 // Also behind other steps that release early: a plain program counts every such step's ends
 // on one counter (Program::released), where step a's come after theirs.
 TEST(Executor, TailAfterReleaseNeverOverlapsTheStepTwoAfter) {
-  for (int early_before : {0, 1, 3}) {
-    auto ex = make_executor(3);
-    Reach r;
-    TestProgram tp("reach-forward", 3);
-    tp.state = &r;
-    for (int i = 0; i < early_before; ++i) tp.add("early", release_at_once, 2 + i % 2, false, /*arrive_in=*/true);
-    tp.add("a", release_then_slow_tail, 2, false, /*arrive_in=*/true);
-    tp.add("b", noop, 1);
-    tp.add("c", check_tail_done, 3);
-    tp.finish();
-    ASSERT_TRUE(tp.program.plain);
-    StreamState stream;
-    for (int i = 0; i < 5; ++i) {
-      r.a_tail_done.store(0);
-      ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
-      ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+  for (uint32_t group : kReachGroups) {
+    for (int early_before : {0, 1, 3}) {
+      auto ex = make_executor(3);
+      Reach r;
+      TestProgram tp("reach-forward", 3);
+      tp.state = &r;
+      for (int i = 0; i < early_before; ++i) tp.add("early", release_at_once, 2 + i % 2, false, /*arrive_in=*/true);
+      tp.add("a", release_then_slow_tail, 2, false, /*arrive_in=*/true);
+      tp.add("b", noop, 1);
+      tp.add("c", check_tail_done, 3);
+      tp.program.release_group = group;
+      tp.finish();
+      ASSERT_TRUE(tp.program.plain);
+      ASSERT_EQ(tp.program.release_groups > 1, group != 0) << "barrier_group " << group;
+      StreamState stream;
+      for (int i = 0; i < 5; ++i) {
+        r.a_tail_done.store(0);
+        ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+        ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
+      }
+      EXPECT_EQ(r.violations.load(), 0)
+          << early_before << " steps releasing early before a, barrier_group " << group;
     }
-    EXPECT_EQ(r.violations.load(), 0) << early_before << " steps releasing early before a";
   }
 }
 
