@@ -10,7 +10,7 @@ struct Options {
   bool quick = false;
   std::vector<uint32_t> cores{2};
   std::string json_path;
-  std::string only;  // one scenario (overhead, small-ops, calls, build, core-sharing); empty: all but core-sharing
+  std::string only;  // one scenario (overhead, small-ops, calls, gaps, build, core-sharing); empty: all but core-sharing
   bool runs(const char *scenario) const { return only.empty() || only == scenario; }
   int rounds() const { return quick ? 3 : 9; }
 };

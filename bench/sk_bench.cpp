@@ -7,6 +7,8 @@
 //              fused vs unfused vs OpenMP, outputs checked equal
 //   calls      K empty kernels whose parameters take each way the host calls a kernel (direct,
 //              register map, libffi), fused
+//   gaps       the decode loop: a step of 256 empty kernels after G us of host work, for G
+//              from 0 to 1000 (long enough for idle cores to sleep): fused, unfused, OpenMP
 //   build      scope build and finalize per sub-kernel (first and cached), link per KiB vs
 //              dlopen of the same code as a shared object, memory per sub-kernel, the cost of
 //              the first launch after the cores went to sleep
@@ -14,7 +16,7 @@
 //              core, round by round, with fused/floor for each answer: what the overhead
 //              table's floor depends on in a VM whose vCPUs move between SMT siblings
 //
-// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|build|core-sharing] [--json FILE]
+// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|build|core-sharing] [--json FILE]
 // The kernels are read from the build tree, or from $SK_BENCH_KERNELS when set.
 #include <sk.h>
 #include <unistd.h>
@@ -39,13 +41,14 @@ int main(int argc, char **argv) {
         opt.cores.push_back(static_cast<uint32_t>(std::strtoul(tok, nullptr, 10)));
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
                (!std::strcmp(argv[i + 1], "overhead") || !std::strcmp(argv[i + 1], "small-ops") ||
-                !std::strcmp(argv[i + 1], "calls") || !std::strcmp(argv[i + 1], "build") ||
+                !std::strcmp(argv[i + 1], "calls") || !std::strcmp(argv[i + 1], "gaps") ||
+                !std::strcmp(argv[i + 1], "build") ||
                 !std::strcmp(argv[i + 1], "core-sharing"))) {
       opt.only = argv[++i];
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       opt.json_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|calls|build|core-sharing] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|build|core-sharing] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -62,6 +65,7 @@ int main(int argc, char **argv) {
     if (opt.runs("overhead")) ok &= bench::run_overhead(opt, cores, report);
     if (opt.runs("small-ops")) ok &= bench::run_small_ops(opt, cores, report);
     if (opt.runs("calls")) ok &= bench::run_kernel_calls(opt, cores, report);
+    if (opt.runs("gaps")) ok &= bench::run_host_gaps(opt, cores, report);
   }
   if (opt.runs("build")) ok &= bench::run_build_costs(opt, report);
   if (opt.only == "core-sharing") ok &= bench::run_core_sharing(opt, report);

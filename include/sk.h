@@ -100,7 +100,9 @@ SK_API uint32_t sk_version(void);
 /**
  * Opens a device. spec is "backend[:key=value[,key=value...]]".
  * Host backend keys: cores=N (worker cores, default: online CPUs), spin_us=N (busy-wait before a
- * waiting core sleeps, default 50), timeout_ms=N (deadline of every wait, default 10000),
+ * waiting core sleeps, default 50; 0: no spin), spin_max_us=N (what an idle core's busy-wait
+ * grows to while launches keep coming soon after its spin ran out, default 1000; at most
+ * spin_us: fixed), timeout_ms=N (deadline of every wait, default 10000),
  * symbols=process|strict (what kernel objects may bind to; see README, default process),
  * pin=0|1 (bind each core's thread to its own CPU, one hardware thread of every physical core
  * before a second thread of any; default 1), barrier_group=N (cores per arrival group of the

@@ -11,6 +11,7 @@
 #include "host/core_context.hpp"
 #include "host/cpu_order.hpp"
 #include "host/device_api_cache.hpp"
+#include "host/idle_spin.hpp"
 #include "host/kernel_call.hpp"
 #include "host/profiler.hpp"
 #include "host/program_pool.hpp"
@@ -114,7 +115,10 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   ex->core_cpu_.assign(config.cores, -1);
   ex->core_thread_.resize(config.cores);
   cpu_set_t allowed;
-  if (config.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+  const bool known = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
+  if (config.spin_us && (!known || config.cores <= static_cast<uint32_t>(CPU_COUNT(&allowed))))
+    ex->idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
+  if (config.pin && known) {
     std::vector<int> cpus;
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
@@ -356,12 +360,22 @@ void Executor::core_main(uint32_t index) {
   Core core;
   core.index = index;
   t_core = &core.ctx;
+  IdleSpin spin(idle_policy_.spin, idle_spin_max_);
+  WaitPolicy policy = core_idle_policy_;
   uint64_t next = 1;
   for (;;) {
     const Task &slot = ring_[next % kRing];
-    wait_for(published_word_, idle_channel_, core_idle_policy_, [this, &slot, next](uint32_t) {
+    auto queued = [this, &slot, next](uint32_t) {
       return slot.seq.load(std::memory_order_acquire) >= next || stopping_.load(std::memory_order_acquire);
-    });
+    };
+    // Only a core that has to wait reads the clock: a launch already queued costs nothing more.
+    if (!queued(0)) {
+      policy.spin = spin.window();
+      const auto start = std::chrono::steady_clock::now();
+      wait_for(published_word_, idle_channel_, policy, queued);
+      if (spin.observe(std::chrono::steady_clock::now() - start))
+        idle_spins_run_out_.fetch_add(1, std::memory_order_relaxed);
+    }
     if (slot.seq.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued
     process(core, next++);
   }

@@ -37,6 +37,11 @@ struct StreamState {
 struct ExecutorConfig {
   uint32_t cores = 1;
   uint32_t spin_us = 50;
+  // The longest an idle core's spin grows to (idle_spin.hpp): a core woken soon after its spin
+  // ran out spins longer next time, up to this. At or below spin_us, or with spin_us 0: a fixed
+  // spin of spin_us. With more cores than CPUs the spin stays fixed too: a core spinning
+  // there holds a CPU another core needs.
+  uint32_t spin_max_us = 1000;
   uint32_t timeout_ms = 10000;
   // Bind core c's thread to the c-th CPU the process may run on, one hardware thread of each
   // physical core before a second (cpu_order.hpp). Without it the scheduler tends to wake a
@@ -71,6 +76,9 @@ class Executor {
   void wait_program(Program *program);
   // Waits until every queued task has ended.
   void wait_idle();
+  // Idle waits of cores 1..N-1 whose spin ran out before a launch came (the core slept, or was
+  // about to): each cost a launch a wake-up. For tests and diagnosis.
+  uint64_t idle_spins_run_out() const { return idle_spins_run_out_.load(std::memory_order_relaxed); }
 
  private:
   struct Task;
@@ -135,6 +143,8 @@ class Executor {
   // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
   // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
   SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;
+  std::chrono::nanoseconds idle_spin_max_{0};  // IdleSpin's max for cores 1..N-1 (create())
+  std::atomic<uint64_t> idle_spins_run_out_{0};
   std::vector<std::thread> threads_;
   std::vector<int> cpus_;  // the CPUs the process may run on, in cpu_pinning_order
   // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed

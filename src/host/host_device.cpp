@@ -34,6 +34,9 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else if (key == "spin_us") {
       if ((st = parse_spec_uint(key, value, 0, 10'000'000, &v)) != SK_OK) return st;
       config.spin_us = static_cast<uint32_t>(v);
+    } else if (key == "spin_max_us") {
+      if ((st = parse_spec_uint(key, value, 0, 10'000'000, &v)) != SK_OK) return st;
+      config.spin_max_us = static_cast<uint32_t>(v);
     } else if (key == "pin") {
       if ((st = parse_spec_uint(key, value, 0, 1, &v)) != SK_OK) return st;
       config.pin = v == 1;
@@ -54,7 +57,7 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else {
       return fail(SK_ERR_INVALID_ARGUMENT,
                   "device spec: unknown key '%s' for backend 'host' (known: cores, spin_us, "
-                  "timeout_ms, symbols, pin, barrier_group)",
+                  "spin_max_us, timeout_ms, symbols, pin, barrier_group)",
                   key.c_str());
     }
   }

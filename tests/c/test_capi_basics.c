@@ -116,6 +116,8 @@ static void test_device_spec_errors(void **state) {
   expect_bad_spec("host:cores=99999999999999999999999", "cores");
   expect_bad_spec("host:timeout_ms=0", "timeout_ms");
   expect_bad_spec("host:spin_us=fast", "spin_us");
+  expect_bad_spec("host:spin_max_us=-5", "spin_max_us");
+  expect_bad_spec("host:spin_max_us=10000001", "spin_max_us");
   expect_bad_spec("host:barrier_group=1", "barrier_group"); /* a group of one is no group */
   expect_bad_spec("host:barrier_group=2000", "barrier_group");
   expect_bad_spec("host:cores=2,cores=3", "cores");    /* repeated key */
@@ -126,7 +128,8 @@ static void test_device_spec_errors(void **state) {
 static void test_device_open_valid(void **state) {
   static const char *const specs[] = {"host", "host:cores=2", "host:cores=1",
                                       "host:cores=3,spin_us=0,timeout_ms=5000",
-                                      "host:timeout_ms=100,cores=2", "host:cores=4,barrier_group=2"};
+                                      "host:timeout_ms=100,cores=2", "host:cores=4,barrier_group=2",
+                                      "host:spin_us=10,spin_max_us=0", "host:spin_max_us=5000"};
   size_t i;
   (void)state;
   for (i = 0; i < sizeof specs / sizeof specs[0]; ++i) {
