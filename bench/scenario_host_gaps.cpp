@@ -6,6 +6,7 @@
 // to the gap: the super kernel (the default device, whose idle spin adapts to the gaps, and
 // one with a fixed spin, spin_max_us=0), unfused launches, OpenMP regions; and the CPU time
 // the method's other threads burn per step, gap included (what spinning through it costs).
+// Then the super kernel launched before the host's work: how much of it is left to wait for.
 #include <time.h>
 
 #include <cstdio>
@@ -70,6 +71,7 @@ bool run_host_gaps(const Options &opt, uint32_t cores, Report &report) {
   sk_superkernel *fixed = ok ? chain_of(fixed_dev, fixed_empty, kKernels, cores, "host-gaps-fixed") : nullptr;
   ok = ok && fused && fixed;
   std::vector<Step> steps(kKernels, Step{thunk_empty, nullptr, cores});
+  double step_us = 0;  // fused, back to back
   std::printf("\nhost gaps on %u cores: a step of %zu empty kernels after G us of host work (us per step, gap excluded;\n"
               "cpu: us of CPU the other threads use per step, gap included)\n",
               cores, kKernels);
@@ -116,6 +118,7 @@ bool run_host_gaps(const Options &opt, uint32_t cores, Report &report) {
       std::this_thread::sleep_for(methods[i].cooldown);
     }
     ok = sk_ok(sk_stream_synchronize(nullptr), "host gaps");
+    if (gap == 0) step_us = t[0];
     std::printf("%6.0f %7.1f %7.1f %7.1f %7.1f | %11.1f %13.1f %9.1f | %9.0f %9.0f %10.0f\n", gap, t[0], t[1], t[2],
                 t[3], t[1] / t[0], t[2] / t[0], t[3] / t[0], cpu[0], cpu[1], cpu[3]);
     report.add("host_gaps", {{"cores", cores}, {"kernels", double(kKernels)}, {"gap_us", gap}, {"fused_us", t[0]},
@@ -123,6 +126,36 @@ bool run_host_gaps(const Options &opt, uint32_t cores, Report &report) {
                              {"fixed_over_fused", t[1] / t[0]}, {"unfused_over_fused", t[2] / t[0]},
                              {"openmp_over_fused", t[3] / t[0]}, {"fused_cpu_us", cpu[0]},
                              {"fixed_cpu_us", cpu[1]}, {"unfused_cpu_us", cpu[2]}, {"openmp_cpu_us", cpu[3]}});
+  }
+  // Launched ahead of the host's work (sk_launch; G us of host work; sk_stream_synchronize):
+  // the step may run during the gap, and synchronize then only sees it done. The host busy
+  // (its CPU taken) or asleep (blocked on something else, its CPU free).
+  if (ok) {
+    std::printf("launched before G us of host work, then synchronized: us synchronize still waits (median; step %.1f)\n",
+                step_us);
+    std::printf("%6s %10s %10s\n", "G (us)", "host busy", "host asleep");
+  }
+  for (double gap : {20.0, 100.0, 500.0, 2000.0}) {
+    if (!ok) break;
+    double wait[2];
+    for (int asleep = 0; asleep < 2; ++asleep) {
+      std::vector<double> waits;
+      for (int i = 0; i < (opt.quick ? 50 : 200); ++i) {
+        sk_launch(fused, nullptr);
+        if (asleep)
+          std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(gap * 1e3)));
+        else
+          host_work(gap);
+        const double t0 = now_ns();
+        ok &= sk_ok(sk_stream_synchronize(nullptr), "host gaps (launched ahead)");
+        waits.push_back((now_ns() - t0) / 1e3);
+      }
+      std::nth_element(waits.begin(), waits.begin() + waits.size() / 2, waits.end());
+      wait[asleep] = waits[waits.size() / 2];
+    }
+    std::printf("%6.0f %10.1f %10.1f\n", gap, wait[0], wait[1]);
+    report.add("launched_ahead", {{"cores", cores}, {"kernels", double(kKernels)}, {"gap_us", gap},
+                                  {"sync_wait_busy_host_us", wait[0]}, {"sync_wait_sleeping_host_us", wait[1]}});
   }
   sk_superkernel_destroy(fused);
   sk_superkernel_destroy(fixed);

@@ -102,10 +102,17 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
   auto call_core0 = [](void *e) { static_cast<Executor *>(e)->call_core0(); };
   task_policy_.before_sleep = completion_policy_.before_sleep = call_core0;
   task_policy_.before_sleep_arg = completion_policy_.before_sleep_arg = this;
+  // ... and already after an idle spin's worth: a launch the host left running while it does
+  // other work (or sleeps) waits for core 0 from its first step on, and a whole in-launch spin
+  // (1 ms by default) was time its cores sat idle. In synchronous use a host thread holds core
+  // 0, and the call returns at its first check.
+  task_policy_.early_call = completion_policy_.early_call = idle_policy_.spin;
   completion_policy_.spin = task_policy_.spin;
   core_idle_policy_ = idle_policy_;
   core_idle_policy_.before_sleep = call_core0;
   core_idle_policy_.before_sleep_arg = this;
+  // An idle core's spin may grow past spin_us (core_main): it still calls core 0 at spin_us.
+  core_idle_policy_.early_call = idle_policy_.spin;
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {

@@ -59,6 +59,9 @@ struct WaitPolicy {
   // core uses it to call for core 0 when no thread runs core 0 (see Executor).
   void (*before_sleep)(void *) = nullptr;
   void *before_sleep_arg = nullptr;
+  // If non-zero and shorter than `spin`: before_sleep is also called once after this much
+  // spinning (a core waiting inside a launch calls for core 0 without waiting its whole spin).
+  std::chrono::nanoseconds early_call{0};
 };
 
 // Waits until pred(word.load(acquire)) holds. Sleeps on `word`, registered on `channel`.
@@ -79,6 +82,7 @@ WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
   // Spin phase: check the clock only every 64 polls (it costs ~20 ns). Past the first few
   // microseconds, yield the CPU at each check: the core we wait for may have been woken onto
   // this very CPU (the scheduler likes to), and would otherwise wait for our whole spin.
+  bool called_early = policy.early_call.count() == 0 || policy.early_call >= policy.spin;
   for (uint32_t i = 1;; ++i) {
     if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
     if (policy.abort && policy.abort->load(std::memory_order_relaxed)) return WaitResult::Aborted;
@@ -86,6 +90,10 @@ WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
     if ((i & 63) == 0) {
       const auto spun = clock::now() - start;
       if (spun >= policy.spin) break;
+      if (!called_early && spun >= policy.early_call) {
+        called_early = true;
+        if (policy.before_sleep) policy.before_sleep(policy.before_sleep_arg);
+      }
       if (spun >= kSpinBeforeYield) yield_cpu();
     }
   }

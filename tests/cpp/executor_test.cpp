@@ -492,6 +492,53 @@ TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
   }
 }
 
+// How soon a launch nobody waits for runs core 0's part: a core waiting for core 0 calls the
+// dedicated thread after spin_us (500 here), not after its whole in-launch spin (20 x 500 us).
+// The best of 5 tries must come in under 8 ms, which waiting out the whole spin cannot. (Not
+// much less: a core that yields its CPU while it spins may get it back only after another
+// thread's time slice, about 4 ms, when something else runs there.)
+// `warm_gap_ms`: launches that far apart first, so that core 1's idle spin has grown
+// (idle_spin.hpp) to twice that: an idle core too must call core 0 at spin_us.
+double best_unwatched_ms(uint32_t steps, int warm_gap_ms) {
+  ExecutorConfig cfg;
+  cfg.cores = 2;
+  cfg.spin_us = 500;
+  cfg.spin_max_us = 50000;
+  std::unique_ptr<Executor> ex;
+  EXPECT_EQ(Executor::create(cfg, &ex), SK_OK);
+  std::atomic<int> flag{0};
+  TestProgram tp("unwatched-soon", 2);
+  tp.state = &flag;
+  for (uint32_t i = 0; i < steps; ++i) tp.add("step", set_flag, 2);
+  tp.finish();
+  StreamState stream;
+  double best = 1e9;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    for (int i = 0; warm_gap_ms && i < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(warm_gap_ms));
+      EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+      EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+    }
+    const int want = flag.load() + static_cast<int>(steps);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    EXPECT_TRUE(polled_to(flag, want));
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+  }
+  return best;
+}
+
+TEST(Executor, ACoreWaitingForCore0CallsItAfterAnIdleSpin) {
+  // Two steps: core 1 waits inside the launch for core 0's release of the first.
+  EXPECT_LT(best_unwatched_ms(2, 0), 8.0);
+}
+
+TEST(Executor, AnIdleCoreWhoseSpinGrewStillCallsCore0AfterSpinUs) {
+  // One step: core 1 runs its block and goes idle, with a spin grown to about 12 ms.
+  EXPECT_LT(best_unwatched_ms(1, 6), 8.0);
+}
+
 // The same at every pace: a ring that finds an earlier one still waking the dedicated thread
 // skips the futex wake, so a lost wake-up would leave a burst unrun. Bursts of launches with
 // gaps shorter than, about and longer than a wake-up, from two threads at once; each burst is
