@@ -10,6 +10,7 @@ struct Options {
   bool quick = false;
   std::vector<uint32_t> cores{2};
   std::string json_path;
+  std::string device_keys;  // --device: more keys for every host device the run opens (pin=0, ...)
   std::string only;  // one scenario (overhead, small-ops, calls, gaps, build, core-sharing); empty: all but core-sharing
   bool runs(const char *scenario) const { return only.empty() || only == scenario; }
   int rounds() const { return quick ? 3 : 9; }

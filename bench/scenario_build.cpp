@@ -48,7 +48,7 @@ size_t heap_bytes() {
 }  // namespace
 
 bool run_build_costs(const Options &opt, Report &report) {
-  sk_device *dev = open_host(2);
+  sk_device *dev = open_host(opt, 2);
   sk_module *mod = nullptr;
   sk_kernel *empty = nullptr;
   if (!dev) return false;

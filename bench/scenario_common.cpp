@@ -18,11 +18,12 @@ bool sk_ok(sk_status st, const char *what) {
   return false;
 }
 
-sk_device *open_host(uint32_t cores) {
-  char spec[64];
-  std::snprintf(spec, sizeof spec, "host:cores=%u", cores);
+sk_device *open_host(const Options &opt, uint32_t cores, const char *keys) {
+  std::string spec = "host:cores=" + std::to_string(cores);
+  if (keys && *keys) spec += std::string(",") + keys;
+  if (!opt.device_keys.empty()) spec += "," + opt.device_keys;
   sk_device *dev = nullptr;
-  return sk_ok(sk_device_open(spec, &dev), spec) ? dev : nullptr;
+  return sk_ok(sk_device_open(spec.c_str(), &dev), spec.c_str()) ? dev : nullptr;
 }
 
 bool load_kernel(sk_device *dev, const char *object, const char *kernel, sk_module **mod, sk_kernel **out) {

@@ -126,7 +126,7 @@ struct State {
 }  // namespace
 
 bool run_core_sharing(const Options &opt, Report &report) {
-  sk_device *dev = open_host(2);
+  sk_device *dev = open_host(opt, 2);
   sk_module *mod = nullptr;
   sk_kernel *empty = nullptr;
   if (!dev) return false;

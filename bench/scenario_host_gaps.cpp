@@ -58,14 +58,15 @@ double other_threads_cpu_us(const std::function<void()> &run, double ms) {
 
 bool run_host_gaps(const Options &opt, uint32_t cores, Report &report) {
   constexpr size_t kKernels = 256;
-  sk_device *dev = open_host(cores), *fixed_dev = nullptr;
+  sk_device *dev = open_host(opt, cores), *fixed_dev = open_host(opt, cores, "spin_max_us=0");
   sk_module *mod = nullptr, *fixed_mod = nullptr;
   sk_kernel *empty = nullptr, *fixed_empty = nullptr;
-  if (!dev) return false;
-  char fixed_spec[64];
-  std::snprintf(fixed_spec, sizeof fixed_spec, "host:cores=%u,spin_max_us=0", cores);
+  if (!dev || !fixed_dev) {
+    sk_device_close(dev);
+    sk_device_close(fixed_dev);
+    return false;
+  }
   bool ok = load_kernel(dev, "bench_kernels", "bench_empty", &mod, &empty) &&
-            sk_ok(sk_device_open(fixed_spec, &fixed_dev), fixed_spec) &&
             load_kernel(fixed_dev, "bench_kernels", "bench_empty", &fixed_mod, &fixed_empty);
   sk_superkernel *fused = ok ? chain_of(dev, empty, kKernels, cores, "host-gaps") : nullptr;
   sk_superkernel *fixed = ok ? chain_of(fixed_dev, fixed_empty, kKernels, cores, "host-gaps-fixed") : nullptr;

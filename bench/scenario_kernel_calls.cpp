@@ -32,7 +32,7 @@ struct Chain {
 }  // namespace
 
 bool run_kernel_calls(const Options &opt, uint32_t cores, Report &report) {
-  sk_device *dev = open_host(cores);
+  sk_device *dev = open_host(opt, cores);
   sk_module *mod = nullptr;
   if (!dev) return false;
   bool ok = sk_ok(sk_module_load_file(dev, kernel_object("bench_kernels").c_str(), &mod), "load");

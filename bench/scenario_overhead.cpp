@@ -20,7 +20,7 @@ bool uses_tree(sk_superkernel *sk) { return explain_of(sk).find("\"barrier\":\"t
 }  // namespace
 
 bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
-  sk_device *dev = open_host(cores);
+  sk_device *dev = open_host(opt, cores);
   sk_module *mod = nullptr;
   sk_kernel *empty = nullptr, *overlap = nullptr;
   if (!dev) return false;
@@ -42,9 +42,8 @@ bool run_overhead(const Options &opt, uint32_t cores, Report &report) {
     // on a device forced to one central counter shows what the tree buys.
     const bool tree = fused && uses_tree(fused);
     if (tree && !central_dev) {
-      char central_spec[96];
-      std::snprintf(central_spec, sizeof central_spec, "host:cores=%u,barrier_group=%u", cores, cores);
-      ok = sk_ok(sk_device_open(central_spec, &central_dev), central_spec) &&
+      const std::string central = "barrier_group=" + std::to_string(cores);
+      ok = (central_dev = open_host(opt, cores, central.c_str())) != nullptr &&
            load_kernel(central_dev, "bench_kernels", "bench_empty", &central_mod, &central_empty);
     }
     sk_superkernel *fused_central =

@@ -137,7 +137,7 @@ void print_and_record(const char *name, size_t kernels, uint32_t cores, Chain &c
 }  // namespace
 
 bool run_small_ops(const Options &opt, uint32_t cores, Report &report) {
-  sk_device *dev = open_host(cores);
+  sk_device *dev = open_host(opt, cores);
   sk_module *ops = nullptr, *mixed = nullptr;
   sk_kernel *axpy = nullptr, *rmsnorm = nullptr, *matvec = nullptr, *softmax = nullptr;
   if (!dev) return false;

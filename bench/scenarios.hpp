@@ -21,8 +21,9 @@ bool run_core_sharing(const Options &opt, Report &report);
 // Helpers shared by the scenarios.
 std::string kernel_object(const char *name);  // path of a bench kernel object
 bool sk_ok(sk_status st, const char *what);   // prints sk_last_error() on failure
-// The host device with `cores` cores; null after printing the error.
-sk_device *open_host(uint32_t cores);
+// The host device with `cores` cores, `keys` (more device keys, or null) and the run's
+// --device keys; null after printing the error.
+sk_device *open_host(const Options &opt, uint32_t cores, const char *keys = nullptr);
 // Loads `object` on `dev` and takes `kernel` from it.
 bool load_kernel(sk_device *dev, const char *object, const char *kernel, sk_module **mod, sk_kernel **out);
 // A super kernel of `count` launches of `k` (block_dim each, all with `args`); null after

@@ -16,7 +16,8 @@
 //              core, round by round, with fused/floor for each answer: what the overhead
 //              table's floor depends on in a VM whose vCPUs move between SMT siblings
 //
-// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|build|core-sharing] [--json FILE]
+// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|build|core-sharing] [--device KEYS] [--json FILE]
+// --device KEYS: more host device keys for every device the run opens (e.g. pin=0,spin_us=0).
 // The kernels are read from the build tree, or from $SK_BENCH_KERNELS when set.
 #include <sk.h>
 #include <unistd.h>
@@ -47,8 +48,10 @@ int main(int argc, char **argv) {
       opt.only = argv[++i];
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       opt.json_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
+      opt.device_keys = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|build|core-sharing] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|build|core-sharing] [--device KEYS] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
