@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <sched.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -82,6 +83,18 @@ void Program::allocate_sync_state() {
     }
 }
 
+namespace {
+
+// The CPUs this process may run on (its affinity mask); the online count if unreadable.
+uint32_t allowed_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<uint32_t>(CPU_COUNT(&set));
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<uint32_t>(online) : 1;
+}
+
+}  // namespace
+
 Executor::Executor(const ExecutorConfig &config) : config_(config) {
   uint32_t group = config.barrier_group;
   if (group == 0 && config.cores > kCentralBarrierCores)
@@ -113,6 +126,20 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
   core_idle_policy_.before_sleep_arg = this;
   // An idle core's spin may grow past spin_us (core_main): it still calls core 0 at spin_us.
   core_idle_policy_.early_call = idle_policy_.spin;
+  // Whether any of this executor's threads may have to wait for a thread queued on its own CPU:
+  // more cores than CPUs, one core on one CPU (the host thread and the dedicated core-0 thread
+  // share it), or cores the scheduler places (pin=0). Only then do waits yield their CPU. With
+  // every core on a CPU of its own, yielding gave a busy process sharing a core's CPU a whole
+  // time slice at each wait: 2 cores and one busy loop pinned to CPU 1 (sk-bench --quick, pin=1)
+  // took unfused launches from 205 to 31,000 ns per kernel and a step of 256 kernels after
+  // 100-2000 us of host work from 8-45 us to 7-82 ms; without the yield they read 193 ns and
+  // 8-25 us, as without the busy loop.
+  const uint32_t cpus = allowed_cpus();
+  const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
+  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
+    p->yield = crowded;
+  // With more cores than CPUs an idle core's spin stays fixed: spinning holds a CPU another needs.
+  if (config.spin_us && config.cores <= cpus) idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
@@ -122,10 +149,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   ex->core_cpu_.assign(config.cores, -1);
   ex->core_thread_.resize(config.cores);
   cpu_set_t allowed;
-  const bool known = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
-  if (config.spin_us && (!known || config.cores <= static_cast<uint32_t>(CPU_COUNT(&allowed))))
-    ex->idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
-  if (config.pin && known) {
+  if (config.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
     std::vector<int> cpus;
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
@@ -149,6 +173,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     // has run at all, and core 0's thread must then see where every core will be.
     if (c > 0) ex->pin_to_cpu(static_cast<uint32_t>(c));
   }
+  ex->keep_dedicated_core0_off_cores();
   *out = std::move(ex);
   return SK_OK;
 }
@@ -296,8 +321,8 @@ void Executor::call_core0() {
 }
 
 void Executor::core0_main() {
-  // Not pinned: core 0 is mostly run by host threads, which go where they go; this thread
-  // only stands in for them.
+  // Kept to the CPUs no core holds (keep_dedicated_core0_off_cores), not to one: core 0 is
+  // mostly run by host threads, which go where they go; this thread only stands in for them.
   t_core = &core0_->ctx;
   uint32_t rung = 0;  // the doorbell's count when this thread last looked
   for (;;) {
@@ -342,6 +367,17 @@ void Executor::pin_to_cpu(uint32_t core) {
   core_thread_[core] = threads_[core].native_handle();
   // Best effort: a failure only costs speed.
   if (pthread_setaffinity_np(core_thread_[core], sizeof set, &set) == 0) core_cpu_[core] = cpu;
+}
+
+void Executor::keep_dedicated_core0_off_cores() {
+  if (cpus_.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus_)
+    if (std::find(core_cpu_.begin(), core_cpu_.end(), cpu) == core_cpu_.end()) CPU_SET(cpu, &set);
+  if (CPU_COUNT(&set) == 0) return;  // a core on every CPU: let the scheduler place it
+  // Best effort, like pinning.
+  pthread_setaffinity_np(threads_[0].native_handle(), sizeof set, &set);
 }
 
 void Executor::keep_off_core0_cpu() {

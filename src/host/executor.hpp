@@ -86,6 +86,10 @@ class Executor {
   explicit Executor(const ExecutorConfig &config);
   void core_main(uint32_t core);  // cores 1 .. N-1
   void pin_to_cpu(uint32_t core);  // binds core's thread (cores 1 .. N-1), from create()
+  // Binds the dedicated core-0 thread to the CPUs no core was pinned to (where host threads
+  // run core 0), if there are any. A core that calls it, and goes on spinning, would otherwise
+  // often have the scheduler wake it onto that core's own CPU, to wait there for the spin.
+  void keep_dedicated_core0_off_cores();
   // Called by the thread running core 0 (a host thread or the dedicated one) before each
   // task: if a pinned core shares its CPU, moves that core to the CPU no core holds (two
   // cores spinning for each other on one CPU meet only when one yields: ~8 us per step).

@@ -62,6 +62,12 @@ struct WaitPolicy {
   // If non-zero and shorter than `spin`: before_sleep is also called once after this much
   // spinning (a core waiting inside a launch calls for core 0 without waiting its whole spin).
   std::chrono::nanoseconds early_call{0};
+  // Past kSpinBeforeYield, give the CPU away at each clock check: for waits whose awaited
+  // thread may be queued on this very CPU (more threads than CPUs). Elsewhere it is harmful:
+  // the scheduler hands a yielded CPU to any other process there for its whole time slice
+  // (milliseconds), where the waiter, left spinning, would have kept it or, once asleep, got it
+  // back at once when woken (Executor's constructor has the measurements).
+  bool yield = true;
 };
 
 // Waits until pred(word.load(acquire)) holds. Sleeps on `word`, registered on `channel`.
@@ -80,8 +86,8 @@ WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
   if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
   const auto start = clock::now();
   // Spin phase: check the clock only every 64 polls (it costs ~20 ns). Past the first few
-  // microseconds, yield the CPU at each check: the core we wait for may have been woken onto
-  // this very CPU (the scheduler likes to), and would otherwise wait for our whole spin.
+  // microseconds, yield the CPU at each check if the policy says so: the core we wait for may
+  // have been woken onto this very CPU, and would otherwise wait for our whole spin.
   bool called_early = policy.early_call.count() == 0 || policy.early_call >= policy.spin;
   for (uint32_t i = 1;; ++i) {
     if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
@@ -94,7 +100,7 @@ WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
         called_early = true;
         if (policy.before_sleep) policy.before_sleep(policy.before_sleep_arg);
       }
-      if (spun >= kSpinBeforeYield) yield_cpu();
+      if (policy.yield && spun >= kSpinBeforeYield) yield_cpu();
     }
   }
   // Sleep phase: bounded slices so that deadlines and aborts are seen.

@@ -44,6 +44,12 @@ struct CoreAccess {
     if (pthread_getaffinity_np(ex.core_thread_[c], sizeof set, &set) != 0) return {};
     return cpus_in(set);
   }
+  // The same for the dedicated core-0 thread.
+  static std::set<int> dedicated_core0_cpus(Executor &ex) {
+    cpu_set_t set;
+    if (pthread_getaffinity_np(ex.threads_[0].native_handle(), sizeof set, &set) != 0) return {};
+    return cpus_in(set);
+  }
 };
 
 namespace {
@@ -840,6 +846,69 @@ TEST(Executor, ACoreOnTheLaunchingThreadsCpuIsMovedAway) {
   EXPECT_NE(now, core1_cpu) << "core 1 left on the launching thread's CPU";
   EXPECT_NE(now, running_on);
   EXPECT_EQ(CoreAccess::allowed_cpus(*ex, 1), std::set<int>{now});
+}
+
+// The dedicated core-0 thread may run only where no core is pinned: a core that calls it and
+// goes on spinning must not find it woken onto its own CPU.
+TEST(Executor, TheDedicatedCore0ThreadRunsWhereNoCoreIsPinned) {
+  const std::set<int> allowed = allowed_cpus_of_this_thread();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  for (uint32_t cores : {2u, static_cast<uint32_t>(allowed.size())}) {
+    auto ex = make_executor(cores);
+    std::set<int> free = allowed;
+    for (int cpu : CoreAccess::core_cpus(*ex)) free.erase(cpu);
+    ASSERT_FALSE(free.empty());
+    EXPECT_EQ(CoreAccess::dedicated_core0_cpus(*ex), free) << cores << " cores";
+  }
+}
+
+// A busy thread of another program on a core's CPU. A wait that yields the CPU hands it over
+// for the busy thread's whole time slice, milliseconds, at every step; so with every core on
+// a CPU of its own, waits do not yield (WaitPolicy::yield). Then the busy thread costs the
+// launches little: the core sleeps within its spin at worst, and a woken thread gets the CPU
+// back at once. Median of 100 launches of 64 steps, each after 100 us of host work and waited
+// for, against 2 ms (about 15 us without the busy thread; yielding, milliseconds).
+TEST(Executor, ABusyThreadOnACoresCpuDoesNotStallItsLaunches) {
+#if defined(SK_TEST_EMULATED)
+  GTEST_SKIP() << "timing under an emulator says nothing";
+#endif
+  if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  auto ex = make_executor(2);
+  const int core1_cpu = CoreAccess::core_cpus(*ex)[1];
+  ASSERT_GE(core1_cpu, 0);
+  std::atomic<bool> stop{false}, there{false};
+  std::thread busy([&] {
+    cpu_set_t only;
+    CPU_ZERO(&only);
+    CPU_SET(core1_cpu, &only);
+    pthread_setaffinity_np(pthread_self(), sizeof only, &only);
+    while (!stop.load(std::memory_order_relaxed))
+      if (!there.load(std::memory_order_relaxed) && sched_getcpu() == core1_cpu) there.store(true);
+  });
+  while (!there.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a few scheduler ticks of it
+  std::atomic<int> flag{0};
+  TestProgram tp("beside-a-busy-thread", 2);
+  tp.state = &flag;
+  for (int i = 0; i < 64; ++i) tp.add("step", noop, 2);
+  tp.finish();
+  StreamState stream;
+  std::vector<double> ms;
+  for (int launch = 0; launch < 100; ++launch) {
+    // 100 us of host work first: core 1 waits idle meanwhile, past the few microseconds after
+    // which a yielding wait yields.
+    const auto work_until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    while (std::chrono::steady_clock::now() < work_until) {
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  stop.store(true);
+  busy.join();
+  std::nth_element(ms.begin(), ms.begin() + 50, ms.end());
+  EXPECT_LT(ms[50], 2.0) << "median launch of 64 steps beside a busy thread on core 1's CPU";
 }
 
 }  // namespace
