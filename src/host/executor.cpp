@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "host/core_context.hpp"
+#include "host/cpu_claims.hpp"
 #include "host/cpu_order.hpp"
 #include "host/device_api_cache.hpp"
 #include "host/idle_spin.hpp"
@@ -134,10 +135,14 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
   // took unfused launches from 205 to 31,000 ns per kernel and a step of 256 kernels after
   // 100-2000 us of host work from 8-45 us to 7-82 ms; without the yield they read 193 ns and
   // 8-25 us, as without the busy loop.
+  // Also while another executor (another open device) holds one of this one's CPUs
+  // (cpu_claims.hpp).
   const uint32_t cpus = allowed_cpus();
   const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
-  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
+  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_}) {
     p->yield = crowded;
+    p->yield_while = &cpus_shared_;
+  }
   // With more cores than CPUs an idle core's spin stays fixed: spinning holds a CPU another needs.
   if (config.spin_us && config.cores <= cpus) idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
 }
@@ -154,6 +159,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
     ex->cpus_ = cpu_pinning_order(cpus);
+    ex->claimed_cpus_ = CpuClaims::process().claim(ex.get(), ex->cpus_, config.cores, &ex->cpus_shared_);
   }
   ex->core0_ = std::make_unique<Core>();
   try {
@@ -179,6 +185,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
 }
 
 Executor::~Executor() {
+  CpuClaims::process().release(this);
   wait_idle();
   stopping_.store(true, std::memory_order_seq_cst);
   published_word_.fetch_add(1, std::memory_order_seq_cst);
@@ -358,9 +365,10 @@ void Executor::core0_main() {
 
 void Executor::pin_to_cpu(uint32_t core) {
   if (cpus_.empty()) return;
-  // Core c takes the c-th CPU of cpu_pinning_order; the first one is left to core 0, which
-  // host threads run (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
-  const int cpu = cpus_[core % cpus_.size()];
+  // Core c takes the CPU claimed for it: with this the only executor, the c-th of
+  // cpu_pinning_order; the first one is left to core 0, which host threads run
+  // (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
+  const int cpu = claimed_cpus_[core];
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
@@ -413,7 +421,8 @@ void Executor::core_main(uint32_t index) {
     };
     // Only a core that has to wait reads the clock: a launch already queued costs nothing more.
     if (!queued(0)) {
-      policy.spin = spin.window();
+      // A CPU shared with another executor's core: no longer spin than spin_us there.
+      policy.spin = cpus_shared_.load(std::memory_order_relaxed) ? idle_policy_.spin : spin.window();
       const auto start = std::chrono::steady_clock::now();
       wait_for(published_word_, idle_channel_, policy, queued);
       if (spin.observe(std::chrono::steady_clock::now() - start))

@@ -147,10 +147,12 @@ class Executor {
   // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
   // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
   SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;
-  std::chrono::nanoseconds idle_spin_max_{0};  // IdleSpin's max for cores 1..N-1 (create())
+  std::chrono::nanoseconds idle_spin_max_{0};  // IdleSpin's max for cores 1..N-1 (constructor)
   std::atomic<uint64_t> idle_spins_run_out_{0};
   std::vector<std::thread> threads_;
   std::vector<int> cpus_;  // the CPUs the process may run on, in cpu_pinning_order
+  std::vector<int> claimed_cpus_;  // each core's CPU (CpuClaims; core 0's is not pinned), when pinned
+  std::atomic<bool> cpus_shared_{false};  // another executor's core holds one of them
   // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
   // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
   // lock, as the launch path takes none.
