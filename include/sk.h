@@ -105,7 +105,8 @@ SK_API uint32_t sk_version(void);
  * spin_us: fixed), timeout_ms=N (deadline of every wait, default 10000),
  * symbols=process|strict (what kernel objects may bind to; see README, default process),
  * pin=0|1 (bind each core's thread to its own CPU, one hardware thread of every physical core
- * before a second thread of any; default 1), barrier_group=N (cores per arrival group of the
+ * before a second thread of any, and CPUs no other open device holds before shared ones;
+ * default 1), barrier_group=N (cores per arrival group of the
  * barrier between kernels, a two-level combining tree; 0, the default: one central counter up
  * to 8 cores, groups of ceil(sqrt(cores)) above; N >= cores: central).
  * CUDA backend: "cuda" or "cuda:N" (GPU N), then keys timeout_ms=N (deadline of every in-kernel
