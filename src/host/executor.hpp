@@ -116,6 +116,7 @@ class Executor {
   WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
   static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor
+  static constexpr int kIdlePollsBeforeClock = 64;  // about 1.6 us of pauses here; see core_main
   std::unique_ptr<Task[]> ring_;
   // Launch order without a mutex: a launch takes a ticket and queues its task in its turn. A
   // thread launching alone pays one atomic increment and never waits; concurrent launchers
