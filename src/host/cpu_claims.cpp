@@ -17,10 +17,9 @@ int CpuClaims::claims_on(int cpu) const {
   return n;
 }
 
-std::vector<int> CpuClaims::claim(const void *owner, const std::vector<int> &order, size_t count,
-                                  std::atomic<bool> *shared) {
+std::vector<int> CpuClaims::claim(const void *owner, const std::vector<int> &order, size_t count) {
   std::lock_guard<std::mutex> lock(mutex_);
-  owners_.push_back(Owner{owner, {}, shared});
+  owners_.push_back(Owner{owner, {}});
   Owner &me = owners_.back();
   if (!order.empty()) {
     // Ranked by claims (this owner's own included), then by place in `order`: the only
@@ -37,7 +36,6 @@ std::vector<int> CpuClaims::claim(const void *owner, const std::vector<int> &ord
       me.cpus.push_back(order[best]);
     }
   }
-  update_shared();
   return me.cpus;
 }
 
@@ -45,16 +43,6 @@ void CpuClaims::release(const void *owner) {
   std::lock_guard<std::mutex> lock(mutex_);
   owners_.erase(std::remove_if(owners_.begin(), owners_.end(), [owner](const Owner &o) { return o.id == owner; }),
                 owners_.end());
-  update_shared();
-}
-
-void CpuClaims::update_shared() {
-  for (const Owner &o : owners_) {
-    bool shared = false;
-    for (int cpu : o.cpus)
-      shared |= claims_on(cpu) > static_cast<int>(std::count(o.cpus.begin(), o.cpus.end(), cpu));
-    o.shared->store(shared, std::memory_order_relaxed);
-  }
 }
 
 }  // namespace sk::host

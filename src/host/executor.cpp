@@ -135,14 +135,10 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
   // took unfused launches from 205 to 31,000 ns per kernel and a step of 256 kernels after
   // 100-2000 us of host work from 8-45 us to 7-82 ms; without the yield they read 193 ns and
   // 8-25 us, as without the busy loop.
-  // Also while another executor (another open device) holds one of this one's CPUs
-  // (cpu_claims.hpp).
   const uint32_t cpus = allowed_cpus();
   const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
-  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_}) {
+  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
     p->yield = crowded;
-    p->yield_while = &cpus_shared_;
-  }
   // With more cores than CPUs an idle core's spin stays fixed: spinning holds a CPU another needs.
   if (config.spin_us && config.cores <= cpus) idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
 }
@@ -159,7 +155,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
     ex->cpus_ = cpu_pinning_order(cpus);
-    ex->claimed_cpus_ = CpuClaims::process().claim(ex.get(), ex->cpus_, config.cores, &ex->cpus_shared_);
+    ex->claimed_cpus_ = CpuClaims::process().claim(ex.get(), ex->cpus_, config.cores);
   }
   ex->core0_ = std::make_unique<Core>();
   try {
@@ -429,8 +425,7 @@ void Executor::core_main(uint32_t index) {
       soon = queued(0);
     }
     if (!soon) {
-      // A CPU shared with another executor's core: no longer spin than spin_us there.
-      policy.spin = cpus_shared_.load(std::memory_order_relaxed) ? idle_policy_.spin : spin.window();
+      policy.spin = spin.window();
       const auto start = std::chrono::steady_clock::now();
       wait_for(published_word_, idle_channel_, policy, queued);
       if (spin.observe(std::chrono::steady_clock::now() - start))

@@ -153,7 +153,6 @@ class Executor {
   std::vector<std::thread> threads_;
   std::vector<int> cpus_;  // the CPUs the process may run on, in cpu_pinning_order
   std::vector<int> claimed_cpus_;  // each core's CPU (CpuClaims; core 0's is not pinned), when pinned
-  std::atomic<bool> cpus_shared_{false};  // another executor's core holds one of them
   // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
   // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
   // lock, as the launch path takes none.

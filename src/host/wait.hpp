@@ -68,7 +68,6 @@ struct WaitPolicy {
   // (milliseconds), where the waiter, left spinning, would have kept it or, once asleep, got it
   // back at once when woken (Executor's constructor has the measurements).
   bool yield = true;
-  const std::atomic<bool> *yield_while = nullptr;  // also yield while this is true (may be null)
 };
 
 // Waits until pred(word.load(acquire)) holds. Sleeps on `word`, registered on `channel`.
@@ -101,9 +100,7 @@ WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
         called_early = true;
         if (policy.before_sleep) policy.before_sleep(policy.before_sleep_arg);
       }
-      if (spun >= kSpinBeforeYield &&
-          (policy.yield || (policy.yield_while && policy.yield_while->load(std::memory_order_relaxed))))
-        yield_cpu();
+      if (policy.yield && spun >= kSpinBeforeYield) yield_cpu();
     }
   }
   // Sleep phase: bounded slices so that deadlines and aborts are seen.

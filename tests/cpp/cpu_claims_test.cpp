@@ -1,8 +1,6 @@
-// Where the cores of several executors (host devices) go, and when they know they share CPUs
-// (host/cpu_claims.hpp).
+// Where the cores of several executors (host devices) go (host/cpu_claims.hpp).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <vector>
 
 #include "host/cpu_claims.hpp"
@@ -14,50 +12,37 @@ using Cpus = std::vector<int>;
 
 TEST(CpuClaims, OneOwnerTakesTheOrderAndWrapsAroundIt) {
   CpuClaims claims;
-  std::atomic<bool> shared{true};
   int owner = 0;
-  EXPECT_EQ(claims.claim(&owner, {4, 6, 5}, 5, &shared), (Cpus{4, 6, 5, 4, 6}));
-  EXPECT_FALSE(shared.load()) << "an owner with more cores than CPUs shares with itself only";
+  EXPECT_EQ(claims.claim(&owner, {4, 6, 5}, 5), (Cpus{4, 6, 5, 4, 6}));
 }
 
 TEST(CpuClaims, ASecondOwnerStartsWhereTheFirstStopped) {
   CpuClaims claims;
-  std::atomic<bool> a_shared{true}, b_shared{true};
-  int a = 0, b = 0;
+  int a = 0, b = 0, c = 0;
   const Cpus order{0, 1, 2, 3, 4, 5, 6, 7};
-  EXPECT_EQ(claims.claim(&a, order, 3, &a_shared), (Cpus{0, 1, 2}));
-  EXPECT_EQ(claims.claim(&b, order, 4, &b_shared), (Cpus{3, 4, 5, 6}));
-  EXPECT_FALSE(a_shared.load());
-  EXPECT_FALSE(b_shared.load());
+  EXPECT_EQ(claims.claim(&a, order, 3), (Cpus{0, 1, 2}));
+  EXPECT_EQ(claims.claim(&b, order, 4), (Cpus{3, 4, 5, 6}));
   // Once `a` is gone its CPUs are the least claimed again.
   claims.release(&a);
-  int c = 0;
-  std::atomic<bool> c_shared{true};
-  EXPECT_EQ(claims.claim(&c, order, 2, &c_shared), (Cpus{0, 1}));
-  EXPECT_FALSE(c_shared.load());
+  EXPECT_EQ(claims.claim(&c, order, 2), (Cpus{0, 1}));
 }
 
-TEST(CpuClaims, OwnersThatMustShareKnowItUntilOneLeaves) {
+TEST(CpuClaims, OwnersThatMustShareTakeTheLeastClaimedFirst) {
   CpuClaims claims;
-  std::atomic<bool> a_shared{true}, b_shared{false};
   int a = 0, b = 0;
-  EXPECT_EQ(claims.claim(&a, {0, 1}, 2, &a_shared), (Cpus{0, 1}));
-  EXPECT_FALSE(a_shared.load());
-  EXPECT_EQ(claims.claim(&b, {0, 1}, 1, &b_shared), (Cpus{0}));
-  EXPECT_TRUE(a_shared.load());
-  EXPECT_TRUE(b_shared.load());
+  EXPECT_EQ(claims.claim(&a, {0, 1, 2}, 2), (Cpus{0, 1}));
+  // CPU 2 is free; then every CPU holds one claim, and the order decides.
+  EXPECT_EQ(claims.claim(&b, {0, 1, 2}, 3), (Cpus{2, 0, 1}));
   claims.release(&b);
-  EXPECT_FALSE(a_shared.load());
   claims.release(&b);  // twice, or an owner never seen: nothing to give back
-  EXPECT_FALSE(a_shared.load());
+  int c = 0;
+  EXPECT_EQ(claims.claim(&c, {0, 1, 2}, 1), (Cpus{2}));
 }
 
 TEST(CpuClaims, NoCpusToChooseFromClaimsNothing) {
   CpuClaims claims;
-  std::atomic<bool> shared{true};
   int owner = 0;
-  EXPECT_TRUE(claims.claim(&owner, {}, 3, &shared).empty());
-  EXPECT_FALSE(shared.load());
+  EXPECT_TRUE(claims.claim(&owner, {}, 3).empty());
   claims.release(&owner);
 }
 

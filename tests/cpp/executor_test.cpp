@@ -44,7 +44,6 @@ struct CoreAccess {
     if (pthread_getaffinity_np(ex.core_thread_[c], sizeof set, &set) != 0) return {};
     return cpus_in(set);
   }
-  static bool cpus_shared(Executor &ex) { return ex.cpus_shared_.load(); }
   // The same for the dedicated core-0 thread.
   static std::set<int> dedicated_core0_cpus(Executor &ex) {
     cpu_set_t set;
@@ -912,26 +911,26 @@ TEST(Executor, ABusyThreadOnACoresCpuDoesNotStallItsLaunches) {
   EXPECT_LT(ms[50], 2.0) << "median launch of 64 steps beside a busy thread on core 1's CPU";
 }
 
-// Two devices open at once: the second one's cores go to CPUs the first left free; where
-// there are too few, both know they share CPUs (and their waits yield again) until one closes.
+// Two devices open at once: the second one's cores go to the CPUs the first left free. A
+// 1-core device keeps the first CPU of the pinning order for its core 0 (host threads), so a
+// 2-core device opened beside it takes the second for its core 0 and pins core 1 to the first,
+// where alone it would pin core 1 to the second.
 TEST(Executor, ASecondExecutorsCoresGoWhereTheFirstsAreNot) {
-  const std::set<int> allowed = allowed_cpus_of_this_thread();
-  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
-  auto a = make_executor(2);
-  auto b = make_executor(2);
-  const int a1 = CoreAccess::core_cpus(*a)[1], b1 = CoreAccess::core_cpus(*b)[1];
-  ASSERT_GE(a1, 0);
-  ASSERT_GE(b1, 0);
-  if (allowed.size() >= 4) {
-    EXPECT_NE(a1, b1);
-    EXPECT_FALSE(CoreAccess::cpus_shared(*a));
-    EXPECT_FALSE(CoreAccess::cpus_shared(*b));
-  } else {
-    EXPECT_TRUE(CoreAccess::cpus_shared(*a));
-    EXPECT_TRUE(CoreAccess::cpus_shared(*b));
-    b.reset();
-    EXPECT_FALSE(CoreAccess::cpus_shared(*a));
+  const std::set<int> allowed_set = allowed_cpus_of_this_thread();
+  if (allowed_set.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  const std::vector<int> order = cpu_pinning_order(std::vector<int>(allowed_set.begin(), allowed_set.end()));
+  {
+    auto alone = make_executor(2);
+    EXPECT_EQ(CoreAccess::core_cpus(*alone)[1], order[1]);
   }
+  auto a = make_executor(1);
+  auto b = make_executor(2);
+  EXPECT_EQ(CoreAccess::core_cpus(*b)[1], allowed_set.size() == 2 ? order[0] : order[2]);
+  // Closed, a device gives its CPUs back.
+  a.reset();
+  b.reset();
+  auto again = make_executor(2);
+  EXPECT_EQ(CoreAccess::core_cpus(*again)[1], order[1]);
 }
 
 }  // namespace
