@@ -95,13 +95,15 @@ struct GapLoop {
 
 // A fixed 20 us spin: every launch 1 ms apart finds core 1 asleep. With spin_max_us=20000 the
 // core spins through the gaps after the first one or two (a few more allowed: a core
-// descheduled past its window on a loaded machine also runs out).
+// descheduled past its window on a loaded machine also runs out). Either way a few fewer may
+// be counted: a core held off its CPU from its part of one launch until the next is queued
+// never waits for it.
 TEST(IdleSpin, CoresSpinThroughSteadyGapsUpToTheMaximum) {
   if (allowed_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs: with more cores than CPUs the spin stays fixed";
   GapLoop fixed(2, 0), adaptive(2, 20000);
   fixed.run(3, microseconds(1000));
   adaptive.run(3, microseconds(1000));
-  EXPECT_EQ(fixed.run(20, microseconds(1000)), 20u);
+  EXPECT_GE(fixed.run(20, microseconds(1000)), 17u);
   EXPECT_LE(adaptive.run(20, microseconds(1000)), 5u);
 }
 
@@ -122,7 +124,9 @@ TEST(IdleSpin, WithMoreCoresThanCpusTheSpinStaysFixed) {
   const uint32_t cores = allowed_cpus() + 1;
   GapLoop loop(cores, 20000);
   loop.run(3, microseconds(1000));
-  EXPECT_EQ(loop.run(10, microseconds(1000)), 10u * (cores - 1));
+  // Every core's spin runs out at every launch but a few (see above); a growing spin would
+  // catch all but the first one or two.
+  EXPECT_GE(loop.run(10, microseconds(1000)), 10u * (cores - 1) - 3);
 }
 
 }  // namespace
