@@ -11,28 +11,22 @@ CpuClaims &CpuClaims::process() {
   return *claims;
 }
 
-int CpuClaims::claims_on(int cpu) const {
-  int n = 0;
-  for (const Owner &o : owners_) n += static_cast<int>(std::count(o.cpus.begin(), o.cpus.end(), cpu));
-  return n;
-}
-
 std::vector<int> CpuClaims::claim(const void *owner, const std::vector<int> &order, size_t count) {
   std::lock_guard<std::mutex> lock(mutex_);
   owners_.push_back(Owner{owner, {}});
   Owner &me = owners_.back();
   if (!order.empty()) {
-    // Ranked by claims (this owner's own included), then by place in `order`: the only
-    // executor gets order[0], order[1], ... (core c on order[c], wrapping around with more
-    // cores than CPUs); a second one starts where the first stopped.
+    // The claims on each CPU of `order`, counted once; then each core takes the least claimed,
+    // the first in `order` among equals, and counts on it: the only executor gets order[0],
+    // order[1], ... (core c on order[c], wrapping around with more cores than CPUs); a second
+    // one starts where the first stopped.
+    std::vector<size_t> claims(order.size(), 0);
+    for (const Owner &o : owners_)
+      for (int cpu : o.cpus)
+        if (auto at = std::find(order.begin(), order.end(), cpu); at != order.end()) ++claims[at - order.begin()];
     for (size_t c = 0; c < count; ++c) {
-      size_t best = 0;
-      int best_claims = claims_on(order[0]);
-      for (size_t i = 1; i < order.size(); ++i)
-        if (const int n = claims_on(order[i]); n < best_claims) {
-          best = i;
-          best_claims = n;
-        }
+      const size_t best = std::min_element(claims.begin(), claims.end()) - claims.begin();
+      ++claims[best];
       me.cpus.push_back(order[best]);
     }
   }

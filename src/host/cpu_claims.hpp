@@ -33,7 +33,6 @@ class CpuClaims {
     const void *id;
     std::vector<int> cpus;
   };
-  int claims_on(int cpu) const;  // under mutex_
 
   std::mutex mutex_;
   std::vector<Owner> owners_;

@@ -86,17 +86,20 @@ void Program::allocate_sync_state() {
 
 namespace {
 
-// The CPUs this process may run on (its affinity mask); the online count if unreadable.
-uint32_t allowed_cpus() {
+// The CPUs this process may run on (its affinity mask), in increasing order; empty if
+// unreadable.
+std::vector<int> allowed_cpus() {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<uint32_t>(CPU_COUNT(&set));
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<uint32_t>(online) : 1;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
 }
 
 }  // namespace
 
-Executor::Executor(const ExecutorConfig &config) : config_(config) {
+Executor::Executor(const ExecutorConfig &config, uint32_t cpus) : config_(config) {
   uint32_t group = config.barrier_group;
   if (group == 0 && config.cores > kCentralBarrierCores)
     while (group * group < config.cores) ++group;  // ceil(sqrt(cores))
@@ -135,7 +138,6 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
   // took unfused launches from 205 to 31,000 ns per kernel and a step of 256 kernels after
   // 100-2000 us of host work from 8-45 us to 7-82 ms; without the yield they read 193 ns and
   // 8-25 us, as without the busy loop.
-  const uint32_t cpus = allowed_cpus();
   const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
   for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
     p->yield = crowded;
@@ -145,17 +147,19 @@ Executor::Executor(const ExecutorConfig &config) : config_(config) {
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
   static_assert(offsetof(Task, failure) + sizeof(std::atomic<bool>) <= 64, "a slot's hot fields share one line");
-  std::unique_ptr<Executor> ex(new Executor(config));
+  const std::vector<int> allowed = allowed_cpus();
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const uint32_t cpu_count = !allowed.empty() ? static_cast<uint32_t>(allowed.size())
+                             : online > 0     ? static_cast<uint32_t>(online)
+                                              : 1;
+  std::unique_ptr<Executor> ex(new Executor(config, cpu_count));
   ex->ring_ = std::make_unique<Task[]>(kRing);
   ex->core_cpu_.assign(config.cores, -1);
   ex->core_thread_.resize(config.cores);
-  cpu_set_t allowed;
-  if (config.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-    std::vector<int> cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-    ex->cpus_ = cpu_pinning_order(cpus);
-    ex->claimed_cpus_ = CpuClaims::process().claim(ex.get(), ex->cpus_, config.cores);
+  std::vector<int> claimed;  // each core's CPU (core 0's is not pinned: host threads run it)
+  if (config.pin && !allowed.empty()) {
+    ex->cpus_ = cpu_pinning_order(allowed);
+    claimed = CpuClaims::process().claim(ex.get(), ex->cpus_, config.cores);
   }
   ex->core0_ = std::make_unique<Core>();
   try {
@@ -173,7 +177,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     pthread_setname_np(ex->threads_[c].native_handle(), name);
     // Pinned here, not by the thread itself: the first launch may come before a new thread
     // has run at all, and core 0's thread must then see where every core will be.
-    if (c > 0) ex->pin_to_cpu(static_cast<uint32_t>(c));
+    if (c > 0 && !claimed.empty()) ex->pin_to_cpu(static_cast<uint32_t>(c), claimed[c]);
   }
   ex->keep_dedicated_core0_off_cores();
   *out = std::move(ex);
@@ -359,12 +363,10 @@ void Executor::core0_main() {
   }
 }
 
-void Executor::pin_to_cpu(uint32_t core) {
-  if (cpus_.empty()) return;
-  // Core c takes the CPU claimed for it: with this the only executor, the c-th of
+void Executor::pin_to_cpu(uint32_t core, int cpu) {
+  // `cpu` is the one claimed for the core: with this the only executor, the c-th of
   // cpu_pinning_order; the first one is left to core 0, which host threads run
   // (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
-  const int cpu = claimed_cpus_[core];
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
@@ -373,12 +375,16 @@ void Executor::pin_to_cpu(uint32_t core) {
   if (pthread_setaffinity_np(core_thread_[core], sizeof set, &set) == 0) core_cpu_[core] = cpu;
 }
 
+bool Executor::core_holds(int cpu) const {
+  return std::find(core_cpu_.begin(), core_cpu_.end(), cpu) != core_cpu_.end();
+}
+
 void Executor::keep_dedicated_core0_off_cores() {
   if (cpus_.empty()) return;
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus_)
-    if (std::find(core_cpu_.begin(), core_cpu_.end(), cpu) == core_cpu_.end()) CPU_SET(cpu, &set);
+    if (!core_holds(cpu)) CPU_SET(cpu, &set);
   if (CPU_COUNT(&set) == 0) return;  // a core on every CPU: let the scheduler place it
   // Best effort, like pinning.
   pthread_setaffinity_np(threads_[0].native_handle(), sizeof set, &set);
@@ -392,7 +398,7 @@ void Executor::keep_off_core0_cpu() {
   for (size_t c = 1; c < core_cpu_.size(); ++c) {
     if (core_cpu_[c] != cpu) continue;
     for (int free_cpu : cpus_) {
-      if (std::find(core_cpu_.begin(), core_cpu_.end(), free_cpu) != core_cpu_.end()) continue;
+      if (core_holds(free_cpu)) continue;
       cpu_set_t set;
       CPU_ZERO(&set);
       CPU_SET(free_cpu, &set);

@@ -83,9 +83,10 @@ class Executor {
  private:
   struct Task;
   struct Core;
-  explicit Executor(const ExecutorConfig &config);
+  Executor(const ExecutorConfig &config, uint32_t cpus);  // cpus: the process may run on
   void core_main(uint32_t core);  // cores 1 .. N-1
-  void pin_to_cpu(uint32_t core);  // binds core's thread (cores 1 .. N-1), from create()
+  void pin_to_cpu(uint32_t core, int cpu);  // binds core's thread (cores 1 .. N-1), from create()
+  bool core_holds(int cpu) const;           // a pinned core is bound to `cpu` (core_cpu_)
   // Binds the dedicated core-0 thread to the CPUs no core was pinned to (where host threads
   // run core 0), if there are any. A core that calls it, and goes on spinning, would otherwise
   // often have the scheduler wake it onto that core's own CPU, to wait there for the spin.
@@ -152,7 +153,6 @@ class Executor {
   std::atomic<uint64_t> idle_spins_run_out_{0};
   std::vector<std::thread> threads_;
   std::vector<int> cpus_;  // the CPUs the process may run on, in cpu_pinning_order
-  std::vector<int> claimed_cpus_;  // each core's CPU (CpuClaims; core 0's is not pinned), when pinned
   // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
   // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
   // lock, as the launch path takes none.
