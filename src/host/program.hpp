@@ -109,10 +109,10 @@ struct Program {
   //    cores share one cache line, as the fastest central barrier does.
   //  ended[i]: every core of step i ended; used only for steps that release early
   //    (arrive_in_kernel), whose end comes after their release. Plain programs have no
-  //    ended[] and count those ends on released.ended instead, one count for all steps as for the releases: a core
-  //    releases step i+1 only after every core ended step i (if it released early), so the
-  //    ends too arrive step by step, and "step i ended in launch e" is released.ended >=
-  //    (e-1) * ends_per_launch + ended_before[i] + steps[i].cores.
+  //    ended[] and count those ends on released.ended instead, one count for all steps as
+  //    for the releases: a core releases step i+1 only after every core ended step i (if it
+  //    released early), so the ends too arrive step by step, and "step i ended in launch e"
+  //    is released.ended >= (e-1) * ends_per_launch + ended_before[i] + steps[i].cores.
   ReleaseCounter released;
   std::vector<uint32_t> released_before;  // releases of the steps before i, in one launch
   uint32_t releases_per_launch = 0;
