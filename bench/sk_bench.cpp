@@ -56,13 +56,19 @@ int main(int argc, char **argv) {
     }
   }
   const uint32_t online = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
+  // The CPUs this process can use (affinity mask, cgroup quota): a default device's cores.
+  uint32_t usable = online;
+  if (sk_device *probe = nullptr; sk_device_open("host", &probe) == SK_OK) {
+    sk_device_cores(probe, &usable);
+    sk_device_close(probe);
+  }
   if (opt.cores.empty()) {
     opt.cores.push_back(2);
-    if (online != 2) opt.cores.push_back(online);
+    if (usable != 2) opt.cores.push_back(usable);
   }
   bench::Report report;
-  std::printf("sk-bench (libsk %u): %u online CPUs; per-kernel medians in ns, %s\n", sk_version(), online,
-              opt.quick ? "quick run" : "full run");
+  std::printf("sk-bench (libsk %u): %u online CPUs, %u usable; per-kernel medians in ns, %s\n", sk_version(),
+              online, usable, opt.quick ? "quick run" : "full run");
   bool ok = true;
   for (uint32_t cores : opt.cores) {
     if (opt.runs("overhead")) ok &= bench::run_overhead(opt, cores, report);

@@ -99,16 +99,16 @@ SK_API uint32_t sk_version(void);
 
 /**
  * Opens a device. spec is "backend[:key=value[,key=value...]]".
- * Host backend keys: cores=N (worker cores, default: online CPUs), spin_us=N (busy-wait before a
- * waiting core sleeps, default 50; 0: no spin), spin_max_us=N (what an idle core's busy-wait
- * grows to while launches keep coming soon after its spin ran out, default 1000; at most
- * spin_us: fixed), timeout_ms=N (deadline of every wait, default 10000),
- * symbols=process|strict (what kernel objects may bind to; see README, default process),
- * pin=0|1 (bind each core's thread to its own CPU, one hardware thread of every physical core
- * before a second thread of any, and CPUs no other open device holds before shared ones;
- * default 1), barrier_group=N (cores per arrival group of the
- * barrier between kernels, a two-level combining tree; 0, the default: one central counter up
- * to 8 cores, groups of ceil(sqrt(cores)) above; N >= cores: central).
+ * Host backend keys: cores=N (worker cores, default: the CPUs this process can use, see
+ * sk_device_cores), spin_us=N (busy-wait before a waiting core sleeps, default 50; 0: no spin),
+ * spin_max_us=N (what an idle core's busy-wait grows to while launches keep coming soon after its
+ * spin ran out, default 1000; at most spin_us: fixed), timeout_ms=N (deadline of every wait,
+ * default 10000), symbols=process|strict (what kernel objects may bind to; see README, default
+ * process), pin=0|1 (bind each core's thread to its own CPU, one hardware thread of every physical
+ * core before a second thread of any, and CPUs no other open device holds before shared ones;
+ * default 1), barrier_group=N (cores per arrival group of the barrier between kernels, a two-level
+ * combining tree; 0, the default: one central counter up to 8 cores, groups of ceil(sqrt(cores))
+ * above; N >= cores: central).
  * CUDA backend: "cuda" or "cuda:N" (GPU N), then keys timeout_ms=N (deadline of every in-kernel
  * wait, default 10000) and arch=sm_XY (link target; default: the GPU's). The driver and nvJitLink
  * are loaded at run time: without them (or without a GPU) it fails with SK_ERR_DEVICE saying
@@ -118,6 +118,13 @@ SK_API uint32_t sk_version(void);
 SK_API sk_status sk_device_open(const char *spec, sk_device **out);
 /** Waits for queued work, then releases the device. Every object made from it must be gone. */
 SK_API void sk_device_close(sk_device *dev);
+/**
+ * The device's cores, for choosing block dims: on the host device its worker cores (cores=N,
+ * or the default: the CPUs this process can use, its affinity mask bounded by its cgroup's CPU
+ * quota); on a CUDA device its multiprocessors. A sub-kernel whose block_dim is this count
+ * gives every core one block.
+ */
+SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out);
 
 /** Device memory (on the host device: ordinary, 64-byte aligned host memory). */
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out);

@@ -140,13 +140,6 @@ static sk_kernel *get(sk_module *mod, const char *name) {
   return k; /* owned by the module */
 }
 
-/* Cores the host device will use: cores=N from the spec, else the online CPUs (its default). */
-static uint32_t device_cores(const char *spec) {
-  const char *c = strstr(spec, "cores=");
-  long n = c ? strtol(c + 6, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (uint32_t)n : 1;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -304,7 +297,8 @@ int main(int argc, char **argv) {
   }
 
   CHECK(sk_device_open(spec, &dev));
-  uint32_t cores = device_cores(spec);
+  uint32_t cores = 0;
+  CHECK(sk_device_cores(dev, &cores));
   /* sk_sync_all needs all of the kernel's blocks running at once: block_dim <= cores. */
   uint32_t sync_blocks = cores < 4 ? cores : 4;
   uint32_t ctx = (uint32_t)nrun + 2; /* KV-cache rows: one per step, plus the profiled step */

@@ -132,6 +132,8 @@ void cuda_device_close(sk_device *dev) {
   delete dev;  // objects made from it keep the device (and its context) alive
 }
 
+uint32_t cuda_device_cores(sk_device *dev) { return dev->cuda->multiprocessors(); }
+
 sk_status cuda_mem_alloc(sk_device *dev, size_t size, void **out) { return dev->cuda->mem_alloc(size, out); }
 
 void cuda_mem_free(sk_device *dev, void *ptr) {
@@ -339,6 +341,7 @@ sk_status unreachable(const char *call) {
 }
 }  // namespace
 void cuda_device_close(sk_device *) {}
+uint32_t cuda_device_cores(sk_device *) { return 0; }
 sk_status cuda_mem_alloc(sk_device *, size_t, void **) { return unreachable("sk_mem_alloc"); }
 void cuda_mem_free(sk_device *, void *) {}
 sk_status cuda_memcpy(sk_device *, void *, const void *, size_t) { return unreachable("sk_memcpy"); }

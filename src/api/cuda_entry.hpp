@@ -20,6 +20,7 @@ bool is_cuda_spec(const char *spec);
 
 sk_status cuda_device_open(const char *spec, sk_device **out);
 void cuda_device_close(sk_device *dev);
+uint32_t cuda_device_cores(sk_device *dev);  // its multiprocessors
 sk_status cuda_mem_alloc(sk_device *dev, size_t size, void **out);
 void cuda_mem_free(sk_device *dev, void *ptr);
 sk_status cuda_memcpy(sk_device *dev, void *dst, const void *src, size_t size);

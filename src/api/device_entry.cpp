@@ -1,4 +1,4 @@
-// sk_device_open / close and device memory.
+// sk_device_open / close / cores and device memory.
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -44,6 +44,13 @@ SK_API void sk_device_close(sk_device *dev) {
   // Queued work ends first; objects made from the device keep its executor alive after this.
   dev->impl->executor().wait_idle();
   delete dev;
+}
+
+SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out) {
+  if (sk_status st = sk::api::check(dev, "sk_device_cores")) return st;
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_cores: out is NULL");
+  *out = dev->cuda ? sk::api::cuda_device_cores(dev) : dev->impl->cores();
+  return SK_OK;
 }
 
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out) {

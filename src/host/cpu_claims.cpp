@@ -1,6 +1,7 @@
 #include "host/cpu_claims.hpp"
 
 #include <algorithm>
+#include <new>
 
 namespace sk::host {
 
@@ -37,6 +38,11 @@ void CpuClaims::release(const void *owner) {
   std::lock_guard<std::mutex> lock(mutex_);
   owners_.erase(std::remove_if(owners_.begin(), owners_.end(), [owner](const Owner &o) { return o.id == owner; }),
                 owners_.end());
+}
+
+void CpuClaims::forget_all_after_fork() {
+  new (&mutex_) std::mutex;
+  owners_.clear();
 }
 
 }  // namespace sk::host

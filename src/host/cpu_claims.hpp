@@ -27,6 +27,9 @@ class CpuClaims {
   // them in core order; empty if `order` is.
   std::vector<int> claim(const void *owner, const std::vector<int> &order, size_t count);
   void release(const void *owner);  // an owner never seen, or released already: nothing to do
+  // In a fork() child (fork_guard.cpp), where no executor's cores exist: drops every claim, and
+  // remakes the mutex, which a thread of the parent may have held at the fork.
+  void forget_all_after_fork();
 
  private:
   struct Owner {

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "host/core_context.hpp"
+#include "host/cpu_budget.hpp"
 #include "host/cpu_claims.hpp"
 #include "host/cpu_order.hpp"
 #include "host/device_api_cache.hpp"
@@ -84,22 +85,7 @@ void Program::allocate_sync_state() {
     }
 }
 
-namespace {
-
-// The CPUs this process may run on (its affinity mask), in increasing order; empty if
-// unreadable.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  return cpus;
-}
-
-}  // namespace
-
-Executor::Executor(const ExecutorConfig &config, uint32_t cpus) : config_(config) {
+Executor::Executor(const ExecutorConfig &config, uint32_t cpus) : config_(config), created_in_pid_(getpid()) {
   uint32_t group = config.barrier_group;
   if (group == 0 && config.cores > kCentralBarrierCores)
     while (group * group < config.cores) ++group;  // ceil(sqrt(cores))
@@ -148,11 +134,8 @@ Executor::Executor(const ExecutorConfig &config, uint32_t cpus) : config_(config
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
   static_assert(offsetof(Task, failure) + sizeof(std::atomic<bool>) <= 64, "a slot's hot fields share one line");
   const std::vector<int> allowed = allowed_cpus();
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  const uint32_t cpu_count = !allowed.empty() ? static_cast<uint32_t>(allowed.size())
-                             : online > 0     ? static_cast<uint32_t>(online)
-                                              : 1;
-  std::unique_ptr<Executor> ex(new Executor(config, cpu_count));
+  // Counted with the cgroup's CPU quota: cores past it crowd the CPUs it pays for.
+  std::unique_ptr<Executor> ex(new Executor(config, usable_cpu_count(allowed)));
   ex->ring_ = std::make_unique<Task[]>(kRing);
   ex->core_cpu_.assign(config.cores, -1);
   ex->core_thread_.resize(config.cores);
@@ -185,6 +168,13 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
 }
 
 Executor::~Executor() {
+  if (forked_away()) {
+    // The threads are the parent's: joining them would wait forever. Their handles are kept
+    // where leak checkers see them reachable, and the claims went with the fork.
+    static auto *left_in_parent = new std::vector<std::thread>;
+    for (std::thread &t : threads_) left_in_parent->push_back(std::move(t));
+    return;
+  }
   CpuClaims::process().release(this);
   wait_idle();
   stopping_.store(true, std::memory_order_seq_cst);
@@ -197,7 +187,20 @@ Executor::~Executor() {
   for (std::thread &t : threads_) t.join();
 }
 
+sk_status Executor::refuse_in_forked_child(const std::string &what) const {
+  return fail(SK_ERR_STATE,
+              "%s: this host device was opened in process %d, which has forked since; this is process %d, "
+              "where the device's core threads do not exist. Open a new device in this process (the old "
+              "device and its objects can still be closed and destroyed here)",
+              what.c_str(), created_in_pid_, static_cast<int>(getpid()));
+}
+
 sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream) {
+  if (forked_away()) {
+    const std::string what = "launch of '" + program->name + "'";
+    if (program->pool || unpooled) ProgramPool::recycle(program, std::move(unpooled));
+    return refuse_in_forked_child(what);
+  }
   // A ticket, not a mutex (one locked instruction instead of two). Measured against the
   // std::mutex it replaced (sk-bench --only overhead, 2 cores, 3 interleaved runs): unfused
   // launches 4-7% cheaper (K = 4096: 247-249 ns against 257-266); fused ones alike.
@@ -236,6 +239,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
 }
 
 sk_status Executor::synchronize(StreamState *stream) {
+  if (forked_away()) return refuse_in_forked_child("sk_stream_synchronize");
   const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
   drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
   if (!stream->has_error.load(std::memory_order_acquire)) return SK_OK;
@@ -250,11 +254,13 @@ sk_status Executor::synchronize(StreamState *stream) {
 }
 
 void Executor::wait_program(Program *program) {
+  if (forked_away()) return;  // nothing of it runs in this process
   const uint32_t want = program->next_epoch.load(std::memory_order_acquire);
   drive_until([program, want] { return reached(program->completed_epoch.load(std::memory_order_acquire), want); });
 }
 
 void Executor::wait_idle() {
+  if (forked_away()) return;
   const uint64_t want = submitted_.load(std::memory_order_acquire);
   drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
 }

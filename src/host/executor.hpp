@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "host/fork_guard.hpp"
 #include "host/program.hpp"
 #include "host/wait.hpp"
 
@@ -76,6 +77,9 @@ class Executor {
   void wait_program(Program *program);
   // Waits until every queued task has ended.
   void wait_idle();
+  // The process forked since this executor was created: its cores stayed in the parent
+  // (fork_guard.hpp). Launches fail, waits return at once.
+  bool forked_away() const { return fork_generation() != created_in_generation_; }
   // Idle waits of cores 1..N-1 whose spin ran out before a launch came (the core slept, or was
   // about to): each cost a launch a wake-up. For tests and diagnosis.
   uint64_t idle_spins_run_out() const { return idle_spins_run_out_.load(std::memory_order_relaxed); }
@@ -84,6 +88,8 @@ class Executor {
   struct Task;
   struct Core;
   Executor(const ExecutorConfig &config, uint32_t cpus);  // cpus: the process may run on
+  // SK_ERR_STATE for `what` in a forked child (forked_away), naming both processes.
+  sk_status refuse_in_forked_child(const std::string &what) const;
   void core_main(uint32_t core);  // cores 1 .. N-1
   void pin_to_cpu(uint32_t core, int cpu);  // binds core's thread (cores 1 .. N-1), from create()
   bool core_holds(int cpu) const;           // a pinned core is bound to `cpu` (core_cpu_)
@@ -114,6 +120,8 @@ class Executor {
 
   ExecutorConfig config_;
   uint32_t release_group_ = 0;
+  const uint32_t created_in_generation_ = fork_generation();
+  const int created_in_pid_;  // for the message of a launch in a forked child
   WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
   static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "elf/elf_object.hpp"
+#include "host/cpu_budget.hpp"
 #include "host/device_api.hpp"
 
 namespace sk::host {
@@ -22,8 +23,8 @@ const KernelMetadata *LinkedModule::find_metadata(const std::string &name) const
 
 sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *out) {
   ExecutorConfig config;
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
-  config.cores = online > 0 ? static_cast<uint32_t>(online) : 1;
+  // As many cores as CPUs this process can use (its affinity mask and cgroup CPU quota).
+  config.cores = usable_cpu_count(allowed_cpus());
   SymbolPolicy policy = SymbolPolicy::Process;
   for (const auto &[key, value] : spec.keys) {
     uint64_t v = 0;

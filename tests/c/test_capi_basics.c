@@ -1,6 +1,8 @@
 /* Public C API, the calls that need no kernel: status names, versions, last error, device specs,
- * memory, streams, and NULL handling of every entry point. */
+ * device cores, memory, streams, and NULL handling of every entry point. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
+#include <sched.h>
 
 #include "test_util.h"
 
@@ -148,6 +150,35 @@ static void test_device_open_valid(void **state) {
   }
 }
 
+/* The cores a device reports: the spec's cores=N, and by default the CPUs this process may run
+ * on (its affinity mask; a cgroup CPU quota may lower it, never raise it). */
+static void test_device_cores(void **state) {
+  static const uint32_t counts[] = {1, 2, 3, 7};
+  cpu_set_t set;
+  uint32_t cores = 0, cpus;
+  size_t i;
+  sk_device *dev;
+  (void)state;
+  for (i = 0; i < sizeof counts / sizeof counts[0]; ++i) {
+    char spec[32];
+    snprintf(spec, sizeof spec, "host:cores=%u,pin=0", counts[i]);
+    dev = open_device(spec);
+    SK_CHECK(sk_device_cores(dev, &cores));
+    assert_int_equal(cores, counts[i]);
+    sk_device_close(dev);
+  }
+  assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+  cpus = (uint32_t)CPU_COUNT(&set);
+  dev = open_device("host");
+  SK_CHECK(sk_device_cores(dev, &cores));
+  assert_true(cores >= 1 && cores <= cpus);
+  SK_EXPECT_ERR(sk_device_cores(dev, NULL), SK_ERR_INVALID_ARGUMENT, "out");
+  sk_device_close(dev);
+  cores = 99;
+  SK_EXPECT_ERR(sk_device_cores(NULL, &cores), SK_ERR_INVALID_ARGUMENT, "device");
+  assert_int_equal(cores, 99);
+}
+
 /* ---- memory -------------------------------------------------------------------------------- */
 
 static void test_memory(void **state) {
@@ -269,8 +300,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),      cmocka_unit_test(test_version),
       cmocka_unit_test(test_last_error),        cmocka_unit_test(test_device_spec_errors),
-      cmocka_unit_test(test_device_open_valid), cmocka_unit_test(test_memory),
-      cmocka_unit_test(test_streams_basic),     cmocka_unit_test(test_null_handles),
+      cmocka_unit_test(test_device_open_valid), cmocka_unit_test(test_device_cores),
+      cmocka_unit_test(test_memory),            cmocka_unit_test(test_streams_basic),
+      cmocka_unit_test(test_null_handles),
   };
   return cmocka_run_group_tests_name("c_api_basics", tests, NULL, NULL);
 }

@@ -84,6 +84,12 @@ TEST_F(CudaFakeDriver, MemoryGoesThroughTheDriver) {
   sk_mem_free(dev_, p);
 }
 
+TEST_F(CudaFakeDriver, TheDeviceCountsItsMultiprocessorsAsCores) {
+  uint32_t cores = 0;
+  ASSERT_EQ(sk_device_cores(dev_, &cores), SK_OK) << sk_last_error();
+  EXPECT_EQ(cores, 4u);  // the fake driver's SMs
+}
+
 TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
   sk_kernel *step = kernel("chain.cubin", "chain_step");
   ASSERT_NE(step, nullptr);

@@ -1,5 +1,6 @@
 // The idle spin that adapts to the host's gaps between launches (host/idle_spin.hpp): the rule
-// itself, then the executor's cores following it (device key spin_max_us).
+// itself, then the executor's cores following it (device key spin_max_us), and keeping it
+// fixed where the cores crowd their CPUs or their cgroup's CPU quota.
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -7,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cpu_quota_cgroup.hpp"
 #include "host/executor.hpp"
 #include "host/idle_spin.hpp"
 #include "host_program_support.hpp"
@@ -127,6 +129,17 @@ TEST(IdleSpin, WithMoreCoresThanCpusTheSpinStaysFixed) {
   // Every core's spin runs out at every launch but a few (see above); a growing spin would
   // catch all but the first one or two.
   EXPECT_GE(loop.run(10, microseconds(1000)), 10u * (cores - 1) - 3);
+}
+
+// The same where the CPUs are there but the cgroup's quota pays for one: a core spinning
+// through gaps would spend the quota the kernels need.
+TEST(IdleSpin, WithMoreCoresThanTheCgroupQuotaPaysForTheSpinStaysFixed) {
+  if (allowed_cpus() < 2) GTEST_SKIP() << "one CPU: the test above covers it";
+  sk::test::InCpuQuotaCgroup quota;
+  if (!quota.ok()) GTEST_SKIP() << "cannot make a cgroup v1 cpu folder here (needs root and a v1 cpu hierarchy)";
+  GapLoop loop(2, 20000);
+  loop.run(3, microseconds(1000));
+  EXPECT_GE(loop.run(10, microseconds(1000)), 10u - 3);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 """Fused launches through the binding agree with unfused ones; numpy memory is used in place."""
 import ctypes
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -194,3 +195,43 @@ def test_hang_is_reported_at_synchronize(ops_path):
             dev.synchronize()
         assert "stuck_here" in str(e.value) and e.value.status_name == "SK_ERR_HANG"
         dev.synchronize()  # reported once
+
+
+def _launch_in_forked_child(dev, axpy, ops_path, results):
+    """Runs in a fork()ed child: the parent's device refuses, a device of its own computes."""
+    try:
+        x, y = np.ones(N, np.float32), np.zeros(N, np.float32)
+        try:
+            axpy.launch(2, 2.0, x, y, N)
+            dev.synchronize()
+            results.put(("the parent's device launched in the child", None))
+            return
+        except sk.StateError as e:
+            refused = str(e)
+        dev.close()  # returns: nothing to wait for here
+        with sk.Device("host:cores=2") as own:
+            own.load(ops_path).kernel("axpy").launch(2, 2.0, x, y, N)
+            own.synchronize()
+        results.put((refused, float(y.sum())))
+    except BaseException as e:  # noqa: B902 - reported to the parent, which fails the test
+        results.put((f"child raised {e!r}", None))
+
+
+def test_a_forked_child_opens_its_own_device(dev, ops, ops_path):
+    """multiprocessing's default on Linux: fork. The parent's device has no cores in the child."""
+    axpy = ops.kernel("axpy")
+    x, y = np.ones(N, np.float32), np.zeros(N, np.float32)
+    axpy.launch(2, 1.0, x, y, N)
+    dev.synchronize()
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    child = ctx.Process(target=_launch_in_forked_child, args=(dev, axpy, ops_path, results))
+    child.start()
+    refused, total = results.get(timeout=120)
+    child.join(120)
+    assert "forked" in refused and "Open a new device" in refused, refused
+    assert total == 2.0 * N
+    assert child.exitcode == 0
+    axpy.launch(2, 1.0, x, y, N)  # the parent's device works on
+    dev.synchronize()
+    assert np.all(y == 2.0)

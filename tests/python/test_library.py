@@ -59,6 +59,13 @@ def test_every_sk_h_function_is_bound():
     assert declared and declared <= set(PROTOTYPES), declared - set(PROTOTYPES)
 
 
+def test_device_cores_follow_the_spec_and_the_affinity_mask():
+    with sk.Device("host:cores=3,pin=0") as three:
+        assert three.cores == 3
+    with sk.Device("host") as default:
+        assert 1 <= default.cores <= len(os.sched_getaffinity(0))
+
+
 def test_bad_device_spec_raises_invalid_argument_naming_the_key():
     with pytest.raises(sk.InvalidArgument) as e:
         sk.Device("host:bogus_key=1")

@@ -32,6 +32,15 @@ class Device(Handle):
         lib().sk_device_close(handle)
         self._pending.clear()
 
+    @property
+    def cores(self):
+        """The device's cores: cores=N of the spec, or by default the CPUs this process can
+        use (its affinity mask, bounded by its cgroup's CPU quota); a CUDA GPU's
+        multiprocessors. A block_dim of this many gives every core one block."""
+        out = ctypes.c_uint32()
+        check(lib().sk_device_cores(self.handle, ctypes.byref(out)), "sk_device_cores")
+        return out.value
+
     # ---- objects made from the device --------------------------------------------------------
     def alloc(self, nbytes):
         """Device memory of nbytes (on the host device: 64-byte aligned host memory)."""
