@@ -129,6 +129,11 @@ Executor::Executor(const ExecutorConfig &config, uint32_t cpus) : config_(config
     p->yield = crowded;
   // With more cores than CPUs an idle core's spin stays fixed: spinning holds a CPU another needs.
   if (config.spin_us && config.cores <= cpus) idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
+  // One core: the dedicated thread polls while host threads drive the device, until it sits
+  // idle spin_max_us, where an idle core's spin would grow (not where it stays fixed, nor
+  // where the thread shares the host's only CPU: each look would preempt the host).
+  if (!crowded && config.spin_us && config.spin_max_us > config.spin_us)
+    core0_idle_polls_ = std::max<uint32_t>(1, config.spin_max_us / static_cast<uint32_t>(kCore0PollPeriod.count()));
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
@@ -233,8 +238,10 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   // The fence notify just paid orders the turn's store before the look at its sleepers, as
   // an RMW would: notify_after_rmw's check is all that is left to do.
   notify_after_rmw(&turn_, turn_channel_);
-  // With one core nobody else would call core 0 for a launch the host does not wait for.
-  if (config_.cores == 1) call_core0();
+  // With one core nobody else would call core 0 for a launch the host does not wait for,
+  // unless host threads have been running this device's launches (core0_main polls then).
+  // After notify's fence: the publication comes before this look (core0_poll's comment).
+  if (config_.cores == 1 && !host_drives_core0_.load(std::memory_order_seq_cst)) call_core0();
   return SK_OK;
 }
 
@@ -333,22 +340,79 @@ void Executor::call_core0() {
   notify_after_rmw(&core0_doorbell_, doorbell_channel_);
 }
 
+Executor::Core0Look Executor::core0_poll(uint32_t rung, Core0Poll &poll) {
+  // Sleep one period, or until rung (registered as a sleeper: call_core0's futex wake finds us).
+  doorbell_channel_.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t observed = core0_doorbell_.load(std::memory_order_seq_cst);
+  if (observed == rung && !stopping_.load(std::memory_order_acquire))
+    futex_wait_once(&core0_doorbell_, observed, kCore0PollPeriod);
+  doorbell_channel_.sleepers.fetch_sub(1, std::memory_order_relaxed);
+  if (core0_doorbell_.load(std::memory_order_seq_cst) != rung || stopping_.load(std::memory_order_acquire))
+    return Core0Look::Rung;
+  const uint64_t next = core0_next_.load(std::memory_order_relaxed);
+  const uint64_t published = published_.load(std::memory_order_acquire);
+  if (next <= published) {
+    // A launch core 0 has not run. Ours once a whole period passed with core 0 free and no
+    // launch run: nobody is driving it, so launches ring again from now on.
+    poll.idle = 0;
+    const bool stood = next == poll.next && core0_owner_.load(std::memory_order_seq_cst) == kCore0Free;
+    poll.next = next;
+    if (!stood) return Core0Look::Keep;
+    host_drives_core0_.store(false, std::memory_order_seq_cst);
+    return Core0Look::Take;
+  }
+  poll.next = 0;
+  if (published != poll.published) {
+    poll.published = published;
+    poll.idle = 0;
+    return Core0Look::Keep;
+  }
+  if (++poll.idle < core0_idle_polls_) return Core0Look::Keep;
+  // Idle for spin_max_us: launches ring again, and this thread sleeps until one does. The
+  // store comes before the look at the queue (seq_cst both), as submit's publication comes
+  // before its look at the flag: a launch that did not ring is seen here.
+  host_drives_core0_.store(false, std::memory_order_seq_cst);
+  if (core0_next_.load(std::memory_order_relaxed) <= published_.load(std::memory_order_seq_cst))
+    return Core0Look::Take;
+  return Core0Look::Sleep;
+}
+
 void Executor::core0_main() {
   // Kept to the CPUs no core holds (keep_dedicated_core0_off_cores), not to one: core 0 is
   // mostly run by host threads, which go where they go; this thread only stands in for them.
   t_core = &core0_->ctx;
   uint32_t rung = 0;  // the doorbell's count when this thread last looked
+  Core0Poll poll;
   for (;;) {
     if (stopping_.load(std::memory_order_acquire) &&
         core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_acquire))
       return;
-    // Sleep (never spin: the host thread that launched usually takes core 0 itself) until a
-    // core or the host calls for core 0, or the executor stops.
-    wait_for(core0_doorbell_, doorbell_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
-      return v != rung || stopping_.load(std::memory_order_acquire);
-    });
-    rung = core0_doorbell_.load(std::memory_order_seq_cst);
-    core0_doorbell_answered_.store(rung, std::memory_order_seq_cst);
+    Core0Look look = Core0Look::Rung;
+    if (host_drives_core0_.load(std::memory_order_relaxed)) {
+      // One core, whose launches host threads have been running: launches do not ring, and
+      // this thread looks for one left standing every period instead.
+      look = core0_poll(rung, poll);
+      if (look == Core0Look::Keep || look == Core0Look::Sleep) continue;
+    } else {
+      // Sleep (never spin: the host thread that launched usually takes core 0 itself) until
+      // a core or the host calls for core 0, or the executor stops.
+      wait_for(core0_doorbell_, doorbell_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
+        return v != rung || stopping_.load(std::memory_order_acquire);
+      });
+    }
+    if (look == Core0Look::Rung) {
+      rung = core0_doorbell_.load(std::memory_order_seq_cst);
+      core0_doorbell_answered_.store(rung, std::memory_order_seq_cst);
+      // One core, rung for a launch that a host thread has run or is running meanwhile: host
+      // threads drive this device. Launches stop ringing, and this thread polls.
+      if (config_.cores == 1 && core0_idle_polls_ && !stopping_.load(std::memory_order_acquire) &&
+          (core0_owner_.load(std::memory_order_seq_cst) == kCore0Host ||
+           core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst))) {
+        poll = Core0Poll{};
+        host_drives_core0_.store(true, std::memory_order_seq_cst);
+        continue;
+      }
+    }
     uint32_t expected = kCore0Free;
     while (core0_owner_.compare_exchange_strong(expected, kCore0Dedicated, std::memory_order_acquire)) {
       // Run what is queued, handing core 0 over as soon as a host thread asks for it.

@@ -83,6 +83,10 @@ class Executor {
   // Idle waits of cores 1..N-1 whose spin ran out before a launch came (the core slept, or was
   // about to): each cost a launch a wake-up. For tests and diagnosis.
   uint64_t idle_spins_run_out() const { return idle_spins_run_out_.load(std::memory_order_relaxed); }
+  // Calls for the dedicated core-0 thread so far (rings of its doorbell), and whether it polls
+  // instead (a one-core device driven by host threads: host_drives_core0_). For tests.
+  uint32_t core0_calls() const { return core0_doorbell_.load(std::memory_order_relaxed); }
+  bool core0_polls() const { return host_drives_core0_.load(std::memory_order_relaxed); }
 
  private:
   struct Task;
@@ -102,6 +106,18 @@ class Executor {
   // cores spinning for each other on one CPU meet only when one yields: ~8 us per step).
   void keep_off_core0_cpu();
   void core0_main();              // core 0 while no host thread holds it
+  // The dedicated thread's look, while host threads drive a one-core device
+  // (host_drives_core0_), for a launch they left standing: sleeps one kCore0PollPeriod or
+  // until rung, and says what to do next: Keep polling; answer a Rung doorbell (or stop);
+  // Take core 0 for a launch that stood a whole period with core 0 free; Sleep until rung,
+  // the device having sat idle core0_idle_polls_ periods. Take and Sleep turn rings back on.
+  enum class Core0Look { Keep, Rung, Take, Sleep };
+  struct Core0Poll {
+    uint64_t next = 0;       // core0_next_ at the last look, while a launch waited
+    uint64_t published = 0;  // published_ at the last look, while none did
+    uint32_t idle = 0;       // looks since published_ last moved
+  };
+  Core0Look core0_poll(uint32_t rung, Core0Poll &poll);
   // Runs task `seq` as `core`; core 0 completes it once the other cores are done with it.
   void process(Core &core, uint64_t seq);
   void run_task(Core &core, Task &task);
@@ -154,6 +170,22 @@ class Executor {
   // past it knows an earlier ring is still waking the thread, and skips the futex wake.
   std::atomic<uint32_t> core0_doorbell_answered_{0};
   WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
+  // One core only: with no other core to call core 0 for a launch nobody waits for, every
+  // launch rang the dedicated thread, and in a synchronous loop it woke to find the host had
+  // run the launch, or took core 0 from under it. Measured (sk-bench --only gaps --cores 1,
+  // 3 quick runs): a step of 256 empty kernels after 20-1000 us of host work cost 2.5-19 us
+  // ringing, 1.4-7.4 us not; launch + synchronize of one kernel in a loop 102-572 ns with
+  // two threads busy, 35-42 ns with one. Once the thread finds host threads running the
+  // launches it was rung for, it sets this: launches stop ringing, and it looks for one left
+  // standing every kCore0PollPeriod (one left standing runs within two periods), until the
+  // device sits idle spin_max_us (core0_idle_polls_ periods). The price is the looks' CPU
+  // time, 45-113 us per 500-1000 us gap on this VM against 13-19 for the rings, and only
+  // where an idle core's spin would grow: not with a fixed spin, nor where the thread shares
+  // the host's only CPU (its looks would preempt the host). Set and cleared by the dedicated
+  // thread only.
+  std::atomic<bool> host_drives_core0_{false};
+  static constexpr std::chrono::microseconds kCore0PollPeriod{100};
+  uint32_t core0_idle_polls_ = 0;  // 0: never poll, ring at every launch (constructor)
   // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
   // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
   SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;

@@ -614,11 +614,114 @@ TEST(Executor, LaunchesLeftWhenAHostStopsAskingForCore0StillRun) {
   EXPECT_EQ(ex->synchronize(&stream), SK_OK);
 }
 
+// ---- one core: the dedicated thread stands back while host threads drive ------------------
+
+std::set<int> allowed_cpus_of_this_thread();  // the CPUs this thread may run on (below)
+
+// A one-core executor (spin_max_us long enough to make its 100 us looks count) and a
+// one-step program that counts its runs.
+struct OneCore {
+  std::atomic<int> runs{0};
+  TestProgram tp{"one-core", 1};
+  StreamState stream;
+  std::unique_ptr<Executor> ex;  // last: destroyed first, running what is queued while tp lives
+  explicit OneCore(uint32_t spin_max_us = 20000) {
+    ExecutorConfig cfg;
+    cfg.cores = 1;
+    cfg.spin_max_us = spin_max_us;
+    EXPECT_EQ(Executor::create(cfg, &ex), SK_OK);
+    tp.state = &runs;
+    tp.add("only", set_flag, 1);
+    tp.finish();
+  }
+  int launched = 0;
+  // `n` launches, each synchronized at once; returns the calls for core 0 they made.
+  uint32_t synchronous(int n) {
+    const uint32_t before = ex->core0_calls();
+    launched += n;
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+      EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+    }
+    return ex->core0_calls() - before;
+  }
+  // Synchronous launches until the dedicated thread polls: until it wakes to a call and finds
+  // the host ran the launch (it may instead find the launch waiting, take core 0, and run it).
+  bool polling() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!ex->core0_polls() && std::chrono::steady_clock::now() < until) {
+      synchronous(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return ex->core0_polls();
+  }
+  // One launch left running: true once it ran (polled for, never synchronized).
+  bool unwatched() {
+    ++launched;
+    const int want = runs.load() + 1;
+    EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+    return polled_to(runs, want);
+  }
+};
+
+// With one core every launch called the dedicated thread, in case nobody would wait for it;
+// in a synchronous loop it woke to find the host had run the launch, or took core 0 from it.
+// Once it has woken to find that, launches stop calling it (a few calls allowed: a host
+// thread held off its CPU between launch and synchronize for a whole look leaves the launch
+// to the dedicated thread, and calls resume until it finds the host back).
+TEST(Executor, AOneCoreDeviceDrivenByTheHostStopsCallingCore0) {
+  if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
+  OneCore one;
+  one.synchronous(20);
+  ASSERT_TRUE(one.polling());
+  const uint32_t calls = one.synchronous(500);
+  EXPECT_EQ(one.runs.load(), one.launched);
+#if !defined(SK_TEST_EMULATED)  // under qemu a host thread often takes longer than a look
+  EXPECT_LE(calls, 3u);
+#endif
+}
+
+// ... and a launch then left running still runs: the thread looks for one standing every
+// 100 us. After an idle time past spin_max_us it stops looking, and launches call it again.
+TEST(Executor, AOneCoreLaunchLeftRunningAfterSynchronousUseStillRuns) {
+  if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
+  OneCore one(20000);
+  for (int round = 0; round < 10; ++round) {
+    one.synchronous(50);
+    ASSERT_TRUE(one.polling());
+    const uint32_t before = one.ex->core0_calls();
+    ASSERT_TRUE(one.unwatched()) << "round " << round;
+#if !defined(SK_TEST_EMULATED)  // under qemu the thread may have sat idle spin_max_us meanwhile
+    EXPECT_EQ(one.ex->core0_calls(), before) << "round " << round << ": the launch called core 0";
+#endif
+  }
+  one.synchronous(50);
+  ASSERT_TRUE(one.polling());
+  // Idle past spin_max_us (20 ms): the thread stops polling.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (one.ex->core0_polls() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_FALSE(one.ex->core0_polls());
+  const uint32_t before = one.ex->core0_calls();
+  ASSERT_TRUE(one.unwatched());
+  EXPECT_GE(one.ex->core0_calls() - before, 1u) << "a launch after a long idle time did not call core 0";
+  EXPECT_EQ(one.ex->synchronize(&one.stream), SK_OK);
+}
+
+// Where the looks would not pay: a fixed spin (spin_max_us at or below spin_us) keeps the
+// call at every launch, as before.
+TEST(Executor, AOneCoreDeviceWithAFixedSpinCallsCore0AtEveryLaunch) {
+  OneCore one(0);
+  one.synchronous(20);
+  EXPECT_GE(one.synchronous(100), 50u);
+  ASSERT_TRUE(one.unwatched());
+}
+
 // Host threads that wait (synchronize, asking for core 0) and threads that only poll, at
 // once, with programs of one to three steps: no launch may be left unrun. Each thread checks
 // its own count of blocks run, by polling (5 s at most) or after a synchronize.
 TEST(Executor, WaitersAndPollersTogetherLeaveNoLaunchUnrun) {
-  for (uint32_t cores : {2u, 3u}) {
+  for (uint32_t cores : {1u, 2u, 3u}) {
     auto ex = make_executor(cores);
     std::atomic<int> lost{0};
     auto host_thread = [&](uint32_t seed) {
