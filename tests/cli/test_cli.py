@@ -49,7 +49,7 @@ CHAIN = [{"object": "ops", "kernel": "axpy", "block_dim": 2, "args": [0.5, "@x",
 
 # ---- usage -------------------------------------------------------------------------------------
 def test_usage_help_on_every_subcommand():
-    for cmd in ([], ["inspect"], ["explain"], ["run"], ["trace"], ["bench"]):
+    for cmd in ([], ["inspect"], ["explain"], ["run"], ["trace"], ["bench"], ["devices"]):
         r = sk(*cmd, "--help")
         assert r.returncode == 0, (cmd, r.stderr)
         assert "usage: sk" in r.stdout
@@ -248,3 +248,35 @@ def test_bench_missing_exit_3(tmp_path):
     if r.returncode == 0:
         pytest.skip("an sk-bench is on PATH")
     assert r.returncode == 3 and "sk-bench not found" in r.stderr
+
+
+# ---- sk devices ----------------------------------------------------------------------------------
+
+def test_devices_reports_the_host_default_and_why_cuda_is_there_or_not():
+    r = sk("devices")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    allowed = len(os.sched_getaffinity(0))
+    host = json.loads(sk("devices", "--json").stdout)["devices"][0]
+    assert host["spec"] == "host" and 1 <= host["cores"] <= allowed
+    assert host["allowed_cpus"] == sorted(os.sched_getaffinity(0))
+    assert lines[0].startswith(f"host: {host['cores']} core")
+    assert any(line.startswith("cuda") for line in lines[1:]), r.stdout  # a GPU, or the reason
+
+
+def test_devices_default_follows_the_affinity_mask():
+    cpu = max(os.sched_getaffinity(0))
+    r = subprocess.run([SK, "devices", "--json", "host"], capture_output=True, text=True, timeout=240,
+                       preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert r.returncode == 0, r.stderr
+    host = json.loads(r.stdout)["devices"][0]
+    assert host["cores"] == 1 and host["allowed_cpus"] == [cpu]
+    if (os.cpu_count() or 1) > 1:
+        assert host["limited_by"] == "affinity mask"
+
+
+def test_devices_opens_the_specs_given_and_names_a_bad_one():
+    r = sk("devices", "host:cores=3,pin=0", "host:bogus=1")
+    assert r.returncode == 4
+    assert r.stdout.splitlines()[0].startswith("host:cores=3,pin=0: 3 cores (cores= in the spec)")
+    assert "bogus" in r.stdout.splitlines()[1] and "bogus" in r.stderr

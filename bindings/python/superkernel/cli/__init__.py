@@ -1,5 +1,5 @@
 """The `sk` command line: inspect kernel objects, explain / run / trace scopes described in
-JSON, run the benchmark. `sk SUBCOMMAND --help` describes each.
+JSON, run the benchmark, show what each device gets here. `sk SUBCOMMAND --help` describes each.
 
 Exit status: 0 success; 1 the check failed (sk run: fused and unfused outputs differ);
 2 usage error (bad command line); 3 bad input (a file missing or malformed, a scope description
@@ -21,7 +21,7 @@ class UsageError(Exception):
 
 
 def parser():
-    from . import bench_cmd, inspect_cmd, run_cmd, trace_cmd
+    from . import bench_cmd, devices_cmd, inspect_cmd, run_cmd, trace_cmd
     p = argparse.ArgumentParser(prog="sk", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="store_true", help="print the binding and library versions")
@@ -30,6 +30,7 @@ def parser():
     run_cmd.add_parsers(sub)
     trace_cmd.add_parser(sub)
     bench_cmd.add_parser(sub)
+    devices_cmd.add_parser(sub)
     return p
 
 
@@ -55,7 +56,7 @@ def main(argv=None, out=None, err=None):
         return EXIT_OK
     if not getattr(args, "run", None):
         p.print_usage(err)
-        err.write("sk: a subcommand is needed (inspect, explain, run, trace, bench)\n")
+        err.write("sk: a subcommand is needed (inspect, explain, run, trace, bench, devices)\n")
         return EXIT_USAGE
     from .scope_file import SpecError
     try:
