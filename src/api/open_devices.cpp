@@ -61,7 +61,8 @@ void unregister_device(sk_device *dev) {
 sk_status synchronize_default_streams() {
   g_only_host_users.fetch_add(1, std::memory_order_seq_cst);
   if (sk_device *only = g_only_host.load(std::memory_order_seq_cst)) {
-    sk_status st = only->impl->executor().synchronize(&only->impl->default_stream());
+    host::Executor &ex = only->impl->executor();
+    sk_status st = ex.forked_away() ? SK_OK : ex.synchronize(&only->impl->default_stream());
     g_only_host_users.fetch_sub(1, std::memory_order_release);
     return st;
   }
@@ -78,6 +79,9 @@ sk_status synchronize_default_streams() {
         if (first == SK_OK) first = st;
         continue;
       }
+      // A device opened before this process forked: nothing of it runs here, and its
+      // failure would hide the state of the devices this process opened (host/fork_guard.hpp).
+      if (d->impl->executor().forked_away()) continue;
       open.push_back(d->impl);
     }
   }

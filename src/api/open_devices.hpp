@@ -8,6 +8,7 @@
 namespace sk::api {
 void register_device(sk_device *dev);
 void unregister_device(sk_device *dev);
-// Synchronises the default stream of every open device; the first failure wins.
+// Synchronises the default stream of every open device, but those opened before this process
+// forked (their cores are not here); the first failure wins.
 sk_status synchronize_default_streams();
 }  // namespace sk::api

@@ -1,8 +1,9 @@
 /* Public C API across fork(): a host device opened before the fork has no core threads in the
- * child. There its launches and synchronizes fail with SK_ERR_STATE at once (they hung), closing
- * it returns (it joined threads the child does not have), and a device opened in the child
- * computes what the parent's does. The parent's device is untouched, even with a launch running
- * through the fork. Each child reports by its exit status; alarm() turns a hang into a failure. */
+ * child. There its launches and the synchronizes of its streams fail with SK_ERR_STATE at once
+ * (they hung), sk_stream_synchronize(NULL) leaves it out, closing it returns (it joined threads
+ * the child does not have), and a device opened in the child computes what the parent's does.
+ * The parent's device is untouched, even with a launch running through the fork. Each child
+ * reports by its exit status; alarm() turns a hang into a failure. */
 #define _GNU_SOURCE /* fork, alarm */
 #include <signal.h>
 #include <sys/wait.h>
@@ -75,14 +76,16 @@ static void test_a_forked_child_gets_errors_then_opens_its_own_device(void **sta
   sk_module *mod = load_kernels(dev, TEST_VARIANT, "capi_chain");
   uint32_t *buf = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t));
   sk_superkernel *sk = NULL;
+  sk_stream *stream = NULL;
   sk_kernel *fill = get_kernel(mod, "capi_fill");
   uint32_t n = N, seed = 11;
   void *fill_args[] = {&buf, &n, &seed};
   pid_t pid;
   (void)state;
   SK_CHECK(build_fill_axpb(dev, mod, buf, 5, &sk));
-  SK_CHECK(sk_launch(sk, NULL));
-  SK_CHECK(sk_stream_synchronize(NULL));
+  SK_CHECK(sk_stream_create(dev, &stream));
+  SK_CHECK(sk_launch(sk, stream));
+  SK_CHECK(sk_stream_synchronize(stream));
   assert_true(buffer_is(buf, 5));
 
   pid = fork();
@@ -102,16 +105,12 @@ static void test_a_forked_child_gets_errors_then_opens_its_own_device(void **sta
                 2);
     CHILD_CHECK(sk_launch_kernel(fill, 2, fill_args, NULL) == SK_ERR_STATE, 3);
     CHILD_CHECK(strstr(sk_last_error(), "launch of 'capi_fill'") != NULL, 4);
-    CHILD_CHECK(sk_stream_synchronize(NULL) == SK_ERR_STATE, 5);
+    CHILD_CHECK(sk_stream_synchronize(stream) == SK_ERR_STATE, 5);
     CHILD_CHECK(strstr(sk_last_error(), "sk_stream_synchronize") != NULL, 6);
-    CHILD_CHECK(buffer_is(buf, 5), 7); /* the refused launch of capi_fill wrote nothing */
-    /* ... and it can be taken apart without waiting for threads that are not here. */
-    sk_superkernel_destroy(sk);
-    sk_mem_free(dev, buf);
-    sk_module_unload(mod);
-    sk_device_close(dev);
-    CHILD_CHECK(now_s() - t0 < 5.0, 8);
-    /* A device of its own computes what the parent's did. */
+    /* "every open device" leaves it out: nothing of it runs here. */
+    CHILD_CHECK(sk_stream_synchronize(NULL) == SK_OK, 7);
+    CHILD_CHECK(buffer_is(buf, 5), 8); /* the refused launch of capi_fill wrote nothing */
+    /* A device of its own, beside the parent's, computes what the parent's did. */
     CHILD_CHECK(sk_device_open("host:cores=2", &own) == SK_OK, 9);
     kernel_path(path, sizeof path, TEST_VARIANT, "capi_chain");
     CHILD_CHECK(sk_module_load_file(own, path, &own_mod) == SK_OK, 10);
@@ -119,6 +118,13 @@ static void test_a_forked_child_gets_errors_then_opens_its_own_device(void **sta
     CHILD_CHECK(build_fill_axpb(own, own_mod, own_buf, 9, &own_sk) == SK_OK, 12);
     CHILD_CHECK(sk_launch(own_sk, NULL) == SK_OK && sk_stream_synchronize(NULL) == SK_OK, 13);
     CHILD_CHECK(buffer_is(own_buf, 9), 14);
+    /* The parent's objects come apart without waiting for threads that are not here. */
+    sk_stream_destroy(stream);
+    sk_superkernel_destroy(sk);
+    sk_mem_free(dev, buf);
+    sk_module_unload(mod);
+    sk_device_close(dev);
+    CHILD_CHECK(now_s() - t0 < 10.0, 15);
     sk_superkernel_destroy(own_sk);
     sk_mem_free(own, own_buf);
     sk_module_unload(own_mod);
@@ -128,9 +134,10 @@ static void test_a_forked_child_gets_errors_then_opens_its_own_device(void **sta
   expect_child_passed(pid);
   /* The parent's device never noticed. */
   SK_CHECK(sk_superkernel_set_arg(sk, 0, 2, &seed));
-  SK_CHECK(sk_launch(sk, NULL));
-  SK_CHECK(sk_stream_synchronize(NULL));
+  SK_CHECK(sk_launch(sk, stream));
+  SK_CHECK(sk_stream_synchronize(stream));
   assert_true(buffer_is(buf, 11));
+  sk_stream_destroy(stream);
   sk_superkernel_destroy(sk);
   sk_mem_free(dev, buf);
   sk_module_unload(mod);
@@ -149,10 +156,12 @@ static void test_a_launch_running_through_a_fork_ends_in_the_parent_only(void **
   void *args[] = {&flags, &met, &mine, &theirs, &epoch, &spins};
   pid_t pid;
   (void)state;
+  sk_stream *stream = NULL;
   flags[0] = flags[1] = 0;
   met[0] = 0;
+  SK_CHECK(sk_stream_create(dev, &stream));
   /* Block 0 waits until flags[1] says `epoch`: until this thread writes it. */
-  SK_CHECK(sk_launch_kernel(handshake, 1, args, NULL));
+  SK_CHECK(sk_launch_kernel(handshake, 1, args, stream));
   while (__atomic_load_n(&flags[0], __ATOMIC_SEQ_CST) != epoch) {
   }
   pid = fork();
@@ -160,7 +169,9 @@ static void test_a_launch_running_through_a_fork_ends_in_the_parent_only(void **
   if (pid == 0) {
     double t0 = now_s();
     alarm(CHILD_ALARM_S);
-    CHILD_CHECK(sk_stream_synchronize(NULL) == SK_ERR_STATE, 1);
+    CHILD_CHECK(sk_stream_synchronize(stream) == SK_ERR_STATE, 1);
+    CHILD_CHECK(sk_stream_synchronize(NULL) == SK_OK, 3); /* the parent's device left out */
+    sk_stream_destroy(stream);
     sk_mem_free(dev, met);
     sk_mem_free(dev, (void *)flags);
     sk_module_unload(mod);
@@ -170,8 +181,9 @@ static void test_a_launch_running_through_a_fork_ends_in_the_parent_only(void **
   }
   expect_child_passed(pid);
   __atomic_store_n(&flags[1], epoch, __ATOMIC_SEQ_CST);
-  SK_CHECK(sk_stream_synchronize(NULL));
+  SK_CHECK(sk_stream_synchronize(stream));
   assert_int_equal(met[0], 1);
+  sk_stream_destroy(stream);
   sk_mem_free(dev, met);
   sk_mem_free(dev, (void *)flags);
   sk_module_unload(mod);

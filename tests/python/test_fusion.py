@@ -208,10 +208,11 @@ def _launch_in_forked_child(dev, axpy, ops_path, results):
             return
         except sk.StateError as e:
             refused = str(e)
-        dev.close()  # returns: nothing to wait for here
+        # A device of its own, the parent's still open: synchronize waits for the child's.
         with sk.Device("host:cores=2") as own:
             own.load(ops_path).kernel("axpy").launch(2, 2.0, x, y, N)
             own.synchronize()
+        dev.close()  # returns: nothing to wait for here
         results.put((refused, float(y.sum())))
     except BaseException as e:  # noqa: B902 - reported to the parent, which fails the test
         results.put((f"child raised {e!r}", None))
