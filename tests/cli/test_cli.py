@@ -280,3 +280,13 @@ def test_devices_opens_the_specs_given_and_names_a_bad_one():
     assert r.returncode == 4
     assert r.stdout.splitlines()[0].startswith("host:cores=3,pin=0: 3 cores (cores= in the spec)")
     assert "bogus" in r.stdout.splitlines()[1] and "bogus" in r.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("SK_FAKE_CUDA_DRIVER"),
+                    reason="no stand-in CUDA driver in this build (CUDA tests not built)")
+def test_devices_lists_each_gpu_that_opens_through_the_driver():
+    # The stand-in driver has one GPU of 4 multiprocessors: cuda:0 is listed, cuda:1 ends it.
+    r = sk("devices", "--json", env={"SK_CUDA_DRIVER_LIBRARY": os.environ["SK_FAKE_CUDA_DRIVER"]})
+    assert r.returncode == 0, r.stderr
+    cuda = [d for d in json.loads(r.stdout)["devices"] if d["backend"] == "cuda"]
+    assert cuda == [{"spec": "cuda:0", "backend": "cuda", "cores": 4}], cuda
