@@ -674,7 +674,7 @@ TEST(Executor, AOneCoreDeviceDrivenByTheHostStopsCallingCore0) {
   OneCore one;
   one.synchronous(20);
   ASSERT_TRUE(one.polling());
-  const uint32_t calls = one.synchronous(500);
+  [[maybe_unused]] const uint32_t calls = one.synchronous(500);
   EXPECT_EQ(one.runs.load(), one.launched);
 #if !defined(SK_TEST_EMULATED)  // under qemu a host thread often takes longer than a look
   EXPECT_LE(calls, 3u);
@@ -713,7 +713,11 @@ TEST(Executor, AOneCoreLaunchLeftRunningAfterSynchronousUseStillRuns) {
 TEST(Executor, AOneCoreDeviceWithAFixedSpinCallsCore0AtEveryLaunch) {
   OneCore one(0);
   one.synchronous(20);
-  EXPECT_GE(one.synchronous(100), 50u);
+  [[maybe_unused]] const uint32_t calls = one.synchronous(100);
+#if !defined(SK_TEST_EMULATED)  // under qemu the thread may hold core 0 through many launches
+  EXPECT_GE(calls, 50u);
+#endif
+  EXPECT_EQ(one.runs.load(), one.launched);
   ASSERT_TRUE(one.unwatched());
 }
 
