@@ -125,6 +125,13 @@ SK_API void sk_device_close(sk_device *dev);
  * gives every core one block.
  */
 SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out);
+/**
+ * Waits until every launch queued on this device's default stream (launches given stream NULL)
+ * has ended, and returns their first failure, once, as sk_stream_synchronize does. Other
+ * devices are left alone: sk_stream_synchronize(NULL) waits for the default stream of every
+ * open device.
+ */
+SK_API sk_status sk_device_synchronize(sk_device *dev);
 
 /** Device memory (on the host device: ordinary, 64-byte aligned host memory). */
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out);
@@ -162,7 +169,8 @@ SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char 
 /** In-order queue of launches. */
 SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
 /**
- * Waits until every launch queued on the stream (NULL: the device's default stream) has ended.
+ * Waits until every launch queued on the stream (NULL: the default stream of every open device;
+ * sk_device_synchronize waits for one device's) has ended.
  * Returns the first failure of those launches, once: SK_ERR_HANG for a wait past the device's
  * deadline, SK_ERR_INVALID_ARGUMENT for a device-API call a kernel made that cannot be honoured
  * (a cross-core flag id out of range); the message names the kernel and the core.

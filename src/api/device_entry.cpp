@@ -1,4 +1,4 @@
-// sk_device_open / close / cores and device memory.
+// sk_device_open / close / cores / synchronize and device memory.
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -51,6 +51,13 @@ SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out) {
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_cores: out is NULL");
   *out = dev->cuda ? sk::api::cuda_device_cores(dev) : dev->impl->cores();
   return SK_OK;
+}
+
+SK_API sk_status sk_device_synchronize(sk_device *dev) {
+  if (sk_status st = sk::api::check(dev, "sk_device_synchronize")) return st;
+  if (dev->cuda)
+    return sk::api::guarded("sk_device_synchronize", [&] { return sk::api::cuda_synchronize_default(dev); });
+  return dev->impl->executor().synchronize(&dev->impl->default_stream(), "sk_device_synchronize");
 }
 
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out) {

@@ -245,8 +245,8 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   return SK_OK;
 }
 
-sk_status Executor::synchronize(StreamState *stream) {
-  if (forked_away()) return refuse_in_forked_child("sk_stream_synchronize");
+sk_status Executor::synchronize(StreamState *stream, const char *call) {
+  if (forked_away()) return refuse_in_forked_child(call);
   const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
   drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
   if (!stream->has_error.load(std::memory_order_acquire)) return SK_OK;

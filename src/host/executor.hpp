@@ -71,8 +71,9 @@ class Executor {
   // which then owns it) goes to ProgramPool::recycle once it ran. Thread-safe; blocks only
   // while the ring is full.
   sk_status submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream);
-  // Waits for every task `stream` queued; returns (and clears) its first failure.
-  sk_status synchronize(StreamState *stream);
+  // Waits for every task `stream` queued; returns (and clears) its first failure. `call`
+  // names the API call in a refusal (forked_away).
+  sk_status synchronize(StreamState *stream, const char *call = "sk_stream_synchronize");
   // Waits until every launch of `program` queued so far has ended.
   void wait_program(Program *program);
   // Waits until every queued task has ended.

@@ -215,6 +215,40 @@ static void test_launches_finish_without_synchronize(void **state) {
   }
 }
 
+/* sk_device_synchronize waits for its own device's default stream only: device B runs a kernel
+ * that waits for this thread, device A's launch is synchronized meanwhile (with
+ * sk_stream_synchronize(NULL) that wait would never end). */
+static void test_device_synchronize_leaves_other_devices_alone(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_device *other = open_device("host:cores=1");
+  sk_module *mod = load_kernels(other, TEST_VARIANT, "capi_streams");
+  sk_kernel *handshake = get_kernel(mod, "stream_handshake");
+  volatile uint32_t *flags = (volatile uint32_t *)mem_alloc(other, 2 * sizeof(uint32_t));
+  uint32_t *met = (uint32_t *)mem_alloc(other, 2 * sizeof(uint32_t));
+  uint32_t mine = 0, theirs = 1, epoch = 77, spins = 2000000000u, n = N, mul = 5, add = 9, i;
+  void *wait_args[] = {&flags, &met, &mine, &theirs, &epoch, &spins};
+  void *axpb_args[] = {&f->a, &f->b, &n, &mul, &add};
+  flags[0] = flags[1] = 0;
+  met[0] = 0;
+  for (i = 0; i < N; ++i) f->a[i] = i * 2654435761u;
+  /* Block 0 on the other device waits until flags[1] says `epoch`: until this thread writes it. */
+  SK_CHECK(sk_launch_kernel(handshake, 1, wait_args, NULL));
+  while (__atomic_load_n(&flags[0], __ATOMIC_SEQ_CST) != epoch) {
+  }
+  SK_CHECK(sk_launch_kernel(f->axpb, 2, axpb_args, NULL));
+  SK_CHECK(sk_device_synchronize(f->dev));
+  for (i = 0; i < N; ++i) assert_int_equal(f->b[i], f->a[i] * mul + add);
+  assert_int_equal(__atomic_load_n(&met[0], __ATOMIC_SEQ_CST), 0); /* still waiting */
+  __atomic_store_n(&flags[1], epoch, __ATOMIC_SEQ_CST);
+  SK_CHECK(sk_device_synchronize(other));
+  assert_int_equal(met[0], 1);
+  SK_EXPECT_ERR(sk_device_synchronize(NULL), SK_ERR_INVALID_ARGUMENT, "device");
+  sk_mem_free(other, met);
+  sk_mem_free(other, (void *)flags);
+  sk_module_unload(mod);
+  sk_device_close(other);
+}
+
 /* Streams and events are errors that name the kernel, the event or the option. */
 static void test_stream_errors(void **state) {
   struct fixture *f = (struct fixture *)*state;
@@ -248,6 +282,7 @@ int main(void) {
       cmocka_unit_test(test_events_order_streams),
       cmocka_unit_test(test_stream_errors),
       cmocka_unit_test(test_launches_finish_without_synchronize),
+      cmocka_unit_test(test_device_synchronize_leaves_other_devices_alone),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -88,6 +88,7 @@ TEST_F(CudaFakeDriver, TheDeviceCountsItsMultiprocessorsAsCores) {
   uint32_t cores = 0;
   ASSERT_EQ(sk_device_cores(dev_, &cores), SK_OK) << sk_last_error();
   EXPECT_EQ(cores, 4u);  // the fake driver's SMs
+  EXPECT_EQ(sk_device_synchronize(dev_), SK_OK) << sk_last_error();  // its default stream
 }
 
 TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {

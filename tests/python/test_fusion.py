@@ -197,6 +197,20 @@ def test_hang_is_reported_at_synchronize(ops_path):
         dev.synchronize()  # reported once
 
 
+def test_a_devices_synchronize_reports_its_own_launches_only(ops_path):
+    # Device.synchronize is sk_device_synchronize: another device's hang stays with it.
+    with sk.Device("host:cores=2,timeout_ms=300") as stuck, sk.Device("host:cores=1") as fine:
+        with stuck.scope("hangs") as scope:
+            scope.add(stuck.load(ops_path).kernel("half_sync"), 2, name="stuck_here")
+        scope.superkernel.launch()
+        x, y = np.ones(N, np.float32), np.zeros(N, np.float32)
+        fine.load(ops_path).kernel("axpy").launch(1, 3.0, x, y, N)
+        fine.synchronize()  # does not raise the other device's hang
+        assert np.all(y == 3.0)
+        with pytest.raises(sk.Hang):
+            stuck.synchronize()
+
+
 def _launch_in_forked_child(dev, axpy, ops_path, results):
     """Runs in a fork()ed child: the parent's device refuses, a device of its own computes."""
     try:

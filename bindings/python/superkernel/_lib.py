@@ -56,6 +56,7 @@ PROTOTYPES = {
     "sk_device_open": (_st, [_s, _pp]),
     "sk_device_close": (None, [_p]),
     "sk_device_cores": (_st, [_p, ctypes.POINTER(_u32)]),
+    "sk_device_synchronize": (_st, [_p]),
     "sk_mem_alloc": (_st, [_p, _size, _pp]),
     "sk_mem_free": (None, [_p, _p]),
     "sk_memcpy": (_st, [_p, _p, _p, _size]),

@@ -66,9 +66,14 @@ class Device(Handle):
         return Scope(self, name, options)
 
     def synchronize(self):
-        """Waits for the default stream; raises the first failure of its launches."""
+        """Waits for this device's default stream; raises the first failure of its launches.
+        Other devices are left alone (with a libsk older than sk_device_synchronize, every
+        open device's default stream is waited for)."""
         try:
-            check(lib().sk_stream_synchronize(None), "sk_stream_synchronize")
+            if lib().has("sk_device_synchronize"):
+                check(lib().sk_device_synchronize(self.handle), "sk_device_synchronize")
+            else:
+                check(lib().sk_stream_synchronize(None), "sk_stream_synchronize")
         finally:
             self._pending.clear()
 
