@@ -108,6 +108,9 @@ bool parse_positive(std::string_view s, double *out) {
   return *out > 0;
 }
 
+// The tighter of two quotas, where 0 is none.
+double tighter(double a, double b) { return a == 0 || (b > 0 && b < a) ? b : a; }
+
 // The quota one cgroup folder sets, in CPUs; 0: none (or unreadable).
 double folder_quota(const Hierarchy &h, const std::string &folder) {
   double quota = 0, period = 0;
@@ -145,8 +148,7 @@ double hierarchy_quota(const Hierarchy &h) {
     if (part == "..") return 0;
   double smallest = 0;
   for (;;) {
-    const double q = folder_quota(h, h.mount_point + relative);
-    if (q > 0 && (smallest == 0 || q < smallest)) smallest = q;
+    smallest = tighter(smallest, folder_quota(h, h.mount_point + relative));
     if (relative.empty()) break;
     relative.resize(relative.rfind('/'));
   }
@@ -168,10 +170,7 @@ double cgroup_cpu_quota(std::string_view proc_self_cgroup, std::string_view moun
   std::vector<Hierarchy> hierarchies = cgroup_mounts(mountinfo);
   find_own_cgroups(proc_self_cgroup, hierarchies);
   double smallest = 0;
-  for (const Hierarchy &h : hierarchies) {
-    const double q = hierarchy_quota(h);
-    if (q > 0 && (smallest == 0 || q < smallest)) smallest = q;
-  }
+  for (const Hierarchy &h : hierarchies) smallest = tighter(smallest, hierarchy_quota(h));
   return smallest;
 }
 
