@@ -3,12 +3,11 @@
 // fixed where the cores crowd their CPUs or their cgroup's CPU quota.
 #include <gtest/gtest.h>
 
-#include <sched.h>
-
 #include <chrono>
 #include <thread>
 
 #include "cpu_quota_cgroup.hpp"
+#include "host/cpu_budget.hpp"
 #include "host/executor.hpp"
 #include "host/idle_spin.hpp"
 #include "host_program_support.hpp"
@@ -63,11 +62,6 @@ TEST(IdleSpin, AMaximumAtOrBelowTheBaseIsAFixedSpin) {
 
 void noop(void *) {}
 
-uint32_t allowed_cpus() {
-  cpu_set_t set;
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? static_cast<uint32_t>(CPU_COUNT(&set)) : 1;
-}
-
 struct GapLoop {
   std::unique_ptr<Executor> ex;
   sk::test::HostProgram tp{"gaps", 2};
@@ -101,7 +95,7 @@ struct GapLoop {
 // be counted: a core held off its CPU from its part of one launch until the next is queued
 // never waits for it.
 TEST(IdleSpin, CoresSpinThroughSteadyGapsUpToTheMaximum) {
-  if (allowed_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs: with more cores than CPUs the spin stays fixed";
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "needs 2 CPUs: with more cores than CPUs the spin stays fixed";
   GapLoop fixed(2, 0), adaptive(2, 20000);
   fixed.run(3, microseconds(1000));
   adaptive.run(3, microseconds(1000));
@@ -112,7 +106,7 @@ TEST(IdleSpin, CoresSpinThroughSteadyGapsUpToTheMaximum) {
 // A gap past the maximum (the engine paused) sets the spin back: that gap and the next 1 ms
 // one both find the core asleep; then it spins through them again.
 TEST(IdleSpin, APausePastTheMaximumSetsTheSpinBack) {
-  if (allowed_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs: with more cores than CPUs the spin stays fixed";
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "needs 2 CPUs: with more cores than CPUs the spin stays fixed";
   GapLoop loop(2, 5000);
   loop.run(5, microseconds(1000));
   EXPECT_EQ(loop.run(1, microseconds(8000)) + loop.run(1, microseconds(1000)), 2u);
@@ -123,7 +117,7 @@ TEST(IdleSpin, APausePastTheMaximumSetsTheSpinBack) {
 // More cores than CPUs: a spinning core would hold a CPU another needs, so the spin stays fixed
 // whatever spin_max_us says.
 TEST(IdleSpin, WithMoreCoresThanCpusTheSpinStaysFixed) {
-  const uint32_t cores = allowed_cpus() + 1;
+  const uint32_t cores = static_cast<uint32_t>(allowed_cpus().size()) + 1;
   GapLoop loop(cores, 20000);
   loop.run(3, microseconds(1000));
   // Every core's spin runs out at every launch but a few (see above); a growing spin would
@@ -134,7 +128,7 @@ TEST(IdleSpin, WithMoreCoresThanCpusTheSpinStaysFixed) {
 // The same where the CPUs are there but the cgroup's quota pays for one: a core spinning
 // through gaps would spend the quota the kernels need.
 TEST(IdleSpin, WithMoreCoresThanTheCgroupQuotaPaysForTheSpinStaysFixed) {
-  if (allowed_cpus() < 2) GTEST_SKIP() << "one CPU: the test above covers it";
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "one CPU: the test above covers it";
   sk::test::InCpuQuotaCgroup quota;
   if (!quota.ok()) GTEST_SKIP() << "cannot make a cgroup v1 cpu folder here (needs root and a v1 cpu hierarchy)";
   GapLoop loop(2, 20000);
