@@ -85,7 +85,10 @@ void Program::allocate_sync_state() {
     }
 }
 
-Executor::Executor(const ExecutorConfig &config, uint32_t cpus) : config_(config), created_in_pid_(getpid()) {
+Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
+    : config_(requested), created_in_pid_(getpid()) {
+  if (config_.cores == 0) config_.cores = cpus;  // the default: one core per usable CPU
+  const ExecutorConfig &config = config_;
   uint32_t group = config.barrier_group;
   if (group == 0 && config.cores > kCentralBarrierCores)
     while (group * group < config.cores) ++group;  // ceil(sqrt(cores))
@@ -141,23 +144,24 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   const std::vector<int> allowed = allowed_cpus();
   // Counted with the cgroup's CPU quota: cores past it crowd the CPUs it pays for.
   std::unique_ptr<Executor> ex(new Executor(config, usable_cpu_count(allowed)));
+  const uint32_t cores = ex->cores();  // config.cores, or the usable CPUs for 0
   ex->ring_ = std::make_unique<Task[]>(kRing);
-  ex->core_cpu_.assign(config.cores, -1);
-  ex->core_thread_.resize(config.cores);
+  ex->core_cpu_.assign(cores, -1);
+  ex->core_thread_.resize(cores);
   std::vector<int> claimed;  // each core's CPU (core 0's is not pinned: host threads run it)
   if (config.pin && !allowed.empty()) {
     ex->cpus_ = cpu_pinning_order(allowed);
-    claimed = CpuClaims::process().claim(ex.get(), ex->cpus_, config.cores);
+    claimed = CpuClaims::process().claim(ex.get(), ex->cpus_, cores);
   }
   ex->core0_ = std::make_unique<Core>();
   try {
     ex->threads_.emplace_back([e = ex.get()] { e->core0_main(); });
-    for (uint32_t c = 1; c < config.cores; ++c)
+    for (uint32_t c = 1; c < cores; ++c)
       ex->threads_.emplace_back([e = ex.get(), c] { e->core_main(c); });
   } catch (const std::system_error &err) {
     // The destructor stops the threads already started.
     return fail(SK_ERR_DEVICE, "host device: cannot start core thread %zu of %u: %s",
-                ex->threads_.size(), config.cores, err.what());
+                ex->threads_.size(), cores, err.what());
   }
   for (size_t c = 0; c < ex->threads_.size(); ++c) {
     char name[16];  // the kernel keeps 15 characters of a thread name

@@ -36,6 +36,7 @@ struct StreamState {
 };
 
 struct ExecutorConfig {
+  // 0: one per CPU this process can use (cpu_budget.hpp), counted once at create.
   uint32_t cores = 1;
   uint32_t spin_us = 50;
   // The longest an idle core's spin grows to (idle_spin.hpp): a core woken soon after its spin
@@ -92,7 +93,8 @@ class Executor {
  private:
   struct Task;
   struct Core;
-  Executor(const ExecutorConfig &config, uint32_t cpus);  // cpus: the process may run on
+  // cpus: the CPUs the process can use (cpu_budget.hpp); also the cores when requested.cores is 0.
+  Executor(const ExecutorConfig &requested, uint32_t cpus);
   // SK_ERR_STATE for `what` in a forked child (forked_away), naming both processes.
   sk_status refuse_in_forked_child(const std::string &what) const;
   void core_main(uint32_t core);  // cores 1 .. N-1

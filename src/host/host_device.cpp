@@ -10,7 +10,6 @@
 
 #include "core/error.hpp"
 #include "elf/elf_object.hpp"
-#include "host/cpu_budget.hpp"
 #include "host/device_api.hpp"
 
 namespace sk::host {
@@ -23,8 +22,9 @@ const KernelMetadata *LinkedModule::find_metadata(const std::string &name) const
 
 sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *out) {
   ExecutorConfig config;
-  // As many cores as CPUs this process can use (its affinity mask and cgroup CPU quota).
-  config.cores = usable_cpu_count(allowed_cpus());
+  // Unless the spec says: as many cores as CPUs this process can use (its affinity mask and
+  // cgroup CPU quota), which Executor::create counts anyway.
+  config.cores = 0;
   SymbolPolicy policy = SymbolPolicy::Process;
   for (const auto &[key, value] : spec.keys) {
     uint64_t v = 0;
