@@ -437,52 +437,6 @@ void Executor::core0_main() {
   }
 }
 
-void Executor::pin_to_cpu(uint32_t core, int cpu) {
-  // `cpu` is the one claimed for the core: with this the only executor, the c-th of
-  // cpu_pinning_order; the first one is left to core 0, which host threads run
-  // (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  core_thread_[core] = threads_[core].native_handle();
-  // Best effort: a failure only costs speed.
-  if (pthread_setaffinity_np(core_thread_[core], sizeof set, &set) == 0) core_cpu_[core] = cpu;
-}
-
-bool Executor::core_holds(int cpu) const {
-  return std::find(core_cpu_.begin(), core_cpu_.end(), cpu) != core_cpu_.end();
-}
-
-void Executor::keep_dedicated_core0_off_cores() {
-  if (cpus_.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int cpu : cpus_)
-    if (!core_holds(cpu)) CPU_SET(cpu, &set);
-  if (CPU_COUNT(&set) == 0) return;  // a core on every CPU: let the scheduler place it
-  // Best effort, like pinning.
-  pthread_setaffinity_np(threads_[0].native_handle(), sizeof set, &set);
-}
-
-void Executor::keep_off_core0_cpu() {
-  if (cpus_.size() < 2) return;
-  const int cpu = sched_getcpu();
-  if (cpu < 0 || cpu == last_core0_cpu_) return;
-  last_core0_cpu_ = cpu;
-  for (size_t c = 1; c < core_cpu_.size(); ++c) {
-    if (core_cpu_[c] != cpu) continue;
-    for (int free_cpu : cpus_) {
-      if (core_holds(free_cpu)) continue;
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(free_cpu, &set);
-      if (pthread_setaffinity_np(core_thread_[c], sizeof set, &set) == 0) core_cpu_[c] = free_cpu;
-      return;
-    }
-    return;  // every CPU has a core: nothing better to do
-  }
-}
-
 void Executor::core_main(uint32_t index) {
   Core core;
   core.index = index;
