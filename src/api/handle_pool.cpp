@@ -5,6 +5,7 @@
 
 #include "api/handle_tag.hpp"
 #include "core/error.hpp"
+#include "host/fork_guard.hpp"
 
 namespace sk::api {
 namespace {
@@ -15,8 +16,13 @@ struct Pool {
 };
 
 Pool &pool(HandleType t) {
-  // Leaked on purpose: handles destroyed from static destructors must still find it.
-  static Pool *pools = new Pool[8];
+  // Leaked on purpose: handles destroyed from static destructors must still find it. A handle
+  // made in a fork() child takes one of these locks, which another thread may hold at the fork.
+  static Pool *pools = [] {
+    Pool *made = new Pool[8];
+    for (int i = 0; i < 8; ++i) host::hold_across_fork(made[i].mutex, "handle shells");
+    return made;
+  }();
   return pools[static_cast<uint32_t>(t) & 7];
 }
 

@@ -7,10 +7,14 @@
 
 #include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
+#include "host/fork_guard.hpp"
 
 namespace sk::api {
 namespace {
 std::mutex g_mutex;
+// A device opened in a fork() child registers itself under g_mutex, which another thread may
+// hold at the fork.
+[[maybe_unused]] const bool g_mutex_held_across_fork = (host::hold_across_fork(g_mutex, "open devices"), true);
 std::set<sk_device *> &devices() {
   static std::set<sk_device *> s;
   return s;

@@ -1,14 +1,20 @@
 #include "host/cpu_claims.hpp"
 
 #include <algorithm>
-#include <new>
+
+#include "host/fork_guard.hpp"
 
 namespace sk::host {
 
 CpuClaims &CpuClaims::process() {
   // Never destroyed: an executor still alive at exit (a device in a static) gives its claims
-  // back after every static destructor has run.
-  static CpuClaims *claims = new CpuClaims;
+  // back after every static destructor has run. Held across fork(): a device opened in a
+  // forked child claims CPUs under mutex_, which another thread may hold at the fork.
+  static CpuClaims *claims = [] {
+    auto *made = new CpuClaims;
+    hold_across_fork(made->mutex_, "CPU claims");
+    return made;
+  }();
   return *claims;
 }
 
@@ -41,7 +47,7 @@ void CpuClaims::release(const void *owner) {
 }
 
 void CpuClaims::forget_all_after_fork() {
-  new (&mutex_) std::mutex;
+  std::lock_guard<std::mutex> lock(mutex_);
   owners_.clear();
 }
 

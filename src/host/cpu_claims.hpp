@@ -19,6 +19,7 @@ namespace sk::host {
 
 class CpuClaims {
  public:
+  // The process's claims (its mutex held across fork(): fork_guard.hpp).
   static CpuClaims &process();
 
   // Claims `count` CPUs for `owner`'s cores 0..count-1 from `order` (cpu_pinning_order of
@@ -27,8 +28,7 @@ class CpuClaims {
   // them in core order; empty if `order` is.
   std::vector<int> claim(const void *owner, const std::vector<int> &order, size_t count);
   void release(const void *owner);  // an owner never seen, or released already: nothing to do
-  // In a fork() child (fork_guard.cpp), where no executor's cores exist: drops every claim, and
-  // remakes the mutex, which a thread of the parent may have held at the fork.
+  // In a fork() child (fork_guard.cpp), where no executor's cores exist: drops every claim.
   void forget_all_after_fork();
 
  private:

@@ -3,7 +3,8 @@
  * (they hung), sk_stream_synchronize(NULL) leaves it out, closing it returns (it joined threads
  * the child does not have), and a device opened in the child computes what the parent's does.
  * The parent's device is untouched, even with a launch running through the fork. Each child
- * reports by its exit status; alarm() turns a hang into a failure. */
+ * reports by its exit status; alarm() turns a hang into a failure. (A fork while another thread
+ * holds one of libsk's locks: tests/cpp/fork_guard_test.cpp.) */
 #define _GNU_SOURCE /* fork, alarm */
 #include <signal.h>
 #include <sys/wait.h>
@@ -69,7 +70,10 @@ static void child_opens_its_own_device(void) {
   uint32_t *own_buf = NULL;
   sk_superkernel *own_sk = NULL;
   char path[1024];
+  sk_stream *own_stream = NULL;
   CHILD_CHECK(sk_device_open("host:cores=2", &own) == SK_OK, 9);
+  CHILD_CHECK(sk_stream_create(own, &own_stream) == SK_OK, 16);
+  sk_stream_destroy(own_stream);
   kernel_path(path, sizeof path, TEST_VARIANT, "capi_chain");
   CHILD_CHECK(sk_module_load_file(own, path, &own_mod) == SK_OK, 10);
   CHILD_CHECK(sk_mem_alloc(own, N * sizeof(uint32_t), (void **)&own_buf) == SK_OK, 11);
