@@ -1,0 +1,408 @@
+// libFuzzer target: bytes as a sequence of public C API calls on one host device. Each byte pair
+// picks a call and its operands: load and unload the two test modules (capi_chain, capi_sync),
+// look kernels up, build scopes (options, kernel options, stream-fusion events, block dims both
+// valid and not), finalize or abort them, launch super kernels and unfused kernels on the
+// default stream or on streams of their own, rebind arguments, explain, profile, synchronize,
+// destroy, in any order the API allows. What the API says is undefined is not done: a handle
+// is never used after its destroy call, and the kernels only ever see this harness's buffers
+// with counts that fit them (a kernel's own out-of-bounds access is the kernel's bug, not
+// libsk's). The rest is fair: hangs (capi_hang_half on two blocks) meet the device's 20 ms
+// deadline, and the device must stay usable for the next input. Nothing is compared here: the
+// sanitizers and the harness's own checks judge (a call that must succeed, a status libsk
+// never returns).
+#include <sk.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr uint32_t kElems = 4096;  // each buffer's uint32 count: n and block counts stay within
+constexpr uint32_t kBuffers = 3;
+constexpr uint32_t kMaxOps = 96;
+
+[[noreturn]] void harness_failure(const char *what) {
+  std::fprintf(stderr, "fuzz_api: %s (last error: %s)\n", what, sk_last_error());
+  std::abort();
+}
+
+struct Fixture {
+  sk_device *dev = nullptr;
+  std::array<uint32_t *, kBuffers> buffers{};
+  std::array<std::vector<char>, 2> objects;  // capi_chain.o, capi_sync.o
+};
+
+std::vector<char> read_file(const std::string &path) {
+  std::vector<char> bytes;
+  if (FILE *f = std::fopen(path.c_str(), "rb")) {
+    char chunk[65536];
+    size_t got;
+    while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+    std::fclose(f);
+  }
+  if (bytes.empty()) harness_failure(("cannot read " + path).c_str());
+  return bytes;
+}
+
+Fixture &fixture() {
+  static Fixture *f = [] {
+    auto *made = new Fixture;
+    if (sk_device_open("host:cores=2,timeout_ms=20", &made->dev) != SK_OK) harness_failure("device open");
+    for (uint32_t *&b : made->buffers)
+      if (sk_mem_alloc(made->dev, kElems * sizeof(uint32_t), reinterpret_cast<void **>(&b)) != SK_OK)
+        harness_failure("sk_mem_alloc");
+    const std::string dir = SK_FUZZ_KERNEL_DIR "/clang-O2-pic/";
+    made->objects[0] = read_file(dir + "capi_chain.o");
+    made->objects[1] = read_file(dir + "capi_sync.o");
+    return made;
+  }();
+  return *f;
+}
+
+// The kernels the harness may call, with what each parameter is: a buffer, a count (n, at most
+// kElems), or a free 32-bit value.
+enum Param : uint8_t { kBuf, kCount, kFree };
+struct KernelInfo {
+  const char *name;
+  uint32_t module;
+  std::vector<Param> params;
+};
+const std::vector<KernelInfo> &kernel_infos() {
+  static const std::vector<KernelInfo> infos = {
+      {"capi_fill", 0, {kBuf, kCount, kFree}},
+      {"capi_axpb", 0, {kBuf, kCount, kFree, kFree}},
+      {"capi_gather", 0, {kBuf, kBuf, kCount, kFree}},
+      {"capi_rotate", 0, {kBuf, kBuf, kCount}},
+      {"capi_sync_sum", 1, {kBuf, kBuf, kBuf, kCount}},
+      {"capi_hang_half", 1, {kBuf}},
+      {"capi_hang_if", 1, {kBuf, kFree}},
+  };
+  return infos;
+}
+
+class Bytes {
+ public:
+  Bytes(const uint8_t *data, size_t size) : data_(data), size_(size) {}
+  bool empty() const { return pos_ >= size_; }
+  uint8_t next() { return pos_ < size_ ? data_[pos_++] : 0; }
+  uint32_t next32() {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v = v << 8 | next();
+    return v;
+  }
+
+ private:
+  const uint8_t *data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+// Argument values for one call of kernel `info`, and the pointers to them args wants.
+struct Args {
+  std::array<uint64_t, 4> values{};
+  std::array<void *, 4> ptrs{};
+  void *const *get() { return ptrs.data(); }
+};
+
+uint64_t param_value(Param p, Bytes &in) {
+  const Fixture &f = fixture();
+  switch (p) {
+    case kBuf: return reinterpret_cast<uint64_t>(f.buffers[in.next() % kBuffers]);
+    case kCount: return (in.next() * 17u) % (kElems + 1);
+    case kFree: return in.next32();
+  }
+  return 0;
+}
+
+void make_args(const KernelInfo &info, Bytes &in, Args *out) {
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const uint64_t v = param_value(info.params[i], in);
+    if (info.params[i] == kBuf) {
+      out->values[i] = v;  // a pointer: all 8 bytes
+    } else {
+      const uint32_t v32 = static_cast<uint32_t>(v);
+      std::memcpy(&out->values[i], &v32, sizeof v32);  // u32 / i32: the first 4 bytes
+    }
+    out->ptrs[i] = &out->values[i];
+  }
+}
+
+// Block dims: mostly 1-8, sometimes the refused 0 and 2^24 + 1.
+uint32_t block_dim(Bytes &in) {
+  const uint8_t b = in.next();
+  if (b == 0xfe) return 0;
+  if (b == 0xff) return (1u << 24) + 1;
+  return 1 + b % 8;
+}
+
+struct Kernel {
+  sk_kernel *handle;
+  const KernelInfo *info;
+  uint32_t module;
+};
+struct Step {  // what set_arg may rebind: the kernel of each step of a super kernel
+  const KernelInfo *info;
+};
+struct Scope {
+  sk_scope *handle;
+  std::vector<Step> steps;
+};
+struct SuperKernel {
+  sk_superkernel *handle;
+  std::vector<Step> steps;
+};
+
+const char *const kScopeOptions[] = {
+    nullptr, "", "early-start=1", "stream-fusion=1", "debug-sync-all=1", "strict-scope-check=abort",
+    "profiling=1", "dcci-before-kernel-start=capi_.*:dcci-after-kernel-end=capi_fill", "debug-aiv-num=1",
+    "feed-sync-all=1:profiling=1", "bogus=1", "stream-fusion=1:profiling=1:early-start=1",
+};
+const char *const kCoreTypes[] = {nullptr, "vector", "cube", "mix_1_1", "mix_1_2", "bogus"};
+
+// A status no call of the public API returns: libsk lost track of something.
+void check_status(sk_status st, const char *call) {
+  if (st < SK_OK || st > SK_ERR_STATE) harness_failure(call);
+  if (st != SK_OK && sk_last_error()[0] == '\0') harness_failure("a failure without a message");
+}
+
+class Session {
+ public:
+  explicit Session(Bytes &in) : in_(in), f_(fixture()) {}
+  ~Session() { end(); }
+
+  void run() {
+    for (uint32_t op = 0; op < kMaxOps && !in_.empty(); ++op) step(in_.next());
+  }
+
+ private:
+  template <class T>
+  T *pick(std::vector<T> &v) {
+    return v.empty() ? nullptr : &v[in_.next() % v.size()];
+  }
+  template <class T>
+  void drop(std::vector<T> &v, T *item) {
+    v.erase(v.begin() + (item - v.data()));
+  }
+  sk_stream *stream() {
+    const uint8_t b = in_.next();
+    return b % 2 == 0 || streams_.empty() ? nullptr : streams_[b % streams_.size()];
+  }
+
+  void step(uint8_t op) {
+    switch (op % 18) {
+      case 0: {  // load a module (each at most once at a time)
+        const uint32_t m = in_.next() % 2;
+        if (modules_[m]) break;
+        const std::vector<char> &bytes = f_.objects[m];
+        sk_status st = sk_module_load(f_.dev, bytes.data(), bytes.size(), &modules_[m]);
+        if (st != SK_OK) harness_failure("sk_module_load of a test object");
+        break;
+      }
+      case 1: {  // unload: its kernel handles go; super kernels keep their code
+        const uint32_t m = in_.next() % 2;
+        if (!modules_[m]) break;
+        sk_module_unload(modules_[m]);
+        modules_[m] = nullptr;
+        std::erase_if(kernels_, [m](const Kernel &k) { return k.module == m; });
+        break;
+      }
+      case 2: {  // look a kernel up, by metadata or by a given signature
+        const KernelInfo &info = kernel_infos()[in_.next() % kernel_infos().size()];
+        sk_module *mod = modules_[info.module];
+        if (!mod) break;
+        sk_kernel *k = nullptr;
+        const uint8_t how = in_.next() % 4;
+        sk_status st = how == 0   ? sk_module_get_kernel_with_signature(mod, info.name, "ptr,ptr,ptr,ptr,ptr", &k)
+                       : how == 1 ? sk_module_get_kernel(mod, "no_such_kernel", &k)
+                                  : sk_module_get_kernel(mod, info.name, &k);
+        check_status(st, "get_kernel");
+        if (st == SK_OK && how >= 2) kernels_.push_back({k, &info, info.module});
+        if (st == SK_OK && how < 2) harness_failure("a wrong lookup succeeded");
+        break;
+      }
+      case 3: {  // begin a scope
+        if (scopes_.size() >= 3) break;
+        const char *options = kScopeOptions[in_.next() % std::size(kScopeOptions)];
+        sk_scope *s = nullptr;
+        sk_status st = sk_scope_begin(f_.dev, "fuzz", options, &s);
+        check_status(st, "sk_scope_begin");
+        if (st == SK_OK) scopes_.push_back({s, {}});
+        break;
+      }
+      case 4: {  // add a kernel to a scope
+        Scope *s = pick(scopes_);
+        Kernel *k = pick(kernels_);
+        if (!s || !k) break;
+        Args args;
+        make_args(*k->info, in_, &args);
+        sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+        const uint8_t o = in_.next();
+        opts.core_type = kCoreTypes[o % std::size(kCoreTypes)];
+        opts.stream = (o >> 3) % 3;
+        opts.flags = (o >> 5) & 1 ? SK_KERNEL_FLAG_TILING_SINK : 0;
+        if ((o >> 6) & 1) opts.name = "renamed";
+        sk_status st = sk_add_kernel(s->handle, k->handle, block_dim(in_), args.get(), (o >> 7) ? &opts : nullptr);
+        check_status(st, "sk_add_kernel");
+        if (st == SK_OK) s->steps.push_back({k->info});
+        break;
+      }
+      case 5: {  // stream-fusion events
+        Scope *s = pick(scopes_);
+        if (!s) break;
+        const uint32_t stream_id = in_.next() % 4, event = in_.next() % 4;
+        check_status(in_.next() % 2 ? sk_scope_record_event(s->handle, stream_id, event)
+                                    : sk_scope_wait_event(s->handle, stream_id, event),
+                     "scope event");
+        break;
+      }
+      case 6: {  // finalize (consumes the scope either way)
+        Scope *s = pick(scopes_);
+        if (!s) break;
+        sk_superkernel *sk = nullptr;
+        sk_status st = sk_finalize(s->handle, &sk);
+        check_status(st, "sk_finalize");
+        if (st == SK_OK) superkernels_.push_back({sk, s->steps});
+        drop(scopes_, s);
+        break;
+      }
+      case 7: {  // abort a scope
+        Scope *s = pick(scopes_);
+        if (!s) break;
+        sk_scope_abort(s->handle);
+        drop(scopes_, s);
+        break;
+      }
+      case 8: {  // launch a super kernel
+        SuperKernel *sk = pick(superkernels_);
+        if (sk) check_status(sk_launch(sk->handle, stream()), "sk_launch");
+        break;
+      }
+      case 9: {  // launch one kernel unfused
+        Kernel *k = pick(kernels_);
+        if (!k) break;
+        Args args;
+        make_args(*k->info, in_, &args);
+        check_status(sk_launch_kernel(k->handle, block_dim(in_), args.get(), stream()), "sk_launch_kernel");
+        break;
+      }
+      case 10: {  // rebind an argument (or name a step or index that does not exist)
+        SuperKernel *sk = pick(superkernels_);
+        if (!sk) break;
+        const uint32_t step = in_.next() % (sk->steps.size() + 1);
+        const uint32_t index = in_.next() % 5;
+        uint64_t value = 0;
+        if (step < sk->steps.size() && index < sk->steps[step].info->params.size()) {
+          const Param p = sk->steps[step].info->params[index];
+          value = param_value(p, in_);
+          if (p != kBuf) {
+            const uint32_t v32 = static_cast<uint32_t>(value);
+            std::memcpy(&value, &v32, sizeof v32);
+          }
+        }
+        sk_status st = sk_superkernel_set_arg(sk->handle, step, index, &value);
+        check_status(st, "sk_superkernel_set_arg");
+        break;
+      }
+      case 11: {  // explain, with a buffer too small or large enough
+        SuperKernel *sk = pick(superkernels_);
+        if (!sk) break;
+        size_t needed = 0;
+        check_status(sk_superkernel_explain(sk->handle, nullptr, 0, &needed), "explain size");
+        std::vector<char> buf(in_.next() % 2 ? needed : needed / 2 + 1);
+        check_status(sk_superkernel_explain(sk->handle, buf.data(), buf.size(), &needed), "explain");
+        break;
+      }
+      case 12: {  // profile of the last completed launch
+        SuperKernel *sk = pick(superkernels_);
+        if (!sk) break;
+        size_t count = 0;
+        sk_status st = sk_superkernel_profile(sk->handle, nullptr, 0, &count);
+        check_status(st, "profile size");
+        if (st == SK_OK) {
+          std::vector<sk_profile_record> records(count + 1);
+          check_status(sk_superkernel_profile(sk->handle, records.data(), records.size(), &count), "profile");
+        }
+        break;
+      }
+      case 13: {  // a stream of its own
+        if (streams_.size() >= 3) break;
+        sk_stream *s = nullptr;
+        check_status(sk_stream_create(f_.dev, &s), "sk_stream_create");
+        if (s) streams_.push_back(s);
+        break;
+      }
+      case 14: {  // destroy a stream (waits for its work)
+        if (streams_.empty()) break;
+        const size_t i = in_.next() % streams_.size();
+        sk_stream_destroy(streams_[i]);
+        streams_.erase(streams_.begin() + i);
+        break;
+      }
+      case 15: {  // synchronize one stream, the device, or every device
+        const uint8_t which = in_.next() % 3;
+        sk_status st = which == 0 ? sk_stream_synchronize(stream())
+                       : which == 1 ? sk_device_synchronize(f_.dev)
+                                    : sk_stream_synchronize(nullptr);
+        check_status(st, "synchronize");
+        break;
+      }
+      case 16: {  // destroy a super kernel (waits for its launches)
+        SuperKernel *sk = pick(superkernels_);
+        if (!sk) break;
+        sk_superkernel_destroy(sk->handle);
+        drop(superkernels_, sk);
+        break;
+      }
+      case 17: {  // the device is still there, whatever happened
+        uint32_t cores = 0;
+        if (sk_device_cores(f_.dev, &cores) != SK_OK || cores != 2) harness_failure("sk_device_cores");
+        break;
+      }
+    }
+  }
+
+  // Everything this input made goes, and the device must run a launch cleanly afterwards.
+  void end() {
+    for (Scope &s : scopes_) sk_scope_abort(s.handle);
+    for (sk_stream *s : streams_) {
+      check_status(sk_stream_synchronize(s), "final stream synchronize");
+      sk_stream_destroy(s);
+    }
+    check_status(sk_device_synchronize(f_.dev), "final synchronize");
+    for (SuperKernel &sk : superkernels_) sk_superkernel_destroy(sk.handle);
+    for (sk_module *&m : modules_) sk_module_unload(m);
+    sk_module *mod = nullptr;
+    sk_kernel *fill = nullptr;
+    if (sk_module_load(f_.dev, f_.objects[0].data(), f_.objects[0].size(), &mod) != SK_OK ||
+        sk_module_get_kernel(mod, "capi_fill", &fill) != SK_OK)
+      harness_failure("reload after the input");
+    uint32_t *buf = f_.buffers[0], n = 64, seed = 5;
+    void *args[] = {&buf, &n, &seed};
+    if (sk_launch_kernel(fill, 2, args, nullptr) != SK_OK || sk_device_synchronize(f_.dev) != SK_OK)
+      harness_failure("the device is not usable after the input");
+    for (uint32_t i = 0; i < n; ++i)
+      if (buf[i] != i * 2654435761u + seed) harness_failure("a clean launch after the input computed a wrong value");
+    sk_module_unload(mod);
+  }
+
+  Bytes &in_;
+  Fixture &f_;
+  std::array<sk_module *, 2> modules_{};
+  std::vector<Kernel> kernels_;
+  std::vector<Scope> scopes_;
+  std::vector<SuperKernel> superkernels_;
+  std::vector<sk_stream *> streams_;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  Bytes in(data, size);
+  Session(in).run();
+  return 0;
+}
