@@ -26,18 +26,23 @@ struct Registered {
 Registered g_locks[kMaxForkHeldLocks];
 std::atomic<uint32_t> g_lock_count{0};
 // The locks the prepare handler took, for the parent and child handlers (the one thread that
-// forks runs all three).
-uint32_t g_taken = 0;
+// forks runs all three): kept, not read again from g_locks, where a lock registered meanwhile
+// would be given back without having been taken.
+std::mutex *g_taken[kMaxForkHeldLocks];
+uint32_t g_taken_count = 0;
 
 void before_fork() {
-  g_taken = std::min(g_lock_count.load(std::memory_order_acquire), kMaxForkHeldLocks);
-  for (uint32_t i = 0; i < g_taken; ++i)
-    if (std::mutex *m = g_locks[i].mutex.load(std::memory_order_acquire)) m->lock();
+  g_taken_count = 0;
+  const uint32_t n = std::min(g_lock_count.load(std::memory_order_acquire), kMaxForkHeldLocks);
+  for (uint32_t i = 0; i < n; ++i)
+    if (std::mutex *m = g_locks[i].mutex.load(std::memory_order_acquire)) {
+      m->lock();
+      g_taken[g_taken_count++] = m;
+    }
 }
 
 void give_back_after_fork() {
-  for (uint32_t i = g_taken; i-- > 0;)
-    if (std::mutex *m = g_locks[i].mutex.load(std::memory_order_acquire)) m->unlock();
+  while (g_taken_count > 0) g_taken[--g_taken_count]->unlock();
 }
 
 void in_forked_child() {
