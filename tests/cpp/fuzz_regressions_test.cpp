@@ -11,6 +11,14 @@
 
 namespace {
 
+// A sk_fuzz_parsers input as its parser saw it: the text after the selector byte, cut at the
+// first NUL (options arrive as C strings).
+template <size_t N>
+std::string parsers_text(const uint8_t (&input)[N]) {
+  const std::string text(reinterpret_cast<const char *>(input) + 1, N - 1);
+  return text.substr(0, text.find('\0'));
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -29,7 +37,7 @@ TEST(FuzzRegressions, NameListPatternWithStackedQuantifiersMatchesInLinearTime) 
       0x63, 0x61, 0x70, 0x69, 0x5f, 0x2e, 0x62, 0x6f, 0x72, 0x2c, 0x63, 0x23, 0x31, 0x36, 0x69, 0xff, 0xff,
       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x2c, 0x75, 0x73, 0x3d, 0x31, 0x31, 0x30};
   // Byte 0 selects the scope-option parser; the rest is the options text.
-  const std::string text(reinterpret_cast<const char *>(input) + 1, sizeof input - 1);
+  const std::string text = parsers_text(input);
   sk::ScopeOptions o;
   ASSERT_EQ(sk::parse_scope_options(text.c_str(), &o), SK_OK);
   const auto t0 = std::chrono::steady_clock::now();
@@ -86,8 +94,7 @@ TEST(FuzzRegressions, NameListBackReferenceWithAHugeNumberIsRefused) {
       0x75, 0x73, 0x3d, 0x31, 0x5c, 0x5c, 0x5c, 0x5c, 0xdc, 0x5c, 0x5c, 0x5c, 0x4c, 0x5c, 0x5c, 0x31, 0x5c,
       0x33, 0xe6, 0x6e, 0x40, 0x5c, 0xeb, 0x29, 0x5c, 0x5c, 0x5c,
   };
-  const std::string text(reinterpret_cast<const char *>(input) + 1, sizeof input - 1);
-  const std::string c_text = text.substr(0, text.find('\0'));  // as fuzz_parsers.cpp passes it
+  const std::string c_text = parsers_text(input);
   sk::ScopeOptions o;
   EXPECT_EQ(sk::parse_scope_options(c_text.c_str(), &o), SK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(sk::last_error()).find("back-reference"), std::string::npos) << sk::last_error();
@@ -123,8 +130,7 @@ TEST(FuzzRegressions, NameListBackReferenceAfterAControlEscapeIsRefused) {
       0x5d, 0x2e, 0x46, 0x46, 0x46, 0x66, 0xff, 0xff, 0x01, 0x00, 0x00, 0x00, 0x00, 0x5c, 0x5c, 0x5c, 0x5c,
       0x5c, 0x5c, 0x5c, 0x5c, 0x61, 0x70, 0x28,
   };
-  const std::string text(reinterpret_cast<const char *>(input) + 1, sizeof input - 1);
-  const std::string c_text = text.substr(0, text.find('\0'));  // as fuzz_parsers.cpp passes it
+  const std::string c_text = parsers_text(input);
   sk::ScopeOptions o;
   EXPECT_EQ(sk::parse_scope_options(c_text.c_str(), &o), SK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(sk::last_error()).find("backslash before a digit"), std::string::npos) << sk::last_error();
