@@ -1,23 +1,26 @@
-// libFuzzer target: bytes as a sequence of public C API calls on one host device. Each byte pair
-// picks a call and its operands: load and unload the two test modules (capi_chain, capi_sync),
-// look kernels up, build scopes (options, kernel options, stream-fusion events, block dims both
-// valid and not), finalize or abort them, launch super kernels and unfused kernels on the
-// default stream or on streams of their own, rebind arguments, explain, profile, synchronize,
-// destroy, in any order the API allows. What the API says is undefined is not done: a handle
-// is never used after its destroy call, and the kernels only ever see this harness's buffers
-// with counts that fit them (a kernel's own out-of-bounds access is the kernel's bug, not
-// libsk's). The rest is fair: hangs (capi_hang_half on two blocks) meet the device's 20 ms
-// deadline, and the device must stay usable for the next input. Nothing is compared here: the
-// sanitizers and the harness's own checks judge (a call that must succeed, a status libsk
-// never returns).
+// libFuzzer target: bytes as a sequence of public C API calls on one host device. Each byte
+// picks a call, the next ones its operands: load and unload the two test modules (capi_chain,
+// capi_sync), look kernels up, build scopes (options, kernel options, stream-fusion events,
+// block dims both valid and not), finalize or abort them, launch super kernels and unfused
+// kernels on the default stream or on streams of their own, rebind arguments, explain,
+// profile, synchronize, allocate, copy and free memory, destroy, in any order the API allows.
+// What the API says is undefined is not done: a handle is never used after its destroy call,
+// and the kernels only ever see this harness's buffers with counts that fit them (a kernel's
+// own out-of-bounds access is the kernel's bug, not libsk's). The rest is fair: hangs
+// (capi_hang_half on two blocks) meet the device's 20 ms deadline, and the device must stay
+// usable for the next input. Nothing is compared here: the sanitizers and the harness's own
+// checks judge (a call that must succeed, a status libsk never returns, a failure without a
+// message, a clean launch after the input that computes wrong values).
 #include <sk.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -194,7 +197,7 @@ class Session {
   }
 
   void step(uint8_t op) {
-    switch (op % 18) {
+    switch (op % 20) {
       case 0: {  // load a module (each at most once at a time)
         const uint32_t m = in_.next() % 2;
         if (modules_[m]) break;
@@ -358,6 +361,31 @@ class Session {
         drop(superkernels_, sk);
         break;
       }
+      case 18: {  // memory of its own: allocate (0 bytes included) or free
+        if (in_.next() % 2 == 0 && memory_.size() < 4) {
+          static const size_t kSizes[] = {0, 1, 64, 4096, 1 << 20};
+          const size_t size = kSizes[in_.next() % std::size(kSizes)];
+          void *p = nullptr;
+          sk_status st = sk_mem_alloc(f_.dev, size, &p);
+          check_status(st, "sk_mem_alloc");
+          if (st == SK_OK) memory_.push_back({p, size});
+        } else if (!memory_.empty()) {
+          const size_t i = in_.next() % memory_.size();
+          sk_mem_free(f_.dev, memory_[i].first);
+          memory_.erase(memory_.begin() + i);
+        }
+        break;
+      }
+      case 19: {  // a copy between two of them, or into a kernel buffer (waits for queued work)
+        if (memory_.empty()) break;
+        const auto &[src, size] = memory_[in_.next() % memory_.size()];
+        const bool to_buffer = in_.next() % 2;
+        const auto &[dst, dst_size] = memory_[in_.next() % memory_.size()];
+        void *target = to_buffer ? static_cast<void *>(f_.buffers[0]) : dst;
+        const size_t limit = to_buffer ? kElems * sizeof(uint32_t) : dst_size;
+        check_status(sk_memcpy(f_.dev, target, src, std::min(size, limit)), "sk_memcpy");
+        break;
+      }
       case 17: {  // the device is still there, whatever happened
         uint32_t cores = 0;
         if (sk_device_cores(f_.dev, &cores) != SK_OK || cores != 2) harness_failure("sk_device_cores");
@@ -376,6 +404,7 @@ class Session {
     check_status(sk_device_synchronize(f_.dev), "final synchronize");
     for (SuperKernel &sk : superkernels_) sk_superkernel_destroy(sk.handle);
     for (sk_module *&m : modules_) sk_module_unload(m);
+    for (auto &[p, size] : memory_) sk_mem_free(f_.dev, p);
     sk_module *mod = nullptr;
     sk_kernel *fill = nullptr;
     if (sk_module_load(f_.dev, f_.objects[0].data(), f_.objects[0].size(), &mod) != SK_OK ||
@@ -403,6 +432,7 @@ class Session {
   std::vector<Scope> scopes_;
   std::vector<SuperKernel> superkernels_;
   std::vector<sk_stream *> streams_;
+  std::vector<std::pair<void *, size_t>> memory_;  // sk_mem_alloc'd here, with its size
 };
 
 }  // namespace
