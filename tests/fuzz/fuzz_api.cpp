@@ -1,5 +1,5 @@
-// libFuzzer target: bytes as a sequence of public C API calls on one host device. Each byte
-// picks a call, the next ones its operands: load and unload the two test modules (capi_chain,
+// libFuzzer target: bytes as a sequence of public C API calls on a host device (2 cores or 1,
+// by the first byte). Each byte then picks a call, the next ones its operands: load and unload the two test modules (capi_chain,
 // capi_sync), look kernels up, build scopes (options, kernel options, stream-fusion events,
 // block dims both valid and not), finalize or abort them, launch super kernels and unfused
 // kernels on the default stream or on streams of their own, rebind arguments, explain,
@@ -34,9 +34,16 @@ constexpr uint32_t kMaxOps = 96;
   std::abort();
 }
 
+// Two devices, opened once for every input: 2 cores, and 1 core, whose launches host threads
+// run, with the stand-in core-0 thread for launches nobody waits for (executor.hpp).
+struct Device {
+  const char *spec;
+  uint32_t cores;
+  sk_device *handle = nullptr;
+  std::array<uint32_t *, kBuffers> buffers{};  // the kernels' buffers
+};
 struct Fixture {
-  sk_device *dev = nullptr;
-  std::array<uint32_t *, kBuffers> buffers{};
+  std::array<Device, 2> devices{Device{"host:cores=2,timeout_ms=20", 2}, Device{"host:cores=1,timeout_ms=20", 1}};
   std::array<std::vector<char>, 2> objects;  // capi_chain.o, capi_sync.o
 };
 
@@ -55,10 +62,12 @@ std::vector<char> read_file(const std::string &path) {
 Fixture &fixture() {
   static Fixture *f = [] {
     auto *made = new Fixture;
-    if (sk_device_open("host:cores=2,timeout_ms=20", &made->dev) != SK_OK) harness_failure("device open");
-    for (uint32_t *&b : made->buffers)
-      if (sk_mem_alloc(made->dev, kElems * sizeof(uint32_t), reinterpret_cast<void **>(&b)) != SK_OK)
-        harness_failure("sk_mem_alloc");
+    for (Device &d : made->devices) {
+      if (sk_device_open(d.spec, &d.handle) != SK_OK) harness_failure("device open");
+      for (uint32_t *&b : d.buffers)
+        if (sk_mem_alloc(d.handle, kElems * sizeof(uint32_t), reinterpret_cast<void **>(&b)) != SK_OK)
+          harness_failure("sk_mem_alloc");
+    }
     const std::string dir = SK_FUZZ_KERNEL_DIR "/clang-O2-pic/";
     made->objects[0] = read_file(dir + "capi_chain.o");
     made->objects[1] = read_file(dir + "capi_sync.o");
@@ -112,19 +121,18 @@ struct Args {
   void *const *get() { return ptrs.data(); }
 };
 
-uint64_t param_value(Param p, Bytes &in) {
-  const Fixture &f = fixture();
+uint64_t param_value(Param p, const Device &dev, Bytes &in) {
   switch (p) {
-    case kBuf: return reinterpret_cast<uint64_t>(f.buffers[in.next() % kBuffers]);
+    case kBuf: return reinterpret_cast<uint64_t>(dev.buffers[in.next() % kBuffers]);
     case kCount: return (in.next() * 17u) % (kElems + 1);
     case kFree: return in.next32();
   }
   return 0;
 }
 
-void make_args(const KernelInfo &info, Bytes &in, Args *out) {
+void make_args(const KernelInfo &info, const Device &dev, Bytes &in, Args *out) {
   for (size_t i = 0; i < info.params.size(); ++i) {
-    const uint64_t v = param_value(info.params[i], in);
+    const uint64_t v = param_value(info.params[i], dev, in);
     if (info.params[i] == kBuf) {
       out->values[i] = v;  // a pointer: all 8 bytes
     } else {
@@ -175,7 +183,8 @@ void check_status(sk_status st, const char *call) {
 
 class Session {
  public:
-  explicit Session(Bytes &in) : in_(in), f_(fixture()) {}
+  // The first byte picks the device.
+  explicit Session(Bytes &in) : in_(in), f_(fixture()), d_(f_.devices[in.next() % f_.devices.size()]) {}
   ~Session() { end(); }
 
   void run() {
@@ -202,7 +211,7 @@ class Session {
         const uint32_t m = in_.next() % 2;
         if (modules_[m]) break;
         const std::vector<char> &bytes = f_.objects[m];
-        sk_status st = sk_module_load(f_.dev, bytes.data(), bytes.size(), &modules_[m]);
+        sk_status st = sk_module_load(d_.handle, bytes.data(), bytes.size(), &modules_[m]);
         if (st != SK_OK) harness_failure("sk_module_load of a test object");
         break;
       }
@@ -232,7 +241,7 @@ class Session {
         if (scopes_.size() >= 3) break;
         const char *options = kScopeOptions[in_.next() % std::size(kScopeOptions)];
         sk_scope *s = nullptr;
-        sk_status st = sk_scope_begin(f_.dev, "fuzz", options, &s);
+        sk_status st = sk_scope_begin(d_.handle, "fuzz", options, &s);
         check_status(st, "sk_scope_begin");
         if (st == SK_OK) scopes_.push_back({s, {}});
         break;
@@ -242,7 +251,7 @@ class Session {
         Kernel *k = pick(kernels_);
         if (!s || !k) break;
         Args args;
-        make_args(*k->info, in_, &args);
+        make_args(*k->info, d_, in_, &args);
         sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
         const uint8_t o = in_.next();
         opts.core_type = kCoreTypes[o % std::size(kCoreTypes)];
@@ -289,7 +298,7 @@ class Session {
         Kernel *k = pick(kernels_);
         if (!k) break;
         Args args;
-        make_args(*k->info, in_, &args);
+        make_args(*k->info, d_, in_, &args);
         check_status(sk_launch_kernel(k->handle, block_dim(in_), args.get(), stream()), "sk_launch_kernel");
         break;
       }
@@ -301,7 +310,7 @@ class Session {
         uint64_t value = 0;
         if (step < sk->steps.size() && index < sk->steps[step].info->params.size()) {
           const Param p = sk->steps[step].info->params[index];
-          value = param_value(p, in_);
+          value = param_value(p, d_, in_);
           if (p != kBuf) {
             const uint32_t v32 = static_cast<uint32_t>(value);
             std::memcpy(&value, &v32, sizeof v32);
@@ -335,7 +344,7 @@ class Session {
       case 13: {  // a stream of its own
         if (streams_.size() >= 3) break;
         sk_stream *s = nullptr;
-        check_status(sk_stream_create(f_.dev, &s), "sk_stream_create");
+        check_status(sk_stream_create(d_.handle, &s), "sk_stream_create");
         if (s) streams_.push_back(s);
         break;
       }
@@ -349,7 +358,7 @@ class Session {
       case 15: {  // synchronize one stream, the device, or every device
         const uint8_t which = in_.next() % 3;
         sk_status st = which == 0 ? sk_stream_synchronize(stream())
-                       : which == 1 ? sk_device_synchronize(f_.dev)
+                       : which == 1 ? sk_device_synchronize(d_.handle)
                                     : sk_stream_synchronize(nullptr);
         check_status(st, "synchronize");
         break;
@@ -366,12 +375,12 @@ class Session {
           static const size_t kSizes[] = {0, 1, 64, 4096, 1 << 20};
           const size_t size = kSizes[in_.next() % std::size(kSizes)];
           void *p = nullptr;
-          sk_status st = sk_mem_alloc(f_.dev, size, &p);
+          sk_status st = sk_mem_alloc(d_.handle, size, &p);
           check_status(st, "sk_mem_alloc");
           if (st == SK_OK) memory_.push_back({p, size});
         } else if (!memory_.empty()) {
           const size_t i = in_.next() % memory_.size();
-          sk_mem_free(f_.dev, memory_[i].first);
+          sk_mem_free(d_.handle, memory_[i].first);
           memory_.erase(memory_.begin() + i);
         }
         break;
@@ -381,14 +390,14 @@ class Session {
         const auto &[src, size] = memory_[in_.next() % memory_.size()];
         const bool to_buffer = in_.next() % 2;
         const auto &[dst, dst_size] = memory_[in_.next() % memory_.size()];
-        void *target = to_buffer ? static_cast<void *>(f_.buffers[0]) : dst;
+        void *target = to_buffer ? static_cast<void *>(d_.buffers[0]) : dst;
         const size_t limit = to_buffer ? kElems * sizeof(uint32_t) : dst_size;
-        check_status(sk_memcpy(f_.dev, target, src, std::min(size, limit)), "sk_memcpy");
+        check_status(sk_memcpy(d_.handle, target, src, std::min(size, limit)), "sk_memcpy");
         break;
       }
       case 17: {  // the device is still there, whatever happened
         uint32_t cores = 0;
-        if (sk_device_cores(f_.dev, &cores) != SK_OK || cores != 2) harness_failure("sk_device_cores");
+        if (sk_device_cores(d_.handle, &cores) != SK_OK || cores != d_.cores) harness_failure("sk_device_cores");
         break;
       }
     }
@@ -401,23 +410,23 @@ class Session {
       check_status(sk_stream_synchronize(s), "final stream synchronize");
       sk_stream_destroy(s);
     }
-    check_status(sk_device_synchronize(f_.dev), "final synchronize");
+    check_status(sk_device_synchronize(d_.handle), "final synchronize");
     for (SuperKernel &sk : superkernels_) sk_superkernel_destroy(sk.handle);
     for (sk_module *&m : modules_) sk_module_unload(m);
-    for (auto &[p, size] : memory_) sk_mem_free(f_.dev, p);
+    for (auto &[p, size] : memory_) sk_mem_free(d_.handle, p);
     sk_module *mod = nullptr;
     sk_kernel *fill = nullptr;
-    if (sk_module_load(f_.dev, f_.objects[0].data(), f_.objects[0].size(), &mod) != SK_OK ||
+    if (sk_module_load(d_.handle, f_.objects[0].data(), f_.objects[0].size(), &mod) != SK_OK ||
         sk_module_get_kernel(mod, "capi_fill", &fill) != SK_OK)
       harness_failure("reload after the input");
-    uint32_t *buf = f_.buffers[0], n = 64, seed = 5;
+    uint32_t *buf = d_.buffers[0], n = 64, seed = 5;
     void *args[] = {&buf, &n, &seed};
     // The 20 ms deadline is short: on a loaded machine a core can be descheduled that long, and
     // the launch is aborted as hung. A few tries tell that from a device left broken.
     sk_status st = SK_ERR_HANG;
     for (int attempt = 0; attempt < 5 && st == SK_ERR_HANG; ++attempt) {
       st = sk_launch_kernel(fill, 2, args, nullptr);
-      if (st == SK_OK) st = sk_device_synchronize(f_.dev);
+      if (st == SK_OK) st = sk_device_synchronize(d_.handle);
     }
     if (st != SK_OK) harness_failure("the device is not usable after the input");
     for (uint32_t i = 0; i < n; ++i)
@@ -427,6 +436,7 @@ class Session {
 
   Bytes &in_;
   Fixture &f_;
+  Device &d_;
   std::array<sk_module *, 2> modules_{};
   std::vector<Kernel> kernels_;
   std::vector<Scope> scopes_;
