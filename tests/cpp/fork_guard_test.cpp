@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <set>
 #include <string>
 #include <thread>

@@ -1,16 +1,16 @@
 // libFuzzer target: bytes as a sequence of public C API calls on a host device (2 cores or 1,
-// by the first byte). Each byte then picks a call, the next ones its operands: load and unload the two test modules (capi_chain,
-// capi_sync), look kernels up, build scopes (options, kernel options, stream-fusion events,
-// block dims both valid and not), finalize or abort them, launch super kernels and unfused
-// kernels on the default stream or on streams of their own, rebind arguments, explain,
-// profile, synchronize, allocate, copy and free memory, destroy, in any order the API allows.
-// What the API says is undefined is not done: a handle is never used after its destroy call,
-// and the kernels only ever see this harness's buffers with counts that fit them (a kernel's
-// own out-of-bounds access is the kernel's bug, not libsk's). The rest is fair: hangs
-// (capi_hang_half on two blocks) meet the device's 20 ms deadline, and the device must stay
-// usable for the next input. Nothing is compared here: the sanitizers and the harness's own
-// checks judge (a call that must succeed, a status libsk never returns, a failure without a
-// message, a clean launch after the input that computes wrong values).
+// by the first byte). Each later byte picks a call, the next ones its operands: load and unload
+// the two test modules (capi_chain, capi_sync), look kernels up, build scopes (options, kernel
+// options, stream-fusion events, block dims both valid and not), finalize or abort them, launch
+// super kernels and unfused kernels on the default stream or on streams of their own, rebind
+// arguments, explain, profile, synchronize, allocate, copy and free memory, destroy, in any
+// order the API allows. What the API says is undefined is not done: a handle is never used
+// after its destroy call, and the kernels only ever see this harness's buffers with counts
+// that fit them (a kernel's own out-of-bounds access is the kernel's bug, not libsk's). The
+// rest is fair: hangs (capi_hang_half on two blocks) meet the device's 20 ms deadline, and the
+// device must stay usable for the next input. The sanitizers judge, and the harness's own
+// checks: a call that must succeed, a status libsk never returns, a failure without a message,
+// and after each input a clean launch that must compute the right values.
 #include <sk.h>
 
 #include <algorithm>
