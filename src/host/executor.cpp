@@ -653,11 +653,16 @@ void Executor::complete_task(Task &task, uint64_t seq) {
   // Flag counters count within a launch (host/cross_core_flags.hpp).
   for (const auto &f : p->flags) f->reset();
   if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
+  // Read before completed_epoch says the launch is over: from then on a super kernel's program
+  // may be freed (sk_superkernel_destroy waits for that store, then deletes it). Reading
+  // p->pool after it was a read of freed memory (TSan, in sk_fuzz_api). A pooled program is
+  // not freed there: its launch's hold on its kernel keeps the pool until recycle is done.
+  const bool recycle = p->pool || task.unpooled;
   p->completed_epoch.store(task.epoch, std::memory_order_release);
   // The next task may start on the other cores now, before the recycle: the next task's
   // program is never this one (a recycled program was taken by this task's own launch).
   ring_[(seq + 1) % kRing].previous_completed.store(seq, std::memory_order_release);
-  if (p->pool || task.unpooled) ProgramPool::recycle(p, std::move(task.unpooled));
+  if (recycle) ProgramPool::recycle(p, std::move(task.unpooled));
   completed_.store(seq, std::memory_order_release);
   completed_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
   notify(&completed_word_, host_channel_);

@@ -5,6 +5,7 @@
 #include <sk.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -232,3 +233,42 @@ TEST(Concurrency, ScopesBuiltFromManyThreads) {
 }
 
 }  // namespace
+
+// sk_superkernel_destroy frees a super kernel's program once its launches have completed. The
+// thread that completes a launch must be done with the program by then: it read the program
+// once more after publishing the completion (whether to give it back to a pool), a read of
+// freed memory that TSan found in sk_fuzz_api. Here the dedicated core-0 thread completes the
+// launches while this thread destroys the super kernel: on 1 core every launch rings it, on 2
+// cores with spin_us=1 core 1 calls it almost at once. Under TSan a read after the completion
+// is a race with the destroy's delete.
+TEST(Concurrency, ASuperKernelDestroyedAfterItsLaunchIsNotReadOnceItsLaunchCompleted) {
+  for (const char *spec : {"host:cores=1", "host:cores=2,spin_us=1"}) {
+    SCOPED_TRACE(spec);
+    sk_device *dev = nullptr;
+    ASSERT_SK(sk_device_open(spec, &dev));
+    uint32_t cores = 0;
+    ASSERT_SK(sk_device_cores(dev, &cores));
+    sk_module *mod = nullptr;
+    ASSERT_SK(sk_module_load_file(dev, sk::test::kernel_path("gcc-O2-pie", "capi_chain").c_str(), &mod));
+    sk_kernel *fill = nullptr;
+    ASSERT_SK(sk_module_get_kernel(mod, "capi_fill", &fill));
+    uint32_t *buf = alloc(dev), n = kN, seed = 0;
+    void *args[] = {&buf, &n, &seed};
+    for (int i = 0; i < 200; ++i) {
+      seed = 7u * i;
+      sk_scope *scope = nullptr;
+      sk_superkernel *sk = nullptr;
+      ASSERT_SK(sk_scope_begin(dev, "destroyed", nullptr, &scope));
+      ASSERT_SK(sk_add_kernel(scope, fill, cores, args, nullptr));
+      ASSERT_SK(sk_finalize(scope, &sk));
+      ASSERT_SK(sk_launch(sk, nullptr));
+      // Every other launch: give the dedicated thread time to take it and complete it.
+      if (i % 2) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      sk_superkernel_destroy(sk);
+      for (uint32_t j = 0; j < kN; j += 97) ASSERT_EQ(buf[j], j * 2654435761u + seed) << "launch " << i;
+    }
+    sk_mem_free(dev, buf);
+    sk_module_unload(mod);
+    sk_device_close(dev);
+  }
+}
