@@ -232,8 +232,6 @@ TEST(Concurrency, ScopesBuiltFromManyThreads) {
   sk_module_unload(mod);
 }
 
-}  // namespace
-
 // sk_superkernel_destroy frees a super kernel's program once its launches have completed. The
 // thread that completes a launch must be done with the program by then: it read the program
 // once more after publishing the completion (whether to give it back to a pool), a read of
@@ -272,3 +270,5 @@ TEST(Concurrency, ASuperKernelDestroyedAfterItsLaunchIsNotReadOnceItsLaunchCompl
     sk_device_close(dev);
   }
 }
+
+}  // namespace

@@ -2,8 +2,8 @@
 // seed folder, or single inputs) and on pseudo-random inputs. Builds that cannot link libFuzzer,
 // or whose sanitizer conflicts with its coverage counters (ThreadSanitizer reports the
 // counters' own unsynchronised increments), still run the target's inputs this way: the test
-// suite runs sk_fuzz_api's seeds and a fixed set of random call sequences under TSan, where a
-// race between the API's threads shows.
+// suite runs sk_fuzz_api's seeds, its corpus and variations of them under TSan, where a race
+// between the API's threads shows.
 //
 //   sk_fuzz_api_replay [FILE or FOLDER | --hex FILE]... [--random COUNT SEED]
 //
