@@ -1,6 +1,6 @@
 # Which python3 runs the pytest-based tests (the sk command line's, and in sanitizer builds the
-# binding's), and the environment it needs to load this build's libsk. Included by
-# tests/cli and tests/python; sets:
+# binding's), and the environment it needs to load this build's libsk. Included once by
+# tests/CMakeLists.txt, for tests/cli and tests/python; sets:
 #   SK_TEST_PYTHON         a python3 with pytest, or empty (the tests are then left out, loudly)
 #   SK_TEST_PYTHON_ENV     ctest ENVIRONMENT entries python needs to load this libsk
 #   SK_TEST_PYTHON_SKIP    why python cannot load this build's libsk at all (empty when it can)
@@ -44,4 +44,7 @@ if(NOT SK_TEST_PYTHON_SKIP)
       set(SK_TEST_PYTHON ${SK_TEST_PYTHON_EXE})
     endif()
   endif()
+endif()
+if(SK_TEST_PYTHON_SKIP)
+  message(STATUS "the sk command-line and Python tests are left out: ${SK_TEST_PYTHON_SKIP}")
 endif()
