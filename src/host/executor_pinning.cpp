@@ -10,16 +10,22 @@
 
 namespace sk::host {
 
+namespace {
+// Binds `thread` to `cpu` alone; best effort (a failure only costs speed): says whether it took.
+bool bind_to_cpu(pthread_t thread, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(thread, sizeof set, &set) == 0;
+}
+}  // namespace
+
 void Executor::pin_to_cpu(uint32_t core, int cpu) {
   // `cpu` is the one claimed for the core: with this the only executor, the c-th of
   // cpu_pinning_order; the first one is left to core 0, which host threads run
   // (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
   core_thread_[core] = threads_[core].native_handle();
-  // Best effort: a failure only costs speed.
-  if (pthread_setaffinity_np(core_thread_[core], sizeof set, &set) == 0) core_cpu_[core] = cpu;
+  if (bind_to_cpu(core_thread_[core], cpu)) core_cpu_[core] = cpu;
 }
 
 bool Executor::core_holds(int cpu) const {
@@ -46,10 +52,7 @@ void Executor::keep_off_core0_cpu() {
     if (core_cpu_[c] != cpu) continue;
     for (int free_cpu : cpus_) {
       if (core_holds(free_cpu)) continue;
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(free_cpu, &set);
-      if (pthread_setaffinity_np(core_thread_[c], sizeof set, &set) == 0) core_cpu_[c] = free_cpu;
+      if (bind_to_cpu(core_thread_[c], free_cpu)) core_cpu_[c] = free_cpu;
       return;
     }
     return;  // every CPU has a core: nothing better to do
