@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "file_bytes.hpp"
+
 namespace {
 
 constexpr uint32_t kElems = 4096;  // each buffer's uint32 count: n and block counts stay within
@@ -44,18 +46,12 @@ struct Device {
 };
 struct Fixture {
   std::array<Device, 2> devices{Device{"host:cores=2,timeout_ms=20", 2}, Device{"host:cores=1,timeout_ms=20", 1}};
-  std::array<std::vector<char>, 2> objects;  // capi_chain.o, capi_sync.o
+  std::array<std::vector<uint8_t>, 2> objects;  // capi_chain.o, capi_sync.o
 };
 
-std::vector<char> read_file(const std::string &path) {
-  std::vector<char> bytes;
-  if (FILE *f = std::fopen(path.c_str(), "rb")) {
-    char chunk[65536];
-    size_t got;
-    while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
-    std::fclose(f);
-  }
-  if (bytes.empty()) harness_failure(("cannot read " + path).c_str());
+std::vector<uint8_t> read_file(const std::string &path) {
+  std::vector<uint8_t> bytes;
+  if (!read_file_bytes(path, &bytes) || bytes.empty()) harness_failure(("cannot read " + path).c_str());
   return bytes;
 }
 
@@ -210,7 +206,7 @@ class Session {
       case 0: {  // load a module (each at most once at a time)
         const uint32_t m = in_.next() % 2;
         if (modules_[m]) break;
-        const std::vector<char> &bytes = f_.objects[m];
+        const std::vector<uint8_t> &bytes = f_.objects[m];
         sk_status st = sk_module_load(d_.handle, bytes.data(), bytes.size(), &modules_[m]);
         if (st != SK_OK) harness_failure("sk_module_load of a test object");
         break;

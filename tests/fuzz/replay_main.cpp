@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "file_bytes.hpp"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 namespace {
@@ -29,13 +31,8 @@ namespace {
 std::vector<std::vector<uint8_t>> g_file_inputs;  // what --random mutates
 
 bool run_file(const std::string &path) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
   std::vector<uint8_t> bytes;
-  uint8_t chunk[4096];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
-  std::fclose(f);
+  if (!read_file_bytes(path, &bytes)) return false;
   LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
   g_file_inputs.push_back(std::move(bytes));
   return true;
