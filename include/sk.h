@@ -1,11 +1,16 @@
 /*
  * sk.h — libsk, the SuperKernel runtime: host C API.
  *
- * Kernels that are already compiled (ELF relocatable objects) are loaded, fused at run time
- * into one super kernel that calls each as a sub-function with the right synchronisation
- * between them, and launched as a single task.
+ * Kernels that are already compiled (ELF relocatable objects on the host, cubins or LTO-IR on
+ * CUDA) are loaded, fused at run time into one super kernel that calls each as a sub-function
+ * with the right synchronisation between them, and launched as a single task.
  *
- * Conventions (see docs/conventions.md):
+ * A program opens a device (sk_device_open), loads kernel objects (sk_module_load_file) and
+ * looks up their kernels (sk_module_get_kernel), adds them to a scope (sk_scope_begin,
+ * sk_add_kernel), builds the super kernel (sk_finalize), then launches it as often as it wants
+ * (sk_launch) and waits for it (sk_stream_synchronize).
+ *
+ * Conventions (docs/conventions.md has them in full):
  *  - every fallible call returns sk_status; SK_OK is 0, other values are stable;
  *  - results come back through out-parameters, left untouched on failure;
  *  - on failure a per-thread message naming the culprit is kept for sk_last_error();
@@ -13,6 +18,9 @@
  *    with SK_ERR_STATE for the common mistakes (docs/conventions.md says what stays undefined);
  *  - thread safety: distinct handles may be used from distinct threads freely; one scope must not
  *    be built from two threads at once; launches and stream calls are thread-safe.
+ *
+ * Each function's comment ends with the failures it adds to those every call shares (see
+ * "Status and errors"), who owns what it returns, and which threads may call it.
  */
 #ifndef SK_H
 #define SK_H
@@ -24,17 +32,46 @@
 extern "C" {
 #endif
 
-#define SK_VERSION_MAJOR 0
-#define SK_VERSION_MINOR 1
-#define SK_VERSION_PATCH 0
-/** SK_VERSION_MAJOR*10000 + SK_VERSION_MINOR*100 + SK_VERSION_PATCH */
-#define SK_VERSION_NUMBER (SK_VERSION_MAJOR * 10000 + SK_VERSION_MINOR * 100 + SK_VERSION_PATCH)
-
 #if defined(SK_BUILDING_LIBRARY) && defined(__GNUC__)
 #define SK_API __attribute__((visibility("default")))
 #else
 #define SK_API
 #endif
+
+/*-*********************************************************************************************
+*  Version
+*
+*  The macros describe this header; sk_version() and sk_version_string() the library loaded at
+*  run time. The macros are the one place the version is written: the build reads it from here.
+*  The C ABI is stable within a major version (docs/conventions.md, "Versions").
+**********************************************************************************************/
+
+#define SK_VERSION_MAJOR 0
+#define SK_VERSION_MINOR 2
+#define SK_VERSION_PATCH 0
+/** SK_VERSION_MAJOR*10000 + SK_VERSION_MINOR*100 + SK_VERSION_PATCH */
+#define SK_VERSION_NUMBER (SK_VERSION_MAJOR * 10000 + SK_VERSION_MINOR * 100 + SK_VERSION_PATCH)
+
+/**
+ * Run-time version: SK_VERSION_MAJOR*10000 + MINOR*100 + PATCH of the loaded library.
+ * - Threads: any.
+ */
+SK_API uint32_t sk_version(void);
+/**
+ * Run-time version of the loaded library as "MAJOR.MINOR.PATCH", e.g. "0.2.0".
+ * - Ownership: a static string of libsk's, never freed; the same pointer on every call.
+ * - Threads: any.
+ */
+SK_API const char *sk_version_string(void);
+
+/*-*********************************************************************************************
+*  Status and errors
+*
+*  Failures every call shares, not repeated under each function: a NULL where a handle or an
+*  out-parameter is needed, or a pointer to a handle of another type, is SK_ERR_INVALID_ARGUMENT;
+*  a handle used after its destroy call is SK_ERR_STATE; any call that allocates may fail with
+*  SK_ERR_OUT_OF_MEMORY. Every failure keeps a message naming the culprit for sk_last_error().
+**********************************************************************************************/
 
 /** Status of every fallible call. Numeric values are stable. */
 typedef enum sk_status {
@@ -50,12 +87,349 @@ typedef enum sk_status {
   SK_ERR_STATE = 9             /**< call not valid in the object's current state */
 } sk_status;
 
+/**
+ * Message of the calling thread's last failure, naming the culprit; "" if none. Never NULL.
+ * - Ownership: libsk's; valid until the same thread's next failing call (successes keep it).
+ * - Threads: per thread: no thread sees another's message.
+ */
+SK_API const char *sk_last_error(void);
+/**
+ * "SK_OK", "SK_ERR_BAD_BINARY", ...; "SK_ERR_UNKNOWN" for values outside the enum.
+ * - Ownership: a static string, never freed.
+ * - Threads: any.
+ */
+SK_API const char *sk_status_name(sk_status s);
+
+/*-*********************************************************************************************
+*  Handles
+*
+*  Opaque, each made by one call and released by one: sk_device (sk_device_open /
+*  sk_device_close), sk_module (sk_module_load / sk_module_unload), sk_kernel (owned by its
+*  module, no release of its own), sk_stream (sk_stream_create / sk_stream_destroy), sk_scope
+*  (sk_scope_begin / sk_finalize or sk_scope_abort), sk_superkernel (sk_finalize /
+*  sk_superkernel_destroy). Closing a device and destroying a stream or a super kernel wait for
+*  the work queued with it.
+**********************************************************************************************/
+
 typedef struct sk_device sk_device;
 typedef struct sk_module sk_module;
 typedef struct sk_kernel sk_kernel;
 typedef struct sk_scope sk_scope;
 typedef struct sk_superkernel sk_superkernel;
 typedef struct sk_stream sk_stream;
+
+/*-*********************************************************************************************
+*  Devices
+*
+*  A device is one backend instance: worker threads on the host's CPUs ("host") or one GPU
+*  ("cuda:N"). Every other handle is made from a device, directly or not.
+**********************************************************************************************/
+
+/**
+ * @options Device specs
+ *
+ * sk_device_open takes a spec `backend[:key=value[,key=value...]]`. The backends are `host`
+ * (always built) and `cuda` (one GPU). An unknown backend, an unknown key, a key given twice, an
+ * item that is not `key=value` and a value outside its range are SK_ERR_INVALID_ARGUMENT, with
+ * a message naming them. Items are separated by commas, so no value holds one.
+ */
+
+/**
+ * @options Host device keys
+ *
+ * `host` alone takes every default; e.g. `host:cores=4,pin=0`.
+ *
+ * - `cores=N` (1 to 1024; default: the CPUs this process can use): worker cores. The default
+ *   counts the CPUs of the process's affinity mask (`taskset`, a container's cpuset), at most its
+ *   cgroup's CPU quota rounded up (`docker --cpus`, a Kubernetes CPU limit; cgroup v2 `cpu.max`
+ *   or v1 `cpu.cfs_quota_us`, the smallest over its cgroup and the ancestors it can see): cores
+ *   spinning on more CPUs than the quota pays for get the whole process throttled.
+ *   sk_device_cores says what a device got. Wherever these keys say "more cores than CPUs", the
+ *   CPUs are counted the same way.
+ * - `spin_us=N` (0 to 10000000; default 50): microseconds an idle core busy-waits before it
+ *   sleeps; 0: no spin. Inside a launch cores wait 20 times longer: the core they wait for is
+ *   about to arrive.
+ * - `spin_max_us=N` (0 to 10000000; default 1000): how far an idle core's busy-wait may grow. A
+ *   core whose spin ran out and that a launch then woke within this time of going idle spins
+ *   twice that idle time next time, so that launches coming at a steady pace with host work
+ *   between them (a decode loop) find it awake; an idle time past it sets the spin back to
+ *   `spin_us`. At or below `spin_us`, with `spin_us=0`, or with more cores than CPUs: a fixed
+ *   spin of `spin_us`. On a 1-core device (no core spins) it is how long the thread that stands
+ *   in for a host thread keeps looking, every 100 us, for a launch left running, instead of
+ *   being woken by every launch, once it has found host threads running the launches themselves
+ *   (not with a fixed spin, nor on one CPU).
+ * - `timeout_ms=N` (1 to 86400000; default 10000): deadline of every wait inside a launch; past
+ *   it the launch fails with SK_ERR_HANG and a report naming the sub-kernel, the core and the
+ *   sync point.
+ * - `symbols=process|strict` (default `process`): what kernel objects may bind their undefined
+ *   symbols to. `process`: any symbol of the process, as the dynamic linker would bind it.
+ *   `strict`: only sk_kernel.h's device API, the C99 `<math.h>` functions (with their `f` and
+ *   `l` forms, and GNU `sincos` and `exp10`), the libc functions that touch only the memory they
+ *   are given (`memcpy`, `strlen`, ...) and the helpers compilers emit calls to; the lists are
+ *   in src/host/symbol_policy.cpp. Any other undefined symbol fails sk_module_load with
+ *   SK_ERR_UNSUPPORTED naming the symbol and the object (a weak reference to one stays unbound).
+ *   Strict mode is not a sandbox: an object's own code can still do anything machine code can.
+ * - `pin=0|1` (default 1): bind core c's thread to the c-th CPU the process may use, taking one
+ *   hardware thread of every physical core before a second thread of any (SMT siblings share
+ *   one core's execution units), and keep the cores off the CPU of the host thread that runs
+ *   core 0 (cores spinning for each other on one CPU cost a context switch per step); the
+ *   dedicated core-0 thread runs on the CPUs no core holds. A second device open at the same
+ *   time takes the CPUs the first left free. With `pin=0` or more cores than CPUs a waiting core
+ *   yields its CPU while it spins (the core it waits for may be queued there); otherwise it
+ *   never does.
+ * - `barrier_group=N` (0, or 2 to 1024; default 0): cores per arrival group of the barrier
+ *   between kernels. Each core counts on its group's counter and the last of a group counts the
+ *   group on the shared one (a two-level combining tree: about N/G + G serial increments of a
+ *   contended cache line per kernel instead of N). 0 picks: one central counter up to 8 cores,
+ *   groups of ceil(sqrt(cores)) above; N >= cores is the central counter. Used by plain vector
+ *   programs; others count centrally.
+ */
+
+/**
+ * @options CUDA device keys
+ *
+ * `cuda` opens GPU 0 and `cuda:N` GPU N (a leading number is the ordinal); keys follow, e.g.
+ * `cuda:1,timeout_ms=500` or `cuda:arch=sm_90`.
+ *
+ * - `device=N` (0 to 1023; default 0, or the leading number): the GPU's ordinal.
+ * - `timeout_ms=N` (1 to 3600000; default 10000): deadline of every in-kernel wait; a passed
+ *   deadline is reported as SK_ERR_HANG by the next sk_stream_synchronize, naming the super
+ *   kernel, the step, the block and the sync point.
+ * - `arch=sm_XY` (default: the GPU's compute capability): the architecture super kernels are
+ *   linked for.
+ *
+ * The driver (`libcuda.so.1`) and nvJitLink (`libnvJitLink.so.13`) are loaded at run time, so
+ * libsk builds and loads on machines without CUDA; there, and without a GPU, opening fails with
+ * SK_ERR_DEVICE saying what is missing. The environment variables `SK_CUDA_DRIVER_LIBRARY` and
+ * `SK_CUDA_NVJITLINK_LIBRARY` name other copies to load.
+ */
+
+/**
+ * Opens a device from a spec such as "host", "host:cores=4,pin=0" or "cuda:0" (the keys
+ * above).
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a bad spec, naming the backend, key or value;
+ *   SK_ERR_DEVICE when the backend cannot start (a host core thread that cannot be created; no
+ *   CUDA driver, nvJitLink or GPU; a libsk built with SK_WITH_CUDA=OFF); SK_ERR_UNSUPPORTED for a
+ *   GPU without cooperative launch.
+ * - Ownership: *out is the caller's, to close with sk_device_close. spec is read during the
+ *   call only.
+ * - Threads: any. Each host device has its own worker threads; several may be open at once.
+ */
+SK_API sk_status sk_device_open(const char *spec, sk_device **out);
+/**
+ * Waits for queued work, then releases the device. Every object made from it must be gone (one
+ * left behind keeps the device's cores alive until it goes). NULL: nothing; a second close is
+ * ignored, with a message for sk_last_error().
+ * - Threads: not while another thread uses the device.
+ */
+SK_API void sk_device_close(sk_device *dev);
+/**
+ * The device's cores, for choosing block dims: on the host device its worker cores (cores=N,
+ * or the default: the CPUs this process can use, its affinity mask bounded by its cgroup's CPU
+ * quota); on a CUDA device its multiprocessors. A sub-kernel whose block_dim is this count
+ * gives every core one block.
+ * - Threads: any.
+ */
+SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out);
+/**
+ * Waits until every launch queued on this device's default stream (launches given stream NULL)
+ * has ended, and returns their first failure, once, as sk_stream_synchronize does. Other
+ * devices are left alone: sk_stream_synchronize(NULL) waits for the default stream of every
+ * open device.
+ * - Errors: those of sk_stream_synchronize.
+ * - Threads: any; launches may be queued from other threads meanwhile.
+ */
+SK_API sk_status sk_device_synchronize(sk_device *dev);
+
+/*-*********************************************************************************************
+*  Memory
+*
+*  Buffers for kernel arguments. On the host device any host memory works as well; these calls
+*  give 64-byte aligned buffers. On a CUDA device they are device memory.
+**********************************************************************************************/
+
+/**
+ * Allocates size bytes of device memory (on the host device: ordinary, 64-byte aligned host
+ * memory).
+ * - Errors: SK_ERR_INVALID_ARGUMENT for size 0 on the host device; SK_ERR_OUT_OF_MEMORY when the
+ *   memory is not there (on the host device also above 2^46 bytes); SK_ERR_DEVICE when the GPU
+ *   fails.
+ * - Ownership: *out is the caller's, to free with sk_mem_free before the device is closed.
+ * - Threads: any.
+ */
+SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out);
+/**
+ * Frees memory from sk_mem_alloc on the same device. NULL: nothing; a pointer the device did not
+ * allocate is ignored, with a message for sk_last_error(). Launches that use the memory must
+ * have ended.
+ * - Threads: any.
+ */
+SK_API void sk_mem_free(sk_device *dev, void *ptr);
+/**
+ * Synchronous copy; waits for work queued on the device's streams first. Either pointer may be
+ * host or device memory. size 0 copies nothing.
+ * - Errors: SK_ERR_INVALID_ARGUMENT if dst or src is NULL; SK_ERR_DEVICE when the GPU fails.
+ * - Threads: any.
+ */
+SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t size);
+
+/*-*********************************************************************************************
+*  Modules and kernels
+*
+*  A module is one loaded kernel object; its kernels are the functions super kernels call.
+*  Loading an object runs its code in this process, with its rights, like dlopen: load only
+*  objects you would link into your program (the device spec key symbols=strict narrows what
+*  they may bind to). Malformed bytes never take the process down: they fail with a status.
+**********************************************************************************************/
+
+/**
+ * Loads a kernel object from memory: on the host device an ELF relocatable object as `cc -c`
+ * writes it, on a CUDA device a relocatable cubin or LTO-IR (`nvcc -dc`). The same bytes loaded
+ * twice on one device are linked once.
+ * - Errors: SK_ERR_BAD_BINARY for bytes that are not a well-formed object (empty ones included)
+ *   or malformed `.sk.kernels` metadata; SK_ERR_UNSUPPORTED for a well-formed object libsk cannot
+ *   honour (another machine, TLS, a relocation type it does not know, 1 GiB or more, an undefined
+ *   symbol symbols=strict does not allow); SK_ERR_NOT_FOUND for an undefined symbol that cannot
+ *   be bound. The message names the object and the culprit.
+ * - Ownership: the bytes are copied (image may be freed after the call); *out is the caller's,
+ *   to release with sk_module_unload.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, sk_module **out);
+/**
+ * sk_module_load on the contents of the file at path.
+ * - Errors: SK_ERR_NOT_FOUND when the file cannot be opened or read (or is a directory),
+ *   naming the path; otherwise those of sk_module_load.
+ * - Ownership: as sk_module_load; path is read during the call only.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module **out);
+/**
+ * Unloads the module: its kernel handles become invalid. Super kernels built from its kernels
+ * keep the code they need and stay launchable; the linked code goes when the last one does.
+ * NULL: nothing; a second unload is ignored, with a message for sk_last_error().
+ * - Threads: not while another thread uses the module or its kernels.
+ */
+SK_API void sk_module_unload(sk_module *mod);
+/**
+ * Kernel by symbol name, with its signature from the object's `.sk.kernels` metadata
+ * (written by sk_kernel.h's SK_KERNEL macro).
+ * - Errors: SK_ERR_NOT_FOUND if the symbol or its metadata is missing.
+ * - Ownership: the kernel is owned by the module: no call releases it. It is valid until
+ *   sk_module_unload, and super kernels that use it keep what they need beyond that.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kernel **out);
+/**
+ * Kernel by symbol name with a signature given by the host: a comma-separated list over
+ * ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 ("" for none).
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a signature that does not parse; SK_ERR_NOT_FOUND if no
+ *   function of that name is defined; SK_ERR_INCOMPATIBLE if the object's metadata for the
+ *   kernel gives another signature.
+ * - Ownership: as sk_module_get_kernel.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name,
+                                                     const char *signature, sk_kernel **out);
+
+/*-*********************************************************************************************
+*  Streams
+*
+*  A stream is an in-order queue of launches. Every device has a default stream, named by NULL
+*  wherever a stream is taken; more are made with sk_stream_create.
+**********************************************************************************************/
+
+/**
+ * In-order queue of launches.
+ * - Ownership: *out is the caller's, to destroy with sk_stream_destroy before the device is
+ *   closed.
+ * - Threads: any; a stream may be launched on from several threads (in the order the calls
+ *   happen).
+ */
+SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
+/**
+ * Waits until every launch queued on the stream (NULL: the default stream of every open device;
+ * sk_device_synchronize waits for one device's) has ended.
+ * Returns the first failure of those launches, once: SK_ERR_HANG for a wait past the device's
+ * deadline, SK_ERR_INVALID_ARGUMENT for a device-API call a kernel made that cannot be honoured
+ * (a cross-core flag id out of range), SK_ERR_DEVICE when the GPU fails; the message names the
+ * kernel and the core.
+ * - Errors: also SK_ERR_STATE in a forked child for a stream of a device opened before the fork.
+ * - Threads: any, also while other threads queue launches on the stream.
+ */
+SK_API sk_status sk_stream_synchronize(sk_stream *stream);
+/**
+ * Waits for the stream's work, then destroys it. A failure of that work is not returned:
+ * synchronize first to see it. NULL: nothing; a second destroy is ignored, with a message.
+ * - Threads: not while another thread uses the stream.
+ */
+SK_API void sk_stream_destroy(sk_stream *stream);
+
+/*-*********************************************************************************************
+*  Scopes
+*
+*  A scope collects kernels, in order, with their block dims and argument values; sk_finalize
+*  plans them and builds the super kernel. Scope options, given to sk_scope_begin, choose how.
+**********************************************************************************************/
+
+/**
+ * @options Scope options
+ *
+ * sk_scope_begin takes options in the vendor syntax `key=value:key=value` (NULL or "" for the
+ * defaults). An item that is not `key=value`, an unknown key, a key given twice (an alias
+ * counts as its key) and a value the key does not take are SK_ERR_INVALID_ARGUMENT naming the
+ * key; items are separated by colons, so no value holds one. Every key given is shown in
+ * sk_superkernel_explain.
+ *
+ * - `feed-sync-all=0|1` (default 0): idle cores take part in whole-core syncs. Accepted and
+ *   reported; libsk's sk_sync_all is scoped to the kernel's own blocks.
+ * - `stream-fusion=0|1` (default 0): kernels of several scope streams
+ *   (sk_kernel_options.stream) in one super kernel. Each waits only for the previous kernel of
+ *   its stream and for the events (sk_scope_record_event / sk_scope_wait_event) before it, so
+ *   independent chains share the cores and overlap. Without it a kernel on another stream than 0
+ *   is an error naming it.
+ * - `strict-scope-check=bypass|abort` (default `bypass`): what to do with a kernel with hard
+ *   cross-core sync on another core count than the kernels around it. `bypass` splits the scope
+ *   before it (and before the next kernel that would change its count) into dispatches that one
+ *   sk_launch runs in order; `abort` fails sk_finalize with SK_ERR_INCOMPATIBLE. Explain lists
+ *   every dispatch and the reason of each split.
+ * - `dcci-before-kernel-start=LIST` (default: no kernel): a whole-cache flush before these
+ *   kernels (on each of their cores), and no per-access flush in their `sk_gm_*` accessors.
+ * - `dcci-after-kernel-end=LIST` (alias `dcci-after-kernel-start`; default: no kernel): a
+ *   whole-cache flush after these kernels, and no per-access flush.
+ * - `dcci-disable-on-kernel=LIST` (default: no kernel): no cache maintenance for these kernels:
+ *   no per-access flush, no flush around them (it wins over the two lists above). A kernel added
+ *   with SK_KERNEL_FLAG_TILING_SINK in sk_kernel_options.flags always gets flushes before and
+ *   after and no per-access flush, whatever the lists say.
+ * - `debug-aic-num=N`, `debug-aiv-num=N` (0 to 65536; default: what the kernels need): force the
+ *   super kernel's cube and vector core counts, in the ratios 1:0, 0:1, 1:1 or 1:2 its layout
+ *   allows. Counts above what the kernels and the device allow are kept there, and explain says
+ *   so; counts that do not fit the layout fail sk_finalize with SK_ERR_INCOMPATIBLE.
+ * - `debug-sync-all=0|1` (default 0): a full barrier after every kernel (no overlap).
+ * - `debug-dcci-all=0|1` (default 0): a whole-cache flush before and after every kernel, the
+ *   disabled ones too (per-access flushes unchanged).
+ * - `early-start=0|1` (default 1): honour the task-overlap calls (sk_set_next_task_start,
+ *   sk_wait_pre_task_end); with 0 every kernel waits at its start for the previous one's end.
+ * - `profiling=0|1` (default 0): record, per core and per kernel, when the core reached the
+ *   kernel, when its code started and ended, and its time in runtime waits ("Profiled launches"
+ *   below).
+ * - `split-mode`, `preload-code`, `func-align` (any non-empty value; default: none): vendor
+ *   tuning knobs, accepted and reported; no libsk device has them.
+ *
+ * A LIST is comma-separated kernel names (sk_kernel_options.name, or the symbol) or regular
+ * expressions (ECMAScript) matched against the whole name, e.g. `.*` for all. Patterns are
+ * matched in linear time; bounded repetition (`{n,m}`), a backslash before a digit
+ * (back-references and `\0`) and empty entries are refused, and entries longer than 256 bytes
+ * match as exact names only.
+ *
+ * What each device acts on: the host device on every key but `feed-sync-all` and the vendor
+ * tuning keys. Explain shows the effect: `segments` (each dispatch's layout and why the scope
+ * was split, from `strict-scope-check` and `debug-aic-num` / `debug-aiv-num`) and each step's
+ * `cache` object (`per_access_flush`, `flush_before`, `flush_after` and the `rules` that
+ * decided them). A CUDA device builds its entry from the same plan (`early-start`,
+ * `debug-sync-all`, `stream-fusion` and the cache keys shape it); it accepts `profiling=1` but
+ * does not profile.
+ */
 
 /**
  * Per-kernel options of sk_add_kernel. Set struct_size to sizeof(sk_kernel_options) (the
@@ -90,133 +464,104 @@ typedef struct sk_kernel_options {
 
 #define SK_KERNEL_OPTIONS_INIT {sizeof(sk_kernel_options), NULL, NULL, 0, 0}
 
-/** Message of the calling thread's last failure, naming the culprit; "" if none. Never NULL. */
-SK_API const char *sk_last_error(void);
-/** "SK_OK", "SK_ERR_BAD_BINARY", ...; "SK_ERR_UNKNOWN" for values outside the enum. */
-SK_API const char *sk_status_name(sk_status s);
-/** Run-time version: SK_VERSION_MAJOR*10000 + MINOR*100 + PATCH of the loaded library. */
-SK_API uint32_t sk_version(void);
-
-/**
- * Opens a device. spec is "backend[:key=value[,key=value...]]".
- * Host backend keys: cores=N (worker cores, default: the CPUs this process can use, see
- * sk_device_cores), spin_us=N (busy-wait before a waiting core sleeps, default 50; 0: no spin),
- * spin_max_us=N (what an idle core's busy-wait grows to while launches keep coming soon after its
- * spin ran out, default 1000; at most spin_us: fixed), timeout_ms=N (deadline of every wait,
- * default 10000), symbols=process|strict (what kernel objects may bind to; see README, default
- * process), pin=0|1 (bind each core's thread to its own CPU, one hardware thread of every physical
- * core before a second thread of any, and CPUs no other open device holds before shared ones;
- * default 1), barrier_group=N (cores per arrival group of the barrier between kernels, a two-level
- * combining tree; 0, the default: one central counter up to 8 cores, groups of ceil(sqrt(cores))
- * above; N >= cores: central).
- * CUDA backend: "cuda" or "cuda:N" (GPU N), then keys timeout_ms=N (deadline of every in-kernel
- * wait, default 10000) and arch=sm_XY (link target; default: the GPU's). The driver and nvJitLink
- * are loaded at run time: without them (or without a GPU) it fails with SK_ERR_DEVICE saying
- * what is missing.
- * Unknown backends and keys fail with SK_ERR_INVALID_ARGUMENT naming them.
- */
-SK_API sk_status sk_device_open(const char *spec, sk_device **out);
-/** Waits for queued work, then releases the device. Every object made from it must be gone. */
-SK_API void sk_device_close(sk_device *dev);
-/**
- * The device's cores, for choosing block dims: on the host device its worker cores (cores=N,
- * or the default: the CPUs this process can use, its affinity mask bounded by its cgroup's CPU
- * quota); on a CUDA device its multiprocessors. A sub-kernel whose block_dim is this count
- * gives every core one block.
- */
-SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out);
-/**
- * Waits until every launch queued on this device's default stream (launches given stream NULL)
- * has ended, and returns their first failure, once, as sk_stream_synchronize does. Other
- * devices are left alone: sk_stream_synchronize(NULL) waits for the default stream of every
- * open device.
- */
-SK_API sk_status sk_device_synchronize(sk_device *dev);
-
-/** Device memory (on the host device: ordinary, 64-byte aligned host memory). */
-SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out);
-SK_API void sk_mem_free(sk_device *dev, void *ptr);
-/** Synchronous copy; waits for work queued on the device's streams first. */
-SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t size);
-
-/**
- * Loads a kernel object (an ELF relocatable object as `cc -c` writes it) from memory. The bytes
- * are copied; the same bytes loaded twice on one device are linked once. Objects of 1 GiB or
- * more are refused (SK_ERR_UNSUPPORTED). Loading an object runs its code, like dlopen: see the
- * README's trust model and the device spec key symbols=strict.
- */
-SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, sk_module **out);
-SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module **out);
-/**
- * Unloads the module: its kernel handles become invalid. Super kernels built from its kernels
- * keep the code they need and stay launchable; the linked code goes when the last one does.
- */
-SK_API void sk_module_unload(sk_module *mod);
-/**
- * Kernel by symbol name, with its signature from the object's `.sk.kernels` metadata
- * (written by sk_kernel.h's SK_KERNEL macro). SK_ERR_NOT_FOUND if the symbol or its metadata
- * is missing. The kernel is owned by the module.
- */
-SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kernel **out);
-/**
- * Kernel by symbol name with a signature given by the host: a comma-separated list over
- * ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 ("" for none). If the object carries
- * metadata for the kernel the two must agree (SK_ERR_INCOMPATIBLE otherwise).
- */
-SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name,
-                                                     const char *signature, sk_kernel **out);
-
-/** In-order queue of launches. */
-SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
-/**
- * Waits until every launch queued on the stream (NULL: the default stream of every open device;
- * sk_device_synchronize waits for one device's) has ended.
- * Returns the first failure of those launches, once: SK_ERR_HANG for a wait past the device's
- * deadline, SK_ERR_INVALID_ARGUMENT for a device-API call a kernel made that cannot be honoured
- * (a cross-core flag id out of range); the message names the kernel and the core.
- */
-SK_API sk_status sk_stream_synchronize(sk_stream *stream);
-/** Waits for the stream's work, then destroys it. */
-SK_API void sk_stream_destroy(sk_stream *stream);
-
 /**
  * Starts a scope: the kernels added to it become one super kernel. options uses the vendor
- * syntax "key=value:key=value" (NULL or "" for defaults); see README for the keys.
+ * syntax "key=value:key=value" (NULL or "" for defaults; the keys are the scope options above).
+ * name (NULL or "": "superkernel") names the super kernel in explain, traces and messages.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for bad options, naming the key and the value.
+ * - Ownership: *out is the caller's until sk_finalize consumes it or sk_scope_abort drops it.
+ *   name and options are copied.
+ * - Threads: any; the scope is then built by one thread at a time.
  */
 SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options,
                                 sk_scope **out);
 /**
- * Adds a kernel running on block_dim blocks, 1 <= block_dim <= 2^24 (SK_ERR_INVALID_ARGUMENT
- * otherwise). args[i] points to the value of parameter i (as in cuLaunchKernel); the values are
- * copied. args may be NULL for kernels without parameters.
+ * Adds a kernel running on block_dim blocks, 1 <= block_dim <= 2^24. args[i] points to the
+ * value of parameter i (as in cuLaunchKernel); args may be NULL for kernels without parameters.
+ * opts may be NULL (the defaults of sk_kernel_options).
+ * - Errors: SK_ERR_INVALID_ARGUMENT for block_dim out of range, args or an args[i] NULL where
+ *   the signature has a parameter, opts->struct_size under 4, unknown opts->flags bits, an
+ *   unknown opts->core_type, opts->stream above 63 or, without stream-fusion=1, other than 0;
+ *   SK_ERR_INCOMPATIBLE for a kernel loaded on another device than the scope's; SK_ERR_STATE for
+ *   a kernel whose module was unloaded.
+ * - Ownership: the argument values and opts' strings are copied (pointer arguments as
+ *   pointers: the memory they point to must live until the launches that use it have ended).
+ * - Threads: one thread at a time per scope.
  */
 SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim,
                                void *const *args, const sk_kernel_options *opts);
 /**
  * Stream fusion (scope option stream-fusion=1): records event `event` on scope stream `stream`,
  * after the kernels added to that stream so far. Each event id is recorded once per scope.
+ * - Errors: SK_ERR_INVALID_ARGUMENT without stream-fusion=1, for a stream above 63, or for an
+ *   event recorded before.
+ * - Threads: one thread at a time per scope.
  */
 SK_API sk_status sk_scope_record_event(sk_scope *scope, uint32_t stream, uint32_t event);
 /**
  * Stream fusion: kernels added to `stream` after this call wait until every kernel before the
  * recording of `event` (recorded earlier in this scope) has ended.
+ * - Errors: SK_ERR_INVALID_ARGUMENT without stream-fusion=1, for a stream above 63, or for an
+ *   event not recorded yet.
+ * - Threads: one thread at a time per scope.
  */
 SK_API sk_status sk_scope_wait_event(sk_scope *scope, uint32_t stream, uint32_t event);
-/** Builds the super kernel. Consumes the scope, whether it succeeds or not. */
+/**
+ * Builds the super kernel. Consumes the scope, whether it succeeds or not.
+ * - Errors: SK_ERR_STATE for a scope without kernels; SK_ERR_INCOMPATIBLE for kernels that
+ *   cannot be planned together (a kernel that syncs its cores on more blocks than the device
+ *   has cores, strict-scope-check=abort, core counts that do not fit the layout); on a CUDA
+ *   device also SK_ERR_INCOMPATIBLE for kernels that disagree on threads per block, more
+ *   blocks that sync than are co-resident or a failed link, SK_ERR_UNSUPPORTED for a mixed
+ *   kernel, SK_ERR_NOT_FOUND for a symbol the link cannot resolve and SK_ERR_DEVICE when the
+ *   GPU fails.
+ * - Ownership: *out is the caller's, to destroy with sk_superkernel_destroy before the device
+ *   is closed. It keeps the kernels' code alive (their modules may be unloaded).
+ * - Threads: one thread at a time per scope.
+ */
 SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out);
-/** Drops a scope that will not be finalized. */
+/**
+ * Drops a scope that will not be finalized. NULL: nothing; a second abort is ignored, with a
+ * message for sk_last_error().
+ * - Threads: not while another thread builds the scope.
+ */
 SK_API void sk_scope_abort(sk_scope *scope);
 
-/** Queues one run of the super kernel on a stream (NULL: the default stream). Asynchronous. */
+/*-*********************************************************************************************
+*  Launches
+*
+*  Launches are asynchronous: they queue work on a stream and return; the work runs in order
+*  per stream, and to its end whether or not a host thread waits for it. Failures inside a
+*  launch are returned by the next sk_stream_synchronize of its stream.
+**********************************************************************************************/
+
+/**
+ * Queues one run of the super kernel on a stream (NULL: the default stream). Asynchronous.
+ * - Errors: SK_ERR_INCOMPATIBLE for a stream of another device; SK_ERR_STATE in a forked child
+ *   for a device opened before the fork; SK_ERR_DEVICE when the GPU refuses the launch.
+ * - Threads: any.
+ */
 SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream);
-/** Queues one kernel on its own, unfused (the baseline a super kernel replaces). Asynchronous;
- *  the argument values are copied. */
+/**
+ * Queues one kernel on its own, unfused (the baseline a super kernel replaces). Asynchronous;
+ * the argument values are copied.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for block_dim outside [1, 2^24] or args missing as in
+ *   sk_add_kernel; SK_ERR_INCOMPATIBLE for a stream of another device or a kernel that cannot
+ *   run on block_dim blocks; SK_ERR_STATE for a kernel whose module was unloaded, or in a forked
+ *   child.
+ * - Ownership: the launch keeps the kernel's code alive until it has run.
+ * - Threads: any.
+ */
 SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args,
                                   sk_stream *stream);
 /**
  * Rebinds argument `index` of sub-kernel `step` (0-based, in sk_add_kernel order) for launches
  * queued after this call. Launches of this super kernel already queued complete first with the
  * old value (the call waits for them).
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a step or an index that does not exist, or value NULL.
+ * - Ownership: the value is copied.
+ * - Threads: any; order it against other threads' launches of this super kernel to know which
+ *   value they get.
  */
 SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index,
                                         const void *value);
@@ -226,17 +571,54 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * or "tree" with "barrier_group_cores" and "barrier_groups"), "step_loop" ("chain", the
  * leanest, or "general"), "completes_at" ("last release" or "core reports") and "calls" (how
  * many kernels it calls "direct", by "register map" and through "libffi", the slowest).
+ * Its integer "schema_version" names the layout; sk_explain.schema.json (a JSON Schema, draft
+ * 2020-12, installed beside this header) describes every key of that version.
  * Writes the JSON and its terminating NUL to buf; *needed (if not NULL) receives that size.
- * A size query (buf NULL, cap 0, needed not NULL) returns SK_OK. Otherwise a cap too small is
- * SK_ERR_INVALID_ARGUMENT (with *needed set).
+ * A size query (buf NULL, cap 0, needed not NULL) returns SK_OK.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a cap too small (with *needed set) or buf NULL with a
+ *   cap.
+ * - Ownership: buf is the caller's.
+ * - Threads: any.
  */
 SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap,
                                         size_t *needed);
 /**
+ * Waits for its queued launches, then destroys it. NULL: nothing; a second destroy is ignored,
+ * with a message for sk_last_error().
+ * - Threads: not while another thread uses the super kernel.
+ */
+SK_API void sk_superkernel_destroy(sk_superkernel *sk);
+
+/*-*********************************************************************************************
+*  Profiling
+*
+*  What the cores of a super kernel built with the scope option profiling=1 did in its last
+*  completed launch, as records or as a Chrome trace.
+**********************************************************************************************/
+
+/**
+ * @options Profiled launches
+ *
+ * A super kernel built with `profiling=1` records, on every launch, one sk_profile_record per
+ * (kernel, core that ran it): `ready_ns` (the core reached the kernel and began waiting for the
+ * previous one), `start_ns` and `end_ns` (its code ran), `sync_wait_ns` (time in runtime waits
+ * while it ran: sk_sync_all, sk_wait_pre_task_end, cross-core flags), in CLOCK_MONOTONIC
+ * nanoseconds. After sk_stream_synchronize, sk_superkernel_profile returns the last completed
+ * launch (a launch that ended in SK_ERR_HANG does not replace it), and
+ * sk_superkernel_write_trace writes it as Chrome trace-event JSON: open it in Perfetto
+ * (ui.perfetto.dev) or chrome://tracing to see one track per core, one slice per kernel (with
+ * its step, blocks and waits) and a `wait` slice where a core waited for the previous kernel.
+ * Without `profiling=1` launches record nothing and pay one predictable branch per hook. Only
+ * the host device profiles.
+ */
+
+/**
  * One core's run of one sub-kernel in a profiled launch (scope option profiling=1). Times are
- * CLOCK_MONOTONIC nanoseconds.
+ * CLOCK_MONOTONIC nanoseconds. Later versions append fields; struct_size says how much of the
+ * record the caller's sk.h has (see sk_superkernel_profile).
  */
 typedef struct sk_profile_record {
+  uint32_t struct_size; /**< see sk_superkernel_profile: the caller sets it in records[0] */
   uint32_t step;     /**< sub-kernel index, in sk_add_kernel order */
   uint32_t core;     /**< core of the super kernel that ran it */
   uint32_t core_type;/**< 0: vector core, 1: cube core */
@@ -254,10 +636,19 @@ typedef struct sk_profile_record {
  * per (sub-kernel, core that ran it), ordered by step then core. Call it after
  * sk_stream_synchronize; a launch that ended in SK_ERR_HANG does not replace the profile.
  * Same buffer protocol as sk_superkernel_explain, counted in records: a size query (records
- * NULL, cap 0, count not NULL) returns SK_OK; otherwise a cap too small is
- * SK_ERR_INVALID_ARGUMENT (with *count set). SK_ERR_STATE if profiling is off or no launch has
- * completed; SK_ERR_UNSUPPORTED on devices that do not profile (the CUDA backend, for now).
- * Thread-safe with launches of the same super kernel.
+ * NULL, cap 0, count not NULL) returns SK_OK and sets *count.
+ *
+ * Before the call set records[0].struct_size to sizeof(sk_profile_record): libsk reads it from
+ * the first record only and takes it as the size of every record of the array (its stride). It
+ * writes, in each record, the fields that size covers and that it knows, and sets struct_size
+ * to the same value; bytes of a larger record past what libsk knows are left as they were.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a records[0].struct_size under the first version's
+ *   record (every field above), not a multiple of 8 or over 4096 (an uninitialised one, most
+ *   likely), for records NULL with a cap, or for a cap too small (with *count set);
+ *   SK_ERR_STATE if profiling is off or no launch has completed; SK_ERR_UNSUPPORTED on devices
+ *   that do not profile (CUDA devices).
+ * - Ownership: records is the caller's.
+ * - Threads: any, also while launches of the same super kernel run.
  */
 SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *records,
                                         size_t cap, size_t *count);
@@ -266,12 +657,14 @@ SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *r
  * trace-event JSON, loadable in Perfetto and chrome://tracing: one process per super kernel,
  * one track per core, one complete slice per sub-kernel named after it (args: step, blocks,
  * core type, waits) and a "wait" slice where the core waited for the previous sub-kernel; times
- * in microseconds from the launch's first ready time. SK_ERR_STATE as sk_superkernel_profile;
- * SK_ERR_INVALID_ARGUMENT if path is NULL or empty or cannot be written (the message names it).
+ * in microseconds from the launch's first ready time. Its "otherData" says which libsk wrote it
+ * ("libsk_version", "trace_format_version").
+ * - Errors: SK_ERR_STATE and SK_ERR_UNSUPPORTED as sk_superkernel_profile;
+ *   SK_ERR_INVALID_ARGUMENT if path is NULL or empty or cannot be written (the message names it).
+ * - Ownership: path is read during the call only.
+ * - Threads: any, also while launches of the same super kernel run.
  */
 SK_API sk_status sk_superkernel_write_trace(sk_superkernel *sk, const char *path);
-/** Waits for its queued launches, then destroys it. */
-SK_API void sk_superkernel_destroy(sk_superkernel *sk);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 // sk_superkernel_profile and sk_superkernel_write_trace: the last completed launch of a super
 // kernel built with profiling=1 (host/profiler.hpp records it, core/trace_json.cpp renders it).
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -11,6 +13,12 @@
 using sk::fail;
 
 namespace {
+
+// The fields of the first sk_profile_record (0.2.0): the smallest struct_size a caller can have.
+constexpr size_t kFirstRecordSize = offsetof(sk_profile_record, sync_wait_ns) + sizeof(uint64_t);
+// No version will grow the record this far: a larger struct_size is an uninitialised one, and
+// taking it as the stride would write far past the caller's array.
+constexpr size_t kMaxRecordSize = 4096;
 
 // The snapshot of the last completed launch, or a failure naming why there is none.
 sk_status last_profile(sk_superkernel *sk, const char *call, std::vector<sk_profile_record> *out) {
@@ -35,6 +43,15 @@ SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *r
   if (sk_status st = sk::api::check(sk, "sk_superkernel_profile")) return st;
   if (!records && cap > 0)
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_profile: records is NULL but cap is %zu", cap);
+  // The caller's records[0].struct_size is its sizeof(sk_profile_record): the array's stride,
+  // and how much of each record libsk may write.
+  const uint32_t stride = records && cap > 0 ? records[0].struct_size : 0;
+  if (records && cap > 0 &&
+      (stride < kFirstRecordSize || stride > kMaxRecordSize || stride % alignof(sk_profile_record) != 0))
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "sk_superkernel_profile: records[0].struct_size is %u, not sizeof(sk_profile_record) "
+                "(a multiple of %zu in [%zu, %zu]; this libsk's is %zu)",
+                stride, alignof(sk_profile_record), kFirstRecordSize, kMaxRecordSize, sizeof(sk_profile_record));
   return sk::api::guarded("sk_superkernel_profile", [&]() -> sk_status {
     std::vector<sk_profile_record> last;
     if (sk_status st = last_profile(sk, "sk_superkernel_profile", &last); st != SK_OK) return st;
@@ -45,7 +62,13 @@ SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *r
                     sk->plan.name.c_str(), last.size(), cap);
       return SK_OK;  // size query: records NULL, cap 0, count set
     }
-    if (!last.empty()) std::memcpy(records, last.data(), last.size() * sizeof(sk_profile_record));
+    // Fields the caller's struct covers and this libsk knows; struct_size stays the caller's.
+    const size_t filled = std::min<size_t>(stride, sizeof(sk_profile_record));
+    unsigned char *out = reinterpret_cast<unsigned char *>(records);
+    for (size_t i = 0; i < last.size(); ++i) {
+      last[i].struct_size = stride;
+      std::memcpy(out + i * stride, &last[i], filled);
+    }
     return SK_OK;
   });
 }

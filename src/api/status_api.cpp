@@ -1,4 +1,4 @@
-// sk_last_error, sk_status_name, sk_version.
+// sk_last_error, sk_status_name, sk_version, sk_version_string.
 #include <sk.h>
 
 #include "core/error.hpp"
@@ -24,5 +24,12 @@ SK_API const char *sk_status_name(sk_status s) {
 }
 
 SK_API uint32_t sk_version(void) { return SK_VERSION_NUMBER; }
+
+// Spelled from the header's macros by the preprocessor: the number is written once, in sk.h.
+#define SK_STRINGIFY_(x) #x
+#define SK_STRINGIFY(x) SK_STRINGIFY_(x)
+SK_API const char *sk_version_string(void) {
+  return SK_STRINGIFY(SK_VERSION_MAJOR) "." SK_STRINGIFY(SK_VERSION_MINOR) "." SK_STRINGIFY(SK_VERSION_PATCH);
+}
 
 }  // extern "C"

@@ -34,10 +34,15 @@ static void test_status_names(void **state) {
 }
 
 static void test_version(void **state) {
+  char want[32];
   (void)state;
   assert_int_equal(SK_VERSION_NUMBER,
                    SK_VERSION_MAJOR * 10000 + SK_VERSION_MINOR * 100 + SK_VERSION_PATCH);
   assert_int_equal(sk_version(), SK_VERSION_NUMBER);
+  snprintf(want, sizeof want, "%d.%d.%d", SK_VERSION_MAJOR, SK_VERSION_MINOR, SK_VERSION_PATCH);
+  assert_non_null(sk_version_string());
+  assert_string_equal(sk_version_string(), want);
+  assert_ptr_equal(sk_version_string(), sk_version_string()); /* static: never freed */
 }
 
 /* ---- last error: never NULL, kept until the next failure, per thread ------------------------ */

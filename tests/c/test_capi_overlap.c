@@ -48,6 +48,7 @@ static void run_pair(const char *variant, const char *options, uint32_t timeout_
   SK_CHECK(sk_launch(sk, NULL));
   SK_CHECK(sk_stream_synchronize(NULL));
   memcpy(out->hs, hs, sizeof out->hs);
+  rec[0].struct_size = sizeof rec[0];
   SK_CHECK(sk_superkernel_profile(sk, rec, 4, &count));
   assert_int_equal(count, 4);
   for (i = 0; i < count; ++i) {

@@ -108,6 +108,7 @@ static void test_profile_of_a_launch(void **state) {
                                             {2, 1, 1}, {3, 0, 3}, {3, 1, 2}};
   uint32_t i, j;
   int launch;
+  rec[0].struct_size = sizeof rec[0];
 
   /* Nothing completed yet. */
   SK_EXPECT_ERR(sk_superkernel_profile(sk, rec, RECORDS, &count), SK_ERR_STATE, "no completed launch");
@@ -123,6 +124,7 @@ static void test_profile_of_a_launch(void **state) {
   assert_int_equal(count, RECORDS);
   SK_CHECK(sk_superkernel_profile(sk, rec, RECORDS, &count));
   for (i = 0; i < RECORDS; ++i) {
+    assert_int_equal(rec[i].struct_size, sizeof(sk_profile_record));
     assert_int_equal(rec[i].step, want[i][0]);
     assert_int_equal(rec[i].core, want[i][1]);
     assert_int_equal(rec[i].blocks, want[i][2]);
@@ -153,6 +155,7 @@ static void test_profile_buffer_protocol(void **state) {
   size_t count = 0;
   SK_CHECK(sk_launch(sk, NULL));
   SK_CHECK(sk_stream_synchronize(NULL));
+  rec[0].struct_size = sizeof rec[0];
   /* Too small: an error that says how many, with *count set. */
   SK_EXPECT_ERR(sk_superkernel_profile(sk, rec, RECORDS - 1, &count), SK_ERR_INVALID_ARGUMENT, "7 records");
   assert_int_equal(count, RECORDS);
@@ -160,6 +163,7 @@ static void test_profile_buffer_protocol(void **state) {
   SK_EXPECT_ERR(sk_superkernel_profile(sk, NULL, 0, NULL), SK_ERR_INVALID_ARGUMENT, "cap is 0");
   /* Room to spare, and count optional. */
   memset(rec, 0xab, sizeof rec);
+  rec[0].struct_size = sizeof rec[0];
   SK_CHECK(sk_superkernel_profile(sk, rec, RECORDS + 2, NULL));
   assert_int_equal(rec[RECORDS - 1].step, 3);
   assert_int_equal(rec[RECORDS].step, 0xabababab); /* untouched past the records */
@@ -174,6 +178,7 @@ static void test_profiling_off(void **state) {
   size_t count = 99;
   const char *options[2] = {NULL, "profiling=0"};
   int i;
+  rec[0].struct_size = sizeof rec[0];
   for (i = 0; i < 2; ++i) {
     sk_superkernel *sk = build(f, options[i], &x);
     SK_CHECK(sk_launch(sk, NULL));
@@ -185,6 +190,53 @@ static void test_profiling_off(void **state) {
     assert_int_equal(access("/tmp/sk_never_written.json", F_OK), -1);
     sk_superkernel_destroy(sk);
   }
+}
+
+/* A caller built against a later sk.h whose record has grown by two fields. */
+struct later_record {
+  sk_profile_record known;
+  uint64_t later_a, later_b;
+};
+
+static void test_profile_struct_size(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  struct chain_args x;
+  sk_superkernel *sk = build(f, "profiling=1", &x);
+  sk_profile_record rec[RECORDS], want[RECORDS];
+  struct later_record later[RECORDS];
+  /* Under the first version's fields (all of 0.2.0's record), and not a stride of 8. */
+  const uint32_t refused[] = {0, 4, (uint32_t)sizeof(sk_profile_record) - 8,
+                              (uint32_t)sizeof(sk_profile_record) + 4, 1u << 20};
+  size_t count = 99, i;
+  SK_CHECK(sk_launch(sk, NULL));
+  SK_CHECK(sk_stream_synchronize(NULL));
+  for (i = 0; i < sizeof refused / sizeof refused[0]; ++i) {
+    memset(rec, 0xab, sizeof rec);
+    rec[0].struct_size = refused[i];
+    SK_EXPECT_ERR(sk_superkernel_profile(sk, rec, RECORDS, &count), SK_ERR_INVALID_ARGUMENT,
+                  "records[0].struct_size");
+    assert_int_equal(count, 99);                 /* out-parameters untouched */
+    assert_int_equal(rec[0].step, 0xabababab);   /* nothing written */
+  }
+  /* The size a caller of this header sets: every record written, each with that size. */
+  rec[0].struct_size = sizeof rec[0];
+  SK_CHECK(sk_superkernel_profile(sk, rec, RECORDS, &count));
+  assert_int_equal(count, RECORDS);
+  for (i = 0; i < RECORDS; ++i) assert_int_equal(rec[i].struct_size, sizeof(sk_profile_record));
+  memcpy(want, rec, sizeof want);
+  /* A larger record: libsk keeps to the caller's stride and leaves the fields it does not know. */
+  memset(later, 0xcd, sizeof later);
+  later[0].known.struct_size = sizeof later[0];
+  SK_CHECK(sk_superkernel_profile(sk, &later[0].known, RECORDS, &count));
+  for (i = 0; i < RECORDS; ++i) {
+    assert_int_equal(later[i].known.struct_size, sizeof(struct later_record));
+    assert_int_equal(later[i].known.step, want[i].step);
+    assert_int_equal(later[i].known.core, want[i].core);
+    assert_true(later[i].known.ready_ns == want[i].ready_ns);
+    assert_true(later[i].known.sync_wait_ns == want[i].sync_wait_ns);
+    assert_true(later[i].later_a == 0xcdcdcdcdcdcdcdcdull && later[i].later_b == 0xcdcdcdcdcdcdcdcdull);
+  }
+  sk_superkernel_destroy(sk);
 }
 
 /* Whole file as a NUL-terminated string (the caller frees it). */
@@ -242,6 +294,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_profile_of_a_launch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_profile_buffer_protocol, setup, teardown),
       cmocka_unit_test_setup_teardown(test_profiling_off, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_profile_struct_size, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_trace, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,7 +120,8 @@ TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
   char json[8192];
   ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
   EXPECT_TRUE(contains(json, "cuda")) << json;
-  sk_profile_record rec;
+  sk_profile_record rec{};
+  rec.struct_size = sizeof rec;
   size_t count = 0;
   EXPECT_EQ(sk_superkernel_profile(sk, &rec, 1, &count), SK_ERR_UNSUPPORTED);
   sk_superkernel_destroy(sk);

@@ -332,8 +332,15 @@ class Session {
         sk_status st = sk_superkernel_profile(sk->handle, nullptr, 0, &count);
         check_status(st, "profile size");
         if (st == SK_OK) {
-          std::vector<sk_profile_record> records(count + 1);
-          check_status(sk_superkernel_profile(sk->handle, records.data(), records.size(), &count), "profile");
+          // struct_size: this header's, a later version's larger record (the stride libsk must
+          // keep to), or a refused one (smaller than the first version, not a multiple of 8).
+          const uint32_t sizes[] = {sizeof(sk_profile_record), sizeof(sk_profile_record) + 24, 8,
+                                    sizeof(sk_profile_record) + 1};
+          const uint32_t size = sizes[in_.next() % 4];
+          std::vector<uint64_t> words(((count + 1) * size + 7) / 8);
+          auto *records = reinterpret_cast<sk_profile_record *>(words.data());
+          records[0].struct_size = size;
+          check_status(sk_superkernel_profile(sk->handle, records, count + 1, &count), "profile");
         }
         break;
       }
