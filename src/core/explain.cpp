@@ -5,11 +5,17 @@
 #include "core/plan.hpp"
 
 namespace sk {
+namespace {
+// The version of the layout include/sk_explain.schema.json describes: raised, with the schema,
+// whenever a key or a value's meaning changes, so a reader can tell which layout it holds.
+constexpr uint64_t kExplainSchemaVersion = 1;
+}  // namespace
 
 std::string explain_json(const Plan &plan, const std::string &backend,
                          const std::function<void(JsonWriter &)> &execution) {
   JsonWriter j;
   j.begin_object();
+  j.key("schema_version").value(kExplainSchemaVersion);
   j.key("name").value(plan.name);
   j.key("backend").value(backend);
   j.key("device_cores").value(uint64_t{plan.device_cores});

@@ -8,6 +8,9 @@
 namespace sk {
 namespace {
 
+// The version of the trace's layout (events, their args, otherData): raised whenever it changes.
+constexpr uint64_t kTraceFormatVersion = 1;
+
 const char *core_type_name(uint32_t t) { return t == 1 ? "cube" : "vector"; }
 
 // The common fields of an event; the caller adds the rest and closes the object.
@@ -76,7 +79,10 @@ std::string chrome_trace_json(std::string_view superkernel, uint32_t pid,
   }
   j.end_array();
   j.key("displayTimeUnit").value("ns");
+  // Which libsk wrote it, in the object Chrome's trace format keeps for the writer's own data.
   j.key("otherData").begin_object();
+  j.key("libsk_version").value(sk_version_string());
+  j.key("trace_format_version").value(kTraceFormatVersion);
   j.key("superkernel").value(superkernel);
   j.key("clock").value("CLOCK_MONOTONIC");
   j.key("origin_ns").value(origin);

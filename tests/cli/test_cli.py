@@ -1,18 +1,50 @@
 """The `sk` command line: outputs and exit codes (0 ok, 1 fused != unfused, 2 usage, 3 bad
-input, 4 libsk error), errors on stderr naming the culprit. $SK_CLI is the launcher to test."""
+input, 4 libsk error), errors on stderr naming the culprit. $SK_CLI is the launcher to test.
+Every scope a test explains, runs or traces has its explain JSON (`sk explain --json`) checked
+against include/sk_explain.schema.json."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SK = os.environ.get("SK_CLI", os.path.join(ROOT, "build", "tools", "sk"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "schema"))
+import explain_schema  # noqa: E402
+
+
+def run_sk(args, env=None):
+    return subprocess.run([SK, *map(str, args)], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=240)
 
 
 def sk(*args, env=None):
-    return subprocess.run([SK, *map(str, args)], capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})), timeout=240)
+    r = run_sk(args, env)
+    if args and args[0] in ("explain", "run", "trace") and r.returncode in (0, 1):
+        validate_explain(args, env, r.stdout if "--json" in args and args[0] == "explain" else None)
+    return r
+
+
+def validate_explain(args, env, explained):
+    """Validates the explain JSON of the scope that `sk args...` built (none for --help):
+    `explained`, or what `sk explain --json` prints given the options of `args` that shape it."""
+    cmd, words = ["explain", "--json"], iter(map(str, args[1:]))
+    for word in words:
+        if word in ("-h", "--help"):
+            return
+        if word in ("--device", "--objects-dir"):
+            cmd += [word, next(words)]
+        elif word in ("--repeat", "--warmup", "-o", "--output"):
+            next(words)
+        elif not word.startswith("-"):
+            cmd.append(word)
+    if explained is None:
+        r = run_sk(cmd, env)
+        assert r.returncode == 0, r.stderr
+        explained = r.stdout
+    explain_schema.validate(json.loads(explained), f"sk {' '.join(map(str, args))}: explain JSON")
 
 
 @pytest.fixture(scope="session")
@@ -229,6 +261,9 @@ def test_trace_writes_chrome_json_and_svg(ops, tmp_path):
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     assert "core 0" in svg and "core 1" in svg and "reduce" in svg
     assert "core 0:" in r.stdout and "wrote" in r.stdout
+    # Which libsk wrote it, and the trace layout's version.
+    assert trace["otherData"]["libsk_version"] in sk("--version").stdout
+    assert trace["otherData"]["trace_format_version"] == 1
 
 
 # ---- bench -------------------------------------------------------------------------------------

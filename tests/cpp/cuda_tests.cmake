@@ -5,7 +5,7 @@ if(NOT SK_CUDA_TESTS)
 endif()
 file(GLOB SK_CUDA_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_cuda_*.cpp)
 add_executable(sk_cuda_tests ${SK_CUDA_TEST_SOURCES})
-target_link_libraries(sk_cuda_tests PRIVATE sk_internal GTest::gtest_main)
+target_link_libraries(sk_cuda_tests PRIVATE sk_internal GTest::gtest_main sk_explain_dump)
 target_compile_definitions(sk_cuda_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}" SK_PTXAS="${SK_PTXAS}")
 # cuda.h only for test_cuda_abi.cpp's layout checks (libsk itself needs no CUDA header).
 get_filename_component(SK_CUDA_BIN_DIR ${SK_NVCC} DIRECTORY)
@@ -14,7 +14,8 @@ if(EXISTS ${SK_CUDA_BIN_DIR}/../include/cuda.h)
 endif()
 add_dependencies(sk_cuda_tests sk_cuda_test_kernels)
 gtest_discover_tests(sk_cuda_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300 LABELS cuda
-                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp")
+                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp"
+                     ${SK_EXPLAIN_COLLECT})
 
 # The launch path against a stand-in driver (no GPU needed): fake_cuda_driver.cpp as a shared
 # library that the tests load through SK_CUDA_DRIVER_LIBRARY, in a process of their own.
@@ -22,9 +23,10 @@ add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fake_cuda_dri
 # Types only (cuda/driver_api.hpp's mirror of cuda.h): nothing of libsk is linked in.
 target_include_directories(sk_fake_cuda_driver PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda_fake_driver_tests.cpp)
-target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS})
+target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS} sk_explain_dump)
 target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"
                            SK_FAKE_CUDA_DRIVER="$<TARGET_FILE:sk_fake_cuda_driver>")
 add_dependencies(sk_cuda_fake_driver_tests sk_cuda_test_kernels sk_fake_cuda_driver)
 gtest_discover_tests(sk_cuda_fake_driver_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300
-                     LABELS cuda ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp")
+                     LABELS cuda ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp"
+                     ${SK_EXPLAIN_COLLECT})

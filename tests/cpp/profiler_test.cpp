@@ -294,5 +294,12 @@ TEST(TraceJson, EmptyProfileIsStillATrace) {
   EXPECT_NE(json.find(R"("displayTimeUnit":"ns")"), std::string::npos) << json;
 }
 
+TEST(TraceJson, SaysWhichLibskAndLayoutWroteIt) {
+  const std::string json = chrome_trace_json("versioned", 1, {}, {});
+  const std::string writer = std::string(R"("otherData":{"libsk_version":")") + sk_version_string() +
+                             R"(","trace_format_version":1,)";
+  EXPECT_NE(json.find(writer), std::string::npos) << json;
+}
+
 }  // namespace
 }  // namespace sk::test

@@ -2,7 +2,8 @@
 
 The binding is imported from bindings/python (or from wherever PYTHONPATH puts it: the install
 check imports an installed copy). libsk comes from $SK_LIBRARY, which scripts/test sets to the
-library built in the same run. Kernels are compiled here, with cc -c, as a user would.
+library built in the same run. Kernels are compiled here, with cc -c, as a user would. Every
+super kernel a test finalizes has its explain JSON checked against include/sk_explain.schema.json.
 """
 import os
 import subprocess
@@ -15,6 +16,23 @@ if not any(os.path.isdir(os.path.join(p, "superkernel")) for p in sys.path if p)
     sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 
 import superkernel as sk  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "schema"))
+import explain_schema  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def explain_matches_the_schema():
+    finalize = sk.Scope.finalize
+
+    def finalize_and_validate(scope):
+        fused = finalize(scope)
+        explain_schema.validate(fused.explain(), f"the explain JSON of super kernel {scope.name!r}")
+        return fused
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sk.Scope, "finalize", finalize_and_validate)
+        yield
 
 
 def compile_kernel(source, out_dir):
