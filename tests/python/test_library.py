@@ -27,6 +27,10 @@ def test_version_matches_header():
     assert sk.BINDING_VERSION[:2] == (major, minor)
 
 
+def test_version_string_spells_the_version():
+    assert sk.version_string() == ".".join(map(str, sk.version()))
+
+
 def test_status_names():
     assert sk.status_name(0) == "SK_OK"
     assert sk.status_name(8) == "SK_ERR_HANG"

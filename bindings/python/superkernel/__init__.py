@@ -16,13 +16,14 @@ from .device import Buffer, Device
 from .errors import (BadBinary, DeviceError, Error, Hang, Incompatible, InvalidArgument,
                      LibraryNotFound, NotFound, OutOfMemory, StateError, Unsupported,
                      VersionMismatch)
+from .memory import ReadOnly, readonly
 from .metadata import kernel_records
 from .module import Kernel, Module
 from .scope import Scope
 from .stream import Stream
 from .superkernel import ProfileRecord, SuperKernel
 
-__version__ = "0.1.0"
+__version__ = ".".join(map(str, BINDING_VERSION))
 
 #: sk_kernel_options.flags bit: the kernel's tiling data is produced on the device.
 KERNEL_FLAG_TILING_SINK = 0x1
@@ -32,6 +33,11 @@ def version():
     """The loaded library's version as (major, minor, patch)."""
     v = lib().version
     return v // 10000, v // 100 % 100, v % 100
+
+
+def version_string():
+    """The loaded library's version as sk_version_string() spells it ("MAJOR.MINOR.PATCH")."""
+    return lib().sk_version_string().decode()
 
 
 def library_path():
@@ -45,9 +51,9 @@ def status_name(status):
 
 __all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Device", "DeviceError", "Error", "Hang",
            "Incompatible", "InvalidArgument", "Kernel", "KernelOptions", "KERNEL_FLAG_TILING_SINK",
-           "LibraryNotFound", "Module", "NotFound", "OutOfMemory", "ProfileRecord", "Scope",
-           "SIGNATURE_TOKENS", "StateError", "Stream", "SuperKernel", "Unsupported",
+           "LibraryNotFound", "Module", "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly",
+           "Scope", "SIGNATURE_TOKENS", "StateError", "Stream", "SuperKernel", "Unsupported",
            "VersionMismatch", "kernel_records", "library_path", "parse_signature",
-           "status_name", "version"]
+           "readonly", "status_name", "version", "version_string"]
 
 lib()  # load at import: a missing or mismatched library fails `import superkernel` clearly

@@ -10,7 +10,7 @@ import os
 from .errors import LibraryNotFound, VersionMismatch
 
 #: The libsk version this binding was written for (sk.h's SK_VERSION_NUMBER).
-BINDING_VERSION = (0, 1, 0)
+BINDING_VERSION = (0, 2, 0)
 SONAME = "libsk.so.0"
 
 
@@ -27,9 +27,10 @@ class KernelOptions(ctypes.Structure):
 
 
 class ProfileRecordC(ctypes.Structure):
-    """sk_profile_record (sk.h)."""
+    """sk_profile_record (sk.h); struct_size of the first record tells libsk the array's stride."""
 
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("step", ctypes.c_uint32),
         ("core", ctypes.c_uint32),
         ("core_type", ctypes.c_uint32),
@@ -53,6 +54,7 @@ PROTOTYPES = {
     "sk_last_error": (_s, []),
     "sk_status_name": (_s, [_st]),
     "sk_version": (_u32, []),
+    "sk_version_string": (_s, []),
     "sk_device_open": (_st, [_s, _pp]),
     "sk_device_close": (None, [_p]),
     "sk_device_cores": (_st, [_p, ctypes.POINTER(_u32)]),

@@ -2,11 +2,14 @@
 
 libsk wants, as cuLaunchKernel does, an array of pointers to each argument's value. Pointer
 arguments accept a Buffer, anything with the (C-contiguous) buffer protocol such as a numpy array
-(its memory is passed as is, no copy: the host device runs kernels on host memory), an int
-address, None (NULL) or a ctypes object. The Python objects behind pointers are returned as
-`keepalive`: their owner (a super kernel, a stream) holds them while the kernels may use them.
+or a DLPack tensor (its memory is passed as is, no copy: see memory.py), an int address, None
+(NULL) or a ctypes object. The exports behind pointers are returned as `keepalive`, by argument
+index: their owner (a super kernel, a stream) holds them while the kernels may use them.
 """
 import ctypes
+
+from .device import Buffer
+from .memory import DL_CPU, ReadOnly, borrow, check_device
 
 SIGNATURE_TOKENS = {
     "ptr": ctypes.c_void_p,
@@ -28,48 +31,29 @@ def parse_signature(signature):
     return tokens
 
 
-def address_of(value, what, host):
-    """(address, object to keep alive) for a pointer argument."""
-    from .device import Buffer  # late: device.py imports this module
-
-    if value is None:
-        return 0, None
-    if isinstance(value, Buffer):
-        return value.address, value
-    if isinstance(value, bool):
+def address_of(value, what, device, writes=True, host_memory=False):
+    """(address, object to keep alive, size in bytes or None) for a pointer argument used on
+    `device`; writes and host_memory as memory.borrow takes them."""
+    inner = value.obj if isinstance(value, ReadOnly) else value
+    if inner is None:
+        return 0, None, None
+    if isinstance(inner, Buffer):  # one lent with readonly() was vouched for then
+        return inner.address, inner, inner.nbytes
+    if isinstance(inner, bool):
         raise TypeError(f"{what}: a bool is not a pointer")
-    if isinstance(value, int):
-        return value, None
-    if isinstance(value, ctypes._Pointer) or isinstance(value, ctypes.c_void_p):
-        return ctypes.cast(value, ctypes.c_void_p).value or 0, value
-    if isinstance(value, (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData)):
-        return ctypes.addressof(value), value
-    try:
-        view = memoryview(value)
-    except TypeError:
-        raise TypeError(f"{what}: {type(value).__name__} is not a pointer, Buffer or buffer "
-                        "(numpy array, bytearray...)") from None
-    if not host:
-        raise TypeError(f"{what}: a Python buffer is host memory; this device needs device "
-                        "memory (Device.alloc)")
-    if not view.c_contiguous:
-        raise ValueError(f"{what}: the buffer is not C-contiguous (kernels see flat memory)")
-    return buffer_address(value, view, what), value
-
-
-def buffer_address(obj, view, what):
-    """Address of the first byte of a buffer-protocol object, without copying it."""
-    if view.nbytes == 0:
-        return 0
-    if not view.readonly:
-        return ctypes.addressof((ctypes.c_char * view.nbytes).from_buffer(obj))
-    interface = getattr(obj, "__array_interface__", None)
-    if interface is not None:  # read-only numpy arrays
-        return interface["data"][0]
-    if isinstance(obj, bytes):
-        return ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value
-    raise TypeError(f"{what}: read-only {type(obj).__name__} buffer; pass a writable one "
-                    "(bytearray, numpy array)")
+    if isinstance(inner, int):
+        return inner, None, None
+    if isinstance(inner, ctypes._Pointer) or isinstance(inner, ctypes.c_void_p):
+        return ctypes.cast(inner, ctypes.c_void_p).value or 0, inner, None
+    if isinstance(inner, (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData)):
+        if not (device.is_host or host_memory):
+            check_device(what, DL_CPU, 0, device, host_memory)
+        return ctypes.addressof(inner), inner, ctypes.sizeof(inner)
+    export = borrow(value, what, device, writes, host_memory)
+    if export is None:
+        raise TypeError(f"{what}: {type(inner).__name__} is not a pointer, Buffer, buffer "
+                        "(numpy array, bytearray...) or DLPack tensor")
+    return export.address, export, export.nbytes
 
 
 def scalar(token, value, what):
@@ -92,24 +76,27 @@ def scalar(token, value, what):
 class PackedArgs:
     """One kernel call's arguments: `array` is the void*[] libsk reads (NULL if no arguments)."""
 
-    def __init__(self, kernel, values, host):
+    def __init__(self, kernel, values, device):
         tokens = kernel.signature_tokens
         if len(values) != len(tokens):
             raise TypeError(f"kernel {kernel.name!r} ({kernel.signature or 'no parameters'}) "
                             f"takes {len(tokens)} arguments, {len(values)} given")
-        self.values, self.keepalive = [], []
+        self.values, self.keepalive = [], {}
         for i, (token, value) in enumerate(zip(tokens, values)):
             what = f"kernel {kernel.name!r} argument {i} ({token})"
-            self.values.append(self.one(token, value, what, host))
+            value_c, keep = one(token, value, what, device)
+            self.values.append(value_c)
+            if keep is not None:
+                self.keepalive[i] = keep
         self.array = (ctypes.c_void_p * max(1, len(self.values)))(
             *[ctypes.addressof(v) for v in self.values])
         self.pointer = ctypes.cast(self.array, ctypes.POINTER(ctypes.c_void_p)) \
             if self.values else None
 
-    def one(self, token, value, what, host):
-        if token == "ptr":
-            address, keep = address_of(value, what, host)
-            if keep is not None:
-                self.keepalive.append(keep)
-            return ctypes.c_void_p(address)
-        return scalar(token, value, what)
+
+def one(token, value, what, device):
+    """(the ctypes value of one argument, the object its pointer needs kept alive or None)."""
+    if token == "ptr":
+        address, keep, _ = address_of(value, what, device)
+        return ctypes.c_void_p(address), keep
+    return scalar(token, value, what), None

@@ -2,7 +2,6 @@
 import ctypes
 
 from ._lib import lib
-from .args import buffer_address
 from .errors import check
 from .handle import Handle, child_set
 
@@ -47,8 +46,9 @@ class Device(Handle):
         return Buffer._alloc(self, nbytes)
 
     def buffer(self, obj):
-        """A Buffer over the memory of a host object with the buffer protocol (numpy array,
-        bytearray...), without copying it; host device only. The Buffer keeps obj alive."""
+        """A Buffer over the memory of an object with the buffer protocol (numpy array,
+        bytearray...) or DLPack, without copying it: host memory on the host device, memory of
+        the GPU on a CUDA device. The Buffer holds the export until it is closed."""
         return Buffer._wrap(self, obj)
 
     def load(self, source):
@@ -78,22 +78,28 @@ class Device(Handle):
             self._pending.clear()
 
     def memcpy(self, dst, src, nbytes=None):
-        """Synchronous copy between Buffers, host buffers or addresses (waits for queued work)."""
+        """Synchronous copy between Buffers, host buffers, DLPack tensors or addresses (waits
+        for queued work). nbytes None: the smaller of the two sizes."""
         from .args import address_of
-        d, _ = address_of(dst, "memcpy destination", True)
-        s, _ = address_of(src, "memcpy source", True)
+        from .memory import BufferExport, DLPackImport, ReadOnly
+        d, d_keep, d_size = address_of(dst, "memcpy destination", self, writes=False,
+                                       host_memory=True)
+        lent = isinstance(d_keep, (Buffer, BufferExport, DLPackImport))
+        if isinstance(dst, ReadOnly) or (lent and d_keep.readonly) or \
+                (isinstance(d_keep, DLPackImport) and d_keep.copied):
+            raise ValueError("memcpy destination: the memory is read-only (or a copy its DLPack "
+                             "producer made)")
+        s, s_keep, s_size = address_of(src, "memcpy source", self, writes=False,
+                                       host_memory=True)
         if nbytes is None:
-            nbytes = min(_size_of(dst), _size_of(src))
+            if d_size is None or s_size is None:
+                raise TypeError("memcpy: give nbytes when copying from or to a raw address")
+            nbytes = min(d_size, s_size)
+        for size, what in ((d_size, "destination"), (s_size, "source")):
+            if size is not None and nbytes > size:
+                raise ValueError(f"memcpy: {nbytes} bytes do not fit the {what}'s {size}")
         check(lib().sk_memcpy(self.handle, d, s, nbytes), "sk_memcpy")
-
-
-def _size_of(obj):
-    if isinstance(obj, Buffer):
-        return obj.nbytes
-    try:
-        return memoryview(obj).nbytes
-    except TypeError:
-        raise TypeError("memcpy: give nbytes when copying from or to a raw address") from None
+        del d_keep, s_keep  # the exports are released only after the copy
 
 
 class Buffer(Handle):
@@ -101,11 +107,12 @@ class Buffer(Handle):
     (a host object's memory, lent). Buffers of the host device are readable from Python through
     view() / numpy(), without copies."""
 
-    def __init__(self, device, address, nbytes, owner):
+    def __init__(self, device, address, nbytes, owner, readonly=False):
         self.device = device
         self.address = address
         self.nbytes = nbytes
-        self._owner = owner  # None: sk_mem_alloc'ed memory; else the lent host object
+        self.readonly = readonly  # lent with superkernel.readonly(): kernels only read it
+        self._owner = owner  # None: sk_mem_alloc'ed memory; else the export of the lent object
         super().__init__(address if address else 1, device)
 
     @classmethod
@@ -116,25 +123,29 @@ class Buffer(Handle):
 
     @classmethod
     def _wrap(cls, device, obj):
-        if not device.is_host:
-            raise TypeError(f"Device.buffer: device {device.spec!r} is not the host device; "
-                            "use Device.alloc and Device.memcpy")
-        view = memoryview(obj)
-        if not view.c_contiguous:
-            raise ValueError("Device.buffer: the object is not C-contiguous")
-        return cls(device, buffer_address(obj, view, "Device.buffer"), view.nbytes, obj)
+        from .memory import ReadOnly, borrow
+        export = borrow(obj, "Device.buffer", device)
+        if export is None:
+            raise TypeError(f"Device.buffer: {type(obj).__name__} has neither the buffer "
+                            "protocol nor DLPack")
+        return cls(device, export.address, export.nbytes, export,
+                   isinstance(obj, ReadOnly) and (export.readonly or export.copied))
 
     def _destroy(self, handle):
         if self._owner is None and self.address:
             lib().sk_mem_free(self.device.handle, self.address)
+        elif self._owner is not None:
+            self._owner.release()
         self._owner = None
 
     def view(self):
-        """A writable memoryview of the bytes (host device only; no copy)."""
+        """A memoryview of the bytes (host device only; no copy), writable unless the Buffer
+        lends read-only memory."""
         if not self.device.is_host:
             raise TypeError("Buffer.view: not host memory; copy it out with Device.memcpy")
         self.handle  # raises if closed
-        return memoryview((ctypes.c_char * self.nbytes).from_address(self.address)).cast("B")
+        view = memoryview((ctypes.c_char * self.nbytes).from_address(self.address)).cast("B")
+        return view.toreadonly() if self.readonly else view
 
     def numpy(self, dtype="float32"):
         """The buffer as a 1-D numpy array of dtype (host device only; no copy)."""

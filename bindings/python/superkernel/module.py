@@ -69,7 +69,7 @@ class Kernel:
         return f"<Kernel {self.name}({self.signature}) {self.core_type}>"
 
     def pack(self, args):
-        return PackedArgs(self, list(args), self.module.device.is_host)
+        return PackedArgs(self, list(args), self.module.device)
 
     def launch(self, block_dim, *args, stream=None):
         """Queues this kernel alone, unfused (sk_launch_kernel), on `stream` (None: the default

@@ -30,7 +30,7 @@ class Scope(Handle):
         self.device = device
         self.name = name
         self.steps = []  # (kernel, name) per sub-kernel, in sk_add_kernel order
-        self._keepalive = []
+        self._keepalive = {}  # {(step, index): export} behind pointer arguments
         self.superkernel = None
         super().__init__(out.value, device)
 
@@ -43,7 +43,8 @@ class Scope(Handle):
         check(lib().sk_add_kernel(self.handle, kernel.handle, block_dim, packed.pointer,
                                   ctypes.byref(opts)),
               f"sk_add_kernel ({name or kernel.name})")
-        self._keepalive.extend(packed.keepalive)
+        step = len(self.steps)
+        self._keepalive.update(((step, i), keep) for i, keep in packed.keepalive.items())
         self.steps.append((kernel, name or kernel.name))
         return len(self.steps) - 1
 
@@ -61,9 +62,9 @@ class Scope(Handle):
         handle, self._handle = self.handle, None
         self._device._children.discard(self)
         out = ctypes.c_void_p()
+        keepalive, self._keepalive = self._keepalive, {}  # the super kernel's alone from here
         check(lib().sk_finalize(handle, ctypes.byref(out)), f"sk_finalize ({self.name})")
-        self.superkernel = SuperKernel(self.device, out.value, self.name, self.steps,
-                                       self._keepalive)
+        self.superkernel = SuperKernel(self.device, out.value, self.name, self.steps, keepalive)
         return self.superkernel
 
     def abort(self):
@@ -71,6 +72,7 @@ class Scope(Handle):
 
     def _destroy(self, handle):
         lib().sk_scope_abort(handle)
+        self._keepalive.clear()
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None or self.closed:

@@ -7,8 +7,10 @@ from ._lib import ProfileRecordC, lib
 from .errors import check
 from .handle import Handle
 
-#: One core's run of one sub-kernel in a profiled launch (sk_profile_record; ns, CLOCK_MONOTONIC).
-ProfileRecord = namedtuple("ProfileRecord", [f for f, _ in ProfileRecordC._fields_])
+#: One core's run of one sub-kernel in a profiled launch (sk_profile_record, less its
+#: struct_size, which only the C ABI needs; ns, CLOCK_MONOTONIC).
+ProfileRecord = namedtuple("ProfileRecord",
+                           [f for f, _ in ProfileRecordC._fields_ if f != "struct_size"])
 
 
 class SuperKernel(Handle):
@@ -16,7 +18,8 @@ class SuperKernel(Handle):
         self.device = device
         self.name = name
         self.steps = list(steps)           # (kernel, sub-kernel name)
-        self._keepalive = list(keepalive)  # memory the sub-kernels' pointer arguments use
+        # {(step, index): export} of the memory each pointer argument's current binding uses
+        self._keepalive = keepalive
         super().__init__(handle, device)
 
     def __len__(self):
@@ -33,14 +36,15 @@ class SuperKernel(Handle):
         tokens = kernel.signature_tokens
         if not 0 <= index < len(tokens):
             raise IndexError(f"sub-kernel {step} ({sub}) has {len(tokens)} arguments, no {index}")
-        from .args import PackedArgs
-        holder = PackedArgs.__new__(PackedArgs)
-        holder.keepalive = []
-        value_c = holder.one(tokens[index], value, f"sub-kernel {step} ({sub}) argument {index}",
-                             self.device.is_host)
+        from .args import one
+        value_c, keep = one(tokens[index], value, f"sub-kernel {step} ({sub}) argument {index}",
+                            self.device)
         check(lib().sk_superkernel_set_arg(self.handle, step, index, ctypes.addressof(value_c)),
               f"sk_superkernel_set_arg ({self.name})")
-        self._keepalive.extend(holder.keepalive)
+        # The call waited for launches using the old binding: only the new one is kept.
+        self._keepalive.pop((step, index), None)
+        if keep is not None:
+            self._keepalive[(step, index)] = keep
 
     def explain_json(self):
         """The plan as the JSON text of sk_superkernel_explain."""
@@ -63,6 +67,7 @@ class SuperKernel(Handle):
         check(lib().sk_superkernel_profile(self.handle, None, 0, ctypes.byref(count)),
               "sk_superkernel_profile")
         records = (ProfileRecordC * max(1, count.value))()
+        records[0].struct_size = ctypes.sizeof(ProfileRecordC)
         check(lib().sk_superkernel_profile(self.handle, records, count.value,
                                            ctypes.byref(count)), "sk_superkernel_profile")
         return [ProfileRecord(*(getattr(r, f) for f in ProfileRecord._fields))
