@@ -12,12 +12,17 @@
  * device's cores are multiplexed by the runtime).
  *
  * Unfused: one sk_launch_kernel per kernel on the default stream, then sk_stream_synchronize.
- * Fused:   the same kernels in one scope, finalized once, then one sk_launch per step.
+ * Fused:   the same kernels in one scope with stream fusion, finalized once, then one sk_launch
+ *          per step. The k and v mat-vecs run on scope streams 1 and 2 beside q, and the up
+ *          mat-vec on stream 1 beside gate, ordered by scope events: a core goes from q to k to
+ *          v (from gate to up) without waiting for the other cores, so the step has fewer
+ *          barriers than a chain of its kernels. The demo counts them from the plan (explain).
  * The two run side by side (alternating steps, each on its own copy of the state, sharing the
  * weights), so that machine noise hits both alike; the medians of the step times are compared.
  * Both copies start from the same state; every step must pick the same token, and the hidden
- * state, logits and KV caches must end bit-identical. Then, with --trace PATH, one profiled
- * launch is written as a Chrome trace (sk_superkernel_write_trace).
+ * state, logits and KV caches must end bit-identical. Then, with --trace PATH, the fused step
+ * is built again with profiling=1 and its last of TRACE_LAUNCHES launches written as a Chrome
+ * trace (sk_superkernel_write_trace).
  *
  * usage: sk-demo [--steps N] [--layers N] [--kernels DIR] [--trace PATH] [device-spec]
  */
@@ -34,14 +39,15 @@
 #ifndef SK_DEMO_KERNEL_DIR
 #define SK_DEMO_KERNEL_DIR "."
 #endif
+#ifndef SK_DEMO_KERNEL_FLAGS
+#define SK_DEMO_KERNEL_FLAGS "flags this build did not record"
+#endif
 
 /* Model shape: DIM-wide residual stream, HEADS attention heads, FFN-wide MLP, VOCAB tokens. */
 enum { DIM = 128, HEADS = 4, FFN = 384, VOCAB = 256, MAX_LAYERS = 32, MAX_ARGS = 7 };
 enum { PER_LAYER = 17, EXTRA = 4, MAX_KERNELS = PER_LAYER * MAX_LAYERS + EXTRA };
-
-/* Linked only if this libsk has it (profiling arrives in a later release): a weak reference
- * keeps the demo building and running against a library without it. */
-#pragma weak sk_superkernel_write_trace
+/* Launches of the profiled super kernel; the trace is the last one's (the first ones warm it). */
+enum { TRACE_LAUNCHES = 3 };
 
 #define CHECK(call)                                                                            \
   do {                                                                                         \
@@ -53,11 +59,14 @@ enum { PER_LAYER = 17, EXTRA = 4, MAX_KERNELS = PER_LAYER * MAX_LAYERS + EXTRA }
     }                                                                                          \
   } while (0)
 
-/* One kernel launch of the step: the kernel, its block count and its argument values. */
+/* One kernel launch of the step: the kernel, its block count and its argument values; and for
+ * the fused step its scope stream and the scope events it waits for and records (-1: none). */
 typedef struct launch {
   sk_kernel *kernel;
   char name[32]; /* sub-kernel name in the plan (explain, option lists, the trace) */
   uint32_t block_dim;
+  uint32_t stream;
+  int wait_event, record_event;
   uint64_t values[MAX_ARGS]; /* each argument's value lives in one slot */
   void *args[MAX_ARGS];      /* args[i] = &values[i], as cuLaunchKernel wants */
 } launch;
@@ -73,8 +82,13 @@ static launch *add(int set, sk_kernel *k, const char *name, int layer, uint32_t 
   l->kernel = k;
   snprintf(l->name, sizeof l->name, layer < 0 ? "%s" : "%s.%d", name, layer);
   l->block_dim = block_dim;
+  l->wait_event = l->record_event = -1;
   for (int i = 0; i < MAX_ARGS; ++i) l->args[i] = &l->values[i];
   return l;
+}
+/* Puts l on scope stream `stream`, after event `wait` (-1: none); records `record` after it. */
+static void on_stream(launch *l, uint32_t stream, int wait, int record) {
+  l->stream = stream, l->wait_event = wait, l->record_event = record;
 }
 static void arg_ptr(launch *l, int i, const void *p) { memcpy(&l->values[i], &p, sizeof p); }
 static void arg_u32(launch *l, int i, uint32_t v) { memcpy(&l->values[i], &v, sizeof v); }
@@ -174,16 +188,18 @@ typedef struct kernels {
       *silu_mul, *argmax;
 } kernels;
 
-static void matvec(int set, const kernels *k, const char *name, int layer, uint32_t blocks,
-                   const float *w, const float *x, float *y, uint32_t rows, uint32_t cols) {
+static launch *matvec(int set, const kernels *k, const char *name, int layer, uint32_t blocks,
+                      const float *w, const float *x, float *y, uint32_t rows, uint32_t cols) {
   launch *s = add(set, k->matvec, name, layer, blocks);
   arg_ptr(s, 0, w), arg_ptr(s, 1, x), arg_ptr(s, 2, y), arg_u32(s, 3, rows), arg_u32(s, 4, cols);
+  return s;
 }
-static void rmsnorm(int set, const kernels *k, const char *name, int layer, uint32_t blocks,
-                    const state *st, const float *gain) {
+static launch *rmsnorm(int set, const kernels *k, const char *name, int layer, uint32_t blocks,
+                       const state *st, const float *gain) {
   launch *s = add(set, k->norm, name, layer, blocks);
   arg_ptr(s, 0, st->x), arg_ptr(s, 1, gain), arg_ptr(s, 2, st->xn);
   arg_ptr(s, 3, st->partials), arg_u32(s, 4, DIM), arg_f32(s, 5, 1e-5f);
+  return s;
 }
 /* x += scale * u (task overlap: see residual.c); stats: 2 floats per block, 4 blocks. */
 static void residual(int set, const kernels *k, const char *name, int layer, const state *st,
@@ -193,7 +209,10 @@ static void residual(int set, const kernels *k, const char *name, int layer, con
   arg_ptr(s, 3, st->stats + 8 * slot), arg_u32(s, 4, DIM);
 }
 
-/* Appends one decode step working on state `st` to plan[set]. */
+/* Appends one decode step working on state `st` to plan[set]. Stream 0 runs the step in order;
+ * per layer, events 5l..5l+4 let k and v (streams 1, 2) start after attn_norm and rope and
+ * kv_append wait for them, and let up (stream 1) start after mlp_norm and silu_mul wait for it.
+ * Every buffer a side stream writes is next written or read on stream 0 after such a wait. */
 static void build_plan(int set, const kernels *k, const model *m, int layers, const state *st,
                        uint32_t ctx, uint32_t sync_blocks) {
   launch *s = add(set, k->embed, "embed", -1, 2);
@@ -201,16 +220,19 @@ static void build_plan(int set, const kernels *k, const model *m, int layers, co
   arg_u32(s, 3, DIM);
   for (int l = 0; l < layers; ++l) {
     const layer_weights *w = &m->layer[l];
-    rmsnorm(set, k, "attn_norm", l, sync_blocks, st, w->attn_gain);
+    const int e = 5 * l; /* e: xn for attention; e+1: k; e+2: v; e+3: xn for the MLP; e+4: up */
+    on_stream(rmsnorm(set, k, "attn_norm", l, sync_blocks, st, w->attn_gain), 0, -1, e);
     matvec(set, k, "q", l, 4, w->wq, st->xn, st->q, DIM, DIM);
-    matvec(set, k, "k", l, 4, w->wk, st->xn, st->k, DIM, DIM);
-    matvec(set, k, "v", l, 4, w->wv, st->xn, st->v, DIM, DIM);
+    on_stream(matvec(set, k, "k", l, 4, w->wk, st->xn, st->k, DIM, DIM), 1, e, e + 1);
+    on_stream(matvec(set, k, "v", l, 4, w->wv, st->xn, st->v, DIM, DIM), 2, e, e + 2);
     s = add(set, k->rope, "rope", l, 2);
     arg_ptr(s, 0, st->q), arg_ptr(s, 1, st->k), arg_ptr(s, 2, st->pos), arg_u32(s, 3, DIM);
     arg_u32(s, 4, HEADS);
+    on_stream(s, 0, e + 1, -1);
     s = add(set, k->kv_append, "kv_append", l, 2);
     arg_ptr(s, 0, st->k), arg_ptr(s, 1, st->v), arg_ptr(s, 2, st->k_cache[l]);
     arg_ptr(s, 3, st->v_cache[l]), arg_ptr(s, 4, st->pos), arg_u32(s, 5, DIM);
+    on_stream(s, 0, e + 2, -1);
     s = add(set, k->scores, "attn_scores", l, HEADS);
     arg_ptr(s, 0, st->q), arg_ptr(s, 1, st->k_cache[l]), arg_ptr(s, 2, st->scores);
     arg_ptr(s, 3, st->pos), arg_u32(s, 4, DIM), arg_u32(s, 5, HEADS), arg_u32(s, 6, ctx);
@@ -221,11 +243,12 @@ static void build_plan(int set, const kernels *k, const model *m, int layers, co
     arg_ptr(s, 3, st->pos), arg_u32(s, 4, DIM), arg_u32(s, 5, HEADS), arg_u32(s, 6, ctx);
     matvec(set, k, "o", l, 4, w->wo, st->att, st->o, DIM, DIM);
     residual(set, k, "attn_residual", l, st, st->o, w->attn_scale, 2 * l);
-    rmsnorm(set, k, "mlp_norm", l, sync_blocks, st, w->mlp_gain);
+    on_stream(rmsnorm(set, k, "mlp_norm", l, sync_blocks, st, w->mlp_gain), 0, -1, e + 3);
     matvec(set, k, "gate", l, 8, w->w_gate, st->xn, st->gate, FFN, DIM);
-    matvec(set, k, "up", l, 8, w->w_up, st->xn, st->up, FFN, DIM);
+    on_stream(matvec(set, k, "up", l, 8, w->w_up, st->xn, st->up, FFN, DIM), 1, e + 3, e + 4);
     s = add(set, k->silu_mul, "silu_mul", l, 2);
     arg_ptr(s, 0, st->gate), arg_ptr(s, 1, st->up), arg_ptr(s, 2, st->h), arg_u32(s, 3, FFN);
+    on_stream(s, 0, e + 4, -1);
     matvec(set, k, "down", l, 4, w->w_down, st->h, st->down, DIM, FFN);
     residual(set, k, "mlp_residual", l, st, st->down, w->mlp_scale, 2 * l + 1);
   }
@@ -251,18 +274,72 @@ static double run_step(int set, sk_superkernel *sk) {
   return now_us() - t0;
 }
 
+/* plan[set] as one super kernel, its streams and events included (options: "stream-fusion=1"
+ * and more). */
 static sk_superkernel *fuse(int set, const char *name, const char *options) {
   sk_scope *scope = NULL;
   sk_superkernel *sk = NULL;
   CHECK(sk_scope_begin(dev, name, options, &scope));
   for (int i = 0; i < nplan[set]; ++i) {
+    const launch *l = &plan[set][i];
     sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
-    opts.name = plan[set][i].name;
-    CHECK(sk_add_kernel(scope, plan[set][i].kernel, plan[set][i].block_dim, plan[set][i].args,
-                        &opts));
+    opts.name = l->name;
+    opts.stream = l->stream;
+    if (l->wait_event >= 0) CHECK(sk_scope_wait_event(scope, l->stream, (uint32_t)l->wait_event));
+    CHECK(sk_add_kernel(scope, l->kernel, l->block_dim, l->args, &opts));
+    if (l->record_event >= 0)
+      CHECK(sk_scope_record_event(scope, l->stream, (uint32_t)l->record_event));
   }
   CHECK(sk_finalize(scope, &sk));
   return sk;
+}
+
+/* Reads the integer after `key` in json[0..end), or returns -1. */
+static long json_int(const char *json, const char *end, const char *key) {
+  const char *at = strstr(json, key);
+  return at && at < end ? strtol(at + strlen(key), NULL, 10) : -1;
+}
+
+/*
+ * Barriers of a plan, read from its explain JSON: the steps that wait for a step whose end no
+ * earlier wait already implies (waits are transitive: a step that ended had its inputs). In a
+ * chain every step but the first is one; with stream fusion k waits for what q waited for.
+ * *streams receives the number of scope streams.
+ */
+static int count_barriers(const char *json, int *streams) {
+  enum { WORDS = (MAX_KERNELS + 63) / 64 };
+  static uint64_t done_by[MAX_KERNELS][WORDS]; /* [i]: steps known ended once step i ended */
+  uint64_t known[WORDS] = {0};                 /* steps every later step knows have ended */
+  int barriers = 0, n = 0;
+  *streams = 1;
+  const char *at = strstr(json, "\"steps\":[");
+  while (at && (at = strstr(at, "{\"index\":")) && n < MAX_KERNELS) {
+    const char *next = strstr(at + 1, "{\"index\":"), *end = next ? next : at + strlen(at);
+    long deps[1 + MAX_KERNELS], ndeps = 0, prev = json_int(at, end, "\"previous_step\":");
+    long stream = json_int(at, end, "\"stream\":");
+    if (stream + 1 > *streams) *streams = (int)stream + 1;
+    if (prev >= 0) deps[ndeps++] = prev;
+    const char *list = strstr(at, "\"waits_for_steps\":[");
+    for (const char *p = list && list < end ? strchr(list, '[') + 1 : "]"; *p != ']';) {
+      char *after = NULL;
+      deps[ndeps++] = strtol(p, &after, 10);
+      if (after == p || ndeps > MAX_KERNELS) break;
+      p = *after == ',' ? after + 1 : after;
+    }
+    memset(done_by[n], 0, sizeof done_by[n]);
+    int waits = 0;
+    for (long d = 0; d < ndeps; ++d) {
+      long s = deps[d];
+      if (s < 0 || s >= n) continue;
+      waits |= !(known[s / 64] >> (s % 64) & 1);
+      for (int w = 0; w < WORDS; ++w) done_by[n][w] |= done_by[s][w];
+      done_by[n][s / 64] |= 1ull << (s % 64);
+    }
+    for (int w = 0; w < WORDS; ++w) known[w] |= done_by[n][w];
+    barriers += waits;
+    ++n, at = end;
+  }
+  return barriers;
 }
 
 /* 1 if buffer a of both states holds the same bytes. */
@@ -301,7 +378,7 @@ int main(int argc, char **argv) {
   CHECK(sk_device_cores(dev, &cores));
   /* sk_sync_all needs all of the kernel's blocks running at once: block_dim <= cores. */
   uint32_t sync_blocks = cores < 4 ? cores : 4;
-  uint32_t ctx = (uint32_t)nrun + 2; /* KV-cache rows: one per step, plus the profiled step */
+  uint32_t ctx = (uint32_t)nrun + TRACE_LAUNCHES; /* KV-cache rows: one per step */
 
   kernels k;
   sk_module *m_attn = load(kdir, "attention.o"), *m_tok = load(kdir, "tokens.o");
@@ -348,17 +425,23 @@ int main(int argc, char **argv) {
 
   /* The fused version of the step on state copy 1: built once, launched every step. */
   double t_build = now_us();
-  sk_superkernel *sk = fuse(1, "decode_step", NULL);
+  sk_superkernel *sk = fuse(1, "decode_step", "stream-fusion=1");
   t_build = now_us() - t_build;
+  size_t needed = 0;
+  CHECK(sk_superkernel_explain(sk, NULL, 0, &needed)); /* a size query */
+  char *json = malloc(needed);
+  if (!json) exit(1);
+  CHECK(sk_superkernel_explain(sk, json, needed, &needed));
+  int streams = 0, barriers = count_barriers(json, &streams);
+  free(json);
 
   /* Side by side: one unfused step, one fused step, nrun times; the tokens must agree. */
   double *t[2] = {malloc(nrun * sizeof(double)), malloc(nrun * sizeof(double))};
   uint32_t *tokens = malloc(nrun * sizeof(uint32_t));
-  double total[2] = {0, 0};
   int same_tokens = 1;
   for (int step = 0; step < nrun; ++step) {
-    total[0] += t[0][step] = run_step(0, NULL);
-    total[1] += t[1][step] = run_step(1, sk);
+    t[0][step] = run_step(0, NULL);
+    t[1][step] = run_step(1, sk);
     uint32_t tok[2];
     CHECK(sk_memcpy(dev, &tok[0], st[0].token, sizeof tok[0]));
     CHECK(sk_memcpy(dev, &tok[1], st[1].token, sizeof tok[1]));
@@ -380,39 +463,28 @@ int main(int argc, char **argv) {
          "%d heads, ffn %d, vocab %d, %d steps\n",
          sk_version() / 10000, sk_version() / 100 % 100, sk_version() % 100, spec, cores, layers,
          DIM, HEADS, FFN, VOCAB, nrun);
-  printf("kernels per step:      %d (block dims 1, 2, 4, 8; sk_sync_all on %u blocks); "
-         "fused in %.0f us\n", nplan[1], sync_blocks, t_build);
-  printf("unfused:               %9.1f us/step  median (mean %.1f; %d launches + 1 sync)\n", us[0],
-         total[0] / nrun, nplan[0]);
-  printf("fused:                 %9.1f us/step  median (mean %.1f; 1 launch + 1 sync)\n", us[1],
-         total[1] / nrun);
-  printf("per-kernel overhead:   %9.2f us saved per kernel\n", (us[0] - us[1]) / nplan[0]);
-  printf("speed-up:              %9.2fx\n", us[0] / us[1]);
-  printf("tokens:               ");
+  printf("kernels:    %d per step, built with %s (block dims 1, 2, 4, 8)\n", nplan[1],
+         SK_DEMO_KERNEL_FLAGS);
+  printf("unfused:    %.1f us/step median (%d sk_launch_kernel + 1 sync)\n", us[0], nplan[0]);
+  printf("fused:      %.1f us/step median (1 sk_launch + 1 sync; built in %.0f us)\n", us[1],
+         t_build);
+  printf("speed-up:   %.2fx, %.2f us saved per kernel\n", us[0] / us[1],
+         (us[0] - us[1]) / nplan[0]);
+  printf("barriers:   %d per step fused (%d streams), %d in a chain of the %d kernels: %d saved\n",
+         barriers, streams, nplan[1] - 1, nplan[1], nplan[1] - 1 - barriers);
+  printf("tokens:    ");
   for (int i = 0; i < nrun && i < 16; ++i) printf(" %u", tokens[i]);
   printf("%s\n", nrun > 16 ? " ..." : "");
-  printf("fused == unfused:      %s\n", same ? "bit-identical (tokens, hidden state, logits, KV caches)"
-                                             : "MISMATCH");
+  printf("check:      fused == unfused: %s\n",
+         same ? "bit-identical (tokens, hidden state, logits, KV caches)" : "MISMATCH");
 
-  size_t needed = 0;
-  sk_superkernel_explain(sk, NULL, 0, &needed); /* a size query */
-  char *json = malloc(needed ? needed : 1);
-  CHECK(sk_superkernel_explain(sk, json, needed, &needed));
-  printf("explain (%zu bytes): %.300s%s\n", needed, json, strlen(json) > 300 ? " ..." : "");
-  free(json);
-
-  /* One more step, fused with profiling=1, written as a Chrome trace (one track per core). */
-  if (!trace) {
-    printf("trace:                 not written (--trace PATH writes one)\n");
-  } else if (!sk_superkernel_write_trace) {
-    printf("trace:                 skipped (this libsk has no sk_superkernel_write_trace)\n");
-  } else {
-    sk_superkernel *profiled = fuse(1, "decode_step_profiled", "profiling=1");
-    run_step(1, profiled);
-    if (sk_superkernel_write_trace(profiled, trace) == SK_OK)
-      printf("trace:                 %s (chrome://tracing or ui.perfetto.dev)\n", trace);
-    else
-      printf("trace:                 not written: %s\n", sk_last_error());
+  /* More steps, fused with profiling=1; the last one written as a Chrome trace (a track per
+   * core). */
+  if (trace) {
+    sk_superkernel *profiled = fuse(1, "decode_step_profiled", "stream-fusion=1:profiling=1");
+    for (int i = 0; i < TRACE_LAUNCHES; ++i) run_step(1, profiled);
+    CHECK(sk_superkernel_write_trace(profiled, trace));
+    printf("trace:      %s (ui.perfetto.dev or chrome://tracing)\n", trace);
     sk_superkernel_destroy(profiled);
   }
 

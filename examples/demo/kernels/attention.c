@@ -3,8 +3,8 @@
  * The position comes from device memory (*pos), as it would on a GPU: the fused step is built
  * once and replayed, and the last kernel of the step advances *pos.
  *
- * Every value is produced by exactly one block in a fixed order, so fused and unfused runs agree
- * bit for bit.
+ * Every value is produced by exactly one block in a fixed order (SIMD reductions too, see
+ * matvec.c), so fused and unfused runs agree bit for bit.
  */
 #include <math.h>
 #include <stddef.h>
@@ -13,7 +13,8 @@
 
 /* Rotary position embedding, in place on q and k (n floats each, pairs (2i, 2i+1) per head). */
 SK_KERNEL(rope, "ptr,ptr,ptr,u32,u32")
-void rope(float *q, float *k, const uint32_t *pos, uint32_t n, uint32_t heads) {
+void rope(float *restrict q, float *restrict k, const uint32_t *restrict pos, uint32_t n,
+          uint32_t heads) {
   uint32_t hd = n / heads, begin, end;
   sk_block_range(n / 2, &begin, &end);
   for (uint32_t p = begin; p < end; ++p) {
@@ -28,8 +29,8 @@ void rope(float *q, float *k, const uint32_t *pos, uint32_t n, uint32_t heads) {
 
 /* Appends k and v (n floats each) to the caches as row *pos. */
 SK_KERNEL(kv_append, "ptr,ptr,ptr,ptr,ptr,u32")
-void kv_append(const float *k, const float *v, float *k_cache, float *v_cache,
-               const uint32_t *pos, uint32_t n) {
+void kv_append(const float *restrict k, const float *restrict v, float *restrict k_cache,
+               float *restrict v_cache, const uint32_t *restrict pos, uint32_t n) {
   uint32_t begin, end;
   sk_block_range(n, &begin, &end);
   float *kr = k_cache + (size_t)*pos * n, *vr = v_cache + (size_t)*pos * n;
@@ -38,8 +39,8 @@ void kv_append(const float *k, const float *v, float *k_cache, float *v_cache,
 
 /* scores[h * ctx + t] = q_h . k_cache[t]_h / sqrt(HD) for t <= *pos; one block per head(s). */
 SK_KERNEL(attn_scores, "ptr,ptr,ptr,ptr,u32,u32,u32")
-void attn_scores(const float *q, const float *k_cache, float *scores, const uint32_t *pos,
-                 uint32_t n, uint32_t heads, uint32_t ctx) {
+void attn_scores(const float *restrict q, const float *restrict k_cache, float *restrict scores,
+                 const uint32_t *restrict pos, uint32_t n, uint32_t heads, uint32_t ctx) {
   uint32_t hd = n / heads, len = *pos + 1, begin, end;
   float inv = 1.0f / sqrtf((float)hd);
   sk_block_range(heads, &begin, &end);
@@ -47,14 +48,16 @@ void attn_scores(const float *q, const float *k_cache, float *scores, const uint
     for (uint32_t t = 0; t < len; ++t) {
       const float *kr = k_cache + (size_t)t * n + h * hd, *qh = q + h * hd;
       float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
       for (uint32_t d = 0; d < hd; ++d) acc += qh[d] * kr[d];
       scores[h * ctx + t] = acc * inv;
     }
 }
 
-/* Softmax over each head's first *pos + 1 scores, in place (max-subtracted). */
+/* Softmax over each head's first *pos + 1 scores, in place (max-subtracted). libm's expf, one
+ * call per score, is most of its time: without -ffast-math only the division vectorises. */
 SK_KERNEL(softmax, "ptr,ptr,u32,u32")
-void softmax(float *scores, const uint32_t *pos, uint32_t heads, uint32_t ctx) {
+void softmax(float *restrict scores, const uint32_t *restrict pos, uint32_t heads, uint32_t ctx) {
   uint32_t len = *pos + 1, begin, end;
   sk_block_range(heads, &begin, &end);
   for (uint32_t h = begin; h < end; ++h) {
@@ -65,16 +68,21 @@ void softmax(float *scores, const uint32_t *pos, uint32_t heads, uint32_t ctx) {
   }
 }
 
-/* out_h = sum_t scores[h][t] * v_cache[t]_h; blocks split the n output values. */
+/* out_h = sum_t scores[h][t] * v_cache[t]_h; blocks split the n output values, and each
+ * block's share of a head is accumulated row by row (a vector of outputs per cache row). */
 SK_KERNEL(attn_values, "ptr,ptr,ptr,ptr,u32,u32,u32")
-void attn_values(const float *scores, const float *v_cache, float *out, const uint32_t *pos,
-                 uint32_t n, uint32_t heads, uint32_t ctx) {
+void attn_values(const float *restrict scores, const float *restrict v_cache, float *restrict out,
+                 const uint32_t *restrict pos, uint32_t n, uint32_t heads, uint32_t ctx) {
   uint32_t hd = n / heads, len = *pos + 1, begin, end;
   sk_block_range(n, &begin, &end);
-  for (uint32_t i = begin; i < end; ++i) {
-    const float *p = scores + (size_t)(i / hd) * ctx;
-    float acc = 0.0f;
-    for (uint32_t t = 0; t < len; ++t) acc += p[t] * v_cache[(size_t)t * n + i];
-    out[i] = acc;
+  for (uint32_t i = begin; i < end;) {
+    uint32_t head = i / hd, stop = (head + 1) * hd < end ? (head + 1) * hd : end;
+    const float *p = scores + (size_t)head * ctx;
+    for (uint32_t j = i; j < stop; ++j) out[j] = 0.0f;
+    for (uint32_t t = 0; t < len; ++t) {
+      const float *row = v_cache + (size_t)t * n;
+      for (uint32_t j = i; j < stop; ++j) out[j] += p[t] * row[j];
+    }
+    i = stop;
   }
 }

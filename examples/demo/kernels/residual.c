@@ -11,24 +11,29 @@
 #define CHUNK 256 /* gate values staged per pass; the first pass is fetched before the wait */
 
 SK_KERNEL(residual, "ptr,ptr,ptr,ptr,u32")
-void residual(float *x, const float *u, const float *gate, float *stats, uint32_t n) {
+void residual(float *restrict x, const float *restrict u, const float *restrict gate,
+              float *restrict stats, uint32_t n) {
   uint32_t begin, end;
   sk_block_range(n, &begin, &end);
 
   float staged[CHUNK];
   uint32_t first = end - begin < CHUNK ? end - begin : CHUNK;
-  for (uint32_t i = 0; i < first; ++i) staged[i] = gate[begin + i]; /* "prologue": weights only */
+  const float *g = gate + begin; /* offsets in pointers: a u32 index sum could wrap (no vectors) */
+  for (uint32_t i = 0; i < first; ++i) staged[i] = g[i]; /* "prologue": weights only */
 
   sk_wait_pre_task_end(); /* u is ready from here on */
 
   float sum = 0.0f, sumsq = 0.0f;
   for (uint32_t base = begin; base < end; base += CHUNK) {
     uint32_t m = end - base < CHUNK ? end - base : CHUNK;
+    float *xs = x + base;
+    const float *us = u + base, *gs = gate + base;
     if (base != begin)
-      for (uint32_t i = 0; i < m; ++i) staged[i] = gate[base + i];
+      for (uint32_t i = 0; i < m; ++i) staged[i] = gs[i];
+#pragma omp simd reduction(+ : sum, sumsq) /* a fixed order per object (see matvec.c) */
     for (uint32_t i = 0; i < m; ++i) {
-      float v = x[base + i] + staged[i] * u[base + i];
-      x[base + i] = v;
+      float v = xs[i] + staged[i] * us[i];
+      xs[i] = v;
       sum += v;
       sumsq += v * v;
     }

@@ -10,11 +10,12 @@
 #include <sk_kernel.h>
 
 SK_KERNEL(rmsnorm, "ptr,ptr,ptr,ptr,u32,f32")
-void rmsnorm(const float *x, const float *gain, float *out, float *partials, uint32_t n,
-             float eps) {
+void rmsnorm(const float *restrict x, const float *restrict gain, float *restrict out,
+             float *restrict partials, uint32_t n, float eps) {
   uint32_t begin, end;
   sk_block_range(n, &begin, &end);
   float ss = 0.0f;
+#pragma omp simd reduction(+ : ss) /* vectorised; a fixed order per object (see matvec.c) */
   for (uint32_t i = begin; i < end; ++i) ss += x[i] * x[i];
   partials[sk_block_idx()] = ss;
 

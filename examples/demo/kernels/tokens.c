@@ -9,7 +9,8 @@
 
 /* x = table[*token] (n floats). */
 SK_KERNEL(embed, "ptr,ptr,ptr,u32")
-void embed(float *x, const float *table, const uint32_t *token, uint32_t n) {
+void embed(float *restrict x, const float *restrict table, const uint32_t *restrict token,
+           uint32_t n) {
   uint32_t begin, end;
   sk_block_range(n, &begin, &end);
   const float *row = table + (size_t)*token * n;
