@@ -148,7 +148,8 @@ SK_DEVICE_INLINE void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end)
 
 /* ---- metadata --------------------------------------------------------------------------- */
 
-/* Core types (see SEMANTICS.md): vector-only, cube-only, mixed 1 cube : 1 vector, 1:2. */
+/* Core types (docs/semantics.md, "Core types and layouts"): vector-only, cube-only, mixed
+ * 1 cube : 1 vector, 1:2. */
 #define SK_CORE_VECTOR "vector"
 #define SK_CORE_CUBE "cube"
 #define SK_CORE_MIX_1_1 "mix_1_1"

@@ -1,7 +1,7 @@
-// Where a super kernel flushes the data cache (DCCI; SEMANTICS.md rule 9). Sub-kernels lose the
-// flush that ends a standalone kernel, so the plan decides, per step, whether the scalar
-// global-memory accessors (sk_gm_load / sk_gm_store) flush their line on every access, and
-// whether the whole cache is flushed before and after the step:
+// Where a super kernel flushes the data cache (DCCI; docs/semantics.md, "Cache maintenance").
+// Sub-kernels lose the flush that ends a standalone kernel, so the plan decides, per step,
+// whether the scalar global-memory accessors (sk_gm_load / sk_gm_store) flush their line on every
+// access, and whether the whole cache is flushed before and after the step:
 //
 //   default                      per-access flush; nothing around the kernel
 //   dcci-before-kernel-start     no per-access flush; whole-cache flush before the kernel

@@ -1,4 +1,4 @@
-// Core types and the super kernel's core layout (SEMANTICS.md, "Core type and ratio rules").
+// Core types and the super kernel's core layout (docs/semantics.md, "Core types and layouts").
 // Cores come in two types, cube and vector. A mixed kernel runs on groups of one cube core and
 // one (1:1) or two (1:2) vector cores; its block_dim counts groups. A dispatch's layout is
 // vector-only, cube-only, or G groups of 1 cube + R vector cores, chosen from its kernels.

@@ -1,5 +1,5 @@
-// Scope options in the vendor frameworks' syntax "key=value:key=value" (SEMANTICS.md table).
-// Unknown, repeated or badly-valued keys fail naming the key.
+// Scope options in the vendor frameworks' syntax "key=value:key=value" (docs/semantics.md,
+// "Scope options"). Unknown, repeated or badly-valued keys fail naming the key.
 #pragma once
 #include <sk.h>
 

@@ -191,7 +191,7 @@ sk_status Linker::bind_undefined() {
       if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: undefined symbol '%s' is not allowed under %s (only the device API, libm "
-                  "and the libc memory/string functions listed in README)",
+                  "and the libc memory/string functions listed in docs/conventions.md)",
                   label(), s.name.c_str(), options_.policy_name.c_str());
     }
     if (!address && !s.name.empty()) address = dlsym(RTLD_DEFAULT, s.name.c_str());

@@ -1,5 +1,6 @@
 /* Public C API: core types and mixed ratios, hard cross-core sync and scope splitting, and the
- * reference guide's three hang stories, all ending well (SEMANTICS.md 6-8). Fused results are
+ * vendor guide's three hang stories, all ending well (docs/semantics.md: "Whole-core sync",
+ * "Core types and layouts", "Hard cross-core sync and scope splitting"). Fused results are
  * compared with unfused launches of the same kernels. */
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
 /* Public C API: the device spec key symbols=strict limits what kernel objects bind to (the
- * device API, libm, the libc memory/string functions listed in README); symbols=process (the
- * default) binds anything the process defines. */
+ * device API, libm, the libc memory/string functions listed in docs/conventions.md);
+ * symbols=process (the default) binds anything the process defines. */
 #include "test_util.h"
 
 static void expect_refused(sk_device *dev, const char *variant, const char *object, const char *symbol) {

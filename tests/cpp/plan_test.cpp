@@ -1,5 +1,5 @@
-// The planner's rules without running anything: core layouts (SEMANTICS.md's ratio rules),
-// core numbering, scope splitting by the hard-sync rule, and stream links.
+// The planner's rules without running anything: core layouts (docs/semantics.md, "Core types
+// and layouts"), core numbering, scope splitting by the hard-sync rule, and stream links.
 #include <gtest/gtest.h>
 
 #include "core/core_layout.hpp"

@@ -2,7 +2,7 @@
 // through the public API (sk_module_load on a host device, under symbols=process or strict by
 // the last byte), and every function the object defines is looked up as a kernel, with its
 // metadata and with a few given signatures. Nothing is launched: running an object's code is
-// what loading it is for (README, trust model), not something a fuzzer can judge.
+// what loading it is for (docs/conventions.md, trust model), not something a fuzzer can judge.
 #include <elf.h>
 #include <sk.h>
 
