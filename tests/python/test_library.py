@@ -37,11 +37,14 @@ def test_status_names():
     assert sk.status_name(1234) == "SK_ERR_UNKNOWN"
 
 
-def test_sk_library_that_does_not_exist_fails_import(tmp_path):
+def test_sk_library_that_does_not_exist_fails_the_first_use(tmp_path):
+    # The import succeeds (so that `sk` can report it on one line); the first use raises.
     package = os.path.dirname(os.path.dirname(sk.__file__))
-    r = run_python("import superkernel", {"SK_LIBRARY": str(tmp_path / "nope.so"),
-                                          "PYTHONPATH": package}, str(tmp_path))
+    r = run_python("import superkernel\nprint('imported', flush=True)\nsuperkernel.Device()",
+                   {"SK_LIBRARY": str(tmp_path / "nope.so"), "PYTHONPATH": package},
+                   str(tmp_path))
     assert r.returncode != 0
+    assert r.stdout == "imported\n"
     assert "LibraryNotFound" in r.stderr and "nope.so" in r.stderr
 
 

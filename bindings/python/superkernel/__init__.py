@@ -9,6 +9,7 @@
         scope.superkernel.launch(); dev.synchronize()
 
 Every failing libsk call raises a subclass of superkernel.Error carrying sk_last_error().
+A missing or mismatched libsk raises LibraryNotFound / VersionMismatch at its first use.
 """
 from ._lib import BINDING_VERSION, KernelOptions, lib
 from .args import SIGNATURE_TOKENS, parse_signature
@@ -56,4 +57,5 @@ __all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Device", "DeviceError", "E
            "VersionMismatch", "kernel_records", "library_path", "parse_signature",
            "readonly", "status_name", "version", "version_string"]
 
-lib()  # load at import: a missing or mismatched library fails `import superkernel` clearly
+# The library is loaded on first use (a Device, version()...), not at import, so that `sk` can
+# report a missing or mismatched libsk on one line and run what needs none (`sk inspect`).

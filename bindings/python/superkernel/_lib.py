@@ -69,6 +69,7 @@ PROTOTYPES = {
     "sk_module_get_kernel_with_signature": (_st, [_p, _s, _s, _pp]),
     "sk_stream_create": (_st, [_p, _pp]),
     "sk_stream_synchronize": (_st, [_p]),
+    "sk_stream_query": (_st, [_p, _p, ctypes.POINTER(ctypes.c_int)]),
     "sk_stream_destroy": (None, [_p]),
     "sk_scope_begin": (_st, [_p, _s, _s, _pp]),
     "sk_add_kernel": (_st, [_p, _p, _u32, _pp, ctypes.POINTER(KernelOptions)]),

@@ -8,6 +8,7 @@ index: their owner (a super kernel, a stream) holds them while the kernels may u
 """
 import ctypes
 
+from .checks import integer, real
 from .device import Buffer
 from .memory import DL_CPU, ReadOnly, borrow, check_device
 
@@ -23,6 +24,8 @@ SIGNATURE_TOKENS = {
 
 def parse_signature(signature):
     """"f32,ptr,u32" -> ["f32", "ptr", "u32"]; "" -> []. Unknown tokens raise ValueError."""
+    if not isinstance(signature, str):
+        raise TypeError(f"signature: needs a str, not {type(signature).__name__}")
     tokens = [t.strip() for t in signature.split(",")] if signature.strip() else []
     for t in tokens:
         if t not in SIGNATURE_TOKENS:
@@ -38,11 +41,12 @@ def address_of(value, what, device, writes=True, host_memory=False):
     if inner is None:
         return 0, None, None
     if isinstance(inner, Buffer):  # one lent with readonly() was vouched for then
+        inner.handle  # raises StateError if closed: its memory is gone
         return inner.address, inner, inner.nbytes
     if isinstance(inner, bool):
         raise TypeError(f"{what}: a bool is not a pointer")
     if isinstance(inner, int):
-        return inner, None, None
+        return integer(inner, "u64", f"{what}: address"), None, None
     if isinstance(inner, ctypes._Pointer) or isinstance(inner, ctypes.c_void_p):
         return ctypes.cast(inner, ctypes.c_void_p).value or 0, inner, None
     if isinstance(inner, (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData)):
@@ -60,17 +64,8 @@ def scalar(token, value, what):
     """The ctypes value of a scalar argument, range-checked (ctypes would wrap silently)."""
     ctype = SIGNATURE_TOKENS[token]
     if token in ("f32", "f64"):
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise TypeError(f"{what}: {token} needs a number, not {type(value).__name__}")
-        return ctype(float(value))
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{what}: {token} needs an int, not {type(value).__name__}")
-    value = value.__index__()
-    bits, signed = 8 * ctypes.sizeof(ctype), token[0] == "i"
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    if not lo <= value <= hi:
-        raise OverflowError(f"{what}: {value} does not fit {token} ({lo}..{hi})")
-    return ctype(value)
+        return ctype(real(value, token, what))
+    return ctype(integer(value, token, what))
 
 
 class PackedArgs:

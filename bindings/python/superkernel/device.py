@@ -2,6 +2,7 @@
 import ctypes
 
 from ._lib import lib
+from .checks import c_string, integer
 from .errors import check
 from .handle import Handle, child_set
 
@@ -11,7 +12,8 @@ class Device(Handle):
 
     def __init__(self, spec="host"):
         out = ctypes.c_void_p()
-        check(lib().sk_device_open(spec.encode(), ctypes.byref(out)), "sk_device_open")
+        check(lib().sk_device_open(c_string(spec, "Device spec"), ctypes.byref(out)),
+              "sk_device_open")
         self.spec = spec
         self.is_host = spec.split(":", 1)[0] == "host"
         self._children = child_set()
@@ -68,7 +70,11 @@ class Device(Handle):
     def synchronize(self):
         """Waits for this device's default stream; raises the first failure of its launches.
         Other devices are left alone (with a libsk older than sk_device_synchronize, every
-        open device's default stream is waited for)."""
+        open device's default stream is waited for). Ctrl-C raises KeyboardInterrupt at once,
+        with the launches left running (waiting.py)."""
+        if lib().has("sk_stream_query"):
+            from .waiting import wait_for_stream
+            return wait_for_stream(self.handle, None, "sk_device_synchronize", self._pending)
         try:
             if lib().has("sk_device_synchronize"):
                 check(lib().sk_device_synchronize(self.handle), "sk_device_synchronize")
@@ -95,6 +101,7 @@ class Device(Handle):
             if d_size is None or s_size is None:
                 raise TypeError("memcpy: give nbytes when copying from or to a raw address")
             nbytes = min(d_size, s_size)
+        nbytes = integer(nbytes, "size_t", "memcpy nbytes")
         for size, what in ((d_size, "destination"), (s_size, "source")):
             if size is not None and nbytes > size:
                 raise ValueError(f"memcpy: {nbytes} bytes do not fit the {what}'s {size}")
@@ -118,6 +125,7 @@ class Buffer(Handle):
     @classmethod
     def _alloc(cls, device, nbytes):
         out = ctypes.c_void_p()
+        nbytes = integer(nbytes, "size_t", "Device.alloc nbytes")
         check(lib().sk_mem_alloc(device.handle, nbytes, ctypes.byref(out)), "sk_mem_alloc")
         return cls(device, out.value or 0, nbytes, None)
 

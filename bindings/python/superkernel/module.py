@@ -4,9 +4,21 @@ import os
 
 from ._lib import lib
 from .args import PackedArgs, parse_signature
-from .errors import check
+from .checks import c_path, c_string, instance, integer
+from .errors import BadBinary, NotFound, StateError, Unsupported, check
 from .handle import Handle
 from .metadata import kernel_records
+from .object_file import ObjectFileError, is_regular, read_object
+
+_FILE_ERRORS = {"empty": BadBinary, "not-elf": BadBinary, "too-large": Unsupported,
+                "not-a-file": NotFound}  # the classes of libsk's verdicts on such files
+
+
+def _read_for_load(path):
+    try:
+        return read_object(path)
+    except ObjectFileError as e:
+        raise _FILE_ERRORS[e.kind](str(e), call="Device.load") from None
 
 
 class Module(Handle):
@@ -14,20 +26,36 @@ class Module(Handle):
     with SK_KERNEL to {"sig", "type"}."""
 
     def __init__(self, device, source):
+        self.device = device
+        out = ctypes.c_void_p()
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
-            with open(self.path, "rb") as f:
-                image = f.read()
+            raw_path = c_path(source, "Device.load path")
+            if is_regular(raw_path):
+                # libsk checks the size before reading and its plan and messages name the file;
+                # the metadata is read afterwards, from an object libsk accepted.
+                check(lib().sk_module_load_file(device.handle, raw_path, ctypes.byref(out)),
+                      f"sk_module_load_file ({self.path})")
+                try:
+                    image = read_object(raw_path)
+                except BaseException:
+                    lib().sk_module_unload(out.value)
+                    raise
+            else:  # a pipe can be read once: read it here (bounded), hand libsk the bytes
+                image = _read_for_load(raw_path)
+                check(lib().sk_module_load(device.handle, image, len(image), ctypes.byref(out)),
+                      f"sk_module_load ({self.path})")
         else:
-            self.path, image = None, bytes(source)
-        out = ctypes.c_void_p()
-        if self.path is not None:  # by path: libsk's plan and messages then name the file
-            check(lib().sk_module_load_file(device.handle, os.fsencode(self.path),
-                                            ctypes.byref(out)), f"sk_module_load_file ({self.path})")
-        else:
+            try:
+                image = bytes(memoryview(source))
+            except TypeError:
+                raise TypeError(f"Device.load: needs a path (str or os.PathLike) or the bytes of "
+                                f"an object, not {type(source).__name__}") from None
+            self.path = None
+            if not image:
+                raise BadBinary("Device.load: the image is empty (0 bytes)", call="Device.load")
             check(lib().sk_module_load(device.handle, image, len(image), ctypes.byref(out)),
                   "sk_module_load")
-        self.device = device
         self.kernels = kernel_records(image)
         super().__init__(out.value, device)
 
@@ -38,8 +66,9 @@ class Module(Handle):
         """Kernel `name`; its signature from the object's metadata, or the one given (needed
         for objects built without SK_KERNEL; it must agree with the metadata if both exist)."""
         out = ctypes.c_void_p()
+        name_c = c_string(name, "Module.kernel name")
         if signature is None:
-            check(lib().sk_module_get_kernel(self.handle, name.encode(), ctypes.byref(out)),
+            check(lib().sk_module_get_kernel(self.handle, name_c, ctypes.byref(out)),
                   "sk_module_get_kernel")
             record = self.kernels.get(name)
             if record is None:  # libsk found metadata this reader did not: do not guess
@@ -47,8 +76,9 @@ class Module(Handle):
                                   "cannot read it; pass signature=")
             signature, core_type = record["sig"], record["type"]
         else:
+            signature_c = c_string(signature, "Module.kernel signature")
             check(lib().sk_module_get_kernel_with_signature(
-                self.handle, name.encode(), signature.encode(), ctypes.byref(out)),
+                self.handle, name_c, signature_c, ctypes.byref(out)),
                 "sk_module_get_kernel_with_signature")
             core_type = self.kernels.get(name, {}).get("type", "vector")
         return Kernel(self, out.value, name, signature, core_type)
@@ -59,11 +89,18 @@ class Kernel:
 
     def __init__(self, module, handle, name, signature, core_type):
         self.module = module
-        self.handle = handle
+        self._handle = handle
         self.name = name
         self.signature = signature
         self.signature_tokens = parse_signature(signature)
         self.core_type = core_type
+
+    @property
+    def handle(self):
+        """The raw C handle; raises StateError once its module is closed (libsk freed it)."""
+        if self.module.closed:
+            raise StateError(f"kernel {self.name!r}: its Module is closed")
+        return self._handle
 
     def __repr__(self):
         return f"<Kernel {self.name}({self.signature}) {self.core_type}>"
@@ -74,6 +111,9 @@ class Kernel:
     def launch(self, block_dim, *args, stream=None):
         """Queues this kernel alone, unfused (sk_launch_kernel), on `stream` (None: the default
         stream). Objects behind pointer arguments are kept until the stream is synchronized."""
+        from .stream import Stream
+        block_dim = integer(block_dim, "u32", f"Kernel.launch ({self.name}) block_dim")
+        instance(stream, Stream, f"Kernel.launch ({self.name}) stream", optional=True)
         packed = self.pack(args)
         check(lib().sk_launch_kernel(self.handle, block_dim, packed.pointer,
                                      stream.handle if stream is not None else None),

@@ -6,6 +6,7 @@ As a context manager it finalizes when the block ends normally (the result is
 import ctypes
 
 from ._lib import KernelOptions, lib
+from .checks import c_string, instance, integer
 from .errors import check
 from .handle import Handle
 
@@ -24,8 +25,9 @@ class Scope(Handle):
     def __init__(self, device, name="scope", options=None):
         out = ctypes.c_void_p()
         options = options_text(options)  # {"early-start": 0, "profiling": 1} -> vendor syntax
-        check(lib().sk_scope_begin(device.handle, name.encode(),
-                                   options.encode() if options else None, ctypes.byref(out)),
+        check(lib().sk_scope_begin(device.handle, c_string(name, "Device.scope name"),
+                                   c_string(options or None, "Device.scope options",
+                                            optional=True), ctypes.byref(out)),
               f"sk_scope_begin ({name})")
         self.device = device
         self.name = name
@@ -37,9 +39,16 @@ class Scope(Handle):
     def add(self, kernel, block_dim, *args, name=None, core_type=None, flags=0, stream=0):
         """Adds kernel on block_dim blocks with args (values converted by its signature; arrays
         and Buffers by address, no copy). Returns the sub-kernel's step index."""
+        from .module import Kernel
+        instance(kernel, Kernel, "Scope.add kernel")
+        what = f"Scope.add ({name or kernel.name})"
+        block_dim = integer(block_dim, "u32", f"{what} block_dim")
+        opts = KernelOptions(ctypes.sizeof(KernelOptions),
+                             c_string(name or None, f"{what} name", optional=True),
+                             c_string(core_type or None, f"{what} core_type", optional=True),
+                             integer(flags, "u32", f"{what} flags"),
+                             integer(stream, "u32", f"{what} stream"))
         packed = kernel.pack(args)
-        opts = KernelOptions(ctypes.sizeof(KernelOptions), name.encode() if name else None,
-                             core_type.encode() if core_type else None, flags, stream)
         check(lib().sk_add_kernel(self.handle, kernel.handle, block_dim, packed.pointer,
                                   ctypes.byref(opts)),
               f"sk_add_kernel ({name or kernel.name})")
@@ -50,10 +59,14 @@ class Scope(Handle):
 
     def record_event(self, stream, event):
         """Stream fusion: records `event` on scope stream `stream` after its kernels so far."""
+        stream = integer(stream, "u32", "record_event stream")
+        event = integer(event, "u32", "record_event event")
         check(lib().sk_scope_record_event(self.handle, stream, event), "sk_scope_record_event")
 
     def wait_event(self, stream, event):
         """Stream fusion: later kernels of `stream` wait for what preceded `event`."""
+        stream = integer(stream, "u32", "wait_event stream")
+        event = integer(event, "u32", "wait_event event")
         check(lib().sk_scope_wait_event(self.handle, stream, event), "sk_scope_wait_event")
 
     def finalize(self):

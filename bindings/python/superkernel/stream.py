@@ -14,11 +14,16 @@ class Stream(Handle):
         super().__init__(out.value, device)
 
     def synchronize(self):
-        """Waits for the stream's launches; raises the first failure among them (once)."""
-        try:
-            check(lib().sk_stream_synchronize(self.handle), "sk_stream_synchronize")
-        finally:
-            self._pending.clear()
+        """Waits for the stream's launches; raises the first failure among them (once).
+        Ctrl-C raises KeyboardInterrupt at once, with the launches left running (waiting.py)."""
+        if not lib().has("sk_stream_query"):
+            try:
+                check(lib().sk_stream_synchronize(self.handle), "sk_stream_synchronize")
+            finally:
+                self._pending.clear()
+            return
+        from .waiting import wait_for_stream
+        wait_for_stream(self._device.handle, self.handle, "sk_stream_synchronize", self._pending)
 
     def _destroy(self, handle):
         lib().sk_stream_destroy(handle)  # waits for the stream's work

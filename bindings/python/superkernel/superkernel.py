@@ -4,6 +4,7 @@ import json
 from collections import namedtuple
 
 from ._lib import ProfileRecordC, lib
+from .checks import c_path, instance, integer
 from .errors import check
 from .handle import Handle
 
@@ -27,11 +28,18 @@ class SuperKernel(Handle):
 
     def launch(self, stream=None):
         """Queues one run (asynchronous); `stream` None is the default stream."""
+        from .stream import Stream
+        instance(stream, Stream, f"SuperKernel.launch ({self.name}) stream", optional=True)
         check(lib().sk_launch(self.handle, stream.handle if stream is not None else None),
               f"sk_launch ({self.name})")
 
     def set_arg(self, step, index, value):
         """Rebinds argument `index` of sub-kernel `step` for later launches (no rebuild)."""
+        step = integer(step, "u32", f"set_arg ({self.name}) step")
+        index = integer(index, "u32", f"set_arg ({self.name}) index")
+        if step >= len(self.steps):
+            raise IndexError(f"set_arg: super kernel {self.name!r} has {len(self.steps)} "
+                             f"sub-kernels, no step {step}")
         kernel, sub = self.steps[step]
         tokens = kernel.signature_tokens
         if not 0 <= index < len(tokens):
@@ -75,8 +83,7 @@ class SuperKernel(Handle):
 
     def write_trace(self, path):
         """Writes the last profiled launch as Chrome trace-event JSON to path."""
-        import os
-        check(lib().sk_superkernel_write_trace(self.handle, os.fsencode(path)),
+        check(lib().sk_superkernel_write_trace(self.handle, c_path(path, "write_trace path")),
               f"sk_superkernel_write_trace ({path})")
 
     def _destroy(self, handle):

@@ -49,31 +49,40 @@ def main(argv=None, out=None, err=None):
             args = p.parse_args(argv)
         except SystemExit as e:  # argparse: --help (0) or a usage error (2)
             return e.code if isinstance(e.code, int) else EXIT_USAGE
-    if args.version:
-        import superkernel as sk
-        out.write(f"sk {sk.__version__}, libsk {'.'.join(map(str, sk.version()))} "
-                  f"({sk.library_path()})\n")
-        return EXIT_OK
-    if not getattr(args, "run", None):
-        p.print_usage(err)
-        err.write("sk: a subcommand is needed (inspect, explain, run, trace, bench, devices)\n")
-        return EXIT_USAGE
+    import superkernel as sk  # loads no library: commands that need libsk load it
+    from ..object_file import ObjectFileError
     from .scope_file import SpecError
+    name = f"sk {args.command}" if getattr(args, "command", None) else "sk"
     try:
-        import superkernel as sk
+        if args.version:
+            out.write(f"sk {sk.__version__}, libsk {'.'.join(map(str, sk.version()))} "
+                      f"({sk.library_path()})\n")
+            return EXIT_OK
+        if not getattr(args, "run", None):
+            p.print_usage(err)
+            err.write("sk: a subcommand is needed (inspect, explain, run, trace, bench, devices)\n")
+            return EXIT_USAGE
         return args.run(args, out, err)
     except UsageError as e:
-        err.write(f"sk {args.command}: {e}\n")
+        err.write(f"{name}: {e}\n")
         return EXIT_USAGE
-    except (InputError, SpecError) as e:
-        err.write(f"sk {args.command}: {e}\n")
+    except (sk.LibraryNotFound, sk.VersionMismatch) as e:
+        err.write(f"{name}: {_one_line(e)}\n")
+        return EXIT_INPUT
+    except (InputError, SpecError, ObjectFileError) as e:
+        err.write(f"{name}: {_one_line(e)}\n")
         return EXIT_INPUT
     except OSError as e:
-        err.write(f"sk {args.command}: {e.filename or ''}: {e.strerror or e}\n")
+        err.write(f"{name}: {e.filename or ''}: {e.strerror or e}\n")
         return EXIT_INPUT
     except sk.Error as e:
-        err.write(f"sk {args.command}: {e}\n")
+        err.write(f"{name}: {_one_line(e)}\n")
         return EXIT_LIBSK
     except (TypeError, ValueError, OverflowError) as e:  # arguments that do not fit a signature
-        err.write(f"sk {args.command}: {e}\n")
+        err.write(f"{name}: {_one_line(e)}\n")
         return EXIT_INPUT
+
+
+def _one_line(e):
+    """An error's message on one line (JSON and libsk messages may hold line breaks)."""
+    return " ".join(str(e).split("\n"))

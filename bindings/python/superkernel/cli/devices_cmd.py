@@ -44,6 +44,8 @@ def open_cores(sk, spec):
     try:
         with sk.Device(spec) as dev:
             return dev.cores, None
+    except (sk.LibraryNotFound, sk.VersionMismatch):  # no device at all: not a device's verdict
+        raise
     except sk.Error as e:
         return None, e
 

@@ -47,32 +47,44 @@ class ElfError(ValueError):
 
 
 class ElfObject:
+    """Every read is bounds-checked: a header, table or section that runs past the end of the
+    file raises ElfError naming it."""
+
     def __init__(self, image, name="<bytes>"):
         self.image, self.name = bytes(image), name
-        if len(self.image) < 52 or self.image[:4] != b"\x7fELF":
+        if len(self.image) < 6 or self.image[:4] != b"\x7fELF":
             raise ElfError(f"{name}: not an ELF file (no \\x7fELF magic)")
         if self.image[4] not in (1, 2) or self.image[5] not in (1, 2):
             raise ElfError(f"{name}: bad ELF class {self.image[4]} or data encoding "
                            f"{self.image[5]}")
         self.is64, self.order = self.image[4] == 2, "<" if self.image[5] == 1 else ">"
-        try:
-            self._read_header()
-            self.sections = self._read_sections()
-            self.symbols = self._read_symbols()
-        except (struct.error, IndexError) as e:
-            raise ElfError(f"{name}: truncated or malformed ELF ({e})") from None
+        header = 64 if self.is64 else 52
+        if len(self.image) < header:
+            raise ElfError(f"{name}: truncated ELF header ({len(self.image)} bytes; an "
+                           f"{'ELF64' if self.is64 else 'ELF32'} header has {header})")
+        self._read_header()
+        self.sections = self._read_sections()
+        self.symbols = self._read_symbols()
 
-    def _unpack(self, fmt, offset):
+    def _unpack(self, fmt, offset, what):
+        size = struct.calcsize(self.order + fmt)
+        if offset < 0 or offset + size > len(self.image):
+            raise ElfError(f"{self.name}: {what} (offset {offset}, {size} bytes) runs past the "
+                           f"end of the file ({len(self.image)} bytes)")
         return struct.unpack_from(self.order + fmt, self.image, offset)
 
     def _read_header(self):
-        self.elf_type, self.machine = self._unpack("HH", 16)
+        self.elf_type, self.machine = self._unpack("HH", 16, "the ELF header")
         if self.is64:
-            self.shoff, = self._unpack("Q", 0x28)
-            self.shentsize, self.shnum, self.shstrndx = self._unpack("HHH", 0x3A)
+            self.shoff, = self._unpack("Q", 0x28, "the ELF header")
+            self.shentsize, self.shnum, self.shstrndx = self._unpack("HHH", 0x3A, "the ELF header")
         else:
-            self.shoff, = self._unpack("I", 0x20)
-            self.shentsize, self.shnum, self.shstrndx = self._unpack("HHH", 0x2E)
+            self.shoff, = self._unpack("I", 0x20, "the ELF header")
+            self.shentsize, self.shnum, self.shstrndx = self._unpack("HHH", 0x2E, "the ELF header")
+        expected = 64 if self.is64 else 40
+        if self.shnum and self.shentsize != expected:
+            raise ElfError(f"{self.name}: section header size {self.shentsize} (e_shentsize; "
+                           f"{'ELF64' if self.is64 else 'ELF32'} has {expected})")
         if self.shoff + self.shnum * self.shentsize > len(self.image):
             raise ElfError(f"{self.name}: section table (offset {self.shoff}, {self.shnum} "
                            f"entries) lies past the end of the file ({len(self.image)} bytes)")
@@ -80,47 +92,67 @@ class ElfObject:
     def _read_sections(self):
         raw = []
         for i in range(self.shnum):
-            at = self.shoff + i * self.shentsize
+            at, what = self.shoff + i * self.shentsize, f"section header {i}"
             if self.is64:
                 name, typ, flags, _, off, size, link, info, _, entsize = \
-                    self._unpack("IIQQQQIIQQ", at)
+                    self._unpack("IIQQQQIIQQ", at, what)
             else:
                 name, typ, flags, _, off, size, link, info, _, entsize = \
-                    self._unpack("IIIIIIIIII", at)
-            raw.append((name, typ, flags, off, size, link, info, entsize))
-        names = raw[self.shstrndx] if self.shstrndx < len(raw) else None
-        out = []
-        for i, (name, typ, flags, off, size, link, info, entsize) in enumerate(raw):
-            text = self._string(names[3], names[4], name) if names else ""
-            out.append(Section(i, text, typ, flags, off, size, link, info, entsize))
-        return out
+                    self._unpack("IIIIIIIIII", at, what)
+            raw.append((name, Section(i, "", typ, flags, off, size, link, info, entsize)))
+        names = raw[self.shstrndx][1] if 0 < self.shstrndx < len(raw) else None
+        if names is not None:
+            self._in_file(names, f"section name table (section {self.shstrndx})")
+        return [s._replace(name=self._string(names, name)) if names is not None else s
+                for name, s in raw]
 
-    def _string(self, table_off, table_size, index):
-        if index >= table_size:
+    def _in_file(self, section, what):
+        """Raises ElfError naming what unless section's bytes lie inside the file."""
+        if section.type != 8 and section.offset + section.size > len(self.image):
+            raise ElfError(f"{self.name}: {what} (offset {section.offset}, {section.size} "
+                           f"bytes) runs past the end of the file ({len(self.image)} bytes)")
+
+    def _string(self, table, index):
+        """The NUL-terminated string at index of string table section `table` (checked to lie in
+        the file); a name past the table or without its NUL reads as <bad name N>."""
+        if table.type == 8 or index >= table.size:
             return f"<bad name {index}>"
-        end = self.image.index(b"\0", table_off + index)
-        return self.image[table_off + index:end].decode(errors="replace")
+        end = self.image.find(b"\0", table.offset + index, table.offset + table.size)
+        if end < 0:
+            return f"<bad name {index}>"
+        return self.image[table.offset + index:end].decode(errors="replace")
 
     def data(self, section):
         if section.type == 8:  # NOBITS: no bytes in the file
             return b""
-        if section.offset + section.size > len(self.image):
-            raise ElfError(f"{self.name}: section {section.name} lies past the end of the file")
+        self._in_file(section, f"section {section.name}")
         return self.image[section.offset:section.offset + section.size]
+
+    def _entries(self, section, size, what):
+        """The offsets of the `size`-byte entries of a table section, checked."""
+        self._in_file(section, f"{what} section {section.name}")
+        if section.size % size:
+            raise ElfError(f"{self.name}: {what} section {section.name}: size {section.size} is "
+                           f"not a multiple of its entry size {size}")
+        return range(section.offset, section.offset + section.size, size)
 
     def _read_symbols(self):
         symtab = next((s for s in self.sections if s.type == 2), None)
         if symtab is None:
             return []
+        if not 0 < symtab.link < len(self.sections):
+            raise ElfError(f"{self.name}: symbol table {symtab.name}: its string table "
+                           f"(sh_link {symtab.link}) is not a section")
         strtab = self.sections[symtab.link]
+        self._in_file(strtab, f"string table {strtab.name}")
         fmt, size = ("IBBHQQ", 24) if self.is64 else ("IIIBBH", 16)
         symbols = []
-        for at in range(symtab.offset, symtab.offset + symtab.size, size):
+        for at in self._entries(symtab, size, "symbol table"):
             if self.is64:
-                name, info, _, shndx, value, sz = self._unpack(fmt, at)
+                name, info, _, shndx, value, sz = self._unpack(fmt, at, "a symbol")
             else:
-                name, value, sz, info, _, shndx = self._unpack(fmt, at)
-            symbols.append(Symbol(self._string(strtab.offset, strtab.size, name), value, sz,
+                name, value, sz, info, _, shndx = self._unpack(fmt, at, "a symbol")
+            symbols.append(Symbol(self._string(strtab, name), value, sz,
                                   info & 0xF, info >> 4, shndx))
         return symbols
 
@@ -132,8 +164,8 @@ class ElfObject:
         else:
             fmt, size = ("IIi", 12) if rela else ("II", 8)
         out = []
-        for at in range(section.offset, section.offset + section.size, size):
-            fields = self._unpack(fmt, at)
+        for at in self._entries(section, size, "relocation"):
+            fields = self._unpack(fmt, at, f"a relocation of {section.name}")
             offset, info = fields[0], fields[1]
             sym, typ = (info >> 32, info & 0xFFFFFFFF) if self.is64 else (info >> 8, info & 0xFF)
             symbol = self.symbols[sym] if sym < len(self.symbols) else None

@@ -10,6 +10,7 @@ import hashlib
 import json
 
 from ..metadata import kernel_records
+from ..object_file import is_regular, read_object
 from .elf import ELF_TYPES, MACHINES, SECTION_TYPES, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, \
     ElfObject
 
@@ -35,16 +36,14 @@ def content_hash(image):
             _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
 
         xxh.XXH3_128bits.restype = XXH128
-        xxh.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        xxh.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]  # bytes: no copy
         h = xxh.XXH3_128bits(image, len(image))
         return "xxh3-128", f"{h.high64:016x}{h.low64:016x}"
     except (OSError, AttributeError):
         return "sha256", hashlib.sha256(image).hexdigest()
 
 
-def describe(path):
-    with open(path, "rb") as f:
-        image = f.read()
+def describe(path, image):
     elf = ElfObject(image, path)
     records = kernel_records(image)
     functions = {s.name: s for s in elf.symbols if s.type == 2 and s.shndx != 0}
@@ -124,12 +123,13 @@ def zero_args(signature):
     return [None if t == "ptr" else 0 for t in signature.split(",") if t]
 
 
-def load_with_libsk(d, path, spec):
-    """Loads the object with libsk and takes each kernel's device-API use from libsk's own plan
-    (a one-kernel scope, finalized, never launched): what the planner will act on."""
+def load_with_libsk(d, source, spec):
+    """Loads the object (a path, or the bytes of a pipe already read) with libsk and takes each
+    kernel's device-API use from libsk's own plan (a one-kernel scope, finalized, never
+    launched): what the planner will act on."""
     import superkernel as sk
     with sk.Device(spec) as dev:
-        with dev.load(path) as mod:
+        with dev.load(source) as mod:
             for k in d["kernels"]:
                 kernel = mod.kernel(k["name"])  # libsk agrees with the metadata (raises if not)
                 with dev.scope("inspect") as scope:
@@ -145,14 +145,16 @@ def load_with_libsk(d, path, spec):
 def run(args, out, err):
     from . import InputError
     try:
-        d = describe(args.file)
+        regular = is_regular(args.file)
+        image = read_object(args.file)  # bounded: a pipe or /dev/zero is not read to the end
+        d = describe(args.file, image)
     except OSError as e:
         raise InputError(f"{args.file}: {e.strerror}") from None
     except ValueError as e:
         raise InputError(str(e)) from None
     d["device_api_source"] = "relocations read by sk inspect"
-    if args.load:
-        load_with_libsk(d, args.file, args.load)
+    if args.load:  # a pipe can be read only once: libsk gets the bytes read here
+        load_with_libsk(d, args.file if regular else image, args.load)
     if args.json:
         json.dump(d, out, indent=2)
         out.write("\n")

@@ -28,11 +28,17 @@ import ctypes
 import json
 import os
 import random
+import stat
 
-from ..args import SIGNATURE_TOKENS
+from ..args import SIGNATURE_TOKENS, parse_signature
+from ..checks import INTEGER_RANGES, integer, real
 from ..scope import options_text
 
 BUFFER_TYPES = {t: c for t, c in SIGNATURE_TOKENS.items() if t != "ptr"}
+#: The largest scope file read (a pipe is read up to it), and the largest buffer one describes.
+MAX_SCOPE_FILE_BYTES = 64 << 20
+MAX_BUFFER_BYTES = 4 << 30
+U32_MAX = INTEGER_RANGES["u32"][1]
 
 
 class SpecError(ValueError):
@@ -44,16 +50,75 @@ def _need(cond, where, message):
         raise SpecError(f"{where}: {message}")
 
 
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _text(v, where, what, optional=True):
+    """A string field: a str without NUL (None when optional)."""
+    if v is None and optional:
+        return None
+    _need(isinstance(v, str), where, f"{what} must be a string")
+    _need("\0" not in v, where, f"{what} contains a NUL character")
+    return v
+
+
+def _u32(v, where, what, lo=0):
+    _need(_is_int(v) and lo <= v <= U32_MAX, where, f"{what} must be an integer {lo}..{U32_MAX}")
+    return v
+
+
+def read_text(path):
+    """The file's text: bounded (a pipe or /dev/zero is not read past MAX_SCOPE_FILE_BYTES),
+    UTF-8; SpecError naming the file otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise SpecError(f"{path}: {e.strerror}") from None
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise SpecError(f"{path}: is a directory, not a scope description")
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            size += len(chunk)
+            _need(size <= MAX_SCOPE_FILE_BYTES, path,
+                  f"larger than {MAX_SCOPE_FILE_BYTES} bytes: not a scope description")
+            chunks.append(chunk)
+    except OSError as e:
+        raise SpecError(f"{path}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    _need(raw.strip(), path, "file is empty")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not UTF-8 text (byte {e.start}: {raw[e.start]:#04x})") from None
+
+
+def parse_json(path):
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SpecError(f"{path}: not valid JSON: {e}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: not valid JSON: nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise SpecError(f"{path}: not valid JSON: {e}") from None
+
+
 class ScopeSpec:
     def __init__(self, path, objects_dir=None):
         self.path = path
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except OSError as e:
-            raise SpecError(f"{path}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise SpecError(f"{path}: not valid JSON: {e}") from None
+        doc = parse_json(path)
         base = objects_dir or os.path.dirname(os.path.abspath(path))
         where = path
         _need(isinstance(doc, dict), where, "the top level must be an object")
@@ -62,57 +127,92 @@ class ScopeSpec:
         unknown = sorted(set(doc) - known)
         _need(not unknown, where, f"unknown key(s) {', '.join(map(repr, unknown))} "
                                   f"(known: {', '.join(sorted(known))})")
-        self.device = doc.get("device", "host")
-        self.name = doc.get("name", os.path.splitext(os.path.basename(path))[0])
-        options = options_text(doc.get("options"))
-        _need(options is None or isinstance(options, str), f"{where}: options",
-              "must be a string (key=value:key=value) or an object")
-        self.options = options or ""
+        self.device = _text(doc.get("device", "host"), f"{where}: device", "the device spec",
+                            optional=False)
+        self.name = _text(doc.get("name", os.path.splitext(os.path.basename(path))[0]),
+                          f"{where}: name", "the name", optional=False)
+        options = doc.get("options")
+        if isinstance(options, dict):
+            for k, v in options.items():
+                _need(_is_number(v) or isinstance(v, str), f"{where}: options.{k}",
+                      "must be a number or a string")
+            options = options_text(options)
+        self.options = _text(options, f"{where}: options",
+                             "options (key=value:key=value, or an object)") or ""
         objects = doc.get("objects", {})
         _need(isinstance(objects, dict) and objects, f"{where}: objects",
               "must be a non-empty object {alias: path}")
+        for alias, p in objects.items():
+            _text(p, f"{where}: objects.{alias}", "the path", optional=False)
         self.objects = {alias: os.path.join(base, p) for alias, p in objects.items()}
-        self.buffers = {}
-        for name, b in doc.get("buffers", {}).items():
-            self.buffers[name] = self._buffer(f"{where}: buffers.{name}", b)
+        buffers = doc.get("buffers", {})
+        _need(isinstance(buffers, dict), f"{where}: buffers",
+              "must be an object {name: {type, count, fill}}")
+        self.buffers = {name: self._buffer(f"{where}: buffers.{name}", b)
+                        for name, b in buffers.items()}
         kernels = doc.get("kernels")
         _need(isinstance(kernels, list) and kernels, f"{where}: kernels",
               "must be a non-empty list")
         self.kernels = [self._kernel(f"{where}: kernels[{i}]", k) for i, k in enumerate(kernels)]
         self.repeat = doc.get("repeat", 10)
-        _need(isinstance(self.repeat, int) and self.repeat >= 1, f"{where}: repeat",
-              "must be an integer >= 1")
+        _need(_is_int(self.repeat) and 1 <= self.repeat <= U32_MAX, f"{where}: repeat",
+              f"must be an integer 1..{U32_MAX}")
         self.compare = doc.get("compare", list(self.buffers))
+        _need(isinstance(self.compare, list), f"{where}: compare", "must be a list of buffer names")
         for c in self.compare:
-            _need(c in self.buffers, f"{where}: compare", f"unknown buffer {c!r}")
+            _need(isinstance(c, str) and c in self.buffers, f"{where}: compare",
+                  f"unknown buffer {c!r}")
 
     def _buffer(self, where, b):
         _need(isinstance(b, dict), where, "must be an object {type, count, fill}")
         typ = b.get("type", "f32")
-        _need(typ in BUFFER_TYPES, where, f"type {typ!r} is not one of "
-                                          f"{', '.join(BUFFER_TYPES)}")
+        _need(isinstance(typ, str) and typ in BUFFER_TYPES, where,
+              f"type {typ!r} is not one of {', '.join(BUFFER_TYPES)}")
         count = b.get("count")
         fill = b.get("fill", 0)
         if count is None and isinstance(fill, list):
             count = len(fill)
-        _need(isinstance(count, int) and count >= 1, where, "count must be an integer >= 1")
+        size = ctypes.sizeof(BUFFER_TYPES[typ])
+        _need(_is_int(count) and 1 <= count <= MAX_BUFFER_BYTES // size, where,
+              f"count must be an integer 1..{MAX_BUFFER_BYTES // size} (at most "
+              f"{MAX_BUFFER_BYTES} bytes of {typ})")
         if isinstance(fill, list):
             _need(len(fill) == count, where, f"fill has {len(fill)} values, count is {count}")
-        else:
-            _need(isinstance(fill, (int, float)) or fill in ("iota", "random"), where,
+            for i, v in enumerate(fill):
+                _value(typ, v, f"{where}.fill[{i}]")
+        elif fill == "iota":
+            _value(typ, count - 1, f"{where}.fill", "iota up to count-1: ")
+        elif fill != "random":
+            _need(_is_number(fill), where,
                   f"fill {fill!r} is not a number, a list, \"iota\" or \"random\"")
-        lo, hi = b.get("range", [-1, 1])
-        return {"type": typ, "count": count, "fill": fill, "range": (lo, hi),
-                "seed": b.get("seed", 0)}
+            _value(typ, fill, f"{where}.fill")
+        value_range = b.get("range", [-1, 1])
+        _need(isinstance(value_range, list) and len(value_range) == 2
+              and all(_is_number(v) for v in value_range) and value_range[0] <= value_range[1],
+              f"{where}.range", "must be [low, high], two numbers with low <= high")
+        lo, hi = value_range
+        if fill == "random":
+            for v in (lo, hi):
+                _value(typ, int(v) if typ[0] in "iu" else v, f"{where}.range")
+        seed = b.get("seed", 0)
+        _need(_is_int(seed) or isinstance(seed, str), f"{where}.seed",
+              "must be an integer or a string")
+        return {"type": typ, "count": count, "fill": fill, "range": (lo, hi), "seed": seed}
 
     def _kernel(self, where, k):
         _need(isinstance(k, dict), where, "must be an object")
         for key in ("object", "kernel"):
             _need(isinstance(k.get(key), str), where, f"needs \"{key}\" (a string)")
+            _text(k[key], where, key, optional=False)
         _need(k["object"] in self.objects, where, f"object {k['object']!r} is not in "
                                                   f"\"objects\" ({', '.join(self.objects)})")
-        block_dim = k.get("block_dim", 1)
-        _need(isinstance(block_dim, int), where, "block_dim must be an integer")
+        signature = _text(k.get("signature"), where, "signature")
+        if signature is not None:
+            try:
+                parse_signature(signature)
+            except ValueError as e:
+                raise SpecError(f"{where}: {e}") from None
+        block_dim = _u32(k.get("block_dim", 1), where, "block_dim", lo=1)
         args = k.get("args", [])
         _need(isinstance(args, list), where, "args must be a list")
         for i, a in enumerate(args):
@@ -120,44 +220,67 @@ class ScopeSpec:
                 _need(a.startswith("@") and a[1:] in self.buffers, f"{where}.args[{i}]",
                       f"{a!r} is not \"@buffer\" of a buffer in \"buffers\"")
             else:
-                _need(isinstance(a, (int, float)) and not isinstance(a, bool) or a is None,
+                _need(_is_number(a) or a is None,
                       f"{where}.args[{i}]", f"{a!r} is not a number, null or \"@buffer\"")
         return {"object": k["object"], "kernel": k["kernel"], "block_dim": block_dim,
-                "args": args, "name": k.get("name"), "signature": k.get("signature"),
-                "core_type": k.get("core_type"), "flags": k.get("flags", 0),
-                "stream": k.get("stream", 0), "where": where}
+                "args": args, "name": _text(k.get("name"), where, "name"),
+                "signature": signature,
+                "core_type": _text(k.get("core_type"), where, "core_type"),
+                "flags": _u32(k.get("flags", 0), where, "flags"),
+                "stream": _u32(k.get("stream", 0), where, "stream"), "where": where}
+
+
+def _value(typ, v, where, prefix=""):
+    """Raises SpecError unless number v fits buffer type typ."""
+    _need(_is_number(v), where, f"{v!r} is not a number")
+    try:
+        if typ[0] in "iu":
+            _need(_is_int(v), where, f"{v!r} is not an integer ({typ})")
+            integer(v, typ, "value")
+        else:
+            real(v, typ, "value")
+    except (TypeError, ValueError):
+        raise SpecError(f"{where}: {prefix}{v!r} does not fit {typ}") from None
 
 
 def host_values(b):
     """The buffer's initial contents as a ctypes array."""
     ctype, n, fill = BUFFER_TYPES[b["type"]], b["count"], b["fill"]
-    integer = b["type"][0] in "iu"
+    integer_type = b["type"][0] in "iu"
+    array = (ctype * n)()  # zeroed
     if isinstance(fill, list):
-        values = fill
+        array[:] = fill
     elif fill == "iota":
-        values = range(n)
+        array[:] = range(n)
     elif fill == "random":
         rng, (lo, hi) = random.Random(b["seed"]), b["range"]
-        values = [rng.randint(int(lo), int(hi)) if integer else rng.uniform(lo, hi)
-                  for _ in range(n)]
+        array[:] = [rng.randint(int(lo), int(hi)) if integer_type else rng.uniform(lo, hi)
+                    for _ in range(n)]
     else:
-        values = [fill] * n
-    return (ctype * n)(*values)
+        one = bytes(ctype(fill))
+        if one.strip(b"\0"):  # not all-zero bytes (-0.0 is not)
+            ctypes.memmove(array, one * n, len(one) * n)
+    return array
 
 
 class Instance:
     """The spec made real on a device: modules, kernels and one set of buffers per copy."""
 
     def __init__(self, spec, dev, copies):
+        from ..errors import Error
         self.spec, self.dev = spec, dev
-        self.modules = {alias: dev.load(path) for alias, path in spec.objects.items()}
+        self.modules = {}
+        for alias, path in spec.objects.items():
+            try:
+                self.modules[alias] = dev.load(path)
+            except OSError as e:
+                raise SpecError(f"{spec.path}: objects.{alias}: {path}: {e.strerror}") from None
         self.kernels = []
         for k in spec.kernels:
             mod = self.modules[k["object"]]
             try:
                 self.kernels.append(mod.kernel(k["kernel"], k["signature"]))
-            except LookupError as e:
-                from ..errors import Error
+            except (LookupError, TypeError, ValueError) as e:
                 if isinstance(e, Error):  # libsk's own verdict: reported as a libsk error
                     raise
                 raise SpecError(f"{k['where']}: {e}") from None
@@ -170,6 +293,13 @@ class Instance:
                 dev.memcpy(buf, host, ctypes.sizeof(host))
                 buffers[name] = buf
             self.sets.append(buffers)
+        for i, k in enumerate(self.kernels):  # arguments that do not fit: named with the field
+            try:
+                k.pack(self.args(i, 0))
+            except (TypeError, ValueError) as e:
+                if isinstance(e, Error):
+                    raise
+                raise SpecError(f"{spec.kernels[i]['where']}.args: {e}") from None
 
     def args(self, i, copy):
         buffers = self.sets[copy]

@@ -1,0 +1,63 @@
+"""Reading a kernel object file without trusting it, as libsk's sk_module_load_file does: the
+size of a regular file is checked before a byte is read; anything else (a pipe, a character
+device, a /proc file that claims 0 bytes) is read in chunks, never past the limit, and reading
+stops at the first bytes that cannot begin an ELF object (so /dev/zero costs one chunk)."""
+import os
+import stat
+
+#: libsk's limit: objects must be smaller than this (kMaxObjectSize, src/host/host_device.hpp).
+MAX_OBJECT_SIZE = 1 << 30
+ELF_MAGIC = b"\x7fELF"
+_CHUNK = 1 << 16
+
+
+class ObjectFileError(ValueError):
+    """The file cannot be a kernel object: `kind` is "empty", "not-elf", "too-large" or
+    "not-a-file" (a directory); the message names the file."""
+
+    def __init__(self, message, kind):
+        super().__init__(message)
+        self.kind = kind
+
+
+def is_regular(path):
+    """True for a regular file whose size tells what it holds (a /proc file says 0 bytes)."""
+    st = os.stat(path)
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
+
+
+def read_object(path):
+    """The bytes of the object at path; OSError if it cannot be opened or read,
+    ObjectFileError if it cannot be an object libsk would load."""
+    name = os.fsdecode(path)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ObjectFileError(f"{name}: is a directory", "not-a-file")
+        if stat.S_ISREG(st.st_mode) and st.st_size >= MAX_OBJECT_SIZE:
+            raise _too_large(name, st.st_size)
+        chunks, size, head = [], 0, b""
+        while True:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= MAX_OBJECT_SIZE:
+                raise _too_large(name, size)
+            if len(head) < len(ELF_MAGIC):
+                head = (head + chunk)[:len(ELF_MAGIC)]
+                if not ELF_MAGIC.startswith(head):
+                    raise ObjectFileError(f"{name}: not an ELF object (no \\x7fELF magic)",
+                                          "not-elf")
+    finally:
+        os.close(fd)
+    if not size:
+        raise ObjectFileError(f"{name}: file is empty", "empty")
+    return b"".join(chunks)
+
+
+def _too_large(name, size):
+    return ObjectFileError(f"{name}: {size} bytes or more: kernel objects must be smaller than "
+                           f"{MAX_OBJECT_SIZE} bytes", "too-large")
