@@ -1,13 +1,18 @@
 // Build costs: scope build + finalize per sub-kernel (first build and a rebuild of the same
 // scope), linking an object vs dlopen of the same code as a shared object, memory per
-// sub-kernel, and what the first launch pays after the cores went to sleep.
+// sub-kernel, what the first launch pays after the cores went to sleep, and the cost of a
+// module load with few and with many modules loaded.
 #include <dlfcn.h>
+#include <elf.h>
 #include <malloc.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -43,6 +48,63 @@ double build_scope(sk_device *dev, sk_kernel *k, size_t count, uint32_t pattern,
 size_t heap_bytes() {
   struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
+}
+
+// Offset of the bytes of section .comment in an ELF64 object (0: none of 8 bytes or more).
+size_t comment_offset(const std::vector<unsigned char> &o) {
+  Elf64_Ehdr eh;
+  if (o.size() < sizeof eh) return 0;
+  std::memcpy(&eh, o.data(), sizeof eh);
+  auto header = [&](size_t i) {
+    Elf64_Shdr sh{};
+    if (eh.e_shoff + (i + 1) * sizeof sh <= o.size()) std::memcpy(&sh, o.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+    return sh;
+  };
+  const Elf64_Shdr names = header(eh.e_shstrndx);
+  for (size_t i = 1; i < eh.e_shnum; ++i) {
+    const Elf64_Shdr sh = header(i);
+    if (names.sh_offset + sh.sh_name + 9 > o.size() || sh.sh_size < 8) continue;
+    if (!std::memcmp(o.data() + names.sh_offset + sh.sh_name, ".comment", 9)) return sh.sh_offset;
+  }
+  return 0;
+}
+
+// Per-load time while many distinct modules stay loaded: the first `window` loads, and the last
+// `window` of `total` (distinct bytes: the object with a number written over its .comment).
+bool module_loads(const Options &opt, Report &report) {
+  const std::string path = kernel_object("bench_kernels");
+  std::ifstream f(path, std::ios::binary);
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t at = comment_offset(bytes);
+  if (!at) {
+    std::fprintf(stderr, "sk-bench: %s has no .comment section to vary\n", path.c_str());
+    return false;
+  }
+  sk_device *dev = open_host(opt, 1);
+  if (!dev) return false;
+  const size_t window = 1000, total = opt.quick ? 5000 : 20000;
+  std::vector<sk_module *> mods;
+  double first = 0, last = 0;
+  bool ok = true;
+  for (uint64_t i = 0; i < total && ok; ++i) {
+    std::memcpy(bytes.data() + at, &i, sizeof i);
+    double t0 = now_ns();
+    sk_module *m = nullptr;
+    ok = sk_ok(sk_module_load(dev, bytes.data(), bytes.size(), &m), "sk_module_load");
+    double t = now_ns() - t0;
+    if (i < window) first += t;
+    if (i >= total - window) last += t;
+    mods.push_back(m);
+  }
+  for (sk_module *m : mods) sk_module_unload(m);
+  sk_device_close(dev);
+  if (!ok) return false;
+  std::printf("module load, distinct objects kept loaded: %.1f us per load with up to %zu loaded, %.1f us "
+              "with up to %zu\n",
+              first / window / 1e3, window, last / window / 1e3, total);
+  report.add("module_loads", {{"loaded_small", double(window)}, {"load_us_small", first / window / 1e3},
+                              {"loaded_large", double(total)}, {"load_us_large", last / window / 1e3}});
+  return true;
 }
 
 }  // namespace
@@ -143,7 +205,7 @@ bool run_build_costs(const Options &opt, Report &report) {
   report.add("cold_launch", {{"extra_us_1_kernel", extra[0] / 1e3}, {"extra_us_256_kernels", extra[1] / 1e3}});
   sk_module_unload(mod);
   sk_device_close(dev);
-  return ok;
+  return ok && module_loads(opt, report);
 }
 
 }  // namespace bench

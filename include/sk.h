@@ -160,7 +160,9 @@ typedef struct sk_stream sk_stream;
  *   (not with a fixed spin, nor on one CPU).
  * - `timeout_ms=N` (1 to 86400000; default 10000): deadline of every wait inside a launch; past
  *   it the launch fails with SK_ERR_HANG and a report naming the sub-kernel, the core and the
- *   sync point.
+ *   sync point. A launch in which no core progresses for as long while one is in a kernel's
+ *   code fails the same way, naming the core that never came back, and loses the device:
+ *   everything after fails with SK_ERR_DEVICE (docs/conventions.md, "Lost devices").
  * - `symbols=process|strict` (default `process`): what kernel objects may bind their undefined
  *   symbols to. `process`: any symbol of the process, as the dynamic linker would bind it.
  *   `strict`: only sk_kernel.h's device API, the C99 `<math.h>` functions (with their `f` and
@@ -217,9 +219,13 @@ typedef struct sk_stream sk_stream;
  */
 SK_API sk_status sk_device_open(const char *spec, sk_device **out);
 /**
- * Waits for queued work, then releases the device. Every object made from it must be gone (one
- * left behind keeps the device's cores alive until it goes). NULL: nothing; a second close is
- * ignored, with a message for sk_last_error().
+ * Waits for queued work, then releases the device. Every object made from it must be gone: one
+ * left behind keeps the device's cores alive until it goes, the close sets a message for
+ * sk_last_error() counting such objects, and every later use of them (or of their kernels) fails
+ * with SK_ERR_STATE naming the closed device, except their destroy calls, which free them.
+ * NULL: nothing; a second close is ignored, with a message for sk_last_error(). A lost device
+ * (see timeout_ms) waits for nothing: its stuck threads are left running, and what they may use
+ * is kept, never freed.
  * - Threads: not while another thread uses the device.
  */
 SK_API void sk_device_close(sk_device *dev);
@@ -289,15 +295,20 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
  * - Errors: SK_ERR_BAD_BINARY for bytes that are not a well-formed object (empty ones included)
  *   or malformed `.sk.kernels` metadata; SK_ERR_UNSUPPORTED for a well-formed object libsk cannot
  *   honour (another machine, TLS, a relocation type it does not know, 1 GiB or more, an undefined
- *   symbol symbols=strict does not allow); SK_ERR_NOT_FOUND for an undefined symbol that cannot
- *   be bound. The message names the object and the culprit.
+ *   symbol symbols=strict does not allow, a call to libsk's host API: kernels may call only the
+ *   device API of sk_kernel.h); SK_ERR_NOT_FOUND for an undefined symbol that cannot be bound;
+ *   SK_ERR_OUT_OF_MEMORY when memory or the process's memory mappings run out (the message
+ *   names vm.max_map_count when that is the limit hit).
+ *   The message names the object and the culprit.
  * - Ownership: the bytes are copied (image may be freed after the call); *out is the caller's,
  *   to release with sk_module_unload.
  * - Threads: any.
  */
 SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, sk_module **out);
 /**
- * sk_module_load on the contents of the file at path.
+ * sk_module_load on the contents of the file at path. Files that are not regular (pipes,
+ * character devices, /proc files) are read as streams, up to the size limit; opening a FIFO
+ * does not wait for a writer (one without a writer has nothing to read).
  * - Errors: SK_ERR_NOT_FOUND when the file cannot be opened or read (or is a directory),
  *   naming the path; otherwise those of sk_module_load.
  * - Ownership: as sk_module_load; path is read during the call only.
@@ -353,11 +364,25 @@ SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
  * Returns the first failure of those launches, once: SK_ERR_HANG for a wait past the device's
  * deadline, SK_ERR_INVALID_ARGUMENT for a device-API call a kernel made that cannot be honoured
  * (a cross-core flag id out of range), SK_ERR_DEVICE when the GPU fails; the message names the
- * kernel and the core.
+ * kernel and the core. A kernel that never came back is SK_ERR_HANG too, and loses the device
+ * (see timeout_ms): later calls return SK_ERR_DEVICE. The calling thread runs core 0's share of
+ * the launches: a block there that never returns holds it (sk_stream_query does not).
  * - Errors: also SK_ERR_STATE in a forked child for a stream of a device opened before the fork.
  * - Threads: any, also while other threads queue launches on the stream.
  */
 SK_API sk_status sk_stream_synchronize(sk_stream *stream);
+/**
+ * Whether every launch queued on `stream` (NULL: dev's default stream) has ended, without
+ * waiting: *done is 1 then, and the first failure of those launches is returned once, as
+ * sk_stream_synchronize returns it; 0 while some still run. It runs no kernel on the calling
+ * thread (sk_stream_synchronize runs core 0's share of the launches it waits for there), so a
+ * caller that polls it is never held by a kernel that does not return, and each call looks for
+ * one: a launch past the device's deadline makes it return SK_ERR_HANG. On a CUDA device it
+ * waits, as sk_stream_synchronize does.
+ * - Errors: those of sk_stream_synchronize; SK_ERR_INCOMPATIBLE for a stream of another device.
+ * - Threads: any, also while other threads queue launches on the stream.
+ */
+SK_API sk_status sk_stream_query(sk_device *dev, sk_stream *stream, int *done);
 /**
  * Waits for the stream's work, then destroys it. A failure of that work is not returned:
  * synchronize first to see it. NULL: nothing; a second destroy is ignored, with a message.
@@ -575,8 +600,8 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * 2020-12, installed beside this header) describes every key of that version.
  * Writes the JSON and its terminating NUL to buf; *needed (if not NULL) receives that size.
  * A size query (buf NULL, cap 0, needed not NULL) returns SK_OK.
- * - Errors: SK_ERR_INVALID_ARGUMENT for a cap too small (with *needed set) or buf NULL with a
- *   cap.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a cap too small (with *needed set; a buf that is not NULL
+ *   with cap 0 is one) or buf NULL with a cap.
  * - Ownership: buf is the caller's.
  * - Threads: any.
  */
@@ -636,7 +661,8 @@ typedef struct sk_profile_record {
  * per (sub-kernel, core that ran it), ordered by step then core. Call it after
  * sk_stream_synchronize; a launch that ended in SK_ERR_HANG does not replace the profile.
  * Same buffer protocol as sk_superkernel_explain, counted in records: a size query (records
- * NULL, cap 0, count not NULL) returns SK_OK and sets *count.
+ * NULL, cap 0, count not NULL) returns SK_OK and sets *count; records not NULL with cap 0 is a
+ * cap too small.
  *
  * Before the call set records[0].struct_size to sizeof(sk_profile_record): libsk reads it from
  * the first record only and takes it as the size of every record of the array (its stride). It

@@ -120,7 +120,7 @@ sk_status cuda_device_open(const char *spec, sk_device **out) {
   if (sk_status st = CudaDevice::open(parsed, &impl); st != SK_OK) return st;
   auto dev = std::make_unique<sk_device>();
   dev->cuda = std::move(impl);
-  dev->spec = spec;
+  dev->spec = dev->life->spec = spec;
   register_device(dev.get());
   *out = dev.release();
   return SK_OK;

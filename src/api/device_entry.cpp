@@ -2,12 +2,44 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
 
 using sk::fail;
+
+namespace sk::api {
+
+sk_status device_closed(const void *h, const char *call, const char *what, const DeviceLife &life) {
+  return fail(SK_ERR_STATE, "%s: %s %p belongs to device \"%s\", which was closed (only its destroy call is valid)",
+              call, what, h, life.spec.c_str());
+}
+
+}  // namespace sk::api
+
+namespace {
+
+// Marks the device's children closed and, if any live, says which for sk_last_error().
+void close_children(sk_device *dev) {
+  sk::api::DeviceLife &life = *dev->life;
+  life.closed.store(true, std::memory_order_relaxed);
+  static const char *const kinds[] = {"module", "stream", "scope", "super kernel"};
+  std::string alive;
+  for (uint32_t k = 0; k < static_cast<uint32_t>(sk::api::ChildKind::Count); ++k) {
+    const uint32_t n = life.live[k].load(std::memory_order_relaxed);
+    if (n == 0) continue;
+    alive += (alive.empty() ? "" : ", ") + std::to_string(n) + " " + kinds[k] + (n == 1 ? "" : "s");
+  }
+  if (!alive.empty())
+    fail(SK_ERR_STATE,
+         "sk_device_close: device \"%s\" was closed with %s still alive: they fail with SK_ERR_STATE until "
+         "destroyed",
+         life.spec.c_str(), alive.c_str());
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -26,7 +58,7 @@ SK_API sk_status sk_device_open(const char *spec, sk_device **out) {
     if (sk_status st = sk::host::HostDevice::open(parsed, &impl); st != SK_OK) return st;
     auto dev = std::make_unique<sk_device>();
     dev->impl = std::move(impl);
-    dev->spec = spec;
+    dev->spec = dev->life->spec = spec;
     sk::api::register_device(dev.get());
     *out = dev.release();
     return SK_OK;
@@ -38,6 +70,11 @@ SK_API void sk_device_close(sk_device *dev) {
   if (!dev->live()) {  // closed twice: ignored, with a message
     sk::api::check(dev, "sk_device_close");
     return;
+  }
+  try {
+    close_children(dev);
+  } catch (const std::bad_alloc &) {
+    fail(SK_ERR_OUT_OF_MEMORY, "sk_device_close: out of memory");
   }
   if (dev->cuda) return sk::api::cuda_device_close(dev);
   sk::api::unregister_device(dev);

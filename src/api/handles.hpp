@@ -1,5 +1,6 @@
 // What the public handles are. Children hold the device (shared_ptr), so closing a device
-// while objects made from it live never leaves them dangling. Every handle starts with a tag
+// while objects made from it live never leaves them dangling; they refuse every use but their
+// destroy call after it (DeviceLife). Every handle starts with a tag
 // (api/handle_tag.hpp) that destroy functions poison, so common stale uses fail cleanly.
 #pragma once
 #include <sk.h>
@@ -21,6 +22,44 @@
 #include "host/program.hpp"
 #include "host/program_pool.hpp"
 
+namespace sk::api {
+
+// What the objects made from a device know of it (api/handle_pool.cpp): whether it was closed,
+// its spec for their messages, and how many of each kind live, for sk_device_close to report.
+enum class ChildKind : uint32_t { Module, Stream, Scope, SuperKernel, Count };
+struct DeviceLife {
+  std::string spec;
+  std::atomic<bool> closed{false};
+  std::atomic<uint32_t> live[static_cast<uint32_t>(ChildKind::Count)]{};
+};
+
+// A child's link to its device's DeviceLife; a counted child adds itself to live[kind] while it
+// exists (kernels are not counted: they go with their module).
+class DeviceLink {
+ public:
+  DeviceLink() = default;
+  DeviceLink(const DeviceLink &) = delete;
+  DeviceLink &operator=(const DeviceLink &) = delete;
+  ~DeviceLink() {
+    if (life_ && counted_) life_->live[static_cast<uint32_t>(kind_)].fetch_sub(1, std::memory_order_relaxed);
+  }
+  void attach(std::shared_ptr<DeviceLife> life, ChildKind kind, bool counted = true) {
+    life_ = std::move(life);
+    kind_ = kind;
+    counted_ = counted;
+    if (counted_) life_->live[static_cast<uint32_t>(kind_)].fetch_add(1, std::memory_order_relaxed);
+  }
+  const std::shared_ptr<DeviceLife> &life() const { return life_; }
+  bool closed() const { return life_ && life_->closed.load(std::memory_order_relaxed); }
+
+ private:
+  std::shared_ptr<DeviceLife> life_;
+  ChildKind kind_ = ChildKind::Module;
+  bool counted_ = false;
+};
+
+}  // namespace sk::api
+
 // The CUDA backend's objects (src/cuda, api/cuda_entry.cpp). A handle of a CUDA device has
 // these set and its host members empty; the entry points branch on them first.
 namespace sk::cuda {
@@ -35,6 +74,7 @@ struct sk_device : sk::api::Handle<sk::api::HandleType::Device> {
   std::shared_ptr<sk::host::HostDevice> impl;
   std::shared_ptr<sk::cuda::CudaDevice> cuda;  // set instead of impl for "cuda[:N]"
   std::string spec;
+  std::shared_ptr<sk::api::DeviceLife> life = std::make_shared<sk::api::DeviceLife>();
 };
 
 // What a kernel is, shared by its handle and every scope or super kernel that uses it, so that
@@ -56,9 +96,11 @@ struct KernelImpl {
 
 struct sk_kernel : sk::api::Handle<sk::api::HandleType::Kernel> {
   std::shared_ptr<KernelImpl> impl;
+  sk::api::DeviceLink owner;  // not counted
 };
 
 struct sk_module : sk::api::Handle<sk::api::HandleType::Module> {
+  sk::api::DeviceLink owner;
   std::shared_ptr<sk::host::HostDevice> device;
   std::shared_ptr<sk::host::LinkedModule> linked;
   std::map<std::string, std::unique_ptr<sk_kernel>> kernels;  // by "symbol|signature"
@@ -67,6 +109,7 @@ struct sk_module : sk::api::Handle<sk::api::HandleType::Module> {
 };
 
 struct sk_stream : sk::api::Handle<sk::api::HandleType::Stream> {
+  sk::api::DeviceLink owner;
   std::shared_ptr<sk::host::HostDevice> device;
   sk::host::StreamState state;
   std::shared_ptr<sk::cuda::CudaStream> cuda;  // CUDA streams
@@ -84,6 +127,7 @@ struct ScopeEntry {
 };
 
 struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {
+  sk::api::DeviceLink owner;
   std::shared_ptr<sk::host::HostDevice> device;
   std::shared_ptr<sk::cuda::CudaDevice> cuda;  // scopes of CUDA devices
   std::string name;
@@ -97,6 +141,7 @@ struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {
 };
 
 struct sk_superkernel : sk::api::Handle<sk::api::HandleType::SuperKernel> {
+  sk::api::DeviceLink owner;
   std::shared_ptr<sk::host::HostDevice> device;
   std::vector<std::shared_ptr<KernelImpl>> kernels;  // keep code and call interfaces alive
   sk::Plan plan;
@@ -124,24 +169,55 @@ sk_status guarded(const char *call, F &&body) {
 }
 
 // Handle checks of the entry points (api/handle_tag.hpp): NULL, foreign or stale handles fail
-// naming the call and the argument.
+// naming the call and the argument; so does a child of a closed device (SK_ERR_STATE), except in
+// its destroy call (check_destroy), which must still free it.
+sk_status device_closed(const void *h, const char *call, const char *what, const DeviceLife &life);
+
+template <class H>
+inline sk_status check_child(const H *h, const char *call, const char *what, const char *gone) {
+  if (h && h->live()) [[likely]] {
+    if (!h->owner.closed()) [[likely]]
+      return SK_OK;
+    return device_closed(h, call, what, *h->owner.life());
+  }
+  return stale_or_foreign(h == nullptr, h && h->dead(), h, call, what, gone);
+}
+
+inline constexpr const char *kClosedDevice = "was closed";
+inline constexpr const char *kUnloadedModule = "was unloaded";
+inline constexpr const char *kUnloadedKernel = "belongs to a module that was unloaded";
+inline constexpr const char *kDestroyed = "was destroyed";
+inline constexpr const char *kConsumedScope = "was finalized or aborted";
+
 inline sk_status check(const sk_device *h, const char *call, const char *what = "device") {
-  return check_handle(h, call, what, "was closed");
+  return check_handle(h, call, what, kClosedDevice);
 }
 inline sk_status check(const sk_module *h, const char *call, const char *what = "module") {
-  return check_handle(h, call, what, "was unloaded");
+  return check_child(h, call, what, kUnloadedModule);
 }
 inline sk_status check(const sk_kernel *h, const char *call, const char *what = "kernel") {
-  return check_handle(h, call, what, "belongs to a module that was unloaded");
+  return check_child(h, call, what, kUnloadedKernel);
 }
 inline sk_status check(const sk_stream *h, const char *call, const char *what = "stream") {
-  return check_handle(h, call, what, "was destroyed");
+  return check_child(h, call, what, kDestroyed);
 }
 inline sk_status check(const sk_scope *h, const char *call, const char *what = "scope") {
-  return check_handle(h, call, what, "was finalized or aborted");
+  return check_child(h, call, what, kConsumedScope);
 }
 inline sk_status check(const sk_superkernel *h, const char *call, const char *what = "super kernel") {
-  return check_handle(h, call, what, "was destroyed");
+  return check_child(h, call, what, kDestroyed);
+}
+inline sk_status check_destroy(const sk_module *h, const char *call) {
+  return check_handle(h, call, "module", kUnloadedModule);
+}
+inline sk_status check_destroy(const sk_stream *h, const char *call) {
+  return check_handle(h, call, "stream", kDestroyed);
+}
+inline sk_status check_destroy(const sk_scope *h, const char *call) {
+  return check_handle(h, call, "scope", kConsumedScope);
+}
+inline sk_status check_destroy(const sk_superkernel *h, const char *call) {
+  return check_handle(h, call, "super kernel", kDestroyed);
 }
 
 // Stream fusion (api/event_entry.cpp): checks entry e's stream against the scope's options and

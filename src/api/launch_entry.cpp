@@ -28,9 +28,7 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
   p->after_lists.reserve(after_total);  // never reallocated: steps point in
   size_t total = 0;
   for (const auto &a : args) total += a.size();
-  // Padded: a direct call reads kDirectArgs slots from its first, past the last step's too.
-  p->arg_slots.assign(total + sk::host::kDirectArgs, 0);
-  p->arg_pointers.assign(total, nullptr);
+  p->allocate_args(total);
   size_t slot = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const sk::PlanStep &ps = plan.steps[i];
@@ -43,8 +41,7 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
       s.call_map = kernels[i]->call->map;
       s.call_stack = kernels[i]->call->stack_words != 0;
     }
-    s.slots = p->arg_slots.data() + slot;
-    s.avalues = p->arg_pointers.data() + slot;
+    s.first_slot = static_cast<uint32_t>(slot);
     s.block_dim = ps.kernel.block_dim;
     s.units = ps.units;
     s.cores = ps.cores;
@@ -68,8 +65,7 @@ void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelIm
     s.flush_after = ps.cache.flush_after;
     s.gm_flush = ps.cache.per_access_flush;
     for (uint64_t v : args[i]) {
-      p->arg_slots[slot] = v;
-      p->arg_pointers[slot] = &p->arg_slots[slot];
+      p->arg_blocks[0].slots[slot] = p->arg_blocks[1].slots[slot] = v;
       ++slot;
     }
     p->steps.push_back(std::move(s));
@@ -86,7 +82,8 @@ sk::host::StreamState *stream_state(const std::shared_ptr<sk::host::HostDevice> 
   return s ? &s->state : &dev->default_stream();
 }
 // The one-step program of an unfused launch over block_dim blocks: a plan like a super kernel's,
-// so that the same checks and the same executor path apply. Its argument slots are zero.
+// so that the same checks and the same executor path apply. Its argument slots are zero; a
+// launch writes them to the block Program::args names (no rebind ever changes which).
 sk_status build_unfused_program(const std::shared_ptr<KernelImpl> &kernel, uint32_t block_dim,
                                 std::unique_ptr<sk::host::Program> *out) {
   const KernelImpl &k = *kernel;
@@ -115,8 +112,10 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
   if (sk_status st = sk::api::check(sk, "sk_launch")) return st;
   if (stream && !stream->live()) return sk::api::check(stream, "sk_launch");
   if (stream && stream->device != sk->device)
-    return fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
-                sk->plan.name.c_str());
+    return stream->owner.closed()
+               ? sk::api::check(stream, "sk_launch")
+               : fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
+                      sk->plan.name.c_str());
   if (sk->cuda) return sk::api::guarded("sk_launch", [&] { return sk::api::cuda_launch(sk, stream); });
   return sk->device->executor().submit(sk->program.get(), nullptr, stream_state(sk->device, stream));
 }
@@ -126,8 +125,10 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
   if (stream && !stream->live()) return sk::api::check(stream, "sk_launch_kernel");
   const KernelImpl &k = *kernel->impl;
   if (stream && stream->device != k.device)
-    return fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
-                k.symbol.c_str());
+    return stream->owner.closed()
+               ? sk::api::check(stream, "sk_launch_kernel")
+               : fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
+                      k.symbol.c_str());
   if (k.cuda)
     return sk::api::guarded("sk_launch_kernel",
                             [&] { return sk::api::cuda_launch_kernel(kernel, block_dim, args, stream); });
@@ -141,7 +142,7 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
       program = pool.adopt(unpooled);
       if (!program) program = unpooled.get();
     }
-    if (sk_status st = sk::api::copy_args(k, args, "sk_launch_kernel", program->arg_slots.data()); st != SK_OK) {
+    if (sk_status st = sk::api::copy_args(k, args, "sk_launch_kernel", program->arg_blocks[0].slots); st != SK_OK) {
       if (!unpooled) pool.put(program);
       return st;
     }
@@ -163,11 +164,10 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
                 step, sk->plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
   if (sk->cuda)
     return sk::api::guarded("sk_superkernel_set_arg", [&] { return sk::api::cuda_set_arg(sk, step, index, value); });
-  // Launches already queued keep the old value: wait for them, then write.
-  sk->device->executor().wait_program(sk->program.get());
-  void *slot = sk->program->steps[step].avalues[index];
-  const uint64_t v = sk::to_slot(k.signature[index], value);
-  std::memcpy(slot, &v, sizeof v);
+  sk::host::Program &p = *sk->program;
+  // A stuck launch may still read the spare argument block that a rebind would write.
+  if (sk->device->executor().lost()) return sk->device->executor().refuse_lost("sk_superkernel_set_arg");
+  sk->device->executor().rebind_arg(&p, p.steps[step].first_slot + index, sk::to_slot(k.signature[index], value));
   return SK_OK;
 }
 
@@ -191,10 +191,11 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
   const size_t size = sk->explain.size() + 1;
   if (needed) *needed = size;
   if (cap < size) {
-    if (!needed || cap > 0)
+    // Only buf NULL, cap 0, needed set is a size query; a buffer of cap 0 is one too small.
+    if (buf || !needed)
       return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: '%s' needs %zu bytes, cap is %zu",
                   sk->plan.name.c_str(), size, cap);
-    return SK_OK;  // size query: buf NULL, cap 0, needed set
+    return SK_OK;
   }
   std::memcpy(buf, sk->explain.c_str(), size);
   return SK_OK;
@@ -202,9 +203,14 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
 
 SK_API void sk_superkernel_destroy(sk_superkernel *sk) {
   if (!sk) return;
-  if (sk::api::check(sk, "sk_superkernel_destroy") != SK_OK) return;  // destroyed twice: ignored
+  if (sk::api::check_destroy(sk, "sk_superkernel_destroy") != SK_OK) return;  // destroyed twice: ignored
   if (sk->cuda) return sk::api::cuda_superkernel_destroy(sk);
   sk->device->executor().wait_program(sk->program.get());
+  if (sk->device->executor().lost()) {
+    // A stuck core may still be in its program, running its kernels' code.
+    sk::host::keep_for_stuck_threads(std::shared_ptr<sk::host::Program>(std::move(sk->program)));
+    for (auto &k : sk->kernels) sk::host::keep_for_stuck_threads(std::move(k));
+  }
   delete sk;
 }
 

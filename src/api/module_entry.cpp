@@ -11,9 +11,8 @@ using sk::fail;
 
 namespace {
 
-sk_status load(sk_device *dev, const void *image, size_t size, const std::string &label,
-               sk_module **out) {
-  if (dev->cuda) return sk::api::cuda_module_load(dev, image, size, label, out);
+sk_status host_load(sk_device *dev, const void *image, size_t size, const std::string &label,
+                    sk_module **out) {
   std::shared_ptr<sk::host::LinkedModule> linked;
   if (sk_status st = dev->impl->load_module(image, size, label, &linked); st != SK_OK) return st;
   auto mod = std::make_unique<sk_module>();
@@ -21,6 +20,13 @@ sk_status load(sk_device *dev, const void *image, size_t size, const std::string
   mod->linked = std::move(linked);
   *out = mod.release();
   return SK_OK;
+}
+
+sk_status load(sk_device *dev, const void *image, size_t size, const std::string &label, sk_module **out) {
+  sk_status st = dev->cuda ? sk::api::cuda_module_load(dev, image, size, label, out)
+                           : host_load(dev, image, size, label, out);
+  if (st == SK_OK) (*out)->owner.attach(dev->life, sk::api::ChildKind::Module);
+  return st;
 }
 
 // A host kernel's implementation: its function in the linked module, signature, call interface.
@@ -68,6 +74,7 @@ sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk
     return st;
   auto handle = std::make_unique<sk_kernel>();
   handle->impl = std::move(impl);
+  handle->owner.attach(mod->owner.life(), sk::api::ChildKind::Module, false);
   *out = handle.get();
   mod->kernels.emplace(key, std::move(handle));
   return SK_OK;
@@ -101,7 +108,7 @@ SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module
 }
 
 SK_API void sk_module_unload(sk_module *mod) {
-  if (mod && sk::api::check(mod, "sk_module_unload") != SK_OK) return;  // unloaded twice: ignored
+  if (mod && sk::api::check_destroy(mod, "sk_module_unload") != SK_OK) return;  // unloaded twice: ignored
   delete mod;
 }
 

@@ -33,15 +33,18 @@ ObjectFile::~ObjectFile() {
 
 sk_status ObjectFile::open(const char *path, size_t max_size) {
   Fd f;
-  f.fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO no one writes to would wait for a writer; reads then block again.
+  f.fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (f.fd < 0)
     return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot open '%s': %s", path, std::strerror(errno));
+  if (const int flags = fcntl(f.fd, F_GETFL); flags < 0 || fcntl(f.fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+    return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot read '%s': %s", path, std::strerror(errno));
   struct stat st;
   if (fstat(f.fd, &st) != 0)
     return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: cannot stat '%s': %s", path, std::strerror(errno));
   if (S_ISDIR(st.st_mode)) return fail(SK_ERR_NOT_FOUND, "sk_module_load_file: '%s' is a directory", path);
-  if (S_ISREG(st.st_mode)) {
-    if (st.st_size == 0) return fail(SK_ERR_BAD_BINARY, "%s: file is empty", path);
+  // Regular files of size 0 are read as streams too: /proc and /sys files say 0 and have bytes.
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
     if (static_cast<unsigned long long>(st.st_size) >= max_size) return too_large(path, st.st_size, max_size);
     void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, f.fd, 0);
     if (p == MAP_FAILED)
@@ -65,6 +68,9 @@ sk_status ObjectFile::open(const char *path, size_t max_size) {
     if (std::memcmp(bytes_.data(), elf_magic, head) != 0)
       return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic)", path);
   }
+  if (bytes_.empty() && S_ISFIFO(st.st_mode))
+    return fail(SK_ERR_BAD_BINARY, "%s: nothing to read (a FIFO or pipe with no writer, or closed before writing)",
+                path);
   if (bytes_.empty()) return fail(SK_ERR_BAD_BINARY, "%s: file is empty", path);
   return SK_OK;
 }

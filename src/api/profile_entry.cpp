@@ -57,10 +57,11 @@ SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *r
     if (sk_status st = last_profile(sk, "sk_superkernel_profile", &last); st != SK_OK) return st;
     if (count) *count = last.size();
     if (cap < last.size()) {
-      if (!count || cap > 0)
+      // Only records NULL, cap 0, count set is a size query; an array of cap 0 is one too small.
+      if (records || !count)
         return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_profile: '%s' has %zu records, cap is %zu",
                     sk->plan.name.c_str(), last.size(), cap);
-      return SK_OK;  // size query: records NULL, cap 0, count set
+      return SK_OK;
     }
     // Fields the caller's struct covers and this libsk knows; struct_size stays the caller's.
     const size_t filled = std::min<size_t>(stride, sizeof(sk_profile_record));

@@ -37,6 +37,51 @@ sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, st
 
 }  // namespace sk::api
 
+namespace {
+
+// sk_finalize's work on a live scope of an open device.
+sk_status finalize(sk_scope *scope, sk_superkernel **out) {
+  const size_t count = scope->entries.size();
+  std::vector<sk::PlanInput> inputs;
+  std::vector<std::shared_ptr<KernelImpl>> kernels;
+  std::vector<std::vector<uint64_t>> args;
+  inputs.reserve(count);
+  kernels.reserve(count);
+  args.reserve(count);
+  for (ScopeEntry &e : scope->entries) {
+    sk::PlanInput in;
+    in.name = std::move(e.name);
+    in.symbol = e.kernel->symbol;
+    in.module = e.kernel->cuda ? sk::api::cuda_module_label(*e.kernel) : std::string_view(e.kernel->module->label);
+    in.signature = e.kernel->signature_text;
+    in.core_type = sk::kernel_kind_name(e.kind);
+    in.kind = e.kind;
+    in.stream = e.stream;
+    in.after = std::move(e.after);
+    in.block_dim = e.block_dim;
+    in.usage = e.kernel->usage;
+    in.flags = e.flags;
+    inputs.push_back(std::move(in));
+    kernels.push_back(e.kernel);
+    args.push_back(std::move(e.args));
+  }
+  if (scope->cuda)
+    return sk::api::cuda_finalize(*scope, std::move(inputs), std::move(kernels), std::move(args), out);
+  auto sk = std::make_unique<sk_superkernel>();
+  sk->device = scope->device;
+  if (sk_status st = sk::build_plan(scope->name, scope->options, std::move(inputs), scope->device->cores(),
+                                     &sk->plan);
+      st != SK_OK)
+    return st;
+  sk->program = std::make_unique<sk::host::Program>();
+  sk::api::lower_plan(sk->plan, kernels, args, sk->program.get());
+  sk->kernels = std::move(kernels);
+  *out = sk.release();
+  return SK_OK;
+}
+
+}  // namespace
+
 extern "C" {
 
 SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options, sk_scope **out) {
@@ -44,6 +89,7 @@ SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *op
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_scope_begin: out is NULL");
   return sk::api::guarded("sk_scope_begin", [&]() -> sk_status {
     auto scope = std::make_unique<sk_scope>();
+    scope->owner.attach(dev->life, sk::api::ChildKind::Scope);
     scope->device = dev->impl;
     scope->cuda = dev->cuda;
     scope->name = name && *name ? name : "superkernel";
@@ -97,52 +143,20 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
 }
 
 SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out) {
-  if (sk_status st = sk::api::check(scope, "sk_finalize")) return st;  // a stale scope is not consumed again
+  // A stale scope is not consumed again; a scope of a closed device is consumed and refused.
+  if (sk_status st = sk::api::check_destroy(scope, "sk_finalize")) return st;
   std::unique_ptr<sk_scope> owned(scope);  // consumed whatever happens
+  if (sk_status st = sk::api::check(scope, "sk_finalize")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_finalize: out is NULL (the scope is consumed)");
   return sk::api::guarded("sk_finalize", [&]() -> sk_status {
-    const size_t count = scope->entries.size();
-    std::vector<sk::PlanInput> inputs;
-    std::vector<std::shared_ptr<KernelImpl>> kernels;
-    std::vector<std::vector<uint64_t>> args;
-    inputs.reserve(count);
-    kernels.reserve(count);
-    args.reserve(count);
-    for (ScopeEntry &e : scope->entries) {
-      sk::PlanInput in;
-      in.name = std::move(e.name);
-      in.symbol = e.kernel->symbol;
-      in.module = e.kernel->cuda ? sk::api::cuda_module_label(*e.kernel) : std::string_view(e.kernel->module->label);
-      in.signature = e.kernel->signature_text;
-      in.core_type = sk::kernel_kind_name(e.kind);
-      in.kind = e.kind;
-      in.stream = e.stream;
-      in.after = std::move(e.after);
-      in.block_dim = e.block_dim;
-      in.usage = e.kernel->usage;
-      in.flags = e.flags;
-      inputs.push_back(std::move(in));
-      kernels.push_back(e.kernel);
-      args.push_back(std::move(e.args));
-    }
-    if (scope->cuda)
-      return sk::api::cuda_finalize(*scope, std::move(inputs), std::move(kernels), std::move(args), out);
-    auto sk = std::make_unique<sk_superkernel>();
-    sk->device = scope->device;
-    if (sk_status st = sk::build_plan(scope->name, scope->options, std::move(inputs), scope->device->cores(),
-                                       &sk->plan);
-        st != SK_OK)
-      return st;
-    sk->program = std::make_unique<sk::host::Program>();
-    sk::api::lower_plan(sk->plan, kernels, args, sk->program.get());
-    sk->kernels = std::move(kernels);
-    *out = sk.release();
-    return SK_OK;
+    sk_status st = finalize(scope, out);
+    if (st == SK_OK) (*out)->owner.attach(scope->owner.life(), sk::api::ChildKind::SuperKernel);
+    return st;
   });
 }
 
 SK_API void sk_scope_abort(sk_scope *scope) {
-  if (scope && sk::api::check(scope, "sk_scope_abort") != SK_OK) return;  // already consumed: ignored
+  if (scope && sk::api::check_destroy(scope, "sk_scope_abort") != SK_OK) return;  // already consumed: ignored
   delete scope;
 }
 

@@ -39,9 +39,22 @@ struct TaskFailure {
   std::string report(const std::string &superkernel, uint32_t epoch, long long timeout_ms);
 };
 
+// Where a core is, for the hang watch (Executor::watch_for_stuck_cores): the task it runs (0:
+// none) and, per block it starts, (step << 32) | block. Written by the core alone, relaxed: one
+// store to a line of its own per block.
+struct alignas(64) CoreProgress {
+  std::atomic<uint64_t> task{0};
+  std::atomic<uint64_t> position{0};
+  // In a runtime wait of the task (wait_in_task): left to that wait's own deadline.
+  std::atomic<uint32_t> waiting{0};
+};
+
 struct CoreContext {
   Program *program = nullptr;
   const StepExec *step = nullptr;
+  // The running launch's argument block (the one Program::args named when it was queued).
+  const uint64_t *arg_slots = nullptr;
+  void **arg_pointers = nullptr;
   uint32_t step_index = 0;
   uint32_t core = 0;
   uint32_t epoch = 0;
@@ -55,6 +68,7 @@ struct CoreContext {
   uint32_t flag_waits[SK_CROSS_CORE_FLAGS] = {};
   uint32_t flag_all_waits[SK_CROSS_CORE_FLAGS] = {};
   TaskFailure *failure = nullptr;
+  CoreProgress *progress = nullptr;
   SleepChannel *channel = nullptr;
   const WaitPolicy *policy = nullptr;
   // Profiling (profiling=1): this core's record of the running step between the kernel's
@@ -68,6 +82,18 @@ struct CoreContext {
 // shared library would make every access a __tls_get_addr call. 8 bytes fit glibc's static
 // TLS surplus even when libsk is dlopen'ed (as the Python binding does).
 extern constinit thread_local CoreContext *t_core __attribute__((tls_model("initial-exec")));
+
+// wait_for with the core's task policy, for the runtime waits inside a task (between steps,
+// sk_sync_all, flags). A wait that does not end at the first look is marked in the core's
+// CoreProgress, so that the hang watch does not take a waiting core for one stuck in a kernel.
+template <class Pred>
+WaitResult wait_in_task(CoreContext &ctx, const std::atomic<uint32_t> &word, Pred pred) {
+  if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
+  ctx.progress->waiting.store(1, std::memory_order_relaxed);
+  const WaitResult r = wait_for(word, *ctx.channel, *ctx.policy, pred);
+  ctx.progress->waiting.store(0, std::memory_order_relaxed);
+  return r;
+}
 
 // Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp). A core in step i,
 // whose previous step p is i-1 (or, with stream fusion, the step before it in its stream):

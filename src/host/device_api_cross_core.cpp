@@ -29,7 +29,7 @@ bool check_flag(CoreContext &c, const char *call, uint32_t flag) {
 template <class Describe>
 bool wait_flag_count(CoreContext &c, std::atomic<uint32_t> &counter, uint32_t target, Describe describe) {
   ProfileWait timed(c);
-  WaitResult r = wait_for(counter, *c.channel, *c.policy, [target](uint32_t v) { return reached(v, target); });
+  WaitResult r = wait_in_task(c, counter, [target](uint32_t v) { return reached(v, target); });
   if (r == WaitResult::Ok) return true;
   const uint32_t have = counter.load();
   const auto [where, who] = describe();

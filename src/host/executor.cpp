@@ -31,6 +31,7 @@ struct alignas(64) Executor::Task {
   std::atomic<uint64_t> seq{0};
   std::atomic<uint64_t> previous_completed{0};  // seq - 1 once the task before it completed
   Program *program = nullptr;
+  ArgBlock args;  // the program's argument block when the task was queued (a copy: this line)
   uint32_t epoch = 0;
   TaskFailure failure;  // its abort flag falls in the first line
   std::unique_ptr<Program> unpooled;  // an unfused launch's program its pool declined
@@ -114,6 +115,10 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
   // 0, and the call returns at its first check.
   task_policy_.early_call = completion_policy_.early_call = idle_policy_.spin;
   completion_policy_.spin = task_policy_.spin;
+  // A lost executor's waits return (lost()); its waiters look for a hang a few times per deadline.
+  completion_policy_.abort = &lost_;
+  watch_slice_ = std::clamp(std::chrono::milliseconds(config.timeout_ms / 4), std::chrono::milliseconds(1),
+                            std::chrono::milliseconds(100));
   core_idle_policy_ = idle_policy_;
   core_idle_policy_.before_sleep = call_core0;
   core_idle_policy_.before_sleep_arg = this;
@@ -154,6 +159,8 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     claimed = CpuClaims::process().claim(ex.get(), ex->cpus_, cores);
   }
   ex->core0_ = std::make_unique<Core>();
+  ex->progress_ = std::make_unique<CoreProgress[]>(cores);
+  ex->core0_->ctx.progress = &ex->progress_[0];
   try {
     ex->threads_.emplace_back([e = ex.get()] { e->core0_main(); });
     for (uint32_t c = 1; c < cores; ++c)
@@ -184,6 +191,10 @@ Executor::~Executor() {
     for (std::thread &t : threads_) left_in_parent->push_back(std::move(t));
     return;
   }
+  if (lost()) {  // its owner must keep it (HostDevice's destructor): stuck threads use it
+    abandon();
+    return;
+  }
   CpuClaims::process().release(this);
   wait_idle();
   stopping_.store(true, std::memory_order_seq_cst);
@@ -194,6 +205,24 @@ Executor::~Executor() {
   core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&core0_doorbell_);
   for (std::thread &t : threads_) t.join();
+}
+
+void Executor::abandon() {
+  CpuClaims::process().release(this);
+  stopping_.store(true, std::memory_order_seq_cst);
+  published_word_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&published_word_);
+  futex_wake_all(&core0_owner_);
+  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&core0_doorbell_);
+  // The cores that can stop do so on their own; those in a kernel may come back at any time.
+  for (std::thread &t : threads_)
+    if (t.joinable()) t.detach();
+}
+
+sk_status Executor::refuse_lost(const std::string &what) const {
+  return fail(SK_ERR_DEVICE, "%s: the host device is lost (%s); close it and open a new one", what.c_str(),
+              lost_report_.c_str());
 }
 
 sk_status Executor::refuse_in_forked_child(const std::string &what) const {
@@ -210,6 +239,11 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
     if (program->pool || unpooled) ProgramPool::recycle(program, std::move(unpooled));
     return refuse_in_forked_child(what);
   }
+  if (lost()) {
+    const std::string what = "launch of '" + program->name + "'";
+    if (program->pool || unpooled) ProgramPool::recycle(program, std::move(unpooled));
+    return refuse_lost(what);
+  }
   // A ticket, not a mutex (one locked instruction instead of two). Measured against the
   // std::mutex it replaced (sk-bench --only overhead, 2 cores, 3 interleaved runs): unfused
   // launches 4-7% cheaper (K = 4096: 247-249 ns against 257-266); fused ones alike.
@@ -224,11 +258,19 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   // launches, then one synchronize, 440-490 ns per launch instead of 260-280).
   if (seq > kRing && completed_.load(std::memory_order_acquire) < seq - kRing)
     drive_until([this, seq] { return completed_.load(std::memory_order_acquire) >= seq - 1; });
+  if (lost()) {  // while waiting for the ring: its slot stays taken
+    turn_.store(ticket + 1, std::memory_order_release);
+    notify(&turn_, turn_channel_);
+    const std::string what = "launch of '" + program->name + "'";
+    if (program->pool || unpooled) ProgramPool::recycle(program, std::move(unpooled));
+    return refuse_lost(what);
+  }
   Task &t = ring_[seq % kRing];
   t.program = program;
   t.unpooled = std::move(unpooled);
   t.stream = stream;
   t.epoch = program->next_epoch.load(std::memory_order_relaxed) + 1;
+  t.args = *program->args.load(std::memory_order_acquire);  // in turn: Executor::rebind_arg
   t.failure.reset();
   stream->last_seq.store(seq, std::memory_order_relaxed);
   t.seq.store(seq, std::memory_order_release);
@@ -253,15 +295,31 @@ sk_status Executor::synchronize(StreamState *stream, const char *call) {
   if (forked_away()) return refuse_in_forked_child(call);
   const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
   drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
-  if (!stream->has_error.load(std::memory_order_acquire)) return SK_OK;
+  if (!stream->has_error.load(std::memory_order_acquire)) return lost() ? refuse_lost(call) : SK_OK;
   std::lock_guard<std::mutex> lock(stream->error_mutex);
-  if (stream->error == SK_OK) return SK_OK;
+  if (stream->error == SK_OK) return lost() ? refuse_lost(call) : SK_OK;
   sk_status st = stream->error;
   fail(st, "%s", stream->error_message.c_str());
   stream->error = SK_OK;
   stream->error_message.clear();
   stream->has_error.store(false, std::memory_order_relaxed);
   return st;
+}
+
+sk_status Executor::query(StreamState *stream, bool *done) {
+  if (forked_away()) return refuse_in_forked_child("sk_stream_query");
+  const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
+  if (completed_.load(std::memory_order_acquire) < want && !lost()) {
+    call_core0();  // nobody may be running core 0: this thread does not
+    watch_for_stuck_cores();
+    if (!lost()) {
+      *done = false;
+      return SK_OK;
+    }
+  }
+  if (sk_status st = synchronize(stream, "sk_stream_query"); st != SK_OK) return st;  // waits for nothing now
+  *done = true;
+  return SK_OK;
 }
 
 void Executor::wait_program(Program *program) {
@@ -277,7 +335,8 @@ void Executor::wait_idle() {
 }
 
 template <class Done>
-void Executor::drive_until(Done done) {
+void Executor::drive_until(Done what) {
+  auto done = [this, &what] { return what() || lost(); };
   while (!done()) {
     uint32_t expected = kCore0Free;
     if (core0_owner_.compare_exchange_strong(expected, kCore0Host, std::memory_order_acquire)) {
@@ -298,8 +357,12 @@ void Executor::drive_until(Done done) {
     // Another thread runs core 0: ask for it (the dedicated thread hands it over between
     // tasks) and wait until it is free or what we wait for has happened.
     ask_for_core0();
-    wait_for(core0_owner_, core0_channel_, idle_policy_,
-             [&done](uint32_t owner) { return owner == kCore0Free || done(); });
+    WaitPolicy policy = idle_policy_;
+    policy.timeout = watch_slice_;
+    policy.abort = &lost_;
+    while (wait_for(core0_owner_, core0_channel_, policy,
+                    [&done](uint32_t owner) { return owner == kCore0Free || done(); }) == WaitResult::TimedOut)
+      watch_for_stuck_cores();  // core 0's holder may be in a kernel that does not return
     const bool leaving = done();
     stop_asking_for_core0(leaving);
     if (leaving) return;
@@ -440,6 +503,7 @@ void Executor::core0_main() {
 void Executor::core_main(uint32_t index) {
   Core core;
   core.index = index;
+  core.ctx.progress = &progress_[index];
   t_core = &core.ctx;
   IdleSpin spin(idle_policy_.spin, idle_spin_max_);
   WaitPolicy policy = core_idle_policy_;
@@ -480,6 +544,7 @@ void Executor::process(Core &core, uint64_t seq) {
     wait_for(completed_word_, host_channel_, completion_policy_, [&task, seq](uint32_t) {
       return task.previous_completed.load(std::memory_order_acquire) >= seq - 1;
     });
+  if (lost()) return;  // nothing runs or completes any more
   run_task(core, task);
   // Core 0 completes every task, once the other cores are done with it. Its thread is the
   // one that waits for the task in the common synchronous use, so the completion (and the
@@ -496,6 +561,7 @@ void Executor::process(Core &core, uint64_t seq) {
   if (p.ends_at_last_release && p.cores == config_.cores) {
     WaitPolicy policy = completion_policy_;
     policy.abort = &task.failure.aborted;
+    policy.timeout = watch_slice_;  // then the wait below, which watches
     const uint32_t target = task.epoch * p.releases_per_launch;
     if (wait_for(p.released.value, step_channel_, policy, [target](uint32_t v) { return reached(v, target); }) ==
         WaitResult::Ok)
@@ -503,7 +569,12 @@ void Executor::process(Core &core, uint64_t seq) {
   }
   // Otherwise (and after an abort) every core reports that it has left the launch.
   const auto want = static_cast<uint32_t>(seq * (config_.cores - 1));
-  wait_for(cores_done_, done_channel_, completion_policy_, [want](uint32_t v) { return reached(v, want); });
+  WaitPolicy policy = completion_policy_;
+  policy.timeout = watch_slice_;
+  while (wait_for(cores_done_, done_channel_, policy, [want](uint32_t v) { return reached(v, want); }) ==
+         WaitResult::TimedOut)
+    watch_for_stuck_cores();
+  if (lost()) return;
   complete_task(task, seq);
 }
 
@@ -511,17 +582,18 @@ namespace {
 
 // The core's blocks of step `s`, from its first: first, first + units, ...
 inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
+  const uint64_t *a = ctx.arg_slots + s.first_slot;
   for (uint32_t b = first; b < s.block_dim; b += s.units) {
     ctx.block_idx = b;
+    ctx.progress->position.store(uint64_t{ctx.step_index} << 32 | b, std::memory_order_relaxed);
     ctx.last_block = b + s.units >= s.block_dim;
     if (s.direct) {
-      const uint64_t *a = s.slots;
       reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
     } else if (s.call_map) {
-      call_mapped(s.fn, s.slots, s.call_map, s.call_stack);
+      call_mapped(s.fn, a, s.call_map, s.call_stack);
     } else {
       ffi_arg ret;
-      ffi_call(s.cif, FFI_FN(s.fn), &ret, s.avalues);
+      ffi_call(s.cif, FFI_FN(s.fn), &ret, ctx.arg_pointers + s.first_slot);
     }
   }
 }
@@ -609,6 +681,8 @@ void Executor::run_task(Core &core, Task &task) {
   if (core.index >= p.cores) return;
   CoreContext &ctx = core.ctx;
   ctx.program = &p;
+  ctx.arg_slots = task.args.slots;
+  ctx.arg_pointers = task.args.pointers;
   ctx.core = core.index;
   ctx.epoch = task.epoch;
   ctx.failure = &task.failure;
@@ -616,6 +690,7 @@ void Executor::run_task(Core &core, Task &task) {
   WaitPolicy policy = task_policy_;
   policy.abort = &task.failure.aborted;
   ctx.policy = &policy;
+  ctx.progress->task.store(task.seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
   if (p.chain)
     run_chain_steps(p, ctx, core.index, task.failure);
   else if (p.plain)
@@ -625,6 +700,76 @@ void Executor::run_task(Core &core, Task &task) {
   ctx.program = nullptr;
   ctx.step = nullptr;
   ctx.slot_segment = 0xffffffffu;  // the next task may be another program
+  ctx.progress->task.store(0, std::memory_order_relaxed);
+}
+
+void Executor::watch_for_stuck_cores() {
+  std::lock_guard<std::mutex> lock(watch_mutex_);
+  if (lost()) return;
+  const uint64_t head = completed_.load(std::memory_order_acquire) + 1;
+  if (head > published_.load(std::memory_order_acquire)) {
+    watch_seen_.clear();  // nothing queued
+    return;
+  }
+  std::vector<uint64_t> now{head, cores_done_.load(std::memory_order_acquire)};
+  for (uint32_t c = 0; c < config_.cores; ++c) {
+    now.push_back(progress_[c].task.load(std::memory_order_relaxed));
+    now.push_back(progress_[c].position.load(std::memory_order_relaxed));
+    now.push_back(progress_[c].waiting.load(std::memory_order_relaxed));
+  }
+  const auto t = std::chrono::steady_clock::now();
+  if (now != watch_seen_) {
+    watch_seen_ = std::move(now);
+    watch_since_ = t;
+    return;
+  }
+  if (t - watch_since_ >= std::chrono::milliseconds(config_.timeout_ms)) declare_lost(head);
+}
+
+void Executor::declare_lost(uint64_t seq) {
+  Task &task = ring_[seq % kRing];
+  const Program &p = *task.program;
+  std::string stuck, waits;
+  {
+    // Cores in a runtime wait end it at its own deadline, and those that recorded one are
+    // leaving it (the launch is aborted): the others in the task are in a kernel's code.
+    std::lock_guard<std::mutex> lock(task.failure.mutex);
+    std::sort(task.failure.waits.begin(), task.failure.waits.end());
+    for (uint32_t c = 0; c < config_.cores; ++c) {
+      if (progress_[c].task.load(std::memory_order_relaxed) != seq) continue;
+      bool waiting = progress_[c].waiting.load(std::memory_order_relaxed) != 0;
+      for (const auto &w : task.failure.waits) waiting |= w.first == c;
+      if (waiting) continue;
+      const uint64_t at = progress_[c].position.load(std::memory_order_relaxed);
+      const auto step = static_cast<uint32_t>(at >> 32);
+      stuck += (stuck.empty() ? "core " : ", core ") + std::to_string(c) + " in step " + std::to_string(step) +
+               " '" + (step < p.steps.size() ? p.steps[step].name : std::string("?")) + "' (block " +
+               std::to_string(static_cast<uint32_t>(at)) + ")";
+    }
+    for (const auto &w : task.failure.waits) waits += "; core " + std::to_string(w.first) + " " + w.second;
+  }
+  if (stuck.empty()) return;  // every core is in a wait, which ends at its own deadline
+  char head[400];
+  std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %u ms; ", p.name.c_str(),
+                task.epoch, config_.timeout_ms);
+  std::string report = head + stuck + " never came back from the kernel" + waits;
+  {
+    std::lock_guard<std::mutex> lock(task.stream->error_mutex);
+    if (task.stream->error == SK_OK) {
+      task.stream->error = SK_ERR_HANG;
+      task.stream->error_message = report + "; the host device is lost (close it and open a new one)";
+      task.stream->has_error.store(true, std::memory_order_release);
+    }
+  }
+  lost_report_ = std::move(report);
+  task.failure.aborted.store(true, std::memory_order_release);  // cores in its waits leave them
+  lost_.store(true, std::memory_order_seq_cst);
+  CpuClaims::process().release(this);  // it runs nothing more: a new device may have its CPUs
+  // Wake every waiter: each sees lost() and returns.
+  futex_wake_all(&completed_word_);
+  futex_wake_all(&cores_done_);
+  futex_wake_all(&core0_owner_);
+  futex_wake_all(&turn_);
 }
 
 void Executor::complete_task(Task &task, uint64_t seq) {

@@ -26,6 +26,8 @@
 
 namespace sk::host {
 
+struct CoreProgress;  // core_context.hpp
+
 // An in-order queue's bookkeeping: the last task it submitted and its first unreported failure.
 struct StreamState {
   std::atomic<uint64_t> last_seq{0};
@@ -77,11 +79,30 @@ class Executor {
   sk_status synchronize(StreamState *stream, const char *call = "sk_stream_synchronize");
   // Waits until every launch of `program` queued so far has ended.
   void wait_program(Program *program);
+  // Sets argument slot `slot` of `program` to `value` for the launches queued after the call;
+  // those queued before keep the old value, and the call waits for them (executor_args.cpp).
+  // Thread-safe against launches and other rebinds; takes no lock.
+  void rebind_arg(Program *program, uint32_t slot, uint64_t value);
   // Waits until every queued task has ended.
   void wait_idle();
   // The process forked since this executor was created: its cores stayed in the parent
   // (fork_guard.hpp). Launches fail, waits return at once.
   bool forked_away() const { return fork_generation() != created_in_generation_; }
+  // A core never came back from a kernel: no core of the launch at the queue's head made
+  // progress (started a block, left a step, completed) for timeout_ms, and some were inside a
+  // kernel's code. Like a CUDA sticky error it stays: launches, allocations and module loads
+  // fail, waits return at once. The stuck threads may still run at any time, so nothing they
+  // can reach may be freed: abandon() detaches them and the owner keeps the executor forever.
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  // SK_ERR_DEVICE for `what` on a lost executor, with the report of the launch that lost it.
+  sk_status refuse_lost(const std::string &what) const;
+  // Waits for nothing: whether every task `stream` queued has ended (its first failure is then
+  // returned and cleared, as by synchronize). Runs no kernel on the calling thread, so a
+  // caller polling it is never held by a block that does not return; it looks for a hang.
+  sk_status query(StreamState *stream, bool *done);
+  // For the owner of a lost executor, before it keeps it forever: stops the threads that can
+  // stop, detaches them all, gives the CPU claims back. Nothing of the executor is freed.
+  void abandon();
   // Idle waits of cores 1..N-1 whose spin ran out before a launch came (the core slept, or was
   // about to): each cost a launch a wake-up. For tests and diagnosis.
   uint64_t idle_spins_run_out() const { return idle_spins_run_out_.load(std::memory_order_relaxed); }
@@ -97,6 +118,8 @@ class Executor {
   Executor(const ExecutorConfig &requested, uint32_t cpus);
   // SK_ERR_STATE for `what` in a forked child (forked_away), naming both processes.
   sk_status refuse_in_forked_child(const std::string &what) const;
+  // Waits until every launch that took its ticket before this call has been queued.
+  void wait_for_submitters();
   void core_main(uint32_t core);  // cores 1 .. N-1
   void pin_to_cpu(uint32_t core, int cpu);  // binds core's thread (cores 1 .. N-1), from create()
   bool core_holds(int cpu) const;           // a pinned core is bound to `cpu` (core_cpu_)
@@ -124,6 +147,11 @@ class Executor {
   // Runs task `seq` as `core`; core 0 completes it once the other cores are done with it.
   void process(Core &core, uint64_t seq);
   void run_task(Core &core, Task &task);
+  // Called by every thread that waits for a launch without running its blocks (core 0 waiting
+  // for the others, host threads waiting for core 0): declares the executor lost once the
+  // launch at the head of the queue made no progress for timeout_ms (lost()).
+  void watch_for_stuck_cores();
+  void declare_lost(uint64_t seq);  // under watch_mutex_
   void complete_task(Task &task, uint64_t seq);
   // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
   template <class Done>
@@ -202,6 +230,14 @@ class Executor {
   std::vector<int> core_cpu_;             // CPU each core is bound to, -1: not bound
   std::vector<pthread_t> core_thread_;
   int last_core0_cpu_ = -1;
+  // Each core's position (CoreProgress), read by watch_for_stuck_cores.
+  std::unique_ptr<CoreProgress[]> progress_;
+  std::chrono::milliseconds watch_slice_{0};  // how often a waiter looks (constructor)
+  alignas(64) std::atomic<bool> lost_{false};  // read by every core at every task
+  alignas(64) std::mutex watch_mutex_;  // the watch's state and, until lost_ is set, lost_report_
+  std::vector<uint64_t> watch_seen_;  // the positions at watch_since_
+  std::chrono::steady_clock::time_point watch_since_;
+  std::string lost_report_;  // written once, before lost_ is set
   friend struct CoreAccess;
 };
 

@@ -26,8 +26,7 @@ void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t b
   const uint32_t want = ctx.program->steps[step].cores;
   const uint32_t target = base + want;
   ProfileWait timed(ctx);  // charged to the running kernel (profiling=1)
-  WaitResult r = wait_for(word, *ctx.channel, *ctx.policy,
-                          [target](uint32_t v) { return reached(v, target); });
+  WaitResult r = wait_in_task(ctx, word, [target](uint32_t v) { return reached(v, target); });
   if (r != WaitResult::Ok) {
     char where[300];
     std::snprintf(where, sizeof where, "waiting for step %u '%s' to %s", step,
@@ -215,8 +214,7 @@ void sync_step_cores(CoreContext &ctx) {
     return;
   }
   ProfileWait timed(ctx);
-  WaitResult r = wait_for(b.generation, *ctx.channel, *ctx.policy,
-                          [gen](uint32_t v) { return v != gen; });
+  WaitResult r = wait_in_task(ctx, b.generation, [gen](uint32_t v) { return v != gen; });
   record_stuck_wait(ctx, r, "at sk_sync_all", b.count.load(), want);
 }
 

@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,13 @@ const KernelMetadata *LinkedModule::find_metadata(const std::string &name) const
   for (const KernelMetadata &m : metadata)
     if (m.name == name) return &m;
   return nullptr;
+}
+
+void keep_for_stuck_threads(std::shared_ptr<const void> what) {
+  static std::mutex mutex;
+  static auto *kept = new std::vector<std::shared_ptr<const void>>;  // never freed: see the header
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(std::move(what));
 }
 
 sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *out) {
@@ -70,11 +78,19 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
 }
 
 HostDevice::~HostDevice() {
+  if (executor_ && executor_->lost()) {
+    // Its stuck threads run on: they keep the executor's state, and the memory they were given.
+    executor_->abandon();
+    keep_for_stuck_threads(std::shared_ptr<Executor>(std::move(executor_)));
+    keep_for_stuck_threads(std::make_shared<std::set<void *>>(std::move(allocations_)));
+    return;
+  }
   executor_.reset();  // drains the queue first
   for (void *p : allocations_) std::free(p);
 }
 
 sk_status HostDevice::mem_alloc(size_t size, void **out) {
+  if (executor_->lost()) return executor_->refuse_lost("sk_mem_alloc");
   if (size == 0) return fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_alloc: size is 0");
   if (size > (size_t{1} << 46))
     return fail(SK_ERR_OUT_OF_MEMORY, "sk_mem_alloc: %zu bytes is more than the host device allows", size);
@@ -91,6 +107,7 @@ sk_status HostDevice::mem_alloc(size_t size, void **out) {
 bool HostDevice::mem_free(void *ptr) {
   {
     std::lock_guard<std::mutex> lock(alloc_mutex_);
+    if (executor_->lost()) return allocations_.count(ptr) != 0;
     if (allocations_.erase(ptr) == 0) return false;
   }
   std::free(ptr);
@@ -99,6 +116,7 @@ bool HostDevice::mem_free(void *ptr) {
 
 sk_status HostDevice::load_module(const void *image, size_t size, const std::string &label,
                                   std::shared_ptr<LinkedModule> *out) {
+  if (executor_->lost()) return executor_->refuse_lost("loading " + label);
   if (size >= kMaxObjectSize)
     return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes",
                 label.c_str(), size, kMaxObjectSize);
@@ -107,11 +125,18 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
     elf::Object none;
     return elf::parse_object(image, size, label, &none);
   }
-  XXH128_hash_t h = XXH3_128bits(image, size);
-  const CacheKey key{static_cast<uint64_t>(h.high64), static_cast<uint64_t>(h.low64), symbol_policy_};
+  std::pair<uint64_t, uint64_t> h;
+  if (ContentHash fn = content_hash_.load()) {
+    h = fn(image, size);
+  } else {
+    const XXH128_hash_t x = XXH3_128bits(image, size);
+    h = {x.high64, x.low64};
+  }
+  const CacheKey key{h.first, h.second, symbol_policy_};
   std::lock_guard<std::mutex> lock(module_mutex_);
-  if (auto it = module_cache_.find(key); it != module_cache_.end()) {
-    if (std::shared_ptr<LinkedModule> existing = it->second.lock()) {
+  for (auto [it, end] = module_cache_.equal_range(key); it != end; ++it) {
+    std::shared_ptr<LinkedModule> existing = it->second.lock();
+    if (existing && existing->image.size() == size && std::memcmp(existing->image.data(), image, size) == 0) {
       *out = std::move(existing);
       return SK_OK;
     }
@@ -119,8 +144,8 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
   auto mod = std::make_shared<LinkedModule>();
   mod->label = label;
   char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)h.high64,
-                (unsigned long long)h.low64);
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)h.first,
+                (unsigned long long)h.second);
   mod->content_hash = hex;
   elf::Object object;
   if (sk_status st = elf::parse_object(image, size, label, &object); st != SK_OK) return st;
@@ -134,12 +159,31 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
   if (sk_status st = parse_kernel_metadata(mod->object->metadata_records(), label, &mod->metadata);
       st != SK_OK)
     return st;
-  // Drop cache entries whose modules are gone, so the map does not grow without bound.
-  for (auto it = module_cache_.begin(); it != module_cache_.end();)
-    it = it->second.expired() ? module_cache_.erase(it) : std::next(it);
-  module_cache_[key] = mod;
+  const auto *bytes = static_cast<const unsigned char *>(image);
+  mod->image.assign(bytes, bytes + size);
+  if (module_cache_.size() >= sweep_at_) {
+    for (auto it = module_cache_.begin(); it != module_cache_.end();)
+      it = it->second.expired() ? module_cache_.erase(it) : std::next(it);
+    sweep_at_ = std::max(kMinSweepSize, 2 * module_cache_.size());
+    ++sweeps_;
+  }
+  module_cache_.emplace(key, mod);
   *out = std::move(mod);
   return SK_OK;
+}
+
+void HostDevice::set_content_hash(ContentHash fn) {
+  content_hash_.store(fn);
+}
+
+size_t HostDevice::module_cache_sweeps() {
+  std::lock_guard<std::mutex> lock(module_mutex_);
+  return sweeps_;
+}
+
+size_t HostDevice::module_cache_entries() {
+  std::lock_guard<std::mutex> lock(module_mutex_);
+  return module_cache_.size();
 }
 
 }  // namespace sk::host

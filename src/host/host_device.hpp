@@ -1,14 +1,16 @@
 // The host device: the executor (worker cores), memory, and the per-device module cache
-// (same bytes -> one link, by XXH3-128 of the content).
+// (same bytes -> one link: looked up by XXH3-128 of the content, then the bytes compared).
 #pragma once
 #include <sk.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -28,10 +30,15 @@ constexpr size_t kMaxObjectSize = size_t{1} << 30;
 struct LinkedModule {
   std::string label;
   std::string content_hash;  // XXH3-128, hex
+  std::vector<unsigned char> image;  // the bytes linked: a hash match is a candidate, not proof
   std::unique_ptr<LinkedObject> object;
   std::vector<KernelMetadata> metadata;
   const KernelMetadata *find_metadata(const std::string &name) const;
 };
+
+// Keeps `what` until the process exits, reachable from a global (so leak checkers see it held):
+// for what a lost executor's stuck threads may still touch (Executor::lost).
+void keep_for_stuck_threads(std::shared_ptr<const void> what);
 
 class HostDevice {
  public:
@@ -44,12 +51,20 @@ class HostDevice {
   StreamState &default_stream() { return default_stream_; }
 
   sk_status mem_alloc(size_t size, void **out);
-  // false if ptr was not allocated by this device (nothing is freed then).
+  // false if ptr was not allocated by this device (nothing is freed then). On a lost device
+  // nothing is freed: a stuck kernel may still use it.
   bool mem_free(void *ptr);
 
   // Links `size` bytes (or reuses the link of identical bytes loaded before).
   sk_status load_module(const void *image, size_t size, const std::string &label,
                         std::shared_ptr<LinkedModule> *out);
+
+  // For tests: the hash the cache is keyed by (collisions made on purpose), how many times the
+  // cache was swept of unloaded modules, and how many entries it holds.
+  using ContentHash = std::pair<uint64_t, uint64_t> (*)(const void *image, size_t size);
+  void set_content_hash(ContentHash fn);
+  size_t module_cache_sweeps();
+  size_t module_cache_entries();
 
  private:
   HostDevice() = default;
@@ -60,9 +75,18 @@ class HostDevice {
   std::set<void *> allocations_;
   std::mutex module_mutex_;  // held over lookup and link: the same bytes link once
   // Keyed by content hash and symbol policy: the same bytes linked under another policy bind
-  // differently (or not at all).
+  // differently (or not at all). Several entries under one key: different bytes that collide.
   using CacheKey = std::tuple<uint64_t, uint64_t, SymbolPolicy>;
-  std::map<CacheKey, std::weak_ptr<LinkedModule>> module_cache_;
+  struct CacheKeyHash {
+    size_t operator()(const CacheKey &k) const { return std::get<1>(k) ^ static_cast<size_t>(std::get<2>(k)); }
+  };
+  std::unordered_multimap<CacheKey, std::weak_ptr<LinkedModule>, CacheKeyHash> module_cache_;
+  std::atomic<ContentHash> content_hash_{nullptr};  // nullptr: XXH3-128
+  // Entries of unloaded modules are swept when the cache has doubled since the last sweep: a
+  // load costs O(1) amortised, and the cache holds at most twice the live modules (or kMinSweepSize).
+  static constexpr size_t kMinSweepSize = 64;
+  size_t sweep_at_ = kMinSweepSize;
+  size_t sweeps_ = 0;
 };
 
 }  // namespace sk::host

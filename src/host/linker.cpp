@@ -5,7 +5,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cinttypes>
 #include <new>
@@ -14,6 +14,7 @@
 #include "host/compiler_runtime.hpp"
 #include "host/linker_impl.hpp"
 #include "host/relocation.hpp"
+#include "host/symbol_policy.hpp"
 
 namespace sk::host {
 namespace {
@@ -187,6 +188,13 @@ sk_status Linker::bind_undefined() {
     void *address = nullptr;
     if (options_.resolve_special) address = options_.resolve_special(s.name);
     if (!address) address = resolve_compiler_runtime(s.name);  // what libgcc.a would provide
+    if (!address && is_libsk_host_api(s.name)) {
+      if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: undefined symbol '%s' is a libsk host API function; kernels may call only "
+                  "the device API of sk_kernel.h (a host call would wait on the launch running it)",
+                  label(), s.name.c_str());
+    }
     if (!address && options_.allow_process_symbol && !options_.allow_process_symbol(s.name)) {
       if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
       return fail(SK_ERR_UNSUPPORTED,
@@ -260,8 +268,8 @@ sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
   std::unique_ptr<LinkedObject> linked(new LinkedObject());
   if (sk_status s = seal(linked.get())) return s;
   export_symbols(linked.get());
-  linked->mapping_size_ = mapping_.size();
-  linked->mapping_ = mapping_.release();
+  const size_t size = mapping_.size();
+  linked->mapping_.reset(mapping_.release(), size);
   *out = std::move(linked);
   return SK_OK;
 }
@@ -279,9 +287,7 @@ sk_status LinkedObject::link(const elf::Object &object, const LinkOptions &optio
   }
 }
 
-LinkedObject::~LinkedObject() {
-  if (mapping_) munmap(mapping_, mapping_size_);
-}
+LinkedObject::~LinkedObject() = default;  // mapping_ unmaps
 
 const LinkedFunction *LinkedObject::find_function(std::string_view name) const {
   for (const LinkedFunction &f : functions_)

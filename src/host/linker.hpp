@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "elf/elf_object.hpp"
+#include "host/placement.hpp"
 
 namespace sk::host {
 
@@ -81,8 +82,7 @@ class LinkedObject {
   std::vector<std::pair<std::string, void *>> symbols_;
   std::vector<std::string> metadata_;
   std::vector<MappedRegion> regions_;
-  void *mapping_ = nullptr;
-  size_t mapping_size_ = 0;
+  Mapping mapping_;
 };
 
 }  // namespace sk::host

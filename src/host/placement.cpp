@@ -1,12 +1,17 @@
 #include "host/placement.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/error.hpp"
 
@@ -50,6 +55,30 @@ std::vector<Range> used_ranges() {
   return used;
 }
 
+std::atomic<size_t> live_mappings{0};
+
+// The lines of a /proc file (-1 if unreadable); read_number: the number its text starts with.
+// Both read into the stack: near the mapping limit an allocation may fail as well.
+long count_lines(const char *path) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long lines = 0;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+    for (ssize_t i = 0; i < n; ++i) lines += buf[i] == '\n';
+  ::close(fd);
+  return lines;
+}
+
+long read_number(const char *path) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[32] = {};
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  return n > 0 ? std::strtol(buf, nullptr, 10) : -1;
+}
+
 uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? UINT64_MAX : (v + a - 1) & ~(a - 1); }
 uint64_t align_down(uint64_t v, uint64_t a) { return v & ~(a - 1); }
 
@@ -77,10 +106,50 @@ PlacementConstraint reach_constraint(uint64_t target, std::string why, uint64_t 
 
 Mapping::~Mapping() { reset(nullptr, 0); }
 
+size_t Mapping::live() { return live_mappings.load(std::memory_order_relaxed); }
+
 void Mapping::reset(void *address, size_t size) {
-  if (address_) munmap(address_, size_);
+  if (address_) munmap(address_, size_), live_mappings.fetch_sub(1, std::memory_order_relaxed);
+  if (address) live_mappings.fetch_add(1, std::memory_order_relaxed);
   address_ = address;
   size_ = size;
+}
+
+void *Mapping::release() {
+  if (address_) live_mappings.fetch_sub(1, std::memory_order_relaxed);
+  void *a = address_;
+  address_ = nullptr;
+  return a;
+}
+
+std::string mapping_failure_reason(int err, size_t linked_objects) {
+  char text[512];
+  if (err != ENOMEM) return std::strerror(err);
+  const long maps = count_lines("/proc/self/maps");
+  const long max_maps = read_number("/proc/sys/vm/max_map_count");
+  // mprotect fails once a split would pass the limit, mmap once it is passed; [vsyscall] is
+  // listed without counting: a few mappings of slack.
+  if (maps >= 0 && max_maps > 0 && maps + 8 >= max_maps) {
+    std::snprintf(text, sizeof text,
+                  "the process has %ld memory mappings, the limit vm.max_map_count (%ld); %zu linked "
+                  "kernel objects are loaded, of up to 3 mappings each (code, constants, data): "
+                  "unload modules or raise vm.max_map_count",
+                  maps, max_maps, linked_objects);
+    return text;
+  }
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    std::snprintf(text, sizeof text,
+                  "out of address space: RLIMIT_AS is %llu bytes (%ld of vm.max_map_count's %ld "
+                  "memory mappings used, %zu linked kernel objects loaded)",
+                  static_cast<unsigned long long>(as.rlim_cur), maps, max_maps, linked_objects);
+    return text;
+  }
+  std::snprintf(text, sizeof text,
+                "out of memory (%ld of vm.max_map_count's %ld memory mappings used, %zu linked "
+                "kernel objects loaded)",
+                maps, max_maps, linked_objects);
+  return text;
 }
 
 sk_status place_mapping(size_t size, size_t alignment, const std::vector<PlacementConstraint> &constraints,
@@ -150,11 +219,15 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
     }
     // Kernels before 4.17 take the flag as a hint and may map elsewhere: never keep that.
     if (got != MAP_FAILED) munmap(got, size);
-    else if (errno != EEXIST) break;
+    else if (errno != EEXIST) {
+      const int err = errno;
+      return fail(SK_ERR_OUT_OF_MEMORY, "%s: could not map %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64 ": %s",
+                  label.c_str(), size, lo, hi_end, mapping_failure_reason(err, Mapping::live()).c_str());
+    }
     // Another thread took the range between reading the maps and mapping: look again.
   }
-  return fail(SK_ERR_OUT_OF_MEMORY, "%s: could not map %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64,
-              label.c_str(), size, lo, hi_end);
+  return fail(SK_ERR_OUT_OF_MEMORY, "%s: could not map %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64
+              " (other threads kept taking the free ranges)", label.c_str(), size, lo, hi_end);
 }
 
 }  // namespace sk::host

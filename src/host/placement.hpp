@@ -22,7 +22,8 @@ struct PlacementConstraint {
 // ±reach (a signed 32-bit one by default), minus a margin for addends.
 PlacementConstraint reach_constraint(uint64_t target, std::string why, uint64_t reach = 1ull << 31);
 
-// Owns an anonymous mapping; unmaps it unless released.
+// Owns an anonymous mapping; unmaps it unless released. live() counts the mappings owned now,
+// in the whole process: linked objects hold theirs in a Mapping.
 class Mapping {
  public:
   Mapping() = default;
@@ -30,14 +31,11 @@ class Mapping {
   Mapping(const Mapping &) = delete;
   Mapping &operator=(const Mapping &) = delete;
   Mapping(Mapping &&o) noexcept : address_(o.address_), size_(o.size_) { o.address_ = nullptr; }
+  static size_t live();
   uint8_t *address() const { return static_cast<uint8_t *>(address_); }
   size_t size() const { return size_; }
   void reset(void *address, size_t size);
-  void *release() {
-    void *a = address_;
-    address_ = nullptr;
-    return a;
-  }
+  void *release();
 
  private:
   void *address_ = nullptr;
@@ -49,5 +47,10 @@ class Mapping {
 // two constraints that cannot hold together; SK_ERR_OUT_OF_MEMORY when no free range fits.
 sk_status place_mapping(size_t size, size_t alignment, const std::vector<PlacementConstraint> &constraints,
                         uint64_t prefer, const std::string &label, Mapping *out);
+
+// Why mmap or mprotect failed with `err`, for the message: for ENOMEM, the limit that was hit
+// (vm.max_map_count with the process's mapping count and its `linked_objects`, or RLIMIT_AS);
+// otherwise strerror.
+std::string mapping_failure_reason(int err, size_t linked_objects);
 
 }  // namespace sk::host

@@ -12,6 +12,7 @@
 
 #include "core/core_layout.hpp"
 #include "host/cross_core_flags.hpp"
+#include "host/wait.hpp"
 
 namespace sk::host {
 
@@ -39,9 +40,8 @@ struct alignas(64) StepBarrier {
 // what a plain step needs.
 struct StepExec {
   void *fn = nullptr;
-  const uint64_t *slots = nullptr;  // its first slot in Program::arg_slots
-  void **avalues = nullptr;     // into Program::arg_slots, for libffi
   ffi_cif *cif = nullptr;       // prepared once per kernel
+  uint32_t first_slot = 0;      // its first argument slot in an ArgBlock
   uint32_t block_dim = 1;
   uint32_t units = 1;           // cores of its type (groups, mixed) running blocks; the stride
   uint32_t cores = 1;           // cores taking part (units * (1 + R) for mixed kernels)
@@ -71,6 +71,13 @@ struct SegmentExec {
   std::vector<CoreSlot> slots;  // by core; cores past the layout have none
 };
 
+// One copy of every argument value of a program: an 8-byte slot per parameter (every signature
+// type fits) and, for libffi, a pointer to each. Points into Program::arg_storage.
+struct ArgBlock {
+  uint64_t *slots = nullptr;
+  void **pointers = nullptr;
+};
+
 struct Program {
   std::string name;
   uint32_t cores = 1;  // cores that take part; the others pass the task through
@@ -97,10 +104,9 @@ struct Program {
   // (sk_set_next_task_start). Core 0 then completes the launch at that count
   // (Executor::process) instead of waiting for the other cores to report.
   bool ends_at_last_release = false;
-  // Argument values, one 8-byte slot per parameter (every signature type fits), and the
-  // pointer arrays libffi reads. Sized once; never reallocated after the steps point in.
-  std::vector<uint64_t> arg_slots;
-  std::vector<void *> arg_pointers;
+  // The two argument blocks' slots and pointers (allocate_args); never reallocated after.
+  std::vector<uint64_t> arg_storage;
+  std::vector<void *> arg_pointer_storage;
   // Sync state. Counters count up and are never reset in the hot path.
   //  released: one counter for the releases of every step (a core releases step i+1 at
   //    sk_set_next_task_start or at its end). A core releases step i only after step i-1 was
@@ -151,10 +157,27 @@ struct Program {
   // above are read by every core at every step.
   alignas(64) std::atomic<uint32_t> next_epoch{0};
   std::atomic<uint32_t> completed_epoch{0};
+  // Argument values in two blocks: a launch runs with the block `args` names when it is queued
+  // (Executor::submit), and a rebind writes the other one, names it, and waits for the launches
+  // of the first before it writes that one again: a launch sees each value old or new, whole,
+  // in all its blocks. On this line: the launching thread reads it beside next_epoch.
+  std::atomic<const ArgBlock *> args{&arg_blocks[0]};
+  ArgBlock arg_blocks[2];
+  // Rebinds (Executor::rebind_arg) take turns by ticket, like launches: no lock, so that a
+  // decode loop's set_arg and launch take none. Their state is the rebinding thread's alone:
+  // the slot the two blocks differ in (the one the last rebind wrote; kNoSlot: none). On a
+  // line of their own, away from those the cores and the launching thread use at every launch.
+  static constexpr uint32_t kNoSlot = 0xffffffffu;
+  alignas(64) std::atomic<uint32_t> rebind_ticket{0};
+  std::atomic<uint32_t> rebind_turn{0};
+  uint32_t arg_differs = kNoSlot;
+  SleepChannel rebind_channel;
 
   // Sizes the sync state for steps.size() steps (call once the steps, the segments and the
   // profiler are final).
   void allocate_sync_state();
+  // Sizes both argument blocks for `count` slots, all zero (executor_args.cpp).
+  void allocate_args(size_t count);
 };
 
 }  // namespace sk::host

@@ -1,5 +1,7 @@
 #include "host/symbol_policy.hpp"
 
+#include <dlfcn.h>
+
 #include <string>
 
 namespace sk::host {
@@ -40,6 +42,17 @@ bool in(std::string_view name, const std::string_view *begin, const std::string_
 }
 
 }  // namespace
+
+bool is_libsk_host_api(const std::string &name) {
+  if (name.compare(0, 3, "sk_") != 0) return false;
+  const void *address = dlsym(RTLD_DEFAULT, name.c_str());
+  if (!address) return false;
+  // libsk's exports are its sk_* symbols (libsk.map): one that resolves into the object that
+  // holds this function is one of them, whether libsk is a shared library or linked in.
+  Dl_info self{}, found{};
+  const void *anchor = reinterpret_cast<const void *>(&is_libsk_host_api);
+  return dladdr(anchor, &self) != 0 && dladdr(address, &found) != 0 && self.dli_fbase == found.dli_fbase;
+}
 
 const char *symbol_policy_name(SymbolPolicy p) { return p == SymbolPolicy::Strict ? "strict" : "process"; }
 

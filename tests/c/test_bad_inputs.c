@@ -4,6 +4,7 @@
  * run under LeakSanitizer by scripts/test, so every path here must also free what it took. */
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -251,6 +252,81 @@ static void test_device_after_close(void **state) {
   SK_EXPECT_MSG("sk_device_close");
 }
 
+/* Closing a device while objects made from it live: the close says which, every later use of
+ * them fails with SK_ERR_STATE naming the closed device, and their destroy calls still free them
+ * (LeakSanitizer checks). */
+static void test_children_of_closed_device(void **state) {
+  sk_device *dev = open_device("host:cores=2");
+  sk_module *mod = load_kernels(dev, TEST_VARIANT, "capi_chain");
+  sk_kernel *fill = get_kernel(mod, "capi_fill"), *k = SENTINEL(sk_kernel);
+  sk_stream *stream = NULL;
+  sk_scope *scope = NULL, *open_scope = NULL;
+  sk_superkernel *sk = NULL, *out = SENTINEL(sk_superkernel);
+  sk_profile_record rec[2];
+  uint32_t *buf = (uint32_t *)calloc(N, sizeof(uint32_t)), n = N, seed = 4;
+  void *args[3];
+  char text[64];
+  size_t needed = 0;
+  (void)state;
+  assert_non_null(buf);
+  args[0] = &buf;
+  args[1] = &n;
+  args[2] = &seed;
+  rec[0].struct_size = sizeof rec[0];
+  SK_CHECK(sk_stream_create(dev, &stream));
+  SK_CHECK(sk_scope_begin(dev, "of_closed", NULL, &scope));
+  SK_CHECK(sk_add_kernel(scope, fill, 2, args, NULL));
+  SK_CHECK(sk_finalize(scope, &sk));
+  SK_CHECK(sk_scope_begin(dev, "left_open", NULL, &open_scope));
+  SK_CHECK(sk_launch(sk, stream));
+  sk_device_close(dev); /* waits for the launch, then reports what is still alive */
+  assert_int_equal(buf[5], 5u * 2654435761u + seed);
+  SK_EXPECT_MSG("sk_device_close: device \"host:cores=2\"");
+  SK_EXPECT_MSG("1 module, 1 stream, 1 scope, 1 super kernel still alive");
+
+  SK_EXPECT_ERR(sk_launch(sk, NULL), SK_ERR_STATE, "sk_launch: super kernel");
+  SK_EXPECT_MSG("belongs to device \"host:cores=2\", which was closed");
+  SK_EXPECT_ERR(sk_launch(sk, stream), SK_ERR_STATE, "which was closed");
+  SK_EXPECT_ERR(sk_launch_kernel(fill, 1, args, NULL), SK_ERR_STATE, "sk_launch_kernel: kernel");
+  SK_EXPECT_MSG("which was closed");
+  SK_EXPECT_ERR(sk_superkernel_set_arg(sk, 0, 2, &seed), SK_ERR_STATE, "which was closed");
+  SK_EXPECT_ERR(sk_superkernel_explain(sk, text, sizeof text, &needed), SK_ERR_STATE, "which was closed");
+  SK_EXPECT_ERR(sk_superkernel_profile(sk, rec, 2, &needed), SK_ERR_STATE, "which was closed");
+  SK_EXPECT_ERR(sk_superkernel_write_trace(sk, "/nonexistent/t.json"), SK_ERR_STATE, "which was closed");
+  SK_EXPECT_ERR(sk_stream_synchronize(stream), SK_ERR_STATE, "sk_stream_synchronize: stream");
+  SK_EXPECT_ERR(sk_module_get_kernel(mod, "capi_fill", &k), SK_ERR_STATE, "which was closed");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,u32,u32", &k), SK_ERR_STATE,
+                "which was closed");
+  assert_ptr_equal(k, SENTINEL(sk_kernel));
+  SK_EXPECT_ERR(sk_add_kernel(open_scope, fill, 1, args, NULL), SK_ERR_STATE, "sk_add_kernel: scope");
+  SK_EXPECT_ERR(sk_scope_record_event(open_scope, 0, 1), SK_ERR_STATE, "which was closed");
+  SK_EXPECT_ERR(sk_scope_wait_event(open_scope, 0, 1), SK_ERR_STATE, "which was closed");
+  /* Finalize consumes the scope whatever happens, this too. */
+  SK_EXPECT_ERR(sk_finalize(open_scope, &out), SK_ERR_STATE, "which was closed");
+  assert_ptr_equal(out, SENTINEL(sk_superkernel));
+  SK_EXPECT_ERR(sk_finalize(open_scope, &out), SK_ERR_STATE, "stale handle");
+  SK_CHECK(sk_stream_synchronize(NULL)); /* no open device waits for the closed one's streams */
+
+  /* Destroy calls work and leave no message; a second one finds a destroyed handle. */
+  sk_superkernel_destroy(sk);
+  sk_stream_destroy(stream);
+  sk_module_unload(mod);
+  SK_EXPECT_MSG("sk_finalize"); /* still the last failure */
+  sk_superkernel_destroy(sk);
+  SK_EXPECT_MSG("sk_superkernel_destroy: super kernel");
+  SK_EXPECT_MSG("was destroyed (stale handle)");
+  sk_stream_destroy(stream);
+  SK_EXPECT_MSG("sk_stream_destroy: stream");
+  sk_module_unload(mod);
+  SK_EXPECT_MSG("sk_module_unload: module");
+  free(buf);
+
+  /* A device closed with nothing left alive sets no message. */
+  dev = open_device("host:cores=1");
+  sk_device_close(dev);
+  SK_EXPECT_MSG("sk_module_unload: module");
+}
+
 /* Unloading every module while launches that use them are queued: the super kernel keeps its
  * code, and later launches still work. */
 static void test_unload_while_queued(void **state) {
@@ -425,6 +501,73 @@ static void test_one_gib_files(void **state) {
   assert_ptr_equal(mod, SENTINEL(sk_module));
 }
 
+/* Files that are not objects, from places that are not plain files: each fails at once with a
+ * message naming the path (none may block: a hang is the ctest timeout). */
+static void test_hostile_files(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_module *mod = SENTINEL(sk_module);
+  char fifo[] = "/tmp/sk_bad_fifo_XXXXXX", trunc[] = "/tmp/sk_bad_trunc_XXXXXX", empty[] = "/tmp/sk_bad_empty_XXXXXX";
+  char path[1024], proc[64];
+  unsigned char *image;
+  size_t size;
+  int fd, pipefd[2];
+
+  /* A FIFO no one writes to: opening it must not wait for a writer. */
+  fd = mkstemp(fifo);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  SK_EXPECT_ERR(sk_module_load_file(f->dev, fifo, &mod), SK_ERR_BAD_BINARY, fifo);
+  SK_EXPECT_MSG("no writer");
+  unlink(fifo);
+
+  /* /proc files say size 0 and have bytes: read, then refused by their magic. */
+  SK_EXPECT_ERR(sk_module_load_file(f->dev, "/proc/self/status", &mod), SK_ERR_BAD_BINARY, "/proc/self/status");
+  SK_EXPECT_MSG("not an ELF object");
+
+  /* An empty regular file. */
+  fd = mkstemp(empty);
+  assert_true(fd >= 0);
+  close(fd);
+  SK_EXPECT_ERR(sk_module_load_file(f->dev, empty, &mod), SK_ERR_BAD_BINARY, "file is empty");
+  SK_EXPECT_MSG(empty);
+  unlink(empty);
+
+  /* A real object cut short: its section table lies past the end. */
+  kernel_path(path, sizeof path, TEST_VARIANT, "capi_chain");
+  image = read_whole_file(path, &size);
+  fd = mkstemp(trunc);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, image, size / 2), (ssize_t)(size / 2));
+  close(fd);
+  SK_EXPECT_ERR(sk_module_load_file(f->dev, trunc, &mod), SK_ERR_BAD_BINARY, trunc);
+  unlink(trunc);
+  assert_ptr_equal(mod, SENTINEL(sk_module));
+
+  /* A pipe holding a whole object loads (streamed); one holding text is refused. */
+  assert_int_equal(pipe(pipefd), 0);
+  assert_true(size < 65536); /* fits the pipe's buffer: no writer thread needed */
+  assert_int_equal(write(pipefd[1], image, size), (ssize_t)size);
+  close(pipefd[1]);
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", pipefd[0]);
+  mod = NULL;
+  SK_CHECK(sk_module_load_file(f->dev, proc, &mod));
+  assert_non_null(mod);
+  sk_module_unload(mod);
+  close(pipefd[0]);
+  assert_int_equal(pipe(pipefd), 0);
+  assert_int_equal(write(pipefd[1], "hello\n", 6), 6);
+  close(pipefd[1]);
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", pipefd[0]);
+  mod = SENTINEL(sk_module);
+  SK_EXPECT_ERR(sk_module_load_file(f->dev, proc, &mod), SK_ERR_BAD_BINARY, "bad magic");
+  SK_EXPECT_MSG(proc);
+  close(pipefd[0]);
+  assert_ptr_equal(mod, SENTINEL(sk_module));
+  free(image);
+}
+
 /* ---- signatures that do not parse ------------------------------------------------------------- */
 
 static void expect_bad_signature(sk_module *mod, const char *sig, sk_status status, const char *needle) {
@@ -476,12 +619,14 @@ int main(void) {
       cmocka_unit_test(test_launch_after_destroy),
       cmocka_unit_test(test_kernel_after_unload),
       cmocka_unit_test(test_device_after_close),
+      cmocka_unit_test(test_children_of_closed_device),
       cmocka_unit_test(test_unload_while_queued),
       cmocka_unit_test(test_close_with_work_queued),
       cmocka_unit_test(test_block_dim_extremes),
       cmocka_unit_test(test_hundred_thousand_kernels),
       cmocka_unit_test(test_one_gib_in_memory),
       cmocka_unit_test(test_one_gib_files),
+      cmocka_unit_test(test_hostile_files),
       cmocka_unit_test(test_bad_signatures),
   };
   return cmocka_run_group_tests_name("c_bad_inputs", tests, setup, teardown);

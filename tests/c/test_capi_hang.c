@@ -1,7 +1,12 @@
 /* Public C API: a launch that can never finish (a barrier that only some blocks reach) is
  * aborted at the device's deadline and reported by sk_stream_synchronize as SK_ERR_HANG, with a
  * message naming the super kernel, the kernel, the core and the sync point; the device, the
- * stream and even the super kernel stay usable. */
+ * stream and even the super kernel stay usable. A kernel that never returns is reported the
+ * same way, and loses the device: launches, allocations and loads on it fail with
+ * SK_ERR_DEVICE, closing it does not wait, and a new device works. */
+#include <sched.h>
+#include <unistd.h>
+
 #include "test_util.h"
 
 #define N 256u
@@ -220,6 +225,160 @@ static void test_no_hang_single_block(void **state) {
   assert_int_equal(f->out[0], 1);
 }
 
+/* A device with one block of capi_spin or capi_spin_sync stuck until *release is set. */
+struct lost {
+  sk_device *dev;
+  sk_module *mod;
+  sk_kernel *kernel;
+  uint32_t *release, *out;
+  uint32_t stuck;
+  void *args[3];
+};
+
+static void lost_open(struct lost *l, const char *kernel, uint32_t stuck, uint32_t *release) {
+  l->dev = open_device("host:cores=2,timeout_ms=200");
+  l->mod = load_kernels(l->dev, TEST_VARIANT, "capi_spin");
+  l->kernel = get_kernel(l->mod, kernel);
+  l->out = (uint32_t *)mem_alloc(l->dev, 2 * sizeof(uint32_t));
+  l->release = release;
+  l->stuck = stuck;
+  l->args[0] = &l->release;
+  l->args[1] = &l->out;
+  l->args[2] = &l->stuck;
+}
+
+/* The report of the launch that lost the device names the kernel and the core in it. */
+static void expect_lost_report(const char *kernel, uint32_t core) {
+  char needle[64];
+  SK_EXPECT_MSG(kernel);
+  SK_EXPECT_MSG("never came back");
+  snprintf(needle, sizeof needle, "core %u in step", core);
+  SK_EXPECT_MSG(needle);
+}
+
+/* Everything after the hang: refused with SK_ERR_DEVICE naming the loss, the kernel and the
+ * core; close returns; a new device runs work; the stuck block, let go, finds its memory. */
+static void check_lost(struct lost *l, const char *kernel, uint32_t *release) {
+  char path[1024];
+  sk_module *mod = SENTINEL(sk_module);
+  void *p = SENTINEL(void);
+  int done = 0;
+  SK_EXPECT_ERR(sk_launch_kernel(l->kernel, 2, l->args, NULL), SK_ERR_DEVICE, "lost");
+  expect_lost_report(kernel, l->stuck);
+  SK_EXPECT_ERR(sk_mem_alloc(l->dev, 64, &p), SK_ERR_DEVICE, "lost");
+  assert_ptr_equal(p, SENTINEL(void));
+  kernel_path(path, sizeof path, TEST_VARIANT, "capi_chain");
+  SK_EXPECT_ERR(sk_module_load_file(l->dev, path, &mod), SK_ERR_DEVICE, "lost");
+  assert_ptr_equal(mod, SENTINEL(sk_module));
+  SK_EXPECT_ERR(sk_device_synchronize(l->dev), SK_ERR_DEVICE, "lost");
+  SK_EXPECT_ERR(sk_stream_query(l->dev, NULL, &done), SK_ERR_DEVICE, "lost");
+  sk_mem_free(l->dev, l->out); /* kept: the stuck block still writes it */
+  sk_module_unload(l->mod);
+  sk_device_close(l->dev);
+  {
+    sk_device *dev = open_device("host:cores=2");
+    sk_module *chain = load_kernels(dev, TEST_VARIANT, "capi_chain");
+    uint32_t *a = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t)), n = N, seed = 3, i;
+    void *args[3];
+    args[0] = &a;
+    args[1] = &n;
+    args[2] = &seed;
+    SK_CHECK(sk_launch_kernel(get_kernel(chain, "capi_fill"), 4, args, NULL));
+    SK_CHECK(sk_device_synchronize(dev));
+    for (i = 0; i < N; ++i) assert_int_equal(a[i], i * 2654435761u + 3u);
+    sk_mem_free(dev, a);
+    sk_module_unload(chain);
+    sk_device_close(dev);
+  }
+  /* Let the stuck block go: it returns into state its device kept (ASan would see a use after
+   * free) and writes its mark. */
+  __atomic_store_n(release, 1u, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&l->out[l->stuck], __ATOMIC_ACQUIRE) != l->stuck + 1) sched_yield();
+}
+
+/* Block 1 never returns; sk_device_synchronize (whose thread runs core 0) reports it. */
+static void test_lost_kernel_never_returns(void **state) {
+  static uint32_t release;
+  struct lost l;
+  sk_status st;
+  (void)state;
+  lost_open(&l, "capi_spin", 1, &release);
+  SK_CHECK(sk_launch_kernel(l.kernel, 2, l.args, NULL));
+  st = sk_device_synchronize(l.dev);
+  if (st != SK_ERR_HANG)
+    fail_msg("sk_device_synchronize returned %s (%s), expected SK_ERR_HANG", sk_status_name(st), sk_last_error());
+  expect_lost_report("capi_spin", 1);
+  SK_EXPECT_MSG("lost");
+  check_lost(&l, "capi_spin", &release);
+}
+
+/* Block 1 never reaches sk_sync_all, where block 0 waits for it: the report names both, in a
+ * super kernel, on a stream. */
+static void test_lost_with_others_in_sync_all(void **state) {
+  static uint32_t release;
+  struct lost l;
+  sk_scope *scope = NULL;
+  sk_superkernel *sk = NULL;
+  sk_stream *stream = NULL;
+  sk_status st;
+  (void)state;
+  lost_open(&l, "capi_spin_sync", 1, &release);
+  SK_CHECK(sk_scope_begin(l.dev, "spin_scope", NULL, &scope));
+  SK_CHECK(sk_add_kernel(scope, l.kernel, 2, l.args, NULL));
+  SK_CHECK(sk_finalize(scope, &sk));
+  SK_CHECK(sk_stream_create(l.dev, &stream));
+  SK_CHECK(sk_launch(sk, stream));
+  st = sk_stream_synchronize(stream);
+  if (st != SK_ERR_HANG)
+    fail_msg("sk_stream_synchronize returned %s (%s), expected SK_ERR_HANG", sk_status_name(st), sk_last_error());
+  expect_lost_report("capi_spin_sync", 1);
+  SK_EXPECT_MSG("spin_scope");
+  SK_EXPECT_MSG("core 0 is in step 0 'capi_spin_sync', at sk_sync_all");
+  SK_EXPECT_ERR(sk_launch(sk, stream), SK_ERR_DEVICE, "lost");
+  /* The stuck launch still reads its arguments: a rebind would write under it. */
+  SK_EXPECT_ERR(sk_superkernel_set_arg(sk, 0, 0, l.args[0]), SK_ERR_DEVICE, "sk_superkernel_set_arg");
+  SK_EXPECT_ERR(sk_stream_synchronize(stream), SK_ERR_DEVICE, "capi_spin_sync");
+  sk_stream_destroy(stream);
+  sk_superkernel_destroy(sk); /* kept: the stuck block runs in its program */
+  check_lost(&l, "capi_spin_sync", &release);
+}
+
+/* Block 0 never returns. Polled with sk_stream_query, which runs no kernel itself, so core 0's
+ * own thread is the one held, and the poll reports it. */
+static void test_lost_core0_polled(void **state) {
+  static uint32_t release;
+  struct lost l;
+  sk_status st;
+  int done = 0;
+  (void)state;
+  lost_open(&l, "capi_spin", 0, &release);
+  SK_CHECK(sk_launch_kernel(l.kernel, 2, l.args, NULL));
+  while ((st = sk_stream_query(l.dev, NULL, &done)) == SK_OK && !done) usleep(1000);
+  if (st != SK_ERR_HANG)
+    fail_msg("sk_stream_query returned %s (%s, done %d), expected SK_ERR_HANG", sk_status_name(st),
+             sk_last_error(), done);
+  expect_lost_report("capi_spin", 0);
+  check_lost(&l, "capi_spin", &release);
+}
+
+/* sk_stream_query on a healthy device: done once the launch ended, its failure reported once. */
+static void test_query(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  void *args[1];
+  int done = 0;
+  sk_status st;
+  args[0] = &f->out;
+  SK_CHECK(sk_launch_kernel(f->hang, 2, args, NULL));
+  while ((st = sk_stream_query(f->dev, NULL, &done)) == SK_OK && !done) usleep(1000);
+  assert_int_equal(st, SK_ERR_HANG);
+  SK_EXPECT_MSG("capi_hang_half");
+  done = 0;
+  SK_CHECK(sk_stream_query(f->dev, NULL, &done));
+  assert_int_equal(done, 1);
+  SK_EXPECT_ERR(sk_stream_query(f->dev, NULL, NULL), SK_ERR_INVALID_ARGUMENT, "done");
+  run_good(f, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hang_default_stream),
@@ -227,6 +386,10 @@ int main(void) {
       cmocka_unit_test(test_hang_report_with_later_steps),
       cmocka_unit_test(test_hang_unfused),
       cmocka_unit_test(test_no_hang_single_block),
+      cmocka_unit_test(test_query),
+      cmocka_unit_test(test_lost_kernel_never_returns),
+      cmocka_unit_test(test_lost_with_others_in_sync_all),
+      cmocka_unit_test(test_lost_core0_polled),
   };
   return cmocka_run_group_tests_name("c_api_hang", tests, setup, teardown);
 }

@@ -122,6 +122,11 @@ static void test_profile_of_a_launch(void **state) {
   /* Size query, then the records. */
   SK_CHECK(sk_superkernel_profile(sk, NULL, 0, &count));
   assert_int_equal(count, RECORDS);
+  /* An array with cap 0 is no size query: too small, *count set. */
+  count = 12345;
+  SK_EXPECT_ERR(sk_superkernel_profile(sk, rec, 0, &count), SK_ERR_INVALID_ARGUMENT, "cap is 0");
+  assert_int_equal(count, RECORDS);
+  SK_EXPECT_ERR(sk_superkernel_profile(sk, NULL, 0, NULL), SK_ERR_INVALID_ARGUMENT, "records");
   SK_CHECK(sk_superkernel_profile(sk, rec, RECORDS, &count));
   for (i = 0; i < RECORDS; ++i) {
     assert_int_equal(rec[i].struct_size, sizeof(sk_profile_record));

@@ -326,6 +326,14 @@ static void test_explain(void **state) {
   SK_EXPECT_ERR(sk_superkernel_explain(sk, json, needed - 1, NULL), SK_ERR_INVALID_ARGUMENT,
                 "explain_scope");
   SK_EXPECT_ERR(sk_superkernel_explain(sk, NULL, 10, &needed2), SK_ERR_INVALID_ARGUMENT, "buf");
+  /* A buffer with cap 0 is no size query: too small, *needed set, the buffer untouched. */
+  small_needed = 0;
+  SK_EXPECT_ERR(sk_superkernel_explain(sk, tiny, 0, &small_needed), SK_ERR_INVALID_ARGUMENT,
+                "cap is 0");
+  assert_int_equal(small_needed, needed);
+  assert_string_equal(tiny, "abc");
+  /* Nor is buf NULL, cap 0 without needed: nothing would learn the size. */
+  SK_EXPECT_ERR(sk_superkernel_explain(sk, NULL, 0, NULL), SK_ERR_INVALID_ARGUMENT, "explain_scope");
   /* Exactly the size asked for. */
   SK_CHECK(sk_superkernel_explain(sk, json, needed, &needed2));
   assert_int_equal(needed2, needed);

@@ -80,10 +80,38 @@ static void test_strict_refuses_the_rest(void **state) {
   sk_device_close(process);
 }
 
+/* libsk's host API is refused under every policy: sk_stream_synchronize from a kernel would wait
+ * on the launch running it. The message names the symbol and the object. */
+static void test_host_api_refused(void **state) {
+  static const char *const specs[] = {"host:cores=1", "host:cores=1,symbols=process", "host:cores=1,symbols=strict"};
+  static const char *const variants[] = {"gcc-O0-pie", "gcc-O2-nopic", "clang-O3-pic"};
+  size_t i, j;
+  (void)state;
+  for (i = 0; i < sizeof specs / sizeof specs[0]; ++i) {
+    sk_device *dev = open_device(specs[i]);
+    for (j = 0; j < sizeof variants / sizeof variants[0]; ++j) {
+      char path[1024];
+      sk_module *mod = SENTINEL(sk_module);
+      sk_status st;
+      kernel_path(path, sizeof path, variants[j], "host_api_call");
+      st = sk_module_load_file(dev, path, &mod);
+      if (st != SK_ERR_UNSUPPORTED)
+        fail_msg("%s on %s: %s (%s), expected SK_ERR_UNSUPPORTED", path, specs[i], sk_status_name(st),
+                 sk_last_error());
+      SK_EXPECT_MSG("'sk_stream_synchronize'");
+      SK_EXPECT_MSG("host API");
+      SK_EXPECT_MSG(path);
+      assert_ptr_equal(mod, SENTINEL(sk_module));
+    }
+    sk_device_close(dev);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strict_allows_math_and_memory),
       cmocka_unit_test(test_strict_refuses_the_rest),
+      cmocka_unit_test(test_host_api_refused),
   };
   return cmocka_run_group_tests_name("c_symbol_policy", tests, NULL, NULL);
 }

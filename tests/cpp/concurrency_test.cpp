@@ -271,4 +271,72 @@ TEST(Concurrency, ASuperKernelDestroyedAfterItsLaunchIsNotReadOnceItsLaunchCompl
   }
 }
 
+// sk_superkernel_set_arg racing sk_launch: every launch sees each argument's old value or its
+// new one, whole, in all its blocks. One thread rebinds capi_fill's output between two buffers
+// while this one gives every launch a seed of its own (a second writer of the same super
+// kernel) and launches: each launch must have filled all of one buffer with its seed and none
+// of the other. A launch torn by a rebind lands in both; under TSan the unordered write of the
+// slot is a race with the cores' reads.
+TEST(Concurrency, SetArgRacingLaunchesGivesEachLaunchTheOldOrTheNewValueWhole) {
+  sk_device *dev = nullptr;
+  ASSERT_SK(sk_device_open("host:cores=2", &dev));
+  sk_module *mod = nullptr;
+  ASSERT_SK(sk_module_load_file(dev, sk::test::kernel_path("gcc-O2-pie", "capi_chain").c_str(), &mod));
+  sk_kernel *fill = nullptr;
+  ASSERT_SK(sk_module_get_kernel(mod, "capi_fill", &fill));
+  uint32_t *bufs[2] = {alloc(dev), alloc(dev)};
+  std::memset(bufs[0], 0, kN * sizeof(uint32_t));
+  std::memset(bufs[1], 0, kN * sizeof(uint32_t));
+  uint32_t *out = bufs[0], n = kN, seed = 0;
+  void *args[] = {&out, &n, &seed};
+  sk_scope *scope = nullptr;
+  sk_superkernel *sk = nullptr;
+  ASSERT_SK(sk_scope_begin(dev, "rebound", nullptr, &scope));
+  ASSERT_SK(sk_add_kernel(scope, fill, 8, args, nullptr));
+  ASSERT_SK(sk_finalize(scope, &sk));
+  sk_stream *stream = nullptr;
+  ASSERT_SK(sk_stream_create(dev, &stream));
+
+  std::atomic<bool> done{false};
+  std::atomic<long> rebinds{0};
+  struct Join {  // stops and joins the rebinder, even at a failed check
+    std::atomic<bool> &done;
+    std::thread thread;
+    void stop() {
+      done.store(true);
+      if (thread.joinable()) thread.join();
+    }
+    ~Join() { stop(); }
+  } rebinder{done, std::thread([&] {
+    for (uint32_t i = 0; !done.load(std::memory_order_relaxed); ++i) {
+      uint32_t *target = bufs[i % 2];
+      ASSERT_SK(sk_superkernel_set_arg(sk, 0, 0, &target));
+      rebinds.fetch_add(1, std::memory_order_relaxed);
+    }
+  })};
+  constexpr int kLaunches = 10000;
+  for (int l = 1; l <= kLaunches; ++l) {
+    const uint32_t s = 0x9E3779B9u * static_cast<uint32_t>(l);  // distinct for every launch
+    ASSERT_SK(sk_superkernel_set_arg(sk, 0, 2, &s));
+    ASSERT_SK(sk_launch(sk, stream));
+    ASSERT_SK(sk_stream_synchronize(stream));
+    const int hit = bufs[0][0] == s ? 0 : 1;  // element 0 is hash(0) + seed = seed
+    uint32_t wrong = 0, strays = 0;
+    for (uint32_t i = 0; i < kN; ++i) {
+      wrong += bufs[hit][i] != i * 2654435761u + s;
+      strays += bufs[1 - hit][i] == i * 2654435761u + s;
+    }
+    ASSERT_EQ(wrong, 0u) << "launch " << l << " left " << wrong << " of " << kN << " elements of buffer " << hit
+                         << " unwritten with its seed";
+    ASSERT_EQ(strays, 0u) << "launch " << l << " was torn: " << strays << " elements went to buffer " << 1 - hit;
+  }
+  rebinder.stop();
+  EXPECT_GT(rebinds.load(), 0);
+  sk_stream_destroy(stream);
+  sk_superkernel_destroy(sk);
+  for (uint32_t *b : bufs) sk_mem_free(dev, b);
+  sk_module_unload(mod);
+  sk_device_close(dev);
+}
+
 }  // namespace

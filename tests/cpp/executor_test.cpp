@@ -210,11 +210,13 @@ TEST(Executor, SyncAllWaitsForTheStepsOwnCoresOnly) {
   tp.add("sync2", sync_kernel, 2);
   Seen seen;
   tp.finish();
-  tp.program.arg_slots[0] = reinterpret_cast<uint64_t>(&s);
   // The first step records into `seen` through its own argument slot.
-  std::vector<uint64_t> slot{reinterpret_cast<uint64_t>(&seen)};
-  void *ptrs[] = {&slot[0]};
-  tp.program.steps[0].avalues = ptrs;
+  tp.program.allocate_args(2);
+  for (ArgBlock &b : tp.program.arg_blocks) {
+    b.slots[0] = reinterpret_cast<uint64_t>(&s);
+    b.slots[1] = reinterpret_cast<uint64_t>(&seen);
+  }
+  tp.program.steps[0].first_slot = 1;
   StreamState stream;
   for (int i = 0; i < 50; ++i) {
     ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);

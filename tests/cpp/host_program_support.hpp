@@ -36,9 +36,8 @@ struct HostProgram {
   }
   // Call once the steps are added and configured, and the profiler (if any) is set.
   void finish(void *state) {
-    program.arg_slots.assign(1, reinterpret_cast<uint64_t>(state));
-    program.arg_pointers.assign(1, &program.arg_slots[0]);
-    for (host::StepExec &s : program.steps) s.avalues = program.arg_pointers.data();
+    program.allocate_args(1);  // every step's one argument: slot 0
+    for (host::ArgBlock &b : program.arg_blocks) b.slots[0] = reinterpret_cast<uint64_t>(state);
     // One vector-only segment of all the program's cores, as the planner lays out a scope of
     // vector kernels.
     host::SegmentExec seg;

@@ -3,7 +3,9 @@
 // fixed where the cores crowd their CPUs or their cgroup's CPU quota.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include "cpu_quota_cgroup.hpp"
@@ -89,6 +91,15 @@ struct GapLoop {
   }
 };
 
+// A machine busy with other work deschedules cores past their windows and adds run-outs, never
+// removes them: a bound on how few there are is checked on the best of a few tries.
+template <class Trial>
+uint64_t fewest_of(int tries, Trial trial) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < tries; ++i) best = std::min<uint64_t>(best, trial());
+  return best;
+}
+
 // A fixed 20 us spin: every launch 1 ms apart finds core 1 asleep. With spin_max_us=20000 the
 // core spins through the gaps after the first one or two (a few more allowed: a core
 // descheduled past its window on a loaded machine also runs out). Either way a few fewer may
@@ -100,7 +111,7 @@ TEST(IdleSpin, CoresSpinThroughSteadyGapsUpToTheMaximum) {
   fixed.run(3, microseconds(1000));
   adaptive.run(3, microseconds(1000));
   EXPECT_GE(fixed.run(20, microseconds(1000)), 17u);
-  EXPECT_LE(adaptive.run(20, microseconds(1000)), 5u);
+  EXPECT_LE(fewest_of(5, [&] { return adaptive.run(20, microseconds(1000)); }), 5u);
 }
 
 // A gap past the maximum (the engine paused) sets the spin back: that gap and the next 1 ms
@@ -108,10 +119,18 @@ TEST(IdleSpin, CoresSpinThroughSteadyGapsUpToTheMaximum) {
 TEST(IdleSpin, APausePastTheMaximumSetsTheSpinBack) {
   if (allowed_cpus().size() < 2) GTEST_SKIP() << "needs 2 CPUs: with more cores than CPUs the spin stays fixed";
   GapLoop loop(2, 5000);
-  loop.run(5, microseconds(1000));
-  EXPECT_EQ(loop.run(1, microseconds(8000)) + loop.run(1, microseconds(1000)), 2u);
-  loop.run(2, microseconds(1000));
-  EXPECT_LE(loop.run(10, microseconds(1000)), 3u);
+  // Each try: grown again by steady gaps, then paused. Both the pause and the gap after it find
+  // the core asleep (at least 2; more only where the machine held the core off its CPU).
+  const uint64_t after_pause = fewest_of(5, [&] {
+    loop.run(5, microseconds(1000));
+    return loop.run(1, microseconds(8000)) + loop.run(1, microseconds(1000));
+  });
+  EXPECT_EQ(after_pause, 2u);
+  EXPECT_LE(fewest_of(5, [&] {
+              loop.run(2, microseconds(1000));
+              return loop.run(10, microseconds(1000));
+            }),
+            3u);
 }
 
 // More cores than CPUs: a spinning core would hold a CPU another needs, so the spin stays fixed

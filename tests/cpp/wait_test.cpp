@@ -65,13 +65,17 @@ TEST(Wait, EarlyCallComesAfterItsShareOfTheSpin) {
 }
 
 // A wait that spins out after its early call calls again before it sleeps.
+// A waiter held off its CPU from before its early call to past its spin makes the two calls one
+// (as the next test's wait does), so the test looks for two calls in a few tries.
 TEST(Wait, AWaitThatSleepsAfterAnEarlyCallIsCalledAgain) {
   WaitPolicy policy;
   policy.spin = 3ms;
   policy.early_call = 1ms;
-  auto [ms, calls] = wait_and_set(policy, false, 50ms);  // set after the sleep began
-  EXPECT_EQ(calls, 2);
-  EXPECT_GE(ms, 1.0);
+  std::pair<double, int> result{};
+  for (int tries = 0; tries < 5 && result.second != 2; ++tries)
+    result = wait_and_set(policy, false, 50ms);  // set after the sleep began
+  EXPECT_EQ(result.second, 2);
+  EXPECT_GE(result.first, 1.0);
 }
 
 TEST(Wait, AnEarlyCallAtOrPastTheSpinIsTheOneBeforeSleeping) {

@@ -292,6 +292,9 @@ TEST(Lifetimes, ModuleBeforeSuperKernelAndDeviceFirst) {
   a.reset();
   dev.reset();
   EXPECT_FALSE(dev);
+  // Every use of them fails from then on, naming the closed device; only destroying them works.
+  expect_error([&] { fused_chain.launch(stream); }, SK_ERR_STATE, "which was closed");
+  expect_error([&] { stream.synchronize(); }, SK_ERR_STATE, "which was closed");
 }
 
 }  // namespace
