@@ -353,8 +353,11 @@ void slow_block0(void *) {
 }
 void noop(void *) {}
 
+// Block 0 runs 400 ms: past the 250 ms deadline of core 1's wait for it, and back before a
+// launch that made no progress for a deadline after that wait ended (about 500 ms) would lose
+// the device (docs/semantics.md, "Deadlines and hangs").
 TEST(Executor, InterStepWaitPastItsDeadlineNamesTheAwaitedStep) {
-  auto ex = make_executor(2, 100);
+  auto ex = make_executor(2, 250);
   TestProgram tp("slowpoke", 2);
   tp.add("slow", slow_block0, 1);
   tp.add("after", noop, 2);
