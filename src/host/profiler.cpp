@@ -21,7 +21,6 @@ Profiler::Profiler(uint32_t steps, uint32_t cores)
 void Profiler::ready(const CoreContext &ctx, uint32_t blocks) {
   const size_t i = size_t{ctx.step_index} * cores_ + ctx.core;
   sk_profile_record &r = current_[i];
-  r.struct_size = sizeof(sk_profile_record);
   r.step = ctx.step_index;
   r.core = ctx.core;
   r.core_type = ctx.slot.type;  // SK_CORE_TYPE_VECTOR or SK_CORE_TYPE_CUBE
