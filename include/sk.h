@@ -155,9 +155,10 @@ typedef struct sk_stream sk_stream;
  *   between them (a decode loop) find it awake; an idle time past it sets the spin back to
  *   `spin_us`. At or below `spin_us`, with `spin_us=0`, or with more cores than CPUs: a fixed
  *   spin of `spin_us`. On a 1-core device (no core spins) it is how long the thread that stands
- *   in for a host thread keeps looking, every 100 us, for a launch left running, instead of
- *   being woken by every launch, once it has found host threads running the launches themselves
- *   (not with a fixed spin, nor on one CPU).
+ *   in for a host thread keeps looking, every millisecond, for a launch left running, instead
+ *   of being woken by every launch, once it has found host threads running the launches
+ *   themselves or has been woken twice within a millisecond (not with a fixed spin, nor on one
+ *   CPU).
  * - `timeout_ms=N` (1 to 86400000; default 10000): deadline of every wait inside a launch; past
  *   it the launch fails with SK_ERR_HANG and a report naming the sub-kernel, the core and the
  *   sync point. A launch in which no core progresses for as long while one is in a kernel's

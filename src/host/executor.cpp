@@ -450,6 +450,9 @@ void Executor::core0_main() {
   t_core = &core0_->ctx;
   uint32_t rung = 0;  // the doorbell's count when this thread last looked
   Core0Poll poll;
+  // When the thread was last rung (one core, polls on): rung again within a look's period, it
+  // is likely running a host's launch loop one launch per wake-up, and polls after this run.
+  auto last_ring = std::chrono::steady_clock::time_point{};
   for (;;) {
     if (stopping_.load(std::memory_order_acquire) &&
         core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_acquire))
@@ -467,9 +470,15 @@ void Executor::core0_main() {
         return v != rung || stopping_.load(std::memory_order_acquire);
       });
     }
+    bool poll_after_run = false;
     if (look == Core0Look::Rung) {
       rung = core0_doorbell_.load(std::memory_order_seq_cst);
       core0_doorbell_answered_.store(rung, std::memory_order_seq_cst);
+      if (config_.cores == 1 && core0_idle_polls_) {
+        const auto now = std::chrono::steady_clock::now();
+        poll_after_run = now - last_ring < kCore0PollPeriod;
+        last_ring = now;
+      }
       // One core, rung for a launch that a host thread has run or is running meanwhile: host
       // threads drive this device. Launches stop ringing, and this thread polls.
       if (config_.cores == 1 && core0_idle_polls_ && !stopping_.load(std::memory_order_acquire) &&
@@ -496,6 +505,11 @@ void Executor::core0_main() {
           core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst))
         break;
       expected = kCore0Free;
+    }
+    // Launches stop ringing; one that read the flag before this store rang, and the poll answers.
+    if (poll_after_run && !stopping_.load(std::memory_order_acquire)) {
+      poll = Core0Poll{};
+      host_drives_core0_.store(true, std::memory_order_seq_cst);
     }
   }
 }

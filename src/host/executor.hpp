@@ -201,21 +201,19 @@ class Executor {
   // past it knows an earlier ring is still waking the thread, and skips the futex wake.
   std::atomic<uint32_t> core0_doorbell_answered_{0};
   WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
-  // One core only: with no other core to call core 0 for a launch nobody waits for, every
-  // launch rang the dedicated thread, and in a synchronous loop it woke to find the host had
-  // run the launch, or took core 0 from under it. Measured (sk-bench --only gaps --cores 1,
-  // 3 quick runs): a step of 256 empty kernels after 20-1000 us of host work cost 2.5-19 us
-  // ringing, 1.4-7.4 us not; launch + synchronize of one kernel in a loop 102-572 ns with
-  // two threads busy, 35-42 ns with one. Once the thread finds host threads running the
-  // launches it was rung for, it sets this: launches stop ringing, and it looks for one left
-  // standing every kCore0PollPeriod (one left standing runs within two periods), until the
-  // device sits idle spin_max_us (core0_idle_polls_ periods). The price is the looks' CPU
-  // time, 45-113 us per 500-1000 us gap on this VM against 13-19 for the rings, and only
-  // where an idle core's spin would grow: not with a fixed spin, nor where the thread shares
-  // the host's only CPU (its looks would preempt the host). Set and cleared by the dedicated
-  // thread only.
+  // One core only: no other core calls core 0 for a launch nobody waits for, so launches ring
+  // the dedicated thread, whose wake-up in a synchronous loop finds the host has run the launch
+  // or takes core 0 from under it. Once the thread finds host threads running the launches it
+  // was rung for, or is rung twice within a period, it sets this: launches stop ringing, and
+  // it looks for one left standing every kCore0PollPeriod (one left standing runs within two
+  // periods), until the device sits idle spin_max_us (core0_idle_polls_ periods). Only where
+  // an idle core's spin would grow, and not where the thread shares the host's only CPU (its
+  // looks would preempt the host). Set and cleared by the dedicated thread only.
   std::atomic<bool> host_drives_core0_{false};
-  static constexpr std::chrono::microseconds kCore0PollPeriod{100};
+  // Each look is a wake-up, which preempts the host thread running the kernels whenever another
+  // process keeps the other CPU busy: a long period costs only launches left standing
+  // (docs/benchmarks.md, "One core beside a busy process").
+  static constexpr std::chrono::microseconds kCore0PollPeriod{1000};
   uint32_t core0_idle_polls_ = 0;  // 0: never poll, ring at every launch (constructor)
   // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
   // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).

@@ -623,7 +623,7 @@ TEST(Executor, LaunchesLeftWhenAHostStopsAskingForCore0StillRun) {
 
 std::set<int> allowed_cpus_of_this_thread();  // the CPUs this thread may run on (below)
 
-// A one-core executor (spin_max_us long enough to make its 100 us looks count) and a
+// A one-core executor (spin_max_us long enough to make its looks count) and a
 // one-step program that counts its runs.
 struct OneCore {
   std::atomic<int> runs{0};
@@ -687,7 +687,7 @@ TEST(Executor, AOneCoreDeviceDrivenByTheHostStopsCallingCore0) {
 }
 
 // ... and a launch then left running still runs: the thread looks for one standing every
-// 100 us. After an idle time past spin_max_us it stops looking, and launches call it again.
+// kCore0PollPeriod. After an idle time past spin_max_us it stops looking, and launches call it again.
 TEST(Executor, AOneCoreLaunchLeftRunningAfterSynchronousUseStillRuns) {
   if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
   OneCore one(20000);
@@ -711,6 +711,37 @@ TEST(Executor, AOneCoreLaunchLeftRunningAfterSynchronousUseStillRuns) {
   ASSERT_TRUE(one.unwatched());
   EXPECT_GE(one.ex->core0_calls() - before, 1u) << "a launch after a long idle time did not call core 0";
   EXPECT_EQ(one.ex->synchronize(&one.stream), SK_OK);
+}
+
+// A host launching without waiting, a little slower than the dedicated thread runs each
+// launch: rung at every launch, the thread would run each one on a wake-up of its own and fall
+// asleep again (microseconds per launch, for as long as the loop goes on). Rung twice within a
+// look's period, it polls instead, and the launches stop calling it.
+TEST(Executor, AOneCoreLaunchLoopTheDedicatedThreadKeepsUpWithStopsCallingIt) {
+  if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
+  constexpr int kLaunches = 300;
+  // The fewest calls of a few tries: while the thread is slow to wake (a loaded machine), every
+  // launch meanwhile calls it; without the polls, every launch of every try does.
+  uint32_t fewest = UINT32_MAX;
+  for (int attempt = 0; attempt < 5 && fewest > kLaunches / 5u; ++attempt) {
+    OneCore one;
+    const uint32_t before = one.ex->core0_calls();
+    for (int i = 0; i < kLaunches; ++i) {
+      ASSERT_EQ(one.ex->submit(&one.tp.program, nullptr, &one.stream), SK_OK);
+      ++one.launched;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
+    fewest = std::min(fewest, one.ex->core0_calls() - before);
+    EXPECT_EQ(one.ex->synchronize(&one.stream), SK_OK);
+    EXPECT_EQ(one.runs.load(), one.launched);
+  }
+#if !defined(SK_TEST_EMULATED)  // under qemu a launch can take longer than the thread's look
+  // About two calls per look's period (6 ms of launches): the one that wakes the thread and
+  // the one that finds it rung again; each period's standing launches are then taken by a look.
+  EXPECT_LE(fewest, kLaunches / 5u) << "the launches kept calling the dedicated thread";
+#endif
 }
 
 // Where the looks would not pay: a fixed spin (spin_max_us at or below spin_us) keeps the
