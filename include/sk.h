@@ -5,7 +5,8 @@
  * CUDA) are loaded, fused at run time into one super kernel that calls each as a sub-function
  * with the right synchronisation between them, and launched as a single task.
  *
- * A program opens a device (sk_device_open), loads kernel objects (sk_module_load_file) and
+ * A program opens a device (sk_device_open), loads kernel objects (sk_module_load_file, or
+ * several objects and static libraries as one module: sk_module_load_files) and
  * looks up their kernels (sk_module_get_kernel), adds them to a scope (sk_scope_begin,
  * sk_add_kernel), builds the super kernel (sk_finalize), then launches it as often as it wants
  * (sk_launch) and waits for it (sk_stream_synchronize).
@@ -84,7 +85,8 @@ typedef enum sk_status {
   SK_ERR_OUT_OF_MEMORY = 6,
   SK_ERR_DEVICE = 7,           /**< the device failed or is missing */
   SK_ERR_HANG = 8,             /**< a wait passed its deadline; the launch was aborted */
-  SK_ERR_STATE = 9             /**< call not valid in the object's current state */
+  SK_ERR_STATE = 9,            /**< call not valid in the object's current state */
+  SK_ERR_KERNEL = 10           /**< an exception escaped the object's code (a kernel, a constructor) */
 } sk_status;
 
 /**
@@ -186,6 +188,11 @@ typedef struct sk_stream sk_stream;
  *   contended cache line per kernel instead of N). 0 picks: one central counter up to 8 cores,
  *   groups of ceil(sqrt(cores)) above; N >= cores is the central counter. Used by plain vector
  *   programs; others count centrally.
+ * - `perf_map=0|1` (default 1 when the environment variable `SK_PERF_MAP` is `1`, else 0): append
+ *   a `START SIZE NAME` line for every function of each object this device links to
+ *   `/tmp/perf-<pid>.map`, so that `perf report` names samples in kernel code. The file must be
+ *   writable when the device opens (else SK_ERR_UNSUPPORTED naming it). Debuggers need no key:
+ *   every linked object is registered with GDB's JIT interface while it is loaded.
  */
 
 /**
@@ -283,7 +290,8 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
 /*-*********************************************************************************************
 *  Modules and kernels
 *
-*  A module is one loaded kernel object; its kernels are the functions super kernels call.
+*  A module is one loaded kernel object, or several objects and archives linked as one; its
+*  kernels are the functions super kernels call.
 *  Loading an object runs its code in this process, with its rights, like dlopen: load only
 *  objects you would link into your program (the device spec key symbols=strict narrows what
 *  they may bind to). Malformed bytes never take the process down: they fail with a status.
@@ -299,8 +307,10 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
  *   symbol symbols=strict does not allow, a call to libsk's host API: kernels may call only the
  *   device API of sk_kernel.h); SK_ERR_NOT_FOUND for an undefined symbol that cannot be bound;
  *   SK_ERR_OUT_OF_MEMORY when memory or the process's memory mappings run out (the message
- *   names vm.max_map_count when that is the limit hit).
- *   The message names the object and the culprit.
+ *   names vm.max_map_count when that is the limit hit); SK_ERR_KERNEL when one of the
+ *   object's static constructors throws (the ones that ran are undone).
+ *   The message names the object and the culprit. On a host device the object's constructors
+ *   (.init_array, .ctors) have run, on the calling thread, when it returns SK_OK.
  * - Ownership: the bytes are copied (image may be freed after the call); *out is the caller's,
  *   to release with sk_module_unload.
  * - Threads: any.
@@ -317,9 +327,44 @@ SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, 
  */
 SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module **out);
 /**
+ * Loads several relocatable objects and `ar` static libraries (GNU/SysV format, as `ar rcs`
+ * and distributions write them) as one module, linked the way `ld a.o b.o -( libx.a liby.a -)`
+ * links them: symbols resolve between the objects; every object is linked, and an archive
+ * member only when a strong undefined symbol of what is linked so far is defined by it (its
+ * index says; pulled members are scanned in turn, so where an archive stands in the list does
+ * not matter). One global symbol per name: a strong definition beats common and weak ones, the
+ * first weak one beats later ones; COMDAT groups with one signature (C++ inline functions and
+ * templates) are kept from the first object and dropped from the others, whose references bind
+ * to the kept ones. Messages name the object inside the set (an archive member as
+ * `libfoo.a(bar.o)`). count 1 is sk_module_load_file. The same files with the same bytes, in
+ * the same order, are linked once per device.
+ * - Errors: SK_ERR_INVALID_ARGUMENT if paths is NULL, count is 0, a path is NULL, or the set
+ *   holds archives only (members are linked only when an object needs them); SK_ERR_BAD_BINARY
+ *   for a symbol defined strongly by two objects (naming both) or a malformed archive;
+ *   SK_ERR_UNSUPPORTED for a thin archive (its members are other files), objects of different
+ *   machines, and count above 1 on a CUDA device (link device code into one cubin first:
+ *   `nvcc -dlink`, nvlink); otherwise those of sk_module_load_file, naming the file.
+ * - Ownership: as sk_module_load; paths are read during the call only.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_load_files(sk_device *dev, const char *const *paths, size_t count,
+                                      sk_module **out);
+/**
+ * sk_module_load_files on objects and archives in memory: images[i] holds sizes[i] bytes, named
+ * `<memory #i>` in messages. count 1 is sk_module_load.
+ * - Errors: SK_ERR_INVALID_ARGUMENT if images or sizes is NULL, count is 0 or an image is NULL;
+ *   SK_ERR_BAD_BINARY for an empty image; otherwise those of sk_module_load_files.
+ * - Ownership: as sk_module_load (the bytes are copied).
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_load_images(sk_device *dev, const void *const *images, const size_t *sizes,
+                                       size_t count, sk_module **out);
+/**
  * Unloads the module: its kernel handles become invalid. Super kernels built from its kernels
- * keep the code they need and stay launchable; the linked code goes when the last one does.
- * NULL: nothing; a second unload is ignored, with a message for sk_last_error().
+ * keep the code they need and stay launchable; the linked code goes when the last one does,
+ * after its destructors (.fini_array, .dtors, those C++ registered with __cxa_atexit) have run
+ * on the thread that lets it go. NULL: nothing; a second unload is ignored, with a message for
+ * sk_last_error().
  * - Threads: not while another thread uses the module or its kernels.
  */
 SK_API void sk_module_unload(sk_module *mod);
@@ -364,10 +409,11 @@ SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
  * sk_device_synchronize waits for one device's) has ended.
  * Returns the first failure of those launches, once: SK_ERR_HANG for a wait past the device's
  * deadline, SK_ERR_INVALID_ARGUMENT for a device-API call a kernel made that cannot be honoured
- * (a cross-core flag id out of range), SK_ERR_DEVICE when the GPU fails; the message names the
- * kernel and the core. A kernel that never came back is SK_ERR_HANG too, and loses the device
- * (see timeout_ms): later calls return SK_ERR_DEVICE. The calling thread runs core 0's share of
- * the launches: a block there that never returns holds it (sk_stream_query does not).
+ * (a cross-core flag id out of range), SK_ERR_KERNEL for a C++ exception that escaped a kernel
+ * (the launch stopped; the device stays usable), SK_ERR_DEVICE when the GPU fails; the message
+ * names the kernel and the core. A kernel that never came back is SK_ERR_HANG too, and loses the
+ * device (see timeout_ms): later calls return SK_ERR_DEVICE. The calling thread runs core 0's
+ * share of the launches: a block there that never returns holds it (sk_stream_query does not).
  * - Errors: also SK_ERR_STATE in a forked child for a stream of a device opened before the fork.
  * - Threads: any, also while other threads queue launches on the stream.
  */

@@ -408,6 +408,14 @@ class Device : public detail::Owner<sk_device, sk_device_close> {
     detail::check(sk_module_load_file(get(), path.c_str(), &mod));
     return Module(mod);
   }
+  /** sk_module_load_files: objects and `ar` archives linked as one module. */
+  Module load_files(const std::vector<std::string> &paths) const {
+    std::vector<const char *> raw;
+    for (const std::string &p : paths) raw.push_back(p.c_str());
+    sk_module *mod = nullptr;
+    detail::check(sk_module_load_files(get(), raw.data(), raw.size(), &mod));
+    return Module(mod);
+  }
   /** sk_stream_create. */
   Stream stream() const {
     sk_stream *s = nullptr;

@@ -1,4 +1,4 @@
-// sk_module_load(_file), sk_module_unload, sk_module_get_kernel(_with_signature).
+// sk_module_load(_file, _files, _images), sk_module_unload, sk_module_get_kernel(_with_signature).
 #include <cstdio>
 #include <vector>
 
@@ -6,6 +6,7 @@
 #include "api/handles.hpp"
 #include "api/object_file.hpp"
 #include "core/device_api_usage.hpp"
+#include "elf/combine.hpp"
 
 using sk::fail;
 
@@ -27,6 +28,27 @@ sk_status load(sk_device *dev, const void *image, size_t size, const std::string
                            : host_load(dev, image, size, label, out);
   if (st == SK_OK) (*out)->owner.attach(dev->life, sk::api::ChildKind::Module);
   return st;
+}
+
+// Several inputs as one module: the host device links them together; a CUDA module is one
+// cubin, fatbin or PTX (nvJitLink links device code, not host archives: link them first).
+sk_status load_set(sk_device *dev, const std::vector<sk::elf::Input> &inputs, const char *call, sk_module **out) {
+  if (inputs.size() == 1) return load(dev, inputs[0].bytes, inputs[0].size, inputs[0].label, out);
+  if (dev->cuda)
+    return fail(SK_ERR_UNSUPPORTED,
+                "%s: %zu objects: a CUDA module is one cubin, fatbin or PTX; link the device code "
+                "into one first (nvcc -dlink, nvlink) and load that",
+                call, inputs.size());
+  std::string label;
+  for (const sk::elf::Input &in : inputs) label += (label.empty() ? "" : " + ") + in.label;
+  std::shared_ptr<sk::host::LinkedModule> linked;
+  if (sk_status st = dev->impl->load_module_set(inputs, label, &linked); st != SK_OK) return st;
+  auto mod = std::make_unique<sk_module>();
+  mod->device = dev->impl;
+  mod->linked = std::move(linked);
+  *out = mod.release();
+  (*out)->owner.attach(dev->life, sk::api::ChildKind::Module);
+  return SK_OK;
 }
 
 // A host kernel's implementation: its function in the linked module, signature, call interface.
@@ -104,6 +126,46 @@ SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module
     sk::api::ObjectFile file;
     if (sk_status st = file.open(path, sk::host::kMaxObjectSize); st != SK_OK) return st;
     return load(dev, file.data(), file.size(), path, out);
+  });
+}
+
+SK_API sk_status sk_module_load_files(sk_device *dev, const char *const *paths, size_t count, sk_module **out) {
+  constexpr const char *call = "sk_module_load_files";
+  if (sk_status st = sk::api::check(dev, call)) return st;
+  if (count == 0) return fail(SK_ERR_INVALID_ARGUMENT, "%s: count is 0 (no objects to load)", call);
+  if (!paths) return fail(SK_ERR_INVALID_ARGUMENT, "%s: paths is NULL", call);
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+  for (size_t i = 0; i < count; ++i)
+    if (!paths[i]) return fail(SK_ERR_INVALID_ARGUMENT, "%s: paths[%zu] is NULL", call, i);
+  if (count == 1) return sk_module_load_file(dev, paths[0], out);
+  return sk::api::guarded(call, [&]() -> sk_status {
+    std::vector<sk::api::ObjectFile> files(count);
+    std::vector<sk::elf::Input> inputs(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (sk_status st = files[i].open(paths[i], sk::host::kMaxObjectSize); st != SK_OK) return st;
+      inputs[i] = {paths[i], files[i].data(), files[i].size()};
+    }
+    return load_set(dev, inputs, call, out);
+  });
+}
+
+SK_API sk_status sk_module_load_images(sk_device *dev, const void *const *images, const size_t *sizes,
+                                       size_t count, sk_module **out) {
+  constexpr const char *call = "sk_module_load_images";
+  if (sk_status st = sk::api::check(dev, call)) return st;
+  if (count == 0) return fail(SK_ERR_INVALID_ARGUMENT, "%s: count is 0 (no objects to load)", call);
+  if (!images) return fail(SK_ERR_INVALID_ARGUMENT, "%s: images is NULL", call);
+  if (!sizes) return fail(SK_ERR_INVALID_ARGUMENT, "%s: sizes is NULL", call);
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+  for (size_t i = 0; i < count; ++i) {
+    if (!images[i]) return fail(SK_ERR_INVALID_ARGUMENT, "%s: images[%zu] is NULL", call, i);
+    if (sizes[i] == 0) return fail(SK_ERR_BAD_BINARY, "%s: <memory #%zu> is empty (0 bytes)", call, i);
+  }
+  if (count == 1) return sk_module_load(dev, images[0], sizes[0], out);
+  return sk::api::guarded(call, [&]() -> sk_status {
+    std::vector<sk::elf::Input> inputs(count);
+    for (size_t i = 0; i < count; ++i) inputs[i] = {"<memory #" + std::to_string(i) + ">", images[i], sizes[i]};
+    return load_set(dev, inputs, call, out);
   });
 }
 

@@ -14,6 +14,7 @@
 namespace sk::api {
 namespace {
 constexpr char elf_magic[] = "\177ELF";
+constexpr char ar_magic[] = "!<arch>\n";
 struct Fd {
   int fd = -1;
   ~Fd() {
@@ -63,9 +64,10 @@ sk_status ObjectFile::open(const char *path, size_t max_size) {
     if (n == 0) break;
     if (bytes_.size() + static_cast<size_t>(n) >= max_size) return too_large(path, bytes_.size() + n, max_size);
     bytes_.insert(bytes_.end(), buf, buf + n);
-    // Stop at the first bytes that cannot start an ELF object (/dev/zero, a pipe of text).
+    // Stop at the first bytes that cannot start an ELF object or an archive (/dev/zero, text).
     const size_t head = std::min(bytes_.size(), sizeof elf_magic - 1);
-    if (std::memcmp(bytes_.data(), elf_magic, head) != 0)
+    const size_t ar_head = std::min(bytes_.size(), sizeof ar_magic - 1);
+    if (std::memcmp(bytes_.data(), elf_magic, head) != 0 && std::memcmp(bytes_.data(), ar_magic, ar_head) != 0)
       return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic)", path);
   }
   if (bytes_.empty() && S_ISFIFO(st.st_mode))

@@ -19,6 +19,7 @@ SK_API const char *sk_status_name(sk_status s) {
     case SK_ERR_DEVICE: return "SK_ERR_DEVICE";
     case SK_ERR_HANG: return "SK_ERR_HANG";
     case SK_ERR_STATE: return "SK_ERR_STATE";
+    case SK_ERR_KERNEL: return "SK_ERR_KERNEL";
   }
   return "SK_ERR_UNKNOWN";
 }

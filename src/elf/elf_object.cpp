@@ -13,6 +13,7 @@
 #include <span>
 
 #include "core/error.hpp"
+#include "elf/lto.hpp"
 
 namespace sk::elf {
 namespace {
@@ -34,6 +35,11 @@ bool power_of_two_or_zero(uint64_t v) { return (v & (v - 1)) == 0; }
 // Checks the raw header and section header table, so that libelf never reads outside the image.
 // Runs on the caller's bytes, before they are copied: garbage is refused without a copy.
 sk_status check_header(std::span<const uint8_t> image, const std::string &label) {
+  if (is_llvm_bitcode(image.data(), image.size()))
+    return fail(SK_ERR_UNSUPPORTED,
+                "%s: LLVM bitcode, not machine code: compiled with -flto: compile without -flto "
+                "(or add -ffat-lto-objects, clang 18 and later)",
+                label.c_str());
   if (image.size() < EI_NIDENT || std::memcmp(image.data(), ELFMAG, SELFMAG) != 0)
     return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic or %zu bytes)", label.c_str(),
                 image.size());
@@ -198,6 +204,10 @@ sk_status read_symbols(Elf *elf, Object *o) {
     sym.shndx = gs.st_shndx;
     sym.value = gs.st_value;
     sym.size = gs.st_size;
+    // A large common (-mcmodel=medium/large -fcommon) is a common that may lie far away:
+    // every common of the mapping can, so it is allocated as any other.
+    constexpr uint32_t kShnX86_64Lcommon = 0xff02;  // SHN_X86_64_LCOMMON (x86-64 psABI)
+    if (o->machine == EM_X86_64 && sym.shndx == kShnX86_64Lcommon) sym.shndx = SHN_COMMON;
     if (sym.shndx == SHN_XINDEX)
       return fail(SK_ERR_UNSUPPORTED, "%s: symbol %zu '%s': extended section indices (SHN_XINDEX) are not supported",
                   o->label.c_str(), i, sym.name.c_str());
@@ -283,6 +293,18 @@ int Object::find_section(std::string_view name) const {
   for (size_t i = 1; i < sections.size(); ++i)
     if (sections[i].name == name) return static_cast<int>(i);
   return -1;
+}
+
+const std::string &Object::section_label(uint32_t index) const {
+  if (index < section_part.size() && section_part[index] < part_labels.size())
+    return part_labels[section_part[index]];
+  return label;
+}
+
+const std::string &Object::symbol_label(uint32_t index) const {
+  if (index < symbol_part.size() && symbol_part[index] < part_labels.size())
+    return part_labels[symbol_part[index]];
+  return label;
 }
 
 sk_status parse_object(const void *bytes, size_t size, std::string_view label, Object *out) {

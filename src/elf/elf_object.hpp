@@ -53,9 +53,18 @@ struct Object {
   std::vector<Section> sections;        // index = ELF section index
   std::vector<Symbol> symbols;          // index = ELF symbol index (0 = null symbol)
   std::vector<RelocationSection> relocation_sections;
+  // Set by elf::combine (elf/combine.hpp) for an object made of several: each part's label,
+  // the part each section came from, and the buffers Section::data points into besides `image`.
+  std::vector<std::string> part_labels;
+  std::vector<uint32_t> section_part;
+  std::vector<uint32_t> symbol_part;     // an undefined global's: the first part referencing it
+  std::vector<std::vector<uint8_t>> part_images;
 
   // Section index by exact name, or -1.
   int find_section(std::string_view name) const;
+  // The label of the object section `index` came from: `label` unless combined.
+  const std::string &section_label(uint32_t index) const;
+  const std::string &symbol_label(uint32_t index) const;  // the same for symbol `index`
 };
 
 // Parses `size` bytes (copied) into *out. Accepts only 64-bit little-endian ET_REL objects;

@@ -26,14 +26,23 @@ struct TaskFailure {
   // A kernel made a device-API call that cannot be honoured (a flag id out of range): the
   // launch fails with SK_ERR_INVALID_ARGUMENT instead of SK_ERR_HANG.
   std::atomic<bool> invalid_call{false};
+  // An exception escaped a kernel (host/kernel_exception.hpp): the launch fails with
+  // SK_ERR_KERNEL and `thrown` (under mutex) says which kernel threw what.
+  std::atomic<bool> kernel_threw{false};
   std::mutex mutex;
   std::vector<std::pair<uint32_t, std::string>> waits;  // (core, where it waited)
+  std::string thrown;
   void reset() {
     aborted.store(false, std::memory_order_relaxed);
     invalid_call.store(false, std::memory_order_relaxed);
+    kernel_threw.store(false, std::memory_order_relaxed);
     waits.clear();
+    thrown.clear();
   }
-  sk_status status() const { return invalid_call.load(std::memory_order_acquire) ? SK_ERR_INVALID_ARGUMENT : SK_ERR_HANG; }
+  sk_status status() const {
+    if (kernel_threw.load(std::memory_order_acquire)) return SK_ERR_KERNEL;
+    return invalid_call.load(std::memory_order_acquire) ? SK_ERR_INVALID_ARGUMENT : SK_ERR_HANG;
+  }
   // "super kernel 'X' (launch E): no progress for T ms; launch aborted. core 0 ...; core 1 ..."
   // (or "a kernel made an invalid device-API call; launch aborted." for invalid_call).
   std::string report(const std::string &superkernel, uint32_t epoch, long long timeout_ms);

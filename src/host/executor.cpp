@@ -16,6 +16,7 @@
 #include "host/device_api_cache.hpp"
 #include "host/idle_spin.hpp"
 #include "host/kernel_call.hpp"
+#include "host/kernel_exception.hpp"
 #include "host/profiler.hpp"
 #include "host/program_pool.hpp"
 
@@ -595,20 +596,26 @@ void Executor::process(Core &core, uint64_t seq) {
 namespace {
 
 // The core's blocks of step `s`, from its first: first, first + units, ...
+// An exception that escapes the kernel (C++ objects, their .eh_frame registered at load) ends
+// the core's share of the step and fails the launch; try costs nothing until something throws.
 inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
   const uint64_t *a = ctx.arg_slots + s.first_slot;
-  for (uint32_t b = first; b < s.block_dim; b += s.units) {
-    ctx.block_idx = b;
-    ctx.progress->position.store(uint64_t{ctx.step_index} << 32 | b, std::memory_order_relaxed);
-    ctx.last_block = b + s.units >= s.block_dim;
-    if (s.direct) {
-      reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
-    } else if (s.call_map) {
-      call_mapped(s.fn, a, s.call_map, s.call_stack);
-    } else {
-      ffi_arg ret;
-      ffi_call(s.cif, FFI_FN(s.fn), &ret, ctx.arg_pointers + s.first_slot);
+  try {
+    for (uint32_t b = first; b < s.block_dim; b += s.units) {
+      ctx.block_idx = b;
+      ctx.progress->position.store(uint64_t{ctx.step_index} << 32 | b, std::memory_order_relaxed);
+      ctx.last_block = b + s.units >= s.block_dim;
+      if (s.direct) {
+        reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
+      } else if (s.call_map) {
+        call_mapped(s.fn, a, s.call_map, s.call_stack);
+      } else {
+        ffi_arg ret;
+        ffi_call(s.cif, FFI_FN(s.fn), &ret, ctx.arg_pointers + s.first_slot);
+      }
     }
+  } catch (...) {
+    record_kernel_exception(ctx);
   }
 }
 

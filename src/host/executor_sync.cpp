@@ -222,6 +222,9 @@ std::string TaskFailure::report(const std::string &superkernel, uint32_t epoch, 
   std::lock_guard<std::mutex> lock(mutex);
   std::sort(waits.begin(), waits.end());
   char head[400];
+  if (kernel_threw.load(std::memory_order_acquire))
+    return "super kernel '" + superkernel + "' (launch " + std::to_string(epoch) + "): " + thrown +
+           "; launch aborted.";
   if (invalid_call.load(std::memory_order_acquire))
     std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): a kernel made an invalid device-API call; "
                   "launch aborted.", superkernel.c_str(), epoch);

@@ -10,8 +10,12 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "elf/archive.hpp"
+#include "elf/combine.hpp"
 #include "elf/elf_object.hpp"
+#include "host/debug_registration.hpp"
 #include "host/device_api.hpp"
+#include "host/perf_map.hpp"
 
 namespace sk::host {
 
@@ -34,6 +38,7 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
   // cgroup CPU quota), which Executor::create counts anyway.
   config.cores = 0;
   SymbolPolicy policy = SymbolPolicy::Process;
+  bool perf_map = perf_map_from_environment();
   for (const auto &[key, value] : spec.keys) {
     uint64_t v = 0;
     sk_status st;
@@ -63,15 +68,21 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
         return fail(SK_ERR_INVALID_ARGUMENT,
                     "device spec key 'symbols': value '%s' is not process or strict", value.c_str());
       policy = value == "strict" ? SymbolPolicy::Strict : SymbolPolicy::Process;
+    } else if (key == "perf_map") {
+      if ((st = parse_spec_uint(key, value, 0, 1, &v)) != SK_OK) return st;
+      perf_map = v == 1;
     } else {
       return fail(SK_ERR_INVALID_ARGUMENT,
                   "device spec: unknown key '%s' for backend 'host' (known: cores, spin_us, "
-                  "spin_max_us, timeout_ms, symbols, pin, barrier_group)",
+                  "spin_max_us, timeout_ms, symbols, pin, barrier_group, perf_map)",
                   key.c_str());
     }
   }
   std::unique_ptr<HostDevice> dev(new HostDevice());
   dev->symbol_policy_ = policy;
+  dev->perf_map_ = perf_map;
+  if (perf_map)
+    if (sk_status st = check_perf_map(); st != SK_OK) return st;
   if (sk_status st = Executor::create(config, &dev->executor_); st != SK_OK) return st;
   *out = std::move(dev);
   return SK_OK;
@@ -121,10 +132,39 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
     return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes",
                 label.c_str(), size, kMaxObjectSize);
   // Not even ELF: refused by the parser's header check, without hashing (or copying) the bytes.
-  if (size < SELFMAG || std::memcmp(image, ELFMAG, SELFMAG) != 0) {
+  if ((size < SELFMAG || std::memcmp(image, ELFMAG, SELFMAG) != 0) && !elf::is_archive(image, size)) {
     elf::Object none;
     return elf::parse_object(image, size, label, &none);
   }
+  return load_inputs({{label, image, size}}, image, size, label, out);
+}
+
+sk_status HostDevice::load_module_set(const std::vector<elf::Input> &inputs, const std::string &label,
+                                      std::shared_ptr<LinkedModule> *out) {
+  if (inputs.size() == 1) return load_module(inputs[0].bytes, inputs[0].size, inputs[0].label, out);
+  if (executor_->lost()) return executor_->refuse_lost("loading " + label);
+  // The cache key: every input's size and bytes, in order, behind a prefix no object starts with.
+  static constexpr char kSetTag[] = "sk-module-set";
+  size_t total = sizeof kSetTag;
+  for (const elf::Input &in : inputs) {
+    if (in.size >= kMaxObjectSize - total)
+      return fail(SK_ERR_UNSUPPORTED, "%s: the objects of a module must be smaller than %zu bytes together",
+                  in.label.c_str(), kMaxObjectSize);
+    total += sizeof(uint64_t) + in.size;
+  }
+  std::vector<unsigned char> key(kSetTag, kSetTag + sizeof kSetTag);
+  key.reserve(total);
+  for (const elf::Input &in : inputs) {
+    const uint64_t n = in.size;
+    const auto *bytes = static_cast<const unsigned char *>(in.bytes);
+    key.insert(key.end(), reinterpret_cast<const unsigned char *>(&n), reinterpret_cast<const unsigned char *>(&n + 1));
+    key.insert(key.end(), bytes, bytes + in.size);
+  }
+  return load_inputs(inputs, key.data(), key.size(), label, out);
+}
+
+sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const void *image, size_t size,
+                                  const std::string &label, std::shared_ptr<LinkedModule> *out) {
   std::pair<uint64_t, uint64_t> h;
   if (ContentHash fn = content_hash_.load()) {
     h = fn(image, size);
@@ -148,7 +188,7 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
                 (unsigned long long)h.second);
   mod->content_hash = hex;
   elf::Object object;
-  if (sk_status st = elf::parse_object(image, size, label, &object); st != SK_OK) return st;
+  if (sk_status st = elf::combine(inputs, label, &object); st != SK_OK) return st;
   LinkOptions options;
   options.resolve_special = [](std::string_view name) { return resolve_device_api(name); };
   if (symbol_policy_ == SymbolPolicy::Strict) {
@@ -159,6 +199,8 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
   if (sk_status st = parse_kernel_metadata(mod->object->metadata_records(), label, &mod->metadata);
       st != SK_OK)
     return st;
+  mod->debug = DebugRegistration::create(*mod->object);
+  if (perf_map_) append_perf_map(*mod->object);
   const auto *bytes = static_cast<const unsigned char *>(image);
   mod->image.assign(bytes, bytes + size);
   if (module_cache_.size() >= sweep_at_) {

@@ -16,6 +16,8 @@
 
 #include "core/device_spec.hpp"
 #include "core/kernel_metadata.hpp"
+#include "elf/combine.hpp"
+#include "host/debug_registration.hpp"
 #include "host/executor.hpp"
 #include "host/linker.hpp"
 #include "host/symbol_policy.hpp"
@@ -30,8 +32,11 @@ constexpr size_t kMaxObjectSize = size_t{1} << 30;
 struct LinkedModule {
   std::string label;
   std::string content_hash;  // XXH3-128, hex
-  std::vector<unsigned char> image;  // the bytes linked: a hash match is a candidate, not proof
+  // The bytes linked (for several inputs, each one's size and bytes): a hash match is a
+  // candidate, not proof.
+  std::vector<unsigned char> image;
   std::unique_ptr<LinkedObject> object;
+  std::unique_ptr<DebugRegistration> debug;  // after `object`: unregistered before it unmaps
   std::vector<KernelMetadata> metadata;
   const KernelMetadata *find_metadata(const std::string &name) const;
 };
@@ -55,9 +60,13 @@ class HostDevice {
   // nothing is freed: a stuck kernel may still use it.
   bool mem_free(void *ptr);
 
-  // Links `size` bytes (or reuses the link of identical bytes loaded before).
+  // Links `size` bytes, an object or an archive (or reuses the link of identical bytes loaded before).
   sk_status load_module(const void *image, size_t size, const std::string &label,
                         std::shared_ptr<LinkedModule> *out);
+  // Links objects and archives as one module (elf/combine.hpp), `label` naming the set; the
+  // same inputs in the same order reuse one link. One input is load_module's.
+  sk_status load_module_set(const std::vector<elf::Input> &inputs, const std::string &label,
+                            std::shared_ptr<LinkedModule> *out);
 
   // For tests: the hash the cache is keyed by (collisions made on purpose), how many times the
   // cache was swept of unloaded modules, and how many entries it holds.
@@ -68,8 +77,12 @@ class HostDevice {
 
  private:
   HostDevice() = default;
+  // The cache lookup and the link of `inputs`, keyed by the `size` bytes at `image`.
+  sk_status load_inputs(const std::vector<elf::Input> &inputs, const void *image, size_t size,
+                        const std::string &label, std::shared_ptr<LinkedModule> *out);
   std::unique_ptr<Executor> executor_;
   SymbolPolicy symbol_policy_ = SymbolPolicy::Process;
+  bool perf_map_ = false;  // perf_map=1: functions of each linked object go to perf_map.hpp's map
   StreamState default_stream_;
   std::mutex alloc_mutex_;
   std::set<void *> allocations_;

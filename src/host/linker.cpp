@@ -11,6 +11,7 @@
 #include <new>
 
 #include "core/error.hpp"
+#include "elf/lto.hpp"
 #include "host/compiler_runtime.hpp"
 #include "host/linker_impl.hpp"
 #include "host/relocation.hpp"
@@ -23,6 +24,11 @@ constexpr uint64_t kMaxSectionSize = 1ull << 30;  // beyond this an object is no
 constexpr uint64_t kMaxAlign = 1ull << 20;
 
 bool has_prefix(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
+
+// Why thread-local storage is refused, for every message that refuses it.
+constexpr const char *kTlsWhy =
+    "kernels run on the executor's threads, not the launching thread, so a thread-local would "
+    "not be the caller's; pass the value as a kernel argument";
 
 // 1ull << 31 -> "2 GiB", for placement messages.
 std::string size_text(uint64_t bytes) {
@@ -47,7 +53,14 @@ bool is_constructor_section(const elf::Section &s) {
 bool Linker::external(uint32_t sym) const {
   if (sym == 0) return true;
   uint32_t shndx = o_.symbols[sym].shndx;
+  if (common_offset_[sym] != kNotLoaded) return false;  // common, or the linker's __dso_handle
   return shndx == SHN_UNDEF || shndx == SHN_ABS;
+}
+
+bool Linker::is_got_base(uint32_t sym) const {
+  // The large and medium code models address their data from the GOT's base by this name.
+  const elf::Symbol &s = o_.symbols[sym];
+  return sym != 0 && s.shndx == SHN_UNDEF && s.name == "_GLOBAL_OFFSET_TABLE_";
 }
 
 const std::string &Linker::symbol_name(uint32_t sym) const {
@@ -71,6 +84,11 @@ sk_status Linker::check_object() {
     return fail(SK_ERR_UNSUPPORTED, "%s: e_machine %u is not %s (%s = %u), the host's machine",
                 label(), o_.machine, host->name, host->em_name, kHostMachine);
   arch_ = host;
+  if (elf::is_gcc_slim_lto(o_))
+    return fail(SK_ERR_UNSUPPORTED,
+                "%s: compiled with -flto: add -ffat-lto-objects or compile without -flto (its "
+                ".gnu.lto_* sections hold GCC's intermediate code, no machine code)",
+                label());
   if (o_.elf_class != ELFCLASS64 || o_.type != ET_REL)
     return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u / type %u: only 64-bit ET_REL objects load",
                 label(), o_.elf_class, o_.type);
@@ -87,8 +105,8 @@ sk_status Linker::check_object() {
       return fail(SK_ERR_UNSUPPORTED, "%s: indirect function '%s' (STT_GNU_IFUNC) is not supported",
                   label(), s.name.c_str());
   if (tls)
-    return fail(SK_ERR_UNSUPPORTED, "%s: thread-local symbol '%s' is not supported", label(),
-                tls->name.c_str());
+    return fail(SK_ERR_UNSUPPORTED, "%s: thread-local variable '%s' is not supported: %s", label(),
+                tls->name.c_str(), kTlsWhy);
   return SK_OK;
 }
 
@@ -99,17 +117,21 @@ sk_status Linker::select_sections() {
   for (size_t i = 1; i < n; ++i) {
     const elf::Section &s = o_.sections[i];
     if (!(s.flags & SHF_ALLOC)) continue;
-    if (is_constructor_section(s) && s.size > 0)
+    if (init_section(s).kind == InitSection::Preinit && s.size > 0)
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: section '%s' holds constructors or destructors, which are not supported "
-                  "(no code runs at load time)",
+                  "%s: section '%s' runs before the program's own constructors, which only an "
+                  "executable can ask for; use __attribute__((constructor)) or .init_array",
                   label(), s.name.c_str());
     if (s.flags & SHF_TLS)
-      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local section '%s' is not supported", label(),
-                  s.name.c_str());
-    // Unwind tables are for debuggers and exceptions, which kernels do not throw across.
-    if (s.name == ".eh_frame" || s.type == SHT_X86_64_UNWIND) continue;
-    if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s)) continue;
+      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local section '%s' is not supported: %s", label(),
+                  s.name.c_str(), kTlsWhy);
+    // Unwind tables (.eh_frame) load: registered with the unwinder (linker_init.cpp).
+    if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s) && !is_eh_frame(s))
+      continue;
+    bool load = true;
+    if (is_eh_frame(s))
+      if (sk_status st = check_eh_frame(i, &load)) return st;
+    if (!load) continue;
     if (s.size > kMaxSectionSize)
       return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)", label(),
                   s.name.c_str(), s.size);
@@ -157,8 +179,8 @@ sk_status Linker::scan_relocations() {
       const RelocNeeds kind = arch_->needs(r.type, target.data, r.offset);
       const std::string type_name = arch_->reloc_name(r.type);
       if (kind.tls)
-        return fail(SK_ERR_UNSUPPORTED, "%s: thread-local relocation %s at %s against '%s' is not supported",
-                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str());
+        return fail(SK_ERR_UNSUPPORTED, "%s: thread-local relocation %s at %s against '%s' is not supported: %s",
+                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(), kTlsWhy);
       if (!kind.known)
         return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64,
                     label(), r.type, type_name.c_str(), target.name.c_str(), r.offset);
@@ -166,7 +188,7 @@ sk_status Linker::scan_relocations() {
         return fail(SK_ERR_BAD_BINARY, "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)",
                     label(), type_name.c_str(), where(rs.target, r.offset).c_str(), target.size);
       if (kind.none) continue;
-      bool in_section = !external(r.symbol) && sym.shndx != SHN_COMMON;
+      bool in_section = !external(r.symbol) && common_offset_[r.symbol] == kNotLoaded;
       if (in_section && section_offset_[sym.shndx] == kNotLoaded)
         return fail(SK_ERR_UNSUPPORTED, "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded",
                     label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(),
@@ -184,7 +206,9 @@ sk_status Linker::bind_undefined() {
   resolved_.assign(o_.symbols.size(), 0);
   for (size_t i = 1; i < o_.symbols.size(); ++i) {
     const elf::Symbol &s = o_.symbols[i];
-    if (!referenced_[i] || s.shndx != SHN_UNDEF) continue;
+    if (!referenced_[i] || s.shndx != SHN_UNDEF || common_offset_[i] != kNotLoaded) continue;
+    if (is_got_base(i)) continue;  // the mapping's own GOT: symbol_address knows it after placement
+    const char *who = o_.symbol_label(static_cast<uint32_t>(i)).c_str();  // the object needing it
     void *address = nullptr;
     if (options_.resolve_special) address = options_.resolve_special(s.name);
     if (!address) address = resolve_compiler_runtime(s.name);  // what libgcc.a would provide
@@ -193,21 +217,24 @@ sk_status Linker::bind_undefined() {
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: undefined symbol '%s' is a libsk host API function; kernels may call only "
                   "the device API of sk_kernel.h (a host call would wait on the launch running it)",
-                  label(), s.name.c_str());
+                  who, s.name.c_str());
     }
     if (!address && options_.allow_process_symbol && !options_.allow_process_symbol(s.name)) {
       if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: undefined symbol '%s' is not allowed under %s (only the device API, libm "
-                  "and the libc memory/string functions listed in docs/conventions.md)",
-                  label(), s.name.c_str(), options_.policy_name.c_str());
+                  "%s: undefined symbol '%s' is not allowed under %s (only the device API, libm, "
+                  "the libc memory/string functions and the C++ ABI runtime listed in "
+                  "docs/conventions.md)",
+                  who, s.name.c_str(), options_.policy_name.c_str());
     }
     if (!address && !s.name.empty()) address = dlsym(RTLD_DEFAULT, s.name.c_str());
+    if (const char *why = address ? nullptr : unbindable_runtime_symbol(s.name))
+      return fail(SK_ERR_UNSUPPORTED, "%s: undefined symbol '%s' %s", who, s.name.c_str(), why);
     if (!address && s.bind != STB_WEAK)
       return fail(SK_ERR_NOT_FOUND,
                   "%s: undefined symbol '%s' is neither a device API function nor a symbol of "
                   "this process",
-                  label(), s.name.c_str());
+                  who, s.name.c_str());
     resolved_[i] = reinterpret_cast<uint64_t>(address);  // unresolved weak: 0
   }
   return SK_OK;
@@ -222,10 +249,11 @@ sk_status Linker::collect_constraints(std::vector<PlacementConstraint> *out) {
     if (section_offset_[rs.target] == kNotLoaded) continue;
     const elf::Section &target = o_.sections[rs.target];
     for (const elf::Relocation &r : rs.relocations) {
+      if (far_rewritten(rs.target, r.offset)) continue;  // reaches through an absolute address
       const RelocNeeds kind = arch_->needs(r.type, target.data, r.offset);
       const std::string &name = symbol_name(r.symbol);
       char why[512];
-      if (kind.reach && external(r.symbol)) {
+      if (kind.reach && external(r.symbol) && !is_got_base(r.symbol)) {
         // A branch with a stub reaches anything: the stub is used when the symbol is far.
         bool stub = kind.branch && stub_slot_.count(r.symbol);
         auto seen = reach_seen.find(r.symbol);
@@ -251,9 +279,11 @@ sk_status Linker::collect_constraints(std::vector<PlacementConstraint> *out) {
 sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
   if (sk_status s = check_object()) return s;
   if (sk_status s = select_sections()) return s;
+  reserve_dso_handle();
   if (sk_status s = scan_relocations()) return s;
   if (sk_status s = bind_undefined()) return s;
   if (sk_status s = layout()) return s;
+  if (sk_status s = plan_far_data()) return s;
   std::vector<PlacementConstraint> constraints;
   if (sk_status s = collect_constraints(&constraints)) return s;
   // Near the libraries the object calls, so that calls reach without stubs when they can.
@@ -265,11 +295,16 @@ sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
     return s;
   if (sk_status s = write_contents()) return s;
   if (sk_status s = relocate()) return s;
+  if (sk_status s = write_far_data()) return s;
+  drop_foreign_fdes();
   std::unique_ptr<LinkedObject> linked(new LinkedObject());
   if (sk_status s = seal(linked.get())) return s;
   export_symbols(linked.get());
   const size_t size = mapping_.size();
+  if (sk_status s = collect_runtime(linked.get())) return s;
   linked->mapping_.reset(mapping_.release(), size);
+  // Constructors run last, on the finished module: one that fails destroys it, undoing them.
+  if (sk_status s = linked->runtime_->start()) return s;
   *out = std::move(linked);
   return SK_OK;
 }
@@ -287,7 +322,7 @@ sk_status LinkedObject::link(const elf::Object &object, const LinkOptions &optio
   }
 }
 
-LinkedObject::~LinkedObject() = default;  // mapping_ unmaps
+LinkedObject::~LinkedObject() = default;  // runtime_ runs the destructors, then mapping_ unmaps
 
 const LinkedFunction *LinkedObject::find_function(std::string_view name) const {
   for (const LinkedFunction &f : functions_)

@@ -6,7 +6,10 @@
 // data and the GOT, then writable data and .bss — placed within reach of what the object must
 // reach with short PC-relative relocations (±2 GiB for R_X86_64_PC32, ±4 GiB for AArch64's ADRP)
 // or below 2/4 GiB for absolute 32-bit ones against its own sections. Calls beyond a branch's
-// reach (x86-64 ±2 GiB, AArch64 ±128 MiB) go through call stubs.
+// reach (x86-64 ±2 GiB, AArch64 ±128 MiB) go through call stubs. Data references in code that
+// no placement reaches together with the others (a copy-relocated `stderr` and libc's `stdin`)
+// are left out of the placement and rewritten to go through the variable's absolute address
+// (host/far_data.hpp): the variable is shared, never copied.
 // Relocations applied with overflow checks; undefined symbols bound through LinkOptions (the
 // device API) and then to the process's symbols (dlsym); finally each part is sealed: code
 // read+execute, constants and GOT read-only, data read+write. No page is ever writable and
@@ -25,6 +28,8 @@
 #include "host/placement.hpp"
 
 namespace sk::host {
+
+class ModuleRuntime;
 
 struct LinkOptions {
   // Resolves an undefined symbol before the process's symbols are searched (the device API of
@@ -47,6 +52,13 @@ struct LinkedFunction {
   std::vector<std::string> undefined_references;
 };
 
+// A function symbol of the object, local ones too: what debuggers and profilers name.
+struct CodeSymbol {
+  std::string name;
+  void *address = nullptr;
+  uint64_t size = 0;
+};
+
 struct MappedRegion {
   void *address = nullptr;
   size_t size = 0;
@@ -57,8 +69,10 @@ class LinkedObject {
  public:
   // Links `object` (already parsed). Errors name object.label and the culprit (section, symbol,
   // relocation type and offset): SK_ERR_BAD_BINARY (malformed), SK_ERR_UNSUPPORTED (wrong
-  // machine, TLS, constructors, unknown relocation, a 32-bit relocation that cannot reach),
-  // SK_ERR_NOT_FOUND (unresolved non-weak symbol), SK_ERR_OUT_OF_MEMORY.
+  // machine, TLS, .preinit_array, unknown relocation, a 32-bit relocation that cannot reach nor
+  // be rewritten),
+  // SK_ERR_NOT_FOUND (unresolved non-weak symbol), SK_ERR_OUT_OF_MEMORY, SK_ERR_KERNEL (a
+  // constructor threw). The constructors have run when it returns SK_OK.
   static sk_status link(const elf::Object &object, const LinkOptions &options,
                         std::unique_ptr<LinkedObject> *out);
 
@@ -74,6 +88,9 @@ class LinkedObject {
   // The NUL-separated records of section .sk.kernels (empty strings dropped).
   const std::vector<std::string> &metadata_records() const { return metadata_; }
   const std::vector<MappedRegion> &regions() const { return regions_; }
+  const std::vector<CodeSymbol> &code_symbols() const { return code_symbols_; }
+  // The loaded unwind tables (.eh_frame, relocated): address and size, for debuggers.
+  const std::vector<std::pair<const void *, size_t>> &unwind_tables() const { return unwind_tables_; }
 
  private:
   LinkedObject() = default;
@@ -82,7 +99,12 @@ class LinkedObject {
   std::vector<std::pair<std::string, void *>> symbols_;
   std::vector<std::string> metadata_;
   std::vector<MappedRegion> regions_;
+  std::vector<CodeSymbol> code_symbols_;
+  std::vector<std::pair<const void *, size_t>> unwind_tables_;
   Mapping mapping_;
+  // Constructors, destructors, unwind registration (linker_init.hpp); declared after mapping_,
+  // so destroyed before it: the destructors run while the code is still mapped.
+  std::unique_ptr<ModuleRuntime> runtime_;
 };
 
 }  // namespace sk::host

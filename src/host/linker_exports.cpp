@@ -8,6 +8,7 @@
 
 #include "elf/function_references.hpp"
 #include "host/linker_impl.hpp"
+#include "host/linker_init.hpp"
 
 namespace sk::host {
 namespace {
@@ -53,6 +54,9 @@ void Linker::export_symbols(LinkedObject *lo) const {
 
   for (size_t i = 1; i < o_.symbols.size(); ++i) {
     const elf::Symbol &s = o_.symbols[i];
+    if (s.type == STT_FUNC && s.shndx != SHN_UNDEF && s.shndx < n && !s.name.empty() &&
+        section_offset_[s.shndx] != kNotLoaded)
+      lo->code_symbols_.push_back({s.name, reinterpret_cast<void *>(symbol_address(static_cast<uint32_t>(i))), s.size});
     if (!is_global(s) || s.shndx == SHN_UNDEF || s.name.empty()) continue;
     bool in_section = s.shndx != SHN_ABS && s.shndx != SHN_COMMON;
     if (in_section && section_offset_[s.shndx] == kNotLoaded) continue;
@@ -62,6 +66,12 @@ void Linker::export_symbols(LinkedObject *lo) const {
     if (in_section && (s.type == STT_FUNC || (s.type == STT_NOTYPE && code)))
       lo->functions_.push_back({s.name, address, s.size, reachable_undefined(s)});
   }
+
+  const uint64_t base = reinterpret_cast<uint64_t>(mapping_.address());
+  for (size_t i = 1; i < n; ++i)
+    if (is_eh_frame(o_.sections[i]) && section_offset_[i] != kNotLoaded && o_.sections[i].size > 0)
+      lo->unwind_tables_.emplace_back(reinterpret_cast<const void *>(base + static_cast<uint64_t>(section_offset_[i])),
+                                      o_.sections[i].size);
 
   int meta = o_.find_section(".sk.kernels");
   if (meta > 0 && o_.sections[meta].data) {

@@ -3,10 +3,13 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "host/far_data.hpp"
 #include "host/linker.hpp"
+#include "host/linker_init.hpp"
 #include "host/placement.hpp"
 #include "host/relocation.hpp"
 
@@ -34,8 +37,21 @@ class Linker {
   sk_status seal(LinkedObject *lo);
   // linker_exports.cpp
   void export_symbols(LinkedObject *lo) const;
+  // linker_init.cpp
+  sk_status check_eh_frame(size_t section, bool *load) const;
+  void reserve_dso_handle();
+  void drop_foreign_fdes();
+  sk_status collect_runtime(LinkedObject *lo);
+  // linker_far_data.cpp
+  sk_status plan_far_data();
+  sk_status write_far_data();
+  bool far_candidate(uint32_t section, const elf::Relocation &r) const;
+  bool far_rewritten(uint32_t section, uint64_t offset) const;  // relocate() leaves it alone
+  size_t far_stub_bytes() const;
+  uint32_t enclosing_symbol(uint32_t section, uint64_t offset) const;
 
   bool external(uint32_t sym) const;  // address fixed outside the mapping (undefined, absolute)
+  bool is_got_base(uint32_t sym) const;  // _GLOBAL_OFFSET_TABLE_: the GOT's address
   uint64_t symbol_address(uint32_t sym) const;
   const std::string &symbol_name(uint32_t sym) const;
   std::string where(uint32_t section, uint64_t offset) const;  // ".text+0x1a"
@@ -56,6 +72,16 @@ class Linker {
   size_t part_begin_[kParts] = {}, part_end_[kParts] = {};
   size_t stubs_offset_ = 0, got_offset_ = 0, bss_offset_ = 0, total_ = 0;
   Mapping mapping_;
+  // Rewritten far data references (linker_far_data.cpp).
+  struct FarData {
+    uint32_t section;
+    const elf::Relocation *reloc;
+    FarDataSite site;
+  };
+  const FarDataRewriter *far_ = nullptr;
+  std::vector<FarData> far_sites_;
+  std::set<std::pair<uint32_t, uint64_t>> far_fields_;  // (section, offset) of their relocations
+  size_t far_stubs_offset_ = 0;
 };
 
 }  // namespace sk::host

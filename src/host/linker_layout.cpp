@@ -31,8 +31,9 @@ uint64_t Linker::symbol_address(uint32_t sym) const {
   if (sym == 0) return 0;
   const elf::Symbol &s = o_.symbols[sym];
   const uint64_t base = reinterpret_cast<uint64_t>(mapping_.address());
+  if (common_offset_[sym] != kNotLoaded) return base + bss_offset_ + static_cast<uint64_t>(common_offset_[sym]);
   switch (s.shndx) {
-    case SHN_UNDEF: return resolved_[sym];
+    case SHN_UNDEF: return is_got_base(sym) ? base + got_offset_ : resolved_[sym];
     case SHN_ABS: return s.value;
     case SHN_COMMON: return base + bss_offset_ + static_cast<uint64_t>(common_offset_[sym]);
     default:
@@ -58,11 +59,12 @@ sk_status Linker::layout() {
         const elf::Section &s = o_.sections[i];
         if (section_offset_[i] == kNotLoaded || part_of_[i] != part) continue;
         if ((s.type == SHT_NOBITS) != (nobits == 1)) continue;
-        section_offset_[i] = add(s.align, s.size);
+        section_offset_[i] = add(s.align, s.size + (is_eh_frame(s) ? kEhFrameTerminator : 0));
         if (offset > kMaxTotal) return fail(SK_ERR_UNSUPPORTED, "%s: the loaded sections exceed 2 GiB", label());
       }
     }
     if (part == kText) stubs_offset_ = add(16, arch_->stub_size * stub_slot_.size());
+    if (part == kText) far_stubs_offset_ = add(16, far_stub_bytes());
     if (part == kRodata) got_offset_ = add(kGotEntrySize, kGotEntrySize * got_slot_.size());
     if (part == kData) bss_offset_ = add(common_align_, common_size_);
     if (offset > kMaxTotal) return fail(SK_ERR_UNSUPPORTED, "%s: the loaded sections exceed 2 GiB", label());
@@ -97,6 +99,7 @@ sk_status Linker::relocate() {
     const elf::Section &target = o_.sections[rs.target];
     const uint64_t section_at = static_cast<uint64_t>(section_offset_[rs.target]);
     for (const elf::Relocation &r : rs.relocations) {
+      if (far_rewritten(rs.target, r.offset)) continue;  // write_far_data() does it
       const elf::Symbol &sym = o_.symbols[r.symbol];
       RelocValues v;
       v.S = symbol_address(r.symbol);

@@ -35,6 +35,31 @@ constexpr std::string_view kCompiler[] = {
     "__divsc3",  "__powisf2", "__powidf2", "__stack_chk_fail",
 };
 
+// The C++ ABI's language support (libstdc++'s libsupc++ and the unwinder): static-object
+// destructors, guarded function-local statics, exceptions, dynamic_cast and pure virtuals. The
+// standard library itself (std::, operator new) is not in the list.
+constexpr std::string_view kCxxRuntime[] = {
+    "__cxa_atexit",          "__cxa_guard_acquire",  "__cxa_guard_release",  "__cxa_guard_abort",
+    "__cxa_pure_virtual",    "__cxa_deleted_virtual", "__cxa_allocate_exception",
+    "__cxa_free_exception",  "__cxa_throw",          "__cxa_rethrow",        "__cxa_begin_catch",
+    "__cxa_end_catch",       "__cxa_get_exception_ptr", "__cxa_call_unexpected", "__cxa_bad_cast",
+    "__cxa_bad_typeid",      "__gxx_personality_v0", "_Unwind_Resume",       "__dynamic_cast",
+    "_ZSt9terminatev",  // std::terminate: what a noexcept function's landing pad calls
+};
+
+// The type_info vtables every polymorphic class's RTTI points at (_ZTVN10__cxxabiv117__class_
+// type_infoE...), and the type_info of fundamental types and pointers to them (_ZTIi, _ZTIPKc),
+// which `catch (int)` and typeid name.
+bool is_cxx_type_info(std::string_view name) {
+  if (name.substr(0, 17) == "_ZTVN10__cxxabiv1") return true;
+  if (name.substr(0, 4) != "_ZTI") return false;
+  std::string_view t = name.substr(4);
+  if (t.substr(0, 2) == "PK") t.remove_prefix(2);
+  else if (t.substr(0, 1) == "P") t.remove_prefix(1);
+  if (t == "Dn" || t == "Ds" || t == "Di" || t == "Du") return true;  // nullptr_t, char16/32/8_t
+  return t.size() == 1 && std::string_view("abcdefghijlmnostvwxy").find(t[0]) != std::string_view::npos;
+}
+
 bool in(std::string_view name, const std::string_view *begin, const std::string_view *end) {
   for (const std::string_view *p = begin; p != end; ++p)
     if (*p == name) return true;
@@ -60,6 +85,7 @@ bool strict_allows(std::string_view name) {
   if (in(name, std::begin(kLibc), std::end(kLibc)) || in(name, std::begin(kCompiler), std::end(kCompiler)))
     return true;
   if (in(name, std::begin(kMath), std::end(kMath))) return true;
+  if (in(name, std::begin(kCxxRuntime), std::end(kCxxRuntime)) || is_cxx_type_info(name)) return true;
   // sinf, sinl: the float and long double variants of the math list.
   if (!name.empty() && (name.back() == 'f' || name.back() == 'l')) {
     std::string_view base = name.substr(0, name.size() - 1);

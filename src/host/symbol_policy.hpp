@@ -1,7 +1,7 @@
 // What a kernel object's undefined symbols may bind to (device spec key `symbols=`).
 //   process (default): anything the process defines, like dlopen would.
-//   strict: only the device API, libm, and a fixed list of libc memory/string functions and
-//           compiler helpers (docs/conventions.md lists them). It narrows what an object can
+//   strict: only the device API, libm, and a fixed list of libc memory/string functions,
+//           compiler helpers and the C++ ABI runtime (docs/conventions.md lists them). It narrows what an object can
 //           reach; it is not a sandbox (the object's own code still runs with the process's
 //           rights).
 #pragma once

@@ -10,7 +10,7 @@ static void test_status_names(void **state) {
   static const char *const names[] = {
       "SK_OK",          "SK_ERR_INVALID_ARGUMENT", "SK_ERR_BAD_BINARY", "SK_ERR_UNSUPPORTED",
       "SK_ERR_NOT_FOUND", "SK_ERR_INCOMPATIBLE",   "SK_ERR_OUT_OF_MEMORY", "SK_ERR_DEVICE",
-      "SK_ERR_HANG",    "SK_ERR_STATE"};
+      "SK_ERR_HANG",    "SK_ERR_STATE",        "SK_ERR_KERNEL"};
   int i;
   (void)state;
   /* Stable numeric values. */
@@ -24,11 +24,12 @@ static void test_status_names(void **state) {
   assert_int_equal(SK_ERR_DEVICE, 7);
   assert_int_equal(SK_ERR_HANG, 8);
   assert_int_equal(SK_ERR_STATE, 9);
-  for (i = 0; i < 10; ++i) {
+  assert_int_equal(SK_ERR_KERNEL, 10);
+  for (i = 0; i < 11; ++i) {
     assert_non_null(sk_status_name((sk_status)i));
     assert_string_equal(sk_status_name((sk_status)i), names[i]);
   }
-  assert_string_equal(sk_status_name((sk_status)10), "SK_ERR_UNKNOWN");
+  assert_string_equal(sk_status_name((sk_status)11), "SK_ERR_UNKNOWN");
   assert_string_equal(sk_status_name((sk_status)-1), "SK_ERR_UNKNOWN");
   assert_string_equal(sk_status_name((sk_status)1000000), "SK_ERR_UNKNOWN");
 }

@@ -146,6 +146,7 @@ static void test_load_unsupported_and_unresolved(void **state) {
   for (i = 0; i < sizeof all_variants / sizeof all_variants[0]; ++i) {
     kernel_path(path, sizeof path, all_variants[i], "capi_tls");
     SK_EXPECT_ERR(sk_module_load_file(dev, path, &mod), SK_ERR_UNSUPPORTED, "capi_tls_counter");
+    SK_EXPECT_MSG("kernels run on the executor's threads, not the launching thread");
     assert_ptr_equal(mod, SENTINEL(sk_module));
     kernel_path(path, sizeof path, all_variants[i], "capi_undef");
     SK_EXPECT_ERR(sk_module_load_file(dev, path, &mod), SK_ERR_NOT_FOUND,

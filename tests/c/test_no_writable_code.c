@@ -1,7 +1,7 @@
 /* No writable code: after loading every test object of every variant through sk_module_load
  * (twice: the second load is a module-cache hit), no mapping of the process is both writable and
  * executable; after unloading them, the code mappings the loads made are gone. Objects meant to
- * fail (TLS, constructors, unknown relocations...) may fail to load: that is not what is tested. */
+ * fail (TLS, unknown relocations...) may fail to load: that is not what is tested. */
 #include <dirent.h>
 
 #include "test_util.h"

@@ -289,3 +289,19 @@ TEST_F(CudaFakeDriver, MismatchedThreadsAndForeignKernelsAreRefused) {
   EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk_last_error(), "one core type")) << sk_last_error();
 }
+
+namespace {
+
+// A CUDA module is one cubin: several are refused, naming the way out; one loads as ever.
+TEST_F(CudaFakeDriver, SeveralObjectsAsOneModuleAreRefused) {
+  const std::string chain = sk::cuda_test::kernel_path("chain.cubin"), misc = sk::cuda_test::kernel_path("misc.cubin");
+  const char *two[] = {chain.c_str(), misc.c_str()};
+  sk_module *mod = nullptr;
+  EXPECT_EQ(sk_module_load_files(dev_, two, 2, &mod), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk_last_error(), "a CUDA module is one cubin")) << sk_last_error();
+  EXPECT_EQ(mod, nullptr);
+  ASSERT_EQ(sk_module_load_files(dev_, two, 1, &mod), SK_OK) << sk_last_error();
+  modules_.push_back(mod);
+}
+
+}  // namespace

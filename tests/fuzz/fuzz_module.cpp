@@ -2,7 +2,9 @@
 // through the public API (sk_module_load on a host device, under symbols=process or strict by
 // the last byte), and every function the object defines is looked up as a kernel, with its
 // metadata and with a few given signatures. Nothing is launched: running an object's code is
-// what loading it is for (docs/conventions.md, trust model), not something a fuzzer can judge.
+// what loading it is for (docs/conventions.md, trust model), not something a fuzzer can judge;
+// for the same reason objects with constructors or destructors, which loading and unloading
+// run, stop after the ELF reader.
 #include <elf.h>
 #include <sk.h>
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "elf/elf_object.hpp"
+#include "host/linker_init.hpp"
 
 namespace {
 sk_device *open_device(const char *spec) {
@@ -26,10 +29,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static sk_device *strict = open_device("host:cores=1,timeout_ms=1000,symbols=strict");
   std::vector<std::string> names;
   sk::elf::Object object;
-  if (sk::elf::parse_object(data, size, "fuzz", &object) == SK_OK)
+  if (sk::elf::parse_object(data, size, "fuzz", &object) == SK_OK) {
+    for (const sk::elf::Section &s : object.sections) {
+      const auto kind = sk::host::init_section(s).kind;
+      if (s.size > 0 && (kind == sk::host::InitSection::Init || kind == sk::host::InitSection::Fini)) return 0;
+    }
     for (const sk::elf::Symbol &s : object.symbols)
       if (s.shndx != SHN_UNDEF && (s.bind == STB_GLOBAL || s.bind == STB_WEAK) && names.size() < 16)
         names.push_back(s.name);
+  }
   names.push_back("capi_fill");  // a name seeds define, and one no object does
   names.push_back("");
   sk_device *dev = size && (data[size - 1] & 1) ? strict : process;

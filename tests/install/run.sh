@@ -66,10 +66,10 @@ for want in "$major.$((minor + 1))" "$((major + 1)).0"; do
   ! probe "$want" || fail "find_package(sk $want) accepts libsk $major.$minor.$patch"
 done
 
-# (c) Exported symbols: only sk_* (plus the version node the version script defines), every
+# (c) Exported symbols: only sk_* and GDB's JIT interface (plus the version node the version script defines), every
 # SK_API function of sk.h among them; SONAME libsk.so.0.
 exported=$(nm -D --defined-only "$lib" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort)
-stray=$(grep -v '^sk_' <<<"$exported" || true)
+stray=$(grep -v -e '^sk_' -e '^__jit_debug_register_code$' -e '^__jit_debug_descriptor$' <<<"$exported" || true)
 [[ -z $stray ]] || fail "libsk.so.0 exports non-sk_ symbols: $(echo $stray)"
 for fn in $(grep -o 'SK_API[^(]*(' "$prefix/include/sk.h" | grep -o 'sk_[a-z0-9_]*(' | tr -d '('); do
   grep -qx "$fn" <<<"$exported" || fail "$fn is declared in sk.h but not exported"

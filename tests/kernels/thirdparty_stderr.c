@@ -1,6 +1,7 @@
-/* A third-party program that writes to stderr: gcc's default PIE code reaches the external
- * variable `stderr` with R_X86_64_PC32 (it assumes a copy relocation), so the object must be
- * placed within 2 GiB of it. */
+/* A third-party program that writes to stderr and looks at stdin: gcc's default PIE code reaches
+ * the external variables `stderr` and `stdin` with R_X86_64_PC32 (it assumes copy relocations).
+ * In a program that copy-relocates `stderr` (it uses it) and not `stdin` (left in libc), the two
+ * lie terabytes apart: the loader rewrites the references it cannot reach. */
 #define main thirdparty_stderr_main
 #include <stdio.h>
 
@@ -14,3 +15,5 @@ int main(int argc, char **argv) {
 }
 
 void *thirdparty_stderr_stream(void) { return stderr; }
+
+void *thirdparty_stdin_stream(void) { return stdin; }

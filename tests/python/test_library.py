@@ -34,6 +34,7 @@ def test_version_string_spells_the_version():
 def test_status_names():
     assert sk.status_name(0) == "SK_OK"
     assert sk.status_name(8) == "SK_ERR_HANG"
+    assert sk.status_name(sk.KernelError.status) == "SK_ERR_KERNEL"
     assert sk.status_name(1234) == "SK_ERR_UNKNOWN"
 
 

@@ -15,7 +15,7 @@ from ._lib import BINDING_VERSION, KernelOptions, lib
 from .args import SIGNATURE_TOKENS, parse_signature
 from .device import Buffer, Device
 from .errors import (BadBinary, DeviceError, Error, Hang, Incompatible, InvalidArgument,
-                     LibraryNotFound, NotFound, OutOfMemory, StateError, Unsupported,
+                     KernelError, LibraryNotFound, NotFound, OutOfMemory, StateError, Unsupported,
                      VersionMismatch)
 from .memory import ReadOnly, readonly
 from .metadata import kernel_records
@@ -51,7 +51,7 @@ def status_name(status):
 
 
 __all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Device", "DeviceError", "Error", "Hang",
-           "Incompatible", "InvalidArgument", "Kernel", "KernelOptions", "KERNEL_FLAG_TILING_SINK",
+           "Incompatible", "InvalidArgument", "Kernel", "KernelError", "KernelOptions", "KERNEL_FLAG_TILING_SINK",
            "LibraryNotFound", "Module", "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly",
            "Scope", "SIGNATURE_TOKENS", "StateError", "Stream", "SuperKernel", "Unsupported",
            "VersionMismatch", "kernel_records", "library_path", "parse_signature",

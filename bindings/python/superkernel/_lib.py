@@ -64,6 +64,8 @@ PROTOTYPES = {
     "sk_memcpy": (_st, [_p, _p, _p, _size]),
     "sk_module_load": (_st, [_p, _p, _size, _pp]),
     "sk_module_load_file": (_st, [_p, _s, _pp]),
+    "sk_module_load_files": (_st, [_p, ctypes.POINTER(_s), _size, _pp]),
+    "sk_module_load_images": (_st, [_p, ctypes.POINTER(_p), ctypes.POINTER(_size), _size, _pp]),
     "sk_module_unload": (None, [_p]),
     "sk_module_get_kernel": (_st, [_p, _s, _pp]),
     "sk_module_get_kernel_with_signature": (_st, [_p, _s, _s, _pp]),

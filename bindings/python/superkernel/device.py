@@ -54,7 +54,8 @@ class Device(Handle):
         return Buffer._wrap(self, obj)
 
     def load(self, source):
-        """Loads a kernel object: a path (str or os.PathLike) or its bytes."""
+        """Loads a kernel object: a path (str or os.PathLike) or its bytes; or a list of them,
+        objects and `ar` archives linked as one module (sk_module_load_files)."""
         from .module import Module
         return Module(self, source)
 

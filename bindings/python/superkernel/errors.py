@@ -65,9 +65,14 @@ class StateError(Error):
     status = 9
 
 
+class KernelError(Error):
+    """An exception escaped a kernel (the launch failed) or a constructor (the load failed)."""
+    status = 10
+
+
 BY_STATUS = {cls.status: cls for cls in (InvalidArgument, BadBinary, Unsupported, NotFound,
                                           Incompatible, OutOfMemory, DeviceError, Hang,
-                                          StateError)}
+                                          StateError, KernelError)}
 
 
 def check(status, call):

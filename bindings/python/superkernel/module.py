@@ -8,6 +8,7 @@ from .checks import c_path, c_string, instance, integer
 from .errors import BadBinary, NotFound, StateError, Unsupported, check
 from .handle import Handle
 from .metadata import kernel_records
+from .module_set import load_set, set_records
 from .object_file import ObjectFileError, is_regular, read_object
 
 _FILE_ERRORS = {"empty": BadBinary, "not-elf": BadBinary, "too-large": Unsupported,
@@ -28,6 +29,11 @@ class Module(Handle):
     def __init__(self, device, source):
         self.device = device
         out = ctypes.c_void_p()
+        if isinstance(source, (list, tuple)):  # several objects and archives as one module
+            self.path = None
+            self.kernels = set_records(load_set(device, source, out, _read_for_load))
+            super().__init__(out.value, device)
+            return
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             raw_path = c_path(source, "Device.load path")

@@ -8,6 +8,7 @@ import stat
 #: libsk's limit: objects must be smaller than this (kMaxObjectSize, src/host/host_device.hpp).
 MAX_OBJECT_SIZE = 1 << 30
 ELF_MAGIC = b"\x7fELF"
+AR_MAGIC = b"!<arch>\n"  # an archive, for a list given to Device.load
 _CHUNK = 1 << 16
 
 
@@ -48,7 +49,7 @@ def read_object(path):
                 raise _too_large(name, size)
             if len(head) < len(ELF_MAGIC):
                 head = (head + chunk)[:len(ELF_MAGIC)]
-                if not ELF_MAGIC.startswith(head):
+                if not ELF_MAGIC.startswith(head) and not AR_MAGIC.startswith(head):
                     raise ObjectFileError(f"{name}: not an ELF object (no \\x7fELF magic)",
                                           "not-elf")
     finally:

@@ -191,6 +191,9 @@ TEST_F(Fixture, ErrorsThrowWithStatusAndCulprit) {
   expect_error([] { sk::Device d("no-such-backend"); }, SK_ERR_INVALID_ARGUMENT, "no-such-backend");
   expect_error([] { sk::Device d("host:no_such_key=1"); }, SK_ERR_INVALID_ARGUMENT, "no_such_key");
   expect_error([&] { dev.load_file("/no/such/object.o"); }, SK_ERR_NOT_FOUND, "/no/such/object.o");
+  expect_error([&] { dev.load_files({kernel_object("capi_misc"), "/no/such/lib.a"}); }, SK_ERR_NOT_FOUND,
+               "/no/such/lib.a");
+  expect_error([&] { dev.load_files({}); }, SK_ERR_INVALID_ARGUMENT, "count is 0");
   expect_error([&] { dev.scope("s").add(fill, 0, sk::args(&c.n, &c.n, &c.n)); }, SK_ERR_INVALID_ARGUMENT, "block_dim");
   expect_error([&] { dev.scope("s").add(fill, 1, nullptr); }, SK_ERR_INVALID_ARGUMENT, "capi_fill");
   expect_error([&] { dev.scope("s").add(fill, 1, sk::args(&c.n, &c.n, &c.n), sk::KernelOptions{"", "", 0x80, 0}); },

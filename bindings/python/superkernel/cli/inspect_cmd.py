@@ -1,16 +1,20 @@
-"""`sk inspect FILE`: what a kernel object holds, as libsk will see it.
+"""`sk inspect FILE [FILE...]`: what a kernel object holds, as libsk will see it.
 
 Kernels (from the SK_KERNEL records of .sk.kernels) with their signatures, core types and the
 device-API calls each makes; sections; relocations per section and type; undefined symbols
 (device API vs process symbols); the XXH3-128 content hash libsk uses for binary reuse. With
 --load, the object is also loaded by libsk (what sk_module_load says about it).
+
+Several files, or an `ar` archive, are linked by libsk as one module (sk_module_load_files, on
+the --load device, default host): each object is shown as above, each archive as its members
+and the kernels they record, then which kernels the linked module has.
 """
 import ctypes
 import hashlib
 import json
 
 from ..metadata import kernel_records
-from ..object_file import is_regular, read_object
+from ..object_file import AR_MAGIC, is_regular, read_object
 from .elf import ELF_TYPES, MACHINES, SECTION_TYPES, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, \
     ElfObject
 
@@ -20,7 +24,9 @@ DEVICE_API_PREFIX = "sk_"
 def add_parser(sub):
     p = sub.add_parser("inspect", help="show the kernels, sections and relocations of an object",
                        description=__doc__)
-    p.add_argument("file", help="kernel object (ELF relocatable, as cc -c writes it)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="kernel object (ELF relocatable, as cc -c writes it) or ar archive; "
+                        "several are linked as one module")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--load", metavar="SPEC", nargs="?", const="host",
                    help="also load it with libsk on device SPEC (default host) and report")
@@ -144,6 +150,10 @@ def load_with_libsk(d, source, spec):
 
 def run(args, out, err):
     from . import InputError
+    if len(args.files) > 1 or _is_archive(args.files[0]):
+        from .inspect_set import run_set
+        return run_set(args, out)
+    args.file = args.files[0]
     try:
         regular = is_regular(args.file)
         image = read_object(args.file)  # bounded: a pipe or /dev/zero is not read to the end
@@ -161,3 +171,14 @@ def run(args, out, err):
     else:
         print_text(d, out)
     return 0
+
+
+def _is_archive(path):
+    """A regular file that starts as an archive (a pipe is not opened here: it reads once)."""
+    try:
+        if not is_regular(path):
+            return False
+        with open(path, "rb") as f:
+            return f.read(len(AR_MAGIC)) == AR_MAGIC
+    except OSError:
+        return False  # the one-file path reports it

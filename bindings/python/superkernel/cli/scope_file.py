@@ -4,8 +4,9 @@
       "device": "host:cores=2",                 (optional; --device overrides it)
       "name": "chain",                          (optional)
       "options": "early-start=1" | {"early-start": 1},
-      "objects": {"ops": "ops.o"},              (paths relative to the JSON file, or to
-                                                 --objects-dir DIR)
+      "objects": {"ops": "ops.o",               (paths relative to the JSON file, or to
+                  "blas": ["chain.o", "libblas.a"]}  --objects-dir DIR; a list is linked as
+                                                 one module, sk_module_load_files)
       "buffers": {                              (allocated once per run: fused and unfused each
         "x": {"type": "f32", "count": 1024,      get their own copy, filled the same way)
               "fill": "random", "range": [-1, 1], "seed": 1},
@@ -142,9 +143,16 @@ class ScopeSpec:
         objects = doc.get("objects", {})
         _need(isinstance(objects, dict) and objects, f"{where}: objects",
               "must be a non-empty object {alias: path}")
+        self.objects = {}
         for alias, p in objects.items():
-            _text(p, f"{where}: objects.{alias}", "the path", optional=False)
-        self.objects = {alias: os.path.join(base, p) for alias, p in objects.items()}
+            if isinstance(p, list):
+                _need(p, f"{where}: objects.{alias}", "a list of paths must not be empty")
+                for i, one in enumerate(p):
+                    _text(one, f"{where}: objects.{alias}[{i}]", "the path", optional=False)
+                self.objects[alias] = [os.path.join(base, one) for one in p]
+            else:
+                _text(p, f"{where}: objects.{alias}", "the path (or a list of paths)", optional=False)
+                self.objects[alias] = os.path.join(base, p)
         buffers = doc.get("buffers", {})
         _need(isinstance(buffers, dict), f"{where}: buffers",
               "must be an object {name: {type, count, fill}}")

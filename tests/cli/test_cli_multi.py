@@ -1,0 +1,77 @@
+"""`sk inspect` and scope files with several objects and an `ar` archive, linked by libsk as
+one module (tests/kernels/multi compiled here with cc and ar, as a user would)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from test_cli import ROOT, sk
+
+MULTI = os.path.join(ROOT, "tests", "kernels", "multi")
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli_multi")
+    objs = {}
+    for name in ("multi_main", "multi_helper", "multi_dup", "multi_offset", "multi_base",
+                 "multi_unused"):
+        objs[name] = out / f"{name}.o"
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-fPIE", "-g0", "-std=gnu11",
+                        "-I", os.path.join(ROOT, "include"), "-c",
+                        os.path.join(MULTI, f"{name}.c"), "-o", str(objs[name])], check=True)
+    objs["libmulti"] = out / "libmulti.a"
+    subprocess.run([os.environ.get("AR", "ar"), "rcs", str(objs["libmulti"]),
+                    str(objs["multi_offset"]), str(objs["multi_base"]), str(objs["multi_unused"])],
+                   check=True)
+    return objs
+
+
+def test_inspect_several_files_json(multi):
+    r = sk("inspect", "--json", multi["multi_main"], multi["multi_helper"], multi["libmulti"])
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert [f["file"] for f in d["files"]] == [str(multi[n]) for n in ("multi_main", "multi_helper", "libmulti")]
+    assert d["files"][0]["kernels"][0]["name"] == "multi_kernel"
+    assert d["files"][2]["archive"] and len(d["files"][2]["members"]) == 3
+    assert d["link"]["kernels"] == ["multi_kernel", "multi_helper_kernel"]
+
+
+def test_inspect_several_files_text(multi):
+    r = sk("inspect", multi["multi_main"], multi["multi_helper"], multi["libmulti"])
+    assert r.returncode == 0, r.stderr
+    assert "ar archive, 3 members" in r.stdout
+    assert "all 3 file(s) as one module: loads and links" in r.stdout
+
+
+def test_inspect_archive_alone_is_described_not_linked(multi):
+    r = sk("inspect", multi["libmulti"])
+    assert r.returncode == 0, r.stderr
+    assert "not linked: archives alone link nothing" in r.stdout
+
+
+def test_inspect_duplicate_definition_exit_4(multi):
+    r = sk("inspect", multi["multi_main"], multi["multi_helper"], multi["multi_dup"])
+    assert r.returncode == 4
+    assert "'multi_scale' is defined in" in r.stderr
+    assert "multi_helper.o" in r.stderr and "multi_dup.o" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_run_scope_with_a_list_of_objects(multi, tmp_path):
+    doc = {"device": "host:cores=2", "objects": {"m": [str(multi["multi_main"]),
+                                                       str(multi["multi_helper"]),
+                                                       str(multi["libmulti"])]},
+           "buffers": {"buf": {"type": "i32", "count": 64, "fill": "iota"}},
+           "kernels": [{"object": "m", "kernel": "multi_kernel", "block_dim": 2, "args": ["@buf", 64]},
+                       {"object": "m", "kernel": "multi_helper_kernel", "block_dim": 2,
+                        "args": ["@buf", 64]}]}
+    path = tmp_path / "multi.json"
+    path.write_text(json.dumps(doc))
+    r = sk("run", path, "--repeat", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc["objects"]["m"] = []
+    path.write_text(json.dumps(doc))
+    r = sk("run", path)
+    assert r.returncode == 3 and "objects.m" in r.stderr
