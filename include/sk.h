@@ -211,7 +211,9 @@ typedef struct sk_stream sk_stream;
  * The driver (`libcuda.so.1`) and nvJitLink (`libnvJitLink.so.13`) are loaded at run time, so
  * libsk builds and loads on machines without CUDA; there, and without a GPU, opening fails with
  * SK_ERR_DEVICE saying what is missing. The environment variables `SK_CUDA_DRIVER_LIBRARY` and
- * `SK_CUDA_NVJITLINK_LIBRARY` name other copies to load.
+ * `SK_CUDA_NVJITLINK_LIBRARY` name other copies to load. Linked super kernels are cached in
+ * `$XDG_CACHE_HOME/libsk` (else `~/.cache/libsk`) for later processes; `SK_CUDA_LINK_CACHE=0`
+ * turns that off.
  */
 
 /**
@@ -642,7 +644,10 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * the host device its "execution" object says how the executor runs it: "barrier" ("central",
  * or "tree" with "barrier_group_cores" and "barrier_groups"), "step_loop" ("chain", the
  * leanest, or "general"), "completes_at" ("last release" or "core reports") and "calls" (how
- * many kernels it calls "direct", by "register map" and through "libffi", the slowest).
+ * many kernels it calls "direct", by "register map" and through "libffi", the slowest). On a
+ * CUDA device its "cuda_entry" object gives the linked entry's resources as its cubin says:
+ * "registers" and "local_bytes" / "stack_bytes" per thread, "static_shared_bytes" and
+ * "dynamic_shared_bytes" per block, and the driver's "blocks_per_sm".
  * Its integer "schema_version" names the layout; sk_explain.schema.json (a JSON Schema, draft
  * 2020-12, installed beside this header) describes every key of that version.
  * Writes the JSON and its terminating NUL to buf; *needed (if not NULL) receives that size.

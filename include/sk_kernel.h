@@ -162,8 +162,9 @@ SK_DEVICE_INLINE void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end)
 /*
  * Metadata: a device compiler keeps no custom section, so each record is a __device__ string
  * named sk_kernel_meta_<fn> that libsk finds in the cubin's symbol table:
- * "sk1;kernel=NAME;sig=SIGNATURE;type=CORE_TYPE[;threads=N]". threads is the block size the
- * kernel is written for (every sub-kernel of a super kernel must agree; 128 if not given).
+ * "sk1;kernel=NAME;sig=SIGNATURE;type=CORE_TYPE[;threads=N][;shared=BYTES]". threads is the
+ * block size the kernel is written for (every sub-kernel of a super kernel must agree; 128 if
+ * not given); shared the bytes its `extern __shared__` array needs.
  */
 #define SK_KERNEL_TYPED(fn, signature, core_type)                                             \
   extern "C" __device__ __attribute__((used)) const char SK_KERNEL_CAT(sk_kernel_meta_, fn)[] = \
@@ -172,6 +173,14 @@ SK_DEVICE_INLINE void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end)
 #define SK_KERNEL_CUDA(fn, signature, threads)                                                \
   extern "C" __device__ __attribute__((used)) const char SK_KERNEL_CAT(sk_kernel_meta_, fn)[] = \
       "sk1;kernel=" #fn ";sig=" signature ";type=vector;threads=" #threads;
+/**
+ * SK_KERNEL_CUDA for a kernel with an `extern __shared__` array of `shared_bytes` (a literal
+ * number, at most 232448). Sub-kernels run one after another, so a super kernel launches with
+ * the largest of its sub-kernels' sizes.
+ */
+#define SK_KERNEL_CUDA_SHARED(fn, signature, threads, shared_bytes)                           \
+  extern "C" __device__ __attribute__((used)) const char SK_KERNEL_CAT(sk_kernel_meta_, fn)[] = \
+      "sk1;kernel=" #fn ";sig=" signature ";type=vector;threads=" #threads ";shared=" #shared_bytes;
 #elif defined(__GNUC__) || defined(__clang__)
 /*
  * One record in section .sk.kernels: a NUL-terminated string

@@ -20,6 +20,7 @@ bool is_cuda_spec(const char *spec) {
 #ifdef SK_HAVE_CUDA
 
 #include "core/device_api_usage.hpp"
+#include "core/json_writer.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/cuda_module.hpp"
 #include "cuda/linked_program.hpp"
@@ -32,8 +33,9 @@ struct CudaStream {
   CUstream stream = nullptr;
   ~CudaStream() {
     if (!stream) return;
-    device->make_current("sk_stream_destroy");
+    ContextScope ctx(*device, "sk_stream_destroy", true);
     device->api().cuStreamSynchronize(stream);
+    device->forget_stream(stream);  // a later stream may get its handle
     device->api().cuStreamDestroy(stream);
   }
 };
@@ -96,19 +98,21 @@ sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const Plan &pla
   req.plan = &plan;
   req.kernels = kernels;
   req.arg_slots = slots;
+  req.param_bytes = cuda::param_space_bytes(dev->driver_version());
   cuda::BuiltImage image;
   if (sk_status st = cuda::build_superkernel(req, &image); st != SK_OK) return st;
-  return cuda::LinkedProgram::load(dev, image, plan.name, plan.steps.size(), out);
+  return cuda::LinkedProgram::load(dev, image, plan.name, plan.steps.size(), id, out);
 }
 
 // sk_stream_synchronize on one of the device's streams: waits, then reports a hang the
 // super kernel recorded.
 sk_status synchronize_stream(CudaDevice &d, cuda::CUstream stream) {
-  if (sk_status st = d.make_current("sk_stream_synchronize"); st != SK_OK) return st;
+  cuda::ContextScope ctx(d, "sk_stream_synchronize");
+  if (ctx.status() != SK_OK) return ctx.status();
   if (sk_status st = d.check(d.api().cuStreamSynchronize(stream), "sk_stream_synchronize", "cuStreamSynchronize");
       st != SK_OK)
     return st;
-  return d.take_hang_report("sk_stream_synchronize");
+  return d.take_hang_report(stream, "sk_stream_synchronize");
 }
 
 }  // namespace
@@ -128,7 +132,10 @@ sk_status cuda_device_open(const char *spec, sk_device **out) {
 
 void cuda_device_close(sk_device *dev) {
   unregister_device(dev);
-  if (dev->cuda->make_current("sk_device_close") == SK_OK) dev->cuda->api().cuCtxSynchronize();
+  {
+    cuda::ContextScope ctx(*dev->cuda, "sk_device_close", true);
+    if (ctx.status() == SK_OK) dev->cuda->api().cuCtxSynchronize();
+  }
   delete dev;  // objects made from it keep the device (and its context) alive
 }
 
@@ -151,6 +158,7 @@ sk_status cuda_synchronize_default(sk_device *dev) {
 
 sk_status cuda_module_load(sk_device *dev, const void *image, size_t size, const std::string &label,
                            sk_module **out) {
+  if (sk_status st = dev->cuda->usable("sk_module_load"); st != SK_OK) return st;
   std::shared_ptr<const cuda::CudaModule> m;
   if (sk_status st = cuda::load_cuda_module(image, size, label, &m, dev->cuda->arch()); st != SK_OK) return st;
   auto mod = std::make_unique<sk_module>();
@@ -200,7 +208,8 @@ sk_status cuda_finalize(sk_scope &scope, std::vector<PlanInput> inputs,
     slot_base.push_back(slots.size());
     slots.insert(slots.end(), args[i].begin(), args[i].end());
   }
-  if (sk_status st = dev->make_current("sk_finalize"); st != SK_OK) return st;
+  cuda::ContextScope ctx(*dev, "sk_finalize");
+  if (ctx.status() != SK_OK) return ctx.status();
   auto sk = std::make_unique<sk_superkernel>();
   auto impl = std::make_shared<cuda::CudaSuperKernel>();
   impl->device = dev;
@@ -248,6 +257,7 @@ sk_status cuda_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const 
   KernelImpl &k = *kernel->impl;
   cuda::CudaKernel &ck = *k.cuda;
   const std::shared_ptr<CudaDevice> &dev = ck.device;
+  if (sk_status st = dev->usable("sk_launch_kernel"); st != SK_OK) return st;
   if (stream && (!stream->cuda || stream->cuda->device != dev))
     return fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
                 k.symbol.c_str());
@@ -273,7 +283,8 @@ sk_status cuda_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const 
     in.usage = k.usage;
     Plan plan;
     if (sk_status st = build_plan(k.symbol, ScopeOptions{}, {in}, block_dim, &plan); st != SK_OK) return st;
-    if (sk_status st = dev->make_current("sk_launch_kernel"); st != SK_OK) return st;
+    cuda::ContextScope ctx(*dev, "sk_launch_kernel");
+    if (ctx.status() != SK_OK) return ctx.status();
     auto made = std::make_shared<cuda::SingleEntry>();
     const uint64_t id = dev->register_name(k.symbol + " (single)", {k.symbol});
     if (sk_status st = build_and_load(dev, plan, {k.cuda}, slots.size(), id, &made->program); st != SK_OK)
@@ -300,6 +311,21 @@ sk_status cuda_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index, const 
   return sk->cuda->program->set_slot(sk->cuda->slot_base[step] + index, to_slot(k.signature[index], value));
 }
 
+std::string cuda_explain(sk_superkernel *sk) {
+  const cuda::LinkedProgram &p = *sk->cuda->program;
+  return explain_json(sk->plan, "cuda", [&p](JsonWriter &j) {
+    const cuda::EntryResources &r = p.resources();
+    j.key("entry").value(r.entry);
+    j.key("arch").value("sm_" + std::to_string(r.sm));
+    j.key("registers").value(uint64_t{r.registers});
+    j.key("local_bytes").value(uint64_t{r.local_bytes});
+    j.key("stack_bytes").value(uint64_t{r.stack_bytes});
+    j.key("static_shared_bytes").value(uint64_t{r.static_shared});
+    j.key("dynamic_shared_bytes").value(uint64_t{r.dynamic_shared});
+    j.key("blocks_per_sm").value(uint64_t{p.occupancy_per_sm()});
+  }, "cuda_entry");
+}
+
 void cuda_superkernel_destroy(sk_superkernel *sk) {
   sk->cuda->program->wait("sk_superkernel_destroy");
   delete sk;
@@ -309,7 +335,8 @@ sk_status cuda_stream_create(sk_device *dev, sk_stream **out) {
   auto s = std::make_unique<sk_stream>();
   auto cs = std::make_shared<cuda::CudaStream>();
   cs->device = dev->cuda;
-  if (sk_status st = dev->cuda->make_current("sk_stream_create"); st != SK_OK) return st;
+  cuda::ContextScope ctx(*dev->cuda, "sk_stream_create");
+  if (ctx.status() != SK_OK) return ctx.status();
   if (sk_status st = dev->cuda->check(dev->cuda->api().cuStreamCreate(&cs->stream, cuda::CU_STREAM_NON_BLOCKING),
                                       "sk_stream_create", "cuStreamCreate");
       st != SK_OK)
@@ -365,6 +392,7 @@ sk_status cuda_launch_kernel(sk_kernel *, uint32_t, void *const *, sk_stream *) 
 sk_status cuda_set_arg(sk_superkernel *, uint32_t, uint32_t, const void *) {
   return unreachable("sk_superkernel_set_arg");
 }
+std::string cuda_explain(sk_superkernel *) { return {}; }
 void cuda_superkernel_destroy(sk_superkernel *sk) { delete sk; }
 sk_status cuda_stream_create(sk_device *, sk_stream **) { return unreachable("sk_stream_create"); }
 sk_status cuda_stream_synchronize(sk_stream *) { return unreachable("sk_stream_synchronize"); }

@@ -43,6 +43,8 @@ sk_status cuda_finalize(sk_scope &scope, std::vector<PlanInput> inputs,
 sk_status cuda_launch(sk_superkernel *sk, sk_stream *stream);
 sk_status cuda_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream);
 sk_status cuda_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index, const void *value);
+// sk_superkernel_explain's JSON: the plan and the linked entry's resources ("cuda_entry").
+std::string cuda_explain(sk_superkernel *sk);
 void cuda_superkernel_destroy(sk_superkernel *sk);
 
 sk_status cuda_stream_create(sk_device *dev, sk_stream **out);

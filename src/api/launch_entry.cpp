@@ -177,7 +177,7 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
   sk_status st = sk::api::guarded("sk_superkernel_explain", [sk] {
     std::call_once(sk->explain_once, [sk] {
       if (sk->cuda) {
-        sk->explain = sk::explain_json(sk->plan, "cuda");
+        sk->explain = sk::api::cuda_explain(sk);
         return;
       }
       const uint32_t device_cores = sk->device->executor().cores();

@@ -8,11 +8,11 @@ namespace sk {
 namespace {
 // The version of the layout include/sk_explain.schema.json describes: raised, with the schema,
 // whenever a key or a value's meaning changes, so a reader can tell which layout it holds.
-constexpr uint64_t kExplainSchemaVersion = 1;
+constexpr uint64_t kExplainSchemaVersion = 2;
 }  // namespace
 
 std::string explain_json(const Plan &plan, const std::string &backend,
-                         const std::function<void(JsonWriter &)> &execution) {
+                         const std::function<void(JsonWriter &)> &execution, const char *section) {
   JsonWriter j;
   j.begin_object();
   j.key("schema_version").value(kExplainSchemaVersion);
@@ -24,7 +24,7 @@ std::string explain_json(const Plan &plan, const std::string &backend,
   j.key("dispatches").value(uint64_t{plan.segments.size()});
   j.key("stream_fusion").value(plan.streams);
   if (execution) {
-    j.key("execution").begin_object();
+    j.key(section).begin_object();
     execution(j);
     j.end_object();
   }

@@ -81,8 +81,10 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
 class JsonWriter;
 
 // The plan as JSON (the body of sk_superkernel_explain). `execution`, when given, writes the
-// backend's account of how it runs the plan into the object "execution".
+// backend's account of how it runs the plan into the object named `section` ("execution" on
+// the host device, "cuda_entry" on CUDA: the linked entry's resources).
 std::string explain_json(const Plan &plan, const std::string &backend,
-                         const std::function<void(JsonWriter &)> &execution = {});
+                         const std::function<void(JsonWriter &)> &execution = {},
+                         const char *section = "execution");
 
 }  // namespace sk

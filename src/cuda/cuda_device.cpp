@@ -1,5 +1,7 @@
 #include "cuda/cuda_device.hpp"
 
+#include <sk_kernel.h>
+
 #include <cstring>
 
 #include "core/device_spec.hpp"
@@ -51,10 +53,55 @@ sk_status parse_cuda_spec(const char *text, CudaSpec *out) {
   return SK_OK;
 }
 
+namespace {
+
+// Errors after which the context is unusable until the process ends (cuda.h: "the process
+// must be terminated and relaunched").
+bool sticky(CUresult r) {
+  switch (r) {
+    case 700:  // CUDA_ERROR_ILLEGAL_ADDRESS
+    case 702:  // CUDA_ERROR_LAUNCH_TIMEOUT
+    case 714:  // CUDA_ERROR_HARDWARE_STACK_ERROR
+    case 715:  // CUDA_ERROR_ILLEGAL_INSTRUCTION
+    case 716:  // CUDA_ERROR_MISALIGNED_ADDRESS
+    case 717:  // CUDA_ERROR_INVALID_ADDRESS_SPACE
+    case 718:  // CUDA_ERROR_INVALID_PC
+    case 719:  // CUDA_ERROR_LAUNCH_FAILED
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 sk_status CudaDevice::check(CUresult r, const char *call, const char *what) const {
   if (r == CUDA_SUCCESS) return SK_OK;
-  return fail(SK_ERR_DEVICE, "%s: %s on %s (cuda:%d) failed: %s", call, what, name_.c_str(), device_,
-              api_->describe(r).c_str());
+  sk_status st = fail(SK_ERR_DEVICE, "%s: %s on %s (cuda:%d) failed: %s", call, what, name_.c_str(), device_,
+                      api_->describe(r).c_str());
+  if (sticky(r)) {
+    std::lock_guard<std::mutex> lock(lost_mutex_);
+    if (lost_.empty()) lost_ = sk_last_error();
+  }
+  return st;
+}
+
+sk_status CudaDevice::usable(const char *call) const {
+  std::lock_guard<std::mutex> lock(lost_mutex_);
+  if (lost_.empty()) return SK_OK;
+  return fail(SK_ERR_DEVICE, "%s: %s (cuda:%d) is lost since an earlier error (open a new device to go on): %s", call, name_.c_str(), device_,
+              lost_.c_str());
+}
+
+ContextScope::ContextScope(const CudaDevice &device, const char *call, bool teardown) : device_(device) {
+  if (!teardown && (status_ = device.usable(call)) != SK_OK) return;
+  status_ = device.check(device.api_->cuCtxPushCurrent(device.context_), call, "cuCtxPushCurrent");
+  pushed_ = status_ == SK_OK;
+}
+
+ContextScope::~ContextScope() {
+  CUcontext popped = nullptr;
+  if (pushed_) device_.api_->cuCtxPopCurrent(&popped);
 }
 
 sk_status CudaDevice::open(const CudaSpec &spec, std::shared_ptr<CudaDevice> *out) {
@@ -90,19 +137,16 @@ sk_status CudaDevice::open(const CudaSpec &spec, std::shared_ptr<CudaDevice> *ou
     return fail(SK_ERR_UNSUPPORTED, "cuda:%d (%s): no cooperative launch, which super kernels need", spec.ordinal,
                 name);
   dev->sms_ = (uint32_t)sms;
+  int driver = 0;
+  if (a.cuDriverGetVersion(&driver) == CUDA_SUCCESS) dev->driver_version_ = driver;
   dev->arch_ = spec.arch.empty() ? "sm_" + std::to_string(major * 10 + minor) : spec.arch;
   if (CUresult r = a.cuDevicePrimaryCtxRetain(&dev->context_, dev->device_); r != CUDA_SUCCESS)
     return fail(SK_ERR_DEVICE, "cuda:%d: cuDevicePrimaryCtxRetain failed: %s", spec.ordinal, a.describe(r).c_str());
   dev->retained_ = true;
-  if (sk_status st = dev->make_current("sk_device_open"); st != SK_OK) return st;
+  ContextScope ctx(*dev, "sk_device_open");
+  if (ctx.status() != SK_OK) return ctx.status();
   if (sk_status st = dev->check(a.cuStreamCreate(&dev->default_stream_, CU_STREAM_NON_BLOCKING), "sk_device_open",
                                 "cuStreamCreate");
-      st != SK_OK)
-    return st;
-  if (sk_status st = dev->check(a.cuMemAlloc(&dev->report_, kReportWords * 8), "sk_device_open", "cuMemAlloc");
-      st != SK_OK)
-    return st;
-  if (sk_status st = dev->check(a.cuMemsetD8(dev->report_, 0, kReportWords * 8), "sk_device_open", "cuMemsetD8");
       st != SK_OK)
     return st;
   *out = std::move(dev);
@@ -112,22 +156,22 @@ sk_status CudaDevice::open(const CudaSpec &spec, std::shared_ptr<CudaDevice> *ou
 CudaDevice::~CudaDevice() {
   if (!api_) return;
   const DriverApi &a = *api_;
-  if (context_) a.cuCtxSetCurrent(context_);
-  if (default_stream_) {
-    a.cuStreamSynchronize(default_stream_);
-    a.cuStreamDestroy(default_stream_);
+  if (context_) {
+    CUcontext popped = nullptr;
+    const bool pushed = a.cuCtxPushCurrent(context_) == CUDA_SUCCESS;
+    if (default_stream_) {
+      a.cuStreamSynchronize(default_stream_);
+      a.cuStreamDestroy(default_stream_);
+    }
+    for (uintptr_t p : allocations_) a.cuMemFree((CUdeviceptr)p);
+    if (pushed) a.cuCtxPopCurrent(&popped);
   }
-  if (report_) a.cuMemFree(report_);
-  for (uintptr_t p : allocations_) a.cuMemFree((CUdeviceptr)p);
   if (retained_) a.cuDevicePrimaryCtxRelease(device_);
 }
 
-sk_status CudaDevice::make_current(const char *call) const {
-  return check(api_->cuCtxSetCurrent(context_), call, "cuCtxSetCurrent");
-}
-
 sk_status CudaDevice::mem_alloc(size_t size, void **out) {
-  if (sk_status st = make_current("sk_mem_alloc"); st != SK_OK) return st;
+  ContextScope ctx(*this, "sk_mem_alloc");
+  if (ctx.status() != SK_OK) return ctx.status();
   CUdeviceptr p = 0;
   CUresult r = api_->cuMemAlloc(&p, size ? size : 1);
   if (r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */)
@@ -144,13 +188,14 @@ bool CudaDevice::mem_free(void *ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!allocations_.erase((uintptr_t)ptr)) return false;
   }
-  make_current("sk_mem_free");
-  api_->cuMemFree((CUdeviceptr)ptr);
+  ContextScope ctx(*this, "sk_mem_free");
+  if (ctx.status() == SK_OK) api_->cuMemFree((CUdeviceptr)ptr);
   return true;
 }
 
 sk_status CudaDevice::memcpy(void *dst, const void *src, size_t size) {
-  if (sk_status st = make_current("sk_memcpy"); st != SK_OK) return st;
+  ContextScope ctx(*this, "sk_memcpy");
+  if (ctx.status() != SK_OK) return ctx.status();
   // Waits for the device's queued work first, as on every backend.
   if (sk_status st = check(api_->cuCtxSynchronize(), "sk_memcpy", "cuCtxSynchronize"); st != SK_OK) return st;
   // The driver knows the memory it (or cudart, or a registration) made; anything it does not
@@ -161,15 +206,18 @@ sk_status CudaDevice::memcpy(void *dst, const void *src, size_t size) {
            type != CU_MEMORYTYPE_HOST;
   };
   const bool dst_dev = on_device(dst), src_dev = on_device(src);
-  if (dst_dev && !src_dev)
-    return check(api_->cuMemcpyHtoD((CUdeviceptr)dst, src, size), "sk_memcpy", "cuMemcpyHtoD");
   if (!dst_dev && src_dev)
     return check(api_->cuMemcpyDtoH(dst, (CUdeviceptr)src, size), "sk_memcpy", "cuMemcpyDtoH");
   if (!dst_dev && !src_dev) {
     std::memmove(dst, src, size);
     return SK_OK;
   }
-  return check(api_->cuMemcpy((CUdeviceptr)dst, (CUdeviceptr)src, size), "sk_memcpy", "cuMemcpy");
+  const CUresult r = dst_dev && !src_dev ? api_->cuMemcpyHtoD((CUdeviceptr)dst, src, size)
+                                         : api_->cuMemcpy((CUdeviceptr)dst, (CUdeviceptr)src, size);
+  if (sk_status st = check(r, "sk_memcpy", src_dev ? "cuMemcpy" : "cuMemcpyHtoD"); st != SK_OK) return st;
+  // These return before the data lands, on the legacy stream, which launches on libsk's
+  // non-blocking streams do not wait for: sk_memcpy is a synchronous copy (sk.h).
+  return check(api_->cuCtxSynchronize(), "sk_memcpy", "cuCtxSynchronize");
 }
 
 uint64_t CudaDevice::register_name(const std::string &name, std::vector<std::string> step_names) {
@@ -184,12 +232,57 @@ void CudaDevice::unregister_name(uint64_t id) {
   names_.erase(id);
 }
 
-sk_status CudaDevice::take_hang_report(const char *call) {
+void CudaDevice::add_report(uint64_t id, CUdeviceptr report) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reports_[id] = Report{report, {}, false};
+}
+
+void CudaDevice::remove_report(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reports_.erase(id);
+}
+
+bool CudaDevice::launching(uint64_t id, CUstream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = reports_.find(id);
+  if (it == reports_.end()) return false;
+  it->second.pending.insert(stream);
+  const bool taken = it->second.taken;
+  it->second.taken = false;
+  return taken;
+}
+
+void CudaDevice::forget_stream(CUstream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto &[id, r] : reports_) r.pending.erase(stream);
+}
+
+sk_status CudaDevice::take_hang_report(CUstream stream, const char *call) {
+  // The reports of the super kernels launched on `stream`: their launches up to the last one
+  // there are over (a super kernel's launches run one after another).
+  std::vector<std::pair<uint64_t, CUdeviceptr>> look;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto &[id, r] : reports_)
+      if (r.pending.erase(stream) && !r.taken) look.emplace_back(id, r.address);
+  }
   uint64_t words[kReportWords] = {0};
-  if (sk_status st = check(api_->cuMemcpyDtoH(words, report_, sizeof words), call, "reading the hang report");
-      st != SK_OK)
-    return st;
-  if (words[0] == 0) return SK_OK;
+  uint64_t id = 0;
+  for (const auto &[rid, address] : look) {
+    uint64_t w[kReportWords] = {0};
+    if (sk_status st = check(api_->cuMemcpyDtoH(w, address, sizeof w), call, "reading the hang report"); st != SK_OK)
+      return st;
+    if (w[0] == 0) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = reports_.find(rid);
+    if (it == reports_.end() || it->second.taken) continue;  // destroyed, or another sync took it
+    it->second.taken = true;  // every hang these launches had is reported once, as the first
+    if (!id) {
+      id = rid;
+      std::memcpy(words, w, sizeof w);
+    }
+  }
+  if (!id) return SK_OK;
   std::string name = "#" + std::to_string(words[1]), step = "?";
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -198,8 +291,12 @@ sk_status CudaDevice::take_hang_report(const char *call) {
       if (words[2] < it->second.second.size()) step = it->second.second[words[2]];
     }
   }
-  uint64_t zero[kReportWords] = {0};
-  api_->cuMemcpyHtoD(report_, zero, sizeof zero);
+  if (words[4] == (uint64_t)SyncPoint::InvalidFlag)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: super kernel '%s' on %s: block %llu of step %llu '%s' called %s(%llu): flag ids are 0..%u; the "
+                "launch was aborted",
+                call, name.c_str(), name_.c_str(), (unsigned long long)words[3], (unsigned long long)words[2],
+                step.c_str(), flag_call_name(words[6]), (unsigned long long)words[5], SK_CROSS_CORE_FLAGS - 1);
   return fail(SK_ERR_HANG,
               "%s: super kernel '%s' on %s: block %llu of step %llu '%s' waited past the %llu ms deadline at %s "
               "(counter %llu of %llu); the launch was aborted",

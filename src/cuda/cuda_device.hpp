@@ -1,5 +1,5 @@
 // A CUDA device ("cuda", "cuda:N", "cuda:N,threads=..."): the driver's primary context of GPU
-// N, its memory, streams, and the hang report every super kernel of the device writes to.
+// N, its memory, streams, and which super kernels' hang reports each stream's sync reads.
 #pragma once
 #include <sk.h>
 
@@ -25,33 +25,63 @@ struct CudaSpec {
 // fail with SK_ERR_INVALID_ARGUMENT naming them.
 sk_status parse_cuda_spec(const char *spec, CudaSpec *out);
 
+class CudaDevice;
+
+// Makes the device's context current on the calling thread for the scope's life, then gives
+// the caller back its own (cuCtxPushCurrent / cuCtxPopCurrent): libsk shares the thread with
+// applications that keep their own current context. Every entry point opens one first; it
+// fails once the device is lost, except for `teardown`, which frees what libsk holds anyway.
+class ContextScope {
+ public:
+  ContextScope(const CudaDevice &device, const char *call, bool teardown = false);
+  ~ContextScope();
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+  sk_status status() const { return status_; }
+
+ private:
+  const CudaDevice &device_;
+  sk_status status_ = SK_OK;
+  bool pushed_ = false;
+};
+
 class CudaDevice {
  public:
   static sk_status open(const CudaSpec &spec, std::shared_ptr<CudaDevice> *out);
+  friend class ContextScope;
   ~CudaDevice();
   CudaDevice(const CudaDevice &) = delete;
   CudaDevice &operator=(const CudaDevice &) = delete;
 
   const DriverApi &api() const { return *api_; }
-  // Binds the device's context to the calling thread (every entry point calls it first).
-  sk_status make_current(const char *call) const;
-  // SK_ERR_DEVICE naming `call`, `what` and the driver's error, or SK_OK.
+  // SK_ERR_DEVICE naming `call`, `what` and the driver's error, or SK_OK. A sticky error
+  // (the context is lost, as after CUDA_ERROR_ILLEGAL_ADDRESS) marks the device lost.
   sk_status check(CUresult r, const char *call, const char *what) const;
+  // SK_ERR_DEVICE naming the first sticky error once the device is lost, else SK_OK.
+  sk_status usable(const char *call) const;
 
   const std::string &arch() const { return arch_; }  // "sm_90"
   const std::string &name() const { return name_; }
   uint32_t multiprocessors() const { return sms_; }
+  int driver_version() const { return driver_version_; }  // cuDriverGetVersion: 12010 is 12.1
   uint64_t timeout_ns() const { return timeout_ms_ * 1'000'000ull; }
   CUstream default_stream() const { return default_stream_; }
-  CUdeviceptr report() const { return report_; }
 
   sk_status mem_alloc(size_t size, void **out);
   bool mem_free(void *ptr);
   sk_status memcpy(void *dst, const void *src, size_t size);
 
-  // After a stream was synchronised: a hang some launch recorded (SK_ERR_HANG with a message
-  // naming the super kernel, step, block and sync point), once; else SK_OK.
-  sk_status take_hang_report(const char *call);
+  // After `stream` was synchronised: a hang some launch recorded (SK_ERR_HANG with a message
+  // naming the super kernel, step, block and sync point; SK_ERR_INVALID_ARGUMENT for a flag
+  // id out of range), once; else SK_OK.
+  sk_status take_hang_report(CUstream stream, const char *call);
+  // A super kernel's hang report (device memory, kReportWords words), under its id. Each
+  // launch tells the device its stream, and learns whether a sync has read a hang since the
+  // last launch (then it zeroes the report and the counters that launch left, first).
+  void add_report(uint64_t id, CUdeviceptr report);
+  void remove_report(uint64_t id);
+  bool launching(uint64_t id, CUstream stream);
+  void forget_stream(CUstream stream);  // the stream is destroyed
   // Super kernels register their names for hang reports.
   uint64_t register_name(const std::string &name, std::vector<std::string> step_names);
   void unregister_name(uint64_t id);
@@ -64,12 +94,20 @@ class CudaDevice {
   bool retained_ = false;
   std::string arch_, name_;
   uint32_t sms_ = 0;
+  int driver_version_ = 0;
   uint64_t timeout_ms_ = 10000;
   CUstream default_stream_ = nullptr;
-  CUdeviceptr report_ = 0;
   std::mutex mutex_;
+  mutable std::mutex lost_mutex_;
+  mutable std::string lost_;  // the first sticky error's message; empty while usable
   std::set<uintptr_t> allocations_;
   std::map<uint64_t, std::pair<std::string, std::vector<std::string>>> names_;
+  struct Report {
+    CUdeviceptr address = 0;
+    std::set<CUstream> pending;  // streams launched on since a sync of that stream looked
+    bool taken = false;          // a sync reported it; the next launch clears it
+  };
+  std::map<uint64_t, Report> reports_;
   uint64_t next_id_ = 1;
 };
 

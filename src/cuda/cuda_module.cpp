@@ -1,5 +1,7 @@
 #include "cuda/cuda_module.hpp"
 
+#include <algorithm>
+
 #include <xxhash.h>
 
 #include <cstdlib>
@@ -14,25 +16,31 @@ namespace {
 // NVVM's LTO-IR starts with this magic (little-endian 0x7f4e43ed).
 constexpr uint8_t kLtoIrMagic[4] = {0xed, 0x43, 0x4e, 0x7f};
 
-// The "threads=N" field of a CUDA-mode record (parse_kernel_metadata skips fields it does not
-// know, so the record stays readable by every reader).
-sk_status record_threads(const std::string &record, const std::string &label, std::string *kernel, uint32_t *threads) {
-  *threads = 0;
-  size_t k = record.find(";kernel=");
-  if (k != std::string::npos) {
-    size_t end = record.find(';', k + 8);
-    *kernel = record.substr(k + 8, end == std::string::npos ? std::string::npos : end - k - 8);
-  }
-  size_t t = record.find(";threads=");
+// A numeric field ("threads=N", "shared=N") of a CUDA-mode record, 0 when absent
+// (parse_kernel_metadata skips fields it does not know, so the record stays readable by every
+// reader).
+sk_status record_number(const std::string &record, const std::string &label, const std::string &kernel,
+                        const std::string &field, unsigned long low, unsigned long high, uint32_t *out) {
+  *out = 0;
+  const std::string key = ";" + field + "=";
+  size_t t = record.find(key);
   if (t == std::string::npos) return SK_OK;
-  const std::string value = record.substr(t + 9, record.find(';', t + 9) - (t + 9));
+  t += key.size();
+  const std::string value = record.substr(t, record.find(';', t) - t);
   char *end = nullptr;
   unsigned long v = std::strtoul(value.c_str(), &end, 10);
-  if (value.empty() || *end || v == 0 || v > 1024)
-    return fail(SK_ERR_BAD_BINARY, "%s: kernel '%s': metadata threads=%s is not in [1, 1024]", label.c_str(),
-                kernel->c_str(), value.c_str());
-  *threads = (uint32_t)v;
+  if (value.empty() || *end || v < low || v > high)
+    return fail(SK_ERR_BAD_BINARY, "%s: kernel '%s': metadata %s=%s is not in [%lu, %lu]", label.c_str(),
+                kernel.c_str(), field.c_str(), value.c_str(), low, high);
+  *out = (uint32_t)v;
   return SK_OK;
+}
+
+std::string record_kernel(const std::string &record) {
+  size_t k = record.find(";kernel=");
+  if (k == std::string::npos) return "";
+  size_t end = record.find(';', k + 8);
+  return record.substr(k + 8, end == std::string::npos ? std::string::npos : end - k - 8);
 }
 
 }  // namespace
@@ -63,10 +71,14 @@ namespace {
 sk_status take_records(const std::vector<std::string> &records, CudaModule *m) {
   if (sk_status st = parse_kernel_metadata(records, m->label, &m->metadata); st != SK_OK) return st;
   for (const std::string &rec : records) {
-    std::string kernel;
-    uint32_t threads = 0;
-    if (sk_status st = record_threads(rec, m->label, &kernel, &threads); st != SK_OK) return st;
+    const std::string kernel = record_kernel(rec);
+    uint32_t threads = 0, shared = 0;
+    if (sk_status st = record_number(rec, m->label, kernel, "threads", 1, 1024, &threads); st != SK_OK) return st;
+    // 227 KiB: the most dynamic shared memory a block may opt in to on any architecture.
+    if (sk_status st = record_number(rec, m->label, kernel, "shared", 0, 227 * 1024, &shared); st != SK_OK)
+      return st;
     if (threads) m->threads[kernel] = threads;
+    if (shared) m->dynamic_shared[kernel] = shared;
   }
   return SK_OK;
 }
@@ -123,8 +135,15 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: %s is a __global__ kernel; sub-kernels are extern \"C\" __device__ functions (sk_kernel.h)",
                   call, what.c_str());
-    k->usage = device_api_usage(fn->externs);
-    k->registers = fn->registers;
+    const elf::CubinReach reach = m.cubin.reach(name);
+    k->usage = device_api_usage(reach.externs);
+    for (const std::string &f : reach.functions) k->registers = std::max(k->registers, m.cubin.find(f)->registers);
+    k->static_shared = reach.shared_bytes;
+    if (reach.dynamic_shared && !m.dynamic_shared.count(name))
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "%s: %s uses an extern __shared__ array but declares no size for it; record it with "
+                  "SK_KERNEL_CUDA_SHARED(%s, signature, threads, bytes)",
+                  call, what.c_str(), name);
   }
   const std::string no_metadata =
       "sk_kernel.h metadata (" +
@@ -136,6 +155,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     k->usage = kUsesSyncAll | kUsesBlockIdx | kUsesBlockNum;
   if (meta) k->core_type = meta->core_type;
   if (auto it = m.threads.find(name); it != m.threads.end()) k->threads = it->second;
+  if (auto it = m.dynamic_shared.find(name); it != m.dynamic_shared.end()) k->dynamic_shared = it->second;
   k->module = module;
   k->symbol = name;
   *out = std::move(k);

@@ -29,6 +29,7 @@ struct CudaModule {
   elf::Cubin cubin;                    // cubins only
   std::vector<KernelMetadata> metadata;
   std::map<std::string, uint32_t> threads;  // metadata "threads=" per kernel
+  std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
   std::string metadata_note;                // why an LTO-IR module has no metadata ("" if it has)
 };
 
@@ -41,8 +42,12 @@ struct CudaKernel {
   Signature signature;
   std::string core_type = "vector";
   uint32_t threads = kDefaultThreads;
-  uint32_t usage = 0;      // DeviceApiBit set, from the function's EIATTR_EXTERNS
-  uint32_t registers = 0;  // 0 when unknown (LTO-IR)
+  // DeviceApiBit set, from the EIATTR_EXTERNS of the function and of every function it reaches
+  // through .nv.callgraph (a __noinline__ helper that calls sk_sync_all makes the kernel sync).
+  uint32_t usage = 0;
+  uint32_t registers = 0;  // the most of it and its callees; 0 when unknown (LTO-IR)
+  uint32_t static_shared = 0;   // static __shared__ bytes of it and its callees (0 for LTO-IR)
+  uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
   // Linked single-kernel entries (sk_launch_kernel), per block_dim, built on first use.
   std::mutex single_mutex;
   std::map<uint32_t, std::shared_ptr<void>> single;

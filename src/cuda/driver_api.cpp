@@ -46,14 +46,16 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuDeviceGetAttribute, "cuDeviceGetAttribute", &missing);
   bind(l, &api->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", &missing);
   bind(l, &api->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", &missing);
-  bind(l, &api->cuCtxSetCurrent, "cuCtxSetCurrent", &missing);
+  bind(l, &api->cuCtxPushCurrent, "cuCtxPushCurrent_v2", &missing);
+  bind(l, &api->cuCtxPopCurrent, "cuCtxPopCurrent_v2", &missing);
   bind(l, &api->cuCtxSynchronize, "cuCtxSynchronize", &missing);
   bind(l, &api->cuMemAlloc, "cuMemAlloc_v2", &missing);
   bind(l, &api->cuMemFree, "cuMemFree_v2", &missing);
   bind(l, &api->cuMemcpy, "cuMemcpy", &missing);
   bind(l, &api->cuMemcpyHtoD, "cuMemcpyHtoD_v2", &missing);
   bind(l, &api->cuMemcpyDtoH, "cuMemcpyDtoH_v2", &missing);
-  bind(l, &api->cuMemsetD8, "cuMemsetD8_v2", &missing);
+  bind(l, &api->cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", &missing);
+  bind(l, &api->cuMemsetD8Async, "cuMemsetD8Async", &missing);
   bind(l, &api->cuPointerGetAttribute, "cuPointerGetAttribute", &missing);
   bind(l, &api->cuStreamCreate, "cuStreamCreate", &missing);
   bind(l, &api->cuStreamDestroy, "cuStreamDestroy_v2", &missing);
@@ -67,6 +69,7 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuModuleUnload, "cuModuleUnload", &missing);
   bind(l, &api->cuModuleGetFunction, "cuModuleGetFunction", &missing);
   bind(l, &api->cuFuncGetAttribute, "cuFuncGetAttribute", &missing);
+  bind(l, &api->cuFuncSetAttribute, "cuFuncSetAttribute", &missing);
   bind(l, &api->cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
        &missing);
   bind(l, &api->cuLaunchKernelEx, "cuLaunchKernelEx", &missing);

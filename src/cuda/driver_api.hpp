@@ -34,6 +34,7 @@ constexpr int CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95;
 // cuFuncGetAttribute
 constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 constexpr int CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // cuPointerGetAttribute
 constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
 constexpr unsigned CU_MEMORYTYPE_HOST = 1;
@@ -74,14 +75,16 @@ struct DriverApi {
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxPushCurrent)(CUcontext);
+  CUresult (*cuCtxPopCurrent)(CUcontext *);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
@@ -95,6 +98,7 @@ struct DriverApi {
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
   CUresult (*cuLaunchKernelEx)(const LaunchConfig *, CUfunction, void **, void **);
   CUresult (*cuGetErrorName)(CUresult, const char **);

@@ -1,5 +1,8 @@
 #include "cuda/entry_ptx.hpp"
 
+#include <sk_kernel.h>
+
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -13,53 +16,73 @@ constexpr unsigned kFirst = 1, kLastBlock = 2, kWaitNow = 4, kGmFlush = 8, kNoDe
 
 bool wide(ArgType t) { return t == ArgType::Ptr || t == ArgType::I64 || t == ArgType::U64 || t == ArgType::F64; }
 
+constexpr unsigned kCrossCoreFlags = SK_CROSS_CORE_FLAGS;
+
+// Thread 0, flag id in %r2: an id past the last reports call `call` (0..3: set, wait,
+// set_all, wait_all) and leaves through $<label>_done; a valid one falls through.
+std::string flag_check(const char *label, unsigned call) {
+  std::ostringstream o;
+  o << "  setp.lt.u32 %p2, %r2, " << kCrossCoreFlags << ";\n"
+    << "  @%p2 bra $" << label << "_ok;\n"
+    << "  {\n    .param .b32 b0;\n    .param .b32 b1;\n    st.param.b32 [b0], %r2;\n"
+    << "    st.param.b32 [b1], " << call << ";\n    call __sk_bad_flag, (b0, b1);\n  }\n"
+    << "  bra.uni $" << label << "_done;\n$" << label << "_ok:";
+  return o.str();
+}
+
+// A group flag call: nothing to signal on CUDA but the id check (thread 0).
+std::string group_flag_func(const char *name, unsigned call, const char *label) {
+  std::ostringstream o;
+  o << ".visible .func " << name << "(.param .b32 f)\n{\n  .reg .pred %p<3>;\n  .reg .b32 %r<3>;\n"
+    << "  mov.u32 %r1, %tid.x;\n  setp.ne.u32 %p1, %r1, 0;\n  @%p1 bra $" << label << "_done;\n"
+    << "  ld.param.u32 %r2, [f];\n" << flag_check(label, call) << "\n$" << label << "_done:\n  ret;\n}\n";
+  return o.str();
+}
+
 // The shared state, the wait loop, the step prologue/epilogue and the device API. `steps`
 // and the deadline are baked in: the library is generated per super kernel.
 void emit_library(std::ostringstream &o, const EntrySpec &spec) {
   const size_t S = spec.steps.size();
   const unsigned long long syncall_base = 8ull * S, flags_base = 16ull * S;
   o << R"(
-// Per-block state: written by thread 0 between barriers, read by the device API.
-.shared .align 8 .u64 __sk_s_sync;
-.shared .align 8 .u64 __sk_s_epoch;
-.shared .align 8 .u64 __sk_s_report;
-.shared .align 4 .u32 __sk_s_step;
-.shared .align 4 .u32 __sk_s_block;
-.shared .align 4 .u32 __sk_s_blocks;
-.shared .align 4 .u32 __sk_s_cores;
-.shared .align 4 .u32 __sk_s_state;
-.shared .align 4 .u32 __sk_s_gm_flush;
-.shared .align 8 .u64 __sk_s_flag_target[16];
+// Per-block state: written by thread 0 between barriers, read by the device API. Its
+// __sk_s_* names become offsets past the sub-kernels' part of this array (place_block_state).
+.extern .shared .align 16 .b8 __sk_dynamic_shared[];
 
-// Thread 0 of a block waits until *addr >= target (acquire), spinning with nanosleep; past
-// the deadline it records a hang report and raises the abort flag, which ends every wait.
+// Thread 0 of a block waits until *addr >= target, spinning with relaxed loads and nanosleep
+// (an acquire load per iteration would invalidate the L1 each time), then acquires with one
+// fence; past the deadline it raises the launch's abort word, which ends its every wait, and
+// records a hang report unless an unread one is there.
 .func __sk_wait(.param .b64 w_addr, .param .b64 w_target, .param .b32 w_point)
 {
   .reg .pred %p<4>;
   .reg .b32 %r<4>;
-  .reg .b64 %rd<12>;
+  .reg .b64 %rd<13>;
   ld.param.u64 %rd1, [w_addr];
   ld.param.u64 %rd2, [w_target];
-  ld.acquire.gpu.global.u64 %rd3, [%rd1];
+  ld.relaxed.gpu.global.u64 %rd3, [%rd1];
   setp.ge.u64 %p1, %rd3, %rd2;
   @%p1 bra $W_done;
   ld.shared.u64 %rd4, [__sk_s_report];
+  ld.shared.u64 %rd12, [__sk_s_epoch];
   mov.u64 %rd5, %globaltimer;
 $W_spin:
   nanosleep.u32 32;
-  ld.acquire.gpu.global.u64 %rd3, [%rd1];
+  ld.relaxed.gpu.global.u64 %rd3, [%rd1];
   setp.ge.u64 %p1, %rd3, %rd2;
   @%p1 bra $W_done;
-  ld.relaxed.gpu.global.u64 %rd6, [%rd4];
-  setp.ne.u64 %p2, %rd6, 0;
+  // Only this launch's abort ends the wait: a hang of an earlier launch that no sync has
+  // read yet leaves the abort word at that launch's epoch.
+  ld.relaxed.gpu.global.u64 %rd6, [%rd4+)" << 8 * kReportAbortWord << R"(];
+  setp.eq.u64 %p2, %rd6, %rd12;
   @%p2 bra $W_done;
   mov.u64 %rd7, %globaltimer;
   sub.u64 %rd7, %rd7, %rd5;
   setp.lt.u64 %p3, %rd7, )" << spec.timeout_ns << R"(;
   @%p3 bra $W_spin;
+  st.relaxed.gpu.global.u64 [%rd4+)" << 8 * kReportAbortWord << R"(], %rd12;
   mov.u64 %rd8, 0;
-  mov.u64 %rd9, 1;
-  atom.relaxed.gpu.global.cas.b64 %rd10, [%rd4], %rd8, %rd9;
+  atom.relaxed.gpu.global.cas.b64 %rd10, [%rd4], %rd8, %rd12;
   setp.ne.u64 %p2, %rd10, 0;
   @%p2 bra $W_done;
   mov.u64 %rd11, )" << spec.id << R"(;
@@ -77,6 +100,41 @@ $W_spin:
   st.relaxed.gpu.global.u64 [%rd4+48], %rd2;
 $W_done:
   fence.acq_rel.gpu;
+  ret;
+}
+
+// Thread 0 of a block: a cross-core flag id past the last one. Records the call and the id
+// in the hang report (point InvalidFlag) and raises the abort word: the launch fails with
+// SK_ERR_INVALID_ARGUMENT rather than the id wrapping onto another flag's counter.
+.func __sk_bad_flag(.param .b32 b_flag, .param .b32 b_call)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  ld.shared.u64 %rd1, [__sk_s_report];
+  ld.shared.u64 %rd3, [__sk_s_epoch];
+  st.relaxed.gpu.global.u64 [%rd1+)" << 8 * kReportAbortWord << R"(], %rd3;
+  mov.u64 %rd2, 0;
+  atom.relaxed.gpu.global.cas.b64 %rd4, [%rd1], %rd2, %rd3;
+  setp.ne.u64 %p1, %rd4, 0;
+  @%p1 bra $B_done;
+  mov.u64 %rd5, )" << spec.id << R"(;
+  st.relaxed.gpu.global.u64 [%rd1+8], %rd5;
+  ld.shared.u32 %r1, [__sk_s_step];
+  cvt.u64.u32 %rd5, %r1;
+  st.relaxed.gpu.global.u64 [%rd1+16], %rd5;
+  mov.u32 %r2, %ctaid.x;
+  cvt.u64.u32 %rd5, %r2;
+  st.relaxed.gpu.global.u64 [%rd1+24], %rd5;
+  mov.u64 %rd5, )" << (unsigned)SyncPoint::InvalidFlag << R"(;
+  st.relaxed.gpu.global.u64 [%rd1+32], %rd5;
+  ld.param.u32 %r3, [b_flag];
+  cvt.u64.u32 %rd5, %r3;
+  st.relaxed.gpu.global.u64 [%rd1+40], %rd5;
+  ld.param.u32 %r3, [b_call];
+  cvt.u64.u32 %rd5, %r3;
+  st.relaxed.gpu.global.u64 [%rd1+48], %rd5;
+$B_done:
   ret;
 }
 
@@ -125,7 +183,8 @@ $Q_done:
   ret;
 }
 
-// Thread 0: one arrival of this block at the current step (release).
+// Thread 0: one arrival of this block at the current step, a release (after the block's
+// barrier, it publishes every thread's writes: no fence of its own).
 .func __sk_arrive()
 {
   .reg .b32 %r<4>;
@@ -134,7 +193,6 @@ $Q_done:
   mul.wide.u32 %rd1, %r1, 8;
   ld.shared.u64 %rd2, [__sk_s_sync];
   add.u64 %rd1, %rd1, %rd2;
-  fence.acq_rel.gpu;
   red.release.gpu.global.add.u64 [%rd1], 1;
   ld.shared.u32 %r2, [__sk_s_state];
   or.b32 %r2, %r2, )" << kArrived << R"(;
@@ -280,8 +338,7 @@ $E_done:
   ld.shared.u64 %rd2, [__sk_s_sync];
   add.u64 %rd1, %rd1, %rd2;
   add.u64 %rd1, %rd1, )" << syncall_base << R"(;
-  fence.acq_rel.gpu;
-  atom.acq_rel.gpu.global.add.u64 %rd3, [%rd1], 1;
+  atom.release.gpu.global.add.u64 %rd3, [%rd1], 1;
   ld.shared.u32 %r3, [__sk_s_cores];
   cvt.u64.u32 %rd4, %r3;
   div.u64 %rd5, %rd3, %rd4;
@@ -352,22 +409,14 @@ $P_done:
 }
 
 // Inside a group: CUDA has no cube core to signal, so a group is one block and the
-// group-internal flags have nothing to wait for.
-.visible .func sk_cross_core_set_flag(.param .b32 f)
-{
-  ret;
-}
-
-.visible .func sk_cross_core_wait_flag(.param .b32 f)
-{
-  ret;
-}
+// group-internal flags have nothing to wait for; their ids are checked all the same.
+)" << group_flag_func("sk_cross_core_set_flag", 0, "GS") << group_flag_func("sk_cross_core_wait_flag", 1, "GW") << R"(
 
 // Across the sub-kernel's blocks (the planner gives a kernel with hard sync the core count of
 // its segment): a split barrier per flag id.
 .visible .func sk_cross_core_set_flag_all(.param .b32 f)
 {
-  .reg .pred %p<2>;
+  .reg .pred %p<3>;
   .reg .b32 %r<4>;
   .reg .b64 %rd<8>;
   bar.sync 0;
@@ -375,13 +424,12 @@ $P_done:
   setp.ne.u32 %p1, %r1, 0;
   @%p1 bra $F_done;
   ld.param.u32 %r2, [f];
-  and.b32 %r2, %r2, 15;
+)" << flag_check("F", 2) << R"(
   mul.wide.u32 %rd1, %r2, 8;
   ld.shared.u64 %rd2, [__sk_s_sync];
   add.u64 %rd2, %rd2, %rd1;
   add.u64 %rd2, %rd2, )" << flags_base << R"(;
-  fence.acq_rel.gpu;
-  atom.acq_rel.gpu.global.add.u64 %rd3, [%rd2], 1;
+  atom.release.gpu.global.add.u64 %rd3, [%rd2], 1;
   ld.shared.u32 %r3, [__sk_s_cores];
   cvt.u64.u32 %rd4, %r3;
   div.u64 %rd5, %rd3, %rd4;
@@ -396,7 +444,7 @@ $F_done:
 
 .visible .func sk_cross_core_wait_flag_all(.param .b32 f)
 {
-  .reg .pred %p<2>;
+  .reg .pred %p<3>;
   .reg .b32 %r<4>;
   .reg .b64 %rd<8>;
   bar.sync 0;
@@ -404,7 +452,7 @@ $F_done:
   setp.ne.u32 %p1, %r1, 0;
   @%p1 bra $G_done;
   ld.param.u32 %r2, [f];
-  and.b32 %r2, %r2, 15;
+)" << flag_check("G", 3) << R"(
   mul.wide.u32 %rd1, %r2, 8;
   ld.shared.u64 %rd2, [__sk_s_sync];
   add.u64 %rd2, %rd2, %rd1;
@@ -584,7 +632,58 @@ void emit_step(std::ostringstream &o, const EntrySpec &spec, size_t i) {
 
 }  // namespace
 
-size_t sync_buffer_bytes(size_t steps) { return 8 * (2 * steps + 16); }
+namespace {
+
+// Offsets of the per-block state in its part of dynamic shared memory.
+struct StateVar {
+  const char *name;
+  uint32_t offset;
+};
+constexpr StateVar kBlockState[] = {
+    {"__sk_s_sync", 0},   {"__sk_s_epoch", 8},  {"__sk_s_report", 16},   {"__sk_s_step", 24},
+    {"__sk_s_block", 28}, {"__sk_s_blocks", 32}, {"__sk_s_cores", 36},   {"__sk_s_state", 40},
+    {"__sk_s_gm_flush", 44}, {"__sk_s_flag_target", 48},  // u64[kCrossCoreFlags]
+};
+constexpr uint32_t kBlockStateBytes = 48 + 8 * kCrossCoreFlags;
+
+uint32_t block_state_base(const EntrySpec &spec) { return (spec.dynamic_shared + 15) / 16 * 16; }
+
+// Replaces each __sk_s_* name of `ptx` with `__sk_dynamic_shared+OFFSET` (PTX has no symbolic
+// constants; an address expression is valid wherever the variable's name was).
+std::string place_block_state(const std::string &ptx, uint32_t base) {
+  std::string out;
+  out.reserve(ptx.size() + ptx.size() / 8);
+  const std::string prefix = "__sk_s_";
+  size_t at = 0;
+  for (size_t hit = ptx.find(prefix); hit != std::string::npos; hit = ptx.find(prefix, at)) {
+    size_t end = hit + prefix.size();
+    while (end < ptx.size() && (std::isalnum((unsigned char)ptx[end]) || ptx[end] == '_')) ++end;
+    const std::string name = ptx.substr(hit, end - hit);
+    out.append(ptx, at, hit - at);
+    bool known = false;
+    for (const StateVar &v : kBlockState)
+      if (name == v.name) {
+        out += "__sk_dynamic_shared+" + std::to_string(base + v.offset);
+        known = true;
+      }
+    if (!known) out += name;
+    at = end;
+  }
+  out.append(ptx, at, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+uint32_t entry_dynamic_shared(const EntrySpec &spec) { return block_state_base(spec) + kBlockStateBytes; }
+
+size_t sync_buffer_bytes(size_t steps) { return 8 * (2 * steps + kCrossCoreFlags); }
+
+const char *flag_call_name(uint64_t call) {
+  static const char *const names[] = {"sk_cross_core_set_flag", "sk_cross_core_wait_flag",
+                                      "sk_cross_core_set_flag_all", "sk_cross_core_wait_flag_all"};
+  return call < sizeof names / sizeof names[0] ? names[call] : "a cross-core flag call";
+}
 
 const char *sync_point_name(uint32_t point) {
   switch ((SyncPoint)point) {
@@ -593,6 +692,7 @@ const char *sync_point_name(uint32_t point) {
     case SyncPoint::WaitPreTaskEnd: return "sk_wait_pre_task_end";
     case SyncPoint::SyncAll: return "sk_sync_all";
     case SyncPoint::WaitFlagAll: return "sk_cross_core_wait_flag_all";
+    case SyncPoint::InvalidFlag: return "a cross-core flag call";
   }
   return "an unknown sync point";
 }
@@ -639,7 +739,7 @@ $init_done:
   o << "  mov.u32 %r3, %ctaid.x;\n  mov.u32 %r4, %nctaid.x;\n";
   for (size_t i = 0; i < spec.steps.size(); ++i) emit_step(o, spec, i);
   o << "  ret;\n}\n";
-  return o.str();
+  return place_block_state(o.str(), block_state_base(spec));
 }
 
 }  // namespace sk::cuda

@@ -14,8 +14,9 @@
 //  * sk_sync_all: a per-step counter; an arrival that reads `old` waits for the next multiple
 //    of the sub-kernel's own core count, so it spans just the sub-kernel's blocks.
 //  * every wait spins with __nanosleep and gives up after the deadline: it then records a hang
-//    report (super kernel id, step, block, sync point) and sets the abort flag, which makes
-//    every other wait return; the host reports SK_ERR_HANG at the next synchronisation.
+//    report (super kernel id, step, block, sync point) and sets the abort word to the launch's
+//    epoch, which makes every other wait of that launch (and of no other) return; the host
+//    reports SK_ERR_HANG at the next synchronisation.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -54,22 +55,42 @@ struct EntrySpec {
   uint32_t arg_slots = 0;
   uint64_t timeout_ns = 10'000'000'000ull;
   uint64_t id = 0;             // names the super kernel in hang reports
+  // `extern __shared__` bytes of the sub-kernel that needs the most (they run one after
+  // another; every extern __shared__ array starts at the dynamic shared base).
+  uint32_t dynamic_shared = 0;
   std::vector<EntryStep> steps;
 };
+
+// Dynamic shared memory each launch of the entry passes: the sub-kernels' bytes, then libsk's
+// per-block state (kept out of static shared memory, which the linker adds up over the
+// sub-kernels: two 24 KiB tiles already fill the 48 KiB a block has without opting in).
+uint32_t entry_dynamic_shared(const EntrySpec &spec);
 
 // Kernel parameters of the entry, in order: the argument slots (a byte array of 8*arg_slots
 // bytes, at least 8) or the argument buffer's address; the sync buffer's address; the launch
 // epoch (1 for the first launch, counting up); the hang report's address.
 constexpr size_t kEntryParams = 4;
 
-// Bytes of the sync buffer a super kernel of `steps` steps needs (zeroed once, at build).
+// Bytes of the sync buffer a super kernel of `steps` steps needs (zeroed once, on the first launch's stream).
 size_t sync_buffer_bytes(size_t steps);
 
-// Hang report (device memory, 8 words): abort flag, super kernel id, step, block, point,
-// counter value seen, target.
+// Hang report (device memory, 8 words, one per super kernel, after its sync buffer): the
+// epoch of the launch it reports (0: none; the first one stays until a sync reads it), super
+// kernel id, step, block, point, counter value seen, target; then the abort word, the epoch of
+// the last launch that aborted (kReportAbortWord). For InvalidFlag (a flag id out of range,
+// not a hang) the seen and target words are the id and the call (flag_call_name).
 constexpr size_t kReportWords = 8;
-enum class SyncPoint : uint32_t { TaskStart = 0, TaskEnd = 1, WaitPreTaskEnd = 2, SyncAll = 3, WaitFlagAll = 4 };
+constexpr size_t kReportAbortWord = 7;
+enum class SyncPoint : uint32_t {
+  TaskStart = 0,
+  TaskEnd = 1,
+  WaitPreTaskEnd = 2,
+  SyncAll = 3,
+  WaitFlagAll = 4,
+  InvalidFlag = 5,
+};
 const char *sync_point_name(uint32_t point);
+const char *flag_call_name(uint64_t call);
 
 std::string generate_entry_ptx(const EntrySpec &spec);
 

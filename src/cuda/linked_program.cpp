@@ -1,5 +1,6 @@
 #include "cuda/linked_program.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -7,15 +8,24 @@
 namespace sk::cuda {
 
 sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const BuiltImage &image,
-                              const std::string &name, size_t steps, std::unique_ptr<LinkedProgram> *out) {
+                              const std::string &name, size_t steps, uint64_t id,
+                              std::unique_ptr<LinkedProgram> *out) {
   std::unique_ptr<LinkedProgram> p(new LinkedProgram());
   p->device_ = device;
   p->name_ = name;
   p->threads_ = image.threads;
+  p->dynamic_shared_ = image.dynamic_shared;
   p->source_ = image.args;
+  const elf::CubinFunction *fn = image.info.find(image.entry);
+  if (!fn)
+    return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", name.c_str(),
+                image.entry.c_str());
+  p->resources_ = {image.entry,   image.info.sm,       fn->registers,       fn->frame_size,
+                   fn->stack_size, image.static_shared, image.dynamic_shared};
   const DriverApi &a = device->api();
   const char *call = "sk_finalize";
-  if (sk_status st = device->make_current(call); st != SK_OK) return st;
+  ContextScope ctx(*device, call);
+  if (ctx.status() != SK_OK) return ctx.status();
   if (sk_status st = device->check(a.cuModuleLoadData(&p->module_, image.cubin->data()), call,
                                    ("cuModuleLoadData of super kernel '" + name + "'").c_str());
       st != SK_OK)
@@ -25,6 +35,17 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
       st != SK_OK)
     return st;
   int max_threads = 0, regs = 0, blocks = 0;
+  // Past 48 KiB of static plus dynamic shared memory a launch needs the function's opt-in.
+  if (image.static_shared + image.dynamic_shared > kDefaultSharedLimit) {
+    const std::string what = "cuFuncSetAttribute (" + std::to_string(image.dynamic_shared) +
+                             " bytes of dynamic shared memory, " + std::to_string(image.static_shared) + " static)";
+    const int dynamic = (int)image.dynamic_shared;
+    if (sk_status st = device->check(
+            a.cuFuncSetAttribute(p->function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic), call,
+            what.c_str());
+        st != SK_OK)
+      return st;
+  }
   a.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->function_);
   a.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->function_);
   p->registers_ = (uint32_t)regs;
@@ -33,7 +54,9 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
                 "super kernel '%s': %u threads per block, but with %d registers per thread %s runs at most %d",
                 name.c_str(), image.threads, regs, device->name().c_str(), max_threads);
   if (sk_status st = device->check(
-          a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, p->function_, (int)image.threads, 0), call,
+          a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, p->function_, (int)image.threads,
+                                                        image.dynamic_shared),
+          call,
           "cuOccupancyMaxActiveBlocksPerMultiprocessor");
       st != SK_OK)
     return st;
@@ -42,12 +65,12 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
   if (p->max_coresident_ == 0)
     return fail(SK_ERR_INCOMPATIBLE, "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)",
                 name.c_str(), image.threads, device->name().c_str(), regs);
-  const size_t sync_bytes = sync_buffer_bytes(steps);
+  const size_t sync_bytes = p->sync_bytes_ = sync_buffer_bytes(steps) + 8 * kReportWords;
   if (sk_status st = device->check(a.cuMemAlloc(&p->sync_, sync_bytes), call, "cuMemAlloc (sync buffer)"); st != SK_OK)
     return st;
-  if (sk_status st = device->check(a.cuMemsetD8(p->sync_, 0, sync_bytes), call, "cuMemsetD8 (sync buffer)");
-      st != SK_OK)
-    return st;
+  p->report_ = p->sync_ + sync_buffer_bytes(steps);
+  p->id_ = id;
+  device->add_report(id, p->report_);
   if (sk_status st = device->check(a.cuEventCreate(&p->last_, CU_EVENT_DISABLE_TIMING), call, "cuEventCreate");
       st != SK_OK)
     return st;
@@ -58,7 +81,8 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
 LinkedProgram::~LinkedProgram() {
   if (!device_) return;
   const DriverApi &a = device_->api();
-  device_->make_current("sk_superkernel_destroy");
+  if (report_) device_->remove_report(id_);  // an unread hang goes with it
+  ContextScope ctx(*device_, "sk_superkernel_destroy", true);
   if (last_) {
     a.cuEventSynchronize(last_);
     a.cuEventDestroy(last_);
@@ -83,10 +107,8 @@ sk_status LinkedProgram::configure(std::vector<uint64_t> slots, uint32_t grid, b
         return st;
       args_buffer_bytes_ = bytes;
     }
-    if (sk_status st = device_->check(a.cuMemcpyHtoD(args_buffer_, slots.data(), bytes), "sk_finalize",
-                                      "cuMemcpyHtoD (arguments)");
-        st != SK_OK)
-      return st;
+    dirty_begin_ = 0;
+    dirty_end_ = slots.size();
   }
   slots_ = std::move(slots);
   grid_ = grid;
@@ -96,14 +118,37 @@ sk_status LinkedProgram::configure(std::vector<uint64_t> slots, uint32_t grid, b
 
 sk_status LinkedProgram::launch(CUstream stream, const char *call) {
   const DriverApi &a = device_->api();
-  if (sk_status st = device_->make_current(call); st != SK_OK) return st;
+  ContextScope ctx(*device_, call);
+  if (ctx.status() != SK_OK) return ctx.status();
   std::lock_guard<std::mutex> lock(mutex_);
   // Launches share the counters: one on another stream than the last must come after it.
   if (launched_ && stream != last_stream_)
     if (sk_status st = device_->check(a.cuStreamWaitEvent(stream, last_, 0), call, "cuStreamWaitEvent"); st != SK_OK)
       return st;
+  // A sync reported a hang of an earlier launch: the counters that launch left (its aborted
+  // waits may have left a barrier short) and the report start again from zero.
+  if (device_->launching(id_, stream)) {
+    sync_zeroed_ = false;
+    epoch_ = 0;
+  }
+  if (!sync_zeroed_) {
+    if (sk_status st = device_->check(a.cuMemsetD8Async(sync_, 0, sync_bytes_, stream), call,
+                                      "cuMemsetD8Async (sync buffer)");
+        st != SK_OK)
+      return st;
+    sync_zeroed_ = true;
+  }
+  if (dirty_end_ > dirty_begin_) {
+    // Pageable source: the driver has staged it when the call returns.
+    if (sk_status st = device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + dirty_begin_ * 8, slots_.data() + dirty_begin_,
+                                                          (dirty_end_ - dirty_begin_) * 8, stream),
+                                      call, "cuMemcpyHtoDAsync (arguments)");
+        st != SK_OK)
+      return st;
+    dirty_begin_ = dirty_end_ = 0;
+  }
   uint64_t epoch = epoch_ + 1;
-  CUdeviceptr report = device_->report();
+  CUdeviceptr report = report_;
   void *params[kEntryParams];
   params[0] = source_ == ArgSource::Params ? static_cast<void *>(slots_.data()) : static_cast<void *>(&args_buffer_);
   params[1] = &sync_;
@@ -118,6 +163,7 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
   cfg.grid_x = grid_;
   cfg.grid_y = cfg.grid_z = 1;
   cfg.block_x = threads_;
+  cfg.shared_mem_bytes = dynamic_shared_;
   cfg.block_y = cfg.block_z = 1;
   cfg.stream = stream;
   cfg.attrs = cooperative_ ? &attr : nullptr;
@@ -133,25 +179,36 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
 }
 
 sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
+  if (sk_status st = device_->usable("sk_superkernel_set_arg"); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(mutex_);
   if (slot >= slots_.size()) return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slot %zu does not exist", name_.c_str(), slot);
   slots_[slot] = value;  // parameter mode: later launches copy the slots at launch
   if (source_ != ArgSource::Buffer) return SK_OK;
-  const DriverApi &a = device_->api();
-  if (sk_status st = device_->make_current("sk_superkernel_set_arg"); st != SK_OK) return st;
-  // Launches already queued read the buffer: they finish with the old value first.
-  if (launched_)
-    if (sk_status st = device_->check(a.cuEventSynchronize(last_), "sk_superkernel_set_arg", "cuEventSynchronize");
+  // sk.h: launches already queued finish with the old value first, and the call waits for
+  // them. The next launch writes the buffer, on its own stream.
+  if (launched_) {
+    ContextScope ctx(*device_, "sk_superkernel_set_arg");
+    if (ctx.status() != SK_OK) return ctx.status();
+    if (sk_status st =
+            device_->check(device_->api().cuEventSynchronize(last_), "sk_superkernel_set_arg", "cuEventSynchronize");
         st != SK_OK)
       return st;
-  return device_->check(a.cuMemcpyHtoD(args_buffer_ + slot * 8, &value, sizeof value), "sk_superkernel_set_arg",
-                        "cuMemcpyHtoD");
+  }
+  if (dirty_end_ == dirty_begin_) {
+    dirty_begin_ = slot;
+    dirty_end_ = slot + 1;
+  } else {
+    dirty_begin_ = std::min(dirty_begin_, slot);
+    dirty_end_ = std::max(dirty_end_, slot + 1);
+  }
+  return SK_OK;
 }
 
 sk_status LinkedProgram::wait(const char *call) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!launched_) return SK_OK;
-  if (sk_status st = device_->make_current(call); st != SK_OK) return st;
+  ContextScope ctx(*device_, call);
+  if (ctx.status() != SK_OK) return ctx.status();
   return device_->check(device_->api().cuEventSynchronize(last_), call, "cuEventSynchronize");
 }
 

@@ -1,6 +1,6 @@
 // A linked super kernel (or single-kernel entry) loaded on a device, with what its launches
-// need: the sync buffer (arrival counters, never reset: each launch has its own epoch), the
-// argument slots (host copy, and a device buffer when they exceed the parameter space), the
+// need: the sync buffer (arrival counters, reset only after a sync reported a hang: each launch
+// has its own epoch) and its hang report, the argument slots (host copy, and a device buffer when they exceed the parameter space), the
 // grid, and an event that orders its launches across streams (they share the counters).
 #pragma once
 #include <sk.h>
@@ -16,24 +16,43 @@
 
 namespace sk::cuda {
 
+// Shared memory per block a function may use without opting in (every sm_70+ GPU).
+constexpr uint32_t kDefaultSharedLimit = 48 * 1024;
+
+// What one thread and one block of the linked entry use, as its cubin says (the .nv.info
+// attributes of the entry and the size of .nv.shared.<entry>): sk_superkernel_explain's
+// "cuda_entry".
+struct EntryResources {
+  std::string entry;             // the entry's symbol
+  uint32_t sm = 0;               // SASS architecture (90: sm_90)
+  uint32_t registers = 0;        // per thread
+  uint32_t local_bytes = 0;      // per-thread local memory frame (EIATTR_FRAME_SIZE)
+  uint32_t stack_bytes = 0;      // per-thread call stack (CubinFunction::stack_size)
+  uint32_t static_shared = 0;    // per block
+  uint32_t dynamic_shared = 0;   // per block, passed by each launch
+};
+
 class LinkedProgram {
  public:
-  // Loads `image` on `device`; computes the co-resident block limit (occupancy x SMs).
+  // Loads `image` on `device`; computes the co-resident block limit (occupancy x SMs). `id`
+  // names it in hang reports (CudaDevice::register_name).
   static sk_status load(const std::shared_ptr<CudaDevice> &device, const BuiltImage &image, const std::string &name,
-                        size_t steps, std::unique_ptr<LinkedProgram> *out);
+                        size_t steps, uint64_t id, std::unique_ptr<LinkedProgram> *out);
   ~LinkedProgram();
 
   // Blocks that can be resident at once: the most a cooperative launch may start.
   uint32_t max_coresident() const { return max_coresident_; }
   uint32_t occupancy_per_sm() const { return occupancy_; }
   uint32_t registers() const { return registers_; }
+  const EntryResources &resources() const { return resources_; }
 
   // Sets the argument slots and the grid; `cooperative`: launched with
   // CU_LAUNCH_ATTRIBUTE_COOPERATIVE (all blocks co-resident: needed by any in-kernel wait).
   sk_status configure(std::vector<uint64_t> slots, uint32_t grid, bool cooperative);
   // Queues one launch on `stream`.
   sk_status launch(CUstream stream, const char *call);
-  // Rebinds one slot for later launches (waits for queued launches in buffer mode).
+  // Rebinds one slot for later launches (waits for queued launches in buffer mode, whose
+  // buffer the next launch then writes on its own stream).
   sk_status set_slot(size_t slot, uint64_t value);
   // Waits for every launch queued so far.
   sk_status wait(const char *call);
@@ -44,15 +63,25 @@ class LinkedProgram {
   std::string name_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
-  CUdeviceptr sync_ = 0, args_buffer_ = 0;
-  size_t args_buffer_bytes_ = 0;
+  // The sync buffer, then this super kernel's hang report (report_): one allocation, zeroed
+  // together.
+  CUdeviceptr sync_ = 0, report_ = 0, args_buffer_ = 0;
+  uint64_t id_ = 0;
+  size_t args_buffer_bytes_ = 0, sync_bytes_ = 0;
   CUevent last_ = nullptr;
   CUstream last_stream_ = nullptr;
   bool launched_ = false;
   ArgSource source_ = ArgSource::Params;
   uint32_t threads_ = 0, grid_ = 1, max_coresident_ = 0, occupancy_ = 0, registers_ = 0;
+  uint32_t dynamic_shared_ = 0;  // bytes each launch passes
+  EntryResources resources_;
   bool cooperative_ = true;
   uint64_t epoch_ = 0;
+  // What the next launch writes first, on its own stream (a legacy-stream write would not be
+  // ordered before a launch on a non-blocking stream): the sync buffer's zeros (once) and
+  // the argument slots [dirty_begin_, dirty_end_) in buffer mode.
+  bool sync_zeroed_ = false;
+  size_t dirty_begin_ = 0, dirty_end_ = 0;
   std::vector<uint64_t> slots_;
   std::mutex mutex_;
 };

@@ -70,13 +70,27 @@ struct Handle {
   }
 };
 
+// The log as one line (every libsk message is one): its lines joined with "; ", without the
+// "ERROR <n>: finish" trailer that only repeats the result code the message names.
 std::string error_log(const NvJitLinkApi &api, nvJitLinkHandle h) {
   size_t size = 0;
   if (api.error_log_size(h, &size) != kSuccess || size == 0) return "";
   std::string log(size, '\0');
   if (api.error_log(h, log.data()) != kSuccess) return "";
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  return log;
+  log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
+  std::string joined;
+  size_t start = 0;
+  while (start <= log.size()) {
+    size_t end = log.find_first_of("\r\n", start);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(start, end - start);
+    start = end + 1;
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    if (line.empty() || (line.rfind("ERROR ", 0) == 0 && line.find(": finish") != std::string::npos)) continue;
+    if (!joined.empty()) joined += "; ";
+    joined += line;
+  }
+  return joined;
 }
 
 // The first symbol name a log line of the form "...undefined reference to 'name'..." carries.
@@ -164,19 +178,32 @@ std::string NvJitLink::version() const {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+std::vector<std::string> NvJitLink::link_options(const std::vector<LinkInput> &inputs, const std::string &arch,
+                                                 uint32_t max_registers) {
+  std::vector<std::string> options{"-arch=" + arch};
+  if (max_registers) options.push_back("-maxrregcount=" + std::to_string(max_registers));
+  for (const LinkInput &in : inputs)
+    if (in.kind == InputKind::LtoIr) {
+      options.push_back("-lto");
+      break;
+    }
+  return options;
+}
+
 sk_status NvJitLink::link(const std::vector<LinkInput> &inputs, const std::string &arch, const std::string &what,
-                          std::vector<uint8_t> *cubin) const {
+                          std::vector<uint8_t> *cubin, uint32_t max_registers) const {
   const NvJitLinkApi &a = *api_;
-  bool lto = false;
-  for (const LinkInput &in : inputs) lto |= in.kind == InputKind::LtoIr;
-  const std::string arch_option = "-arch=" + arch;
-  std::vector<const char *> options{arch_option.c_str()};
-  if (lto) options.push_back("-lto");
+  const std::vector<std::string> option_strings = link_options(inputs, arch, max_registers);
+  std::vector<const char *> options;
+  std::string spelled;
+  for (const std::string &o : option_strings) {
+    options.push_back(o.c_str());
+    spelled += (spelled.empty() ? "" : " ") + o;
+  }
   Handle h{&a};
   if (nvJitLinkResult r = a.create(&h.h, (uint32_t)options.size(), options.data()); r != kSuccess)
     return fail(r == kErrorUnrecognizedArch || r == kErrorUnsupportedArch ? SK_ERR_UNSUPPORTED : SK_ERR_DEVICE,
-                "%s: nvJitLinkCreate(%s%s) failed: %s", what.c_str(), arch_option.c_str(), lto ? " -lto" : "",
-                result_name(r));
+                "%s: nvJitLinkCreate(%s) failed: %s", what.c_str(), spelled.c_str(), result_name(r));
   for (const LinkInput &in : inputs) {
     nvJitLinkResult r = a.add_data(h.h, (int)in.kind, in.data, in.size, in.label.c_str());
     if (r != kSuccess) {

@@ -33,8 +33,14 @@ class NvJitLink {
   // Links `inputs` for `arch` ("sm_90"). `what` names the super kernel in messages. On
   // failure the message carries nvJitLink's error log; a missing symbol is SK_ERR_NOT_FOUND
   // naming it, an input nvJitLink rejects SK_ERR_BAD_BINARY, anything else SK_ERR_INCOMPATIBLE.
+  // `max_registers` (0: none) caps the registers per thread of the code compiled in the link
+  // (-maxrregcount): the generated entry, LTO-IR; a cubin's SASS keeps its own count.
   sk_status link(const std::vector<LinkInput> &inputs, const std::string &arch, const std::string &what,
-                 std::vector<uint8_t> *cubin) const;
+                 std::vector<uint8_t> *cubin, uint32_t max_registers = 0) const;
+
+  // The options link() passes for `inputs` (part of the link cache's key).
+  static std::vector<std::string> link_options(const std::vector<LinkInput> &inputs, const std::string &arch,
+                                               uint32_t max_registers = 0);
 
   // Links LTO-IR inputs alone, with -lto -ptx, into PTX text: what survives is what the IR
   // keeps without an entry (its `used` globals: sk_kernel.h's metadata strings).

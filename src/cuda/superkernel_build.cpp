@@ -2,47 +2,70 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 
 #include "core/error.hpp"
+#include "cuda/disk_cache.hpp"
 #include "cuda/nvjitlink.hpp"
 
 namespace sk::cuda {
 namespace {
 
-// Linked cubins by XXH3-128 of (PTX, module hashes, arch). Bounded: super kernels are built
-// once per scope, so a plain size cap is enough to keep a long-running process from growing.
+// Linked cubins by XXH3-128 of their key material (link_material). Bounded: super kernels are
+// built once per scope, so a plain size cap is enough to keep a long-running process from growing.
 constexpr size_t kCacheCap = 256;
 
-struct CacheKey {
-  uint64_t lo, hi;
-  bool operator<(const CacheKey &o) const { return lo != o.lo ? lo < o.lo : hi < o.hi; }
+struct CacheEntry {
+  std::string material;  // compared on a hit: a hash match alone is not trusted
+  std::shared_ptr<const std::vector<uint8_t>> cubin;
 };
 
 std::mutex g_cache_mutex;
-std::map<CacheKey, std::shared_ptr<const std::vector<uint8_t>>> &cache() {
-  static std::map<CacheKey, std::shared_ptr<const std::vector<uint8_t>>> c;
+std::map<LinkKey, CacheEntry> &cache() {
+  static std::map<LinkKey, CacheEntry> c;
   return c;
 }
+std::atomic<uint64_t> g_links{0};
 
-CacheKey cache_key(const std::string &ptx, const std::vector<const CudaModule *> &modules, const std::string &arch) {
-  XXH3_state_t *state = XXH3_createState();
-  if (!state) throw std::bad_alloc();
-  XXH3_128bits_reset(state);
-  XXH3_128bits_update(state, arch.data(), arch.size());
-  XXH3_128bits_update(state, ptx.data(), ptx.size());
-  for (const CudaModule *m : modules) {
-    const uint64_t h[2] = {m->hash_lo, m->hash_hi};
-    XXH3_128bits_update(state, h, sizeof h);
+// Everything that decides the linked cubin: libsk's version (it writes the entry and reads the
+// result), nvJitLink's options, and each input's kind, label and content hash, the entry's
+// PTX in full.
+std::string link_material(const std::vector<LinkInput> &inputs, const std::vector<const CudaModule *> &modules,
+                          const std::string &arch, uint32_t max_registers) {
+  std::string m = std::string("libsk ") + sk_version_string() + "\n";
+  for (const std::string &o : NvJitLink::link_options(inputs, arch, max_registers)) m += o + "\n";
+  for (const CudaModule *mod : modules) {
+    char h[64];
+    std::snprintf(h, sizeof h, "%d %016llx%016llx ", (int)mod->kind, (unsigned long long)mod->hash_hi,
+                  (unsigned long long)mod->hash_lo);
+    m += h + mod->label + "\n";
   }
-  XXH128_hash_t h = XXH3_128bits_digest(state);
-  XXH3_freeState(state);
+  m.append(static_cast<const char *>(inputs[0].data), inputs[0].size);
+  return m;
+}
+
+LinkKey link_key(const std::string &material) {
+  const XXH128_hash_t h = XXH3_128bits(material.data(), material.size());
   return {h.low64, h.high64};
 }
 
 }  // namespace
+
+uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
+  uint32_t most = kEntryRegisterFloor;
+  for (const auto &k : kernels) {
+    if (!k->registers) return 0;  // LTO-IR: compiled in the link, its needs are unknown
+    most = std::max(most, k->registers);
+  }
+  return most;
+}
+
+size_t param_space_bytes(int driver_version) { return driver_version >= 12010 ? 32764 : 4096; }
 
 sk_status agree_on_threads(const std::string &name, const std::vector<std::shared_ptr<CudaKernel>> &kernels,
                            const std::vector<std::string> &step_names, uint32_t *threads) {
@@ -66,7 +89,9 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
   spec.timeout_ns = req.timeout_ns;
   spec.id = req.id;
   spec.arg_slots = (uint32_t)req.arg_slots;
-  spec.args = req.force_buffer || 8 * req.arg_slots > kParamSlotBytes ? ArgSource::Buffer : ArgSource::Params;
+  for (const auto &k : req.kernels) spec.dynamic_shared = std::max(spec.dynamic_shared, k->dynamic_shared);
+  spec.args = req.force_buffer || 8 * req.arg_slots + kParamReserved > req.param_bytes ? ArgSource::Buffer
+                                                                                     : ArgSource::Params;
   uint32_t slot = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep &ps = plan.steps[i];
@@ -122,6 +147,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   img.entry = spec.entry_name;
   img.threads = threads;
   img.args = spec.args;
+  img.dynamic_shared = entry_dynamic_shared(spec);
 
   // Each module once, in first-use order.
   std::vector<const CudaModule *> modules;
@@ -138,11 +164,25 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                   "super kernel '%s': %s holds SASS for sm_%u, but the target is %s; rebuild it with -arch=%s "
                   "or ship LTO-IR (nvcc -dc -dlto -ltoir)",
                   req.name.c_str(), m->label.c_str(), m->cubin.sm, req.arch.c_str(), req.arch.c_str());
-  const CacheKey key = cache_key(img.ptx, modules, req.arch);
+  std::vector<LinkInput> inputs;
+  inputs.push_back({InputKind::Ptx, img.ptx.data(), img.ptx.size(), req.name + " (generated entry)"});
+  for (const CudaModule *m : modules) inputs.push_back({m->kind, m->bytes.data(), m->bytes.size(), m->label});
+  const uint32_t max_registers = entry_register_cap(req.kernels);
+  std::string material = link_material(inputs, modules, req.arch, max_registers);
+  const LinkKey key = link_key(material);
   {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
-    if (auto it = cache().find(key); it != cache().end()) {
-      img.cubin = it->second;
+    if (auto it = cache().find(key); it != cache().end() && it->second.material == material) {
+      img.cubin = it->second.cubin;
+      img.cached = true;
+    }
+  }
+  const bool in_memory = img.cubin != nullptr;
+  // Another process may have linked it: the disk cache checks its file against the key.
+  if (!img.cubin) {
+    auto cubin = std::make_shared<std::vector<uint8_t>>();
+    if (disk_cache_load(key, cubin.get())) {
+      img.cubin = std::move(cubin);
       img.cached = true;
     }
   }
@@ -152,16 +192,18 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
       prefix_error("super kernel '" + req.name + "'");
       return st;
     }
-    std::vector<LinkInput> inputs;
-    inputs.push_back({InputKind::Ptx, img.ptx.data(), img.ptx.size(), req.name + " (generated entry)"});
-    for (const CudaModule *m : modules) inputs.push_back({m->kind, m->bytes.data(), m->bytes.size(), m->label});
     auto cubin = std::make_shared<std::vector<uint8_t>>();
-    if (sk_status st = linker->link(inputs, req.arch, "super kernel '" + req.name + "'", cubin.get()); st != SK_OK)
+    if (sk_status st = linker->link(inputs, req.arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
+        st != SK_OK)
       return st;
+    ++g_links;
+    disk_cache_store(key, *cubin);
     img.cubin = std::move(cubin);
+  }
+  if (!in_memory) {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
     if (cache().size() >= kCacheCap) cache().clear();
-    cache().emplace(key, img.cubin);
+    cache().insert_or_assign(key, CacheEntry{std::move(material), img.cubin});
   }
   if (sk_status st = elf::parse_cubin(img.cubin->data(), img.cubin->size(), "linked super kernel '" + req.name + "'",
                                       &img.info);
@@ -171,6 +213,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   if (!entry || !entry->entry)
     return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", req.name.c_str(),
                 img.entry.c_str());
+  img.static_shared = entry->shared_bytes;
   *out = std::move(img);
   return SK_OK;
 }
@@ -184,5 +227,7 @@ size_t link_cache_size() {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   return cache().size();
 }
+
+uint64_t link_count() { return g_links.load(); }
 
 }  // namespace sk::cuda

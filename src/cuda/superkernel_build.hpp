@@ -1,6 +1,7 @@
 // From a plan to a linked cubin, without a GPU: the plan's steps become an EntrySpec, the
 // generated PTX is linked with the sub-kernels' modules by nvJitLink for an `sm_XY`, and the
-// result is cached by XXH3-128 of the PTX (which spells out the plan), the modules and the arch.
+// result is cached, in memory and on disk (disk_cache.hpp), by XXH3-128 of everything that
+// decides the link: the PTX (which spells out the plan), the modules, the options and libsk's version.
 #pragma once
 #include <sk.h>
 
@@ -16,9 +17,11 @@
 
 namespace sk::cuda {
 
-// Kernel parameter space a launch may fill with argument slots (4 KiB, the limit every
-// driver and architecture accepts, less the entry's other parameters).
-constexpr size_t kParamSlotBytes = 4096 - 64;
+// A kernel's parameter space: 4 KiB on every driver, 32764 bytes from CUDA 12.1 (driver
+// version 12010) on Volta and later, which is every architecture libsk links for.
+size_t param_space_bytes(int driver_version);
+// Of it, what the entry's other parameters (sync, epoch, report) leave to argument slots.
+constexpr size_t kParamReserved = 64;
 
 struct BuildRequest {
   std::string name;            // the super kernel's name, for messages
@@ -28,6 +31,7 @@ struct BuildRequest {
   const Plan *plan = nullptr;
   std::vector<std::shared_ptr<CudaKernel>> kernels;  // per plan step
   size_t arg_slots = 0;        // total 8-byte argument slots
+  size_t param_bytes = 4096;   // the driver's parameter space (param_space_bytes)
   bool force_buffer = false;   // arguments in a device buffer even if they fit the parameters
 };
 
@@ -39,6 +43,8 @@ struct BuiltImage {
   uint32_t threads = 0;       // threads per block every sub-kernel agreed on
   ArgSource args = ArgSource::Params;
   bool cached = false;        // the cubin came from the cache
+  uint32_t dynamic_shared = 0;  // each launch's dynamic shared bytes (entry_dynamic_shared)
+  uint32_t static_shared = 0;  // the linked entry's static __shared__ (.nv.shared.<entry>)
 };
 
 // The threads per block the kernels agree on, or SK_ERR_INCOMPATIBLE naming two that differ.
@@ -48,11 +54,22 @@ sk_status agree_on_threads(const std::string &name, const std::vector<std::share
 // The entry description of a plan (exposed for tests).
 sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *out);
 
+// Registers per thread libsk's own code (the entry, its waits and arrivals) may use at least:
+// the entry's count covers every function it calls, and uncapped the nested wait calls need
+// more than small sub-kernels do. A cubin sub-kernel's SASS keeps its count, so a cap below
+// the largest sub-kernel's would only spill libsk's code.
+constexpr uint32_t kEntryRegisterFloor = 32;
+// The -maxrregcount of the link: the most registers any sub-kernel (and its callees) needs,
+// at least kEntryRegisterFloor; 0 (no cap) when a sub-kernel is LTO-IR.
+uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kernels);
+
 // Generates, links (or finds in the cache) and reads back the super kernel's cubin.
 sk_status build_superkernel(const BuildRequest &req, BuiltImage *out);
 
-// Drops every cached cubin (tests).
+// Drops every cubin cached in memory (tests); the disk cache (disk_cache.hpp) stays.
 void clear_link_cache();
 size_t link_cache_size();
+// nvJitLink links done by this process (tests: a cache hit links nothing).
+uint64_t link_count();
 
 }  // namespace sk::cuda

@@ -3,6 +3,8 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -16,8 +18,25 @@ namespace {
 // (EIFMT_HVAL) or a 2-byte size and that many bytes (EIFMT_SVAL); EIFMT_NVAL has no value.
 constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19,
-                  kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
+                  kAttrMinStackSize = 0x12, kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
+// CUDA's own section types: SHT_CUDA_NOBITS sections (shared memory) occupy no file bytes,
+// and .nv.callgraph holds { caller, callee } symbol index pairs (negative callees are markers).
+constexpr uint32_t kShtCudaNobits = 0x7000000a;
+constexpr uint32_t kShtCudaCallgraph = 0x70000001;
+// st_other bit of shared-memory symbols (static variables and `extern __shared__` arrays).
+constexpr uint8_t kStoCudaShared = 0x40;
+
+bool is_shared_section(const std::string &name) {
+  return name == ".nv_debug.shared" || name.rfind(".nv.shared.", 0) == 0;
+}
+
+// `bytes` of shared variables so far, then `var` at its alignment (saturating: the sizes come
+// from the file).
+uint32_t append_shared(uint32_t bytes, const CubinSharedVar &var) {
+  const uint64_t end = ((uint64_t)bytes + var.align - 1) / var.align * var.align + var.size;
+  return end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
+}
 
 struct ElfHandle {
   Elf *elf = nullptr;
@@ -37,7 +56,7 @@ uint32_t read_u32(const uint8_t *p) {
 struct RawSection {
   GElf_Shdr header;
   std::string name;
-  const uint8_t *data = nullptr;  // nullptr for NOBITS
+  const uint8_t *data = nullptr;  // nullptr for NOBITS (also CUDA's)
 };
 
 }  // namespace
@@ -46,6 +65,43 @@ const CubinFunction *Cubin::find(std::string_view name) const {
   for (const CubinFunction &f : functions)
     if (f.name == name) return &f;
   return nullptr;
+}
+
+CubinReach Cubin::reach(std::string_view name) const {
+  CubinReach r;
+  std::vector<bool> var_seen(shared_vars.size());
+  std::vector<const CubinFunction *> todo{find(name)};
+  r.functions.emplace_back(name);
+  while (!todo.empty()) {
+    const CubinFunction *f = todo.back();
+    todo.pop_back();
+    if (!f) continue;
+    r.dynamic_shared |= f->dynamic_shared;
+    for (uint32_t v : f->shared_vars)
+      if (!var_seen[v]) {
+        var_seen[v] = true;
+        r.shared_bytes = append_shared(r.shared_bytes, shared_vars[v]);
+      }
+    auto note_extern = [&](const std::string &e) {
+      for (const std::string &x : r.externs)
+        if (x == e) return;
+      r.externs.push_back(e);
+    };
+    for (const std::string &e : f->externs) note_extern(e);
+    for (const std::string &c : f->callees) {
+      const CubinFunction *callee = find(c);
+      if (!callee) {
+        note_extern(c);
+        continue;
+      }
+      bool seen = false;
+      for (const std::string &x : r.functions) seen |= x == c;
+      if (seen) continue;
+      r.functions.push_back(c);
+      todo.push_back(callee);
+    }
+  }
+  return r;
 }
 
 bool looks_like_cubin(const void *bytes, size_t size) {
@@ -91,7 +147,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     if (!scn || !gelf_getshdr(scn, &sections[i].header))
       return fail(SK_ERR_BAD_BINARY, "%s: section %zu: %s", label.c_str(), i, elf_errmsg(-1));
     const GElf_Shdr &sh = sections[i].header;
-    if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL) {
+    if (sh.sh_type != SHT_NOBITS && sh.sh_type != kShtCudaNobits && sh.sh_type != SHT_NULL) {
       if (!range_ok(sh.sh_offset, sh.sh_size, size))
         return fail(SK_ERR_BAD_BINARY, "%s: section %zu (offset 0x%llx, %llu bytes) is outside the image",
                     label.c_str(), i, (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size);
@@ -167,6 +223,58 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     result.functions.push_back(std::move(f));
   }
 
+  // Static shared variables, and which function's code references each (its .rela.text.<f>).
+  std::map<uint32_t, size_t> shared_of_symbol;  // symbol index -> result.shared_vars[]
+  for (size_t s = 1; s < symbols.size(); ++s) {
+    const GElf_Sym &sym = symbols[s].sym;
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size() || GELF_ST_TYPE(sym.st_info) == STT_SECTION ||
+        sym.st_size == 0 || !is_shared_section(sections[sym.st_shndx].name))
+      continue;
+    const uint64_t align = sections[sym.st_shndx].header.sh_addralign;
+    shared_of_symbol[(uint32_t)s] = result.shared_vars.size();
+    result.shared_vars.push_back({symbols[s].name, (uint32_t)std::min<uint64_t>(sym.st_size, UINT32_MAX),
+                                  align > 1 && align <= 4096 ? (uint32_t)align : 1u});
+  }
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const GElf_Shdr &sh = sections[i].header;
+    if ((sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL) || !sections[i].data) continue;
+    CubinFunction *owner = nullptr;
+    for (const auto &[sym, index] : function_of_symbol)
+      if (symbols[sym].sym.st_shndx == sh.sh_info) owner = &result.functions[index];
+    if (!owner) continue;
+    const size_t entry = sh.sh_type == SHT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
+    for (size_t off = 0; off + entry <= sh.sh_size; off += entry) {
+      Elf64_Rel rel;
+      std::memcpy(&rel, sections[i].data + off, sizeof rel);
+      const uint32_t s = (uint32_t)ELF64_R_SYM(rel.r_info);
+      if (s >= symbols.size()) continue;
+      if (auto it = shared_of_symbol.find(s); it != shared_of_symbol.end()) {
+        bool seen = false;
+        for (uint32_t v : owner->shared_vars) seen |= v == it->second;
+        if (!seen) owner->shared_vars.push_back((uint32_t)it->second);
+      } else if (symbols[s].sym.st_shndx == SHN_UNDEF && GELF_ST_TYPE(symbols[s].sym.st_info) != STT_FUNC &&
+                 (symbols[s].sym.st_other & kStoCudaShared)) {
+        owner->dynamic_shared = true;
+      }
+    }
+  }
+  for (CubinFunction &f : result.functions)
+    if (f.shared_bytes == 0)
+      for (uint32_t v : f.shared_vars) f.shared_bytes = append_shared(f.shared_bytes, result.shared_vars[v]);
+
+  // The call graph.
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const GElf_Shdr &sh = sections[i].header;
+    if (sh.sh_type != kShtCudaCallgraph || !sections[i].data) continue;
+    for (size_t off = 0; off + 8 <= sh.sh_size; off += 8) {
+      const uint32_t caller = read_u32(sections[i].data + off), callee = read_u32(sections[i].data + off + 4);
+      auto it = function_of_symbol.find(caller);
+      if (it == function_of_symbol.end() || callee == 0 || callee >= symbols.size()) continue;
+      if (GELF_ST_TYPE(symbols[callee].sym.st_info) != STT_FUNC) continue;
+      result.functions[it->second].callees.push_back(symbols[callee].name);
+    }
+  }
+
   // .nv.info (per module, attributes keyed by symbol) and .nv.info.<function>.
   for (size_t i = 0; i < sections.size(); ++i) {
     const RawSection &sec = sections[i];
@@ -205,7 +313,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
         const uint32_t v = read_u32(value + 4);
         if (attr == kAttrRegCount) f.registers = v;
         else if (attr == kAttrFrameSize) f.frame_size = v;
-        else if (attr == kAttrMaxStackSize) f.max_stack = v;
+        else if (attr == kAttrMinStackSize || attr == kAttrMaxStackSize) f.stack_size = std::max(f.stack_size, v);
       } else if (owner && attr == kAttrExterns && format == kFormatSized) {
         for (size_t k = 0; k + 4 <= length; k += 4) {
           const uint32_t s = read_u32(value + k);

@@ -1,7 +1,9 @@
 // What is in a CUDA binary (ELF machine EM_CUDA = 190): relocatable cubins as `nvcc -dc -cubin`
 // writes them, and the linked cubins nvJitLink returns. Read with libelf: functions and their
-// `.nv.info*` attributes (register count, stack, shared memory, parameter bytes, the extern
-// functions each calls), and the sk_kernel.h metadata strings of CUDA mode.
+// `.nv.info*` attributes (register count, stack, parameter bytes, the extern functions each
+// calls), static shared variables and the `extern __shared__` references of each function's
+// code (its relocations), the call graph (`.nv.callgraph`), and the sk_kernel.h metadata
+// strings of CUDA mode.
 #pragma once
 #include <sk.h>
 
@@ -19,11 +21,32 @@ struct CubinFunction {
   bool entry = false;          // a kernel (.entry) rather than a device function
   uint32_t registers = 0;      // EIATTR_REGCOUNT (or the .text section's sh_info high byte)
   uint32_t frame_size = 0;     // EIATTR_FRAME_SIZE: per-thread local memory
-  uint32_t max_stack = 0;      // EIATTR_MAX_STACK_SIZE
-  uint32_t shared_bytes = 0;   // size of .nv.shared.<name>
+  // Per-thread call stack: EIATTR_MIN_STACK_SIZE (what ptxas computed over the call graph, the
+  // driver's reservation), or EIATTR_MAX_STACK_SIZE where larger.
+  uint32_t stack_size = 0;
+  // Static __shared__ bytes: the size of .nv.shared.<name> (linked cubins), else the variables
+  // of `.nv_debug.shared` / `.nv.shared.*` that its own code's relocations reference.
+  uint32_t shared_bytes = 0;
+  bool dynamic_shared = false;  // its code references an `extern __shared__` array
   uint32_t param_bytes = 0;    // EIATTR_CBANK_PARAM_SIZE (entries only)
   uint32_t code_bytes = 0;     // size of .text.<name>
   std::vector<std::string> externs;  // functions it calls that are undefined in this object
+  std::vector<std::string> callees;  // functions it calls (.nv.callgraph), defined or not
+  std::vector<uint32_t> shared_vars;  // indexes into Cubin::shared_vars its code references
+};
+
+// A static __shared__ variable of a relocatable cubin.
+struct CubinSharedVar {
+  std::string name;
+  uint32_t size = 0, align = 1;
+};
+
+// What a function and every function it reaches through the call graph use together.
+struct CubinReach {
+  std::vector<std::string> functions;  // defined functions reached, `name` first
+  std::vector<std::string> externs;    // undefined functions any of them calls
+  uint32_t shared_bytes = 0;           // distinct static __shared__ variables, each aligned
+  bool dynamic_shared = false;
 };
 
 struct Cubin {
@@ -36,8 +59,11 @@ struct Cubin {
   // mode ("sk1;kernel=...;sig=...;type=...;threads=..."): a device compiler keeps no custom
   // section, so the records live in variables with a known name prefix.
   std::vector<std::string> metadata_records;
+  std::vector<CubinSharedVar> shared_vars;
 
   const CubinFunction *find(std::string_view name) const;
+  // Walks the call graph from defined function `name` (which must exist).
+  CubinReach reach(std::string_view name) const;
 };
 
 // True if the bytes start like an ELF object for EM_CUDA.

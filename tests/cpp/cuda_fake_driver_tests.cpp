@@ -1,13 +1,20 @@
 // The CUDA backend's launch path through the public C API, against a stand-in driver
 // (fake_cuda_driver.cpp, via SK_CUDA_DRIVER_LIBRARY): finalize with co-residency clipping,
 // launch parameters and epochs, stream ordering, argument rebinding, hang reports,
-// sk_launch_kernel. Real linking (nvJitLink) happens; no kernel code runs.
+// sk_launch_kernel, shared memory sizes and cooperative launches, the parameter space by driver
+// version, the on-disk link cache across processes. Real linking (nvJitLink) happens; no kernel code runs.
 #include <dlfcn.h>
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sk.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,7 +25,7 @@ namespace {
 // Before anything opens the driver: libsk caches the first driver it loads.
 const bool g_env = [] {
   setenv("SK_CUDA_DRIVER_LIBRARY", SK_FAKE_CUDA_DRIVER, 1);
-  return true;
+  return *sk::cuda_test::private_cache_home() != 0;
 }();
 
 struct FakeLaunch {
@@ -28,11 +35,47 @@ struct FakeLaunch {
   uint64_t first_slot, args_buffer, sync, epoch, report;
 };
 
+struct FakeCall {
+  const char *name;
+  void *stream;
+  uint64_t address, size;
+};
+
+bool named(const FakeCall &c, const char *name) { return std::strcmp(c.name, name) == 0; }
+
+// Whether the device-memory write log[w] is done before the launch log[l] reads memory: on
+// the launch's stream; or the host waited for the write's stream (or the whole context)
+// after it; or an event recorded on the write's stream after it is waited for by the
+// launch's stream before the launch.
+bool ordered_before(const std::vector<FakeCall> &log, size_t w, size_t l) {
+  void *const ws = log[w].stream, *const ls = log[l].stream;
+  if (ws == ls) return true;
+  for (size_t i = w + 1; i < l; ++i) {
+    if (named(log[i], "cuCtxSynchronize") || (named(log[i], "cuStreamSynchronize") && log[i].stream == ws))
+      return true;
+    if (named(log[i], "cuEventRecord") && log[i].stream == ws)
+      for (size_t j = i + 1; j < l; ++j)
+        if (named(log[j], "cuStreamWaitEvent") && log[j].stream == ls && log[j].address == log[i].address) return true;
+  }
+  return false;
+}
+
 struct Fake {
   void *lib = dlopen(SK_FAKE_CUDA_DRIVER, RTLD_NOW);
   int (*launches)(FakeLaunch *, int) = reinterpret_cast<int (*)(FakeLaunch *, int)>(dlsym(lib, "fake_cuda_launches"));
   int (*waits)() = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_stream_waits"));
   void (*reset)(int) = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_reset"));
+  void (*fail_next)(const char *, int) =
+      reinterpret_cast<void (*)(const char *, int)>(dlsym(lib, "fake_cuda_fail_next"));
+  void *(*current)() = reinterpret_cast<void *(*)()>(dlsym(lib, "fake_cuda_current"));
+  int (*depth)() = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_context_depth"));
+  int (*set_current)(void *) = reinterpret_cast<int (*)(void *)>(dlsym(lib, "cuCtxSetCurrent"));
+  int (*calls)(FakeCall *, int) = reinterpret_cast<int (*)(FakeCall *, int)>(dlsym(lib, "fake_cuda_calls"));
+  std::vector<FakeCall> log() {
+    std::vector<FakeCall> v(4096);
+    v.resize((size_t)calls(v.data(), (int)v.size()));
+    return v;
+  }
   std::vector<FakeLaunch> all() {
     std::vector<FakeLaunch> v(256);
     v.resize((size_t)launches(v.data(), (int)v.size()));
@@ -53,6 +96,14 @@ class CudaFakeDriver : public ::testing::Test {
   void TearDown() override {
     for (sk_module *m : modules_) sk_module_unload(m);
     sk_device_close(dev_);
+  }
+  // Reopens dev_ on a driver that reports `version` (cuDriverGetVersion), before any module.
+  void reopen_on_driver(int version) {
+    ASSERT_TRUE(modules_.empty());
+    sk_device_close(dev_);
+    dev_ = nullptr;
+    reinterpret_cast<void (*)(int)>(dlsym(fake_.lib, "fake_cuda_set_driver_version"))(version);
+    ASSERT_EQ(sk_device_open("cuda:0", &dev_), SK_OK) << sk_last_error();
   }
   sk_kernel *kernel(const char *file, const char *name) {
     sk_module *mod = nullptr;
@@ -145,6 +196,7 @@ TEST_F(CudaFakeDriver, SyncAllBeyondCoResidencyIsIncompatible) {
 }
 
 TEST_F(CudaFakeDriver, RebindingArgumentsInParametersAndInABuffer) {
+  reopen_on_driver(12000);  // a 4 KiB parameter space
   sk_kernel *step = kernel("chain.cubin", "chain_step");
   ASSERT_NE(step, nullptr);
   uint64_t x = 0x1000, y = 0x2000;
@@ -236,6 +288,217 @@ TEST_F(CudaFakeDriver, HangReportBecomesSkErrHangOnce) {
   sk_superkernel_destroy(sk);
 }
 
+// Launches run on non-blocking streams, which do not wait for the legacy stream: what a
+// launch reads (sync counters, argument buffer, hang report) must be written in its order.
+TEST_F(CudaFakeDriver, EverythingALaunchReadsIsWrittenInItsStreamOrder) {
+  reopen_on_driver(12000);  // a 4 KiB parameter space
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000, y = 0x2000;
+  uint32_t n = 8, i = 0;
+  void *args[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "ordered", nullptr, &scope), SK_OK);
+  const uint32_t kernels = 200;  // 600 slots, past 4 KiB: arguments in a device buffer
+  for (uint32_t k = 0; k < kernels; ++k) ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  sk_stream *s1 = nullptr, *s2 = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s1), SK_OK);
+  ASSERT_EQ(sk_stream_create(dev_, &s2), SK_OK);
+  ASSERT_EQ(sk_launch(sk, s1), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_superkernel_set_arg(sk, 0, 0, &y), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, s2), SK_OK) << sk_last_error();
+  // A hang the second launch reports: reading it clears the report for the next launch.
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  const uint64_t report[7] = {1, 1, 0, 1, 0, 1, 2};
+  ASSERT_EQ(sk_memcpy(dev_, reinterpret_cast<void *>(l[1].report), report, sizeof report), SK_OK);
+  EXPECT_EQ(sk_stream_synchronize(s2), SK_ERR_HANG);
+  ASSERT_EQ(sk_launch(sk, s1), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(step, 4, args, s2), SK_OK) << sk_last_error();  // its own sync buffer
+  EXPECT_EQ(sk_stream_synchronize(s1), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(s2), SK_OK) << sk_last_error();
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 4u);
+  const std::vector<FakeCall> log = fake_.log();
+  std::vector<size_t> at;  // log index of each launch
+  for (size_t c = 0; c < log.size(); ++c)
+    if (named(log[c], "cuLaunchKernelEx")) at.push_back(c);
+  ASSERT_EQ(at.size(), l.size());
+  auto writes = [](const FakeCall &c, uint64_t begin, uint64_t size) {
+    const bool write = named(c, "cuMemsetD8") || named(c, "cuMemsetD8Async") || named(c, "cuMemcpyHtoD") ||
+                       named(c, "cuMemcpyHtoDAsync") || named(c, "cuMemcpy");
+    return write && c.address < begin + size && begin < c.address + c.size;
+  };
+  for (size_t k = 0; k < l.size(); ++k) {
+    struct Region {
+      const char *what;
+      uint64_t begin, size;
+    };
+    std::vector<Region> reads = {{"sync counters", l[k].sync, 8}, {"hang report", l[k].report, 8 * 8}};
+    if (k < 3) reads.push_back({"argument buffer", l[k].first_slot, 8ull * 3 * kernels});
+    for (const Region &r : reads) {
+      size_t seen = 0;
+      for (size_t w = 0; w < at[k]; ++w) {
+        if (!writes(log[w], r.begin, r.size)) continue;
+        ++seen;
+        EXPECT_TRUE(ordered_before(log, w, at[k]))
+            << log[w].name << " of the " << r.what << " (call " << w << ") is not ordered before launch " << k;
+      }
+      EXPECT_GT(seen, 0u) << "nothing initialised the " << r.what << " of launch " << k;
+    }
+    EXPECT_EQ(log[at[k]].stream, l[k].stream);
+  }
+  // The slots set between the launches went to the buffer on the second launch's stream.
+  bool rebound = false;
+  for (size_t w = at[0]; w < at[1]; ++w)
+    rebound |= named(log[w], "cuMemcpyHtoDAsync") && log[w].stream == l[1].stream && log[w].address == l[1].first_slot;
+  EXPECT_TRUE(rebound);
+  sk_superkernel_destroy(sk);
+  sk_stream_destroy(s1);
+  sk_stream_destroy(s2);
+}
+
+// What a flag call with an id past 15 records (entry_ptx.cpp's __sk_bad_flag) is
+// SK_ERR_INVALID_ARGUMENT naming the call and the id, as sk.h says, once.
+TEST_F(CudaFakeDriver, FlagIdOutOfRangeBecomesInvalidArgument) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "flags", nullptr, &scope), SK_OK);
+  void *a[] = {&x, &n, &i};
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK);
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  // abort flag, super kernel id, step 0, block 2, point 5 (invalid flag), id 17, call 2.
+  const uint64_t report[7] = {1, 1, 0, 2, 5, 17, 2};
+  ASSERT_EQ(sk_memcpy(dev_, reinterpret_cast<void *>(l[0].report), report, sizeof report), SK_OK);
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_ERR_INVALID_ARGUMENT);
+  const std::string msg = sk_last_error();
+  EXPECT_TRUE(contains(msg, "'flags'")) << msg;
+  EXPECT_TRUE(contains(msg, "block 2 of step 0 'chain_step'")) << msg;
+  EXPECT_TRUE(contains(msg, "sk_cross_core_set_flag_all(17): flag ids are 0..15")) << msg;
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK);  // reported once
+  sk_superkernel_destroy(sk);
+}
+
+// A hang belongs to one launch of one super kernel (entry_ptx.cpp's __sk_wait: the report's
+// first word and the abort word are the hung launch's epoch, in that super kernel's own
+// report): another super kernel's launches and syncs never see it, later launches wait again,
+// the sync that covers it reports it once, and the next launch starts the counters afresh.
+TEST_F(CudaFakeDriver, AHangAbortsOnlyItsOwnLaunchAndIsReportedOnce) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *a[] = {&x, &n, &i};
+  auto make = [&](const char *name) {
+    sk_scope *scope = nullptr;
+    sk_superkernel *sk = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK);
+    EXPECT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
+    EXPECT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
+    EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    return sk;
+  };
+  sk_superkernel *hung = make("hung"), *other = make("other");
+  ASSERT_TRUE(hung && other);
+  sk_stream *s1 = nullptr, *s2 = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s1), SK_OK);
+  ASSERT_EQ(sk_stream_create(dev_, &s2), SK_OK);
+  ASSERT_EQ(sk_launch(hung, s1), SK_OK);
+  ASSERT_EQ(sk_launch(other, s2), SK_OK);
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_NE(l[0].report, l[1].report);  // each super kernel has its own report
+  // What a wait of the first launch writes past its deadline: epoch, super kernel id (the
+  // device's first), step 1, block 2, point 0 (task start), counter seen, target, abort word.
+  const uint64_t report[8] = {l[0].epoch, 1, 1, 2, 0, 3, 4, l[0].epoch};
+  ASSERT_EQ(sk_memcpy(dev_, reinterpret_cast<void *>(l[0].report), report, sizeof report), SK_OK);
+  EXPECT_EQ(sk_stream_synchronize(s2), SK_OK) << sk_last_error();  // the other super kernel's stream
+  ASSERT_EQ(sk_launch(other, s1), SK_OK);
+  ASSERT_EQ(sk_launch(hung, s1), SK_OK);  // before any sync of s1
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_EQ(l[3].report, l[0].report);
+  EXPECT_NE(l[3].epoch, report[7]) << "a later launch would see the abort word as its own";
+  EXPECT_EQ(sk_stream_synchronize(s1), SK_ERR_HANG);
+  const std::string msg = sk_last_error();
+  EXPECT_TRUE(contains(msg, "'hung'")) << msg;
+  EXPECT_TRUE(contains(msg, "block 2 of step 1 'chain_step'")) << msg;
+  EXPECT_EQ(sk_stream_synchronize(s1), SK_OK) << sk_last_error();  // once
+  EXPECT_EQ(sk_stream_synchronize(s2), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_device_synchronize(dev_), SK_OK) << sk_last_error();
+  // The next launch zeroes the counters and the report on its own stream, then counts epochs
+  // from 1 again; the other super kernel's state is left alone.
+  const size_t logged = fake_.log().size();
+  ASSERT_EQ(sk_launch(hung, s2), SK_OK);
+  ASSERT_EQ(sk_launch(other, s2), SK_OK);
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 6u);
+  EXPECT_EQ(l[4].epoch, 1u);
+  EXPECT_EQ(l[5].epoch, l[2].epoch + 1);
+  const std::vector<FakeCall> log = fake_.log();
+  bool zeroed = false, other_zeroed = false;
+  for (size_t c = logged; c < log.size(); ++c)
+    if (named(log[c], "cuMemsetD8Async")) {
+      zeroed |= log[c].stream == l[4].stream && log[c].address <= l[4].sync &&
+                l[4].report + 64 <= log[c].address + log[c].size;
+      other_zeroed |= log[c].address <= l[5].report && l[5].report < log[c].address + log[c].size;
+    }
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(other_zeroed);
+  uint64_t after[8];
+  ASSERT_EQ(sk_memcpy(dev_, after, reinterpret_cast<void *>(l[4].report), sizeof after), SK_OK);
+  EXPECT_EQ(after[0], 0u);
+  EXPECT_EQ(after[7], 0u);
+  EXPECT_EQ(sk_stream_synchronize(s2), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(hung);
+  sk_superkernel_destroy(other);
+  sk_stream_destroy(s1);
+  sk_stream_destroy(s2);
+}
+
+// sk_device_synchronize, sk_stream_query and sk_stream_synchronize(NULL) each report a hang
+// of the default stream once; destroying the super kernel drops an unread one.
+TEST_F(CudaFakeDriver, EverySyncPathReportsAHangOnce) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *a[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "paths", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  int done = 0;
+  auto device_sync = [&] { return sk_device_synchronize(dev_); };
+  auto query = [&] { return sk_stream_query(dev_, nullptr, &done); };
+  auto stream_sync = [&] { return sk_stream_synchronize(nullptr); };
+  const std::vector<std::function<sk_status()>> paths = {device_sync, query, stream_sync};
+  auto hang = [&](sk_superkernel *s) {
+    ASSERT_EQ(sk_launch(s, nullptr), SK_OK);
+    const FakeLaunch last = fake_.all().back();
+    const uint64_t report[8] = {last.epoch, 1, 0, 1, 3, 1, 4, last.epoch};
+    ASSERT_EQ(sk_memcpy(dev_, reinterpret_cast<void *>(last.report), report, sizeof report), SK_OK);
+  };
+  for (size_t p = 0; p < paths.size(); ++p) {
+    hang(sk);
+    EXPECT_EQ(paths[p](), SK_ERR_HANG) << "path " << p;
+    EXPECT_TRUE(contains(sk_last_error(), "'paths'")) << sk_last_error();
+    for (size_t q = 0; q < paths.size(); ++q) EXPECT_EQ(paths[q](), SK_OK) << "path " << p << " then " << q;
+  }
+  hang(sk);
+  sk_superkernel_destroy(sk);
+  for (size_t q = 0; q < paths.size(); ++q) EXPECT_EQ(paths[q](), SK_OK) << "after destroy, path " << q;
+}
+
 TEST_F(CudaFakeDriver, LaunchKernelUsesASingleKernelEntry) {
   sk_kernel *step = kernel("chain.cubin", "chain_step");
   sk_kernel *sum = kernel("sync.cubin", "sync_sum");
@@ -290,6 +553,101 @@ TEST_F(CudaFakeDriver, MismatchedThreadsAndForeignKernelsAreRefused) {
   EXPECT_TRUE(contains(sk_last_error(), "one core type")) << sk_last_error();
 }
 
+// An application that keeps its own context current (cudart, another runtime) finds it
+// current again after every libsk call.
+TEST_F(CudaFakeDriver, TheCallersContextIsCurrentAfterEveryCall) {
+  void *const mine = reinterpret_cast<void *>(0x5000);
+  ASSERT_EQ(fake_.set_current(mine), 0);
+  const int depth = fake_.depth();
+  auto unchanged = [&](const char *after) {
+    EXPECT_EQ(fake_.current(), mine) << "after " << after;
+    EXPECT_EQ(fake_.depth(), depth) << "after " << after;
+  };
+  sk_device *dev = nullptr;
+  ASSERT_EQ(sk_device_open("cuda:0", &dev), SK_OK) << sk_last_error();
+  unchanged("sk_device_open");
+  void *p = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev, 64, &p), SK_OK) << sk_last_error();
+  unchanged("sk_mem_alloc");
+  uint64_t word = 7;
+  ASSERT_EQ(sk_memcpy(dev, p, &word, sizeof word), SK_OK) << sk_last_error();
+  unchanged("sk_memcpy");
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *args[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "contexts", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  unchanged("sk_finalize");
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s), SK_OK) << sk_last_error();
+  unchanged("sk_stream_create");
+  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+  unchanged("sk_launch");
+  ASSERT_EQ(sk_superkernel_set_arg(sk, 0, 0, &x), SK_OK) << sk_last_error();
+  unchanged("sk_superkernel_set_arg");
+  ASSERT_EQ(sk_launch_kernel(step, 4, args, s), SK_OK) << sk_last_error();
+  unchanged("sk_launch_kernel");
+  ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+  unchanged("sk_stream_synchronize");
+  ASSERT_EQ(sk_device_synchronize(dev_), SK_OK) << sk_last_error();
+  unchanged("sk_device_synchronize");
+  sk_superkernel_destroy(sk);
+  unchanged("sk_superkernel_destroy");
+  sk_stream_destroy(s);
+  unchanged("sk_stream_destroy");
+  sk_mem_free(dev, p);
+  unchanged("sk_mem_free");
+  sk_device_close(dev);
+  unchanged("sk_device_close");
+  fake_.set_current(nullptr);
+}
+
+// After a sticky error the context is gone: every later call fails naming the first error,
+// instead of each reporting whatever the dead context answers.
+TEST_F(CudaFakeDriver, AStickyErrorLeavesTheDeviceFailingWithTheFirstError) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *args[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "sticky", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  fake_.fail_next("cuStreamSynchronize", 700);  // CUDA_ERROR_ILLEGAL_ADDRESS
+  EXPECT_EQ(sk_device_synchronize(dev_), SK_ERR_DEVICE);
+  EXPECT_TRUE(contains(sk_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << sk_last_error();
+  auto lost = [](sk_status st, const char *call) {
+    EXPECT_EQ(st, SK_ERR_DEVICE) << call;
+    const std::string msg = sk_last_error();
+    EXPECT_TRUE(contains(msg, call)) << msg;
+    EXPECT_TRUE(contains(msg, "is lost since an earlier error")) << msg;
+    EXPECT_TRUE(contains(msg, "CUDA_ERROR_ILLEGAL_ADDRESS")) << msg;
+  };
+  lost(sk_launch(sk, nullptr), "sk_launch");
+  lost(sk_superkernel_set_arg(sk, 0, 0, &x), "sk_superkernel_set_arg");
+  lost(sk_launch_kernel(step, 4, args, nullptr), "sk_launch_kernel");
+  lost(sk_device_synchronize(dev_), "sk_stream_synchronize");
+  void *p = nullptr;
+  lost(sk_mem_alloc(dev_, 64, &p), "sk_mem_alloc");
+  sk_stream *s = nullptr;
+  lost(sk_stream_create(dev_, &s), "sk_stream_create");
+  sk_module *mod = nullptr;
+  lost(sk_module_load_file(dev_, sk::cuda_test::kernel_path("chain.cubin").c_str(), &mod), "sk_module_load");
+  ASSERT_EQ(sk_scope_begin(dev_, "after", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, args, nullptr), SK_OK);
+  sk_superkernel *again = nullptr;
+  lost(sk_finalize(scope, &again), "sk_finalize");
+  sk_superkernel_destroy(sk);
+}
+
 namespace {
 
 // A CUDA module is one cubin: several are refused, naming the way out; one loads as ever.
@@ -305,3 +663,355 @@ TEST_F(CudaFakeDriver, SeveralObjectsAsOneModuleAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// fake_cuda_driver.cpp's record of shared memory requests.
+struct FakeShared {
+  int max_dynamic;
+  unsigned occupancy_dynamic;
+  unsigned launches;
+  unsigned launch_dynamic[64];
+};
+
+FakeShared shared_requests(void *lib) {
+  FakeShared s{};
+  reinterpret_cast<void (*)(FakeShared *)>(dlsym(lib, "fake_cuda_shared"))(&s);
+  return s;
+}
+
+}  // namespace
+
+TEST_F(CudaFakeDriver, LaunchesPassTheLargestDynamicSharedAndOptInPast48KiB) {
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel *big = nullptr, *small = nullptr, *tile = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(mod, "dyn_big", &big), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(mod, "dyn_small", &small), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(mod, "tile_a", &tile), SK_OK) << sk_last_error();
+  // Each launch passes the largest sub-kernel's extern __shared__ bytes, then libsk's block
+  // state (under 1 KiB).
+  float *x = reinterpret_cast<float *>(0x1234000);
+  uint32_t n = 128;
+  void *one[] = {&x};
+  void *two[] = {&x, &n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "dynamic_shared", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, small, 4, one, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, big, 4, one, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, tile, 4, two, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  FakeShared s = shared_requests(fake_.lib);
+  ASSERT_EQ(s.launches, 1u);
+  const unsigned dynamic = s.launch_dynamic[0];
+  EXPECT_GE(dynamic, 65536u);
+  EXPECT_LT(dynamic, 65536u + 1024);  // the largest sub-kernel's, not the 69632-byte sum
+  EXPECT_EQ(s.max_dynamic, (int)dynamic);  // 24 KiB static + 64 KiB dynamic: opted in
+  EXPECT_EQ(s.occupancy_dynamic, dynamic);
+  sk_superkernel_destroy(sk);
+
+  fake_.reset(2);
+  ASSERT_EQ(sk_scope_begin(dev_, "small_dynamic_shared", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, small, 4, one, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  s = shared_requests(fake_.lib);
+  EXPECT_EQ(s.max_dynamic, 0);  // 4 KiB needs no opt-in
+  ASSERT_EQ(s.launches, 1u);
+  EXPECT_GE(s.launch_dynamic[0], 4096u);
+  EXPECT_LT(s.launch_dynamic[0], 4096u + 1024);
+  sk_superkernel_destroy(sk);
+}
+
+TEST_F(CudaFakeDriver, SyncAllInAHelperIsPlannedAsSyncingAndLaunchedCooperatively) {
+  sk_kernel *k = kernel("callgraph.cubin", "sync_in_helper");
+  ASSERT_NE(k, nullptr);
+  uint32_t *partial = reinterpret_cast<uint32_t *>(0x1234000);
+  uint32_t v = 1;
+  void *args[] = {&partial, &v};
+  ASSERT_EQ(sk_launch_kernel(k, 4, args, nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].grid, 4u);
+  EXPECT_EQ(l[0].cooperative, 1);
+  // Past the 8 co-resident blocks it is refused, as a kernel that calls sk_sync_all itself.
+  EXPECT_EQ(sk_launch_kernel(k, 12, args, nullptr), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "synchronises its blocks")) << sk_last_error();
+
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "helper_sync", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, k, 4, args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
+  EXPECT_TRUE(contains(json, "\"sk_sync_all\"")) << json;
+  EXPECT_TRUE(contains(json, "\"sync_all_scope\":\"own cores\"")) << json;
+  sk_superkernel_destroy(sk);
+}
+
+namespace {
+
+// What the loaded image itself says of function `name`, read from its section headers and
+// .nv.info without libsk's cubin reader: .nv.shared.<name>'s size, and the EIATTR_REGCOUNT,
+// EIATTR_FRAME_SIZE and MIN/MAX_STACK_SIZE of its symbol.
+struct ImageResources {
+  bool found = false;
+  uint32_t registers = 0, shared = 0, frame = 0, stack = 0;
+};
+
+ImageResources image_resources(const std::vector<uint8_t> &img, const std::string &name) {
+  ImageResources r;
+  const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(img.data());
+  const auto *sh = reinterpret_cast<const Elf64_Shdr *>(img.data() + eh->e_shoff);
+  const char *names = reinterpret_cast<const char *>(img.data() + sh[eh->e_shstrndx].sh_offset);
+  uint32_t symbol = 0;
+  for (unsigned i = 0; i < eh->e_shnum; ++i) {
+    if (sh[i].sh_type != SHT_SYMTAB) continue;
+    const auto *syms = reinterpret_cast<const Elf64_Sym *>(img.data() + sh[i].sh_offset);
+    const char *strs = reinterpret_cast<const char *>(img.data() + sh[sh[i].sh_link].sh_offset);
+    for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); ++k)
+      if (name == strs + syms[k].st_name) symbol = (uint32_t)k;
+  }
+  for (unsigned i = 0; i < eh->e_shnum; ++i) {
+    const std::string sec = names + sh[i].sh_name;
+    r.found |= sec == ".text." + name;
+    if (sec == ".nv.shared." + name) r.shared = (uint32_t)sh[i].sh_size;
+    if (sec != ".nv.info") continue;
+    // Attributes: format, id, then (format 4) a 16-bit size and the bytes: symbol, value.
+    const uint8_t *p = img.data() + sh[i].sh_offset, *end = p + sh[i].sh_size;
+    while (p + 2 <= end) {
+      const uint8_t format = p[0], id = p[1];
+      uint16_t size = 0;
+      if (format == 0x04) std::memcpy(&size, p + 2, 2);
+      const size_t step = format == 0x04 ? 4u + size : format == 0x03 ? 4u : 2u;
+      uint32_t words[2] = {0, 0};
+      if (format == 0x04 && size == 8) std::memcpy(words, p + 4, 8);
+      if (words[0] == symbol && id == 0x2f) r.registers = words[1];
+      if (words[0] == symbol && id == 0x11) r.frame = words[1];
+      if (words[0] == symbol && (id == 0x12 || id == 0x23)) r.stack = std::max(r.stack, words[1]);
+      p += step;
+    }
+  }
+  return r;
+}
+
+// The number after "key": inside the "cuda_entry" object of an explain document (-1: absent).
+long long entry_number(const std::string &json, const std::string &key) {
+  const size_t at = json.find("\"cuda_entry\":{");
+  if (at == std::string::npos) return -1;
+  const size_t k = json.find("\"" + key + "\":", at);
+  if (k == std::string::npos || k > json.find('}', at)) return -1;
+  return std::atoll(json.c_str() + k + key.size() + 3);
+}
+
+}  // namespace
+
+TEST_F(CudaFakeDriver, ExplainReportsTheLinkedEntrysResourcesAsItsCubinSays) {
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel *tile = nullptr, *helper = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(mod, "tile_a", &tile), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(mod, "tile_in_helper", &helper), SK_OK) << sk_last_error();
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  float *x = reinterpret_cast<float *>(0x1234000);
+  uint32_t n = 128, s = 1;
+  void *two[] = {&x, &n}, *one[] = {&x}, *three[] = {&x, &n, &s};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "resources", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, tile, 4, two, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, helper, 4, one, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, three, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  std::vector<uint8_t> img(1 << 22);
+  img.resize(reinterpret_cast<size_t (*)(uint8_t *, size_t)>(dlsym(fake_.lib, "fake_cuda_last_image"))(
+      img.data(), img.size()));
+  ASSERT_GT(img.size(), sizeof(Elf64_Ehdr));
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
+  const std::string doc = json;
+  const size_t e = doc.find("\"entry\":\"");
+  ASSERT_NE(e, std::string::npos) << doc;
+  const std::string entry = doc.substr(e + 9, doc.find('"', e + 9) - e - 9);
+  const ImageResources want = image_resources(img, entry);
+  ASSERT_TRUE(want.found) << entry;
+  EXPECT_GT(want.registers, 0u);
+  EXPECT_EQ(entry_number(doc, "registers"), want.registers) << doc;
+  EXPECT_EQ(entry_number(doc, "static_shared_bytes"), want.shared) << doc;
+  EXPECT_GE(want.shared, 24u * 1024);  // tile_a's tile; the helper's line may share the space
+  EXPECT_EQ(entry_number(doc, "local_bytes"), want.frame) << doc;
+  EXPECT_EQ(entry_number(doc, "stack_bytes"), want.stack) << doc;
+  EXPECT_GT(want.stack, 0u);  // the entry calls its sub-kernels, which keep a frame on the stack
+  EXPECT_GE(entry_number(doc, "dynamic_shared_bytes"), 48);  // libsk's per-block state
+  EXPECT_EQ(entry_number(doc, "blocks_per_sm"), 2);
+  EXPECT_TRUE(contains(doc, "\"arch\":\"sm_")) << doc;
+  sk_superkernel_destroy(sk);
+}
+
+namespace {
+
+// Finalizes a chain of `steps` sub-kernels in a process of its own (a fresh libsk: nothing
+// cached in memory) with `env` set there, and says whether finalize succeeded (0) or not (1).
+// With nvJitLink pointed at a library that does not exist, success means the cubin came from
+// the disk cache. The time finalize took goes to the test log.
+int finalize_in_child(const std::vector<std::pair<const char *, const char *>> &env, uint32_t steps = 2) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto &[name, value] : env) setenv(name, value, 1);
+    sk_device *dev = nullptr;
+    sk_module *mod = nullptr;
+    sk_kernel *step = nullptr;
+    sk_scope *scope = nullptr;
+    sk_superkernel *sk = nullptr;
+    uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
+    uint32_t n = 100;
+    std::vector<uint32_t> index(steps);
+    bool ok = sk_device_open("cuda:0", &dev) == SK_OK &&
+              sk_module_load_file(dev, sk::cuda_test::kernel_path("chain.cubin").c_str(), &mod) == SK_OK &&
+              sk_module_get_kernel(mod, "chain_step", &step) == SK_OK &&
+              sk_scope_begin(dev, "cached", nullptr, &scope) == SK_OK;
+    for (uint32_t i = 0; ok && i < steps; ++i) {
+      index[i] = i;
+      void *a[] = {&x, &n, &index[i]};
+      ok = sk_add_kernel(scope, step, 8, a, nullptr) == SK_OK;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ok = ok && sk_finalize(scope, &sk) == SK_OK;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!ok) std::fprintf(stderr, "child: %s\n", sk_last_error());
+    if (ok) std::fprintf(stderr, "finalize of %u sub-kernels: %.1f ms\n", steps, ms);
+    _exit(ok ? 0 : 1);  // no atexit handlers: the parent's cache directory stays
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 2;
+  return WEXITSTATUS(status);
+}
+
+std::vector<std::filesystem::path> cached_files(const std::string &dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(dir + "/libsk", ec)) files.push_back(e.path());
+  return files;
+}
+
+}  // namespace
+
+TEST(CudaLinkCache, ASecondProcessLoadsTheLinkedCubinFromDisk) {
+  ASSERT_TRUE(g_env);
+  const std::string home = std::string(sk::cuda_test::private_cache_home()) + "/processes";
+  const std::pair<const char *, const char *> cache{"XDG_CACHE_HOME", home.c_str()};
+  const std::pair<const char *, const char *> no_linker{"SK_CUDA_NVJITLINK_LIBRARY", "/nonexistent/libnvJitLink.so"};
+  // Without nvJitLink and nothing cached, finalize fails: the checks below can tell a link.
+  EXPECT_EQ(finalize_in_child({cache, no_linker}), 1);
+  EXPECT_EQ(finalize_in_child({cache}), 0);
+  const auto files = cached_files(home);
+  ASSERT_EQ(files.size(), 1u);  // one cubin, no temporary file left
+  EXPECT_EQ(files[0].extension(), ".cubin");
+  EXPECT_EQ(finalize_in_child({cache, no_linker}), 0);  // warm: no link
+  // A corrupt file is not trusted: it is linked again and rewritten.
+  const auto size = std::filesystem::file_size(files[0]);
+  for (const auto damage : {0, 1, 2}) {
+    std::string bytes;
+    {
+      std::ifstream in(files[0], std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    ASSERT_EQ(bytes.size(), size);
+    if (damage == 0) bytes[bytes.size() - 1] ^= 1;  // a flipped bit in the cubin
+    if (damage == 1) bytes.resize(bytes.size() / 2);  // truncated
+    if (damage == 2) bytes[12] ^= 1;  // the key in the header
+    std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
+    EXPECT_EQ(finalize_in_child({cache, no_linker}), 1) << "damage " << damage;
+    EXPECT_EQ(finalize_in_child({cache}), 0) << "damage " << damage;
+    EXPECT_EQ(std::filesystem::file_size(files[0]), size) << "damage " << damage;
+    EXPECT_EQ(finalize_in_child({cache, no_linker}), 0) << "damage " << damage;
+  }
+  // SK_CUDA_LINK_CACHE=0 turns it off.
+  EXPECT_EQ(finalize_in_child({cache, no_linker, {"SK_CUDA_LINK_CACHE", "0"}}), 1);
+}
+
+TEST(CudaLinkCache, AnUnwritableCacheDirectoryOnlyTurnsTheCacheOff) {
+  ASSERT_TRUE(g_env);
+  const std::string file = std::string(sk::cuda_test::private_cache_home()) + "/a-file";
+  std::ofstream(file) << "not a directory";
+  // /proc refuses new directories even to root, where permission bits would not.
+  for (const char *home : {"/proc/self", file.c_str()}) {
+    EXPECT_EQ(finalize_in_child({{"XDG_CACHE_HOME", home}}), 0) << home;
+    EXPECT_EQ(finalize_in_child({{"XDG_CACHE_HOME", home}, {"SK_CUDA_NVJITLINK_LIBRARY", "/nonexistent/x.so"}}), 1)
+        << home;
+  }
+}
+
+// Finalize's cost at scale, in the test log (not asserted: timing is the benchmark's business):
+// cold (nvJitLink and ptxas on the whole entry) and warm (a second process, from the disk cache).
+TEST(CudaLinkCache, AThousandSubKernelsFinalizeColdThenWarm) {
+  ASSERT_TRUE(g_env);
+  const std::string home = std::string(sk::cuda_test::private_cache_home()) + "/thousand";
+  const std::pair<const char *, const char *> cache{"XDG_CACHE_HOME", home.c_str()};
+  EXPECT_EQ(finalize_in_child({cache}, 1000), 0);
+  EXPECT_EQ(finalize_in_child({cache, {"SK_CUDA_NVJITLINK_LIBRARY", "/nonexistent/libnvJitLink.so"}}, 1000), 0);
+}
+
+TEST_F(CudaFakeDriver, ArgumentsStayInTheParameterSpaceUpTo32KiBFromDriver12_1) {
+  // many_args (params.cu) takes 32 argument slots: 256 bytes a step.
+  int64_t *out = reinterpret_cast<int64_t *>(0x1234000);
+  int64_t v[31];
+  void *args[32] = {&out};
+  for (int i = 0; i < 31; ++i) {
+    v[i] = i;
+    args[i + 1] = &v[i];
+  }
+  // Finalizes `steps` steps on `dev`, launches once and says where the launch found the
+  // arguments: "params" (the first slot is `out`), "buffer" (the first parameter is a device
+  // buffer that starts with `out`), or "neither".
+  auto where = [&](sk_device *dev, uint32_t steps) -> std::string {
+    fake_.reset(2);
+    sk_kernel *k = nullptr;
+    sk_module *mod = nullptr;
+    EXPECT_EQ(sk_module_load_file(dev, sk::cuda_test::kernel_path("params.cubin").c_str(), &mod), SK_OK);
+    EXPECT_EQ(sk_module_get_kernel(mod, "many_args", &k), SK_OK) << sk_last_error();
+    sk_scope *scope = nullptr;
+    sk_superkernel *sk = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev, "params", nullptr, &scope), SK_OK);
+    for (uint32_t i = 0; i < steps; ++i) EXPECT_EQ(sk_add_kernel(scope, k, 2, args, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    std::vector<FakeLaunch> l = fake_.all();
+    EXPECT_EQ(l.size(), 1u);
+    std::string found = "neither";
+    uint64_t first = 0;
+    if (!l.empty() && l[0].first_slot == reinterpret_cast<uint64_t>(out))
+      found = "params";
+    else if (!l.empty() && sk_memcpy(dev, &first, reinterpret_cast<void *>(l[0].first_slot), 8) == SK_OK &&
+             first == reinterpret_cast<uint64_t>(out))
+      found = "buffer";
+    sk_superkernel_destroy(sk);
+    sk_module_unload(mod);
+    return found;
+  };
+  // 16 steps are 4 KiB of arguments: past the parameter space of a CUDA 12.0 driver...
+  auto set_version = reinterpret_cast<void (*)(int)>(dlsym(fake_.lib, "fake_cuda_set_driver_version"));
+  ASSERT_NE(set_version, nullptr);
+  set_version(12000);
+  sk_device *old_driver = nullptr;
+  ASSERT_EQ(sk_device_open("cuda:0", &old_driver), SK_OK) << sk_last_error();
+  EXPECT_EQ(where(old_driver, 15), "params");  // 3840 bytes fit
+  EXPECT_EQ(where(old_driver, 16), "buffer");
+  sk_device_close(old_driver);
+  // ... and well inside that of 12.1 and later (dev_: the stand-in says 13.0), up to 32 KiB.
+  set_version(12010);
+  sk_device *new_driver = nullptr;
+  ASSERT_EQ(sk_device_open("cuda:0", &new_driver), SK_OK) << sk_last_error();
+  EXPECT_EQ(where(new_driver, 16), "params");
+  sk_device_close(new_driver);
+  EXPECT_EQ(where(dev_, 127), "params");  // 32512 bytes and the entry's own 24
+  EXPECT_EQ(where(dev_, 128), "buffer");  // 32768 bytes
+}

@@ -1,6 +1,7 @@
 // Shared helpers of the CUDA tests: the kernel files CMake built with nvcc, and reading them.
 #pragma once
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -37,5 +38,22 @@ inline std::vector<uint8_t> read_file(const std::string &path) {
 }
 
 inline std::vector<uint8_t> kernel_bytes(const std::string &file) { return read_file(kernel_path(file)); }
+
+// The test process's own link cache (XDG_CACHE_HOME, src/cuda/disk_cache.hpp), removed at
+// exit: tests neither read the user's cached cubins nor leave theirs behind. Call it before
+// the first link; returns the directory XDG_CACHE_HOME names.
+inline const char *private_cache_home() {
+  static char dir[] = "/tmp/sk-cuda-cache-XXXXXX";
+  static const bool made = [] {
+    if (!mkdtemp(dir)) return false;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    });
+    return true;
+  }();
+  return made ? dir : "";
+}
 
 }  // namespace sk::cuda_test

@@ -1,9 +1,14 @@
 // A stand-in for libcuda.so.1 on machines without a GPU (loaded through SK_CUDA_DRIVER_LIBRARY
 // by test_cuda_fake_driver.cpp): "device memory" is host memory, modules are checked for an
-// ELF image and the function name, and launches are recorded instead of run. It lets the
-// launch path of the CUDA backend (finalize, co-residency clipping, parameters, epochs, stream
-// ordering, argument rebinding, hang reports) be tested without a GPU. Not a simulator: no
-// kernel code runs.
+// ELF image (the last one is kept for the tests to read) and the function name, and launches
+// are recorded instead of run. It lets the launch path of the CUDA backend (finalize,
+// co-residency clipping, parameters, epochs, stream ordering, argument rebinding, hang
+// reports, context handling, sticky errors, shared memory requests) be tested without a GPU. Each thread has a context stack; a call that needs a context fails with
+// CUDA_ERROR_INVALID_CONTEXT unless the device's is current. Not a simulator: no kernel code
+// runs.
+#include <elf.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +34,51 @@ std::mutex g_mutex;
 std::vector<Launch> g_launches;
 std::vector<std::pair<void *, void *>> g_waits;  // (stream, event) of cuStreamWaitEvent
 int g_occupancy = 2;                             // blocks per SM
+int g_driver_version = 13000;                    // what cuDriverGetVersion says
 std::map<uint64_t, size_t> g_allocations;        // "device" memory: address -> size
+// Calls that write device memory, launch, or order streams, in order: name, stream (nullptr:
+// the legacy stream, or every stream for cuCtxSynchronize), the bytes written (the event for
+// cuEventRecord / cuStreamWaitEvent).
+struct Call {
+  const char *name;
+  void *stream;
+  uint64_t address, size;
+};
+std::vector<Call> g_calls;
+std::map<std::string, int> g_fail;  // a call's name -> the error its next call returns
+std::vector<uint8_t> g_last_image;  // the ELF image of the last cuModuleLoadData
+
+void *const kDeviceContext = reinterpret_cast<void *>(0x1000);
+thread_local std::vector<void *> t_contexts;  // the calling thread's context stack
+
+constexpr int kInvalidContext = 201;  // CUDA_ERROR_INVALID_CONTEXT
+
+// Returns the error to fail `name` with: an injected one, or a missing context.
+int enter(const char *name, bool needs_context = true) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (auto it = g_fail.find(name); it != g_fail.end()) {
+    const int r = it->second;
+    g_fail.erase(it);
+    return r;
+  }
+  if (needs_context && (t_contexts.empty() || t_contexts.back() != kDeviceContext)) return kInvalidContext;
+  return 0;
+}
+
+void record(const char *name, void *stream, uint64_t address = 0, uint64_t size = 0) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_calls.push_back({name, stream, address, size});
+}
+
+// Shared memory as libsk asks for it: the last cuFuncSetAttribute of the dynamic-size opt-in
+// (0: never set), the dynamic bytes of the last occupancy query and of each launch.
+struct FakeShared {
+  int max_dynamic;
+  unsigned occupancy_dynamic;
+  unsigned launches;
+  unsigned launch_dynamic[64];
+};
+FakeShared g_shared{};
 
 // The launch configuration libsk passes: its own mirror of cuda.h's CUlaunchConfig.
 using sk::cuda::LaunchConfig;
@@ -62,12 +111,46 @@ void fake_cuda_reset(int occupancy) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_launches.clear();
   g_waits.clear();
+  g_calls.clear();
+  g_fail.clear();
   g_occupancy = occupancy;
+  g_shared = {};
+  g_driver_version = 13000;
+}
+// What cuDriverGetVersion reports from now on (12000 is CUDA 12.0).
+void fake_cuda_set_driver_version(int version) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_driver_version = version;
+}
+// The next call of `name` (the exported symbol) returns `error`.
+void fake_cuda_fail_next(const char *name, int error) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_fail[name] = error;
+}
+// The calling thread's current context and the depth of its stack.
+void *fake_cuda_current() { return t_contexts.empty() ? nullptr : t_contexts.back(); }
+int fake_cuda_context_depth() { return (int)t_contexts.size(); }
+struct FakeCall {
+  const char *name;
+  void *stream;
+  uint64_t address, size;
+};
+int fake_cuda_calls(FakeCall *out, int cap) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int n = 0;
+  for (const Call &c : g_calls) {
+    if (n < cap) out[n] = {c.name, c.stream, c.address, c.size};
+    ++n;
+  }
+  return n;
 }
 
 // ---- the driver API libsk binds ------------------------------------------------------------
 int cuInit(unsigned) { return 0; }
-int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+int cuDriverGetVersion(int *v) {
+  *v = g_driver_version;
+  return 0;
+}
 int cuDeviceGetCount(int *n) { *n = 1; return 0; }
 int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
 int cuDeviceGetName(char *name, int len, int) {
@@ -87,9 +170,31 @@ int cuDeviceGetAttribute(int *v, int attr, int) {
 }
 int cuDevicePrimaryCtxRetain(void **ctx, int) { *ctx = reinterpret_cast<void *>(0x1000); return 0; }
 int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
-int cuCtxSetCurrent(void *) { return 0; }
-int cuCtxSynchronize() { return 0; }
+int cuCtxSetCurrent(void *ctx) {
+  if (t_contexts.empty())
+    t_contexts.push_back(ctx);
+  else
+    t_contexts.back() = ctx;
+  return 0;
+}
+int cuCtxPushCurrent_v2(void *ctx) {
+  if (int r = enter("cuCtxPushCurrent_v2", false)) return r;
+  t_contexts.push_back(ctx);
+  return 0;
+}
+int cuCtxPopCurrent_v2(void **ctx) {
+  if (t_contexts.empty()) return kInvalidContext;
+  if (ctx) *ctx = t_contexts.back();
+  t_contexts.pop_back();
+  return 0;
+}
+int cuCtxSynchronize() {
+  if (int r = enter("cuCtxSynchronize")) return r;
+  record("cuCtxSynchronize", nullptr);
+  return 0;
+}
 int cuMemAlloc_v2(uint64_t *p, size_t size) {
+  if (int r = enter("cuMemAlloc_v2")) return r;
   *p = reinterpret_cast<uint64_t>(std::calloc(1, size));
   if (!*p) return 2;
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -97,6 +202,7 @@ int cuMemAlloc_v2(uint64_t *p, size_t size) {
   return 0;
 }
 int cuMemFree_v2(uint64_t p) {
+  if (int r = enter("cuMemFree_v2")) return r;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_allocations.erase(p);
@@ -116,54 +222,143 @@ int cuPointerGetAttribute(void *out, int attr, uint64_t p) {
   return 0;
 }
 int cuMemcpy(uint64_t dst, uint64_t src, size_t n) {
+  if (int r = enter("cuMemcpy")) return r;
+  record("cuMemcpy", nullptr, dst, n);
   std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src), n);
   return 0;
 }
 int cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
+  if (int r = enter("cuMemcpyHtoD_v2")) return r;
+  record("cuMemcpyHtoD", nullptr, dst, n);
   std::memcpy(reinterpret_cast<void *>(dst), src, n);
   return 0;
 }
 int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
+  if (int r = enter("cuMemcpyDtoH_v2")) return r;
   std::memcpy(dst, reinterpret_cast<void *>(src), n);
   return 0;
 }
 int cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
+  if (int r = enter("cuMemsetD8_v2")) return r;
+  record("cuMemsetD8", nullptr, dst, n);
   std::memset(reinterpret_cast<void *>(dst), v, n);
   return 0;
 }
-int cuStreamCreate(void **s, unsigned) { *s = new int(0); return 0; }
-int cuStreamDestroy_v2(void *s) { delete static_cast<int *>(s); return 0; }
-int cuStreamSynchronize(void *) { return 0; }
+// Async copies run at once: nothing runs on the "device" that could see the difference.
+int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream) {
+  if (int r = enter("cuMemcpyHtoDAsync_v2")) return r;
+  record("cuMemcpyHtoDAsync", stream, dst, n);
+  std::memcpy(reinterpret_cast<void *>(dst), src, n);
+  return 0;
+}
+int cuMemsetD8Async(uint64_t dst, unsigned char v, size_t n, void *stream) {
+  if (int r = enter("cuMemsetD8Async")) return r;
+  record("cuMemsetD8Async", stream, dst, n);
+  std::memset(reinterpret_cast<void *>(dst), v, n);
+  return 0;
+}
+int cuStreamCreate(void **s, unsigned) {
+  if (int r = enter("cuStreamCreate")) return r;
+  *s = new int(0);
+  return 0;
+}
+int cuStreamDestroy_v2(void *s) {
+  if (int r = enter("cuStreamDestroy_v2")) return r;
+  delete static_cast<int *>(s);
+  return 0;
+}
+int cuStreamSynchronize(void *s) {
+  if (int r = enter("cuStreamSynchronize")) return r;
+  record("cuStreamSynchronize", s);
+  return 0;
+}
 int cuStreamWaitEvent(void *s, void *e, unsigned) {
+  if (int r = enter("cuStreamWaitEvent")) return r;
+  record("cuStreamWaitEvent", s, reinterpret_cast<uint64_t>(e));
   std::lock_guard<std::mutex> lock(g_mutex);
   g_waits.emplace_back(s, e);
   return 0;
 }
-int cuEventCreate(void **e, unsigned) { *e = new int(0); return 0; }
-int cuEventDestroy_v2(void *e) { delete static_cast<int *>(e); return 0; }
-int cuEventRecord(void *, void *) { return 0; }
-int cuEventSynchronize(void *) { return 0; }
+int cuEventCreate(void **e, unsigned) {
+  if (int r = enter("cuEventCreate")) return r;
+  *e = new int(0);
+  return 0;
+}
+int cuEventDestroy_v2(void *e) {
+  if (int r = enter("cuEventDestroy_v2")) return r;
+  delete static_cast<int *>(e);
+  return 0;
+}
+int cuEventRecord(void *e, void *s) {
+  if (int r = enter("cuEventRecord")) return r;
+  record("cuEventRecord", s, reinterpret_cast<uint64_t>(e));
+  return 0;
+}
+int cuEventSynchronize(void *) { return enter("cuEventSynchronize"); }
 int cuModuleLoadData(void **m, const void *image) {
+  if (int r = enter("cuModuleLoadData")) return r;
   if (std::memcmp(image, "\177ELF", 4) != 0) return 200;  // CUDA_ERROR_INVALID_IMAGE
+  // The driver takes no size: an ELF64 image ends at its last section, segment or header table.
+  const auto *eh = static_cast<const Elf64_Ehdr *>(image);
+  size_t size = std::max<size_t>(eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize,
+                                 eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
+  const auto *ph = reinterpret_cast<const Elf64_Phdr *>(static_cast<const uint8_t *>(image) + eh->e_phoff);
+  for (unsigned i = 0; i < eh->e_phnum; ++i) size = std::max<size_t>(size, ph[i].p_offset + ph[i].p_filesz);
+  const auto *sh = reinterpret_cast<const Elf64_Shdr *>(static_cast<const uint8_t *>(image) + eh->e_shoff);
+  for (unsigned i = 0; i < eh->e_shnum; ++i)
+    if (sh[i].sh_type != SHT_NOBITS) size = std::max<size_t>(size, sh[i].sh_offset + sh[i].sh_size);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_last_image.assign(static_cast<const uint8_t *>(image), static_cast<const uint8_t *>(image) + size);
+  }
   *m = new int(0);
   return 0;
 }
-int cuModuleUnload(void *m) { delete static_cast<int *>(m); return 0; }
+int cuModuleUnload(void *m) {
+  if (int r = enter("cuModuleUnload")) return r;
+  delete static_cast<int *>(m);
+  return 0;
+}
 int cuModuleGetFunction(void **f, void *, const char *name) {
+  if (int r = enter("cuModuleGetFunction")) return r;
   if (std::strcmp(name, "sk_superkernel_entry") != 0) return 500;  // CUDA_ERROR_NOT_FOUND
   *f = reinterpret_cast<void *>(0x2000);
+  return 0;
+}
+// Copies the last loaded image (up to `cap` bytes); returns its size.
+size_t fake_cuda_last_image(uint8_t *out, size_t cap) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::memcpy(out, g_last_image.data(), std::min(cap, g_last_image.size()));
+  return g_last_image.size();
+}
+void fake_cuda_shared(FakeShared *out) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *out = g_shared;
+}
+int cuFuncSetAttribute(void *, int attr, int value) {
+  if (attr != sk::cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return 1;  // CUDA_ERROR_INVALID_VALUE
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_shared.max_dynamic = value;
   return 0;
 }
 int cuFuncGetAttribute(int *v, int attr, void *) {
   *v = attr == 4 ? 40 : 1024;
   return 0;
 }
-int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *, int, size_t) {
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *, int, size_t dynamic_shared) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  g_shared.occupancy_dynamic = (unsigned)dynamic_shared;
   *n = g_occupancy;
   return 0;
 }
 int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
+  if (int r = enter("cuLaunchKernelEx")) return r;
+  record("cuLaunchKernelEx", cfg->stream);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_shared.launches < 64) g_shared.launch_dynamic[g_shared.launches] = cfg->shared_mem_bytes;
+    ++g_shared.launches;
+  }
   Launch l{};
   l.grid = cfg->grid_x;
   l.block = cfg->block_x;
@@ -179,7 +374,13 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
   return 0;
 }
 int cuGetErrorName(int r, const char **s) {
-  *s = r == 500 ? "CUDA_ERROR_NOT_FOUND" : r == 200 ? "CUDA_ERROR_INVALID_IMAGE" : "CUDA_ERROR_FAKE";
+  switch (r) {
+    case 500: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    case 200: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
+    case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    default: *s = "CUDA_ERROR_FAKE";
+  }
   return 0;
 }
 int cuGetErrorString(int, const char **s) {

@@ -1,5 +1,7 @@
 // CUDA super kernels on a GPU, through the public C API: fused == unfused on a 100-kernel
-// chain, sk_sync_all on fewer blocks than the super kernel, task overlap, argument rebinding.
+// chain, sk_sync_all on fewer blocks than the super kernel (also from a __noinline__ helper),
+// task overlap, argument rebinding, static and dynamic shared memory, a hang and the launch
+// after it, 30 KiB of arguments in the parameter space.
 // Every test skips (never passes) when no CUDA device can be opened.
 #include <gtest/gtest.h>
 #include <sk.h>
@@ -196,4 +198,148 @@ TEST_F(CudaGpu, MismatchedThreadsAreIncompatibleAtFinalize) {
   sk_superkernel *sk = nullptr;
   EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE);
   EXPECT_NE(std::string(sk_last_error()).find("wide_block"), std::string::npos) << sk_last_error();
+}
+
+TEST_F(CudaGpu, FlagIdOutOfRangeFailsTheLaunchOnce) {
+  sk_kernel *k = kernel("misc.cubin", "any_flag");
+  ASSERT_NE(k, nullptr);
+  uint32_t flag = 17;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "bad_flag", nullptr, &scope), SK_OK);
+  void *args[] = {&flag};
+  ASSERT_EQ(sk_add_kernel(scope, k, 2, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_device_synchronize(dev_), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sk_last_error()).find("(17): flag ids are 0..15"), std::string::npos) << sk_last_error();
+  flag = 3;  // a valid id: the next launch runs
+  ASSERT_EQ(sk_superkernel_set_arg(sk, 0, 0, &flag), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_device_synchronize(dev_), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(sk);
+}
+
+// A hang aborts its own launch only: a super kernel on another stream is not aborted, the sync
+// of the hung one's stream reports it once, and its next launch starts from zeroed counters
+// (the aborted barrier left one block's arrival behind, which would hang the next launch).
+TEST_F(CudaGpu, AHangAbortsOnlyItsLaunchAndTheNextOneRuns) {
+  sk_device_close(dev_);
+  ASSERT_EQ(sk_device_open("cuda:0,timeout_ms=200", &dev_), SK_OK) << sk_last_error();
+  sk_kernel *k = kernel("hang.cubin", "partial_sync");
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_TRUE(k && step);
+  uint32_t *count = alloc(std::vector<uint32_t>(1, 0));
+  const uint32_t n = 1024;
+  uint32_t *dx = alloc(std::vector<uint32_t>(n, 1));
+  uint32_t syncing = 1, zero = 0;
+  void *hang_args[] = {&count, &syncing};
+  void *step_args[] = {&dx, (void *)&n, &zero};
+  sk_scope *scope = nullptr;
+  sk_superkernel *hung = nullptr, *other = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "hung", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, k, 2, hang_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_finalize(scope, &hung), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_scope_begin(dev_, "other", nullptr, &scope), SK_OK);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(sk_add_kernel(scope, step, 8, step_args, nullptr), SK_OK);
+  ASSERT_EQ(sk_finalize(scope, &other), SK_OK) << sk_last_error();
+  sk_stream *s1 = nullptr, *s2 = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s1), SK_OK);
+  ASSERT_EQ(sk_stream_create(dev_, &s2), SK_OK);
+  ASSERT_EQ(sk_launch(hung, s1), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(other, s2), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(s2), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(s1), SK_ERR_HANG);
+  EXPECT_NE(std::string(sk_last_error()).find("'hung'"), std::string::npos) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(s1), SK_OK) << sk_last_error();  // once
+  EXPECT_EQ(read(count, 1)[0], 2u);  // the aborted launch still ran both blocks to the end
+  uint32_t want = 1;
+  for (int i = 0; i < 20; ++i) want *= 3u;  // 20 steps of x * 3 + 0, none aborted
+  for (uint32_t v : read(dx, n)) ASSERT_EQ(v, want);
+  syncing = 2;
+  ASSERT_EQ(sk_superkernel_set_arg(hung, 0, 1, &syncing), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(hung, s1), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(s1), SK_OK) << sk_last_error();
+  EXPECT_EQ(read(count, 1)[0], 4u);
+  sk_superkernel_destroy(hung);
+  sk_superkernel_destroy(other);
+  sk_stream_destroy(s1);
+  sk_stream_destroy(s2);
+}
+
+TEST_F(CudaGpu, StaticTilesAndDynamicSharedFuse) {
+  // Two 24 KiB static tiles (48 KiB together), then 64 KiB and 4 KiB extern __shared__ arrays
+  // (one launch-wide 64 KiB region past the opt-in), one block each, in one super kernel.
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel *k[4] = {};
+  const char *names[4] = {"tile_a", "tile_b", "dyn_big", "dyn_small"};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(sk_module_get_kernel(mod, names[i], &k[i]), SK_OK) << sk_last_error();
+  const uint32_t size = 16384, n = 128;
+  std::vector<float> x(size);
+  for (uint32_t i = 0; i < size; ++i) x[i] = (float)i;
+  float *dx = alloc(x);
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "shared_memory", nullptr, &scope), SK_OK) << sk_last_error();
+  void *two[] = {&dx, (void *)&n};
+  void *one[] = {&dx};
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(sk_add_kernel(scope, k[i], 1, i < 2 ? two : one, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  // The same four steps on the CPU (tile_a / tile_b read the first n values, 128 threads).
+  std::vector<float> old = x;
+  for (uint32_t t = 0; t < 128; ++t) x[t] = old[(t * 7) % n];
+  old = x;
+  for (uint32_t t = 0; t < 128; ++t) x[t] = 2.0f * old[(t * 5) % n];
+  old = x;
+  for (uint32_t t = 0; t < 128; ++t) x[t] = old[size - 1 - t];
+  old = x;
+  for (uint32_t t = 0; t < 128; ++t) x[t] = old[127 - t];
+  EXPECT_EQ(read(dx, size), x);
+  sk_superkernel_destroy(sk);
+}
+
+TEST_F(CudaGpu, SyncAllInAHelperSpansEveryBlock) {
+  sk_kernel *k = kernel("callgraph.cubin", "sync_in_helper");
+  ASSERT_NE(k, nullptr);
+  const uint32_t blocks = 16, v = 10;
+  uint32_t *partial = alloc(std::vector<uint32_t>(1 + blocks, 0));
+  void *args[] = {&partial, (void *)&v};
+  ASSERT_EQ(sk_launch_kernel(k, blocks, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  uint32_t expect = 0;
+  for (uint32_t b = 0; b < blocks; ++b) expect += v + b;
+  EXPECT_EQ(read(partial, 1)[0], expect);
+}
+
+TEST_F(CudaGpu, ThirtyKiBOfArgumentsReachEverySubKernel) {
+  sk_kernel *k = kernel("params.cubin", "many_args");  // 32 slots: 120 steps are 30 KiB
+  ASSERT_NE(k, nullptr);
+  const uint32_t steps = 120, blocks = 2;
+  int64_t *out = alloc(std::vector<int64_t>(steps * blocks, -1));
+  std::vector<int64_t *> outs(steps);
+  std::vector<int64_t> v(31);
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "params30k", nullptr, &scope), SK_OK) << sk_last_error();
+  for (uint32_t s = 0; s < steps; ++s) {
+    outs[s] = out + s * blocks;
+    v[0] = s;
+    for (int i = 1; i < 31; ++i) v[i] = i;
+    void *args[32] = {&outs[s]};
+    for (int i = 0; i < 31; ++i) args[i + 1] = &v[i];
+    ASSERT_EQ(sk_add_kernel(scope, k, blocks, args, nullptr), SK_OK) << sk_last_error();  // copies the values
+  }
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  const std::vector<int64_t> got = read(out, steps * blocks);
+  for (uint32_t s = 0; s < steps; ++s)
+    for (uint32_t b = 0; b < blocks; ++b) EXPECT_EQ(got[s * blocks + b], (int64_t)s + 465) << "step " << s;
+  sk_superkernel_destroy(sk);
 }

@@ -1,6 +1,7 @@
 // CUDA super kernels built without a GPU: the generated PTX (accepted by ptxas), the link
 // through nvJitLink for sm_90, the linked cubin read back with libelf, the link cache, and
-// the error paths (threads per block, missing symbols, architecture).
+// the error paths (threads per block, missing symbols, architecture), shared memory and the
+// call graph of the kernels' cubins.
 #include <gtest/gtest.h>
 #include <sk.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <deque>
 #include <string>
 
+#include "core/device_api_usage.hpp"
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/scope_options.hpp"
@@ -23,6 +25,8 @@
 using namespace sk::cuda;
 
 namespace {
+
+[[maybe_unused]] const bool g_private_cache = *sk::cuda_test::private_cache_home() != 0;
 
 using sk::cuda_test::contains;
 
@@ -149,6 +153,29 @@ TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
   EXPECT_EQ(ptxas(generate_entry_ptx(spec), "sm_80", &log), 0) << log;
 }
 
+// A flag id past SK_CROSS_CORE_FLAGS-1 is reported, not masked onto another flag's counter.
+TEST(CudaEntryPtx, FlagIdsOutOfRangeAreReportedNotMasked) {
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  const std::string ptx = generate_entry_ptx(spec);
+  EXPECT_FALSE(contains(ptx, ", 15;")) << ptx;  // no `and.b32 %r, %r, 15`
+  // Each of the four flag calls checks its id against the count and reports past it.
+  size_t checks = 0, calls = 0;
+  for (size_t at = ptx.find("setp.lt.u32 %p2, %r2, 16;"); at != std::string::npos;
+       at = ptx.find("setp.lt.u32 %p2, %r2, 16;", at + 1))
+    ++checks;
+  for (size_t at = ptx.find("call __sk_bad_flag"); at != std::string::npos; at = ptx.find("call __sk_bad_flag", at + 1))
+    ++calls;
+  EXPECT_EQ(checks, 4u) << ptx;
+  EXPECT_EQ(calls, 4u) << ptx;
+  std::string log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
+}
+
 TEST(CudaEntryPtx, StreamFusionWaitsForStreamPredecessorsAndEvents) {
   auto chain = load("chain.cubin");
   auto k = kernel(chain, "chain_step");
@@ -234,6 +261,30 @@ TEST(CudaLink, LinkedCubinHasTheEntryAndEveryCallee) {
   EXPECT_EQ(link_cache_size(), 2u);
 }
 
+TEST(CudaLink, ACubinLinkedOnceIsReadFromDiskWhenMemoryForgotIt) {
+  const std::string home = std::string(sk::cuda_test::private_cache_home()) + "/memory";
+  setenv("XDG_CACHE_HOME", home.c_str(), 1);
+  clear_link_cache();
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 8);
+  s.add(kernel(chain, "chain_axpy"), 8);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  const uint64_t links = link_count();
+  BuiltImage first;
+  ASSERT_EQ(build_superkernel(s.request(), &first), SK_OK) << sk::last_error();
+  EXPECT_FALSE(first.cached);
+  EXPECT_EQ(link_count(), links + 1);
+  clear_link_cache();  // as a new process would start
+  BuiltImage second;
+  ASSERT_EQ(build_superkernel(s.request(), &second), SK_OK) << sk::last_error();
+  EXPECT_TRUE(second.cached);
+  EXPECT_EQ(link_count(), links + 1);
+  EXPECT_EQ(*second.cubin, *first.cubin);
+  EXPECT_EQ(second.info.find("sk_superkernel_entry")->registers, first.info.find("sk_superkernel_entry")->registers);
+  setenv("XDG_CACHE_HOME", sk::cuda_test::private_cache_home(), 1);
+}
+
 TEST(CudaLink, HundredKernelChainKeepsArgumentsInTheParameterSpace) {
   auto chain = load("chain.cubin");
   auto k = kernel(chain, "chain_step");
@@ -294,6 +345,9 @@ TEST(CudaLink, MissingSymbolIsNamed) {
   BuiltImage img;
   EXPECT_EQ(build_superkernel(s.request(), &img), SK_ERR_NOT_FOUND);
   EXPECT_TRUE(contains(sk::last_error(), "nobody_defines_this")) << sk::last_error();
+  // nvJitLink's log spans lines ("... ERROR 9: finish"); the message is one.
+  EXPECT_EQ(std::string(sk::last_error()).find_first_of("\r\n"), std::string::npos) << sk::last_error();
+  EXPECT_FALSE(contains(sk::last_error(), "finish")) << sk::last_error();
 }
 
 TEST(CudaLink, LtoIrSymbolMissingAtLink) {
@@ -304,6 +358,7 @@ TEST(CudaLink, LtoIrSymbolMissingAtLink) {
   BuiltImage img;
   EXPECT_NE(build_superkernel(s.request(), &img), SK_OK);
   EXPECT_TRUE(contains(sk::last_error(), "not_in_the_ir")) << sk::last_error();
+  EXPECT_EQ(std::string(sk::last_error()).find_first_of("\r\n"), std::string::npos) << sk::last_error();
 }
 
 TEST(CudaLink, CubinForAnotherArchitectureIsRefused) {
@@ -335,4 +390,177 @@ TEST(CudaLink, DeviceApiLibraryCoversTheHeader) {
   for (const char *fn : {"sk_gm_load", "sk_gm_store", "sk_dcci_line", "sk_dcci_all", "sk_cross_core_set_flag_all",
                          "sk_cross_core_wait_flag_all"})
     EXPECT_NE(img.info.find(fn), nullptr) << fn;
+}
+
+TEST(CudaShared, StaticSharedIsReadPerKernelAndThroughItsCalls) {
+  // CUDA 13 keeps static __shared__ in a .nv_debug.shared section of type SHT_CUDA_NOBITS,
+  // which has no bytes in the file.
+  auto m = load("shared.cubin");
+  ASSERT_NE(m, nullptr);
+  const sk::elf::CubinFunction *tile = m->cubin.find("tile_a");
+  ASSERT_NE(tile, nullptr);
+  EXPECT_EQ(tile->shared_bytes, 24576u);
+  EXPECT_EQ(kernel(m, "tile_a")->static_shared, 24576u);
+  EXPECT_EQ(kernel(m, "tile_b")->static_shared, 24576u);
+  // The 4 KiB line belongs to the __noinline__ helper: found through .nv.callgraph.
+  EXPECT_EQ(m->cubin.find("tile_in_helper")->shared_bytes, 0u);
+  EXPECT_EQ(kernel(m, "tile_in_helper")->static_shared, 4096u);
+  auto big = kernel(m, "dyn_big");
+  EXPECT_EQ(big->static_shared, 0u);
+  EXPECT_EQ(big->dynamic_shared, 65536u);
+  EXPECT_EQ(kernel(m, "dyn_small")->dynamic_shared, 4096u);
+  EXPECT_EQ(kernel(m, "tile_a")->dynamic_shared, 0u);
+}
+
+TEST(CudaShared, AnUndeclaredExternSharedArrayIsRefused) {
+  auto m = load("shared.cubin");
+  std::shared_ptr<CudaKernel> k;
+  EXPECT_EQ(make_cuda_kernel(m, "dyn_undeclared", nullptr, "test", &k), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "dyn_undeclared")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "SK_KERNEL_CUDA_SHARED")) << sk::last_error();
+}
+
+TEST(CudaShared, TwoTwentyFourKiBTilesFuseAndDynamicSharedIsTheLargest) {
+  auto m = load("shared.cubin");
+  Scope s;
+  s.add(kernel(m, "tile_a"), 4);
+  s.add(kernel(m, "tile_b"), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  // The linker gives each static tile its own place; the entry adds no static shared memory
+  // beyond the architecture's reserved part (1 KiB on sm_90): its block state is dynamic.
+  EXPECT_GE(img.static_shared, 2u * 24576);
+  EXPECT_LE(img.static_shared, 2u * 24576 + 1024);
+  EXPECT_GT(img.dynamic_shared, 0u);
+  EXPECT_LT(img.dynamic_shared, 1024u);
+
+  Scope d;
+  d.add(kernel(m, "dyn_small"), 4);
+  d.add(kernel(m, "dyn_big"), 4);
+  d.add(kernel(m, "tile_a"), 4);
+  ASSERT_EQ(d.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage dyn;
+  ASSERT_EQ(build_superkernel(d.request(), &dyn), SK_OK) << sk::last_error();
+  EXPECT_GE(dyn.dynamic_shared, 65536u);
+  EXPECT_LT(dyn.dynamic_shared, 65536u + 1024);  // the largest, not the 69632-byte sum
+  EXPECT_GE(dyn.static_shared, 24576u);
+  EXPECT_LE(dyn.static_shared, 24576u + 1024);
+}
+
+TEST(CudaCallGraph, SyncAllInANoinlineHelperMakesTheKernelSync) {
+  auto m = load("callgraph.cubin");
+  const sk::elf::CubinFunction *fn = m->cubin.find("sync_in_helper");
+  ASSERT_NE(fn, nullptr);
+  // Its own EIATTR_EXTERNS does not name sk_sync_all; the helper's does.
+  EXPECT_EQ(std::count(fn->externs.begin(), fn->externs.end(), "sk_sync_all"), 0);
+  const sk::elf::CubinReach reach = m->cubin.reach("sync_in_helper");
+  EXPECT_EQ(reach.functions.size(), 2u);
+  EXPECT_EQ(std::count(reach.externs.begin(), reach.externs.end(), "sk_sync_all"), 1);
+  auto k = kernel(m, "sync_in_helper");
+  EXPECT_NE(k->usage & sk::kUsesSyncAll, 0u);
+  // Planned as a syncing kernel: never multiplexed past the co-resident blocks.
+  Scope s;
+  s.add(k, 64);
+  EXPECT_EQ(s.make_plan(32), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "sync_in_helper")) << sk::last_error();
+}
+
+// The fused entry needs no more registers per thread than its largest sub-kernel, and at most
+// kEntryRegisterFloor when the sub-kernels need no more: libsk's waits and arrivals, nested
+// calls included, fit under the cap.
+TEST(CudaRegisters, TheEntryAddsNoRegistersAboveItsLargestSubKernel) {
+  auto tiny = load("tiny.cubin");
+  auto chain = load("chain.cubin");
+  auto sync = load("sync.cubin");
+  auto shared = load("shared.cubin");
+  auto entry_registers = [](const Scope &s) -> uint32_t {
+    BuiltImage img;
+    EXPECT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+    const sk::elf::CubinFunction *e = img.info.find("sk_superkernel_entry");
+    return e ? e->registers : 0;
+  };
+  Scope small;  // dependent steps: each waits for the one before and arrives at its end
+  for (int i = 0; i < 8; ++i) small.add(kernel(tiny, "tiny_add"), 8);
+  small.add(kernel(chain, "chain_step"), 8);
+  ASSERT_EQ(small.make_plan(8), SK_OK) << sk::last_error();
+  uint32_t most = 0;
+  for (const auto &k : small.kernels) most = std::max(most, k->registers);
+  ASSERT_GT(most, 0u);
+  ASSERT_LE(most, kEntryRegisterFloor);  // the premise: every sub-kernel fits in the floor
+  EXPECT_EQ(entry_register_cap(small.kernels), kEntryRegisterFloor);
+  const uint32_t small_entry = entry_registers(small);
+  EXPECT_GT(small_entry, 0u);
+  EXPECT_LE(small_entry, kEntryRegisterFloor);
+
+  Scope wide = small;  // sub-kernels above the floor: the largest sets the cap
+  wide.add(kernel(sync, "sync_sum"), 4);  // an in-kernel grid barrier
+  wide.add(kernel(shared, "tile_in_helper"), 8);
+  ASSERT_EQ(wide.make_plan(8), SK_OK) << sk::last_error();
+  const uint32_t helper = wide.kernels.back()->registers;  // its own count, or its callee's
+  ASSERT_GT(helper, wide.kernels[wide.kernels.size() - 2]->registers);
+  ASSERT_GT(wide.kernels[wide.kernels.size() - 2]->registers, kEntryRegisterFloor);
+  EXPECT_EQ(entry_register_cap(wide.kernels), helper);
+  EXPECT_EQ(entry_registers(wide), helper);
+
+  auto lto = load("lto.ltoir");  // compiled in the link: no cap that could spill it
+  std::vector<std::shared_ptr<CudaKernel>> with_lto = small.kernels;
+  with_lto.push_back(kernel(lto, "lto_scale", "ptr,u32,u32"));
+  EXPECT_EQ(entry_register_cap(with_lto), 0u);
+}
+
+namespace {
+
+// The body of PTX function `name` (from its `.func` line to the closing brace at column 0).
+std::string ptx_function(const std::string &ptx, const std::string &name) {
+  size_t at = ptx.find(".func " + name + "(");
+  if (at == std::string::npos) at = ptx.find(") " + name + "(");
+  if (at == std::string::npos) return {};
+  return ptx.substr(at, ptx.find("\n}\n", at) - at);
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// A dependent step spins on relaxed loads and acquires once (a fence after the loop, which a
+// relaxed load that saw the target makes an acquire), and each arrival or barrier entry is one
+// release operation: no fence of its own. Counted in the generated PTX (the linked SASS needs
+// nvdisasm, which the CUDA toolkit package does not ship).
+TEST(CudaEntryPtx, ADependentStepFencesOnceToAcquireAndOnceToRelease) {
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 8);
+  s.add(kernel(chain, "chain_step"), 8);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  const std::string ptx = generate_entry_ptx(spec);
+  const std::string wait = ptx_function(ptx, "__sk_wait");
+  ASSERT_FALSE(wait.empty()) << ptx;
+  EXPECT_EQ(count(wait, "ld.acquire"), 0u) << wait;
+  EXPECT_EQ(count(wait, "ld.relaxed.gpu.global.u64 %rd3, [%rd1]"), 2u) << wait;  // before and in the loop
+  EXPECT_EQ(count(wait, "fence."), 1u) << wait;
+  EXPECT_GT(wait.find("fence.acq_rel.gpu"), wait.rfind("bra $W_spin")) << wait;  // after the loop, not in it
+  EXPECT_GT(wait.find("fence.acq_rel.gpu"), wait.find("$W_done:")) << wait;     // on every way out
+  const std::string arrive = ptx_function(ptx, "__sk_arrive");
+  ASSERT_FALSE(arrive.empty()) << ptx;
+  EXPECT_EQ(count(arrive, "fence."), 0u) << arrive;
+  EXPECT_EQ(count(arrive, "red.release.gpu"), 1u) << arrive;
+  for (const char *barrier : {"sk_sync_all", "sk_cross_core_set_flag_all"}) {
+    const std::string body = ptx_function(ptx, barrier);
+    ASSERT_FALSE(body.empty()) << barrier;
+    EXPECT_EQ(count(body, "fence."), 0u) << body;
+    EXPECT_EQ(count(body, "atom.release.gpu"), 1u) << body;
+  }
+  // The step loop itself adds none (no cache option asks for a flush).
+  const std::string entry = ptx.substr(ptx.find(".entry " + spec.entry_name));
+  EXPECT_EQ(count(entry, "fence."), 0u) << entry;
+  EXPECT_EQ(count(entry, "membar"), 0u) << entry;
+  std::string log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }

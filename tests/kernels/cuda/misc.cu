@@ -1,5 +1,5 @@
 // Kernels for the error paths: another block size, no metadata, a __global__ kernel, a call to
-// a function nobody defines, cache calls and scalar accessors.
+// a function nobody defines, cache calls and scalar accessors, a flag id from the host.
 #include <sk_kernel.h>
 
 SK_KERNEL_CUDA(wide_block, "ptr,u32", 256)
@@ -29,4 +29,11 @@ extern "C" __device__ void scalar_flags(uint32_t *flag) {
   }
   sk_cross_core_set_flag_all(3);
   sk_cross_core_wait_flag_all(3);
+}
+
+// `flag` from the host: ids past SK_CROSS_CORE_FLAGS-1 must fail the launch, not wrap.
+SK_KERNEL_CUDA(any_flag, "u32", 128)
+extern "C" __device__ void any_flag(uint32_t flag) {
+  sk_cross_core_set_flag_all(flag);
+  sk_cross_core_wait_flag_all(flag);
 }
