@@ -21,6 +21,7 @@
 #include "host/executor.hpp"
 #include "host/kernel_call.hpp"
 #include "host_program_support.hpp"
+#include "scheduler_tries.hpp"
 
 namespace sk::host {
 
@@ -505,11 +506,12 @@ TEST(Executor, LaunchesRunWithoutAHostThreadWaiting) {
 
 // How soon a launch nobody waits for runs core 0's part: a core waiting for core 0 calls the
 // dedicated thread after spin_us (500 here), not after its whole in-launch spin (20 x 500 us).
-// The best of 5 tries must come in under 8 ms, which waiting out the whole spin cannot. (Not
-// much less: a core that yields its CPU while it spins may get it back only after another
-// thread's time slice, about 4 ms, when something else runs there.)
+// The best try (scheduler_tries.hpp) must come in under 8 ms, which waiting out the whole spin
+// cannot. (Not much less: a core that yields its CPU while it spins may get it back only after
+// another thread's time slice, about 4 ms, when something else runs there.)
 // `warm_gap_ms`: launches that far apart first, so that core 1's idle spin has grown
 // (idle_spin.hpp) to twice that: an idle core too must call core 0 at spin_us.
+constexpr double kUnwatchedBoundMs = 8.0;
 double best_unwatched_ms(uint32_t steps, int warm_gap_ms) {
   ExecutorConfig cfg;
   cfg.cores = 2;
@@ -523,8 +525,7 @@ double best_unwatched_ms(uint32_t steps, int warm_gap_ms) {
   for (uint32_t i = 0; i < steps; ++i) tp.add("step", set_flag, 2);
   tp.finish();
   StreamState stream;
-  double best = 1e9;
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  return sk::test::fewest_until(kUnwatchedBoundMs, [&] {
     for (int i = 0; warm_gap_ms && i < 3; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(warm_gap_ms));
       EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
@@ -534,20 +535,20 @@ double best_unwatched_ms(uint32_t steps, int warm_gap_ms) {
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
     EXPECT_TRUE(polled_to(flag, want));
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(ex->synchronize(&stream), SK_OK);
-  }
-  return best;
+    return ms;
+  });
 }
 
 TEST(Executor, ACoreWaitingForCore0CallsItAfterAnIdleSpin) {
   // Two steps: core 1 waits inside the launch for core 0's release of the first.
-  EXPECT_LT(best_unwatched_ms(2, 0), 8.0);
+  EXPECT_LE(best_unwatched_ms(2, 0), kUnwatchedBoundMs);
 }
 
 TEST(Executor, AnIdleCoreWhoseSpinGrewStillCallsCore0AfterSpinUs) {
   // One step: core 1 runs its block and goes idle, with a spin grown to about 12 ms.
-  EXPECT_LT(best_unwatched_ms(1, 6), 8.0);
+  EXPECT_LE(best_unwatched_ms(1, 6), kUnwatchedBoundMs);
 }
 
 // The same at every pace: a ring that finds an earlier one still waking the dedicated thread
@@ -676,14 +677,19 @@ struct OneCore {
 // to the dedicated thread, and calls resume until it finds the host back).
 TEST(Executor, AOneCoreDeviceDrivenByTheHostStopsCallingCore0) {
   if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
+#if defined(SK_TEST_EMULATED)  // under qemu a host thread often takes longer than a look
+  constexpr uint32_t kMostCalls = UINT32_MAX;
+#else
+  constexpr uint32_t kMostCalls = 3;
+#endif
   OneCore one;
   one.synchronous(20);
-  ASSERT_TRUE(one.polling());
-  [[maybe_unused]] const uint32_t calls = one.synchronous(500);
+  const uint32_t calls = sk::test::fewest_until(kMostCalls, [&] {
+    EXPECT_TRUE(one.polling());
+    return one.synchronous(500);
+  });
   EXPECT_EQ(one.runs.load(), one.launched);
-#if !defined(SK_TEST_EMULATED)  // under qemu a host thread often takes longer than a look
-  EXPECT_LE(calls, 3u);
-#endif
+  EXPECT_LE(calls, kMostCalls);
 }
 
 // ... and a launch then left running still runs: the thread looks for one standing every
@@ -692,12 +698,19 @@ TEST(Executor, AOneCoreLaunchLeftRunningAfterSynchronousUseStillRuns) {
   if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
   OneCore one(20000);
   for (int round = 0; round < 10; ++round) {
-    one.synchronous(50);
-    ASSERT_TRUE(one.polling());
-    const uint32_t before = one.ex->core0_calls();
-    ASSERT_TRUE(one.unwatched()) << "round " << round;
-#if !defined(SK_TEST_EMULATED)  // under qemu the thread may have sat idle spin_max_us meanwhile
-    EXPECT_EQ(one.ex->core0_calls(), before) << "round " << round << ": the launch called core 0";
+    // A thread held off its CPU past spin_max_us meanwhile (qemu, a loaded machine) has
+    // stopped looking, and the launch calls it: such a round is tried again.
+    const bool uncalled = sk::test::some_try([&] {
+      one.synchronous(50);
+      EXPECT_TRUE(one.polling());
+      const uint32_t before = one.ex->core0_calls();
+      EXPECT_TRUE(one.unwatched()) << "round " << round;
+      return one.ex->core0_calls() == before;
+    });
+#if !defined(SK_TEST_EMULATED)
+    EXPECT_TRUE(uncalled) << "round " << round << ": every try's launch called core 0";
+#else
+    (void)uncalled;
 #endif
   }
   one.synchronous(50);
@@ -720,28 +733,33 @@ TEST(Executor, AOneCoreLaunchLeftRunningAfterSynchronousUseStillRuns) {
 TEST(Executor, AOneCoreLaunchLoopTheDedicatedThreadKeepsUpWithStopsCallingIt) {
   if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
   constexpr int kLaunches = 300;
-  // The fewest calls of a few tries: while the thread is slow to wake (a loaded machine), every
+#if defined(SK_TEST_EMULATED)  // under qemu a launch can take longer than the thread's look
+  constexpr uint32_t kMostCalls = UINT32_MAX;
+#else
+  // About two calls per look's period (6 ms of launches, 12 calls): the one that wakes the
+  // thread and the one that finds it rung again; each period's standing launches are then taken
+  // by a look. A thread that other processes keep off its CPU is called more (66 beside three
+  // busy loops on two CPUs); without the polls nearly every launch calls it (228 to 298).
+  constexpr uint32_t kMostCalls = kLaunches / 2u;
+#endif
+  // The fewest calls of the tries: while the thread is slow to wake (a loaded machine), every
   // launch meanwhile calls it; without the polls, every launch of every try does.
-  uint32_t fewest = UINT32_MAX;
-  for (int attempt = 0; attempt < 5 && fewest > kLaunches / 5u; ++attempt) {
+  const uint32_t fewest = sk::test::fewest_until(kMostCalls, [&] {
     OneCore one;
     const uint32_t before = one.ex->core0_calls();
     for (int i = 0; i < kLaunches; ++i) {
-      ASSERT_EQ(one.ex->submit(&one.tp.program, nullptr, &one.stream), SK_OK);
+      EXPECT_EQ(one.ex->submit(&one.tp.program, nullptr, &one.stream), SK_OK);
       ++one.launched;
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
       while (std::chrono::steady_clock::now() < until) {
       }
     }
-    fewest = std::min(fewest, one.ex->core0_calls() - before);
+    const uint32_t calls = one.ex->core0_calls() - before;
     EXPECT_EQ(one.ex->synchronize(&one.stream), SK_OK);
     EXPECT_EQ(one.runs.load(), one.launched);
-  }
-#if !defined(SK_TEST_EMULATED)  // under qemu a launch can take longer than the thread's look
-  // About two calls per look's period (6 ms of launches): the one that wakes the thread and
-  // the one that finds it rung again; each period's standing launches are then taken by a look.
-  EXPECT_LE(fewest, kLaunches / 5u) << "the launches kept calling the dedicated thread";
-#endif
+    return calls;
+  });
+  EXPECT_LE(fewest, kMostCalls) << "the launches kept calling the dedicated thread";
 }
 
 // Where the looks would not pay: a fixed spin (spin_max_us at or below spin_us) keeps the
@@ -1013,7 +1031,8 @@ TEST(Executor, TheDedicatedCore0ThreadRunsWhereNoCoreIsPinned) {
 // a CPU of its own, waits do not yield (WaitPolicy::yield). Then the busy thread costs the
 // launches little: the core sleeps within its spin at worst, and a woken thread gets the CPU
 // back at once. Median of 100 launches of 64 steps, each after 100 us of host work and waited
-// for, against 2 ms (about 15 us without the busy thread; yielding, milliseconds).
+// for, against 2 ms (about 15 us without the busy thread; yielding, milliseconds), on the best
+// of the tries (scheduler_tries.hpp).
 TEST(Executor, ABusyThreadOnACoresCpuDoesNotStallItsLaunches) {
 #if defined(SK_TEST_EMULATED)
   GTEST_SKIP() << "timing under an emulator says nothing";
@@ -1039,6 +1058,8 @@ TEST(Executor, ABusyThreadOnACoresCpuDoesNotStallItsLaunches) {
   for (int i = 0; i < 64; ++i) tp.add("step", noop, 2);
   tp.finish();
   StreamState stream;
+  constexpr double kMedianBoundMs = 2.0;
+  const double median = sk::test::fewest_until(kMedianBoundMs, [&] {
   std::vector<double> ms;
   for (int launch = 0; launch < 100; ++launch) {
     // 100 us of host work first: core 1 waits idle meanwhile, past the few microseconds after
@@ -1051,10 +1072,12 @@ TEST(Executor, ABusyThreadOnACoresCpuDoesNotStallItsLaunches) {
     EXPECT_EQ(ex->synchronize(&stream), SK_OK);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  std::nth_element(ms.begin(), ms.begin() + 50, ms.end());
+  return ms[50];
+  });
   stop.store(true);
   busy.join();
-  std::nth_element(ms.begin(), ms.begin() + 50, ms.end());
-  EXPECT_LT(ms[50], 2.0) << "median launch of 64 steps beside a busy thread on core 1's CPU";
+  EXPECT_LE(median, kMedianBoundMs) << "median launch of 64 steps beside a busy thread on core 1's CPU";
 }
 
 // Two devices open at once: the second one's cores go to the CPUs the first left free. A

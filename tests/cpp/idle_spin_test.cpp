@@ -13,6 +13,7 @@
 #include "host/executor.hpp"
 #include "host/idle_spin.hpp"
 #include "host_program_support.hpp"
+#include "scheduler_tries.hpp"
 
 namespace sk::host {
 namespace {
@@ -92,13 +93,8 @@ struct GapLoop {
 };
 
 // A machine busy with other work deschedules cores past their windows and adds run-outs, never
-// removes them: a bound on how few there are is checked on the best of a few tries.
-template <class Trial>
-uint64_t fewest_of(int tries, Trial trial) {
-  uint64_t best = UINT64_MAX;
-  for (int i = 0; i < tries; ++i) best = std::min<uint64_t>(best, trial());
-  return best;
-}
+// removes them: a bound on how few there are is checked on the best try (scheduler_tries.hpp).
+using sk::test::fewest_until;
 
 // A fixed 20 us spin: every launch 1 ms apart finds core 1 asleep. With spin_max_us=20000 the
 // core spins through the gaps after the first one or two (a few more allowed: a core
@@ -111,7 +107,7 @@ TEST(IdleSpin, CoresSpinThroughSteadyGapsUpToTheMaximum) {
   fixed.run(3, microseconds(1000));
   adaptive.run(3, microseconds(1000));
   EXPECT_GE(fixed.run(20, microseconds(1000)), 17u);
-  EXPECT_LE(fewest_of(5, [&] { return adaptive.run(20, microseconds(1000)); }), 5u);
+  EXPECT_LE(fewest_until(uint64_t{5}, [&] { return adaptive.run(20, microseconds(1000)); }), 5u);
 }
 
 // A gap past the maximum (the engine paused) sets the spin back: that gap and the next 1 ms
@@ -121,12 +117,12 @@ TEST(IdleSpin, APausePastTheMaximumSetsTheSpinBack) {
   GapLoop loop(2, 5000);
   // Each try: grown again by steady gaps, then paused. Both the pause and the gap after it find
   // the core asleep (at least 2; more only where the machine held the core off its CPU).
-  const uint64_t after_pause = fewest_of(5, [&] {
+  const uint64_t after_pause = fewest_until(uint64_t{2}, [&] {
     loop.run(5, microseconds(1000));
     return loop.run(1, microseconds(8000)) + loop.run(1, microseconds(1000));
   });
   EXPECT_EQ(after_pause, 2u);
-  EXPECT_LE(fewest_of(5, [&] {
+  EXPECT_LE(fewest_until(uint64_t{3}, [&] {
               loop.run(2, microseconds(1000));
               return loop.run(10, microseconds(1000));
             }),
