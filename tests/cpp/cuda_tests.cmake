@@ -22,8 +22,10 @@ gtest_discover_tests(sk_cuda_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST 
 add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fake_cuda_driver.cpp)
 # Types only (cuda/driver_api.hpp's mirror of cuda.h): nothing of libsk is linked in.
 target_include_directories(sk_fake_cuda_driver PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_compile_features(sk_fake_cuda_driver PRIVATE cxx_std_20)
 add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda_fake_driver_tests.cpp)
 target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS} sk_explain_dump)
+target_compile_features(sk_cuda_fake_driver_tests PRIVATE cxx_std_20)
 target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"
                            SK_FAKE_CUDA_DRIVER="$<TARGET_FILE:sk_fake_cuda_driver>")
 add_dependencies(sk_cuda_fake_driver_tests sk_cuda_test_kernels sk_fake_cuda_driver)

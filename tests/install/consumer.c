@@ -1,5 +1,6 @@
-/* Consumer of an installed libsk: built by tests/install/run.sh through pkg-config and through
- * find_package(sk); checks the library loads, matches its header, and reports errors. */
+/* Consumer of libsk: built by tests/install/run.sh through pkg-config and find_package(sk), and
+ * by tests/install/subproject.sh with libsk as a subproject; checks the library loads, matches
+ * its header, and reports errors. */
 #include <sk.h>
 
 #include <stdio.h>

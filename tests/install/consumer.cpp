@@ -1,8 +1,11 @@
-// C++17 consumer of an installed libsk through sk.hpp: built by tests/install/run.sh through
-// pkg-config and through find_package(sk). Checks the header matches the library, that errors
-// throw sk::Error naming the culprit, and runs the quickstart fused with the kernel object
-// given as argv[1] (examples/quickstart_kernel.c).
+// C++17 consumer of libsk through sk.hpp: built by tests/install/run.sh through pkg-config and
+// find_package(sk), and by tests/install/subproject.sh with libsk as a subproject. Checks the
+// header matches the library, that errors throw sk::Error naming the culprit, and runs the
+// quickstart fused with the kernel object given as argv[1] (examples/quickstart_kernel.c).
 #include <sk.hpp>
+
+// Every build of this file asks for C++17: libsk's C++20 must not reach its users.
+static_assert(__cplusplus == 201703L, "consumer.cpp is not compiled as C++17");
 
 #include <cstdint>
 #include <cstdio>

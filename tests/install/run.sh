@@ -118,10 +118,12 @@ PY
 
 # (f) The installed `sk` command: runs with the installed binding and libsk (relative to bin/,
 # whatever the prefix), inspects an object and runs a scope fused and unfused.
-env -u SK_LIBRARY "$prefix/bin/sk" --version | grep -q "($libdir/libsk.so.0)" ||
-  fail "installed sk does not run with the installed libsk: $("$prefix/bin/sk" --version 2>&1)"
-env -u SK_LIBRARY "$prefix/bin/sk" inspect "$work/quickstart_kernel.o" | grep -q "saxpy(f32,ptr,ptr,u32)" ||
-  fail "installed sk inspect does not list the saxpy kernel"
+# Output is captured before it is searched: grep -q leaves at the first match, and sk writing
+# into the closed pipe would fail the pipeline.
+version=$(env -u SK_LIBRARY "$prefix/bin/sk" --version 2>&1) && [[ $version == *"($libdir/libsk.so.0)"* ]] ||
+  fail "installed sk does not run with the installed libsk: $version"
+inspect=$(env -u SK_LIBRARY "$prefix/bin/sk" inspect "$work/quickstart_kernel.o") &&
+  [[ $inspect == *"saxpy(f32,ptr,ptr,u32)"* ]] || fail "installed sk inspect does not list the saxpy kernel"
 cat >"$work/scope.json" <<'JSON'
 {"device": "host:cores=2", "objects": {"k": "quickstart_kernel.o"},
  "buffers": {"x": {"type": "f32", "count": 64, "fill": "random"}, "y": {"type": "f32", "count": 64}},
