@@ -272,7 +272,7 @@ sk_status CudaDevice::take_hang_report(CUstream stream, const char *call) {
     uint64_t w[kReportWords] = {0};
     if (sk_status st = check(api_->cuMemcpyDtoH(w, address, sizeof w), call, "reading the hang report"); st != SK_OK)
       return st;
-    if (w[0] == 0) continue;
+    if (w[kReportEpoch] == 0) continue;
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = reports_.find(rid);
     if (it == reports_.end() || it->second.taken) continue;  // destroyed, or another sync took it
@@ -283,27 +283,28 @@ sk_status CudaDevice::take_hang_report(CUstream stream, const char *call) {
     }
   }
   if (!id) return SK_OK;
-  std::string name = "#" + std::to_string(words[1]), step = "?";
+  std::string name = "#" + std::to_string(words[kReportId]), step = "?";
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = names_.find(words[1]); it != names_.end()) {
+    if (auto it = names_.find(words[kReportId]); it != names_.end()) {
       name = it->second.first;
-      if (words[2] < it->second.second.size()) step = it->second.second[words[2]];
+      if (words[kReportStep] < it->second.second.size()) step = it->second.second[words[kReportStep]];
     }
   }
-  if (words[4] == (uint64_t)SyncPoint::InvalidFlag)
+  if (words[kReportPoint] == (uint64_t)SyncPoint::InvalidFlag)
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "%s: super kernel '%s' on %s: block %llu of step %llu '%s' called %s(%llu): flag ids are 0..%u; the "
                 "launch was aborted",
-                call, name.c_str(), name_.c_str(), (unsigned long long)words[3], (unsigned long long)words[2],
-                step.c_str(), flag_call_name(words[6]), (unsigned long long)words[5], SK_CROSS_CORE_FLAGS - 1);
+                call, name.c_str(), name_.c_str(), (unsigned long long)words[kReportBlock],
+                (unsigned long long)words[kReportStep], step.c_str(), flag_call_name(words[kReportFlagCall]),
+                (unsigned long long)words[kReportFlagId], SK_CROSS_CORE_FLAGS - 1);
   return fail(SK_ERR_HANG,
               "%s: super kernel '%s' on %s: block %llu of step %llu '%s' waited past the %llu ms deadline at %s "
               "(counter %llu of %llu); the launch was aborted",
-              call, name.c_str(), name_.c_str(), (unsigned long long)words[3], (unsigned long long)words[2],
-              step.c_str(),
-              (unsigned long long)timeout_ms_, sync_point_name((uint32_t)words[4]), (unsigned long long)words[5],
-              (unsigned long long)words[6]);
+              call, name.c_str(), name_.c_str(), (unsigned long long)words[kReportBlock],
+              (unsigned long long)words[kReportStep], step.c_str(), (unsigned long long)timeout_ms_,
+              sync_point_name((uint32_t)words[kReportPoint]), (unsigned long long)words[kReportSeen],
+              (unsigned long long)words[kReportTarget]);
 }
 
 }  // namespace sk::cuda

@@ -1,8 +1,9 @@
-// Generates the PTX of a CUDA super kernel: the `.entry` that calls each sub-kernel (an
-// `extern "C" __device__` function in a relocatable cubin or LTO-IR) with its arguments, and
-// the device library that implements sk_kernel.h's device API for that super kernel
-// (sk_block_idx, sk_sync_all, the task-overlap calls, cache calls...). nvJitLink links this
-// PTX with the sub-kernels' binaries.
+// Generates the PTX of a CUDA super kernel, from the template cuda/superkernel.ptx: the `.entry`
+// that calls each sub-kernel (an `extern "C" __device__` function in a relocatable cubin or
+// LTO-IR) with its arguments, and the device library that implements sk_kernel.h's device API
+// for that super kernel (sk_block_idx, sk_sync_all, the task-overlap calls, cache calls...).
+// nvJitLink links this PTX with the sub-kernels' binaries. Defines the device ABI the host side
+// shares with that PTX: the entry's parameters, the sync buffer, the hang report.
 //
 // Synchronisation (all counters are 64-bit, in a device buffer, never reset):
 //  * step i's arrival counter counts one arrival per block (core) that ran it per launch:
@@ -71,16 +72,35 @@ uint32_t entry_dynamic_shared(const EntrySpec &spec);
 // epoch (1 for the first launch, counting up); the hang report's address.
 constexpr size_t kEntryParams = 4;
 
-// Bytes of the sync buffer a super kernel of `steps` steps needs (zeroed once, on the first launch's stream).
-size_t sync_buffer_bytes(size_t steps);
+// A super kernel's sync buffer (device memory, 64-bit counters, zeroed on the first launch's
+// stream and after a reported hang), at these byte offsets: step i's arrivals at
+// arrivals + 8*i, its sk_sync_all counter at sync_all + 8*i, cross-core flag f's at
+// flags + 8*f; then its hang report (kReportWords words).
+struct SyncLayout {
+  size_t arrivals = 0, sync_all = 0, flags = 0;
+  size_t report = 0;  // where the hang report starts
+  size_t bytes = 0;   // the whole buffer, report included
+};
+SyncLayout sync_layout(size_t steps);
 
-// Hang report (device memory, 8 words, one per super kernel, after its sync buffer): the
-// epoch of the launch it reports (0: none; the first one stays until a sync reads it), super
-// kernel id, step, block, point, counter value seen, target; then the abort word, the epoch of
-// the last launch that aborted (kReportAbortWord). For InvalidFlag (a flag id out of range,
-// not a hang) the seen and target words are the id and the call (flag_call_name).
-constexpr size_t kReportWords = 8;
-constexpr size_t kReportAbortWord = 7;
+// Words of the hang report, one per super kernel: the epoch of the launch it reports (0:
+// none; the first one stays until a sync reads it), super kernel id, step, block, sync point,
+// counter value seen, target; then the abort word, the epoch of the last launch that aborted.
+// For InvalidFlag (a flag id out of range, not a hang) the seen and target words are the id
+// and the call (FlagCall).
+enum ReportWord : uint32_t {
+  kReportEpoch,
+  kReportId,
+  kReportStep,
+  kReportBlock,
+  kReportPoint,
+  kReportSeen,
+  kReportTarget,
+  kReportAbortWord,
+  kReportWords,
+  kReportFlagId = kReportSeen,
+  kReportFlagCall = kReportTarget,
+};
 enum class SyncPoint : uint32_t {
   TaskStart = 0,
   TaskEnd = 1,
@@ -89,6 +109,8 @@ enum class SyncPoint : uint32_t {
   WaitFlagAll = 4,
   InvalidFlag = 5,
 };
+// The cross-core flag calls, as an InvalidFlag report names them.
+enum class FlagCall : uint32_t { Set = 0, Wait = 1, SetAll = 2, WaitAll = 3 };
 const char *sync_point_name(uint32_t point);
 const char *flag_call_name(uint64_t call);
 

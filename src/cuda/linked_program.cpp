@@ -65,10 +65,11 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
   if (p->max_coresident_ == 0)
     return fail(SK_ERR_INCOMPATIBLE, "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)",
                 name.c_str(), image.threads, device->name().c_str(), regs);
-  const size_t sync_bytes = p->sync_bytes_ = sync_buffer_bytes(steps) + 8 * kReportWords;
+  const SyncLayout layout = sync_layout(steps);
+  const size_t sync_bytes = p->sync_bytes_ = layout.bytes;
   if (sk_status st = device->check(a.cuMemAlloc(&p->sync_, sync_bytes), call, "cuMemAlloc (sync buffer)"); st != SK_OK)
     return st;
-  p->report_ = p->sync_ + sync_buffer_bytes(steps);
+  p->report_ = p->sync_ + layout.report;
   p->id_ = id;
   device->add_report(id, p->report_);
   if (sk_status st = device->check(a.cuEventCreate(&p->last_, CU_EVENT_DISABLE_TIMING), call, "cuEventCreate");

@@ -1,15 +1,14 @@
 #include "elf/cubin.hpp"
 
-#include <gelf.h>
-#include <libelf.h>
+#include <elf.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
-#include <mutex>
 
 #include "core/error.hpp"
+#include "elf/elf_object.hpp"
 
 namespace sk::elf {
 namespace {
@@ -38,26 +37,11 @@ uint32_t append_shared(uint32_t bytes, const CubinSharedVar &var) {
   return end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
 }
 
-struct ElfHandle {
-  Elf *elf = nullptr;
-  ~ElfHandle() {
-    if (elf) elf_end(elf);
-  }
-};
-
-bool range_ok(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
-
 uint32_t read_u32(const uint8_t *p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-
-struct RawSection {
-  GElf_Shdr header;
-  std::string name;
-  const uint8_t *data = nullptr;  // nullptr for NOBITS (also CUDA's)
-};
 
 }  // namespace
 
@@ -127,98 +111,38 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
   if (eh.e_type != ET_REL && eh.e_type != ET_EXEC)
     return fail(SK_ERR_UNSUPPORTED, "%s: e_type %u is neither a relocatable (nvcc -dc -cubin) nor a linked cubin",
                 label.c_str(), eh.e_type);
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 || eh.e_shstrndx >= eh.e_shnum ||
-      !range_ok(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))
-    return fail(SK_ERR_BAD_BINARY, "%s: section header table (offset 0x%llx, %u entries) is outside the %zu-byte image",
-                label.c_str(), (unsigned long long)eh.e_shoff, eh.e_shnum, size);
-
-  static std::once_flag once;
-  std::call_once(once, [] { elf_version(EV_CURRENT); });
-  // libelf may write to the buffer it reads (it does not here, but its signature says char *):
-  // hand it a private copy.
-  std::vector<uint8_t> copy(image, image + size);
-  ElfHandle h;
-  h.elf = elf_memory(reinterpret_cast<char *>(copy.data()), copy.size());
-  if (!h.elf) return fail(SK_ERR_BAD_BINARY, "%s: libelf cannot read it: %s", label.c_str(), elf_errmsg(-1));
-
-  std::vector<RawSection> sections(eh.e_shnum);
-  for (size_t i = 0; i < sections.size(); ++i) {
-    Elf_Scn *scn = elf_getscn(h.elf, i);
-    if (!scn || !gelf_getshdr(scn, &sections[i].header))
-      return fail(SK_ERR_BAD_BINARY, "%s: section %zu: %s", label.c_str(), i, elf_errmsg(-1));
-    const GElf_Shdr &sh = sections[i].header;
-    if (sh.sh_type != SHT_NOBITS && sh.sh_type != kShtCudaNobits && sh.sh_type != SHT_NULL) {
-      if (!range_ok(sh.sh_offset, sh.sh_size, size))
-        return fail(SK_ERR_BAD_BINARY, "%s: section %zu (offset 0x%llx, %llu bytes) is outside the image",
-                    label.c_str(), i, (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size);
-      sections[i].data = image + sh.sh_offset;
-    }
-  }
-  auto string_at = [&](size_t table, uint64_t offset, std::string *s) -> bool {
-    if (table >= sections.size() || sections[table].header.sh_type != SHT_STRTAB || !sections[table].data) return false;
-    const RawSection &t = sections[table];
-    if (offset >= t.header.sh_size) return false;
-    const char *p = reinterpret_cast<const char *>(t.data) + offset;
-    const void *nul = std::memchr(p, '\0', t.header.sh_size - offset);
-    if (!nul) return false;
-    s->assign(p, static_cast<const char *>(nul) - p);
-    return true;
-  };
-  for (size_t i = 1; i < sections.size(); ++i)
-    if (!string_at(eh.e_shstrndx, sections[i].header.sh_name, &sections[i].name))
-      return fail(SK_ERR_BAD_BINARY, "%s: section %zu has a bad name offset", label.c_str(), i);
-
-  // Symbols.
-  struct Sym {
-    std::string name;
-    GElf_Sym sym;
-  };
-  std::vector<Sym> symbols;
-  for (size_t i = 0; i < sections.size(); ++i) {
-    const GElf_Shdr &sh = sections[i].header;
-    if (sh.sh_type != SHT_SYMTAB) continue;
-    if (sh.sh_entsize != sizeof(Elf64_Sym) || !sections[i].data)
-      return fail(SK_ERR_BAD_BINARY, "%s: symbol table %s has entry size %llu", label.c_str(),
-                  sections[i].name.c_str(), (unsigned long long)sh.sh_entsize);
-    const size_t count = sh.sh_size / sizeof(Elf64_Sym);
-    symbols.resize(count);
-    for (size_t s = 0; s < count; ++s) {
-      std::memcpy(&symbols[s].sym, sections[i].data + s * sizeof(Elf64_Sym), sizeof(Elf64_Sym));
-      if (s && !string_at(sh.sh_link, symbols[s].sym.st_name, &symbols[s].name))
-        return fail(SK_ERR_BAD_BINARY, "%s: symbol %zu has a bad name offset", label.c_str(), s);
-    }
-    break;
-  }
+  Object o;
+  if (sk_status st = parse_object(bytes, size, label, &o, {.executable = true, .rel_sections = true,
+                                                           .nobits_type = kShtCudaNobits});
+      st != SK_OK)
+    return st;
+  const std::vector<Section> &sections = o.sections;
+  const std::vector<Symbol> &symbols = o.symbols;
   if (symbols.empty()) return fail(SK_ERR_BAD_BINARY, "%s: no symbol table", label.c_str());
 
   Cubin result;
   result.label = label;
-  result.type = eh.e_type;
+  result.type = o.type;
   result.sm = (eh.e_flags >> 8) & 0xff;
   std::map<uint32_t, size_t> function_of_symbol;  // symbol index -> functions[]
   for (size_t s = 1; s < symbols.size(); ++s) {
-    const GElf_Sym &sym = symbols[s].sym;
-    if (GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
-    if (sym.st_shndx == SHN_UNDEF) {
-      result.undefined.push_back(symbols[s].name);
+    const Symbol &sym = symbols[s];
+    if (sym.type != STT_FUNC) continue;
+    if (sym.shndx == SHN_UNDEF) {
+      result.undefined.push_back(sym.name);
       continue;
     }
-    if (sym.st_shndx >= sections.size())
+    if (sym.shndx >= sections.size())
       return fail(SK_ERR_BAD_BINARY, "%s: function '%s' has section index %u of %zu", label.c_str(),
-                  symbols[s].name.c_str(), sym.st_shndx, sections.size());
+                  sym.name.c_str(), sym.shndx, sections.size());
     CubinFunction f;
-    f.name = symbols[s].name;
-    const RawSection &text = sections[sym.st_shndx];
-    f.code_bytes = (uint32_t)sym.st_size;
-    f.registers = (uint32_t)(text.header.sh_info >> 24);  // cubins keep the count in sh_info's top byte
+    f.name = sym.name;
+    f.code_bytes = (uint32_t)sym.size;
+    f.registers = sections[sym.shndx].info >> 24;  // cubins keep the count in sh_info's top byte
     // STO_CUDA_ENTRY (0x10) in st_other marks kernels.
-    f.entry = (sym.st_other & 0x10) != 0;
-    const int shared = [&] {
-      for (size_t i = 0; i < sections.size(); ++i)
-        if (sections[i].name == ".nv.shared." + f.name) return (int)i;
-      return -1;
-    }();
-    if (shared >= 0) f.shared_bytes = (uint32_t)sections[shared].header.sh_size;
+    f.entry = (sym.other & 0x10) != 0;
+    if (const int shared = o.find_section(".nv.shared." + f.name); shared >= 0)
+      f.shared_bytes = (uint32_t)sections[shared].size;
     function_of_symbol[(uint32_t)s] = result.functions.size();
     result.functions.push_back(std::move(f));
   }
@@ -226,34 +150,27 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
   // Static shared variables, and which function's code references each (its .rela.text.<f>).
   std::map<uint32_t, size_t> shared_of_symbol;  // symbol index -> result.shared_vars[]
   for (size_t s = 1; s < symbols.size(); ++s) {
-    const GElf_Sym &sym = symbols[s].sym;
-    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size() || GELF_ST_TYPE(sym.st_info) == STT_SECTION ||
-        sym.st_size == 0 || !is_shared_section(sections[sym.st_shndx].name))
+    const Symbol &sym = symbols[s];
+    if (sym.shndx == SHN_UNDEF || sym.shndx >= sections.size() || sym.type == STT_SECTION || sym.size == 0 ||
+        !is_shared_section(sections[sym.shndx].name))
       continue;
-    const uint64_t align = sections[sym.st_shndx].header.sh_addralign;
+    const uint64_t align = sections[sym.shndx].align;
     shared_of_symbol[(uint32_t)s] = result.shared_vars.size();
-    result.shared_vars.push_back({symbols[s].name, (uint32_t)std::min<uint64_t>(sym.st_size, UINT32_MAX),
-                                  align > 1 && align <= 4096 ? (uint32_t)align : 1u});
+    result.shared_vars.push_back(
+        {sym.name, (uint32_t)std::min<uint64_t>(sym.size, UINT32_MAX), align <= 4096 ? (uint32_t)align : 1u});
   }
-  for (size_t i = 0; i < sections.size(); ++i) {
-    const GElf_Shdr &sh = sections[i].header;
-    if ((sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL) || !sections[i].data) continue;
+  for (const RelocationSection &rs : o.relocation_sections) {
     CubinFunction *owner = nullptr;
     for (const auto &[sym, index] : function_of_symbol)
-      if (symbols[sym].sym.st_shndx == sh.sh_info) owner = &result.functions[index];
+      if (symbols[sym].shndx == rs.target) owner = &result.functions[index];
     if (!owner) continue;
-    const size_t entry = sh.sh_type == SHT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
-    for (size_t off = 0; off + entry <= sh.sh_size; off += entry) {
-      Elf64_Rel rel;
-      std::memcpy(&rel, sections[i].data + off, sizeof rel);
-      const uint32_t s = (uint32_t)ELF64_R_SYM(rel.r_info);
-      if (s >= symbols.size()) continue;
-      if (auto it = shared_of_symbol.find(s); it != shared_of_symbol.end()) {
+    for (const Relocation &rel : rs.relocations) {
+      const Symbol &target = symbols[rel.symbol];
+      if (auto it = shared_of_symbol.find(rel.symbol); it != shared_of_symbol.end()) {
         bool seen = false;
         for (uint32_t v : owner->shared_vars) seen |= v == it->second;
         if (!seen) owner->shared_vars.push_back((uint32_t)it->second);
-      } else if (symbols[s].sym.st_shndx == SHN_UNDEF && GELF_ST_TYPE(symbols[s].sym.st_info) != STT_FUNC &&
-                 (symbols[s].sym.st_other & kStoCudaShared)) {
+      } else if (target.shndx == SHN_UNDEF && target.type != STT_FUNC && (target.other & kStoCudaShared)) {
         owner->dynamic_shared = true;
       }
     }
@@ -263,28 +180,26 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
       for (uint32_t v : f.shared_vars) f.shared_bytes = append_shared(f.shared_bytes, result.shared_vars[v]);
 
   // The call graph.
-  for (size_t i = 0; i < sections.size(); ++i) {
-    const GElf_Shdr &sh = sections[i].header;
-    if (sh.sh_type != kShtCudaCallgraph || !sections[i].data) continue;
-    for (size_t off = 0; off + 8 <= sh.sh_size; off += 8) {
-      const uint32_t caller = read_u32(sections[i].data + off), callee = read_u32(sections[i].data + off + 4);
+  for (const Section &sec : sections) {
+    if (sec.type != kShtCudaCallgraph || !sec.data) continue;
+    for (size_t off = 0; off + 8 <= sec.size; off += 8) {
+      const uint32_t caller = read_u32(sec.data + off), callee = read_u32(sec.data + off + 4);
       auto it = function_of_symbol.find(caller);
       if (it == function_of_symbol.end() || callee == 0 || callee >= symbols.size()) continue;
-      if (GELF_ST_TYPE(symbols[callee].sym.st_info) != STT_FUNC) continue;
+      if (symbols[callee].type != STT_FUNC) continue;
       result.functions[it->second].callees.push_back(symbols[callee].name);
     }
   }
 
   // .nv.info (per module, attributes keyed by symbol) and .nv.info.<function>.
-  for (size_t i = 0; i < sections.size(); ++i) {
-    const RawSection &sec = sections[i];
+  for (const Section &sec : sections) {
     if (sec.name != ".nv.info" && sec.name.rfind(".nv.info.", 0) != 0) continue;
     if (!sec.data) continue;
     CubinFunction *owner = nullptr;
     if (sec.name != ".nv.info")  // .nv.info.<function>; its sh_info is the .text section's index
       for (CubinFunction &f : result.functions)
         if (sec.name.compare(9, std::string::npos, f.name) == 0) owner = &f;
-    const uint8_t *p = sec.data, *end = sec.data + sec.header.sh_size;
+    const uint8_t *p = sec.data, *end = sec.data + sec.size;
     while (end - p >= 2) {
       const uint8_t format = p[0], attr = p[1];
       p += 2;
@@ -327,18 +242,17 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
 
   // sk_kernel.h's metadata variables.
   for (size_t s = 1; s < symbols.size(); ++s) {
-    const GElf_Sym &sym = symbols[s].sym;
-    if (symbols[s].name.rfind(kMetaPrefix, 0) != 0 || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size())
-      continue;
-    const RawSection &sec = sections[sym.st_shndx];
+    const Symbol &sym = symbols[s];
+    if (sym.name.rfind(kMetaPrefix, 0) != 0 || sym.shndx == SHN_UNDEF || sym.shndx >= sections.size()) continue;
+    const Section &sec = sections[sym.shndx];
     // In a relocatable object st_value is the offset in its section; in a linked one, the
     // section's address plus the offset.
-    const uint64_t offset = eh.e_type == ET_REL ? sym.st_value : sym.st_value - sec.header.sh_addr;
-    if (!sec.data || !range_ok(offset, sym.st_size, sec.header.sh_size) || sym.st_size == 0)
+    const uint64_t offset = o.type == ET_REL ? sym.value : sym.value - sec.addr;
+    if (!sec.data || offset > sec.size || sym.size > sec.size - offset || sym.size == 0)
       return fail(SK_ERR_BAD_BINARY, "%s: metadata variable '%s' lies outside its section %s", label.c_str(),
-                  symbols[s].name.c_str(), sec.name.c_str());
+                  sym.name.c_str(), sec.name.c_str());
     const char *text = reinterpret_cast<const char *>(sec.data + offset);
-    result.metadata_records.emplace_back(text, strnlen(text, sym.st_size));
+    result.metadata_records.emplace_back(text, strnlen(text, sym.size));
   }
   *out = std::move(result);
   return SK_OK;

@@ -1,5 +1,6 @@
 // What is in a CUDA binary (ELF machine EM_CUDA = 190): relocatable cubins as `nvcc -dc -cubin`
-// writes them, and the linked cubins nvJitLink returns. Read with libelf: functions and their
+// writes them, and the linked cubins nvJitLink returns. Read with the object reader
+// (elf/elf_object.hpp), which checks the ELF structure, then CUDA's parts: functions and their
 // `.nv.info*` attributes (register count, stack, parameter bytes, the extern functions each
 // calls), static shared variables and the `extern __shared__` references of each function's
 // code (its relocations), the call graph (`.nv.callgraph`), and the sk_kernel.h metadata

@@ -34,7 +34,8 @@ bool power_of_two_or_zero(uint64_t v) { return (v & (v - 1)) == 0; }
 
 // Checks the raw header and section header table, so that libelf never reads outside the image.
 // Runs on the caller's bytes, before they are copied: garbage is refused without a copy.
-sk_status check_header(std::span<const uint8_t> image, const std::string &label) {
+sk_status check_header(std::span<const uint8_t> image, const std::string &label,
+                       const ParseOptions &options) {
   if (is_llvm_bitcode(image.data(), image.size()))
     return fail(SK_ERR_UNSUPPORTED,
                 "%s: LLVM bitcode, not machine code: compiled with -flto: compile without -flto "
@@ -54,7 +55,7 @@ sk_status check_header(std::span<const uint8_t> image, const std::string &label)
                 image.size(), sizeof(Elf64_Ehdr));
   Elf64_Ehdr eh;
   std::memcpy(&eh, image.data(), sizeof eh);
-  if (eh.e_type != ET_REL)
+  if (eh.e_type != ET_REL && !(options.executable && eh.e_type == ET_EXEC))
     return fail(SK_ERR_UNSUPPORTED,
                 "%s: e_type %u is not a relocatable object (ET_REL, as `cc -c` writes)",
                 label.c_str(), eh.e_type);
@@ -113,7 +114,7 @@ sk_status section_data(Elf *elf, const Object &o, uint32_t index, Elf_Data **out
   return SK_OK;
 }
 
-sk_status read_sections(Elf *elf, Object *o) {
+sk_status read_sections(Elf *elf, Object *o, const ParseOptions &options) {
   size_t count = 0, strndx = 0;
   if (elf_getshdrnum(elf, &count) != 0 || elf_getshdrstrndx(elf, &strndx) != 0)
     return fail(SK_ERR_BAD_BINARY, "%s: libelf cannot read the section headers (%s)",
@@ -135,6 +136,7 @@ sk_status read_sections(Elf *elf, Object *o) {
     s.entsize = sh.sh_entsize;
     s.link = sh.sh_link;
     s.info = sh.sh_info;
+    s.addr = sh.sh_addr;
     name_offsets[i] = sh.sh_name;
     if (!power_of_two_or_zero(sh.sh_addralign))
       return fail(SK_ERR_BAD_BINARY, "%s: section %zu: sh_addralign %llu is not a power of two",
@@ -144,7 +146,8 @@ sk_status read_sections(Elf *elf, Object *o) {
   // The name table first, so that a bad data range can be reported with the section's name.
   auto place = [&](size_t i) -> sk_status {
     Section &s = o->sections[i];
-    if (i == 0 || s.type == SHT_NOBITS || s.type == SHT_NULL) return SK_OK;
+    const bool no_bytes = s.type == SHT_NOBITS || (options.nobits_type && s.type == options.nobits_type);
+    if (i == 0 || no_bytes || s.type == SHT_NULL) return SK_OK;
     if (!range_ok(offsets[i], s.size, o->image.size()))
       return fail(SK_ERR_BAD_BINARY,
                   "%s: section %zu '%s': data [0x%llx, +0x%llx) is outside the %zu-byte image",
@@ -201,6 +204,7 @@ sk_status read_symbols(Elf *elf, Object *o) {
     sym.type = GELF_ST_TYPE(gs.st_info);
     sym.bind = GELF_ST_BIND(gs.st_info);
     sym.visibility = GELF_ST_VISIBILITY(gs.st_other);
+    sym.other = gs.st_other;
     sym.shndx = gs.st_shndx;
     sym.value = gs.st_value;
     sym.size = gs.st_size;
@@ -215,7 +219,10 @@ sk_status read_symbols(Elf *elf, Object *o) {
     if (!special && sym.shndx >= o->sections.size())
       return fail(SK_ERR_BAD_BINARY, "%s: symbol %zu '%s': st_shndx %u is not a section (%zu sections)",
                   o->label.c_str(), i, sym.name.c_str(), sym.shndx, o->sections.size());
-    if (!special && sym.type != STT_TLS && sym.value > o->sections[sym.shndx].size)
+    // In an executable st_value is an address: the section's, plus the offset in it.
+    const uint64_t base = o->type == ET_EXEC && !special ? o->sections[sym.shndx].addr : 0;
+    if (!special && sym.type != STT_TLS &&
+        (sym.value < base || sym.value - base > o->sections[sym.shndx].size))
       return fail(SK_ERR_BAD_BINARY, "%s: symbol %zu '%s': st_value 0x%llx is past the end of section %u (0x%llx bytes)",
                   o->label.c_str(), i, sym.name.c_str(), (unsigned long long)sym.value, sym.shndx,
                   (unsigned long long)o->sections[sym.shndx].size);
@@ -223,20 +230,23 @@ sk_status read_symbols(Elf *elf, Object *o) {
   return SK_OK;
 }
 
-sk_status read_relocations(Elf *elf, Object *o) {
+sk_status read_relocations(Elf *elf, Object *o, const ParseOptions &options) {
   for (size_t i = 1; i < o->sections.size(); ++i) {
     const Section &rs = o->sections[i];
-    if (rs.type == SHT_REL) {
+    const bool no_addends = rs.type == SHT_REL && options.rel_sections;
+    if (rs.type == SHT_REL && !no_addends) {
       if (rs.info < o->sections.size() && (o->sections[rs.info].flags & SHF_ALLOC))
         return fail(SK_ERR_UNSUPPORTED, "%s: section %zu '%s': SHT_REL relocations (without addends) are not supported",
                     o->label.c_str(), i, rs.name.c_str());
       continue;
     }
-    if (rs.type != SHT_RELA) continue;
+    if (rs.type != SHT_RELA && !no_addends) continue;
     const char *name = rs.name.c_str();
-    if (rs.entsize != sizeof(Elf64_Rela) || rs.size % sizeof(Elf64_Rela) != 0)
-      return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': sh_entsize %llu / sh_size %llu do not fit Elf64_Rela",
-                  o->label.c_str(), i, name, (unsigned long long)rs.entsize, (unsigned long long)rs.size);
+    const size_t entry = no_addends ? sizeof(Elf64_Rel) : sizeof(Elf64_Rela);
+    if (rs.entsize != entry || rs.size % entry != 0)
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': sh_entsize %llu / sh_size %llu do not fit %s",
+                  o->label.c_str(), i, name, (unsigned long long)rs.entsize, (unsigned long long)rs.size,
+                  no_addends ? "Elf64_Rel" : "Elf64_Rela");
     if (rs.link == 0 || rs.link >= o->sections.size() || o->sections[rs.link].type != SHT_SYMTAB)
       return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': sh_link %u is not the symbol table",
                   o->label.c_str(), i, name, rs.link);
@@ -250,11 +260,15 @@ sk_status read_relocations(Elf *elf, Object *o) {
     RelocationSection out;
     out.index = static_cast<uint32_t>(i);
     out.target = rs.info;
-    size_t count = rs.size / sizeof(Elf64_Rela);
+    size_t count = rs.size / entry;
     out.relocations.resize(count);
     for (size_t k = 0; k < count; ++k) {
-      GElf_Rela r;
-      if (!gelf_getrela(d, static_cast<int>(k), &r))
+      GElf_Rela r{};
+      GElf_Rel plain{};
+      const bool read = no_addends ? gelf_getrel(d, static_cast<int>(k), &plain) != nullptr
+                                   : gelf_getrela(d, static_cast<int>(k), &r) != nullptr;
+      if (read && no_addends) r = {plain.r_offset, plain.r_info, 0};
+      if (!read)
         return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': relocation %zu: libelf cannot read it (%s)",
                     o->label.c_str(), i, name, k, elf_errmsg(-1));
       Relocation &rel = out.relocations[k];
@@ -307,13 +321,14 @@ const std::string &Object::symbol_label(uint32_t index) const {
   return label;
 }
 
-sk_status parse_object(const void *bytes, size_t size, std::string_view label, Object *out) {
+sk_status parse_object(const void *bytes, size_t size, std::string_view label, Object *out,
+                       const ParseOptions &options) {
   static std::once_flag once;
   std::call_once(once, [] { elf_version(EV_CURRENT); });
   Object o;
   o.label = label.empty() ? std::string("<memory>") : std::string(label);
   if (!bytes && size) return fail(SK_ERR_INVALID_ARGUMENT, "%s: NULL image", o.label.c_str());
-  if (sk_status s = check_header({static_cast<const uint8_t *>(bytes), size}, o.label)) return s;
+  if (sk_status s = check_header({static_cast<const uint8_t *>(bytes), size}, o.label, options)) return s;
   o.image.assign(static_cast<const uint8_t *>(bytes), static_cast<const uint8_t *>(bytes) + size);
   ElfHandle h;
   h.elf = elf_memory(reinterpret_cast<char *>(o.image.data()), o.image.size());
@@ -324,10 +339,10 @@ sk_status parse_object(const void *bytes, size_t size, std::string_view label, O
   o.elf_class = eh.e_ident[EI_CLASS];
   o.machine = eh.e_machine;
   o.type = eh.e_type;
-  if (sk_status s = read_sections(h.elf, &o)) return s;
+  if (sk_status s = read_sections(h.elf, &o, options)) return s;
   if (sk_status s = read_symbols(h.elf, &o)) return s;
   if (sk_status s = check_groups(o)) return s;
-  if (sk_status s = read_relocations(h.elf, &o)) return s;
+  if (sk_status s = read_relocations(h.elf, &o, options)) return s;
   *out = std::move(o);  // moving the vector keeps Section::data valid
   return SK_OK;
 }

@@ -19,6 +19,7 @@ struct Section {
   uint64_t size = 0;
   uint64_t entsize = 0;
   uint32_t link = 0, info = 0;
+  uint64_t addr = 0;         // sh_addr: 0 in a relocatable object
   const uint8_t *data = nullptr;  // into Object::image; nullptr for SHT_NOBITS
 };
 
@@ -27,6 +28,7 @@ struct Symbol {
   uint8_t type = 0;        // STT_*
   uint8_t bind = 0;        // STB_*
   uint8_t visibility = 0;  // STV_*
+  uint8_t other = 0;       // st_other whole: some machines keep flags beside the visibility (EM_CUDA)
   uint32_t shndx = 0;      // section index (SHN_UNDEF, SHN_ABS, SHN_COMMON, or < sections.size())
   uint64_t value = 0, size = 0;
 };
@@ -67,8 +69,18 @@ struct Object {
   const std::string &symbol_label(uint32_t index) const;  // the same for symbol `index`
 };
 
-// Parses `size` bytes (copied) into *out. Accepts only 64-bit little-endian ET_REL objects;
-// machine-specific checks are the caller's (the linker knows which machines it handles).
-sk_status parse_object(const void *bytes, size_t size, std::string_view label, Object *out);
+// What parse_object accepts besides the host linker's inputs (ET_REL, SHT_RELA relocations);
+// the cubin reader (elf/cubin.hpp) asks for all of it.
+struct ParseOptions {
+  bool executable = false;    // ET_EXEC too; its symbol values are addresses (sh_addr + offset)
+  bool rel_sections = false;  // SHT_REL relocations are read (addend 0) instead of refused
+  uint32_t nobits_type = 0;   // a processor-specific section type that has no file bytes either
+};
+
+// Parses `size` bytes (copied) into *out. Accepts only 64-bit little-endian objects, ET_REL
+// unless `options` say more; machine-specific checks are the caller's (the linker knows which
+// machines it handles).
+sk_status parse_object(const void *bytes, size_t size, std::string_view label, Object *out,
+                       const ParseOptions &options = {});
 
 }  // namespace sk::elf

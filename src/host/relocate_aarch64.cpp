@@ -57,11 +57,6 @@ bool is_tls(uint32_t type) {
          (type >= R_AARCH64_TLS_DTPMOD && type <= R_AARCH64_TLSDESC);
 }
 
-bool fits_signed(int64_t v, unsigned bits) {
-  int64_t lim = int64_t(1) << (bits - 1);
-  return v >= -lim && v < lim;
-}
-
 uint64_t page(uint64_t a) { return a & ~uint64_t(0xfff); }
 
 uint32_t read32(const uint8_t *p) {

@@ -27,11 +27,6 @@ const char *const kNames[] = {
     "R_X86_64_TLSDESC",   "R_X86_64_IRELATIVE",  "R_X86_64_RELATIVE64", "R_X86_64_PC32_BND",
     "R_X86_64_PLT32_BND", "R_X86_64_GOTPCRELX",  "R_X86_64_REX_GOTPCRELX"};
 
-bool fits_signed(int64_t v, unsigned bits) {
-  int64_t lim = int64_t(1) << (bits - 1);
-  return v >= -lim && v < lim;
-}
-
 // R_X86_64_16 / _8 are "bitfield" fields: either reading (signed or unsigned) must be exact.
 bool fits_either(int64_t v, unsigned bits) {
   return fits_signed(v, bits) || (v >= 0 && uint64_t(v) < (uint64_t(1) << bits));

@@ -56,6 +56,13 @@ struct RelocArch {
   sk_status (*apply)(uint32_t type, uint8_t *where, const RelocValues &v, const RelocSite &site);
 };
 
+// True when `v` fits a two's-complement field of `bits` bits (1..63): the overflow check of
+// the signed (PC-relative, displacement) relocations of every architecture.
+inline bool fits_signed(int64_t v, unsigned bits) {
+  int64_t lim = int64_t(1) << (bits - 1);
+  return v >= -lim && v < lim;
+}
+
 // The relocation file for e_machine `machine`, or nullptr when there is none.
 const RelocArch *reloc_arch(uint16_t machine);
 

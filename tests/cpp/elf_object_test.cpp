@@ -211,6 +211,69 @@ TEST_F(ElfMalformed, WrongClassTypeMachine) {
   }
 }
 
+// What the cubin reader (elf/cubin.cpp) asks for beyond the host linker's inputs: linked
+// objects, SHT_REL relocations and a processor-specific section type without file bytes.
+TEST_F(ElfMalformed, ParseOptionsAcceptMoreOnlyWhenAsked) {
+  const elf::ParseOptions cubin_like{.executable = true, .rel_sections = true, .nobits_type = 0x7000000a};
+  elf::Object o;
+  // An executable: symbol values are addresses, checked against their section's sh_addr.
+  std::vector<uint8_t> b = good_;
+  ehdr(b).e_type = ET_EXEC;
+  expect_parse(b, SK_ERR_UNSUPPORTED, "e_type");
+  ASSERT_EQ(elf::parse_object(b.data(), b.size(), "exec.o", &o, cubin_like), SK_OK) << last_error();
+  EXPECT_EQ(o.type, ET_EXEC);
+  uint32_t text = 0;
+  size_t symbol = 0;
+  for (size_t k = 1; k < parsed_.symbols.size() && !text; ++k)
+    if (parsed_.symbols[k].type == STT_FUNC && parsed_.symbols[k].shndx < parsed_.sections.size()) {
+      symbol = k;
+      text = parsed_.symbols[k].shndx;
+    }
+  ASSERT_GT(text, 0u);
+  shdr(b, text).sh_addr = 0x10000;
+  EXPECT_EQ(elf::parse_object(b.data(), b.size(), "exec.o", &o, cubin_like), SK_ERR_BAD_BINARY);  // below its section
+  EXPECT_NE(std::strstr(last_error(), "st_value"), nullptr) << last_error();
+  for (size_t k = 1; k < parsed_.symbols.size(); ++k)
+    if (parsed_.symbols[k].shndx == text) sym(b, k).st_value = 0x10000 + parsed_.symbols[k].value;
+  ASSERT_EQ(elf::parse_object(b.data(), b.size(), "exec.o", &o, cubin_like), SK_OK) << last_error();
+  EXPECT_EQ(o.sections[text].addr, 0x10000u);
+  EXPECT_EQ(o.symbols[symbol].other, sym(b, symbol).st_other);
+
+  // A section of the processor-specific NOBITS type may lie past the image: it has no bytes.
+  b = good_;
+  const int comment = parsed_.find_section(".comment");
+  ASSERT_GT(comment, 0);
+  shdr(b, comment).sh_type = 0x7000000a;
+  shdr(b, comment).sh_offset = b.size() + 4096;
+  expect_parse(b, SK_ERR_BAD_BINARY, "outside");
+  ASSERT_EQ(elf::parse_object(b.data(), b.size(), "nobits.o", &o, cubin_like), SK_OK) << last_error();
+  EXPECT_EQ(o.sections[comment].data, nullptr);
+
+  // SHT_REL: refused for the host linker, read with addend 0 for the cubin reader.
+  b = good_;
+  const elf::RelocationSection &rs = text_relocations();
+  const Elf64_Rela first = rela(b, 0);
+  Elf64_Shdr &h = shdr(b, rs.index);
+  h.sh_type = SHT_REL;
+  h.sh_entsize = sizeof(Elf64_Rel);
+  h.sh_size = sizeof(Elf64_Rel);
+  const Elf64_Rel plain{first.r_offset, first.r_info};
+  std::memcpy(b.data() + file_offset(rs.index), &plain, sizeof plain);
+  expect_parse(b, SK_ERR_UNSUPPORTED, "SHT_REL");
+  ASSERT_EQ(elf::parse_object(b.data(), b.size(), "rel.o", &o, cubin_like), SK_OK) << last_error();
+  bool found = false;
+  for (const elf::RelocationSection &r : o.relocation_sections)
+    if (r.index == rs.index) {
+      found = true;
+      ASSERT_EQ(r.relocations.size(), 1u);
+      EXPECT_EQ(r.relocations[0].offset, first.r_offset);
+      EXPECT_EQ(r.relocations[0].type, ELF64_R_TYPE(first.r_info));
+      EXPECT_EQ(r.relocations[0].symbol, ELF64_R_SYM(first.r_info));
+      EXPECT_EQ(r.relocations[0].addend, 0);
+    }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(ElfMalformed, NullImage) {
   elf::Object o;
   EXPECT_EQ(elf::parse_object(nullptr, 10, "null.o", &o), SK_ERR_INVALID_ARGUMENT);

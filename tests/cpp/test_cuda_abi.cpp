@@ -1,10 +1,19 @@
-// libsk declares the few driver API types it needs itself (src/cuda/driver_api.hpp) so that it
-// builds without a CUDA toolkit; where the toolkit's cuda.h is at hand, they must match it.
+// The two ABIs libsk's CUDA backend keeps. With the driver: libsk declares the few driver API
+// types it needs itself (src/cuda/driver_api.hpp) so that it builds without a CUDA toolkit; where
+// the toolkit's cuda.h is at hand, they must match it. With its own device code: the generated
+// PTX (src/cuda/superkernel.ptx) writes the hang report, the sync buffer and the block state
+// where entry_ptx.hpp says the host reads them.
 #include <gtest/gtest.h>
+#include <sk_kernel.h>
 
 #include <cstddef>
+#include <regex>
+#include <string>
 
 #include "cuda/driver_api.hpp"
+#include "cuda/entry_ptx.hpp"
+#include "cuda/ptx_template.hpp"
+#include "cuda_test_support.hpp"
 
 #if __has_include(<cuda.h>)
 #include <cuda.h>
@@ -37,3 +46,157 @@ TEST(CudaAbi, MirroredTypesMatchCudaH) {
 #else
 TEST(CudaAbi, MirroredTypesMatchCudaH) { GTEST_SKIP() << "cuda.h is not on the include path"; }
 #endif
+
+namespace {
+
+using namespace sk::cuda;
+using sk::cuda_test::contains;
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The body of PTX function `name` (from its declaration to the closing brace), or "".
+std::string ptx_function(const std::string &ptx, const std::string &name) {
+  const size_t at = ptx.find(" " + name + "(");
+  if (at == std::string::npos) return "";
+  return ptx.substr(at, ptx.find("\n}\n", at) - at);
+}
+
+EntrySpec two_step_spec(ArgSource args) {
+  EntrySpec spec;
+  spec.args = args;
+  spec.id = 42;
+  spec.dynamic_shared = 100;
+  for (uint32_t i = 0; i < 2; ++i) {
+    EntryStep s;
+    s.symbol = "k" + std::to_string(i);
+    s.signature = {sk::ArgType::Ptr, sk::ArgType::U32};
+    s.block_dim = 8;
+    s.cores = 4;
+    s.dcci_before = i == 1;
+    s.arg_base = 2 * i;
+    if (i) s.deps = {0};
+    spec.steps.push_back(s);
+  }
+  spec.arg_slots = 4;
+  return spec;
+}
+
+std::string report_store(const char *base, uint32_t word, const char *reg) {
+  return "st.relaxed.gpu.global.u64 [" + std::string(base) + "+" + std::to_string(8 * word) + "], " + reg + ";";
+}
+
+}  // namespace
+
+TEST(CudaAbi, TheHangReportIsWrittenWhereTheHostReadsIt) {
+  const std::string ptx = generate_entry_ptx(two_step_spec(ArgSource::Params));
+  const std::string wait = ptx_function(ptx, "__sk_wait");
+  ASSERT_FALSE(wait.empty()) << ptx;
+  EXPECT_TRUE(contains(wait, "atom.relaxed.gpu.global.cas.b64 %rd10, [%rd4], %rd8, %rd12;")) << wait;  // epoch, word 0
+  EXPECT_EQ(kReportEpoch, 0u);
+  EXPECT_TRUE(contains(wait, "mov.u64 %rd11, 42;")) << wait;
+  for (uint32_t w : {kReportId, kReportStep, kReportBlock, kReportPoint})
+    EXPECT_TRUE(contains(wait, report_store("%rd4", w, "%rd11"))) << w << wait;
+  EXPECT_TRUE(contains(wait, report_store("%rd4", kReportSeen, "%rd3"))) << wait;
+  EXPECT_TRUE(contains(wait, report_store("%rd4", kReportTarget, "%rd2"))) << wait;
+  EXPECT_TRUE(contains(wait, report_store("%rd4", kReportAbortWord, "%rd12"))) << wait;
+  EXPECT_TRUE(contains(wait, "[%rd4+" + std::to_string(8 * kReportAbortWord) + "]")) << wait;
+  EXPECT_EQ(8 * kReportWords, 64u);  // the stand-in driver's tests write whole reports of 8 words
+
+  const std::string bad = ptx_function(ptx, "__sk_bad_flag");
+  ASSERT_FALSE(bad.empty()) << ptx;
+  EXPECT_TRUE(contains(bad, "mov.u64 %rd5, " + std::to_string((unsigned)SyncPoint::InvalidFlag) + ";")) << bad;
+  for (uint32_t w : {kReportId, kReportStep, kReportBlock, kReportPoint, kReportFlagId, kReportFlagCall})
+    EXPECT_TRUE(contains(bad, report_store("%rd1", w, "%rd5"))) << w << bad;
+  EXPECT_TRUE(contains(bad, report_store("%rd1", kReportAbortWord, "%rd3"))) << bad;
+  // Each flag call reports its own number, which flag_call_name names.
+  const std::pair<const char *, FlagCall> calls[] = {{"sk_cross_core_set_flag", FlagCall::Set},
+                                                     {"sk_cross_core_wait_flag", FlagCall::Wait},
+                                                     {"sk_cross_core_set_flag_all", FlagCall::SetAll},
+                                                     {"sk_cross_core_wait_flag_all", FlagCall::WaitAll}};
+  for (const auto &[name, call] : calls) {
+    const std::string body = ptx_function(ptx, name);
+    EXPECT_TRUE(contains(body, "st.param.b32 [b1], " + std::to_string((unsigned)call) + ";")) << body;
+    EXPECT_EQ(flag_call_name((uint64_t)call), std::string(name));
+    EXPECT_EQ(count(body, "setp.lt.u32 %p2, %r2, " + std::to_string(SK_CROSS_CORE_FLAGS) + ";"), 1u) << body;
+  }
+}
+
+TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
+  for (size_t steps : {1u, 2u, 7u}) {
+    const SyncLayout l = sync_layout(steps);
+    EXPECT_EQ(l.arrivals, 0u);
+    EXPECT_EQ(l.sync_all, 8 * steps);
+    EXPECT_EQ(l.flags, l.sync_all + 8 * steps);
+    EXPECT_EQ(l.report, l.flags + 8 * SK_CROSS_CORE_FLAGS);
+    EXPECT_EQ(l.bytes, l.report + 8 * kReportWords);
+  }
+  const SyncLayout l = sync_layout(2);
+  const std::string ptx = generate_entry_ptx(two_step_spec(ArgSource::Params));
+  EXPECT_TRUE(contains(ptx_function(ptx, "sk_sync_all"), "add.u64 %rd1, %rd1, " + std::to_string(l.sync_all) + ";"));
+  for (const char *f : {"sk_cross_core_set_flag_all", "sk_cross_core_wait_flag_all"})
+    EXPECT_TRUE(contains(ptx_function(ptx, f), "add.u64 %rd2, %rd2, " + std::to_string(l.flags) + ";")) << f;
+}
+
+// libsk's per-block state lies past the sub-kernels' dynamic shared bytes, 16-aligned, and
+// within what each launch passes (entry_dynamic_shared).
+TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
+  for (uint32_t sub_kernels : {0u, 100u, 4096u}) {
+    EntrySpec spec = two_step_spec(ArgSource::Buffer);
+    spec.dynamic_shared = sub_kernels;
+    const std::string ptx = generate_entry_ptx(spec);
+    const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
+    EXPECT_EQ(end - base, 48 + 8 * SK_CROSS_CORE_FLAGS);  // 9 fields, then a u64 per flag
+    const std::regex place("__sk_dynamic_shared\\+([0-9]+)");
+    uint32_t lowest = UINT32_MAX, highest = 0;
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), place); it != std::sregex_iterator(); ++it) {
+      const uint32_t offset = (uint32_t)std::stoul((*it)[1].str());
+      lowest = std::min(lowest, offset);
+      highest = std::max(highest, offset);
+    }
+    EXPECT_EQ(lowest, base);
+    EXPECT_EQ(highest, base + 48);  // the flag targets, indexed from there
+    EXPECT_LT(highest, end);
+  }
+}
+
+// Every placeholder of the template has a value, and no template note reaches the PTX.
+TEST(CudaPtxTemplate, TheGeneratedPtxHasNoPlaceholderLeft) {
+  for (ArgSource args : {ArgSource::Params, ArgSource::Buffer}) {
+    const std::string ptx = generate_entry_ptx(two_step_spec(args));
+    std::smatch m;
+    EXPECT_FALSE(std::regex_search(ptx, m, std::regex("@[A-Za-z_]"))) << m.str() << " in\n" << ptx;
+    EXPECT_FALSE(contains(ptx, "//!")) << ptx;
+    EXPECT_EQ(count(ptx, "// step "), 2u);
+    EXPECT_EQ(count(ptx, "mov.u32 %r1, %tid.x;"), 10u);  // each thread-0-only function, and the entry
+  }
+}
+
+TEST(CudaPtxTemplate, ValuesPartsAndWholeLinePlaceholders) {
+  const PtxTemplate t(
+      "//! notes before the first part are dropped\n"
+      "//! @part guard(SKIP)\n"
+      "  @%p1 bra $@SKIP@;\n"
+      "//! @part pair(A, B)\n"
+      "//! a note inside a part is dropped\n"
+      "@A@+@B@\n"
+      "//! @part main\n"
+      "  mov.u32 %r1, @X@;\n"
+      "@guard(@LABEL@_done)@\n"
+      "@EMPTY@\n"
+      "@MULTI@\n"
+      "  x @pair(X, literal)@ @UNKNOWN@ @!%p2 @nopart()@\n"
+      "end\n");
+  const PtxValues v = {{"X", "7"}, {"LABEL", "Q"}, {"EMPTY", ""}, {"MULTI", "a\nb"}};
+  EXPECT_EQ(t.expand("main", v),
+            "  mov.u32 %r1, 7;\n"
+            "  @%p1 bra $Q_done;\n"
+            "a\nb\n"
+            "  x 7+literal @UNKNOWN@ @!%p2 @nopart()@\n"
+            "end\n");
+  EXPECT_EQ(t.part_names(), (std::vector<std::string>{"guard", "main", "pair"}));
+  EXPECT_EQ(t.expand("missing", v), "");
+}
