@@ -10,15 +10,15 @@ namespace {
 
 // Name-list patterns come from users (and fuzzers): the regex engine must not be made to run
 // for minutes or overflow the stack. libstdc++'s default executor backtracks (exponential on
-// "a****" against a short name; found by tests/fuzz); its __polynomial executor is a linear
+// "a****" against a short name); its __polynomial executor is a linear
 // NFA simulation. Entries longer than kMaxPattern are matched as exact names only (the
 // compiler recurses per nesting level), and bounded repetition ({n,m}) is refused: it unrolls
 // into n copies of its operand. Back-references (\1) are refused too: the linear executor has
 // none, and libstdc++ 12 reads their number into a long without an overflow check (UB on
-// "\7777777777777777777777", found by tests/fuzz). Any backslash before a digit is refused,
+// "\7777777777777777777777"). Any backslash before a digit is refused,
 // escaped or not: telling an escaped backslash from an escape means scanning as libstdc++
 // does, and its escapes take different lengths ("\c\" is one control escape, so in
-// "\c\\9" the 9 starts a back-reference; fuzz found that too).
+// "\c\\9" the 9 starts a back-reference).
 constexpr size_t kMaxPattern = 256;
 #if defined(__GLIBCXX__)
 constexpr auto kRegexFlags = std::regex::ECMAScript | std::regex_constants::__polynomial;

@@ -104,6 +104,10 @@ WaitResult wait_in_task(CoreContext &ctx, const std::atomic<uint32_t> &word, Pre
   return r;
 }
 
+// Runs core `core`'s share of one launch of `p`, its context set for the launch: the step loop
+// of a chain, of a plain program or the general one (executor_steps.cpp). Stops at an abort.
+void run_core_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure);
+
 // Split-phase inter-step sync and the sub-kernel barrier (executor_sync.cpp). A core in step i,
 // whose previous step p is i-1 (or, with stream fusion, the step before it in its stream):
 //  begin_step:          waits for the steps its events name and for p's previous step to end;

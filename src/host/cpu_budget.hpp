@@ -5,11 +5,8 @@
 // * the cgroup's CPU bandwidth quota (docker --cpus, a Kubernetes CPU limit): once the
 //   cgroup's threads have used quota of CPU time in a period (100 ms by default), the kernel
 //   stops them all until the period ends, on however many CPUs they ran.
-// Spinning cores on more CPUs than the quota pays for spend it on waiting. Measured on this
-// project's 2-CPU VM in a cgroup v1 with a 1-CPU quota (cpu.cfs_quota_us = 100000): 420,000
-// launches of 16 empty kernels took 0.60-1.42 s on the default device of 2 cores (throttled
-// in 34 of 39 periods in one run) and 0.20-0.50 s on 1 core. Under taskset -c 1, 2 cores on
-// one CPU took 126 us per launch, 1 core 0.3-0.4 us.
+// Spinning cores on more CPUs than the quota pays for spend it on waiting (docs/benchmarks.md,
+// "Where the cores run").
 #pragma once
 #include <cstdint>
 #include <string_view>

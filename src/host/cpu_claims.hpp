@@ -1,11 +1,9 @@
 // Which CPUs the cores of this process's live executors were given (one executor per open host
 // device), so that a second device's cores go to the CPUs the first left free.
 //
-// Why: every executor used to pin core c to the c-th CPU of the pinning order, so two devices
-// open at once put their cores on the same CPUs and left the others idle. Where there are too
-// few CPUs for both, they share as before: measured on 2 CPUs, two 2-core devices driven at
-// once from two threads each made about 85 k launches of 64 kernels in 2 s, against 175 k for
-// one device alone, with waits that do not yield and with waits that do.
+// Why: pinning core c of every executor to the c-th CPU of the pinning order would put the
+// cores of two devices open at once on the same CPUs and leave the others idle. Where there are
+// too few CPUs for both, they share them (docs/benchmarks.md, "Where the cores run").
 //
 // Claims are taken when an executor starts and given back when it stops (a mutex: neither is
 // on the launch path). A core that Executor::keep_off_core0_cpu later moves keeps its claim on

@@ -2,11 +2,10 @@
 // hardware thread of every physical core before a second thread of any.
 //
 // Why: SMT siblings share one core's execution units. Two host cores on siblings run their
-// kernels at about half speed each (measured on this project's VM in the rounds where its two
-// vCPUs sat on siblings: an ALU loop ran 1.6-2.0x slower while the other vCPU ran one too,
-// 1.00x in the other rounds; sk-bench --only core-sharing). Linux numbers siblings either apart (0-7, then their siblings 8-15) or
-// side by side (0 and 1 on one core); taking CPUs in numeric order would put cores=8 on 4
-// physical cores of a 16-thread machine in the second case. The scheduler, which places the
+// kernels at about half speed each (docs/benchmarks.md, "The machine's states"). Linux numbers
+// siblings either apart (0-7, then their siblings 8-15) or side by side (0 and 1 on one core);
+// taking CPUs in numeric order would put cores=8 on 4 physical cores of a 16-thread machine in
+// the second case. The scheduler, which places the
 // unpinned threads of OpenMP and of most pools, already spreads over physical cores first.
 #pragma once
 #include <string>

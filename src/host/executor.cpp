@@ -13,10 +13,7 @@
 #include "host/cpu_budget.hpp"
 #include "host/cpu_claims.hpp"
 #include "host/cpu_order.hpp"
-#include "host/device_api_cache.hpp"
 #include "host/idle_spin.hpp"
-#include "host/kernel_call.hpp"
-#include "host/kernel_exception.hpp"
 #include "host/profiler.hpp"
 #include "host/program_pool.hpp"
 
@@ -39,54 +36,6 @@ struct alignas(64) Executor::Task {
   StreamState *stream = nullptr;
 };
 
-struct Executor::Core {
-  uint32_t index = 0;
-  CoreContext ctx;
-};
-
-void Program::allocate_sync_state() {
-  released_before.resize(steps.size());
-  ended_before.resize(steps.size());
-  releases_per_launch = ends_per_launch = 0;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    released_before[i] = releases_per_launch;
-    releases_per_launch += steps[i].cores;
-    ended_before[i] = ends_per_launch;
-    if (steps[i].arrive_in_kernel) ends_per_launch += steps[i].cores;
-  }
-  barriers = std::make_unique<StepBarrier[]>(steps.size());
-  if (per_step_release) step_released = std::make_unique<StepCounter[]>(steps.size());
-  plain = !profiler && !per_step_release && segments.size() == 1 && !segments[0].layout.mixed() &&
-          segments[0].layout.cube == 0 &&
-          std::all_of(steps.begin(), steps.end(), [](const StepExec &s) {
-            return s.unit_class == 0 && s.cores == s.units && !s.flush_before && !s.flush_after && !s.flags &&
-                   s.after_count == 0;
-          });
-  // A plain program counts its ends on released.ended: per-step end counters only for the others.
-  if (!plain) ended = std::make_unique<StepCounter[]>(steps.size());
-  core_steps_end.assign(plain ? cores : 0, 0);
-  for (uint32_t i = 0; plain && i < steps.size(); ++i)
-    for (uint32_t c = 0; c < steps[i].units && c < cores; ++c) core_steps_end[c] = i + 1;
-  const bool releases_in_kernel =
-      std::any_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.arrive_in_kernel; });
-  const bool waits_in_kernel = std::any_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.wait_in_kernel; });
-  ends_at_last_release =
-      plain && !releases_in_kernel &&
-      std::none_of(core_steps_end.begin(), core_steps_end.end(), [](uint32_t e) { return e == 0; });
-  if (!plain || release_group >= cores) release_group = 0;
-  chain = plain && release_group == 0 && !releases_in_kernel && !waits_in_kernel;
-  release_groups = release_group ? (cores + release_group - 1) / release_group : 0;
-  if (release_groups == 0) return;  // the central counter: no group state to allocate
-  group_arrived = std::make_unique<StepCounter[]>(release_groups);
-  group_before.assign(steps.size() * release_groups, 0);
-  group_per_launch.assign(release_groups, 0);
-  for (uint32_t i = 0; i < steps.size(); ++i)
-    for (uint32_t g = 0; g < release_groups; ++g) {
-      group_before[i * release_groups + g] = group_per_launch[g];
-      group_per_launch[g] += group_cores(i, g);
-    }
-}
-
 Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
     : config_(requested), created_in_pid_(getpid()) {
   if (config_.cores == 0) config_.cores = cpus;  // the default: one core per usable CPU
@@ -98,22 +47,23 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
   core0_sleep_policy_.spin = std::chrono::nanoseconds(0);
   idle_policy_.spin = std::chrono::microseconds(config.spin_us);
   // Inside a launch the core waited for is running and arrives within microseconds, unless it
-  // was asleep: if the spin were shorter than a wake-up (50-100 us on a VM), two cores taking
-  // turns would each fall asleep before the other woke, and every step would pay a wake-up.
+  // was asleep: if the spin were shorter than a wake-up, two cores taking turns would each
+  // fall asleep before the other woke, and every step would pay a wake-up.
   // So waits inside a launch (and for its end) spin kInLaunchSpin times longer than idle ones.
   task_policy_.spin = std::chrono::microseconds(uint64_t{config.spin_us} * kInLaunchSpin);
   task_policy_.timeout = std::chrono::milliseconds(config.timeout_ms);
   // A core that has waited a spin period inside a task may be waiting for core 0, which no
   // thread may be running; one going idle may have run its part of a launch whose core-0 part
-  // nobody runs (a one-step launch the host does not wait for stayed unfinished until the host
-  // synchronized). Both call the dedicated thread, which call_core0 rings only for queued work.
+  // nobody runs (a one-step launch the host does not wait for would stay unfinished until the
+  // host synchronizes). Both call the dedicated thread, which call_core0 rings only for queued
+  // work.
   auto call_core0 = [](void *e) { static_cast<Executor *>(e)->call_core0(); };
   task_policy_.before_sleep = completion_policy_.before_sleep = call_core0;
   task_policy_.before_sleep_arg = completion_policy_.before_sleep_arg = this;
   // ... and already after an idle spin's worth: a launch the host left running while it does
   // other work (or sleeps) waits for core 0 from its first step on, and a whole in-launch spin
-  // (1 ms by default) was time its cores sat idle. In synchronous use a host thread holds core
-  // 0, and the call returns at its first check.
+  // (1 ms by default) would be time its cores sit idle. In synchronous use a host thread holds
+  // core 0, and the call returns at its first check.
   task_policy_.early_call = completion_policy_.early_call = idle_policy_.spin;
   completion_policy_.spin = task_policy_.spin;
   // A lost executor's waits return (lost()); its waiters look for a hang a few times per deadline.
@@ -128,11 +78,8 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
   // Whether any of this executor's threads may have to wait for a thread queued on its own CPU:
   // more cores than CPUs, one core on one CPU (the host thread and the dedicated core-0 thread
   // share it), or cores the scheduler places (pin=0). Only then do waits yield their CPU. With
-  // every core on a CPU of its own, yielding gave a busy process sharing a core's CPU a whole
-  // time slice at each wait: 2 cores and one busy loop pinned to CPU 1 (sk-bench --quick, pin=1)
-  // took unfused launches from 205 to 31,000 ns per kernel and a step of 256 kernels after
-  // 100-2000 us of host work from 8-45 us to 7-82 ms; without the yield they read 193 ns and
-  // 8-25 us, as without the busy loop.
+  // every core on a CPU of its own, a yield gives a busy process sharing a core's CPU a whole
+  // time slice at each wait (docs/benchmarks.md, "Sharing the machine with a busy process").
   const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
   for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
     p->yield = crowded;
@@ -245,20 +192,19 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
     if (program->pool || unpooled) ProgramPool::recycle(program, std::move(unpooled));
     return refuse_lost(what);
   }
-  // A ticket, not a mutex (one locked instruction instead of two). Measured against the
-  // std::mutex it replaced (sk-bench --only overhead, 2 cores, 3 interleaved runs): unfused
-  // launches 4-7% cheaper (K = 4096: 247-249 ns against 257-266); fused ones alike.
+  // A ticket, not a mutex: one locked instruction instead of two (docs/benchmarks.md, "The
+  // launch path").
   const uint32_t ticket = next_ticket_.fetch_add(1, std::memory_order_relaxed);
   if (turn_.load(std::memory_order_acquire) != ticket)
     wait_for(turn_, turn_channel_, idle_policy_, [ticket](uint32_t turn) { return turn == ticket; });
   const uint64_t seq = submitted_.load(std::memory_order_relaxed) + 1;
   // Ring full: wait until task seq - kRing has completed and its slot is free, and go on until
   // every task queued has (this thread runs core 0 meanwhile). Stopping at the first free slot
-  // made a host that launches faster than the cores run take core 0 and give it back at every
-  // launch, calling the dedicated thread for the rest each time (measured: 4096 unfused
-  // launches, then one synchronize, 440-490 ns per launch instead of 260-280).
+  // would make a host that launches faster than the cores run take core 0 and give it back at
+  // every launch, calling the dedicated thread for the rest each time (docs/benchmarks.md,
+  // "The launch path").
   if (seq > kRing && completed_.load(std::memory_order_acquire) < seq - kRing)
-    drive_until([this, seq] { return completed_.load(std::memory_order_acquire) >= seq - 1; });
+    drive_until_completed(seq - 1);
   if (lost()) {  // while waiting for the ring: its slot stays taken
     turn_.store(ticket + 1, std::memory_order_release);
     notify(&turn_, turn_channel_);
@@ -287,7 +233,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   notify_after_rmw(&turn_, turn_channel_);
   // With one core nobody else would call core 0 for a launch the host does not wait for,
   // unless host threads have been running this device's launches (core0_main polls then).
-  // After notify's fence: the publication comes before this look (core0_poll's comment).
+  // After notify's fence: the publication comes before this look (core0_token.cpp, rule 4).
   if (config_.cores == 1 && !host_drives_core0_.load(std::memory_order_seq_cst)) call_core0();
   return SK_OK;
 }
@@ -295,7 +241,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
 sk_status Executor::synchronize(StreamState *stream, const char *call) {
   if (forked_away()) return refuse_in_forked_child(call);
   const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
-  drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
+  drive_until_completed(want);
   if (!stream->has_error.load(std::memory_order_acquire)) return lost() ? refuse_lost(call) : SK_OK;
   std::lock_guard<std::mutex> lock(stream->error_mutex);
   if (stream->error == SK_OK) return lost() ? refuse_lost(call) : SK_OK;
@@ -326,193 +272,12 @@ sk_status Executor::query(StreamState *stream, bool *done) {
 void Executor::wait_program(Program *program) {
   if (forked_away()) return;  // nothing of it runs in this process
   const uint32_t want = program->next_epoch.load(std::memory_order_acquire);
-  drive_until([program, want] { return reached(program->completed_epoch.load(std::memory_order_acquire), want); });
+  drive_until_ended(program, want);
 }
 
 void Executor::wait_idle() {
   if (forked_away()) return;
-  const uint64_t want = submitted_.load(std::memory_order_acquire);
-  drive_until([this, want] { return completed_.load(std::memory_order_acquire) >= want; });
-}
-
-template <class Done>
-void Executor::drive_until(Done what) {
-  auto done = [this, &what] { return what() || lost(); };
-  while (!done()) {
-    uint32_t expected = kCore0Free;
-    if (core0_owner_.compare_exchange_strong(expected, kCore0Host, std::memory_order_acquire)) {
-      CoreContext *saved = t_core;
-      t_core = &core0_->ctx;
-      uint64_t next = core0_next_.load(std::memory_order_relaxed);
-      while (!done() && next <= published_.load(std::memory_order_acquire)) {
-        keep_off_core0_cpu();
-        process(*core0_, next);
-        core0_next_.store(++next, std::memory_order_relaxed);
-      }
-      t_core = saved;
-      release_core0();
-      // Core 0 did its share: what is left is the other cores finishing.
-      wait_for(completed_word_, host_channel_, completion_policy_, [&done](uint32_t) { return done(); });
-      return;
-    }
-    // Another thread runs core 0: ask for it (the dedicated thread hands it over between
-    // tasks) and wait until it is free or what we wait for has happened.
-    ask_for_core0();
-    WaitPolicy policy = idle_policy_;
-    policy.timeout = watch_slice_;
-    policy.abort = &lost_;
-    while (wait_for(core0_owner_, core0_channel_, policy,
-                    [&done](uint32_t owner) { return owner == kCore0Free || done(); }) == WaitResult::TimedOut)
-      watch_for_stuck_cores();  // core 0's holder may be in a kernel that does not return
-    const bool leaving = done();
-    stop_asking_for_core0(leaving);
-    if (leaving) return;
-  }
-}
-
-void Executor::ask_for_core0() { host_wants_core0_.fetch_add(1, std::memory_order_seq_cst); }
-
-void Executor::stop_asking_for_core0(bool leaving) {
-  host_wants_core0_.fetch_sub(1, std::memory_order_seq_cst);
-  // The dedicated thread may have handed core 0 over for us and gone to sleep with launches
-  // left, and the other cores may already sleep too (each calls core 0 once, before it
-  // sleeps): leaving core 0 untaken, call the dedicated thread back. seq_cst: the thread
-  // frees core 0 before it reads our request, so we see core 0 free or taken again.
-  if (leaving) call_core0();
-}
-
-void Executor::free_core0() {
-  // An exchange, not a store and a fence: the locked instruction is the fence notify needs.
-  core0_owner_.exchange(kCore0Free, std::memory_order_seq_cst);
-  notify_after_rmw(&core0_owner_, core0_channel_);
-}
-
-void Executor::release_core0() {
-  free_core0();
-  // Tasks left that core 0 has not run (launched without a wait): the dedicated thread takes them.
-  call_core0();
-}
-
-void Executor::call_core0() {
-  // seq_cst pairs with release_core0 and the dedicated thread's release: either the caller
-  // sees core 0 free, or the releaser sees the work queued and calls for core 0 itself.
-  if (core0_owner_.load(std::memory_order_seq_cst) != kCore0Free) return;
-  if (core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst)) return;
-  // A ring not yet answered is waking the thread, which will look at the doorbell again before
-  // it sleeps: this one need not pay a futex wake (about 250 ns on a VM; with one core a
-  // launch loop paid it at every launch while the thread took microseconds to wake up).
-  // Safe: the thread stores `answered` before the seq_cst load it sleeps on, so the first
-  // ring after that load reads before == answered and wakes it.
-  const uint32_t before = core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
-  if (before != core0_doorbell_answered_.load(std::memory_order_seq_cst)) return;
-  notify_after_rmw(&core0_doorbell_, doorbell_channel_);
-}
-
-Executor::Core0Look Executor::core0_poll(uint32_t rung, Core0Poll &poll) {
-  // Sleep one period, or until rung (registered as a sleeper: call_core0's futex wake finds us).
-  doorbell_channel_.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  const uint32_t observed = core0_doorbell_.load(std::memory_order_seq_cst);
-  if (observed == rung && !stopping_.load(std::memory_order_acquire))
-    futex_wait_once(&core0_doorbell_, observed, kCore0PollPeriod);
-  doorbell_channel_.sleepers.fetch_sub(1, std::memory_order_relaxed);
-  if (core0_doorbell_.load(std::memory_order_seq_cst) != rung || stopping_.load(std::memory_order_acquire))
-    return Core0Look::Rung;
-  const uint64_t next = core0_next_.load(std::memory_order_relaxed);
-  const uint64_t published = published_.load(std::memory_order_acquire);
-  if (next <= published) {
-    // A launch core 0 has not run. Ours once a whole period passed with core 0 free and no
-    // launch run: nobody is driving it, so launches ring again from now on.
-    poll.idle = 0;
-    const bool stood = next == poll.next && core0_owner_.load(std::memory_order_seq_cst) == kCore0Free;
-    poll.next = next;
-    if (!stood) return Core0Look::Keep;
-    host_drives_core0_.store(false, std::memory_order_seq_cst);
-    return Core0Look::Take;
-  }
-  poll.next = 0;
-  if (published != poll.published) {
-    poll.published = published;
-    poll.idle = 0;
-    return Core0Look::Keep;
-  }
-  if (++poll.idle < core0_idle_polls_) return Core0Look::Keep;
-  // Idle for spin_max_us: launches ring again, and this thread sleeps until one does. The
-  // store comes before the look at the queue (seq_cst both), as submit's publication comes
-  // before its look at the flag: a launch that did not ring is seen here.
-  host_drives_core0_.store(false, std::memory_order_seq_cst);
-  if (core0_next_.load(std::memory_order_relaxed) <= published_.load(std::memory_order_seq_cst))
-    return Core0Look::Take;
-  return Core0Look::Sleep;
-}
-
-void Executor::core0_main() {
-  // Kept to the CPUs no core holds (keep_dedicated_core0_off_cores), not to one: core 0 is
-  // mostly run by host threads, which go where they go; this thread only stands in for them.
-  t_core = &core0_->ctx;
-  uint32_t rung = 0;  // the doorbell's count when this thread last looked
-  Core0Poll poll;
-  // When the thread was last rung (one core, polls on): rung again within a look's period, it
-  // is likely running a host's launch loop one launch per wake-up, and polls after this run.
-  auto last_ring = std::chrono::steady_clock::time_point{};
-  for (;;) {
-    if (stopping_.load(std::memory_order_acquire) &&
-        core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_acquire))
-      return;
-    Core0Look look = Core0Look::Rung;
-    if (host_drives_core0_.load(std::memory_order_relaxed)) {
-      // One core, whose launches host threads have been running: launches do not ring, and
-      // this thread looks for one left standing every period instead.
-      look = core0_poll(rung, poll);
-      if (look == Core0Look::Keep || look == Core0Look::Sleep) continue;
-    } else {
-      // Sleep (never spin: the host thread that launched usually takes core 0 itself) until
-      // a core or the host calls for core 0, or the executor stops.
-      wait_for(core0_doorbell_, doorbell_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
-        return v != rung || stopping_.load(std::memory_order_acquire);
-      });
-    }
-    bool poll_after_run = false;
-    if (look == Core0Look::Rung) {
-      rung = core0_doorbell_.load(std::memory_order_seq_cst);
-      core0_doorbell_answered_.store(rung, std::memory_order_seq_cst);
-      if (config_.cores == 1 && core0_idle_polls_) {
-        const auto now = std::chrono::steady_clock::now();
-        poll_after_run = now - last_ring < kCore0PollPeriod;
-        last_ring = now;
-      }
-      // One core, rung for a launch that a host thread has run or is running meanwhile: host
-      // threads drive this device. Launches stop ringing, and this thread polls.
-      if (config_.cores == 1 && core0_idle_polls_ && !stopping_.load(std::memory_order_acquire) &&
-          (core0_owner_.load(std::memory_order_seq_cst) == kCore0Host ||
-           core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst))) {
-        poll = Core0Poll{};
-        host_drives_core0_.store(true, std::memory_order_seq_cst);
-        continue;
-      }
-    }
-    uint32_t expected = kCore0Free;
-    while (core0_owner_.compare_exchange_strong(expected, kCore0Dedicated, std::memory_order_acquire)) {
-      // Run what is queued, handing core 0 over as soon as a host thread asks for it.
-      uint64_t next = core0_next_.load(std::memory_order_relaxed);
-      while (next <= published_.load(std::memory_order_acquire) &&
-             host_wants_core0_.load(std::memory_order_seq_cst) == 0) {
-        keep_off_core0_cpu();
-        process(*core0_, next);
-        core0_next_.store(++next, std::memory_order_relaxed);
-      }
-      free_core0();
-      // A call for core 0 while we held it was not rung (it saw core 0 taken): look again.
-      if (host_wants_core0_.load(std::memory_order_seq_cst) != 0 ||
-          core0_next_.load(std::memory_order_relaxed) > published_.load(std::memory_order_seq_cst))
-        break;
-      expected = kCore0Free;
-    }
-    // Launches stop ringing; one that read the flag before this store rang, and the poll answers.
-    if (poll_after_run && !stopping_.load(std::memory_order_acquire)) {
-      poll = Core0Poll{};
-      host_drives_core0_.store(true, std::memory_order_seq_cst);
-    }
-  }
+  drive_until_completed(submitted_.load(std::memory_order_acquire));
 }
 
 void Executor::core_main(uint32_t index) {
@@ -530,8 +295,7 @@ void Executor::core_main(uint32_t index) {
     };
     // Only a core that has to wait a while reads the clock: one whose launch comes within a
     // few polls (launches back to back) would pay two clock reads, one of them between seeing
-    // the launch and starting it. Measured, launch + synchronize of 1 kernel on 2 cores in a
-    // loop: 198-221 ns with the reads, 176-189 without (181-195 before the spin adapted).
+    // the launch and starting it (docs/benchmarks.md, "Fused against the floor").
     bool soon = queued(0);
     for (int i = 0; i < kIdlePollsBeforeClock && !soon; ++i) {
       cpu_relax();
@@ -593,110 +357,6 @@ void Executor::process(Core &core, uint64_t seq) {
   complete_task(task, seq);
 }
 
-namespace {
-
-// The core's blocks of step `s`, from its first: first, first + units, ...
-// An exception that escapes the kernel (C++ objects, their .eh_frame registered at load) ends
-// the core's share of the step and fails the launch; try costs nothing until something throws.
-inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
-  const uint64_t *a = ctx.arg_slots + s.first_slot;
-  try {
-    for (uint32_t b = first; b < s.block_dim; b += s.units) {
-      ctx.block_idx = b;
-      ctx.progress->position.store(uint64_t{ctx.step_index} << 32 | b, std::memory_order_relaxed);
-      ctx.last_block = b + s.units >= s.block_dim;
-      if (s.direct) {
-        reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
-      } else if (s.call_map) {
-        call_mapped(s.fn, a, s.call_map, s.call_stack);
-      } else {
-        ffi_arg ret;
-        ffi_call(s.cif, FFI_FN(s.fn), &ret, ctx.arg_pointers + s.first_slot);
-      }
-    }
-  } catch (...) {
-    record_kernel_exception(ctx);
-  }
-}
-
-// The step loop of a chain (Program::chain): begin_step and end_step inlined to what they do
-// for it. A wait that does not end at the second look goes through wait_previous_step, which
-// reports a hang.
-void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
-  ctx.slot = p.segments[0].slots[core];
-  std::atomic<uint32_t> &released = p.released.value;
-  const uint32_t launches_before = (ctx.epoch - 1) * p.releases_per_launch;
-  const uint32_t end = p.core_steps_end[core];
-  for (uint32_t i = 0; i < end; ++i) {
-    const StepExec &s = p.steps[i];
-    if (core >= s.units) continue;
-    if (failure.aborted.load(std::memory_order_relaxed)) break;
-    ctx.step = &s;
-    ctx.step_index = i;
-    ctx.arrived = false;
-    // Step i - 1 has released step i once every core of the steps before i has released.
-    const uint32_t target = launches_before + p.released_before[i];
-    ctx.waited = i == 0 || reached(released.load(std::memory_order_acquire), target);
-    if (!ctx.waited) {
-      // One pause and a second look before the general wait: the other cores' releases are
-      // usually a line transfer away. Measured on 2 cores, K = 256, interleaved with the loop
-      // that went to the general wait at once (fused/floor per round, 450 rounds): 0.92x in
-      // the VM's usual state, 0.91x in the state where a bare barrier costs 16 ns; no pause,
-      // a short busy delay, two or more pauses, or pauses in place of the general wait's
-      // clock read were all slower in one state or the other.
-      cpu_relax();
-      ctx.waited = reached(released.load(std::memory_order_acquire), target);
-      if (!ctx.waited) wait_previous_step(ctx);
-    }
-    run_blocks(ctx, s, core);
-    ctx.arrived = true;
-    add_and_notify(released, 1, *ctx.channel);
-  }
-}
-
-// The step loop of one core through one task. kPlain: a program of vector-only steps in one
-// segment with no profiling, cache flushes, flags or events (Program::plain, the common case),
-// whose loop carries none of their checks: each costs a few ns per step on the hot path.
-template <bool kPlain>
-void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
-  if constexpr (kPlain) ctx.slot = p.segments[0].slots[core];
-  const uint32_t end = kPlain ? p.core_steps_end[core] : static_cast<uint32_t>(p.steps.size());
-  for (uint32_t i = 0; i < end; ++i) {
-    const StepExec &s = p.steps[i];
-    uint32_t first = core;
-    if constexpr (!kPlain) {
-      if (s.segment != ctx.slot_segment) {
-        ctx.slot_segment = s.segment;
-        const std::vector<CoreSlot> &slots = p.segments[s.segment].slots;
-        ctx.slot = core < slots.size() ? slots[core] : CoreSlot{};
-      }
-      // The core's first block of this step (its vector or cube index, or its group).
-      first = ctx.slot.index[s.unit_class];
-    }
-    // Cores without a block here, or past the step's units, pass the step.
-    if (first >= s.units) continue;
-    if (failure.aborted.load(std::memory_order_relaxed)) break;
-    ctx.step = &s;
-    ctx.step_index = i;
-    ctx.waited = false;
-    ctx.arrived = false;
-    if constexpr (!kPlain) profile_ready(ctx);
-    begin_step<kPlain>(ctx);
-    if constexpr (!kPlain) {
-      if (s.flush_before) flush_cache_around_step(ctx);
-      profile_start(ctx);
-    }
-    run_blocks(ctx, s, first);
-    if constexpr (!kPlain) {
-      profile_end(ctx);
-      if (s.flush_after) flush_cache_around_step(ctx);
-    }
-    end_step<kPlain>(ctx);
-  }
-}
-
-}  // namespace
-
 void Executor::run_task(Core &core, Task &task) {
   Program &p = *task.program;
   if (core.index >= p.cores) return;
@@ -712,12 +372,7 @@ void Executor::run_task(Core &core, Task &task) {
   policy.abort = &task.failure.aborted;
   ctx.policy = &policy;
   ctx.progress->task.store(task.seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  if (p.chain)
-    run_chain_steps(p, ctx, core.index, task.failure);
-  else if (p.plain)
-    run_steps<true>(p, ctx, core.index, task.failure);
-  else
-    run_steps<false>(p, ctx, core.index, task.failure);
+  run_core_steps(p, ctx, core.index, task.failure);
   ctx.program = nullptr;
   ctx.step = nullptr;
   ctx.slot_segment = 0xffffffffu;  // the next task may be another program
@@ -820,9 +475,9 @@ void Executor::complete_task(Task &task, uint64_t seq) {
   for (const auto &f : p->flags) f->reset();
   if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
   // Read before completed_epoch says the launch is over: from then on a super kernel's program
-  // may be freed (sk_superkernel_destroy waits for that store, then deletes it). Reading
-  // p->pool after it was a read of freed memory (TSan, in sk_fuzz_api). A pooled program is
-  // not freed there: its launch's hold on its kernel keeps the pool until recycle is done.
+  // may be freed (sk_superkernel_destroy waits for that store, then deletes it). A pooled
+  // program is not freed there: its launch's hold on its kernel keeps the pool until recycle
+  // is done.
   const bool recycle = p->pool || task.unpooled;
   p->completed_epoch.store(task.epoch, std::memory_order_release);
   // The next task may start on the other cores now, before the recycle: the next task's

@@ -2,11 +2,10 @@
 // a super kernel or one unfused kernel — is one task in a ring that every core walks in order;
 // each core runs its share of every step, synchronising split-phase between steps.
 //
-// Core 0 belongs to whichever thread holds its token: a host thread that waits for the device
-// (sk_stream_synchronize, a full ring, ...) takes it and runs core 0's share itself, so that a
-// synchronous caller uses N threads, not N + 1, and sees completion without a wake-up. When no
-// host thread comes (launches left running while the host does other work), a dedicated thread
-// runs core 0: the other cores ring for it when they have waited a spin period for core 0.
+// Where it is: threads, the ring and the wiring of wait policies (executor.cpp), core 0's token
+// (core0_token.cpp: a host thread that waits for the device runs core 0 itself), pinning
+// (executor_pinning.cpp), argument rebinds (executor_args.cpp), the step loops
+// (executor_steps.cpp) and the waits between steps (executor_sync.cpp).
 #pragma once
 #include <sk.h>
 
@@ -20,13 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include "host/core_context.hpp"
 #include "host/fork_guard.hpp"
 #include "host/program.hpp"
 #include "host/wait.hpp"
 
 namespace sk::host {
-
-struct CoreProgress;  // core_context.hpp
 
 // An in-order queue's bookkeeping: the last task it submitted and its first unreported failure.
 struct StreamState {
@@ -50,8 +48,7 @@ struct ExecutorConfig {
   // Bind core c's thread to the c-th CPU the process may run on, one hardware thread of each
   // physical core before a second (cpu_order.hpp). Without it the scheduler tends to wake a
   // core onto the CPU of the core that woke it, and two cores spinning for each other on one
-  // CPU turn every step into a context switch (measured: a cold 256-kernel launch took 2-8 ms
-  // instead of 80 us on 2 CPUs).
+  // CPU turn every step into a context switch (docs/benchmarks.md, "Where the cores run").
   bool pin = true;
   // Cores per arrival group of the inter-kernel barrier (Program::release_group): 0 picks
   // (one central counter up to kCentralBarrierCores cores, groups of ceil(sqrt(cores)) above);
@@ -112,8 +109,11 @@ class Executor {
   bool core0_polls() const { return host_drives_core0_.load(std::memory_order_relaxed); }
 
  private:
-  struct Task;
-  struct Core;
+  struct Task;  // a ring slot (executor.cpp)
+  struct Core {
+    uint32_t index = 0;
+    CoreContext ctx;  // what the device API reaches while this core runs a task
+  };
   // cpus: the CPUs the process can use (cpu_budget.hpp); also the cores when requested.cores is 0.
   Executor(const ExecutorConfig &requested, uint32_t cpus);
   // SK_ERR_STATE for `what` in a forked child (forked_away), naming both processes.
@@ -129,8 +129,9 @@ class Executor {
   void keep_dedicated_core0_off_cores();
   // Called by the thread running core 0 (a host thread or the dedicated one) before each
   // task: if a pinned core shares its CPU, moves that core to the CPU no core holds (two
-  // cores spinning for each other on one CPU meet only when one yields: ~8 us per step).
+  // cores spinning for each other on one CPU meet only when one yields).
   void keep_off_core0_cpu();
+  // Core 0's token (core0_token.cpp, whose top comment is the protocol).
   void core0_main();              // core 0 while no host thread holds it
   // The dedicated thread's look, while host threads drive a one-core device
   // (host_drives_core0_), for a launch they left standing: sleeps one kCore0PollPeriod or
@@ -156,6 +157,8 @@ class Executor {
   // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
   template <class Done>
   void drive_until(Done done);
+  void drive_until_completed(uint64_t seq);                        // until task seq completed
+  void drive_until_ended(const Program *program, uint32_t epoch);  // until its launch epoch ended
   void free_core0();     // gives core 0's token back and wakes threads waiting for it
   void release_core0();  // free_core0, then calls the dedicated thread if work is left
   // Wakes the dedicated core-0 thread if core 0 is free and has queued work.
@@ -172,7 +175,7 @@ class Executor {
   WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
   static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor
-  static constexpr int kIdlePollsBeforeClock = 64;  // about 1.6 us of pauses here; see core_main
+  static constexpr int kIdlePollsBeforeClock = 64;  // polls before an idle core reads the clock (core_main)
   std::unique_ptr<Task[]> ring_;
   // Launch order without a mutex: a launch takes a ticket and queues its task in its turn. A
   // thread launching alone pays one atomic increment and never waits; concurrent launchers
@@ -190,15 +193,14 @@ class Executor {
   alignas(64) std::atomic<uint32_t> cores_done_{0};  // tasks cores 1..N-1 finished, all tasks
   alignas(64) std::atomic<uint64_t> completed_{0};
   std::atomic<uint32_t> completed_word_{0};
-  // Core 0's token and state (the state is touched only by the token's holder).
+  // Core 0's token and state (core0_token.cpp; the state is touched only by the token's holder).
   static constexpr uint32_t kCore0Free = 0, kCore0Dedicated = 1, kCore0Host = 2;
   std::unique_ptr<Core> core0_;
   alignas(64) std::atomic<uint64_t> core0_next_{1};
   std::atomic<uint32_t> core0_owner_{kCore0Free};
   std::atomic<uint32_t> host_wants_core0_{0};
   std::atomic<uint32_t> core0_doorbell_{0};  // the dedicated core-0 thread sleeps on it
-  // The doorbell's count the dedicated thread last answered: a ring finding the count already
-  // past it knows an earlier ring is still waking the thread, and skips the futex wake.
+  // The doorbell's count the dedicated thread last answered (core0_token.cpp, rule 3).
   std::atomic<uint32_t> core0_doorbell_answered_{0};
   WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
   // One core only: no other core calls core 0 for a launch nobody waits for, so launches ring
@@ -208,7 +210,7 @@ class Executor {
   // it looks for one left standing every kCore0PollPeriod (one left standing runs within two
   // periods), until the device sits idle spin_max_us (core0_idle_polls_ periods). Only where
   // an idle core's spin would grow, and not where the thread shares the host's only CPU (its
-  // looks would preempt the host). Set and cleared by the dedicated thread only.
+  // looks would preempt the host).
   std::atomic<bool> host_drives_core0_{false};
   // Each look is a wake-up, which preempts the host thread running the kernels whenever another
   // process keeps the other CPU busy: a long period costs only launches left standing

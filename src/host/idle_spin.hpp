@@ -1,9 +1,8 @@
 // How long an idle core spins for the next launch before it sleeps.
 //
-// A sleeping core costs the next launch a wake-up (about 25-100 us on a VM). An engine that
-// works on the host between steps (a decode loop sampling its token) for longer than the
-// spin pays it at every step: on 2 cores a step of 256 kernels took 31-39 us instead of 8
-// after 100-1000 us of host work (sk-bench --only gaps). So the spin adapts, as Linux's
+// A sleeping core costs the next launch a wake-up. An engine that works on the host between
+// steps (a decode loop sampling its token) for longer than the spin pays it at every step
+// (docs/benchmarks.md, "Host work between steps"). So the spin adapts, as Linux's
 // guest halt-polling does: a core whose spin ran out, and that was then woken within `max`
 // of going idle, next spins twice that idle time, so that launches coming at a steady pace
 // find it awake; an idle time past `max` (the engine paused) sets the spin back to `base`.

@@ -28,9 +28,9 @@ using DirectFn = void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint
 // every register of both classes (and kStackWords stack words when the kernel has stack
 // parameters); map[r] is the argument slot that register or word carries. A slot holds an
 // f32 in its low 4 bytes, which is where a callee reads a float from an FP register or a
-// stack word. Unused registers carry slot 0: the callee does not read them. In the step loop
-// an empty kernel of axpy's shape (ptr,ptr,f32,u32) cost 101-116 ns a step through libffi,
-// 10-14 by register map and 6 with no parameters (sk-bench --only calls --cores 1).
+// stack word. Unused registers carry slot 0: the callee does not read them. A mapped call
+// costs a few ns more than a direct one, libffi about ten times that (docs/benchmarks.md,
+// "Kernel calls").
 #if defined(__aarch64__)
 constexpr size_t kIntRegs = 8;
 #else
@@ -56,8 +56,8 @@ sk_status prepare_call(const Signature &sig, std::string_view kernel,
 const char *call_kind_name(CallKind kind);  // "direct", "register map", "libffi"
 
 // A mapped call of `fn` with the argument slots `a` (see CallInterface::map). Out of line:
-// inlined into the step loop, its 22 loads and two call shapes made every step of a chain of
-// direct calls slower (fused K = 16: 46-51 ns a kernel against 44-46).
+// inlined into the step loop, its 22 loads and two call shapes make every step of a chain of
+// direct calls slower (docs/benchmarks.md, "Kernel calls").
 void call_mapped(void *fn, const uint64_t *a, const uint8_t *m, bool stack);
 
 }  // namespace sk::host

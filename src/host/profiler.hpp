@@ -70,7 +70,7 @@ inline uint32_t blocks_from(uint32_t block_dim, uint32_t first, uint32_t units) 
   return first < block_dim ? (block_dim - 1 - first) / units + 1 : 0;
 }
 
-// ---- step-loop hooks (host/executor.cpp) ----------------------------------------------------
+// ---- step-loop hooks (host/executor_steps.cpp) ----------------------------------------------
 
 // Before the core waits for the previous step.
 inline void profile_ready(CoreContext &ctx) {

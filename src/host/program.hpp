@@ -85,7 +85,7 @@ struct Program {
   std::vector<SegmentExec> segments;
   std::vector<uint32_t> after_lists;  // StepExec::after points in
   std::vector<std::unique_ptr<StepFlags>> flags;  // of the steps with hard sync
-  // Stream fusion: steps wait for their own stream's previous step, so releases no longer come
+  // Stream fusion: steps wait for their own stream's previous step, so releases do not come
   // step by step and each step counts its own (step_released) instead of the shared counter.
   bool per_step_release = false;
   std::unique_ptr<StepCounter[]> step_released;
@@ -173,8 +173,8 @@ struct Program {
   uint32_t arg_differs = kNoSlot;
   SleepChannel rebind_channel;
 
-  // Sizes the sync state for steps.size() steps (call once the steps, the segments and the
-  // profiler are final).
+  // Sizes the sync state for steps.size() steps and sets plain, chain and ends_at_last_release
+  // (program.cpp; call once the steps, the segments and the profiler are final).
   void allocate_sync_state();
   // Sizes both argument blocks for `count` slots, all zero (executor_args.cpp).
   void allocate_args(size_t count);

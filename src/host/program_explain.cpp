@@ -20,8 +20,8 @@ void write_execution_json(JsonWriter &j, const Program &p, uint32_t device_cores
   // with it (Executor::process); otherwise once every other core has reported.
   const bool at_last_release = p.ends_at_last_release && p.cores == device_cores;
   j.key("completes_at").value(at_last_release ? "last release" : "core reports");
-  // How the step loop calls each step's kernel (host/kernel_call.hpp): libffi costs about
-  // 100 ns a call more than the two direct ways.
+  // How the step loop calls each step's kernel (host/kernel_call.hpp): libffi costs far more
+  // than the two direct ways (docs/benchmarks.md, "Kernel calls").
   uint64_t calls[3] = {0, 0, 0};
   for (const StepExec &s : p.steps) ++calls[static_cast<int>(s.direct ? CallKind::Direct
                                                              : s.call_map ? CallKind::Mapped

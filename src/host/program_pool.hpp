@@ -1,10 +1,10 @@
 // The programs of one kernel's unfused launches, kept for reuse. Building a one-step program
-// (a plan, its lowering, the sync state) cost more than running it: on 2 cores, 16 launches
-// and a synchronize took 850 ns per launch to queue and 480 to run. A program whose launch has
-// completed is as good as new for the next launch with the same block_dim, which only writes
-// its arguments (60 ns to queue, 180 to run).
+// (a plan, its lowering, the sync state) costs more than running it (docs/benchmarks.md,
+// "OpenMP, a condition-variable pool, unfused launches"). A program whose launch has completed
+// is as good as new for the next launch with the same block_dim, which only writes its
+// arguments.
 //
-// Lock-free, as the launch path must be (issue 6): the pool is kMaxPrograms slots, each a
+// Lock-free, as the launch path must be: the pool is kMaxPrograms slots, each a
 // program and one atomic state word (empty, or the program's block_dim and whether it is free
 // or taken). A launch takes a free program of its block_dim with one compare-and-swap of that
 // word; the launch's completion gives it back with one store (the executor calls recycle).

@@ -66,7 +66,7 @@ struct WaitPolicy {
   // thread may be queued on this very CPU (more threads than CPUs). Elsewhere it is harmful:
   // the scheduler hands a yielded CPU to any other process there for its whole time slice
   // (milliseconds), where the waiter, left spinning, would have kept it or, once asleep, got it
-  // back at once when woken (Executor's constructor has the measurements).
+  // back at once when woken (docs/benchmarks.md, "Sharing the machine with a busy process").
   bool yield = true;
 };
 

@@ -1,7 +1,7 @@
 // sk_superkernel_explain's "execution" object on the host device: which barrier the releases
 // between sub-kernels go through (central counter or combining tree, by device core count and
 // barrier_group), which step loop runs, and when a launch completes. Each case is a small
-// scope whose expected choice follows from the executor's rules (host/executor.cpp).
+// scope whose expected choice follows from the executor's rules (host/program.cpp).
 #include <gtest/gtest.h>
 #include <sk.h>
 
