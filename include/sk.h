@@ -219,10 +219,11 @@ typedef struct sk_stream sk_stream;
 /**
  * Opens a device from a spec such as "host", "host:cores=4,pin=0" or "cuda:0" (the keys
  * above).
- * - Errors: SK_ERR_INVALID_ARGUMENT for a bad spec, naming the backend, key or value;
- *   SK_ERR_DEVICE when the backend cannot start (a host core thread that cannot be created; no
- *   CUDA driver, nvJitLink or GPU; a libsk built with SK_WITH_CUDA=OFF); SK_ERR_UNSUPPORTED for a
- *   GPU without cooperative launch.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a bad spec, naming the backend, key or value (a
+ *   backend this libsk was built without, such as `cuda` with SK_WITH_CUDA=OFF, is an unknown
+ *   one, and the message lists those it has); SK_ERR_DEVICE when the backend cannot start (a
+ *   host core thread that cannot be created; no CUDA driver, nvJitLink or GPU);
+ *   SK_ERR_UNSUPPORTED for a GPU without cooperative launch.
  * - Ownership: *out is the caller's, to close with sk_device_close. spec is read during the
  *   call only.
  * - Threads: any. Each host device has its own worker threads; several may be open at once.
@@ -390,6 +391,45 @@ SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kerne
  */
 SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name,
                                                      const char *signature, sk_kernel **out);
+/**
+ * How many kernels the module declares: the `.sk.kernels` records (SK_KERNEL) of a host module,
+ * of every object linked into it, or the `sk_kernel_meta_*` strings (SK_KERNEL_CUDA) of a CUDA
+ * module. A declared kernel whose function the module lacks fails sk_module_get_kernel.
+ * - Errors: SK_ERR_INVALID_ARGUMENT if out is NULL.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_kernel_count(sk_module *mod, size_t *out);
+/**
+ * Name of the module's declared kernel `index` (below sk_module_kernel_count, in the order of
+ * its metadata). Same buffer protocol as sk_superkernel_explain: writes the name and its
+ * terminating NUL to buf; *needed (if not NULL) receives that size; a size query (buf NULL,
+ * cap 0, needed not NULL) returns SK_OK.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for an index not below the count, a cap too small (with
+ *   *needed set) or buf NULL with a cap.
+ * - Ownership: buf is the caller's.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_kernel_name(sk_module *mod, size_t index, char *buf, size_t cap,
+                                       size_t *needed);
+/**
+ * The kernel's signature as libsk reads its arguments: the comma-separated tokens of
+ * sk_module_get_kernel_with_signature, without spaces ("" for none). Same buffer protocol as
+ * sk_module_kernel_name.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a cap too small (with *needed set) or buf NULL with a
+ *   cap.
+ * - Ownership: buf is the caller's.
+ * - Threads: any.
+ */
+SK_API sk_status sk_kernel_signature(sk_kernel *kernel, char *buf, size_t cap, size_t *needed);
+/**
+ * The kernel's core type from its metadata: "vector", "cube", "mix_1_1" or "mix_1_2" (sk_kernel.h's
+ * SK_CORE_* strings); "vector" for a kernel without metadata. Same buffer protocol as
+ * sk_module_kernel_name.
+ * - Errors: as sk_kernel_signature.
+ * - Ownership: buf is the caller's.
+ * - Threads: any.
+ */
+SK_API sk_status sk_kernel_core_type(sk_kernel *kernel, char *buf, size_t cap, size_t *needed);
 
 /*-*********************************************************************************************
 *  Streams

@@ -1015,3 +1015,33 @@ TEST_F(CudaFakeDriver, ArgumentsStayInTheParameterSpaceUpTo32KiBFromDriver12_1) 
   EXPECT_EQ(where(dev_, 127), "params");  // 32512 bytes and the entry's own 24
   EXPECT_EQ(where(dev_, 128), "buffer");  // 32768 bytes
 }
+
+TEST_F(CudaFakeDriver, AModuleDeclaresItsKernelsAndEachSaysItsSignatureAndCoreType) {
+  // What the Python binding reads instead of the cubin: the SK_KERNEL_CUDA metadata.
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("chain.cubin").c_str(), &mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(mod);
+  size_t count = 0;
+  ASSERT_EQ(sk_module_kernel_count(mod, &count), SK_OK) << sk_last_error();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i) {
+    size_t size = 0;
+    ASSERT_EQ(sk_module_kernel_name(mod, i, nullptr, 0, &size), SK_OK) << sk_last_error();
+    std::string name(size, '\0');
+    ASSERT_EQ(sk_module_kernel_name(mod, i, name.data(), size, nullptr), SK_OK) << sk_last_error();
+    names.push_back(name.c_str());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"chain_axpy", "chain_step", "mark_blocks"}));
+  sk_kernel *k = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(mod, "chain_axpy", &k), SK_OK) << sk_last_error();
+  char text[32] = {};
+  size_t needed = 0;
+  ASSERT_EQ(sk_kernel_signature(k, text, sizeof text, &needed), SK_OK) << sk_last_error();
+  EXPECT_STREQ(text, "ptr,f32,ptr,u32");
+  EXPECT_EQ(needed, 16u);
+  ASSERT_EQ(sk_kernel_core_type(k, text, sizeof text, nullptr), SK_OK) << sk_last_error();
+  EXPECT_STREQ(text, "vector");
+  EXPECT_EQ(sk_module_kernel_name(mod, count, text, sizeof text, nullptr), SK_ERR_INVALID_ARGUMENT);
+}

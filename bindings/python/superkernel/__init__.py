@@ -13,12 +13,12 @@ A missing or mismatched libsk raises LibraryNotFound / VersionMismatch at its fi
 """
 from ._lib import BINDING_VERSION, KernelOptions, lib
 from .args import SIGNATURE_TOKENS, parse_signature
-from .device import Buffer, Device
+from .buffer import Buffer
+from .device import Device
 from .errors import (BadBinary, DeviceError, Error, Hang, Incompatible, InvalidArgument,
                      KernelError, LibraryNotFound, NotFound, OutOfMemory, StateError, Unsupported,
                      VersionMismatch)
 from .memory import ReadOnly, readonly
-from .metadata import kernel_records
 from .module import Kernel, Module
 from .scope import Scope
 from .stream import Stream
@@ -39,6 +39,13 @@ def version():
 def version_string():
     """The loaded library's version as sk_version_string() spells it ("MAJOR.MINOR.PATCH")."""
     return lib().sk_version_string().decode()
+
+
+def kernel_records(image):
+    """{kernel name: {"sig": ..., "type": ...}} from the .sk.kernels section of an object's bytes,
+    read without libsk (a loaded Module's are Module.kernels); a malformed object has none."""
+    from .elf_file import kernel_records as read  # late: only this and sk inspect need pyelftools
+    return read(image)
 
 
 def library_path():

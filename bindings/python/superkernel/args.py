@@ -8,8 +8,8 @@ index: their owner (a super kernel, a stream) holds them while the kernels may u
 """
 import ctypes
 
+from .buffer import Buffer
 from .checks import integer, real
-from .device import Buffer
 from .memory import DL_CPU, ReadOnly, borrow, check_device
 
 SIGNATURE_TOKENS = {

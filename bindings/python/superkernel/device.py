@@ -1,10 +1,17 @@
-"""Device (sk_device_open) and Buffer (device memory, or a host object lent without a copy)."""
+"""Device (sk_device_open): the objects made from it, its synchronisation and memcpy."""
 import ctypes
 
 from ._lib import lib
+from .args import address_of
+from .buffer import Buffer
 from .checks import c_string, integer
-from .errors import check
 from .handle import Handle, child_set
+from .memory import BufferExport, DLPackImport, ReadOnly
+from .module import Module
+from .scope import Scope
+from .status import check
+from .stream import Stream
+from .waiting import wait_for_stream
 
 
 class Device(Handle):
@@ -56,16 +63,13 @@ class Device(Handle):
     def load(self, source):
         """Loads a kernel object: a path (str or os.PathLike) or its bytes; or a list of them,
         objects and `ar` archives linked as one module (sk_module_load_files)."""
-        from .module import Module
         return Module(self, source)
 
     def stream(self):
-        from .stream import Stream
         return Stream(self)
 
     def scope(self, name="scope", options=None):
         """A scope to fill with kernels; as a context manager it finalizes on success."""
-        from .scope import Scope
         return Scope(self, name, options)
 
     def synchronize(self):
@@ -74,7 +78,6 @@ class Device(Handle):
         open device's default stream is waited for). Ctrl-C raises KeyboardInterrupt at once,
         with the launches left running (waiting.py)."""
         if lib().has("sk_stream_query"):
-            from .waiting import wait_for_stream
             return wait_for_stream(self.handle, None, "sk_device_synchronize", self._pending)
         try:
             if lib().has("sk_device_synchronize"):
@@ -87,8 +90,6 @@ class Device(Handle):
     def memcpy(self, dst, src, nbytes=None):
         """Synchronous copy between Buffers, host buffers, DLPack tensors or addresses (waits
         for queued work). nbytes None: the smaller of the two sizes."""
-        from .args import address_of
-        from .memory import BufferExport, DLPackImport, ReadOnly
         d, d_keep, d_size = address_of(dst, "memcpy destination", self, writes=False,
                                        host_memory=True)
         lent = isinstance(d_keep, (Buffer, BufferExport, DLPackImport))
@@ -108,58 +109,3 @@ class Device(Handle):
                 raise ValueError(f"memcpy: {nbytes} bytes do not fit the {what}'s {size}")
         check(lib().sk_memcpy(self.handle, d, s, nbytes), "sk_memcpy")
         del d_keep, s_keep  # the exports are released only after the copy
-
-
-class Buffer(Handle):
-    """Memory a kernel can use: from Device.alloc (owned, freed by close()) or Device.buffer
-    (a host object's memory, lent). Buffers of the host device are readable from Python through
-    view() / numpy(), without copies."""
-
-    def __init__(self, device, address, nbytes, owner, readonly=False):
-        self.device = device
-        self.address = address
-        self.nbytes = nbytes
-        self.readonly = readonly  # lent with superkernel.readonly(): kernels only read it
-        self._owner = owner  # None: sk_mem_alloc'ed memory; else the export of the lent object
-        super().__init__(address if address else 1, device)
-
-    @classmethod
-    def _alloc(cls, device, nbytes):
-        out = ctypes.c_void_p()
-        nbytes = integer(nbytes, "size_t", "Device.alloc nbytes")
-        check(lib().sk_mem_alloc(device.handle, nbytes, ctypes.byref(out)), "sk_mem_alloc")
-        return cls(device, out.value or 0, nbytes, None)
-
-    @classmethod
-    def _wrap(cls, device, obj):
-        from .memory import ReadOnly, borrow
-        export = borrow(obj, "Device.buffer", device)
-        if export is None:
-            raise TypeError(f"Device.buffer: {type(obj).__name__} has neither the buffer "
-                            "protocol nor DLPack")
-        return cls(device, export.address, export.nbytes, export,
-                   isinstance(obj, ReadOnly) and (export.readonly or export.copied))
-
-    def _destroy(self, handle):
-        if self._owner is None and self.address:
-            lib().sk_mem_free(self.device.handle, self.address)
-        elif self._owner is not None:
-            self._owner.release()
-        self._owner = None
-
-    def view(self):
-        """A memoryview of the bytes (host device only; no copy), writable unless the Buffer
-        lends read-only memory."""
-        if not self.device.is_host:
-            raise TypeError("Buffer.view: not host memory; copy it out with Device.memcpy")
-        self.handle  # raises if closed
-        view = memoryview((ctypes.c_char * self.nbytes).from_address(self.address)).cast("B")
-        return view.toreadonly() if self.readonly else view
-
-    def numpy(self, dtype="float32"):
-        """The buffer as a 1-D numpy array of dtype (host device only; no copy)."""
-        import numpy as np
-        return np.frombuffer(self.view(), dtype=dtype)
-
-    def __len__(self):
-        return self.nbytes

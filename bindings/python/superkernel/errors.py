@@ -74,14 +74,3 @@ BY_STATUS = {cls.status: cls for cls in (InvalidArgument, BadBinary, Unsupported
                                           Incompatible, OutOfMemory, DeviceError, Hang,
                                           StateError, KernelError)}
 
-
-def check(status, call):
-    """Raises the exception of `status` (with sk_last_error()) unless it is SK_OK."""
-    if status == 0:
-        return
-    from ._lib import lib  # late: errors.py is imported by _lib
-
-    library = lib()
-    message = library.sk_last_error().decode(errors="replace")
-    name = library.sk_status_name(status).decode()
-    raise BY_STATUS.get(status, Error)(message, status=status, status_name=name, call=call)

@@ -5,6 +5,8 @@ open (libsk wants every object of a device gone before sk_device_close).
 """
 import weakref
 
+from .errors import StateError
+
 
 class Handle:
     _closed_message = "is closed"
@@ -19,7 +21,6 @@ class Handle:
     def handle(self):
         """The raw C handle (an int); raises if closed."""
         if self._handle is None:
-            from .errors import StateError
             raise StateError(f"{type(self).__name__} {self._closed_message}")
         return self._handle
 

@@ -5,11 +5,13 @@ import os
 from ._lib import lib
 from .args import PackedArgs, parse_signature
 from .checks import c_path, c_string, instance, integer
-from .errors import BadBinary, NotFound, StateError, Unsupported, check
+from .errors import BadBinary, Error, NotFound, StateError, Unsupported
 from .handle import Handle
-from .metadata import kernel_records
-from .module_set import load_set, set_records
+from .metadata import declared_kernels, kernel_core_type, kernel_signature
+from .module_set import load_set
 from .object_file import ObjectFileError, is_regular, read_object
+from .status import check
+from .stream import Stream
 
 _FILE_ERRORS = {"empty": BadBinary, "not-elf": BadBinary, "too-large": Unsupported,
                 "not-a-file": NotFound}  # the classes of libsk's verdicts on such files
@@ -23,30 +25,22 @@ def _read_for_load(path):
 
 
 class Module(Handle):
-    """A kernel object loaded on a device (sk_module_load). `kernels` maps each kernel recorded
-    with SK_KERNEL to {"sig", "type"}."""
+    """A kernel object loaded on a device (sk_module_load). `kernels` maps each kernel the module
+    declares (SK_KERNEL metadata, as libsk read it) and defines to {"sig", "type"}."""
 
     def __init__(self, device, source):
         self.device = device
         out = ctypes.c_void_p()
         if isinstance(source, (list, tuple)):  # several objects and archives as one module
             self.path = None
-            self.kernels = set_records(load_set(device, source, out, _read_for_load))
-            super().__init__(out.value, device)
-            return
-        if isinstance(source, (str, os.PathLike)):
+            load_set(device, source, out, _read_for_load)
+        elif isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             raw_path = c_path(source, "Device.load path")
             if is_regular(raw_path):
-                # libsk checks the size before reading and its plan and messages name the file;
-                # the metadata is read afterwards, from an object libsk accepted.
+                # libsk checks the size before reading and its plan and messages name the file.
                 check(lib().sk_module_load_file(device.handle, raw_path, ctypes.byref(out)),
                       f"sk_module_load_file ({self.path})")
-                try:
-                    image = read_object(raw_path)
-                except BaseException:
-                    lib().sk_module_unload(out.value)
-                    raise
             else:  # a pipe can be read once: read it here (bounded), hand libsk the bytes
                 image = _read_for_load(raw_path)
                 check(lib().sk_module_load(device.handle, image, len(image), ctypes.byref(out)),
@@ -62,8 +56,14 @@ class Module(Handle):
                 raise BadBinary("Device.load: the image is empty (0 bytes)", call="Device.load")
             check(lib().sk_module_load(device.handle, image, len(image), ctypes.byref(out)),
                   "sk_module_load")
-        self.kernels = kernel_records(image)
         super().__init__(out.value, device)
+        self.kernels = {}
+        for name in declared_kernels(self.handle):
+            try:
+                kernel = self.kernel(name)
+            except Error:  # declared but not linked: Module.kernel(name) raises why
+                continue
+            self.kernels[name] = {"sig": kernel.signature, "type": kernel.core_type}
 
     def _destroy(self, handle):
         lib().sk_module_unload(handle)
@@ -76,18 +76,13 @@ class Module(Handle):
         if signature is None:
             check(lib().sk_module_get_kernel(self.handle, name_c, ctypes.byref(out)),
                   "sk_module_get_kernel")
-            record = self.kernels.get(name)
-            if record is None:  # libsk found metadata this reader did not: do not guess
-                raise LookupError(f"kernel {name!r}: libsk has its metadata but the binding "
-                                  "cannot read it; pass signature=")
-            signature, core_type = record["sig"], record["type"]
+            signature = kernel_signature(out.value)
         else:
             signature_c = c_string(signature, "Module.kernel signature")
             check(lib().sk_module_get_kernel_with_signature(
                 self.handle, name_c, signature_c, ctypes.byref(out)),
                 "sk_module_get_kernel_with_signature")
-            core_type = self.kernels.get(name, {}).get("type", "vector")
-        return Kernel(self, out.value, name, signature, core_type)
+        return Kernel(self, out.value, name, signature, kernel_core_type(out.value))
 
 
 class Kernel:
@@ -117,7 +112,6 @@ class Kernel:
     def launch(self, block_dim, *args, stream=None):
         """Queues this kernel alone, unfused (sk_launch_kernel), on `stream` (None: the default
         stream). Objects behind pointer arguments are kept until the stream is synchronized."""
-        from .stream import Stream
         block_dim = integer(block_dim, "u32", f"Kernel.launch ({self.name}) block_dim")
         instance(stream, Stream, f"Kernel.launch ({self.name}) stream", optional=True)
         packed = self.pack(args)

@@ -7,8 +7,10 @@ import ctypes
 
 from ._lib import KernelOptions, lib
 from .checks import c_string, instance, integer
-from .errors import check
 from .handle import Handle
+from .module import Kernel
+from .status import check
+from .superkernel import SuperKernel
 
 
 def options_text(options):
@@ -39,7 +41,6 @@ class Scope(Handle):
     def add(self, kernel, block_dim, *args, name=None, core_type=None, flags=0, stream=0):
         """Adds kernel on block_dim blocks with args (values converted by its signature; arrays
         and Buffers by address, no copy). Returns the sub-kernel's step index."""
-        from .module import Kernel
         instance(kernel, Kernel, "Scope.add kernel")
         what = f"Scope.add ({name or kernel.name})"
         block_dim = integer(block_dim, "u32", f"{what} block_dim")
@@ -71,7 +72,6 @@ class Scope(Handle):
 
     def finalize(self):
         """Builds the super kernel. The scope is consumed either way."""
-        from .superkernel import SuperKernel
         handle, self._handle = self.handle, None
         self._device._children.discard(self)
         out = ctypes.c_void_p()

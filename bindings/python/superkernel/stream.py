@@ -2,8 +2,9 @@
 import ctypes
 
 from ._lib import lib
-from .errors import check
 from .handle import Handle
+from .status import check
+from .waiting import wait_for_stream
 
 
 class Stream(Handle):
@@ -22,7 +23,6 @@ class Stream(Handle):
             finally:
                 self._pending.clear()
             return
-        from .waiting import wait_for_stream
         wait_for_stream(self._device.handle, self.handle, "sk_stream_synchronize", self._pending)
 
     def _destroy(self, handle):

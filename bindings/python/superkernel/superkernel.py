@@ -4,9 +4,11 @@ import json
 from collections import namedtuple
 
 from ._lib import ProfileRecordC, lib
+from .args import one
 from .checks import c_path, instance, integer
-from .errors import check
 from .handle import Handle
+from .status import check
+from .stream import Stream
 
 #: One core's run of one sub-kernel in a profiled launch (sk_profile_record, less its
 #: struct_size, which only the C ABI needs; ns, CLOCK_MONOTONIC).
@@ -28,7 +30,6 @@ class SuperKernel(Handle):
 
     def launch(self, stream=None):
         """Queues one run (asynchronous); `stream` None is the default stream."""
-        from .stream import Stream
         instance(stream, Stream, f"SuperKernel.launch ({self.name}) stream", optional=True)
         check(lib().sk_launch(self.handle, stream.handle if stream is not None else None),
               f"sk_launch ({self.name})")
@@ -44,7 +45,6 @@ class SuperKernel(Handle):
         tokens = kernel.signature_tokens
         if not 0 <= index < len(tokens):
             raise IndexError(f"sub-kernel {step} ({sub}) has {len(tokens)} arguments, no {index}")
-        from .args import one
         value_c, keep = one(tokens[index], value, f"sub-kernel {step} ({sub}) argument {index}",
                             self.device)
         check(lib().sk_superkernel_set_arg(self.handle, step, index, ctypes.addressof(value_c)),

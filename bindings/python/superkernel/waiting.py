@@ -10,7 +10,7 @@ import ctypes
 import time
 
 from ._lib import lib
-from .errors import check
+from .status import check
 
 # The pause between two looks doubles from the first to the last: short launches are seen
 # ending within microseconds, and a long wait costs a look per 10 ms.

@@ -9,15 +9,9 @@ message is sk_last_error(), with the call and the status name). Errors go to std
 import argparse
 import sys
 
+from .errors import InputError, UsageError
+
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INPUT, EXIT_LIBSK = 0, 1, 2, 3, 4
-
-
-class InputError(Exception):
-    """A file or description the user gave is missing or malformed (exit status 3)."""
-
-
-class UsageError(Exception):
-    """A bad command line (exit status 2)."""
 
 
 def parser():

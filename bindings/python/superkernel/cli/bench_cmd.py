@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 
+from .errors import InputError
+
 
 def add_parser(sub):
     p = sub.add_parser("bench", help="run the benchmark (sk-bench); arguments pass through",
@@ -28,7 +30,6 @@ def find_sk_bench():
 
 
 def run(args, out, err):
-    from . import InputError
     exe = find_sk_bench()
     if exe is None:
         raise InputError("sk-bench not found ($SK_BENCH, beside sk, the build tree's bench/, "

@@ -3,14 +3,16 @@ archive as its members, then the set linked by libsk as one module (sk_module_lo
 the kernels that module has: a kernel of an archive member no object needs is not linked."""
 import json
 
-from ..metadata import kernel_records
-from ..module_set import archive_members
+import superkernel as sk
+
+from ..elf_file import kernel_records
 from ..object_file import AR_MAGIC, is_regular, read_object
-from .inspect_cmd import content_hash, describe, print_text
+from .archive import archive_members
+from .errors import InputError
+from .inspect_object import content_hash, describe, print_text
 
 
 def _read(path):
-    from . import InputError
     try:
         return is_regular(path), read_object(path)
     except OSError as e:
@@ -28,7 +30,6 @@ def _describe_archive(path, image):
 
 
 def _link(files, sources, spec):
-    import superkernel as sk
     names = []
     for f in files:
         names += [k for m in f["members"] for k in m["kernels"]] if f.get("archive") else \
@@ -47,7 +48,6 @@ def _link(files, sources, spec):
 
 
 def run_set(args, out):
-    from . import InputError
     files, sources = [], []
     for path in args.files:
         regular, image = _read(path)

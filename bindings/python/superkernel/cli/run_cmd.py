@@ -11,6 +11,7 @@ import json
 import statistics
 import time
 
+from .errors import UsageError
 from .plan_text import print_plan
 from .scope_file import Instance, ScopeSpec
 
@@ -69,7 +70,6 @@ def run(args, out, err):
     spec = ScopeSpec(args.scope, args.objects_dir)
     repeat = spec.repeat if args.repeat is None else args.repeat
     if repeat < 1:
-        from . import UsageError
         raise UsageError("--repeat must be >= 1")
     with sk.Device(args.device or spec.device) as dev:
         inst = Instance(spec, dev, copies=2)  # copy 0: unfused, copy 1: fused

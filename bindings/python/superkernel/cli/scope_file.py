@@ -318,7 +318,7 @@ class Instance:
         are converted once here, so the timed loop pays one ctypes call per kernel and no
         Python-side argument work (a C caller would pay even less)."""
         from .._lib import lib
-        from ..errors import check
+        from ..status import check
         packed = [(k, self.spec.kernels[i]["block_dim"], k.pack(self.args(i, copy)))
                   for i, k in enumerate(self.kernels)]
         launch = lib().sk_launch_kernel

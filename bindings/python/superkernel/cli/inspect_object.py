@@ -1,0 +1,101 @@
+"""What `sk inspect` says of one object, read without libsk (superkernel/elf_file.py): its
+kernels and the device API each one's code reaches, sections, relocations, undefined symbols and
+content hash; as a dict (--json) or as text."""
+import ctypes
+import hashlib
+
+from ..elf_file import SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, ElfObject
+
+DEVICE_API_PREFIX = "sk_"
+
+
+def content_hash(image):
+    """XXH3-128 of the bytes (libsk's content hash), through libxxhash; SHA-256 without it."""
+    try:
+        xxh = ctypes.CDLL("libxxhash.so.0")
+
+        class XXH128(ctypes.Structure):
+            _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
+
+        xxh.XXH3_128bits.restype = XXH128
+        xxh.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]  # bytes: no copy
+        h = xxh.XXH3_128bits(image, len(image))
+        return "xxh3-128", f"{h.high64:016x}{h.low64:016x}"
+    except (OSError, AttributeError):
+        return "sha256", hashlib.sha256(image).hexdigest()
+
+
+def describe(path, image):
+    elf = ElfObject(image, path)
+    records = elf.kernel_records()
+    functions = {s.name: s for s in elf.symbols if s.type == "FUNC" and s.shndx != "SHN_UNDEF"}
+    kernels = []
+    # In code order (compilers write the metadata records in no particular order).
+    for name, rec in sorted(records.items(),
+                            key=lambda kv: (kv[0] not in functions,
+                                            getattr(functions.get(kv[0]), "shndx", 0),
+                                            getattr(functions.get(kv[0]), "value", 0))):
+        fn = functions.get(name)
+        api = sorted(r for r in elf.function_references(fn) if r.startswith(DEVICE_API_PREFIX)) \
+            if fn else []
+        kernels.append({"name": name, "signature": rec["sig"], "core_type": rec["type"],
+                        "defined": fn is not None, "size": fn.size if fn else 0,
+                        "device_api": api})
+    undefined = elf.undefined_symbols()
+    algo, digest = content_hash(image)
+    return {
+        "file": path, "bytes": len(image), "hash": {"algorithm": algo, "value": digest},
+        "machine": elf.machine_name,
+        "elf_type": elf.elf_type_name,
+        "class": "ELF64" if elf.is64 else "ELF32",
+        "kernels": kernels,
+        "functions_without_metadata": sorted(n for n, s in functions.items()
+                                             if n not in records and s.bind != "LOCAL"),
+        "sections": [{"name": s.name, "type": elf.section_type_name(s),
+                      "size": s.size, "flags": _flags(s.flags)}
+                     for s in elf.sections if s.index != 0],
+        "relocations": {target: dict(sorted(c.items()))
+                        for target, c in elf.relocation_summary().items()},
+        "undefined": {"device_api": [u for u in undefined if u.startswith(DEVICE_API_PREFIX)],
+                      "process": [u for u in undefined if not u.startswith(DEVICE_API_PREFIX)]},
+        "tls": any(s.type == "TLS" for s in elf.symbols),
+    }
+
+
+def _flags(flags):
+    return "".join(c for bit, c in ((SHF_ALLOC, "A"), (SHF_WRITE, "W"), (SHF_EXECINSTR, "X"))
+                   if flags & bit)
+
+
+def print_text(d, out):
+    w = out.write
+    w(f"{d['file']}: {d['class']} {d['elf_type']}, {d['machine']}, {d['bytes']} bytes\n")
+    w(f"content hash ({d['hash']['algorithm']}): {d['hash']['value']}\n")
+    w(f"\nkernels ({len(d['kernels'])}; device API from {d['device_api_source']}):\n")
+    if not d["kernels"]:
+        w("  none recorded (no SK_KERNEL metadata: give signatures with "
+          "sk_module_get_kernel_with_signature)\n")
+    for k in d["kernels"]:
+        state = f"{k['size']} bytes of code" if k["defined"] else "NOT DEFINED in this object"
+        w(f"  {k['name']}({k['signature']})  core type {k['core_type']}, {state}\n")
+        w(f"    device API: {', '.join(k['device_api']) or 'none'}\n")
+    if d["functions_without_metadata"]:
+        w(f"global functions without metadata: {', '.join(d['functions_without_metadata'])}\n")
+    w(f"\nsections ({len(d['sections'])}):\n")
+    for s in d["sections"]:
+        w(f"  {s['name']:<28} {s['type']:<14} {s['size']:>8}  {s['flags']}\n")
+    w("\nrelocations:\n")
+    if not d["relocations"]:
+        w("  none\n")
+    for target, counts in d["relocations"].items():
+        total = sum(counts.values())
+        kinds = ", ".join(f"{n} x{c}" for n, c in counts.items())
+        w(f"  {target:<28} {total:>5}  {kinds}\n")
+    w("\nundefined symbols:\n")
+    w(f"  device API (bound by libsk): {', '.join(d['undefined']['device_api']) or 'none'}\n")
+    w(f"  process (bound to the process's symbols): "
+      f"{', '.join(d['undefined']['process']) or 'none'}\n")
+    if d["tls"]:
+        w("  thread-local storage: present (libsk refuses TLS)\n")
+    if "load" in d:
+        w(f"\nlibsk ({d['load']['spec']}): {d['load']['result']}\n")
