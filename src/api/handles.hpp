@@ -13,14 +13,9 @@
 #include <vector>
 
 #include "api/handle_tag.hpp"
+#include "core/backend.hpp"
 #include "core/error.hpp"
-#include "core/plan.hpp"
 #include "core/scope_options.hpp"
-#include "core/signature.hpp"
-#include "host/host_device.hpp"
-#include "host/kernel_call.hpp"
-#include "host/program.hpp"
-#include "host/program_pool.hpp"
 
 namespace sk::api {
 
@@ -60,81 +55,48 @@ class DeviceLink {
 
 }  // namespace sk::api
 
-// The CUDA backend's objects (src/cuda, api/cuda_entry.cpp). A handle of a CUDA device has
-// these set and its host members empty; the entry points branch on them first.
-namespace sk::cuda {
-class CudaDevice;
-struct CudaModule;
-struct CudaKernel;
-struct CudaStream;
-struct CudaSuperKernel;
-}  // namespace sk::cuda
-
+// Each handle holds its device's backend object (core/backend.hpp) and nothing of a backend else.
 struct sk_device : sk::api::Handle<sk::api::HandleType::Device> {
-  std::shared_ptr<sk::host::HostDevice> impl;
-  std::shared_ptr<sk::cuda::CudaDevice> cuda;  // set instead of impl for "cuda[:N]"
-  std::string spec;
+  std::shared_ptr<sk::backend::Device> backend;
   std::shared_ptr<sk::api::DeviceLife> life = std::make_shared<sk::api::DeviceLife>();
 };
 
-// What a kernel is, shared by its handle and every scope or super kernel that uses it, so that
-// unloading the module leaves built super kernels intact.
-struct KernelImpl {
-  std::shared_ptr<sk::host::HostDevice> device;
-  std::shared_ptr<sk::host::LinkedModule> module;
-  std::string symbol;
-  std::string core_type;
-  sk::KernelKind kind = sk::KernelKind::Vector;  // core_type parsed
-  sk::Signature signature;
-  std::string signature_text;
-  uint32_t usage = 0;  // DeviceApiBit set, from the undefined symbols its code references
-  void *fn = nullptr;
-  std::unique_ptr<sk::host::CallInterface> call;
-  std::shared_ptr<sk::cuda::CudaKernel> cuda;  // CUDA kernels: device, module and fn are empty
-  sk::host::ProgramPool unfused_programs;       // host kernels: sk_launch_kernel's programs
-};
-
 struct sk_kernel : sk::api::Handle<sk::api::HandleType::Kernel> {
-  std::shared_ptr<KernelImpl> impl;
-  sk::api::DeviceLink owner;  // not counted
+  std::shared_ptr<sk::backend::Kernel> backend;  // shared with the scopes and super kernels using it
+  sk::api::DeviceLink owner;                     // not counted
 };
 
 struct sk_module : sk::api::Handle<sk::api::HandleType::Module> {
   sk::api::DeviceLink owner;
-  std::shared_ptr<sk::host::HostDevice> device;
-  std::shared_ptr<sk::host::LinkedModule> linked;
+  std::unique_ptr<sk::backend::Module> backend;
   std::map<std::string, std::unique_ptr<sk_kernel>> kernels;  // by "symbol|signature"
-  std::shared_ptr<sk::cuda::CudaDevice> cuda;                  // CUDA modules
-  std::shared_ptr<const sk::cuda::CudaModule> cuda_module;
 };
 
 struct sk_stream : sk::api::Handle<sk::api::HandleType::Stream> {
   sk::api::DeviceLink owner;
-  std::shared_ptr<sk::host::HostDevice> device;
-  sk::host::StreamState state;
-  std::shared_ptr<sk::cuda::CudaStream> cuda;  // CUDA streams
+  std::unique_ptr<sk::backend::Stream> backend;
 };
 
-struct ScopeEntry {
-  std::shared_ptr<KernelImpl> kernel;
+// A kernel launch recorded in a scope (sk_add_kernel): one step of the plan sk_finalize makes.
+struct ScopeLaunch {
+  std::shared_ptr<sk::backend::Kernel> kernel;
   std::string name;
   uint32_t block_dim = 1;
   uint32_t flags = 0;          // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
   sk::KernelKind kind = sk::KernelKind::Vector;  // the kernel's, or sk_kernel_options.core_type
   uint32_t stream = 0;         // sk_kernel_options.stream
-  std::vector<uint32_t> after; // entries it waits for (scope events)
+  std::vector<uint32_t> after; // launches it waits for (scope events)
   std::vector<uint64_t> args;  // one 8-byte slot per parameter
 };
 
 struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {
   sk::api::DeviceLink owner;
-  std::shared_ptr<sk::host::HostDevice> device;
-  std::shared_ptr<sk::cuda::CudaDevice> cuda;  // scopes of CUDA devices
+  std::shared_ptr<sk::backend::Device> device;
   std::string name;
   sk::ScopeOptions options;
-  std::vector<ScopeEntry> entries;
-  // Stream fusion (api/event_entry.cpp): per stream, the last entry added to it (-1: none) and
-  // the entries its next kernel must wait for; per recorded event, the entry it follows.
+  std::vector<ScopeLaunch> launches;
+  // Stream fusion (api/scope_streams.cpp): per stream, the last launch added to it (-1: none)
+  // and the launches its next kernel must wait for; per recorded event, the launch it follows.
   std::vector<int32_t> stream_last;
   std::vector<std::vector<uint32_t>> stream_pending;
   std::map<uint32_t, int32_t> events;
@@ -142,20 +104,16 @@ struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {
 
 struct sk_superkernel : sk::api::Handle<sk::api::HandleType::SuperKernel> {
   sk::api::DeviceLink owner;
-  std::shared_ptr<sk::host::HostDevice> device;
-  std::vector<std::shared_ptr<KernelImpl>> kernels;  // keep code and call interfaces alive
-  sk::Plan plan;
+  std::unique_ptr<sk::backend::SuperKernel> backend;
   // The plan as JSON, rendered on the first sk_superkernel_explain: building it costs more
   // than the rest of finalize together, and most super kernels are never explained.
   std::once_flag explain_once;
   std::string explain;
-  std::unique_ptr<sk::host::Program> program;
-  std::shared_ptr<sk::cuda::CudaSuperKernel> cuda;  // CUDA super kernels (program stays null)
 };
 
 namespace sk::api {
 
-// Runs an entry point's body, turning C++ exceptions (allocation failures) into statuses:
+// Runs a C API call's body, turning C++ exceptions (allocation failures) into statuses:
 // nothing crosses the C ABI.
 template <class F>
 sk_status guarded(const char *call, F &&body) {
@@ -168,7 +126,7 @@ sk_status guarded(const char *call, F &&body) {
   }
 }
 
-// Handle checks of the entry points (api/handle_tag.hpp): NULL, foreign or stale handles fail
+// Handle checks of the C API calls (api/handle_tag.hpp): NULL, foreign or stale handles fail
 // naming the call and the argument; so does a child of a closed device (SK_ERR_STATE), except in
 // its destroy call (check_destroy), which must still free it.
 sk_status device_closed(const void *h, const char *call, const char *what, const DeviceLife &life);
@@ -220,28 +178,18 @@ inline sk_status check_destroy(const sk_superkernel *h, const char *call) {
   return check_handle(h, call, "super kernel", kDestroyed);
 }
 
-// Stream fusion (api/event_entry.cpp): checks entry e's stream against the scope's options and
+// Stream fusion (api/scope_streams.cpp): checks launch l's stream against the scope's options and
 // gives it the waits pending on its stream; note_added then records it as the stream's last.
-sk_status place_on_stream(sk_scope *scope, ScopeEntry *e);
-void note_added(sk_scope *scope, const ScopeEntry &e);
+sk_status place_on_stream(sk_scope *scope, ScopeLaunch *l);
+void note_added(sk_scope *scope, const ScopeLaunch &l);
 
 // Blocks beyond the device's cores are multiplexed; this bounds a launch's length, not its cores.
 constexpr uint32_t kMaxBlockDim = 1u << 24;
 // SK_ERR_INVALID_ARGUMENT naming `call` and the kernel when block_dim is outside [1, kMaxBlockDim].
-inline sk_status check_block_dim(const char *call, const KernelImpl &k, uint32_t block_dim) {
+inline sk_status check_block_dim(const char *call, const sk::backend::Kernel &k, uint32_t block_dim) {
   if (block_dim >= 1 && block_dim <= kMaxBlockDim) return SK_OK;
   return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': block_dim %u is outside [1, %u]", call, k.symbol.c_str(),
               block_dim, kMaxBlockDim);
 }
-
-// Copies the values args[i] points to into 8-byte slots, by the signature's sizes: into
-// k.signature.size() slots at `out` (some may be written on failure), or into *out (untouched
-// on failure).
-sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, uint64_t *out);
-sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, std::vector<uint64_t> *out);
-
-// Fills `program` with one step per plan step (call targets, argument pointers, sync flags).
-void lower_plan(const sk::Plan &plan, const std::vector<std::shared_ptr<KernelImpl>> &kernels,
-                const std::vector<std::vector<uint64_t>> &args, sk::host::Program *program);
 
 }  // namespace sk::api

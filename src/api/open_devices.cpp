@@ -5,7 +5,6 @@
 #include <set>
 #include <thread>
 
-#include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
 #include "host/fork_guard.hpp"
 
@@ -21,76 +20,70 @@ std::set<sk_device *> &devices() {
 }
 
 // sk_stream_synchronize(NULL) in a synchronous launch loop on the one open device (the common
-// embedded case) takes no lock and copies no shared_ptr: while exactly one host device is
-// open, it is published in g_only_host, and a synchroniser counts itself in g_only_host_users
-// before it reads it. Closing the device last published waits until no such synchroniser is
-// inside (the count and the pointer are seq_cst, so a closer that unpublished the device sees
-// every synchroniser that may have read it); no device is published during that wait. So the
-// synchronisers inside are only ever those of the last device published.
-std::atomic<sk_device *> g_only_host{nullptr};
-std::atomic<uint32_t> g_only_host_users{0};
+// embedded case) takes no lock and copies no shared_ptr: while exactly one device is open, it
+// is published in g_only, and a synchroniser counts itself in g_only_users before it reads it.
+// Closing the device last published waits until no such synchroniser is inside (the count and
+// the pointer are seq_cst, so a closer that unpublished the device sees every synchroniser that
+// may have read it); no device is published during that wait. So the synchronisers inside are
+// only ever those of the last device published.
+std::atomic<sk_device *> g_only{nullptr};
+std::atomic<uint32_t> g_only_users{0};
 sk_device *g_last_published = nullptr;  // under g_mutex
 uint32_t g_closers_waiting = 0;         // under g_mutex
 
-void publish_only_host() {  // under g_mutex
+void publish_only() {  // under g_mutex
   std::set<sk_device *> &open = devices();
-  sk_device *only =
-      open.size() == 1 && !(*open.begin())->cuda && g_closers_waiting == 0 ? *open.begin() : nullptr;
+  sk_device *only = open.size() == 1 && g_closers_waiting == 0 ? *open.begin() : nullptr;
   if (only) g_last_published = only;
-  g_only_host.store(only, std::memory_order_seq_cst);
+  g_only.store(only, std::memory_order_seq_cst);
+}
+
+// A device opened before this process forked: nothing of it runs here, and its failure would
+// hide the state of the devices this process opened (host/fork_guard.hpp).
+sk_status synchronize_default(backend::Device &d) {
+  return d.forked_away() ? SK_OK : d.synchronize(nullptr, "sk_stream_synchronize");
 }
 }  // namespace
 
 void register_device(sk_device *dev) {
   std::lock_guard<std::mutex> lock(g_mutex);
   devices().insert(dev);
-  publish_only_host();
+  publish_only();
 }
 
 void unregister_device(sk_device *dev) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     devices().erase(dev);
-    if (g_last_published != dev) return publish_only_host();
+    if (g_last_published != dev) return publish_only();
     g_last_published = nullptr;
     ++g_closers_waiting;
-    publish_only_host();  // publishes nothing while a closer waits
+    publish_only();  // publishes nothing while a closer waits
   }
-  while (g_only_host_users.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  while (g_only_users.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   std::lock_guard<std::mutex> lock(g_mutex);
   --g_closers_waiting;
-  publish_only_host();
+  publish_only();
 }
 
 sk_status synchronize_default_streams() {
-  g_only_host_users.fetch_add(1, std::memory_order_seq_cst);
-  if (sk_device *only = g_only_host.load(std::memory_order_seq_cst)) {
-    host::Executor &ex = only->impl->executor();
-    sk_status st = ex.forked_away() ? SK_OK : ex.synchronize(&only->impl->default_stream());
-    g_only_host_users.fetch_sub(1, std::memory_order_release);
+  g_only_users.fetch_add(1, std::memory_order_seq_cst);
+  if (sk_device *only = g_only.load(std::memory_order_seq_cst)) {
+    sk_status st = guarded("sk_stream_synchronize", [only] { return synchronize_default(*only->backend); });
+    g_only_users.fetch_sub(1, std::memory_order_release);
     return st;
   }
-  g_only_host_users.fetch_sub(1, std::memory_order_relaxed);
+  g_only_users.fetch_sub(1, std::memory_order_relaxed);
   // Reused per thread: a synchronous launch loop allocates nothing here.
-  thread_local std::vector<std::shared_ptr<host::HostDevice>> open;
+  thread_local std::vector<std::shared_ptr<backend::Device>> open;
   open.clear();
-  sk_status first = SK_OK;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    for (sk_device *d : devices()) {
-      if (d->cuda) {  // synchronised under the lock: closing it waits for this
-        sk_status st = cuda_synchronize_default(d);
-        if (first == SK_OK) first = st;
-        continue;
-      }
-      // A device opened before this process forked: nothing of it runs here, and its
-      // failure would hide the state of the devices this process opened (host/fork_guard.hpp).
-      if (d->impl->executor().forked_away()) continue;
-      open.push_back(d->impl);
-    }
+    for (sk_device *d : devices()) open.push_back(d->backend);
   }
+  sk_status first = SK_OK;
   for (auto &d : open) {
-    sk_status st = d->executor().synchronize(&d->default_stream());
+    sk_status st = guarded("sk_stream_synchronize", [&d] { return synchronize_default(*d); });
     if (first == SK_OK) first = st;
   }
   open.clear();  // hold no device past the call

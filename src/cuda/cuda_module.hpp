@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,11 +32,8 @@ struct CudaModule {
   std::string metadata_note;                // why an LTO-IR module has no metadata ("" if it has)
 };
 
-class CudaDevice;
-
 struct CudaKernel {
   std::shared_ptr<const CudaModule> module;
-  std::shared_ptr<CudaDevice> device;  // the device it was taken on (empty in device-less builds)
   std::string symbol;
   Signature signature;
   std::string core_type = "vector";
@@ -48,9 +44,6 @@ struct CudaKernel {
   uint32_t registers = 0;  // the most of it and its callees; 0 when unknown (LTO-IR)
   uint32_t static_shared = 0;   // static __shared__ bytes of it and its callees (0 for LTO-IR)
   uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
-  // Linked single-kernel entries (sk_launch_kernel), per block_dim, built on first use.
-  std::mutex single_mutex;
-  std::map<uint32_t, std::shared_ptr<void>> single;
 };
 
 // Parses a cubin or LTO-IR image (copied). Anything else is SK_ERR_BAD_BINARY; an ELF for

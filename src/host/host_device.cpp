@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "elf/archive.hpp"
 #include "elf/combine.hpp"
@@ -128,9 +129,9 @@ bool HostDevice::mem_free(void *ptr) {
 sk_status HostDevice::load_module(const void *image, size_t size, const std::string &label,
                                   std::shared_ptr<LinkedModule> *out) {
   if (executor_->lost()) return executor_->refuse_lost("loading " + label);
-  if (size >= kMaxObjectSize)
+  if (size >= backend::kMaxObjectSize)
     return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes",
-                label.c_str(), size, kMaxObjectSize);
+                label.c_str(), size, backend::kMaxObjectSize);
   // Not even ELF: refused by the parser's header check, without hashing (or copying) the bytes.
   if ((size < SELFMAG || std::memcmp(image, ELFMAG, SELFMAG) != 0) && !elf::is_archive(image, size)) {
     elf::Object none;
@@ -147,9 +148,9 @@ sk_status HostDevice::load_module_set(const std::vector<elf::Input> &inputs, con
   static constexpr char kSetTag[] = "sk-module-set";
   size_t total = sizeof kSetTag;
   for (const elf::Input &in : inputs) {
-    if (in.size >= kMaxObjectSize - total)
+    if (in.size >= backend::kMaxObjectSize - total)
       return fail(SK_ERR_UNSUPPORTED, "%s: the objects of a module must be smaller than %zu bytes together",
-                  in.label.c_str(), kMaxObjectSize);
+                  in.label.c_str(), backend::kMaxObjectSize);
     total += sizeof(uint64_t) + in.size;
   }
   std::vector<unsigned char> key(kSetTag, kSetTag + sizeof kSetTag);

@@ -24,10 +24,6 @@
 
 namespace sk::host {
 
-// Objects of this size or more are refused before they are hashed or copied: a kernel object
-// is kilobytes to megabytes; this only stops a mistaken or hostile input early.
-constexpr size_t kMaxObjectSize = size_t{1} << 30;
-
 // One linked object, shared by every sk_module loaded from the same bytes on this device.
 struct LinkedModule {
   std::string label;

@@ -111,6 +111,11 @@ static void test_device_spec_errors(void **state) {
   SK_EXPECT_ERR(sk_device_open("host", NULL), SK_ERR_INVALID_ARGUMENT, "out");
   expect_bad_spec("warp-drive", "warp-drive");        /* unknown backend */
   expect_bad_spec("warp-drive:cores=2", "warp-drive"); /* unknown backend with keys */
+  expect_bad_spec("warp-drive", "this build has: host"); /* and the backends there are */
+#ifdef SK_TEST_WITHOUT_CUDA
+  expect_bad_spec("cuda", "unknown backend 'cuda' (this build has: host)");
+  expect_bad_spec("cuda:0", "unknown backend 'cuda'");
+#endif
   expect_bad_spec("", "backend");
   expect_bad_spec(":cores=2", "backend");
   expect_bad_spec("host:corez=2", "corez");            /* unknown key */

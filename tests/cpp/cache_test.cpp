@@ -11,6 +11,7 @@
 #include "api/handles.hpp"
 #include "core/cache_plan.hpp"
 #include "core/scope_options.hpp"
+#include "host/host_backend.hpp"
 #include "host_program_support.hpp"
 #include "sk_assert.hpp"
 
@@ -195,7 +196,7 @@ TEST(CacheExecution, OptionsAndFlagsAreLoweredIntoTheSteps) {
   }
   sk_superkernel *sk = nullptr;
   ASSERT_SK(sk_finalize(scope, &sk));
-  const auto &steps = sk->program->steps;
+  const auto &steps = static_cast<const host::HostSuperKernel &>(*sk->backend).program->steps;
   ASSERT_EQ(steps.size(), 5u);
   struct Want {
     bool before, after, per_access;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/handles.hpp"
+#include "host/host_backend.hpp"
 #include "host/program_pool.hpp"
 #include "linker_test_support.hpp"
 #include "sk_assert.hpp"
@@ -155,7 +156,9 @@ struct Unfused : ::testing::Test {
     sk_module_unload(sync);
     sk_device_close(dev);
   }
-  static const host::ProgramPool &pool(sk_kernel *k) { return k->impl->unfused_programs; }
+  static const host::ProgramPool &pool(sk_kernel *k) {
+    return static_cast<const host::HostKernel &>(*k->backend).unfused_programs;
+  }
 };
 
 TEST_F(Unfused, ALaunchAfterTheLastCompletedReusesItsProgram) {

@@ -41,18 +41,18 @@ sk_status check_event_call(sk_scope *scope, uint32_t stream, uint32_t event, con
 
 namespace sk::api {
 
-sk_status place_on_stream(sk_scope *scope, ScopeEntry *e) {
-  if (sk_status st = check_stream(scope, e->stream, "sk_add_kernel", [e] { return "kernel '" + e->name + "'"; }))
+sk_status place_on_stream(sk_scope *scope, ScopeLaunch *l) {
+  if (sk_status st = check_stream(scope, l->stream, "sk_add_kernel", [l] { return "kernel '" + l->name + "'"; }))
     return st;
-  grow_streams(scope, e->stream);
-  if (!scope->stream_pending[e->stream].empty()) e->after = scope->stream_pending[e->stream];
+  grow_streams(scope, l->stream);
+  if (!scope->stream_pending[l->stream].empty()) l->after = scope->stream_pending[l->stream];
   return SK_OK;
 }
 
-void note_added(sk_scope *scope, const ScopeEntry &e) {
-  scope->stream_last[e.stream] = static_cast<int32_t>(scope->entries.size());
+void note_added(sk_scope *scope, const ScopeLaunch &l) {
+  scope->stream_last[l.stream] = static_cast<int32_t>(scope->launches.size());
   // Later kernels of the stream follow this one, so they wait for the same events through it.
-  scope->stream_pending[e.stream].clear();
+  scope->stream_pending[l.stream].clear();
 }
 
 }  // namespace sk::api

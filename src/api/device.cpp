@@ -1,10 +1,7 @@
 // sk_device_open / close / cores / synchronize and device memory.
-#include <cstring>
-#include <mutex>
-#include <set>
 #include <string>
 
-#include "api/cuda_entry.hpp"
+#include "api/backend_list.hpp"
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
 
@@ -47,18 +44,11 @@ SK_API sk_status sk_device_open(const char *spec, sk_device **out) {
   if (!spec) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_open: spec is NULL");
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_open: out is NULL");
   return sk::api::guarded("sk_device_open", [&]() -> sk_status {
-    if (sk::api::is_cuda_spec(spec)) return sk::api::cuda_device_open(spec, out);
-    sk::DeviceSpec parsed;
-    if (sk_status st = sk::parse_device_spec(spec, &parsed); st != SK_OK) return st;
-    if (parsed.backend != "host")
-      return fail(SK_ERR_INVALID_ARGUMENT,
-                  "device spec \"%s\": unknown backend '%s' (this build has: host, cuda)", spec,
-                  parsed.backend.c_str());
-    std::unique_ptr<sk::host::HostDevice> impl;
-    if (sk_status st = sk::host::HostDevice::open(parsed, &impl); st != SK_OK) return st;
+    std::shared_ptr<sk::backend::Device> backend;
+    if (sk_status st = sk::api::open_backend(spec, &backend); st != SK_OK) return st;
     auto dev = std::make_unique<sk_device>();
-    dev->impl = std::move(impl);
-    dev->spec = dev->life->spec = spec;
+    dev->backend = std::move(backend);
+    dev->life->spec = spec;
     sk::api::register_device(dev.get());
     *out = dev.release();
     return SK_OK;
@@ -76,39 +66,35 @@ SK_API void sk_device_close(sk_device *dev) {
   } catch (const std::bad_alloc &) {
     fail(SK_ERR_OUT_OF_MEMORY, "sk_device_close: out of memory");
   }
-  if (dev->cuda) return sk::api::cuda_device_close(dev);
   sk::api::unregister_device(dev);
-  // Queued work ends first; objects made from the device keep its executor alive after this.
-  dev->impl->executor().wait_idle();
+  // Queued work ends first; objects made from the device keep its backend alive after this.
+  dev->backend->close();
   delete dev;
 }
 
 SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out) {
   if (sk_status st = sk::api::check(dev, "sk_device_cores")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_device_cores: out is NULL");
-  *out = dev->cuda ? sk::api::cuda_device_cores(dev) : dev->impl->cores();
+  *out = dev->backend->cores();
   return SK_OK;
 }
 
 SK_API sk_status sk_device_synchronize(sk_device *dev) {
   if (sk_status st = sk::api::check(dev, "sk_device_synchronize")) return st;
-  if (dev->cuda)
-    return sk::api::guarded("sk_device_synchronize", [&] { return sk::api::cuda_synchronize_default(dev); });
-  return dev->impl->executor().synchronize(&dev->impl->default_stream(), "sk_device_synchronize");
+  return sk::api::guarded("sk_device_synchronize",
+                          [&] { return dev->backend->synchronize(nullptr, "sk_device_synchronize"); });
 }
 
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out) {
   if (sk_status st = sk::api::check(dev, "sk_mem_alloc")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_alloc: out is NULL");
-  if (dev->cuda) return sk::api::guarded("sk_mem_alloc", [&] { return sk::api::cuda_mem_alloc(dev, size, out); });
-  return sk::api::guarded("sk_mem_alloc", [&] { return dev->impl->mem_alloc(size, out); });
+  return sk::api::guarded("sk_mem_alloc", [&] { return dev->backend->mem_alloc(size, out); });
 }
 
 SK_API void sk_mem_free(sk_device *dev, void *ptr) {
   if (!dev || !ptr) return;
   if (sk::api::check(dev, "sk_mem_free") != SK_OK) return;  // stale device: ignored, with a message
-  if (dev->cuda) return sk::api::cuda_mem_free(dev, ptr);
-  if (!dev->impl->mem_free(ptr))
+  if (!dev->backend->mem_free(ptr))
     fail(SK_ERR_INVALID_ARGUMENT, "sk_mem_free: %p was not allocated by this device (ignored)", ptr);
 }
 
@@ -116,10 +102,7 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
   if (sk_status st = sk::api::check(dev, "sk_memcpy")) return st;
   if (size == 0) return SK_OK;
   if (!dst || !src) return fail(SK_ERR_INVALID_ARGUMENT, "sk_memcpy: %s is NULL", dst ? "src" : "dst");
-  if (dev->cuda) return sk::api::guarded("sk_memcpy", [&] { return sk::api::cuda_memcpy(dev, dst, src, size); });
-  dev->impl->executor().wait_idle();
-  std::memmove(dst, src, size);
-  return SK_OK;
+  return sk::api::guarded("sk_memcpy", [&] { return dev->backend->memcpy(dst, src, size); });
 }
 
 }  // extern "C"

@@ -8,7 +8,6 @@
 
 #include "api/handles.hpp"
 #include "core/trace_json.hpp"
-#include "host/profiler.hpp"
 
 using sk::fail;
 
@@ -19,21 +18,6 @@ constexpr size_t kFirstRecordSize = offsetof(sk_profile_record, sync_wait_ns) + 
 // No version will grow the record this far: a larger struct_size is an uninitialised one, and
 // taking it as the stride would write far past the caller's array.
 constexpr size_t kMaxRecordSize = 4096;
-
-// The snapshot of the last completed launch, or a failure naming why there is none.
-sk_status last_profile(sk_superkernel *sk, const char *call, std::vector<sk_profile_record> *out) {
-  if (sk->cuda)  // its launches run on a GPU, not on the host executor
-    return fail(SK_ERR_UNSUPPORTED, "%s: super kernel '%s' is not on the host device; profiling is host-only for now",
-                call, sk->plan.name.c_str());
-  const sk::host::Profiler *prof = sk->program->profiler.get();
-  if (!prof)
-    return fail(SK_ERR_STATE, "%s: super kernel '%s' was not built with scope option profiling=1", call,
-                sk->plan.name.c_str());
-  if (!prof->last(out))
-    return fail(SK_ERR_STATE, "%s: super kernel '%s' has no completed launch yet (synchronize its stream first)",
-                call, sk->plan.name.c_str());
-  return SK_OK;
-}
 
 }  // namespace
 
@@ -54,13 +38,14 @@ SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *r
                 stride, alignof(sk_profile_record), kFirstRecordSize, kMaxRecordSize, sizeof(sk_profile_record));
   return sk::api::guarded("sk_superkernel_profile", [&]() -> sk_status {
     std::vector<sk_profile_record> last;
-    if (sk_status st = last_profile(sk, "sk_superkernel_profile", &last); st != SK_OK) return st;
+    uint32_t id = 0;
+    if (sk_status st = sk->backend->last_profile("sk_superkernel_profile", &last, &id); st != SK_OK) return st;
     if (count) *count = last.size();
     if (cap < last.size()) {
       // Only records NULL, cap 0, count set is a size query; an array of cap 0 is one too small.
       if (records || !count)
         return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_profile: '%s' has %zu records, cap is %zu",
-                    sk->plan.name.c_str(), last.size(), cap);
+                    sk->backend->plan.name.c_str(), last.size(), cap);
       return SK_OK;
     }
     // Fields the caller's struct covers and this libsk knows; struct_size stays the caller's.
@@ -80,11 +65,12 @@ SK_API sk_status sk_superkernel_write_trace(sk_superkernel *sk, const char *path
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_write_trace: path is %s", path ? "empty" : "NULL");
   return sk::api::guarded("sk_superkernel_write_trace", [&]() -> sk_status {
     std::vector<sk_profile_record> last;
-    if (sk_status st = last_profile(sk, "sk_superkernel_write_trace", &last); st != SK_OK) return st;
+    uint32_t id = 0;
+    if (sk_status st = sk->backend->last_profile("sk_superkernel_write_trace", &last, &id); st != SK_OK) return st;
     std::vector<std::string> names;
-    names.reserve(sk->plan.steps.size());
-    for (const sk::PlanStep &s : sk->plan.steps) names.push_back(s.kernel.name);
-    const std::string json = sk::chrome_trace_json(sk->plan.name, sk->program->profiler->id(), names, last);
+    names.reserve(sk->backend->plan.steps.size());
+    for (const sk::PlanStep &s : sk->backend->plan.steps) names.push_back(s.kernel.name);
+    const std::string json = sk::chrome_trace_json(sk->backend->plan.name, id, names, last);
     FILE *f = std::fopen(path, "w");
     if (!f)
       return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_write_trace: cannot open '%s' for writing: %s", path,

@@ -1,7 +1,6 @@
 // sk_scope_begin, sk_add_kernel, sk_finalize, sk_scope_abort.
 #include <cstring>
 
-#include "api/cuda_entry.hpp"
 #include "api/handles.hpp"
 #include "api/struct_size.hpp"
 
@@ -10,72 +9,40 @@ using sk::fail;
 namespace {
 // sk_kernel_options.flags bits this version knows; others are refused, not silently ignored.
 constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK;
-}
-
-namespace sk::api {
-
-sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, uint64_t *out) {
-  const size_t n = k.signature.size();
-  if (n > 0 && !args)
-    return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s' takes %zu parameters (%s) but args is NULL",
-                call, k.symbol.c_str(), n, k.signature_text.c_str());
-  for (size_t i = 0; i < n; ++i) {
-    if (!args[i])
-      return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': args[%zu] (%s) is NULL", call,
-                  k.symbol.c_str(), i, sk::arg_type_name(k.signature[i]));
-    out[i] = sk::to_slot(k.signature[i], args[i]);
-  }
-  return SK_OK;
-}
-
-sk_status copy_args(const KernelImpl &k, void *const *args, const char *call, std::vector<uint64_t> *out) {
-  std::vector<uint64_t> slots(k.signature.size(), 0);
-  if (sk_status st = copy_args(k, args, call, slots.data()); st != SK_OK) return st;
-  *out = std::move(slots);
-  return SK_OK;
-}
-
-}  // namespace sk::api
-
-namespace {
 
 // sk_finalize's work on a live scope of an open device.
 sk_status finalize(sk_scope *scope, sk_superkernel **out) {
-  const size_t count = scope->entries.size();
+  const size_t count = scope->launches.size();
   std::vector<sk::PlanInput> inputs;
-  std::vector<std::shared_ptr<KernelImpl>> kernels;
+  std::vector<std::shared_ptr<sk::backend::Kernel>> kernels;
   std::vector<std::vector<uint64_t>> args;
   inputs.reserve(count);
   kernels.reserve(count);
   args.reserve(count);
-  for (ScopeEntry &e : scope->entries) {
+  for (ScopeLaunch &l : scope->launches) {
     sk::PlanInput in;
-    in.name = std::move(e.name);
-    in.symbol = e.kernel->symbol;
-    in.module = e.kernel->cuda ? sk::api::cuda_module_label(*e.kernel) : std::string_view(e.kernel->module->label);
-    in.signature = e.kernel->signature_text;
-    in.core_type = sk::kernel_kind_name(e.kind);
-    in.kind = e.kind;
-    in.stream = e.stream;
-    in.after = std::move(e.after);
-    in.block_dim = e.block_dim;
-    in.usage = e.kernel->usage;
-    in.flags = e.flags;
+    in.name = std::move(l.name);
+    in.symbol = l.kernel->symbol;
+    in.module = l.kernel->module_label();
+    in.signature = l.kernel->signature_text;
+    in.core_type = sk::kernel_kind_name(l.kind);
+    in.kind = l.kind;
+    in.stream = l.stream;
+    in.after = std::move(l.after);
+    in.block_dim = l.block_dim;
+    in.usage = l.kernel->usage;
+    in.flags = l.flags;
     inputs.push_back(std::move(in));
-    kernels.push_back(e.kernel);
-    args.push_back(std::move(e.args));
+    kernels.push_back(l.kernel);
+    args.push_back(std::move(l.args));
   }
-  if (scope->cuda)
-    return sk::api::cuda_finalize(*scope, std::move(inputs), std::move(kernels), std::move(args), out);
-  auto sk = std::make_unique<sk_superkernel>();
-  sk->device = scope->device;
-  if (sk_status st = sk::build_plan(scope->name, scope->options, std::move(inputs), scope->device->cores(),
-                                     &sk->plan);
+  std::unique_ptr<sk::backend::SuperKernel> built;
+  if (sk_status st = scope->device->finalize(scope->name, scope->options, std::move(inputs), std::move(kernels),
+                                             std::move(args), &built);
       st != SK_OK)
     return st;
-  sk->program = std::make_unique<sk::host::Program>();
-  sk::api::lower_plan(sk->plan, kernels, args, sk->program.get());
-  sk->kernels = std::move(kernels);
+  auto sk = std::make_unique<sk_superkernel>();
+  sk->backend = std::move(built);
   *out = sk.release();
   return SK_OK;
 }
@@ -90,8 +57,7 @@ SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *op
   return sk::api::guarded("sk_scope_begin", [&]() -> sk_status {
     auto scope = std::make_unique<sk_scope>();
     scope->owner.attach(dev->life, sk::api::ChildKind::Scope);
-    scope->device = dev->impl;
-    scope->cuda = dev->cuda;
+    scope->device = dev->backend;
     scope->name = name && *name ? name : "superkernel";
     if (sk_status st = sk::parse_scope_options(options, &scope->options); st != SK_OK) {
       sk::prefix_error("sk_scope_begin '" + scope->name + "'");
@@ -106,8 +72,8 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
                                void *const *args, const sk_kernel_options *opts) {
   if (sk_status st = sk::api::check(scope, "sk_add_kernel")) return st;
   if (sk_status st = sk::api::check(kernel, "sk_add_kernel")) return st;
-  const KernelImpl &k = *kernel->impl;
-  if (k.device != scope->device || ((k.cuda || scope->cuda) && !sk::api::cuda_same_device(k, *scope)))
+  const sk::backend::Kernel &k = *kernel->backend;
+  if (k.device() != scope->device.get())
     return fail(SK_ERR_INCOMPATIBLE, "sk_add_kernel: kernel '%s' was loaded on another device than scope '%s'",
                 k.symbol.c_str(), scope->name.c_str());
   if (sk_status st = sk::api::check_block_dim("sk_add_kernel", k, block_dim); st != SK_OK) return st;
@@ -115,8 +81,8 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': opts->struct_size is %u",
                 k.symbol.c_str(), opts->struct_size);
   return sk::api::guarded("sk_add_kernel", [&]() -> sk_status {
-    ScopeEntry e;
-    e.kernel = kernel->impl;
+    ScopeLaunch e;
+    e.kernel = kernel->backend;
     e.block_dim = block_dim;
     // Read only the fields the caller's struct_size covers (older callers pass smaller structs).
     const bool has_name = SK_STRUCT_COVERS(opts, sk_kernel_options, name);
@@ -135,9 +101,9 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
                   e.name.c_str(), opts->core_type);
     if (SK_STRUCT_COVERS(opts, sk_kernel_options, stream)) e.stream = opts->stream;
     if (sk_status st = sk::api::place_on_stream(scope, &e); st != SK_OK) return st;
-    if (sk_status st = sk::api::copy_args(k, args, "sk_add_kernel", &e.args); st != SK_OK) return st;
+    if (sk_status st = k.copy_args(args, "sk_add_kernel", &e.args); st != SK_OK) return st;
     sk::api::note_added(scope, e);
-    scope->entries.push_back(std::move(e));
+    scope->launches.push_back(std::move(e));
     return SK_OK;
   });
 }

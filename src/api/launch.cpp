@@ -1,0 +1,79 @@
+// sk_launch, sk_launch_kernel, sk_superkernel_set_arg / explain / destroy.
+#include <cstring>
+
+#include "api/handles.hpp"
+
+using sk::fail;
+
+extern "C" {
+
+SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
+  // The handle checks add two relaxed loads to the hot path (handle_tag.hpp): no lock, no allocation.
+  if (sk_status st = sk::api::check(sk, "sk_launch")) return st;
+  if (stream && !stream->live()) return sk::api::check(stream, "sk_launch");
+  if (stream && stream->backend->device() != sk->backend->device())
+    return stream->owner.closed()
+               ? sk::api::check(stream, "sk_launch")
+               : fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
+                      sk->backend->plan.name.c_str());
+  return sk::api::guarded("sk_launch", [&] { return sk->backend->launch(stream ? stream->backend.get() : nullptr); });
+}
+
+SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {
+  if (sk_status st = sk::api::check(kernel, "sk_launch_kernel")) return st;
+  if (stream && !stream->live()) return sk::api::check(stream, "sk_launch_kernel");
+  sk::backend::Kernel &k = *kernel->backend;
+  if (stream && stream->backend->device() != k.device())
+    return stream->owner.closed()
+               ? sk::api::check(stream, "sk_launch_kernel")
+               : fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
+                      k.symbol.c_str());
+  if (sk_status st = sk::api::check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
+  return sk::api::guarded("sk_launch_kernel",
+                          [&] { return k.launch(block_dim, args, stream ? stream->backend.get() : nullptr); });
+}
+
+SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index, const void *value) {
+  if (sk_status st = sk::api::check(sk, "sk_superkernel_set_arg")) return st;
+  if (!value) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: value is NULL");
+  sk::backend::SuperKernel &b = *sk->backend;
+  if (step >= b.kernels.size())
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_set_arg: '%s' has %zu steps; step %u does not exist",
+                b.plan.name.c_str(), b.kernels.size(), step);
+  const sk::backend::Kernel &k = *b.kernels[step];
+  if (index >= k.signature.size())
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "sk_superkernel_set_arg: step %u '%s' takes %zu parameters (%s); index %u does not exist",
+                step, b.plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
+  return sk::api::guarded("sk_superkernel_set_arg",
+                          [&] { return b.set_arg(step, index, sk::to_slot(k.signature[index], value)); });
+}
+
+SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap, size_t *needed) {
+  if (sk_status st = sk::api::check(sk, "sk_superkernel_explain")) return st;
+  if (!buf && cap > 0) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: buf is NULL but cap is %zu", cap);
+  sk_status st = sk::api::guarded("sk_superkernel_explain", [sk] {
+    std::call_once(sk->explain_once, [sk] { sk->explain = sk->backend->explain(); });
+    return SK_OK;
+  });
+  if (st != SK_OK) return st;
+  const size_t size = sk->explain.size() + 1;
+  if (needed) *needed = size;
+  if (cap < size) {
+    // Only buf NULL, cap 0, needed set is a size query; a buffer of cap 0 is one too small.
+    if (buf || !needed)
+      return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: '%s' needs %zu bytes, cap is %zu",
+                  sk->backend->plan.name.c_str(), size, cap);
+    return SK_OK;
+  }
+  std::memcpy(buf, sk->explain.c_str(), size);
+  return SK_OK;
+}
+
+SK_API void sk_superkernel_destroy(sk_superkernel *sk) {
+  if (!sk) return;
+  if (sk::api::check_destroy(sk, "sk_superkernel_destroy") != SK_OK) return;  // destroyed twice: ignored
+  delete sk;  // the backend's super kernel waits for its launches
+}
+
+}  // extern "C"

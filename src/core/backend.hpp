@@ -1,0 +1,161 @@
+// The backend interface: what a device kind (src/host, src/cuda) implements so that the C API
+// (src/api) can check arguments, tag handles and dispatch without knowing which kind it holds.
+// Each public handle holds one of these objects. A backend is one folder that implements these
+// classes and one line in api/backend_list.cpp (docs/architecture.md, "Adding a backend").
+//
+// Every call is made on a live handle of an open device with checked arguments; the objects a
+// device makes (modules, kernels, streams, super kernels) keep the device alive, and the api
+// has checked that the objects passed together belong to the same device.
+#pragma once
+#include <sk.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/core_layout.hpp"
+#include "core/kernel_metadata.hpp"
+#include "core/plan.hpp"
+#include "core/scope_options.hpp"
+#include "core/signature.hpp"
+
+namespace sk::backend {
+
+class Device;
+class Kernel;
+class Stream;
+
+// Objects of this size or more are refused before they are hashed or copied: a kernel object
+// is kilobytes to megabytes; this only stops a mistaken or hostile input early.
+constexpr size_t kMaxObjectSize = size_t{1} << 30;
+
+// One input of a module load: a file's or a memory image's bytes, borrowed for the call.
+struct ModuleImage {
+  std::string label;  // a path, "<memory #i>" or "<memory image of N bytes>"
+  const void *bytes = nullptr;
+  size_t size = 0;
+};
+
+// What a device made: it keeps the device alive, and the api compares device() to check that
+// objects used together belong to one device (a pointer compare: no call on the launch path).
+class DeviceChild {
+ public:
+  explicit DeviceChild(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  Device *device() const { return device_.get(); }
+
+ protected:
+  std::shared_ptr<Device> device_;
+};
+
+// A kernel taken from a module. Its description is filled by the backend; a scope or super
+// kernel that uses the kernel keeps it (and the code it needs) alive past sk_module_unload.
+class Kernel : public DeviceChild {
+ public:
+  using DeviceChild::DeviceChild;
+  virtual ~Kernel() = default;
+
+  std::string symbol;
+  std::string core_type;  // as the metadata says ("vector" without)
+  KernelKind kind = KernelKind::Vector;  // core_type parsed
+  Signature signature;
+  std::string signature_text;
+  uint32_t usage = 0;  // DeviceApiBit set, from the device-API calls its code can reach
+
+  virtual std::string_view module_label() const = 0;
+  // sk_launch_kernel, unfused: `block_dim` checked, `args` not yet (copy_args), `stream` of
+  // this device or nullptr (its default stream).
+  virtual sk_status launch(uint32_t block_dim, void *const *args, Stream *stream) = 0;
+
+  // Copies the values args[i] points to into 8-byte slots, by the signature's sizes: into
+  // signature.size() slots at `out` (some may be written on failure), or into *out (untouched
+  // on failure). Fails naming `call` and the kernel on a NULL array or value.
+  sk_status copy_args(void *const *args, const char *call, uint64_t *out) const;
+  sk_status copy_args(void *const *args, const char *call, std::vector<uint64_t> *out) const;
+};
+
+// A loaded module: its kernels, by name.
+class Module : public DeviceChild {
+ public:
+  using DeviceChild::DeviceChild;
+  virtual ~Module() = default;
+  // `signature` NULL: from the kernel's metadata; else parsed and checked against it.
+  // SK_ERR_NOT_FOUND names the kernel and the module.
+  virtual sk_status get_kernel(const char *name, const char *signature, const char *call,
+                               std::shared_ptr<Kernel> *out) = 0;
+  // The kernels its metadata declares, in the order it lists them.
+  virtual const std::vector<KernelMetadata> &declared_kernels() const = 0;
+};
+
+// A stream: launches on it run in order. Destroying it waits for them.
+class Stream : public DeviceChild {
+ public:
+  using DeviceChild::DeviceChild;
+  virtual ~Stream() = default;
+};
+
+// A finalized scope. Destroying it waits for its launches.
+class SuperKernel : public DeviceChild {
+ public:
+  using DeviceChild::DeviceChild;
+  virtual ~SuperKernel() = default;
+
+  Plan plan;
+  std::vector<std::shared_ptr<Kernel>> kernels;  // per plan step
+
+  // `stream` of this device or nullptr (its default stream).
+  virtual sk_status launch(Stream *stream) = 0;
+  // Rebinds argument `index` of `step` (both checked) to `slot` (to_slot of the value) for the
+  // launches queued after the call.
+  virtual sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) = 0;
+  // sk_superkernel_explain's JSON: the plan and what the backend made of it.
+  virtual std::string explain() const = 0;
+  // The records of the last completed launch (profiling=1) and the profiler's id (the trace's pid),
+  // or a failure naming `call` and why there are none.
+  virtual sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const = 0;
+};
+
+// An open device.
+class Device : public std::enable_shared_from_this<Device> {
+ public:
+  virtual ~Device() = default;
+
+  virtual uint32_t cores() const = 0;
+  // sk_device_close, once the device is out of the open list: waits for its queued work.
+  // Objects made from the device keep it alive after this.
+  virtual void close() = 0;
+  // True for a device opened before this process forked: nothing of it runs here.
+  virtual bool forked_away() const { return false; }
+
+  virtual sk_status mem_alloc(size_t size, void **out) = 0;
+  // false if ptr was not allocated by this device (nothing is freed then).
+  virtual bool mem_free(void *ptr) = 0;
+  // Synchronous: waits for the work queued on the device first. `size` > 0, both pointers set.
+  virtual sk_status memcpy(void *dst, const void *src, size_t size) = 0;
+
+  virtual sk_status create_stream(std::unique_ptr<Stream> *out) = 0;
+  // Waits for the work queued on `stream` (nullptr: the default stream) and returns the first
+  // failure of those launches, once; `call` names the API call in messages.
+  virtual sk_status synchronize(Stream *stream, const char *call) = 0;
+  // sk_stream_query: *done says whether that work has ended; failures as synchronize's.
+  virtual sk_status query(Stream *stream, bool *done) = 0;
+
+  // One image, or several (the backend may refuse to link several into one module).
+  virtual sk_status load_module(const std::vector<ModuleImage> &images, const char *call,
+                                std::unique_ptr<Module> *out) = 0;
+  // sk_finalize: plans the scope's kernels (inputs[i] describes kernels[i], launched with
+  // args[i]), builds what runs the plan, and fills `out`.
+  virtual sk_status finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
+                             std::vector<std::shared_ptr<Kernel>> kernels, std::vector<std::vector<uint64_t>> args,
+                             std::unique_ptr<SuperKernel> *out) = 0;
+};
+
+// A backend's line in api/backend_list.cpp: device specs "name" and "name:..." open with `open`.
+struct Registration {
+  const char *name;
+  sk_status (*open)(const char *spec, std::shared_ptr<Device> *out);
+};
+
+}  // namespace sk::backend

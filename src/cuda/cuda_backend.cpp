@@ -1,0 +1,101 @@
+// The CUDA backend's device: open, close, streams, synchronisation, module loading and kernel lookup.
+#include "cuda/cuda_backend.hpp"
+
+#include "core/error.hpp"
+
+namespace sk::cuda {
+namespace {
+
+// Every wait of a CUDA device (sk_stream_synchronize, sk_device_synchronize, sk_stream_query)
+// is a stream synchronize, and its messages name it so: waits, then reports a hang a super
+// kernel recorded.
+sk_status synchronize_stream(CudaDevice &d, CUstream stream) {
+  constexpr const char *call = "sk_stream_synchronize";
+  ContextScope ctx(d, call);
+  if (ctx.status() != SK_OK) return ctx.status();
+  if (sk_status st = d.check(d.api().cuStreamSynchronize(stream), call, "cuStreamSynchronize"); st != SK_OK)
+    return st;
+  return d.take_hang_report(stream, call);
+}
+
+}  // namespace
+
+sk_status open_cuda_backend(const char *spec, std::shared_ptr<backend::Device> *out) {
+  CudaSpec parsed;
+  if (sk_status st = parse_cuda_spec(spec, &parsed); st != SK_OK) return st;
+  std::shared_ptr<CudaDevice> gpu;
+  if (sk_status st = CudaDevice::open(parsed, &gpu); st != SK_OK) return st;
+  *out = std::make_shared<CudaBackend>(std::move(gpu));
+  return SK_OK;
+}
+
+void CudaBackend::close() {
+  ContextScope ctx(*gpu_, "sk_device_close", true);
+  if (ctx.status() == SK_OK) gpu_->api().cuCtxSynchronize();
+}
+
+sk_status CudaBackend::create_stream(std::unique_ptr<backend::Stream> *out) {
+  auto s = std::make_unique<CudaStream>(shared_from_this(), gpu_);
+  ContextScope ctx(*gpu_, "sk_stream_create");
+  if (ctx.status() != SK_OK) return ctx.status();
+  if (sk_status st = gpu_->check(gpu_->api().cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING), "sk_stream_create",
+                                 "cuStreamCreate");
+      st != SK_OK)
+    return st;
+  *out = std::move(s);
+  return SK_OK;
+}
+
+CudaStream::~CudaStream() {
+  if (!stream) return;
+  ContextScope ctx(*gpu, "sk_stream_destroy", true);
+  gpu->api().cuStreamSynchronize(stream);
+  gpu->forget_stream(stream);  // a later stream may get its handle
+  gpu->api().cuStreamDestroy(stream);
+}
+
+sk_status CudaBackend::synchronize(backend::Stream *stream, const char *) {
+  return synchronize_stream(*gpu_, driver_stream(*gpu_, stream));
+}
+
+sk_status CudaBackend::query(backend::Stream *stream, bool *done) {
+  sk_status st = synchronize_stream(*gpu_, driver_stream(*gpu_, stream));
+  if (st == SK_OK) *done = true;
+  return st;
+}
+
+sk_status CudaBackend::load_module(const std::vector<backend::ModuleImage> &images, const char *call,
+                                   std::unique_ptr<backend::Module> *out) {
+  // nvJitLink links device code, not host archives: several inputs are linked by the user first.
+  if (images.size() != 1)
+    return fail(SK_ERR_UNSUPPORTED,
+                "%s: %zu objects: a CUDA module is one cubin, fatbin or PTX; link the device code "
+                "into one first (nvcc -dlink, nvlink) and load that",
+                call, images.size());
+  if (sk_status st = gpu_->usable("sk_module_load"); st != SK_OK) return st;
+  std::shared_ptr<const CudaModule> m;
+  if (sk_status st = load_cuda_module(images[0].bytes, images[0].size, images[0].label, &m, gpu_->arch());
+      st != SK_OK)
+    return st;
+  *out = std::make_unique<CudaBackendModule>(shared_from_this(), gpu_, std::move(m));
+  return SK_OK;
+}
+
+sk_status CudaBackendModule::get_kernel(const char *name, const char *signature, const char *call,
+                                        std::shared_ptr<backend::Kernel> *out) {
+  std::shared_ptr<CudaKernel> ck;
+  if (sk_status st = make_cuda_kernel(module, name, signature, call, &ck); st != SK_OK) return st;
+  auto k = std::make_shared<CudaBackendKernel>(device_);
+  k->symbol = name;
+  k->core_type = ck->core_type;
+  parse_kernel_kind(k->core_type, &k->kind);
+  k->signature = ck->signature;
+  k->signature_text = signature_to_string(ck->signature);
+  k->usage = ck->usage;
+  k->gpu = gpu;
+  k->kernel = std::move(ck);
+  *out = std::move(k);
+  return SK_OK;
+}
+
+}  // namespace sk::cuda

@@ -1,0 +1,109 @@
+// The CUDA device behind the C API (core/backend.hpp): the handles of a "cuda[:N]" device hold
+// these objects. cuda_backend.cpp opens the device and loads modules and kernels;
+// cuda_launch.cpp finalizes (re-planning after the occupancy query), launches and explains.
+#pragma once
+#include <sk.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "cuda/cuda_device.hpp"
+#include "cuda/cuda_module.hpp"
+#include "cuda/linked_program.hpp"
+
+namespace sk::cuda {
+
+// Opens "cuda", "cuda:N[,key=value...]" (the registration in api/backend_list.cpp).
+sk_status open_cuda_backend(const char *spec, std::shared_ptr<backend::Device> *out);
+
+class CudaBackend final : public backend::Device {
+ public:
+  explicit CudaBackend(std::shared_ptr<CudaDevice> gpu) : gpu_(std::move(gpu)) {}
+  const std::shared_ptr<CudaDevice> &gpu() const { return gpu_; }
+
+  uint32_t cores() const override { return gpu_->multiprocessors(); }
+  void close() override;
+  sk_status mem_alloc(size_t size, void **out) override { return gpu_->mem_alloc(size, out); }
+  bool mem_free(void *ptr) override { return gpu_->mem_free(ptr); }
+  sk_status memcpy(void *dst, const void *src, size_t size) override { return gpu_->memcpy(dst, src, size); }
+  sk_status create_stream(std::unique_ptr<backend::Stream> *out) override;
+  sk_status synchronize(backend::Stream *stream, const char *call) override;
+  // The GPU reports its own hangs: this waits, as synchronize does.
+  sk_status query(backend::Stream *stream, bool *done) override;
+  sk_status load_module(const std::vector<backend::ModuleImage> &images, const char *call,
+                        std::unique_ptr<backend::Module> *out) override;
+  sk_status finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
+                     std::vector<std::shared_ptr<backend::Kernel>> kernels, std::vector<std::vector<uint64_t>> args,
+                     std::unique_ptr<backend::SuperKernel> *out) override;
+
+ private:
+  std::shared_ptr<CudaDevice> gpu_;
+};
+
+class CudaStream final : public backend::Stream {
+ public:
+  CudaStream(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+      : Stream(std::move(device)), gpu(std::move(gpu)) {}
+  ~CudaStream() override;
+  std::shared_ptr<CudaDevice> gpu;
+  CUstream stream = nullptr;
+};
+
+// The driver stream of `stream` (a stream of this device, or nullptr: its default one).
+inline CUstream driver_stream(const CudaDevice &gpu, backend::Stream *stream) {
+  return stream ? static_cast<CudaStream *>(stream)->stream : gpu.default_stream();
+}
+
+class CudaBackendModule final : public backend::Module {
+ public:
+  CudaBackendModule(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu,
+                    std::shared_ptr<const CudaModule> module)
+      : Module(std::move(device)), gpu(std::move(gpu)), module(std::move(module)) {}
+  sk_status get_kernel(const char *name, const char *signature, const char *call,
+                       std::shared_ptr<backend::Kernel> *out) override;
+  const std::vector<KernelMetadata> &declared_kernels() const override { return module->metadata; }
+  std::shared_ptr<CudaDevice> gpu;
+  std::shared_ptr<const CudaModule> module;
+};
+
+// A linked one-kernel entry of sk_launch_kernel, for one block_dim.
+struct UnfusedProgram {
+  std::unique_ptr<LinkedProgram> linked;
+  std::mutex mutex;  // one launch at a time: the slots are set, then launched
+};
+
+class CudaBackendKernel final : public backend::Kernel {
+ public:
+  using Kernel::Kernel;
+  std::string_view module_label() const override { return kernel->module->label; }
+  sk_status launch(uint32_t block_dim, void *const *args, backend::Stream *stream) override;
+
+  std::shared_ptr<CudaDevice> gpu;
+  std::shared_ptr<CudaKernel> kernel;
+  // Built on first use, per block_dim.
+  std::mutex unfused_mutex;
+  std::map<uint32_t, std::shared_ptr<UnfusedProgram>> unfused;
+};
+
+class CudaSuperKernel final : public backend::SuperKernel {
+ public:
+  CudaSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+      : SuperKernel(std::move(device)), gpu(std::move(gpu)) {}
+  ~CudaSuperKernel() override;
+  sk_status launch(backend::Stream *stream) override;
+  sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) override;
+  std::string explain() const override;
+  sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
+
+  std::shared_ptr<CudaDevice> gpu;
+  std::unique_ptr<LinkedProgram> program;
+  std::vector<size_t> slot_base;  // first argument slot of each step
+  uint64_t id = 0;                // its name's registration (CudaDevice::register_name)
+};
+
+}  // namespace sk::cuda

@@ -1,0 +1,177 @@
+// The CUDA backend's super kernels (finalize with its re-plan after the occupancy query, launch,
+// set_arg, explain, destroy) and unfused launches (sk_launch_kernel, one linked entry per block_dim).
+#include <memory>
+
+#include "core/device_api_usage.hpp"
+#include "core/error.hpp"
+#include "core/json_writer.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/superkernel_build.hpp"
+
+namespace sk::cuda {
+namespace {
+
+// Blocks per SM no architecture exceeds (32 on every sm_70+): the first plan's core bound,
+// before the linked entry's occupancy is known.
+constexpr uint32_t kMaxBlocksPerSm = 32;
+
+// CUDA has one core type: cube-only kernels run as plain blocks; mixed kernels are refused.
+sk_status cuda_inputs(const std::string &scope, std::vector<PlanInput> *inputs) {
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    PlanInput &in = (*inputs)[i];
+    if (is_mixed(in.kind))
+      return fail(SK_ERR_UNSUPPORTED,
+                  "sk_finalize: scope '%s': kernel %zu '%s' is a mixed (%s) kernel; CUDA devices have one core type",
+                  scope.c_str(), i, in.name.c_str(), kernel_kind_name(in.kind));
+    in.kind = KernelKind::Vector;
+    in.core_type = "vector";
+  }
+  return SK_OK;
+}
+
+// Builds, links and loads a plan; `slots` argument slots in all.
+sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const Plan &plan,
+                         const std::vector<std::shared_ptr<CudaKernel>> &kernels, size_t slots, uint64_t id,
+                         std::unique_ptr<LinkedProgram> *out) {
+  BuildRequest req;
+  req.name = plan.name;
+  req.arch = dev->arch();
+  req.timeout_ns = dev->timeout_ns();
+  req.id = id;
+  req.plan = &plan;
+  req.kernels = kernels;
+  req.arg_slots = slots;
+  req.param_bytes = param_space_bytes(dev->driver_version());
+  BuiltImage image;
+  if (sk_status st = build_superkernel(req, &image); st != SK_OK) return st;
+  return LinkedProgram::load(dev, image, plan.name, plan.steps.size(), id, out);
+}
+
+}  // namespace
+
+sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
+                                std::vector<std::shared_ptr<backend::Kernel>> kernels,
+                                std::vector<std::vector<uint64_t>> args, std::unique_ptr<backend::SuperKernel> *out) {
+  const std::shared_ptr<CudaDevice> &dev = gpu_;
+  if (sk_status st = cuda_inputs(name, &inputs); st != SK_OK) return st;
+  std::vector<std::shared_ptr<CudaKernel>> ck;
+  std::vector<std::string> names;
+  std::vector<uint64_t> slots;
+  std::vector<size_t> slot_base;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    ck.push_back(static_cast<const CudaBackendKernel &>(*kernels[i]).kernel);  // the api checked the device
+    names.push_back(inputs[i].name);
+    slot_base.push_back(slots.size());
+    slots.insert(slots.end(), args[i].begin(), args[i].end());
+  }
+  ContextScope ctx(*dev, "sk_finalize");
+  if (ctx.status() != SK_OK) return ctx.status();
+  auto sk = std::make_unique<CudaSuperKernel>(shared_from_this(), dev);
+  sk->slot_base = slot_base;
+  sk->id = dev->register_name(name, names);
+  // First plan: bounded by what any architecture could hold; the linked entry's occupancy
+  // then gives the real co-residency bound, and a plan that exceeds it is made again.
+  const uint32_t bound = dev->multiprocessors() * kMaxBlocksPerSm;
+  if (sk_status st = build_plan(name, options, inputs, bound, &sk->plan); st != SK_OK) return st;
+  if (sk_status st = build_and_load(dev, sk->plan, ck, slots.size(), sk->id, &sk->program); st != SK_OK) return st;
+  const uint32_t fit = sk->program->max_coresident();
+  if (sk->plan.cores > fit) {
+    Plan clipped;
+    if (sk_status st = build_plan(name, options, inputs, fit, &clipped); st != SK_OK) {
+      prefix_error("sk_finalize: on " + dev->name() + " at most " + std::to_string(fit) +
+                   " blocks are co-resident (" + std::to_string(sk->program->occupancy_per_sm()) + " per SM x " +
+                   std::to_string(dev->multiprocessors()) + " SMs, " + std::to_string(sk->program->registers()) +
+                   " registers per thread)");
+      return st;
+    }
+    sk->plan = std::move(clipped);
+    sk->program.reset();
+    if (sk_status st = build_and_load(dev, sk->plan, ck, slots.size(), sk->id, &sk->program); st != SK_OK)
+      return st;
+  }
+  if (sk_status st = sk->program->configure(std::move(slots), sk->plan.cores, true); st != SK_OK) return st;
+  sk->kernels = std::move(kernels);
+  *out = std::move(sk);
+  return SK_OK;
+}
+
+CudaSuperKernel::~CudaSuperKernel() {
+  if (program) program->wait("sk_superkernel_destroy");
+  program.reset();
+  if (id) gpu->unregister_name(id);
+}
+
+sk_status CudaSuperKernel::launch(backend::Stream *stream) {
+  return program->launch(driver_stream(*gpu, stream), "sk_launch");
+}
+
+sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot) {
+  return program->set_slot(slot_base[step] + index, slot);
+}
+
+std::string CudaSuperKernel::explain() const {
+  const LinkedProgram &p = *program;
+  return explain_json(plan, "cuda", [&p](JsonWriter &j) {
+    const EntryResources &r = p.resources();
+    j.key("entry").value(r.entry);
+    j.key("arch").value("sm_" + std::to_string(r.sm));
+    j.key("registers").value(uint64_t{r.registers});
+    j.key("local_bytes").value(uint64_t{r.local_bytes});
+    j.key("stack_bytes").value(uint64_t{r.stack_bytes});
+    j.key("static_shared_bytes").value(uint64_t{r.static_shared});
+    j.key("dynamic_shared_bytes").value(uint64_t{r.dynamic_shared});
+    j.key("blocks_per_sm").value(uint64_t{p.occupancy_per_sm()});
+  }, "cuda_entry");
+}
+
+sk_status CudaSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *, uint32_t *) const {
+  // Its launches run on a GPU, not on the host executor that records profiles.
+  return fail(SK_ERR_UNSUPPORTED, "%s: super kernel '%s' is not on the host device; profiling is host-only for now",
+              call, plan.name.c_str());
+}
+
+sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
+  const std::shared_ptr<CudaDevice> &dev = gpu;
+  if (sk_status st = dev->usable("sk_launch_kernel"); st != SK_OK) return st;
+  std::vector<uint64_t> slots;
+  if (sk_status st = copy_args(args, "sk_launch_kernel", &slots); st != SK_OK) return st;
+  std::shared_ptr<UnfusedProgram> program;
+  {
+    std::lock_guard<std::mutex> lock(unfused_mutex);
+    if (auto it = unfused.find(block_dim); it != unfused.end()) program = it->second;
+  }
+  if (!program) {
+    // A one-step plan over block_dim blocks: one block per block, no multiplexing, launched
+    // cooperatively only when the kernel waits on other blocks.
+    PlanInput in;
+    in.name = symbol;
+    in.symbol = symbol;
+    in.module = kernel->module->label;
+    in.signature = signature_text;
+    in.core_type = "vector";
+    in.block_dim = block_dim;
+    in.usage = usage;
+    Plan plan;
+    if (sk_status st = build_plan(symbol, ScopeOptions{}, {in}, block_dim, &plan); st != SK_OK) return st;
+    ContextScope ctx(*dev, "sk_launch_kernel");
+    if (ctx.status() != SK_OK) return ctx.status();
+    auto made = std::make_shared<UnfusedProgram>();
+    const uint64_t id = dev->register_name(symbol + " (single)", {symbol});
+    if (sk_status st = build_and_load(dev, plan, {kernel}, slots.size(), id, &made->linked); st != SK_OK) return st;
+    const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
+    if (waits && block_dim > made->linked->max_coresident())
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "sk_launch_kernel: kernel '%s' synchronises its blocks, but block_dim %u exceeds the %u blocks "
+                  "that can be co-resident on %s",
+                  symbol.c_str(), block_dim, made->linked->max_coresident(), dev->name().c_str());
+    if (sk_status st = made->linked->configure(slots, block_dim, waits); st != SK_OK) return st;
+    std::lock_guard<std::mutex> lock(unfused_mutex);
+    program = unfused.emplace(block_dim, made).first->second;
+  }
+  std::lock_guard<std::mutex> lock(program->mutex);
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (sk_status st = program->linked->set_slot(i, slots[i]); st != SK_OK) return st;
+  return program->linked->launch(driver_stream(*dev, stream), "sk_launch_kernel");
+}
+
+}  // namespace sk::cuda

@@ -1,0 +1,87 @@
+// The host backend's device: open, memory, streams, module loading and kernel lookup.
+#include "host/host_backend.hpp"
+
+#include <cstring>
+
+#include "core/device_api_usage.hpp"
+#include "core/device_spec.hpp"
+#include "core/error.hpp"
+#include "core/kernel_metadata.hpp"
+
+namespace sk::host {
+
+sk_status open_host_backend(const char *spec, std::shared_ptr<backend::Device> *out) {
+  DeviceSpec parsed;
+  if (sk_status st = parse_device_spec(spec, &parsed); st != SK_OK) return st;
+  std::unique_ptr<HostDevice> host;
+  if (sk_status st = HostDevice::open(parsed, &host); st != SK_OK) return st;
+  *out = std::make_shared<HostBackend>(std::move(host));
+  return SK_OK;
+}
+
+void HostBackend::close() { host_->executor().wait_idle(); }
+
+sk_status HostBackend::memcpy(void *dst, const void *src, size_t size) {
+  host_->executor().wait_idle();
+  std::memmove(dst, src, size);
+  return SK_OK;
+}
+
+sk_status HostBackend::create_stream(std::unique_ptr<backend::Stream> *out) {
+  *out = std::make_unique<HostStream>(shared_from_this(), host_);
+  return SK_OK;
+}
+
+sk_status HostBackend::synchronize(backend::Stream *stream, const char *call) {
+  return host_->executor().synchronize(stream_state(*host_, stream), call);
+}
+
+sk_status HostBackend::query(backend::Stream *stream, bool *done) {
+  return host_->executor().query(stream_state(*host_, stream), done);
+}
+
+sk_status HostBackend::load_module(const std::vector<backend::ModuleImage> &images, const char *,
+                                   std::unique_ptr<backend::Module> *out) {
+  std::shared_ptr<LinkedModule> linked;
+  if (images.size() == 1) {
+    if (sk_status st = host_->load_module(images[0].bytes, images[0].size, images[0].label, &linked); st != SK_OK)
+      return st;
+  } else {
+    std::vector<elf::Input> inputs;
+    std::string label;
+    for (const backend::ModuleImage &in : images) {
+      inputs.push_back({in.label, in.bytes, in.size});
+      label += (label.empty() ? "" : " + ") + in.label;
+    }
+    if (sk_status st = host_->load_module_set(inputs, label, &linked); st != SK_OK) return st;
+  }
+  *out = std::make_unique<HostModule>(shared_from_this(), host_, std::move(linked));
+  return SK_OK;
+}
+
+sk_status HostModule::get_kernel(const char *name, const char *signature, const char *call,
+                                 std::shared_ptr<backend::Kernel> *out) {
+  const LinkedModule &lm = *linked;
+  const LinkedFunction *fn = lm.object->find_function(name);
+  if (!fn) return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, lm.label.c_str());
+  const KernelMetadata *meta = lm.find_metadata(name);
+  const std::string what = std::string("kernel '") + name + "' of " + lm.label;
+  auto k = std::make_shared<HostKernel>(device_);
+  if (sk_status st = kernel_signature(signature, meta, what, call, ".sk.kernels metadata (built without SK_KERNEL?)",
+                                      &k->signature);
+      st != SK_OK)
+    return st;
+  k->host = host;
+  k->module = linked;
+  k->symbol = name;
+  k->core_type = meta ? meta->core_type : "vector";
+  parse_kernel_kind(k->core_type, &k->kind);  // the metadata reader admits only the four
+  k->signature_text = signature_to_string(k->signature);
+  k->usage = device_api_usage(fn->undefined_references);
+  k->fn = fn->address;
+  if (sk_status st = prepare_call(k->signature, name, &k->call); st != SK_OK) return st;
+  *out = std::move(k);
+  return SK_OK;
+}
+
+}  // namespace sk::host

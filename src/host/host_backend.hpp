@@ -1,0 +1,101 @@
+// The host device behind the C API (core/backend.hpp): the handles of a "host" device hold
+// these objects. host_backend.cpp opens the device and loads modules and kernels; host_launch.cpp
+// finalizes, launches and explains; host/lower_plan.cpp turns a plan into a Program.
+#pragma once
+#include <sk.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "host/host_device.hpp"
+#include "host/kernel_call.hpp"
+#include "host/program.hpp"
+#include "host/program_pool.hpp"
+
+namespace sk::host {
+
+// Opens "host[:key=value,...]" (the registration in api/backend_list.cpp).
+sk_status open_host_backend(const char *spec, std::shared_ptr<backend::Device> *out);
+
+class HostBackend final : public backend::Device {
+ public:
+  explicit HostBackend(std::shared_ptr<HostDevice> host) : host_(std::move(host)) {}
+  const std::shared_ptr<HostDevice> &host() const { return host_; }
+
+  uint32_t cores() const override { return host_->cores(); }
+  void close() override;
+  bool forked_away() const override { return host_->executor().forked_away(); }
+  sk_status mem_alloc(size_t size, void **out) override { return host_->mem_alloc(size, out); }
+  bool mem_free(void *ptr) override { return host_->mem_free(ptr); }
+  sk_status memcpy(void *dst, const void *src, size_t size) override;
+  sk_status create_stream(std::unique_ptr<backend::Stream> *out) override;
+  sk_status synchronize(backend::Stream *stream, const char *call) override;
+  sk_status query(backend::Stream *stream, bool *done) override;
+  sk_status load_module(const std::vector<backend::ModuleImage> &images, const char *call,
+                        std::unique_ptr<backend::Module> *out) override;
+  sk_status finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
+                     std::vector<std::shared_ptr<backend::Kernel>> kernels, std::vector<std::vector<uint64_t>> args,
+                     std::unique_ptr<backend::SuperKernel> *out) override;
+
+ private:
+  std::shared_ptr<HostDevice> host_;
+};
+
+class HostStream final : public backend::Stream {
+ public:
+  HostStream(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
+      : Stream(std::move(device)), host(std::move(host)) {}
+  ~HostStream() override { host->executor().synchronize(&state); }
+  std::shared_ptr<HostDevice> host;
+  StreamState state;
+};
+
+// The executor's queue for `stream` (a stream of a host device, or nullptr: its default one).
+inline StreamState *stream_state(HostDevice &host, backend::Stream *stream) {
+  return stream ? &static_cast<HostStream *>(stream)->state : &host.default_stream();
+}
+
+class HostModule final : public backend::Module {
+ public:
+  HostModule(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host,
+             std::shared_ptr<LinkedModule> linked)
+      : Module(std::move(device)), host(std::move(host)), linked(std::move(linked)) {}
+  sk_status get_kernel(const char *name, const char *signature, const char *call,
+                       std::shared_ptr<backend::Kernel> *out) override;
+  const std::vector<KernelMetadata> &declared_kernels() const override { return linked->metadata; }
+  std::shared_ptr<HostDevice> host;
+  std::shared_ptr<LinkedModule> linked;
+};
+
+// A kernel's function in a linked module and how the step loop calls it (host/kernel_call.hpp).
+class HostKernel final : public backend::Kernel, public std::enable_shared_from_this<HostKernel> {
+ public:
+  using Kernel::Kernel;
+  std::string_view module_label() const override { return module->label; }
+  sk_status launch(uint32_t block_dim, void *const *args, backend::Stream *stream) override;
+
+  std::shared_ptr<HostDevice> host;
+  std::shared_ptr<LinkedModule> module;
+  void *fn = nullptr;
+  std::unique_ptr<CallInterface> call;
+  ProgramPool unfused_programs;  // sk_launch_kernel's one-step programs
+};
+
+class HostSuperKernel final : public backend::SuperKernel {
+ public:
+  HostSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
+      : SuperKernel(std::move(device)), host(std::move(host)) {}
+  ~HostSuperKernel() override;
+  sk_status launch(backend::Stream *stream) override;
+  sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) override;
+  std::string explain() const override;
+  sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
+
+  std::shared_ptr<HostDevice> host;
+  std::unique_ptr<Program> program;
+};
+
+}  // namespace sk::host

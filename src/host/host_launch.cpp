@@ -1,0 +1,112 @@
+// The host backend's super kernels (finalize, launch, set_arg, explain, profile, destroy) and
+// unfused launches (sk_launch_kernel).
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/json_writer.hpp"
+#include "host/host_backend.hpp"
+#include "host/lower_plan.hpp"
+#include "host/profiler.hpp"
+#include "host/program_explain.hpp"
+
+namespace sk::host {
+namespace {
+
+std::vector<const HostKernel *> host_kernels(const std::vector<std::shared_ptr<backend::Kernel>> &kernels) {
+  std::vector<const HostKernel *> out;
+  out.reserve(kernels.size());
+  for (const auto &k : kernels) out.push_back(static_cast<const HostKernel *>(k.get()));  // the api checked the device
+  return out;
+}
+
+// The one-step program of an unfused launch over block_dim blocks: a plan like a super kernel's,
+// so that the same checks and the same executor path apply. Its argument slots are zero; a
+// launch writes them to the block Program::args names (no rebind ever changes which).
+sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::unique_ptr<Program> *out) {
+  PlanInput in;
+  in.name = in.symbol = k.symbol;
+  in.module = k.module->label;
+  in.core_type = kernel_kind_name(k.kind);
+  in.kind = k.kind;
+  in.block_dim = block_dim;
+  in.usage = k.usage;
+  Plan plan;
+  if (sk_status st = build_plan(k.symbol, ScopeOptions{}, {in}, k.host->cores(), &plan); st != SK_OK) return st;
+  auto program = std::make_unique<Program>();
+  lower_plan(plan, {&k}, {std::vector<uint64_t>(k.signature.size(), 0)}, k.host->executor().release_group(),
+             program.get());
+  *out = std::move(program);
+  return SK_OK;
+}
+
+}  // namespace
+
+sk_status HostBackend::finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
+                                std::vector<std::shared_ptr<backend::Kernel>> kernels,
+                                std::vector<std::vector<uint64_t>> args, std::unique_ptr<backend::SuperKernel> *out) {
+  auto sk = std::make_unique<HostSuperKernel>(shared_from_this(), host_);
+  if (sk_status st = build_plan(name, options, std::move(inputs), host_->cores(), &sk->plan); st != SK_OK) return st;
+  sk->program = std::make_unique<Program>();
+  lower_plan(sk->plan, host_kernels(kernels), args, host_->executor().release_group(), sk->program.get());
+  sk->kernels = std::move(kernels);
+  *out = std::move(sk);
+  return SK_OK;
+}
+
+HostSuperKernel::~HostSuperKernel() {
+  if (!program) return;  // its finalize failed
+  host->executor().wait_program(program.get());
+  if (host->executor().lost()) {
+    // A stuck core may still be in its program, running its kernels' code.
+    keep_for_stuck_threads(std::shared_ptr<Program>(std::move(program)));
+    for (auto &k : kernels) keep_for_stuck_threads(std::move(k));
+  }
+}
+
+sk_status HostSuperKernel::launch(backend::Stream *stream) {
+  return host->executor().submit(program.get(), nullptr, stream_state(*host, stream));
+}
+
+sk_status HostSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot) {
+  // A stuck launch may still read the spare argument block that a rebind would write.
+  if (host->executor().lost()) return host->executor().refuse_lost("sk_superkernel_set_arg");
+  host->executor().rebind_arg(program.get(), program->steps[step].first_slot + index, slot);
+  return SK_OK;
+}
+
+std::string HostSuperKernel::explain() const {
+  const uint32_t device_cores = host->executor().cores();
+  return explain_json(plan, "host", [this, device_cores](JsonWriter &j) {
+    write_execution_json(j, *program, device_cores);
+  });
+}
+
+sk_status HostSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const {
+  const Profiler *prof = program->profiler.get();
+  if (!prof)
+    return fail(SK_ERR_STATE, "%s: super kernel '%s' was not built with scope option profiling=1", call,
+                plan.name.c_str());
+  if (!prof->last(out))
+    return fail(SK_ERR_STATE, "%s: super kernel '%s' has no completed launch yet (synchronize its stream first)",
+                call, plan.name.c_str());
+  *id = prof->id();
+  return SK_OK;
+}
+
+sk_status HostKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
+  Program *program = unfused_programs.take(block_dim);
+  std::unique_ptr<Program> unpooled;  // a program the pool declined (all in launches)
+  if (!program) {
+    if (sk_status st = build_unfused_program(*this, block_dim, &unpooled); st != SK_OK) return st;
+    program = unfused_programs.adopt(unpooled);
+    if (!program) program = unpooled.get();
+  }
+  if (sk_status st = copy_args(args, "sk_launch_kernel", program->arg_blocks[0].slots); st != SK_OK) {
+    if (!unpooled) unfused_programs.put(program);
+    return st;
+  }
+  program->launched_kernel = shared_from_this();
+  return host->executor().submit(program, std::move(unpooled), stream_state(*host, stream));
+}
+
+}  // namespace sk::host
