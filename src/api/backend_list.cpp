@@ -3,8 +3,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/device_spec.hpp"
-#include "core/error.hpp"
+#include "common/device_spec.hpp"
+#include "common/error.hpp"
 #include "host/host_backend.hpp"
 #ifdef SK_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"

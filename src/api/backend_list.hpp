@@ -1,10 +1,10 @@
-// The backends this libsk has (core/backend.hpp), by the name a device spec starts with.
+// The backends this libsk has (common/backend.hpp), by the name a device spec starts with.
 #pragma once
 #include <sk.h>
 
 #include <memory>
 
-#include "core/backend.hpp"
+#include "common/backend.hpp"
 
 namespace sk::api {
 

@@ -4,7 +4,7 @@
 #include <new>
 
 #include "api/handle_tag.hpp"
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "host/fork_guard.hpp"
 
 namespace sk::api {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "api/handle_tag.hpp"
-#include "core/backend.hpp"
-#include "core/error.hpp"
-#include "core/scope_options.hpp"
+#include "common/backend.hpp"
+#include "common/error.hpp"
+#include "common/scope_options.hpp"
 
 namespace sk::api {
 
@@ -55,7 +55,7 @@ class DeviceLink {
 
 }  // namespace sk::api
 
-// Each handle holds its device's backend object (core/backend.hpp) and nothing of a backend else.
+// Each handle holds its device's backend object (common/backend.hpp) and nothing of a backend else.
 struct sk_device : sk::api::Handle<sk::api::HandleType::Device> {
   std::shared_ptr<sk::backend::Device> backend;
   std::shared_ptr<sk::api::DeviceLife> life = std::make_shared<sk::api::DeviceLife>();

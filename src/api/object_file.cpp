@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::api {
 namespace {

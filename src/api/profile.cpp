@@ -1,5 +1,5 @@
 // sk_superkernel_profile and sk_superkernel_write_trace: the last completed launch of a super
-// kernel built with profiling=1 (host/profiler.hpp records it, core/trace_json.cpp renders it).
+// kernel built with profiling=1 (host/profiler.hpp records it, common/trace_json.cpp renders it).
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "api/handles.hpp"
-#include "core/trace_json.hpp"
+#include "common/trace_json.hpp"
 
 using sk::fail;
 

@@ -1,7 +1,7 @@
 // sk_last_error, sk_status_name, sk_version, sk_version_string.
 #include <sk.h>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 extern "C" {
 

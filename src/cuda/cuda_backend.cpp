@@ -1,7 +1,7 @@
 // The CUDA backend's device: open, close, streams, synchronisation, module loading and kernel lookup.
 #include "cuda/cuda_backend.hpp"
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::cuda {
 namespace {

@@ -1,4 +1,4 @@
-// The CUDA device behind the C API (core/backend.hpp): the handles of a "cuda[:N]" device hold
+// The CUDA device behind the C API (common/backend.hpp): the handles of a "cuda[:N]" device hold
 // these objects. cuda_backend.cpp opens the device and loads modules and kernels;
 // cuda_launch.cpp finalizes (re-planning after the occupancy query), launches and explains.
 #pragma once
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "common/backend.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/cuda_module.hpp"
 #include "cuda/linked_program.hpp"

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "core/device_spec.hpp"
-#include "core/error.hpp"
+#include "common/device_spec.hpp"
+#include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
 
 namespace sk::cuda {

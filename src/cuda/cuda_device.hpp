@@ -29,7 +29,7 @@ class CudaDevice;
 
 // Makes the device's context current on the calling thread for the scope's life, then gives
 // the caller back its own (cuCtxPushCurrent / cuCtxPopCurrent): libsk shares the thread with
-// applications that keep their own current context. Every entry point opens one first; it
+// applications that keep their own current context. Every C API call opens one first; it
 // fails once the device is lost, except for `teardown`, which frees what libsk holds anyway.
 class ContextScope {
  public:

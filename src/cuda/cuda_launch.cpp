@@ -2,9 +2,9 @@
 // set_arg, explain, destroy) and unfused launches (sk_launch_kernel, one linked entry per block_dim).
 #include <memory>
 
-#include "core/device_api_usage.hpp"
-#include "core/error.hpp"
-#include "core/json_writer.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/error.hpp"
+#include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/superkernel_build.hpp"
 

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/device_api_usage.hpp"
-#include "core/error.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/error.hpp"
 
 namespace sk::cuda {
 namespace {

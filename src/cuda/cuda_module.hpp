@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/kernel_metadata.hpp"
-#include "core/signature.hpp"
+#include "common/kernel_metadata.hpp"
+#include "common/signature.hpp"
 #include "cuda/nvjitlink.hpp"
 #include "elf/cubin.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::cuda {
 namespace {

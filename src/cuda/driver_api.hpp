@@ -1,5 +1,5 @@
 // The CUDA driver API, resolved from libcuda.so.1 at run time. Only what libsk calls is
-// declared; the types mirror cuda.h's ABI (tests/cpp/test_cuda_abi.cpp checks them against the
+// declared; the types mirror cuda.h's ABI (tests/cpp/cuda/test_cuda_abi.cpp checks them against the
 // toolkit's header where one is installed), so libsk needs no CUDA header to build.
 #pragma once
 #include <sk.h>

@@ -2,7 +2,7 @@
 
 #include <dlfcn.h>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::cuda {
 

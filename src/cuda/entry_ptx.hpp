@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/signature.hpp"
+#include "common/signature.hpp"
 
 namespace sk::cuda {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::cuda {
 

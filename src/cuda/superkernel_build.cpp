@@ -9,7 +9,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "cuda/disk_cache.hpp"
 #include "cuda/nvjitlink.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.hpp"
+#include "common/plan.hpp"
 #include "cuda/cuda_module.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "elf/cubin.hpp"

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/elf_object.hpp"
 
 namespace sk::elf {

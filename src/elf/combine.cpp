@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/archive.hpp"
 
 namespace sk::elf {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <map>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/elf_object.hpp"
 
 namespace sk::elf {

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::elf {
 namespace {

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <span>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/lto.hpp"
 
 namespace sk::elf {

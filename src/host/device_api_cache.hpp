@@ -1,6 +1,6 @@
 // Cache maintenance (DCCI) on the host device. A CPU's caches are coherent, so what a flush must
 // give a kernel is ordering: every flush here is a full memory fence (seq_cst). Where flushes
-// happen is the plan's decision (core/cache_plan.hpp), carried per step in StepExec.
+// happen is the plan's decision (common/cache_plan.hpp), carried per step in StepExec.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "host/core_context.hpp"
 #include "host/cpu_budget.hpp"
 #include "host/cpu_claims.hpp"

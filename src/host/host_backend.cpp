@@ -3,10 +3,10 @@
 
 #include <cstring>
 
-#include "core/device_api_usage.hpp"
-#include "core/device_spec.hpp"
-#include "core/error.hpp"
-#include "core/kernel_metadata.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/device_spec.hpp"
+#include "common/error.hpp"
+#include "common/kernel_metadata.hpp"
 
 namespace sk::host {
 

@@ -1,4 +1,4 @@
-// The host device behind the C API (core/backend.hpp): the handles of a "host" device hold
+// The host device behind the C API (common/backend.hpp): the handles of a "host" device hold
 // these objects. host_backend.cpp opens the device and loads modules and kernels; host_launch.cpp
 // finalizes, launches and explains; host/lower_plan.cpp turns a plan into a Program.
 #pragma once
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "common/backend.hpp"
 #include "host/host_device.hpp"
 #include "host/kernel_call.hpp"
 #include "host/program.hpp"

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/backend.hpp"
-#include "core/error.hpp"
+#include "common/backend.hpp"
+#include "common/error.hpp"
 #include "elf/archive.hpp"
 #include "elf/combine.hpp"
 #include "elf/elf_object.hpp"

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/device_spec.hpp"
-#include "core/kernel_metadata.hpp"
+#include "common/device_spec.hpp"
+#include "common/kernel_metadata.hpp"
 #include "elf/combine.hpp"
 #include "host/debug_registration.hpp"
 #include "host/executor.hpp"

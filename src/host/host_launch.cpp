@@ -2,8 +2,8 @@
 // unfused launches (sk_launch_kernel).
 #include <memory>
 
-#include "core/error.hpp"
-#include "core/json_writer.hpp"
+#include "common/error.hpp"
+#include "common/json_writer.hpp"
 #include "host/host_backend.hpp"
 #include "host/lower_plan.hpp"
 #include "host/profiler.hpp"

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::host {
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/signature.hpp"
+#include "common/signature.hpp"
 
 namespace sk::host {
 

@@ -10,7 +10,7 @@
 #include <cinttypes>
 #include <new>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/lto.hpp"
 #include "host/compiler_runtime.hpp"
 #include "host/linker_impl.hpp"

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cinttypes>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "host/linker_impl.hpp"
 
 namespace sk::host {

@@ -9,7 +9,7 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/eh_frame.hpp"
 #include "host/kernel_exception.hpp"
 #include "host/linker_impl.hpp"

@@ -13,7 +13,7 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "host/linker_impl.hpp"
 #include "host/relocation.hpp"
 

@@ -1,6 +1,6 @@
 #include "host/lower_plan.hpp"
 
-#include "core/device_api_usage.hpp"
+#include "common/device_api_usage.hpp"
 #include "host/profiler.hpp"
 
 namespace sk::host {

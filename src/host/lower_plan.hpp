@@ -1,10 +1,10 @@
-// From a plan (core/plan.hpp) to what the host executor runs (host/program.hpp).
+// From a plan (common/plan.hpp) to what the host executor runs (host/program.hpp).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "core/plan.hpp"
+#include "common/plan.hpp"
 #include "host/host_backend.hpp"
 #include "host/program.hpp"
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::host {
 namespace {

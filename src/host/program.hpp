@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/core_layout.hpp"
+#include "common/core_layout.hpp"
 #include "host/cross_core_flags.hpp"
 #include "host/wait.hpp"
 
@@ -45,12 +45,12 @@ struct StepExec {
   uint32_t block_dim = 1;
   uint32_t units = 1;           // cores of its type (groups, mixed) running blocks; the stride
   uint32_t cores = 1;           // cores taking part (units * (1 + R) for mixed kernels)
-  int32_t pred = -1;            // the step it follows (core/plan.hpp)
+  int32_t pred = -1;            // the step it follows (common/plan.hpp)
   bool direct = false;          // call fn with kDirectArgs slots (see kernel_call.hpp)
   bool call_stack = false;      // call_map: the kernel has stack parameters
   bool wait_in_kernel = false;  // previous step awaited at sk_wait_pre_task_end
   bool arrive_in_kernel = false;// next step released at sk_set_next_task_start
-  // Cache maintenance (core/cache_plan.hpp): whole-cache flushes around the step on each of
+  // Cache maintenance (common/cache_plan.hpp): whole-cache flushes around the step on each of
   // its cores, and whether sk_gm_load/sk_gm_store flush per access.
   bool flush_before = false;
   bool flush_after = false;
@@ -65,7 +65,7 @@ struct StepExec {
   std::string name;             // reports only
 };
 
-// One dispatch of the program (core/plan.hpp's PlanSegment): where each core sits in it.
+// One dispatch of the program (common/plan.hpp's PlanSegment): where each core sits in it.
 struct SegmentExec {
   CoreLayout layout;
   std::vector<CoreSlot> slots;  // by core; cores past the layout have none

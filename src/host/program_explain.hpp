@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/json_writer.hpp"
+#include "common/json_writer.hpp"
 #include "host/program.hpp"
 
 namespace sk::host {

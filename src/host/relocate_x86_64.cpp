@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::host::x86_64 {
 namespace {

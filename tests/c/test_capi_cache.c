@@ -1,7 +1,7 @@
 /* Public C API: cache maintenance (DCCI). The plan places per-access and whole-cache flushes
  * by the scope options and the tiling-sink flag, explain shows where, and kernels using the
  * scalar accessors and explicit flushes compute fused what they compute unfused. (That the
- * executor flushes where the plan says is checked from inside by tests/cpp/cache_test.cpp.) */
+ * executor flushes where the plan says is checked from inside by tests/cpp/host/cache_test.cpp.) */
 #include "test_util.h"
 
 #define N 257u

@@ -5,7 +5,7 @@
 #include "test_util.h"
 
 /* -fPIC and -fPIE (the distribution's default) at -O0 and -O2. x86-64 -fno-pic objects that
- * throw are refused (tests/cpp/cxx_runtime_test.cpp checks the message). */
+ * throw are refused (tests/cpp/host/cxx_runtime_test.cpp checks the message). */
 static const char *const kVariants[] = {"gcc-O0-pic", "gcc-O2-pie", "clang-O0-pie", "clang-O2-pic",
                                         "gcc-O2-pic", "clang-O0-pic"};
 #define VARIANTS (sizeof kVariants / sizeof kVariants[0])

@@ -1,10 +1,11 @@
-# CUDA backend tests (tests/cpp/test_cuda_*.cpp), built when nvcc compiled the CUDA test kernels
+# CUDA backend tests (tests/cpp/cuda/test_cuda_*.cpp), built when nvcc compiled the CUDA test kernels
 # (tests/kernels/cuda). GPU tests skip, with the reason, on machines without a CUDA device.
 if(NOT SK_CUDA_TESTS)
   return()
 endif()
-file(GLOB SK_CUDA_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_cuda_*.cpp)
+file(GLOB SK_CUDA_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/test_cuda_*.cpp)
 add_executable(sk_cuda_tests ${SK_CUDA_TEST_SOURCES})
+target_include_directories(sk_cuda_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(sk_cuda_tests PRIVATE sk_internal GTest::gtest_main sk_explain_dump)
 target_compile_definitions(sk_cuda_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}" SK_PTXAS="${SK_PTXAS}")
 # cuda.h only for test_cuda_abi.cpp's layout checks (libsk itself needs no CUDA header).
@@ -19,11 +20,12 @@ gtest_discover_tests(sk_cuda_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST 
 
 # The launch path against a stand-in driver (no GPU needed): fake_cuda_driver.cpp as a shared
 # library that the tests load through SK_CUDA_DRIVER_LIBRARY, in a process of their own.
-add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/fake_cuda_driver.cpp)
+add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cuda/fake_cuda_driver.cpp)
 # Types only (cuda/driver_api.hpp's mirror of cuda.h): nothing of libsk is linked in.
 target_include_directories(sk_fake_cuda_driver PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_compile_features(sk_fake_cuda_driver PRIVATE cxx_std_20)
-add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda_fake_driver_tests.cpp)
+add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda_fake_driver_tests.cpp)
+target_include_directories(sk_cuda_fake_driver_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS} sk_explain_dump)
 target_compile_features(sk_cuda_fake_driver_tests PRIVATE cxx_std_20)
 target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/elf_object.hpp"
 #include "host/linker.hpp"
 

@@ -13,7 +13,7 @@ import sys
 PARSERS = {
     "Host device keys": ["src/host/host_device.cpp"],
     "CUDA device keys": ["src/cuda/cuda_device.cpp"],
-    "Scope options": ["src/core/scope_options.cpp"],
+    "Scope options": ["src/common/scope_options.cpp"],
 }
 
 

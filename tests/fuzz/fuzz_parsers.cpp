@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/device_spec.hpp"
-#include "core/kernel_metadata.hpp"
-#include "core/scope_options.hpp"
-#include "core/signature.hpp"
+#include "common/device_spec.hpp"
+#include "common/kernel_metadata.hpp"
+#include "common/scope_options.hpp"
+#include "common/signature.hpp"
 
 namespace {
 

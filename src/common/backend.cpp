@@ -1,7 +1,7 @@
-// The argument copy every backend's launches share (core/backend.hpp).
-#include "core/backend.hpp"
+// The argument copy every backend's launches share (common/backend.hpp).
+#include "common/backend.hpp"
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk::backend {
 

@@ -12,10 +12,10 @@
 #include <deque>
 #include <string>
 
-#include "core/device_api_usage.hpp"
-#include "core/error.hpp"
-#include "core/plan.hpp"
-#include "core/scope_options.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/error.hpp"
+#include "common/plan.hpp"
+#include "common/scope_options.hpp"
 #include "cuda/cuda_module.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "cuda/superkernel_build.hpp"

@@ -3,7 +3,7 @@
 // never those of another kernel in the same section.
 #include <gtest/gtest.h>
 
-#include "core/device_api_usage.hpp"
+#include "common/device_api_usage.hpp"
 #include "elf/function_references.hpp"
 #include "linker_test_support.hpp"
 

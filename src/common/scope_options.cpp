@@ -1,9 +1,9 @@
-#include "core/scope_options.hpp"
+#include "common/scope_options.hpp"
 
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk {
 namespace {

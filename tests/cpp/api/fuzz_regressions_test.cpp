@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/scope_options.hpp"
+#include "common/error.hpp"
+#include "common/scope_options.hpp"
 
 namespace {
 
@@ -25,7 +25,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 // sk_fuzz_parsers timeout-35b7e840: a name-list pattern "c>****...*>>>..." made libstdc++'s
 // backtracking regex executor run for minutes against the name "capi_fill". Fixed by the
-// linear-time (__polynomial) executor in core/scope_options.cpp.
+// linear-time (__polynomial) executor in common/scope_options.cpp.
 TEST(FuzzRegressions, NameListPatternWithStackedQuantifiersMatchesInLinearTime) {
   static const uint8_t input[] = {
       0x30, 0x64, 0x63, 0x63, 0x69, 0x2d, 0x62, 0x65, 0x66, 0x6f, 0x72, 0x65, 0x2d, 0x6b, 0x65, 0x72, 0x6e,
@@ -64,7 +64,7 @@ TEST(FuzzRegressions, NameListPatternsCannotExplode) {
 
 // sk_fuzz_parsers crash-f11e5b40 (UBSan): a pattern with the back-reference "\\7777...7"
 // made libstdc++'s regex compiler overflow a long while reading the number. Back-references
-// are refused before the compiler sees them (core/scope_options.cpp).
+// are refused before the compiler sees them (common/scope_options.cpp).
 TEST(FuzzRegressions, NameListBackReferenceWithAHugeNumberIsRefused) {
   static const uint8_t input[] = {
       0x30, 0x64, 0x63, 0x63, 0x69, 0x2d, 0x62, 0x65, 0x66, 0x6f, 0x72, 0x65, 0x2d, 0x6b, 0x65, 0x72, 0x6e,

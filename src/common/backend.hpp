@@ -16,11 +16,11 @@
 #include <string_view>
 #include <vector>
 
-#include "core/core_layout.hpp"
-#include "core/kernel_metadata.hpp"
-#include "core/plan.hpp"
-#include "core/scope_options.hpp"
-#include "core/signature.hpp"
+#include "common/core_layout.hpp"
+#include "common/kernel_metadata.hpp"
+#include "common/plan.hpp"
+#include "common/scope_options.hpp"
+#include "common/signature.hpp"
 
 namespace sk::backend {
 

@@ -1,4 +1,4 @@
-// Cache maintenance (DCCI): the placement rules of core/cache_plan.cpp, and that the executor
+// Cache maintenance (DCCI): the placement rules of common/cache_plan.cpp, and that the executor
 // and the device API carry them out. Every flush a core executes is counted in its
 // CoreContext::cache_flushes, which kernels here read from inside the step.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "api/handles.hpp"
-#include "core/cache_plan.hpp"
-#include "core/scope_options.hpp"
+#include "common/cache_plan.hpp"
+#include "common/scope_options.hpp"
 #include "host/host_backend.hpp"
 #include "host_program_support.hpp"
 #include "sk_assert.hpp"

@@ -1,9 +1,9 @@
-#include "core/cache_plan.hpp"
+#include "common/cache_plan.hpp"
 
 #include <sk.h>
 
-#include "core/json_writer.hpp"
-#include "core/plan.hpp"
+#include "common/json_writer.hpp"
+#include "common/plan.hpp"
 
 namespace sk {
 

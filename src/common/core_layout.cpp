@@ -1,9 +1,9 @@
-#include "core/core_layout.hpp"
+#include "common/core_layout.hpp"
 
 #include <algorithm>
 
-#include "core/error.hpp"
-#include "core/scope_options.hpp"
+#include "common/error.hpp"
+#include "common/scope_options.hpp"
 
 namespace sk {
 

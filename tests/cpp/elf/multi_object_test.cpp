@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "elf/archive.hpp"
 #include "elf/combine.hpp"
 #include "host/host_device.hpp"

@@ -1,4 +1,4 @@
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 #include <cstdarg>
 #include <cstdio>

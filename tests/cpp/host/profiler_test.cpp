@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/trace_json.hpp"
+#include "common/trace_json.hpp"
 #include "host/profiler.hpp"
 #include "host_program_support.hpp"
 

@@ -1,8 +1,8 @@
 // explain_json: the plan as a reader (or a tool) wants to see it.
-#include "core/cache_plan.hpp"
-#include "core/device_api_usage.hpp"
-#include "core/json_writer.hpp"
-#include "core/plan.hpp"
+#include "common/cache_plan.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/json_writer.hpp"
+#include "common/plan.hpp"
 
 namespace sk {
 namespace {
@@ -75,7 +75,7 @@ std::string explain_json(const Plan &plan, const std::string &backend,
     j.key("wait_previous").value(s.pred < 0 ? "launch" : s.wait_in_kernel ? "sk_wait_pre_task_end" : "kernel start");
     j.key("release_next").value(s.arrive_in_kernel ? "sk_set_next_task_start" : "kernel end");
     j.key("sync_all_scope").value((s.kernel.usage & kUsesSyncAll) ? "own cores" : "none");
-    write_cache_json(j, s.cache);  // where DCCI flushes go (core/cache_plan.cpp)
+    write_cache_json(j, s.cache);  // where DCCI flushes go (common/cache_plan.cpp)
     j.end_object();
   }
   j.end_array();

@@ -1,10 +1,10 @@
-#include "core/device_spec.hpp"
+#include "common/device_spec.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk {
 

@@ -1,7 +1,7 @@
-#include "core/kernel_metadata.hpp"
+#include "common/kernel_metadata.hpp"
 
-#include "core/core_layout.hpp"
-#include "core/error.hpp"
+#include "common/core_layout.hpp"
+#include "common/error.hpp"
 
 namespace sk {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/json_writer.hpp"
+#include "common/json_writer.hpp"
 
 #include <cstdio>
 

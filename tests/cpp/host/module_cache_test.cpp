@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "host/host_device.hpp"
 #include "linker_test_support.hpp"
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/core_layout.hpp"
-#include "core/cache_plan.hpp"
-#include "core/scope_options.hpp"
+#include "common/core_layout.hpp"
+#include "common/cache_plan.hpp"
+#include "common/scope_options.hpp"
 
 namespace sk {
 

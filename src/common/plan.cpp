@@ -1,10 +1,10 @@
-#include "core/plan.hpp"
+#include "common/plan.hpp"
 
 #include <algorithm>
 #include <utility>
 
-#include "core/device_api_usage.hpp"
-#include "core/error.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/error.hpp"
 
 namespace sk {
 namespace {
@@ -201,7 +201,7 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
     }
   }
   link_steps(plan);
-  place_cache(&plan);  // core/cache_plan.cpp
+  place_cache(&plan);  // common/cache_plan.cpp
   *out = std::move(plan);
   return SK_OK;
 }

@@ -1,10 +1,10 @@
-#include "core/signature.hpp"
+#include "common/signature.hpp"
 
 #include <cstring>
 
 #include <algorithm>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 
 namespace sk {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.hpp"
+#include "common/error.hpp"
 #include "host/cpu_order.hpp"
 #include "host/device_api.hpp"
 #include "host/executor.hpp"

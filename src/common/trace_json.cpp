@@ -1,9 +1,9 @@
-#include "core/trace_json.hpp"
+#include "common/trace_json.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include "core/json_writer.hpp"
+#include "common/json_writer.hpp"
 
 namespace sk {
 namespace {

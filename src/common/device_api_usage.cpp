@@ -1,4 +1,4 @@
-#include "core/device_api_usage.hpp"
+#include "common/device_api_usage.hpp"
 
 namespace sk {
 namespace {

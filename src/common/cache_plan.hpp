@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/scope_options.hpp"
+#include "common/scope_options.hpp"
 
 namespace sk {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/device_api_usage.hpp"
-#include "core/error.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/error.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/cuda_module.hpp"
 #include "cuda/driver_api.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device_spec.hpp"
+#include "common/device_spec.hpp"
 #include "host/debug_registration.hpp"
 #include "host/host_device.hpp"
 #include "host/perf_map.hpp"

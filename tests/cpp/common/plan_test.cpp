@@ -2,10 +2,10 @@
 // and layouts"), core numbering, scope splitting by the hard-sync rule, and stream links.
 #include <gtest/gtest.h>
 
-#include "core/core_layout.hpp"
-#include "core/device_api_usage.hpp"
-#include "core/error.hpp"
-#include "core/plan.hpp"
+#include "common/core_layout.hpp"
+#include "common/device_api_usage.hpp"
+#include "common/error.hpp"
+#include "common/plan.hpp"
 
 namespace sk {
 namespace {
