@@ -83,10 +83,10 @@ typedef enum sk_status {
   SK_ERR_NOT_FOUND = 4,        /**< kernel or symbol not found */
   SK_ERR_INCOMPATIBLE = 5,     /**< inputs that cannot work together (signature, block dims...) */
   SK_ERR_OUT_OF_MEMORY = 6,
-  SK_ERR_DEVICE = 7,           /**< the device failed or is missing */
-  SK_ERR_HANG = 8,             /**< a wait passed its deadline; the launch was aborted */
-  SK_ERR_STATE = 9,            /**< call not valid in the object's current state */
-  SK_ERR_KERNEL = 10           /**< an exception escaped the object's code (a kernel, a constructor) */
+  SK_ERR_DEVICE = 7, /**< the device failed or is missing */
+  SK_ERR_HANG = 8,   /**< a wait passed its deadline; the launch was aborted */
+  SK_ERR_STATE = 9,  /**< call not valid in the object's current state */
+  SK_ERR_KERNEL = 10 /**< an exception escaped the object's code (a kernel, a constructor) */
 } sk_status;
 
 /**
@@ -350,8 +350,7 @@ SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module
  * - Ownership: as sk_module_load; paths are read during the call only.
  * - Threads: any.
  */
-SK_API sk_status sk_module_load_files(sk_device *dev, const char *const *paths, size_t count,
-                                      sk_module **out);
+SK_API sk_status sk_module_load_files(sk_device *dev, const char *const *paths, size_t count, sk_module **out);
 /**
  * sk_module_load_files on objects and archives in memory: images[i] holds sizes[i] bytes, named
  * `<memory #i>` in messages. count 1 is sk_module_load.
@@ -360,8 +359,8 @@ SK_API sk_status sk_module_load_files(sk_device *dev, const char *const *paths, 
  * - Ownership: as sk_module_load (the bytes are copied).
  * - Threads: any.
  */
-SK_API sk_status sk_module_load_images(sk_device *dev, const void *const *images, const size_t *sizes,
-                                       size_t count, sk_module **out);
+SK_API sk_status sk_module_load_images(sk_device *dev, const void *const *images, const size_t *sizes, size_t count,
+                                       sk_module **out);
 /**
  * Unloads the module: its kernel handles become invalid. Super kernels built from its kernels
  * keep the code they need and stay launchable; the linked code goes when the last one does,
@@ -389,8 +388,8 @@ SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kerne
  * - Ownership: as sk_module_get_kernel.
  * - Threads: any.
  */
-SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name,
-                                                     const char *signature, sk_kernel **out);
+SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name, const char *signature,
+                                                     sk_kernel **out);
 /**
  * How many kernels the module declares: the `.sk.kernels` records (SK_KERNEL) of a host module,
  * of every object linked into it, or the `sk_kernel_meta_*` strings (SK_KERNEL_CUDA) of a CUDA
@@ -409,8 +408,7 @@ SK_API sk_status sk_module_kernel_count(sk_module *mod, size_t *out);
  * - Ownership: buf is the caller's.
  * - Threads: any.
  */
-SK_API sk_status sk_module_kernel_name(sk_module *mod, size_t index, char *buf, size_t cap,
-                                       size_t *needed);
+SK_API sk_status sk_module_kernel_name(sk_module *mod, size_t index, char *buf, size_t cap, size_t *needed);
 /**
  * The kernel's signature as libsk reads its arguments: the comma-separated tokens of
  * sk_module_get_kernel_with_signature, without spaces ("" for none). Same buffer protocol as
@@ -576,7 +574,8 @@ typedef struct sk_kernel_options {
  */
 #define SK_KERNEL_FLAG_TILING_SINK 0x1u
 
-#define SK_KERNEL_OPTIONS_INIT {sizeof(sk_kernel_options), NULL, NULL, 0, 0}
+#define SK_KERNEL_OPTIONS_INIT \
+  { sizeof(sk_kernel_options), NULL, NULL, 0, 0 }
 
 /**
  * Starts a scope: the kernels added to it become one super kernel. options uses the vendor
@@ -587,8 +586,7 @@ typedef struct sk_kernel_options {
  *   name and options are copied.
  * - Threads: any; the scope is then built by one thread at a time.
  */
-SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options,
-                                sk_scope **out);
+SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options, sk_scope **out);
 /**
  * Adds a kernel running on block_dim blocks, 1 <= block_dim <= 2^24. args[i] points to the
  * value of parameter i (as in cuLaunchKernel); args may be NULL for kernels without parameters.
@@ -602,8 +600,8 @@ SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *op
  *   pointers: the memory they point to must live until the launches that use it have ended).
  * - Threads: one thread at a time per scope.
  */
-SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim,
-                               void *const *args, const sk_kernel_options *opts);
+SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim, void *const *args,
+                               const sk_kernel_options *opts);
 /**
  * Stream fusion (scope option stream-fusion=1): records event `event` on scope stream `stream`,
  * after the kernels added to that stream so far. Each event id is recorded once per scope.
@@ -666,8 +664,7 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream);
  * - Ownership: the launch keeps the kernel's code alive until it has run.
  * - Threads: any.
  */
-SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args,
-                                  sk_stream *stream);
+SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream);
 /**
  * Rebinds argument `index` of sub-kernel `step` (0-based, in sk_add_kernel order) for launches
  * queued after this call. Launches of this super kernel already queued complete first with the
@@ -677,8 +674,7 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
  * - Threads: any; order it against other threads' launches of this super kernel to know which
  *   value they get.
  */
-SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index,
-                                        const void *value);
+SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index, const void *value);
 /**
  * The plan as JSON (steps, kernel names, block dims, cores, sync points, device-API use). On
  * the host device its "execution" object says how the executor runs it: "barrier" ("central",
@@ -697,8 +693,7 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * - Ownership: buf is the caller's.
  * - Threads: any.
  */
-SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap,
-                                        size_t *needed);
+SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap, size_t *needed);
 /**
  * Waits for its queued launches, then destroys it. NULL: nothing; a second destroy is ignored,
  * with a message for sk_last_error().
@@ -736,13 +731,13 @@ SK_API void sk_superkernel_destroy(sk_superkernel *sk);
  */
 typedef struct sk_profile_record {
   uint32_t struct_size; /**< see sk_superkernel_profile: the caller sets it in records[0] */
-  uint32_t step;     /**< sub-kernel index, in sk_add_kernel order */
-  uint32_t core;     /**< core of the super kernel that ran it */
-  uint32_t core_type;/**< 0: vector core, 1: cube core */
-  uint32_t blocks;   /**< blocks of the sub-kernel this core ran */
-  uint64_t ready_ns; /**< the core reached the sub-kernel and began waiting for its inputs */
-  uint64_t start_ns; /**< the sub-kernel's code started on this core */
-  uint64_t end_ns;   /**< it returned on this core */
+  uint32_t step;        /**< sub-kernel index, in sk_add_kernel order */
+  uint32_t core;        /**< core of the super kernel that ran it */
+  uint32_t core_type;   /**< 0: vector core, 1: cube core */
+  uint32_t blocks;      /**< blocks of the sub-kernel this core ran */
+  uint64_t ready_ns;    /**< the core reached the sub-kernel and began waiting for its inputs */
+  uint64_t start_ns;    /**< the sub-kernel's code started on this core */
+  uint64_t end_ns;      /**< it returned on this core */
   /** time inside runtime waits between start and end (sk_sync_all, cross-core flags, the wait
    *  of sk_wait_pre_task_end); the wait before start is start_ns - ready_ns */
   uint64_t sync_wait_ns;
@@ -768,8 +763,7 @@ typedef struct sk_profile_record {
  * - Ownership: records is the caller's.
  * - Threads: any, also while launches of the same super kernel run.
  */
-SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *records,
-                                        size_t cap, size_t *count);
+SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *records, size_t cap, size_t *count);
 /**
  * Writes the last completed launch's profile to `path` (created or replaced) as Chrome
  * trace-event JSON, loadable in Perfetto and chrome://tracing: one process per super kernel,

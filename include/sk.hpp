@@ -116,7 +116,7 @@ class Args {
  public:
   explicit Args(const std::array<void *, N> &pointers) noexcept : pointers_(pointers) {}
   void *const *data() const noexcept { return N == 0 ? nullptr : pointers_.data(); }
-  operator void *const *() const noexcept { return data(); }
+  operator void * const *() const noexcept { return data(); }
 
  private:
   std::array<void *, N> pointers_;
@@ -132,10 +132,10 @@ Args<sizeof...(T)> args(const T *...values) noexcept {
 
 /** sk_kernel_options as C++ values; an empty string means NULL (the default). */
 struct KernelOptions {
-  std::string name;          /**< sub-kernel name in scope options and explain; default: symbol */
-  std::string core_type;     /**< "vector", "cube", "mix_1_1", "mix_1_2"; default: metadata's */
-  std::uint32_t flags = 0;   /**< SK_KERNEL_FLAG_* bits */
-  std::uint32_t stream = 0;  /**< stream inside the scope (scope option stream-fusion=1) */
+  std::string name;         /**< sub-kernel name in scope options and explain; default: symbol */
+  std::string core_type;    /**< "vector", "cube", "mix_1_1", "mix_1_2"; default: metadata's */
+  std::uint32_t flags = 0;  /**< SK_KERNEL_FLAG_* bits */
+  std::uint32_t stream = 0; /**< stream inside the scope (scope option stream-fusion=1) */
 
   /** The C struct; its strings point into this object. */
   sk_kernel_options c_options() const noexcept {
@@ -261,9 +261,7 @@ class SuperKernel : public detail::Owner<sk_superkernel, sk_superkernel_destroy>
     }
   }
   /** sk_superkernel_write_trace: the last completed launch's profile as Chrome trace JSON. */
-  void write_trace(const std::string &path) const {
-    detail::check(sk_superkernel_write_trace(get(), path.c_str()));
-  }
+  void write_trace(const std::string &path) const { detail::check(sk_superkernel_write_trace(get(), path.c_str())); }
 };
 
 /**

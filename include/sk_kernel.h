@@ -118,15 +118,13 @@ SK_DEVICE_API void sk_dcci_all(void);
 SK_DEVICE_API void sk_gm_load(void *dst, const volatile void *src, uint32_t size);
 SK_DEVICE_API void sk_gm_store(volatile void *dst, const void *src, uint32_t size);
 
-#define SK_GM_ACCESSORS_(suffix, type)                                                        \
-  SK_DEVICE_INLINE type sk_gm_get_##suffix(const volatile type *p) {                      \
-    type v;                                                                                   \
-    sk_gm_load(&v, p, (uint32_t)sizeof v);                                                    \
-    return v;                                                                                 \
-  }                                                                                           \
-  SK_DEVICE_INLINE void sk_gm_set_##suffix(volatile type *p, type v) {                    \
-    sk_gm_store(p, &v, (uint32_t)sizeof v);                                                   \
-  }
+#define SK_GM_ACCESSORS_(suffix, type)                               \
+  SK_DEVICE_INLINE type sk_gm_get_##suffix(const volatile type *p) { \
+    type v;                                                          \
+    sk_gm_load(&v, p, (uint32_t)sizeof v);                           \
+    return v;                                                        \
+  }                                                                  \
+  SK_DEVICE_INLINE void sk_gm_set_##suffix(volatile type *p, type v) { sk_gm_store(p, &v, (uint32_t)sizeof v); }
 SK_GM_ACCESSORS_(u8, uint8_t)
 SK_GM_ACCESSORS_(i32, int32_t)
 SK_GM_ACCESSORS_(u32, uint32_t)
@@ -166,11 +164,11 @@ SK_DEVICE_INLINE void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end)
  * block size the kernel is written for (every sub-kernel of a super kernel must agree; 128 if
  * not given); shared the bytes its `extern __shared__` array needs.
  */
-#define SK_KERNEL_TYPED(fn, signature, core_type)                                             \
+#define SK_KERNEL_TYPED(fn, signature, core_type)                                               \
   extern "C" __device__ __attribute__((used)) const char SK_KERNEL_CAT(sk_kernel_meta_, fn)[] = \
       "sk1;kernel=" #fn ";sig=" signature ";type=" core_type;
 /** Records kernel `fn` with its signature and its threads per block. */
-#define SK_KERNEL_CUDA(fn, signature, threads)                                                \
+#define SK_KERNEL_CUDA(fn, signature, threads)                                                  \
   extern "C" __device__ __attribute__((used)) const char SK_KERNEL_CAT(sk_kernel_meta_, fn)[] = \
       "sk1;kernel=" #fn ";sig=" signature ";type=vector;threads=" #threads;
 /**
@@ -178,7 +176,7 @@ SK_DEVICE_INLINE void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end)
  * number, at most 232448). Sub-kernels run one after another, so a super kernel launches with
  * the largest of its sub-kernels' sizes.
  */
-#define SK_KERNEL_CUDA_SHARED(fn, signature, threads, shared_bytes)                           \
+#define SK_KERNEL_CUDA_SHARED(fn, signature, threads, shared_bytes)                             \
   extern "C" __device__ __attribute__((used)) const char SK_KERNEL_CAT(sk_kernel_meta_, fn)[] = \
       "sk1;kernel=" #fn ";sig=" signature ";type=vector;threads=" #threads ";shared=" #shared_bytes;
 #elif defined(__GNUC__) || defined(__clang__)
@@ -187,8 +185,8 @@ SK_DEVICE_INLINE void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end)
  * "sk1;kernel=NAME;sig=SIGNATURE;type=CORE_TYPE". Strings only: the section needs no
  * relocation, so libsk reads it straight from the object.
  */
-#define SK_KERNEL_TYPED(fn, signature, core_type)                                             \
-  __attribute__((section(".sk.kernels"), used, aligned(1))) static const char SK_KERNEL_CAT(  \
+#define SK_KERNEL_TYPED(fn, signature, core_type)                                            \
+  __attribute__((section(".sk.kernels"), used, aligned(1))) static const char SK_KERNEL_CAT( \
       sk_kernel_meta_, fn)[] = "sk1;kernel=" #fn ";sig=" signature ";type=" core_type;
 #else
 #error "sk_kernel.h needs GCC or Clang"

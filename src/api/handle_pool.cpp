@@ -61,11 +61,10 @@ void shell_release(HandleType t, void *shell, [[maybe_unused]] size_t size) noex
   if (evicted) ::operator delete(evicted);
 }
 
-sk_status stale_or_foreign(bool is_null, bool is_dead, const void *h, const char *call,
-                           const char *what, const char *gone) {
+sk_status stale_or_foreign(bool is_null, bool is_dead, const void *h, const char *call, const char *what,
+                           const char *gone) {
   if (is_null) return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, what);
-  if (is_dead)
-    return fail(SK_ERR_STATE, "%s: %s %p %s (stale handle)", call, what, h, gone);
+  if (is_dead) return fail(SK_ERR_STATE, "%s: %s %p %s (stale handle)", call, what, h, gone);
   return fail(SK_ERR_INVALID_ARGUMENT, "%s: %p is not a live %s handle", call, h, what);
 }
 

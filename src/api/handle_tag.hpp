@@ -43,8 +43,8 @@ struct Handle {
 // The C API calls' check: SK_OK for a live handle of the right type; otherwise fails naming
 // the call and the argument: SK_ERR_INVALID_ARGUMENT for NULL or a pointer whose tag is not
 // this type's, SK_ERR_STATE for a destroyed handle (`gone` says how: "was closed"...).
-sk_status stale_or_foreign(bool is_null, bool is_dead, const void *h, const char *call,
-                           const char *what, const char *gone);
+sk_status stale_or_foreign(bool is_null, bool is_dead, const void *h, const char *call, const char *what,
+                           const char *gone);
 
 template <class H>
 inline sk_status check_handle(const H *h, const char *call, const char *what, const char *gone) {

@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -82,11 +82,11 @@ struct ScopeLaunch {
   std::shared_ptr<sk::backend::Kernel> kernel;
   std::string name;
   uint32_t block_dim = 1;
-  uint32_t flags = 0;          // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
+  uint32_t flags = 0;                            // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
   sk::KernelKind kind = sk::KernelKind::Vector;  // the kernel's, or sk_kernel_options.core_type
-  uint32_t stream = 0;         // sk_kernel_options.stream
-  std::vector<uint32_t> after; // launches it waits for (scope events)
-  std::vector<uint64_t> args;  // one 8-byte slot per parameter
+  uint32_t stream = 0;                           // sk_kernel_options.stream
+  std::vector<uint32_t> after;                   // launches it waits for (scope events)
+  std::vector<uint64_t> args;                    // one 8-byte slot per parameter
 };
 
 struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {

@@ -16,7 +16,8 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
                ? sk::api::check(stream, "sk_launch")
                : fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
                       sk->backend->plan.name.c_str());
-  return sk::api::guarded("sk_launch", [&] { return sk->backend->launch(stream ? stream->backend.get() : nullptr); });
+  return sk::api::guarded("sk_launch",
+                          [&] { return sk->backend->launch(stream ? stream->backend.get() : nullptr); });
 }
 
 SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {
@@ -26,8 +27,8 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
   if (stream && stream->backend->device() != k.device())
     return stream->owner.closed()
                ? sk::api::check(stream, "sk_launch_kernel")
-               : fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
-                      k.symbol.c_str());
+               : fail(SK_ERR_INCOMPATIBLE,
+                      "sk_launch_kernel: kernel '%s' and the stream belong to different devices", k.symbol.c_str());
   if (sk_status st = sk::api::check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
   return sk::api::guarded("sk_launch_kernel",
                           [&] { return k.launch(block_dim, args, stream ? stream->backend.get() : nullptr); });
@@ -43,15 +44,16 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
   const sk::backend::Kernel &k = *b.kernels[step];
   if (index >= k.signature.size())
     return fail(SK_ERR_INVALID_ARGUMENT,
-                "sk_superkernel_set_arg: step %u '%s' takes %zu parameters (%s); index %u does not exist",
-                step, b.plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
+                "sk_superkernel_set_arg: step %u '%s' takes %zu parameters (%s); index %u does not exist", step,
+                b.plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
   return sk::api::guarded("sk_superkernel_set_arg",
                           [&] { return b.set_arg(step, index, sk::to_slot(k.signature[index], value)); });
 }
 
 SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap, size_t *needed) {
   if (sk_status st = sk::api::check(sk, "sk_superkernel_explain")) return st;
-  if (!buf && cap > 0) return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: buf is NULL but cap is %zu", cap);
+  if (!buf && cap > 0)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_superkernel_explain: buf is NULL but cap is %zu", cap);
   sk_status st = sk::api::guarded("sk_superkernel_explain", [sk] {
     std::call_once(sk->explain_once, [sk] { sk->explain = sk->backend->explain(); });
     return SK_OK;

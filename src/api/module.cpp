@@ -89,8 +89,8 @@ SK_API sk_status sk_module_load_files(sk_device *dev, const char *const *paths, 
   });
 }
 
-SK_API sk_status sk_module_load_images(sk_device *dev, const void *const *images, const size_t *sizes,
-                                       size_t count, sk_module **out) {
+SK_API sk_status sk_module_load_images(sk_device *dev, const void *const *images, const size_t *sizes, size_t count,
+                                       sk_module **out) {
   constexpr const char *call = "sk_module_load_images";
   if (sk_status st = sk::api::check(dev, call)) return st;
   if (count == 0) return fail(SK_ERR_INVALID_ARGUMENT, "%s: count is 0 (no objects to load)", call);
@@ -118,11 +118,10 @@ SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kerne
   return sk::api::guarded("sk_module_get_kernel", [&] { return get_kernel(mod, name, nullptr, out); });
 }
 
-SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name,
-                                                     const char *signature, sk_kernel **out) {
+SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name, const char *signature,
+                                                     sk_kernel **out) {
   if (sk_status st = sk::api::check(mod, "sk_module_get_kernel_with_signature")) return st;
-  if (!signature)
-    return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_get_kernel_with_signature: signature is NULL");
+  if (!signature) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_get_kernel_with_signature: signature is NULL");
   return sk::api::guarded("sk_module_get_kernel_with_signature",
                           [&] { return get_kernel(mod, name, signature, out); });
 }

@@ -23,8 +23,7 @@ sk_status copy_out(const char *call, const std::string &what, const std::string 
   if (needed) *needed = size;
   if (cap < size) {
     if (buf || !needed)
-      return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s needs %zu bytes, cap is %zu", call, what.c_str(), size,
-                  cap);
+      return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s needs %zu bytes, cap is %zu", call, what.c_str(), size, cap);
     return SK_OK;
   }
   std::memcpy(buf, value.c_str(), size);
@@ -49,8 +48,8 @@ SK_API sk_status sk_module_kernel_name(sk_module *mod, size_t index, char *buf, 
   if (sk_status st = sk::api::check(mod, call)) return st;
   const std::vector<sk::KernelMetadata> &declared = declared_kernels(*mod);
   if (index >= declared.size())
-    return fail(SK_ERR_INVALID_ARGUMENT, "%s: the module declares %zu kernels; index %zu does not exist",
-                call, declared.size(), index);
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: the module declares %zu kernels; index %zu does not exist", call,
+                declared.size(), index);
   return sk::api::guarded(call, [&] {
     const std::string what = "the name of kernel " + std::to_string(index);
     return copy_out(call, what, declared[index].name, buf, cap, needed);

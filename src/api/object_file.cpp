@@ -23,8 +23,8 @@ struct Fd {
 };
 
 sk_status too_large(const char *path, unsigned long long size, size_t max_size) {
-  return fail(SK_ERR_UNSUPPORTED, "%s: %llu bytes or more: kernel objects must be smaller than %zu bytes",
-              path, size, max_size);
+  return fail(SK_ERR_UNSUPPORTED, "%s: %llu bytes or more: kernel objects must be smaller than %zu bytes", path,
+              size, max_size);
 }
 }  // namespace
 

@@ -68,8 +68,8 @@ SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *op
   });
 }
 
-SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim,
-                               void *const *args, const sk_kernel_options *opts) {
+SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t block_dim, void *const *args,
+                               const sk_kernel_options *opts) {
   if (sk_status st = sk::api::check(scope, "sk_add_kernel")) return st;
   if (sk_status st = sk::api::check(kernel, "sk_add_kernel")) return st;
   const sk::backend::Kernel &k = *kernel->backend;
@@ -78,8 +78,8 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
                 k.symbol.c_str(), scope->name.c_str());
   if (sk_status st = sk::api::check_block_dim("sk_add_kernel", k, block_dim); st != SK_OK) return st;
   if (opts && opts->struct_size < sizeof(uint32_t))
-    return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': opts->struct_size is %u",
-                k.symbol.c_str(), opts->struct_size);
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_add_kernel: kernel '%s': opts->struct_size is %u", k.symbol.c_str(),
+                opts->struct_size);
   return sk::api::guarded("sk_add_kernel", [&]() -> sk_status {
     ScopeLaunch e;
     e.kernel = kernel->backend;

@@ -36,9 +36,8 @@ SK_API sk_status sk_stream_query(sk_device *dev, sk_stream *stream, int *done) {
   if (stream && stream->backend->device() != dev->backend.get())
     return fail(SK_ERR_INCOMPATIBLE, "sk_stream_query: the stream does not belong to the device");
   bool finished = false;
-  sk_status st = sk::api::guarded("sk_stream_query", [&] {
-    return dev->backend->query(stream ? stream->backend.get() : nullptr, &finished);
-  });
+  sk_status st = sk::api::guarded(
+      "sk_stream_query", [&] { return dev->backend->query(stream ? stream->backend.get() : nullptr, &finished); });
   if (st == SK_OK) *done = finished ? 1 : 0;
   return st;
 }

@@ -58,7 +58,7 @@ class Kernel : public DeviceChild {
   virtual ~Kernel() = default;
 
   std::string symbol;
-  std::string core_type;  // as the metadata says ("vector" without)
+  std::string core_type;                 // as the metadata says ("vector" without)
   KernelKind kind = KernelKind::Vector;  // core_type parsed
   Signature signature;
   std::string signature_text;

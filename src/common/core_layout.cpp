@@ -8,11 +8,16 @@
 namespace sk {
 
 bool parse_kernel_kind(std::string_view text, KernelKind *out) {
-  if (text == "vector") *out = KernelKind::Vector;
-  else if (text == "cube") *out = KernelKind::Cube;
-  else if (text == "mix_1_1") *out = KernelKind::Mix11;
-  else if (text == "mix_1_2") *out = KernelKind::Mix12;
-  else return false;
+  if (text == "vector")
+    *out = KernelKind::Vector;
+  else if (text == "cube")
+    *out = KernelKind::Cube;
+  else if (text == "mix_1_1")
+    *out = KernelKind::Mix11;
+  else if (text == "mix_1_2")
+    *out = KernelKind::Mix12;
+  else
+    return false;
   return true;
 }
 
@@ -139,9 +144,8 @@ sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const Sco
   }
   // Forced counts: the ratio they give must be one of the four, and the super kernel's own
   // kind must allow it (a vector-only super kernel has no cube core to force).
-  uint32_t aic = options.debug_aic_num.value_or(l.mixed() ? options.debug_aiv_num.value_or(0) /
-                                                                std::max(1u, l.vectors_per_group)
-                                                          : l.cube);
+  uint32_t aic = options.debug_aic_num.value_or(
+      l.mixed() ? options.debug_aiv_num.value_or(0) / std::max(1u, l.vectors_per_group) : l.cube);
   uint32_t aiv = options.debug_aiv_num.value_or(l.mixed() ? aic * l.vectors_per_group : l.vector);
   const bool ratio_ok = l.mixed() ? (aic > 0 && aiv == aic * l.vectors_per_group)
                                   : (l.cube ? aiv == 0 && aic > 0 : aic == 0 && aiv > 0);
@@ -155,8 +159,8 @@ sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const Sco
   if (aic > l.cube || aiv > l.vector) {
     if (note)
       *note += std::string(note->empty() ? "" : "; ") + "debug-aic-num/debug-aiv-num " + std::to_string(aic) + "/" +
-             std::to_string(aiv) + " above what the kernels and device allow (" + std::to_string(l.cube) + "/" +
-             std::to_string(l.vector) + "): kept at that";
+               std::to_string(aiv) + " above what the kernels and device allow (" + std::to_string(l.cube) + "/" +
+               std::to_string(l.vector) + "): kept at that";
     *out = l;
     return SK_OK;
   }

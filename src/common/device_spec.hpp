@@ -18,7 +18,7 @@ struct DeviceSpec {
 sk_status parse_device_spec(const char *text, DeviceSpec *out);
 
 // Reads an unsigned integer value of `key` in [min, max]; errors name the key and the spec.
-sk_status parse_spec_uint(const std::string &key, const std::string &value, uint64_t min,
-                          uint64_t max, uint64_t *out);
+sk_status parse_spec_uint(const std::string &key, const std::string &value, uint64_t min, uint64_t max,
+                          uint64_t *out);
 
 }  // namespace sk

@@ -26,28 +26,31 @@ sk_status parse_kernel_metadata(const std::vector<std::string> &records, std::st
       } else {
         size_t eq = field.find('=');
         std::string key = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
-        if (key == "kernel") meta.name = value;
-        else if (key == "sig") meta.signature = value;
-        else if (key == "type") meta.core_type = value;
+        if (key == "kernel")
+          meta.name = value;
+        else if (key == "sig")
+          meta.signature = value;
+        else if (key == "type")
+          meta.core_type = value;
         // Unknown fields are skipped: newer headers may add some.
       }
       if (semi == std::string::npos) break;
       pos = semi + 1;
     }
     if (!version_ok)
-      return fail(SK_ERR_BAD_BINARY, "%.*s: .sk.kernels record \"%.60s\" is not an sk1 record",
-                  (int)label.size(), label.data(), rec.c_str());
+      return fail(SK_ERR_BAD_BINARY, "%.*s: .sk.kernels record \"%.60s\" is not an sk1 record", (int)label.size(),
+                  label.data(), rec.c_str());
     if (meta.name.empty())
-      return fail(SK_ERR_BAD_BINARY, "%.*s: .sk.kernels record \"%.60s\" names no kernel",
-                  (int)label.size(), label.data(), rec.c_str());
+      return fail(SK_ERR_BAD_BINARY, "%.*s: .sk.kernels record \"%.60s\" names no kernel", (int)label.size(),
+                  label.data(), rec.c_str());
     if (meta.core_type.empty()) meta.core_type = "vector";
     if (!known_core_type(meta.core_type))
-      return fail(SK_ERR_BAD_BINARY, "%.*s: kernel '%s': unknown core type '%s'",
-                  (int)label.size(), label.data(), meta.name.c_str(), meta.core_type.c_str());
+      return fail(SK_ERR_BAD_BINARY, "%.*s: kernel '%s': unknown core type '%s'", (int)label.size(), label.data(),
+                  meta.name.c_str(), meta.core_type.c_str());
     for (const KernelMetadata &other : result)
       if (other.name == meta.name)
-        return fail(SK_ERR_BAD_BINARY, "%.*s: kernel '%s' has two .sk.kernels records",
-                    (int)label.size(), label.data(), meta.name.c_str());
+        return fail(SK_ERR_BAD_BINARY, "%.*s: kernel '%s' has two .sk.kernels records", (int)label.size(),
+                    label.data(), meta.name.c_str());
     result.push_back(std::move(meta));
   }
   *out = std::move(result);

@@ -56,8 +56,8 @@ std::string describe_split(const std::vector<PlanInput> &kernels, uint32_t i, co
   } else {
     const HardSyncDemand::Need &n = before.need[kind];
     std::snprintf(text, sizeof text,
-                  "kernel %u '%s' needs %u %s, but kernel %d '%s' before it uses hard cross-core sync on %u",
-                  i, k.name.c_str(), units, unit_name(kk), n.first, kernels[n.first].name.c_str(), n.lo);
+                  "kernel %u '%s' needs %u %s, but kernel %d '%s' before it uses hard cross-core sync on %u", i,
+                  k.name.c_str(), units, unit_name(kk), n.first, kernels[n.first].name.c_str(), n.lo);
   }
   return text;
 }
@@ -123,8 +123,8 @@ sk_status map_step(const std::string &name, uint32_t i, const PlanSegment &seg, 
   const PlanInput &k = step->kernel;
   const uint32_t available = seg.layout.units_for(k.kind);
   if (available == 0)
-    return fail(SK_ERR_INCOMPATIBLE, "scope '%s': kernel %u '%s' (%s) cannot run in a %s super kernel", name.c_str(), i,
-                k.name.c_str(), kernel_kind_name(k.kind), seg.layout.ratio_name());
+    return fail(SK_ERR_INCOMPATIBLE, "scope '%s': kernel %u '%s' (%s) cannot run in a %s super kernel", name.c_str(),
+                i, k.name.c_str(), kernel_kind_name(k.kind), seg.layout.ratio_name());
   step->units = std::min(k.block_dim, available);
   if ((k.usage & (kUsesSyncAll | kUsesHardSync)) && step->units < k.block_dim)
     return fail(SK_ERR_INCOMPATIBLE,

@@ -9,34 +9,34 @@
 #include <string_view>
 #include <vector>
 
-#include "common/core_layout.hpp"
 #include "common/cache_plan.hpp"
+#include "common/core_layout.hpp"
 #include "common/scope_options.hpp"
 
 namespace sk {
 
 struct PlanInput {
-  std::string name;             // sk_kernel_options.name, else the symbol
+  std::string name;  // sk_kernel_options.name, else the symbol
   // Borrowed from the kernel's descriptor, which whoever owns the plan keeps alive (a super
   // kernel holds its kernels): no copy per sub-kernel at finalize.
   std::string_view symbol;
-  std::string_view module;      // label of the object it comes from
-  std::string_view signature;   // "ptr,ptr,u32"
+  std::string_view module;     // label of the object it comes from
+  std::string_view signature;  // "ptr,ptr,u32"
   std::string_view core_type;
   KernelKind kind = KernelKind::Vector;  // from core_type
-  uint32_t block_dim = 1;       // blocks: cores of its type, or groups for mixed kernels
-  uint32_t usage = 0;           // DeviceApiBit set
-  uint32_t flags = 0;           // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
-  uint32_t stream = 0;          // scope stream (stream-fusion=1)
-  std::vector<uint32_t> after;  // earlier steps it waits for (scope events); moved into PlanStep::after
+  uint32_t block_dim = 1;                // blocks: cores of its type, or groups for mixed kernels
+  uint32_t usage = 0;                    // DeviceApiBit set
+  uint32_t flags = 0;                    // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
+  uint32_t stream = 0;                   // scope stream (stream-fusion=1)
+  std::vector<uint32_t> after;           // earlier steps it waits for (scope events); moved into PlanStep::after
 };
 
 struct PlanStep {
   PlanInput kernel;
-  uint32_t segment = 0;           // the dispatch it belongs to (Plan::segments)
-  uint32_t units = 1;             // cores of its type (groups, mixed) running its blocks
-  uint32_t cores = 1;             // cores taking part: units, or units * (1 + R) when mixed
-  uint32_t blocks_per_core = 1;   // ceil(block_dim / units): >1 means blocks are multiplexed
+  uint32_t segment = 0;          // the dispatch it belongs to (Plan::segments)
+  uint32_t units = 1;            // cores of its type (groups, mixed) running its blocks
+  uint32_t cores = 1;            // cores taking part: units, or units * (1 + R) when mixed
+  uint32_t blocks_per_core = 1;  // ceil(block_dim / units): >1 means blocks are multiplexed
   // The step it follows in its stream (the previous step without stream fusion), -1: none.
   int32_t pred = -1;
   // Earlier steps that must have ended before it starts: scope events, and with stream fusion
@@ -62,11 +62,11 @@ struct PlanSegment {
 struct Plan {
   std::string name;
   ScopeOptions options;
-  uint32_t device_cores = 0;  // what the device has
-  uint32_t max_block_dim = 0; // max(block_dim)
-  uint32_t cores = 0;         // cores it runs on: the most any segment uses
-  bool streams = false;       // stream fusion with more than one stream: steps wait for `pred`
-                              // and `after`, not for the step before them
+  uint32_t device_cores = 0;   // what the device has
+  uint32_t max_block_dim = 0;  // max(block_dim)
+  uint32_t cores = 0;          // cores it runs on: the most any segment uses
+  bool streams = false;        // stream fusion with more than one stream: steps wait for `pred`
+                               // and `after`, not for the step before them
   std::vector<PlanSegment> segments;
   std::vector<PlanStep> steps;
 };
@@ -84,7 +84,6 @@ class JsonWriter;
 // backend's account of how it runs the plan into the object named `section` ("execution" on
 // the host device, "cuda_entry" on CUDA: the linked entry's resources).
 std::string explain_json(const Plan &plan, const std::string &backend,
-                         const std::function<void(JsonWriter &)> &execution = {},
-                         const char *section = "execution");
+                         const std::function<void(JsonWriter &)> &execution = {}, const char *section = "execution");
 
 }  // namespace sk

@@ -41,8 +41,7 @@ sk_status parse_bool(const std::string &key, const std::string &value, bool *out
     *out = value == "1";
     return SK_OK;
   }
-  return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': value '%s' is not 0 or 1", key.c_str(),
-              value.c_str());
+  return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': value '%s' is not 0 or 1", key.c_str(), value.c_str());
 }
 
 sk_status parse_count(const std::string &key, const std::string &value, std::optional<uint32_t> *out) {
@@ -60,8 +59,8 @@ sk_status apply(ScopeOptions &o, const std::string &key, const std::string &valu
   if (key == "stream-fusion") return parse_bool(key, value, &o.stream_fusion);
   if (key == "strict-scope-check") {
     if (value != "bypass" && value != "abort")
-      return fail(SK_ERR_INVALID_ARGUMENT,
-                  "scope option 'strict-scope-check': value '%s' is not bypass or abort", value.c_str());
+      return fail(SK_ERR_INVALID_ARGUMENT, "scope option 'strict-scope-check': value '%s' is not bypass or abort",
+                  value.c_str());
     o.strict_scope_abort = value == "abort";
     return SK_OK;
   }
@@ -77,8 +76,7 @@ sk_status apply(ScopeOptions &o, const std::string &key, const std::string &valu
   if (key == "profiling") return parse_bool(key, value, &o.profiling);
   if (key == "split-mode" || key == "preload-code" || key == "func-align") {
     // Vendor tuning knobs: accepted and reported; the host device has no such knob.
-    if (value.empty())
-      return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty value", key.c_str());
+    if (value.empty()) return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty value", key.c_str());
     return SK_OK;
   }
   return fail(SK_ERR_INVALID_ARGUMENT, "unknown scope option '%s'", key.c_str());
@@ -102,8 +100,8 @@ sk_status NameList::parse(const std::string &key, const std::string &value, Name
     size_t comma = value.find(',', pos);
     std::string item = value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (item.empty())
-      return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty name in list \"%s\"",
-                  key.c_str(), value.c_str());
+      return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty name in list \"%s\"", key.c_str(),
+                  value.c_str());
     Entry e{item, nullptr};
     if (item.size() <= kMaxPattern) {
       if (const char *why = unsafe_pattern(item))
@@ -113,8 +111,9 @@ sk_status NameList::parse(const std::string &key, const std::string &value, Name
       try {
         e.pattern = std::make_shared<std::regex>(item, kRegexFlags);
       } catch (const std::regex_error &err) {
-        return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': pattern '%.300s' is not a valid regular expression (%s)",
-                    key.c_str(), item.c_str(), err.what());
+        return fail(SK_ERR_INVALID_ARGUMENT,
+                    "scope option '%s': pattern '%.300s' is not a valid regular expression (%s)", key.c_str(),
+                    item.c_str(), err.what());
       }
     }
     list.entries_.push_back(std::move(e));
@@ -134,14 +133,13 @@ sk_status parse_scope_options(const char *text, ScopeOptions *out) {
     std::string item = s.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
-      return fail(SK_ERR_INVALID_ARGUMENT, "scope options \"%s\": '%s' is not of the form key=value",
-                  s.c_str(), item.c_str());
+      return fail(SK_ERR_INVALID_ARGUMENT, "scope options \"%s\": '%s' is not of the form key=value", s.c_str(),
+                  item.c_str());
     std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     std::string canonical = key == "dcci-after-kernel-start" ? "dcci-after-kernel-end" : key;
     for (const auto &kv : o.given) {
       std::string other = kv.first == "dcci-after-kernel-start" ? "dcci-after-kernel-end" : kv.first;
-      if (other == canonical)
-        return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s' given twice", key.c_str());
+      if (other == canonical) return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s' given twice", key.c_str());
     }
     if (sk_status st = apply(o, key, value); st != SK_OK) return st;
     o.given.emplace_back(key, value);

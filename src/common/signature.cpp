@@ -14,10 +14,17 @@ struct TypeInfo {
   size_t size;
 };
 constexpr TypeInfo kTypes[] = {
-    {"ptr", ArgType::Ptr, sizeof(void *)}, {"i8", ArgType::I8, 1},   {"u8", ArgType::U8, 1},
-    {"i16", ArgType::I16, 2},              {"u16", ArgType::U16, 2}, {"i32", ArgType::I32, 4},
-    {"u32", ArgType::U32, 4},              {"i64", ArgType::I64, 8}, {"u64", ArgType::U64, 8},
-    {"f32", ArgType::F32, 4},              {"f64", ArgType::F64, 8},
+    {"ptr", ArgType::Ptr, sizeof(void *)},
+    {"i8", ArgType::I8, 1},
+    {"u8", ArgType::U8, 1},
+    {"i16", ArgType::I16, 2},
+    {"u16", ArgType::U16, 2},
+    {"i32", ArgType::I32, 4},
+    {"u32", ArgType::U32, 4},
+    {"i64", ArgType::I64, 8},
+    {"u64", ArgType::U64, 8},
+    {"f32", ArgType::F32, 4},
+    {"f64", ArgType::F64, 8},
 };
 
 std::string_view trim(std::string_view s) {
@@ -51,8 +58,8 @@ sk_status parse_signature(std::string_view text, std::string_view what, Signatur
                   "%.*s: signature \"%.*s%s\": parameter %zu is '%.*s%s', expected one of "
                   "ptr,i8,u8,i16,u16,i32,u32,i64,u64,f32,f64",
                   (int)what.size(), what.data(), (int)std::min<size_t>(text.size(), 64), text.data(),
-                  text.size() > 64 ? "..." : "", sig.size(), (int)std::min<size_t>(tok.size(), 64),
-                  tok.data(), tok.size() > 64 ? "..." : "");
+                  text.size() > 64 ? "..." : "", sig.size(), (int)std::min<size_t>(tok.size(), 64), tok.data(),
+                  tok.size() > 64 ? "..." : "");
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }

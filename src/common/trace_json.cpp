@@ -14,8 +14,7 @@ constexpr uint64_t kTraceFormatVersion = 1;
 const char *core_type_name(uint32_t t) { return t == 1 ? "cube" : "vector"; }
 
 // The common fields of an event; the caller adds the rest and closes the object.
-void begin_event(JsonWriter &j, std::string_view name, const char *cat, const char *ph, uint32_t pid,
-                 uint32_t tid) {
+void begin_event(JsonWriter &j, std::string_view name, const char *cat, const char *ph, uint32_t pid, uint32_t tid) {
   j.begin_object();
   j.key("name").value(name);
   if (cat) j.key("cat").value(cat);
@@ -26,8 +25,7 @@ void begin_event(JsonWriter &j, std::string_view name, const char *cat, const ch
 
 }  // namespace
 
-std::string chrome_trace_json(std::string_view superkernel, uint32_t pid,
-                              const std::vector<std::string> &step_names,
+std::string chrome_trace_json(std::string_view superkernel, uint32_t pid, const std::vector<std::string> &step_names,
                               const std::vector<sk_profile_record> &records) {
   uint64_t origin = UINT64_MAX;
   for (const sk_profile_record &r : records) origin = std::min(origin, r.ready_ns);
@@ -39,7 +37,11 @@ std::string chrome_trace_json(std::string_view superkernel, uint32_t pid,
   j.begin_object();
   j.key("traceEvents").begin_array();
   begin_event(j, "process_name", nullptr, "M", pid, 0);
-  j.key("args").begin_object().key("name").value(std::string("super kernel ") + std::string(superkernel)).end_object();
+  j.key("args")
+      .begin_object()
+      .key("name")
+      .value(std::string("super kernel ") + std::string(superkernel))
+      .end_object();
   j.end_object();
   // Thread names once per core, in core order.
   std::set<std::pair<uint32_t, uint32_t>> cores;  // (core, type)
@@ -49,7 +51,8 @@ std::string chrome_trace_json(std::string_view superkernel, uint32_t pid,
     if (core == last_core) continue;
     last_core = core;
     begin_event(j, "thread_name", nullptr, "M", pid, core);
-    j.key("args").begin_object().key("name").value("core " + std::to_string(core) + " (" + core_type_name(type) + ")");
+    j.key("args").begin_object().key("name").value("core " + std::to_string(core) + " (" + core_type_name(type) +
+                                                   ")");
     j.end_object().end_object();
     begin_event(j, "thread_sort_index", nullptr, "M", pid, core);
     j.key("args").begin_object().key("sort_index").value(uint64_t{core}).end_object();

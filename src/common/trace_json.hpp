@@ -14,8 +14,7 @@ namespace sk {
 // per sub-kernel run on a core, named after the sub-kernel, and before it a "wait" slice for the
 // time the core spent waiting for the previous step. Times are microseconds from the earliest
 // ready time of the launch. step_names[i] names step i; records come from sk_superkernel_profile.
-std::string chrome_trace_json(std::string_view superkernel, uint32_t pid,
-                              const std::vector<std::string> &step_names,
+std::string chrome_trace_json(std::string_view superkernel, uint32_t pid, const std::vector<std::string> &step_names,
                               const std::vector<sk_profile_record> &records);
 
 }  // namespace sk

@@ -68,8 +68,7 @@ bool sticky(CUresult r) {
     case 718:  // CUDA_ERROR_INVALID_PC
     case 719:  // CUDA_ERROR_LAUNCH_FAILED
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -89,8 +88,8 @@ sk_status CudaDevice::check(CUresult r, const char *call, const char *what) cons
 sk_status CudaDevice::usable(const char *call) const {
   std::lock_guard<std::mutex> lock(lost_mutex_);
   if (lost_.empty()) return SK_OK;
-  return fail(SK_ERR_DEVICE, "%s: %s (cuda:%d) is lost since an earlier error (open a new device to go on): %s", call, name_.c_str(), device_,
-              lost_.c_str());
+  return fail(SK_ERR_DEVICE, "%s: %s (cuda:%d) is lost since an earlier error (open a new device to go on): %s",
+              call, name_.c_str(), device_, lost_.c_str());
 }
 
 ContextScope::ContextScope(const CudaDevice &device, const char *call, bool teardown) : device_(device) {

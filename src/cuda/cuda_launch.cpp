@@ -51,7 +51,8 @@ sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const Plan &pla
 
 sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
                                 std::vector<std::shared_ptr<backend::Kernel>> kernels,
-                                std::vector<std::vector<uint64_t>> args, std::unique_ptr<backend::SuperKernel> *out) {
+                                std::vector<std::vector<uint64_t>> args,
+                                std::unique_ptr<backend::SuperKernel> *out) {
   const std::shared_ptr<CudaDevice> &dev = gpu_;
   if (sk_status st = cuda_inputs(name, &inputs); st != SK_OK) return st;
   std::vector<std::shared_ptr<CudaKernel>> ck;
@@ -86,8 +87,7 @@ sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &opt
     }
     sk->plan = std::move(clipped);
     sk->program.reset();
-    if (sk_status st = build_and_load(dev, sk->plan, ck, slots.size(), sk->id, &sk->program); st != SK_OK)
-      return st;
+    if (sk_status st = build_and_load(dev, sk->plan, ck, slots.size(), sk->id, &sk->program); st != SK_OK) return st;
   }
   if (sk_status st = sk->program->configure(std::move(slots), sk->plan.cores, true); st != SK_OK) return st;
   sk->kernels = std::move(kernels);
@@ -111,7 +111,9 @@ sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot)
 
 std::string CudaSuperKernel::explain() const {
   const LinkedProgram &p = *program;
-  return explain_json(plan, "cuda", [&p](JsonWriter &j) {
+  return explain_json(
+      plan, "cuda",
+      [&p](JsonWriter &j) {
     const EntryResources &r = p.resources();
     j.key("entry").value(r.entry);
     j.key("arch").value("sm_" + std::to_string(r.sm));
@@ -121,7 +123,8 @@ std::string CudaSuperKernel::explain() const {
     j.key("static_shared_bytes").value(uint64_t{r.static_shared});
     j.key("dynamic_shared_bytes").value(uint64_t{r.dynamic_shared});
     j.key("blocks_per_sm").value(uint64_t{p.occupancy_per_sm()});
-  }, "cuda_entry");
+      },
+      "cuda_entry");
 }
 
 sk_status CudaSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *, uint32_t *) const {

@@ -50,7 +50,8 @@ std::vector<std::string> ptx_metadata_records(const std::string &ptx) {
   const std::string marker = " sk_kernel_meta_";
   for (size_t at = ptx.find(marker); at != std::string::npos; at = ptx.find(marker, at + 1)) {
     const size_t open = ptx.find('{', at), close = ptx.find('}', at), eol = ptx.find('\n', at);
-    if (open == std::string::npos || close == std::string::npos || (eol != std::string::npos && open > eol)) continue;
+    if (open == std::string::npos || close == std::string::npos || (eol != std::string::npos && open > eol))
+      continue;
     std::string text;
     for (size_t p = open + 1; p < close;) {
       char *end = nullptr;
@@ -104,7 +105,8 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     if (sk_status st = elf::parse_cubin(image, size, label, &m->cubin); st != SK_OK) return st;
     if (m->cubin.type != 1 /* ET_REL */)
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: a linked cubin cannot be fused; build the kernels relocatable (nvcc -dc -cubin)", label.c_str());
+                  "%s: a linked cubin cannot be fused; build the kernels relocatable (nvcc -dc -cubin)",
+                  label.c_str());
     if (sk_status st = take_records(m->cubin.metadata_records, m.get()); st != SK_OK) return st;
   } else {
     return fail(SK_ERR_BAD_BINARY,
@@ -147,8 +149,10 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   }
   const std::string no_metadata =
       "sk_kernel.h metadata (" +
-      (!m.metadata_note.empty() ? m.metadata_note : "no sk_kernel_meta_ variable: built without SK_KERNEL_CUDA?") + ")";
-  if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK) return st;
+      (!m.metadata_note.empty() ? m.metadata_note : "no sk_kernel_meta_ variable: built without SK_KERNEL_CUDA?") +
+      ")";
+  if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK)
+    return st;
   if (m.kind == InputKind::LtoIr)
     // The calls an LTO-IR function makes are unknown before linking: assume it synchronises
     // its blocks, so the planner never multiplexes them (which would hang sk_sync_all).

@@ -33,8 +33,7 @@ std::string DriverApi::describe(CUresult r) const {
 
 sk_status load_driver_api(const std::string &library, std::shared_ptr<const DriverApi> *out) {
   auto api = std::make_shared<DriverApi>();
-  if (sk_status st = api->library.open(library, "the CUDA driver; is an NVIDIA driver installed?");
-      st != SK_OK)
+  if (sk_status st = api->library.open(library, "the CUDA driver; is an NVIDIA driver installed?"); st != SK_OK)
     return st;
   std::string missing;
   const DynamicLibrary &l = api->library;
@@ -76,8 +75,8 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuGetErrorName, "cuGetErrorName", &missing);
   bind(l, &api->cuGetErrorString, "cuGetErrorString", &missing);
   if (!missing.empty())
-    return fail(SK_ERR_DEVICE, "%s does not export %s (libsk needs a CUDA 12 or newer driver)",
-                library.c_str(), missing.c_str());
+    return fail(SK_ERR_DEVICE, "%s does not export %s (libsk needs a CUDA 12 or newer driver)", library.c_str(),
+                missing.c_str());
   *out = std::move(api);
   return SK_OK;
 }
@@ -93,8 +92,7 @@ sk_status driver_api(std::shared_ptr<const DriverApi> *out) {
     std::shared_ptr<const DriverApi> api;
     if (sk_status st = load_driver_api(env && *env ? env : "libcuda.so.1", &api); st != SK_OK) return st;
     if (CUresult r = api->cuInit(0); r != CUDA_SUCCESS)
-      return fail(SK_ERR_DEVICE, "cuInit failed: %s (no usable NVIDIA GPU or driver?)",
-                  api->describe(r).c_str());
+      return fail(SK_ERR_DEVICE, "cuInit failed: %s (no usable NVIDIA GPU or driver?)", api->describe(r).c_str());
     loaded = std::move(api);
   }
   *out = loaded;

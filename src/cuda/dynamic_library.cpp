@@ -21,8 +21,7 @@ sk_status DynamicLibrary::open(const std::string &name, const char *purpose) {
   handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char *why = dlerror();
-    return fail(SK_ERR_DEVICE, "cannot load %s (%s): %s", name.c_str(), purpose,
-                why ? why : "unknown reason");
+    return fail(SK_ERR_DEVICE, "cannot load %s (%s): %s", name.c_str(), purpose, why ? why : "unknown reason");
   }
   return SK_OK;
 }

@@ -24,9 +24,11 @@ struct StateField {
   uint32_t bytes;
 };
 constexpr StateField kBlockState[] = {
-    {"S_SYNC", 8},   {"S_EPOCH", 8},  {"S_REPORT", 8},   {"S_STEP", 4},     {"S_BLOCK", 4},
-    {"S_BLOCKS", 4}, {"S_CORES", 4},  {"S_STATE", 4},    {"S_GM_FLUSH", 4},
-    {"S_FLAG_TARGET", 8 * kCrossCoreFlags},  // u64 per flag: the target of its wait
+    {"S_SYNC", 8},     {"S_EPOCH", 8},
+    {"S_REPORT", 8},   {"S_STEP", 4},
+    {"S_BLOCK", 4},    {"S_BLOCKS", 4},
+    {"S_CORES", 4},    {"S_STATE", 4},
+    {"S_GM_FLUSH", 4}, {"S_FLAG_TARGET", 8 * kCrossCoreFlags},  // u64 per flag: the target of its wait
 };
 constexpr uint32_t block_state_bytes() {
   uint32_t bytes = 0;
@@ -51,8 +53,8 @@ PtxValues abi_values(const EntrySpec &spec) {
   PtxValues v;
   // The PTX reads and writes the epoch word, the first, at the report's own address.
   static_assert(kReportEpoch == 0);
-  static const char *const report_words[kReportWords] = {nullptr,        "REPORT_ID",   "REPORT_STEP",
-                                                         "REPORT_BLOCK", "REPORT_POINT", "REPORT_SEEN",
+  static const char *const report_words[kReportWords] = {nullptr,         "REPORT_ID",    "REPORT_STEP",
+                                                         "REPORT_BLOCK",  "REPORT_POINT", "REPORT_SEEN",
                                                          "REPORT_TARGET", "REPORT_ABORT"};
   for (uint32_t w = kReportId; w < kReportWords; ++w) v[report_words[w]] = str(8 * w);
   v["REPORT_FLAG_ID"] = str(8 * kReportFlagId);
@@ -143,7 +145,8 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   for (size_t j = 0; j < n; ++j) o += "    " + param_decl(s, j, "c") + ";\n";
   for (size_t j = 0; j < n; ++j) {
     const bool w = wide(s.signature[j]);
-    const std::string slot = str(8ull * (s.arg_base + j)), reg = (w ? "%x" : "%y") + str(j), type = w ? "u64 " : "u32 ";
+    const std::string slot = str(8ull * (s.arg_base + j)), reg = (w ? "%x" : "%y") + str(j),
+                      type = w ? "u64 " : "u32 ";
     if (spec.args == ArgSource::Params)
       o += "    ld.param." + type + reg + ", [sk_args+" + slot + "];\n";
     else
@@ -163,8 +166,8 @@ std::string step_code(const EntrySpec &spec, size_t i, PtxValues &v) {
   v["BLOCK_DIM"] = str(s.block_dim);
   v["CORES"] = str(s.cores);
   v["FIRST_FLAGS"] = str(kFirst | (wait_now ? kWaitNow : 0));
-  v["FLAGS"] = str((s.gm_flush ? kGmFlush : 0) | (s.deps.empty() ? kNoDeps : 0) |
-                   (s.arrive_in_kernel ? kArriveInKernel : 0));
+  v["FLAGS"] =
+      str((s.gm_flush ? kGmFlush : 0) | (s.deps.empty() ? kNoDeps : 0) | (s.arrive_in_kernel ? kArriveInKernel : 0));
   v["FENCE_BEFORE"] = s.dcci_before ? "  fence.acq_rel.gpu;" : "";
   v["FENCE_AFTER"] = s.dcci_after ? "  fence.acq_rel.gpu;" : "";
   v["CALL"] = subkernel_call(spec, s);
@@ -212,9 +215,8 @@ std::string generate_entry_ptx(const EntrySpec &spec) {
   v["DEPENDENCY_TABLES"] = dependency_tables(spec);
   v["SUBKERNEL_DECLARATIONS"] = subkernel_declarations(spec);
   const uint32_t slots = spec.arg_slots ? spec.arg_slots : 1;
-  v["ARGS_PARAM"] = spec.args == ArgSource::Params
-                        ? "  .param .align 8 .b8 sk_args[" + str(8ull * slots) + "],"
-                        : "  .param .u64 sk_args,";
+  v["ARGS_PARAM"] = spec.args == ArgSource::Params ? "  .param .align 8 .b8 sk_args[" + str(8ull * slots) + "],"
+                                                   : "  .param .u64 sk_args,";
   v["LOAD_ARGS_BUFFER"] = spec.args == ArgSource::Buffer ? "  ld.param.u64 %rd2, [sk_args];" : "";
   std::string steps;
   PtxValues step_values = v;

@@ -28,16 +28,16 @@
 namespace sk::cuda {
 
 struct EntryStep {
-  std::string symbol;          // the sub-kernel's device function
+  std::string symbol;  // the sub-kernel's device function
   Signature signature;
-  uint32_t block_dim = 1;      // the sub-kernel's own blocks
-  uint32_t cores = 1;          // blocks of the super kernel that run it (<= grid)
-  bool wait_in_kernel = false; // wait for the previous step at sk_wait_pre_task_end
+  uint32_t block_dim = 1;         // the sub-kernel's own blocks
+  uint32_t cores = 1;             // blocks of the super kernel that run it (<= grid)
+  bool wait_in_kernel = false;    // wait for the previous step at sk_wait_pre_task_end
   bool arrive_in_kernel = false;  // arrive at sk_set_next_task_start
-  bool dcci_before = false;    // a whole-cache fence before / after the call
+  bool dcci_before = false;       // a whole-cache fence before / after the call
   bool dcci_after = false;
-  bool gm_flush = true;        // sk_gm_load/store flush their access (else plain accesses)
-  uint32_t arg_base = 0;       // first 8-byte argument slot of this step
+  bool gm_flush = true;   // sk_gm_load/store flush their access (else plain accesses)
+  uint32_t arg_base = 0;  // first 8-byte argument slot of this step
   // Earlier steps whose arrival it waits for (the previous step, or with stream fusion its
   // stream predecessor and the steps of the events it waits on). Empty: it waits for nothing.
   std::vector<uint32_t> deps;
@@ -55,7 +55,7 @@ struct EntrySpec {
   ArgSource args = ArgSource::Params;
   uint32_t arg_slots = 0;
   uint64_t timeout_ns = 10'000'000'000ull;
-  uint64_t id = 0;             // names the super kernel in hang reports
+  uint64_t id = 0;  // names the super kernel in hang reports
   // `extern __shared__` bytes of the sub-kernel that needs the most (they run one after
   // another; every extern __shared__ array starts at the dynamic shared base).
   uint32_t dynamic_shared = 0;

@@ -20,7 +20,7 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
   if (!fn)
     return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", name.c_str(),
                 image.entry.c_str());
-  p->resources_ = {image.entry,   image.info.sm,       fn->registers,       fn->frame_size,
+  p->resources_ = {image.entry,    image.info.sm,       fn->registers,       fn->frame_size,
                    fn->stack_size, image.static_shared, image.dynamic_shared};
   const DriverApi &a = device->api();
   const char *call = "sk_finalize";
@@ -53,21 +53,21 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
     return fail(SK_ERR_INCOMPATIBLE,
                 "super kernel '%s': %u threads per block, but with %d registers per thread %s runs at most %d",
                 name.c_str(), image.threads, regs, device->name().c_str(), max_threads);
-  if (sk_status st = device->check(
-          a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, p->function_, (int)image.threads,
-                                                        image.dynamic_shared),
-          call,
-          "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (sk_status st = device->check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                       &blocks, p->function_, (int)image.threads, image.dynamic_shared),
+                                   call, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
       st != SK_OK)
     return st;
   p->occupancy_ = (uint32_t)blocks;
   p->max_coresident_ = (uint32_t)blocks * device->multiprocessors();
   if (p->max_coresident_ == 0)
-    return fail(SK_ERR_INCOMPATIBLE, "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)",
-                name.c_str(), image.threads, device->name().c_str(), regs);
+    return fail(SK_ERR_INCOMPATIBLE,
+                "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)", name.c_str(),
+                image.threads, device->name().c_str(), regs);
   const SyncLayout layout = sync_layout(steps);
   const size_t sync_bytes = p->sync_bytes_ = layout.bytes;
-  if (sk_status st = device->check(a.cuMemAlloc(&p->sync_, sync_bytes), call, "cuMemAlloc (sync buffer)"); st != SK_OK)
+  if (sk_status st = device->check(a.cuMemAlloc(&p->sync_, sync_bytes), call, "cuMemAlloc (sync buffer)");
+      st != SK_OK)
     return st;
   p->report_ = p->sync_ + layout.report;
   p->id_ = id;
@@ -133,17 +133,18 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
     epoch_ = 0;
   }
   if (!sync_zeroed_) {
-    if (sk_status st = device_->check(a.cuMemsetD8Async(sync_, 0, sync_bytes_, stream), call,
-                                      "cuMemsetD8Async (sync buffer)");
+    if (sk_status st =
+            device_->check(a.cuMemsetD8Async(sync_, 0, sync_bytes_, stream), call, "cuMemsetD8Async (sync buffer)");
         st != SK_OK)
       return st;
     sync_zeroed_ = true;
   }
   if (dirty_end_ > dirty_begin_) {
     // Pageable source: the driver has staged it when the call returns.
-    if (sk_status st = device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + dirty_begin_ * 8, slots_.data() + dirty_begin_,
-                                                          (dirty_end_ - dirty_begin_) * 8, stream),
-                                      call, "cuMemcpyHtoDAsync (arguments)");
+    if (sk_status st =
+            device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + dirty_begin_ * 8, slots_.data() + dirty_begin_,
+                                               (dirty_end_ - dirty_begin_) * 8, stream),
+                           call, "cuMemcpyHtoDAsync (arguments)");
         st != SK_OK)
       return st;
     dirty_begin_ = dirty_end_ = 0;
@@ -182,7 +183,8 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
 sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
   if (sk_status st = device_->usable("sk_superkernel_set_arg"); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot >= slots_.size()) return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slot %zu does not exist", name_.c_str(), slot);
+  if (slot >= slots_.size())
+    return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slot %zu does not exist", name_.c_str(), slot);
   slots_[slot] = value;  // parameter mode: later launches copy the slots at launch
   if (source_ != ArgSource::Buffer) return SK_OK;
   // sk.h: launches already queued finish with the old value first, and the call waits for

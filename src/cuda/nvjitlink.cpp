@@ -35,14 +35,25 @@ constexpr nvJitLinkResult kErrorUnrecognizedArch = 16;
 constexpr nvJitLinkResult kErrorUnsupportedArch = 17;
 
 const char *result_name(nvJitLinkResult r) {
-  static const char *const names[] = {
-      "NVJITLINK_SUCCESS", "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_MISSING_ARCH",
-      "NVJITLINK_ERROR_INVALID_INPUT", "NVJITLINK_ERROR_PTX_COMPILE", "NVJITLINK_ERROR_NVVM_COMPILE",
-      "NVJITLINK_ERROR_INTERNAL", "NVJITLINK_ERROR_THREADPOOL", "NVJITLINK_ERROR_UNRECOGNIZED_INPUT",
-      "NVJITLINK_ERROR_FINALIZE", "NVJITLINK_ERROR_NULL_INPUT", "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS",
-      "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE", "NVJITLINK_ERROR_ARCH_MISMATCH", "NVJITLINK_ERROR_OUTDATED_LIBRARY",
-      "NVJITLINK_ERROR_MISSING_FATBIN", "NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
-      "NVJITLINK_ERROR_LTO_NOT_ENABLED"};
+  static const char *const names[] = {"NVJITLINK_SUCCESS",
+                                      "NVJITLINK_ERROR_UNRECOGNIZED_OPTION",
+                                      "NVJITLINK_ERROR_MISSING_ARCH",
+                                      "NVJITLINK_ERROR_INVALID_INPUT",
+                                      "NVJITLINK_ERROR_PTX_COMPILE",
+                                      "NVJITLINK_ERROR_NVVM_COMPILE",
+                                      "NVJITLINK_ERROR_INTERNAL",
+                                      "NVJITLINK_ERROR_THREADPOOL",
+                                      "NVJITLINK_ERROR_UNRECOGNIZED_INPUT",
+                                      "NVJITLINK_ERROR_FINALIZE",
+                                      "NVJITLINK_ERROR_NULL_INPUT",
+                                      "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS",
+                                      "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE",
+                                      "NVJITLINK_ERROR_ARCH_MISMATCH",
+                                      "NVJITLINK_ERROR_OUTDATED_LIBRARY",
+                                      "NVJITLINK_ERROR_MISSING_FATBIN",
+                                      "NVJITLINK_ERROR_UNRECOGNIZED_ARCH",
+                                      "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
+                                      "NVJITLINK_ERROR_LTO_NOT_ENABLED"};
   return r >= 0 && r < (int)(sizeof names / sizeof names[0]) ? names[r] : "NVJITLINK_ERROR_UNKNOWN";
 }
 
@@ -95,7 +106,8 @@ std::string error_log(const NvJitLinkApi &api, nvJitLinkHandle h) {
 
 // The first symbol name a log line of the form "...undefined reference to 'name'..." carries.
 std::string undefined_symbol(const std::string &log) {
-  for (const char *marker : {"Undefined reference to '", "undefined reference to '", "Unresolved extern function '"}) {
+  for (const char *marker :
+       {"Undefined reference to '", "undefined reference to '", "Unresolved extern function '"}) {
     size_t at = log.find(marker);
     if (at == std::string::npos) continue;
     at += std::char_traits<char>::length(marker);
@@ -113,8 +125,9 @@ NvJitLink::~NvJitLink() = default;
 sk_status NvJitLink::load(const std::string &library, std::shared_ptr<const NvJitLink> *out) {
   std::shared_ptr<NvJitLink> link(new NvJitLink());
   NvJitLinkApi &a = *link->api_;
-  if (sk_status st = a.library.open(library, "nvJitLink, which links CUDA super kernels; install the "
-                                              "CUDA 13 toolkit or its nvjitlink package");
+  if (sk_status st = a.library.open(library,
+                                    "nvJitLink, which links CUDA super kernels; install the "
+                                    "CUDA 13 toolkit or its nvjitlink package");
       st != SK_OK)
     return st;
   std::string missing;
@@ -217,10 +230,10 @@ sk_status NvJitLink::link(const std::vector<LinkInput> &inputs, const std::strin
     const std::string log = error_log(a, h.h);
     const std::string symbol = undefined_symbol(log);
     if (!symbol.empty())
-      return fail(SK_ERR_NOT_FOUND, "%s: linking for %s failed: undefined symbol '%s' (nvJitLink: %s)",
-                  what.c_str(), arch.c_str(), symbol.c_str(), log.c_str());
-    return fail(SK_ERR_INCOMPATIBLE, "%s: linking for %s failed: %s%s%s", what.c_str(), arch.c_str(),
-                result_name(r), log.empty() ? "" : ": ", log.c_str());
+      return fail(SK_ERR_NOT_FOUND, "%s: linking for %s failed: undefined symbol '%s' (nvJitLink: %s)", what.c_str(),
+                  arch.c_str(), symbol.c_str(), log.c_str());
+    return fail(SK_ERR_INCOMPATIBLE, "%s: linking for %s failed: %s%s%s", what.c_str(), arch.c_str(), result_name(r),
+                log.empty() ? "" : ": ", log.c_str());
   }
   size_t size = 0;
   if (nvJitLinkResult r = a.cubin_size(h.h, &size); r != kSuccess || size == 0)

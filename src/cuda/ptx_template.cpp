@@ -64,8 +64,8 @@ std::string PtxTemplate::expand(std::string_view name, const PtxValues &values) 
   return it == parts_.end() ? std::string() : expand_text(it->second.body, values, 0);
 }
 
-bool PtxTemplate::placeholder(std::string_view text, size_t at, const PtxValues &values, int depth,
-                              std::string *out, size_t *end) const {
+bool PtxTemplate::placeholder(std::string_view text, size_t at, const PtxValues &values, int depth, std::string *out,
+                              size_t *end) const {
   size_t p = at + 1;
   if (p >= text.size() || !ident_start(text[p])) return false;  // `@%p1`: a PTX predicate
   while (p < text.size() && ident_char(text[p])) ++p;
@@ -107,8 +107,7 @@ std::string PtxTemplate::expand_text(std::string_view text, const PtxValues &val
     std::string value;
     size_t end = 0;
     // A placeholder alone on its line stands for whole lines: none when it is empty.
-    if (!line.empty() && line[0] == '@' && placeholder(line, 0, values, depth, &value, &end) &&
-        end == line.size()) {
+    if (!line.empty() && line[0] == '@' && placeholder(line, 0, values, depth, &value, &end) && end == line.size()) {
       if (value.empty()) continue;
       out += value;
       if (out.back() != '\n' && newline) out += '\n';

@@ -91,7 +91,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
   spec.arg_slots = (uint32_t)req.arg_slots;
   for (const auto &k : req.kernels) spec.dynamic_shared = std::max(spec.dynamic_shared, k->dynamic_shared);
   spec.args = req.force_buffer || 8 * req.arg_slots + kParamReserved > req.param_bytes ? ArgSource::Buffer
-                                                                                     : ArgSource::Params;
+                                                                                       : ArgSource::Params;
   uint32_t slot = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep &ps = plan.steps[i];
@@ -157,7 +157,8 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
     if (!seen) modules.push_back(k->module.get());
   }
   // A cubin holds SASS for one architecture: say so before nvJitLink says "bad input".
-  const unsigned target = (unsigned)std::strtoul(req.arch.c_str() + (req.arch.rfind("sm_", 0) == 0 ? 3 : 0), nullptr, 10);
+  const unsigned target =
+      (unsigned)std::strtoul(req.arch.c_str() + (req.arch.rfind("sm_", 0) == 0 ? 3 : 0), nullptr, 10);
   for (const CudaModule *m : modules)
     if (m->kind == InputKind::Cubin && m->cubin.sm && m->cubin.sm != target)
       return fail(SK_ERR_INCOMPATIBLE,

@@ -24,27 +24,27 @@ size_t param_space_bytes(int driver_version);
 constexpr size_t kParamReserved = 64;
 
 struct BuildRequest {
-  std::string name;            // the super kernel's name, for messages
-  std::string arch;            // "sm_90"
+  std::string name;  // the super kernel's name, for messages
+  std::string arch;  // "sm_90"
   uint64_t timeout_ns = 10'000'000'000ull;
-  uint64_t id = 0;             // hang reports name it
+  uint64_t id = 0;  // hang reports name it
   const Plan *plan = nullptr;
   std::vector<std::shared_ptr<CudaKernel>> kernels;  // per plan step
-  size_t arg_slots = 0;        // total 8-byte argument slots
-  size_t param_bytes = 4096;   // the driver's parameter space (param_space_bytes)
-  bool force_buffer = false;   // arguments in a device buffer even if they fit the parameters
+  size_t arg_slots = 0;                              // total 8-byte argument slots
+  size_t param_bytes = 4096;                         // the driver's parameter space (param_space_bytes)
+  bool force_buffer = false;                         // arguments in a device buffer even if they fit the parameters
 };
 
 struct BuiltImage {
   std::string ptx;
   std::shared_ptr<const std::vector<uint8_t>> cubin;
-  elf::Cubin info;            // the linked cubin, read back
-  std::string entry;          // entry symbol
-  uint32_t threads = 0;       // threads per block every sub-kernel agreed on
+  elf::Cubin info;       // the linked cubin, read back
+  std::string entry;     // entry symbol
+  uint32_t threads = 0;  // threads per block every sub-kernel agreed on
   ArgSource args = ArgSource::Params;
-  bool cached = false;        // the cubin came from the cache
+  bool cached = false;          // the cubin came from the cache
   uint32_t dynamic_shared = 0;  // each launch's dynamic shared bytes (entry_dynamic_shared)
-  uint32_t static_shared = 0;  // the linked entry's static __shared__ (.nv.shared.<entry>)
+  uint32_t static_shared = 0;   // the linked entry's static __shared__ (.nv.shared.<entry>)
 };
 
 // The threads per block the kernels agree on, or SK_ERR_INCOMPATIBLE naming two that differ.

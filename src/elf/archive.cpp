@@ -48,8 +48,7 @@ uint64_t read_be(const uint8_t *p, size_t width) {
 }
 
 // The index: count, offsets of member headers, then the NUL-terminated names in the same order.
-sk_status read_index(const RawMember &m, size_t width, const std::map<size_t, size_t> &by_header,
-                     Archive *a) {
+sk_status read_index(const RawMember &m, size_t width, const std::map<size_t, size_t> &by_header, Archive *a) {
   const char *label = a->label.c_str();
   if (m.size < width) return fail(SK_ERR_BAD_BINARY, "%s: symbol index is truncated", label);
   uint64_t count = read_be(m.data, width);
@@ -59,15 +58,15 @@ sk_status read_index(const RawMember &m, size_t width, const std::map<size_t, si
   const uint8_t *names = m.data + width + count * width, *end = m.data + m.size;
   for (uint64_t i = 0; i < count; ++i) {
     const uint8_t *nul = static_cast<const uint8_t *>(std::memchr(names, 0, end - names));
-    if (!nul) return fail(SK_ERR_BAD_BINARY, "%s: symbol index name %llu is not terminated", label,
-                          (unsigned long long)i);
+    if (!nul)
+      return fail(SK_ERR_BAD_BINARY, "%s: symbol index name %llu is not terminated", label, (unsigned long long)i);
     std::string name(reinterpret_cast<const char *>(names), nul - names);
     names = nul + 1;
     uint64_t header = read_be(m.data + width + i * width, width);
     auto it = by_header.find(static_cast<size_t>(header));
     if (it == by_header.end())
-      return fail(SK_ERR_BAD_BINARY, "%s: symbol index entry '%s' points at 0x%llx, which is not a member",
-                  label, name.c_str(), (unsigned long long)header);
+      return fail(SK_ERR_BAD_BINARY, "%s: symbol index entry '%s' points at 0x%llx, which is not a member", label,
+                  name.c_str(), (unsigned long long)header);
     a->symbols.emplace(std::move(name), it->second);  // the first member named wins, as in ld
   }
   return SK_OK;
@@ -87,9 +86,7 @@ void index_members(Archive *a) {
 
 }  // namespace
 
-std::string Archive::member_label(size_t member) const {
-  return label + "(" + members[member].name + ")";
-}
+std::string Archive::member_label(size_t member) const { return label + "(" + members[member].name + ")"; }
 
 bool is_archive(const void *bytes, size_t size) {
   return bytes && size >= kMagicSize &&
@@ -105,7 +102,8 @@ sk_status parse_archive(const void *bytes, size_t size, std::string_view label_v
   if (std::memcmp(image, kThinMagic, kMagicSize) == 0)
     return fail(SK_ERR_UNSUPPORTED,
                 "%s: a thin archive (its members are other files, named by path); make a regular "
-                "one with `ar rcs` (without T) or load the member objects themselves", label);
+                "one with `ar rcs` (without T) or load the member objects themselves",
+                label);
   if (std::memcmp(image, kMagic, kMagicSize) != 0) return fail(SK_ERR_BAD_BINARY, "%s: not an archive", label);
 
   std::vector<RawMember> raw;
@@ -117,8 +115,8 @@ sk_status parse_archive(const void *bytes, size_t size, std::string_view label_v
     if (h[58] != '`' || h[59] != '\n' || !parse_decimal(trim(h + 48, 10), &member_size))
       return fail(SK_ERR_BAD_BINARY, "%s: member header at 0x%zx is malformed", label, at);
     if (member_size > size - at - kHeaderSize)
-      return fail(SK_ERR_BAD_BINARY, "%s: member at 0x%zx (%llu bytes) runs past the %zu-byte archive",
-                  label, at, (unsigned long long)member_size, size);
+      return fail(SK_ERR_BAD_BINARY, "%s: member at 0x%zx (%llu bytes) runs past the %zu-byte archive", label, at,
+                  (unsigned long long)member_size, size);
     raw.push_back({trim(h, 16), at, h + kHeaderSize, static_cast<size_t>(member_size)});
     at += kHeaderSize + member_size + (member_size & 1);  // members are 2-byte aligned
   }
@@ -137,14 +135,14 @@ sk_status parse_archive(const void *bytes, size_t size, std::string_view label_v
       continue;
     }
     if (m.raw_name.rfind("#1/", 0) == 0 || m.raw_name.rfind("__.SYMDEF", 0) == 0)
-      return fail(SK_ERR_UNSUPPORTED, "%s: BSD-format archive (member '%s'); rebuild it with GNU ar",
-                  label, m.raw_name.c_str());
+      return fail(SK_ERR_UNSUPPORTED, "%s: BSD-format archive (member '%s'); rebuild it with GNU ar", label,
+                  m.raw_name.c_str());
     ArchiveMember out_member;
     if (m.raw_name.size() > 1 && m.raw_name[0] == '/') {
       uint64_t off = 0;
       if (!long_names || !parse_decimal(m.raw_name.substr(1), &off) || off >= long_names->size)
-        return fail(SK_ERR_BAD_BINARY, "%s: member at 0x%zx: long name '%s' is not in the name table",
-                    label, m.header, m.raw_name.c_str());
+        return fail(SK_ERR_BAD_BINARY, "%s: member at 0x%zx: long name '%s' is not in the name table", label,
+                    m.header, m.raw_name.c_str());
       const char *p = reinterpret_cast<const char *>(long_names->data) + off;
       const char *end = reinterpret_cast<const char *>(long_names->data) + long_names->size;
       const char *q = p;

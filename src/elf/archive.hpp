@@ -13,14 +13,14 @@
 namespace sk::elf {
 
 struct ArchiveMember {
-  std::string name;             // as stored, long names resolved through `//`
+  std::string name;               // as stored, long names resolved through `//`
   const uint8_t *data = nullptr;  // into the caller's bytes
   size_t size = 0;
 };
 
 struct Archive {
-  std::string label;                  // file name, for messages
-  std::vector<ArchiveMember> members; // in archive order, index and name tables left out
+  std::string label;                   // file name, for messages
+  std::vector<ArchiveMember> members;  // in archive order, index and name tables left out
   // Global symbol -> index into members: the first member the index names for it. Without an
   // index (`ar` run with S), built from the members' own symbol tables.
   std::map<std::string, size_t, std::less<>> symbols;

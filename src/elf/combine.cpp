@@ -49,9 +49,9 @@ class Combiner {
   std::string label_;
   std::vector<Object> parts_;
   std::vector<Archive> archives_;
-  std::vector<std::vector<bool>> pulled_;        // per archive, per member
-  std::set<std::string, std::less<>> defined_;   // global names some part defines
-  std::vector<std::vector<bool>> dropped_;       // per part, per section: in a duplicate group
+  std::vector<std::vector<bool>> pulled_;       // per archive, per member
+  std::set<std::string, std::less<>> defined_;  // global names some part defines
+  std::vector<std::vector<bool>> dropped_;      // per part, per section: in a duplicate group
   // Per part, per dropped section: the kept group's section of the same name (part, index).
   std::vector<std::map<uint32_t, std::pair<size_t, uint32_t>>> kept_twin_;
   std::vector<std::vector<int64_t>> section_index_;  // per part: new index or kDropped
@@ -84,7 +84,8 @@ sk_status Combiner::read_inputs(const std::vector<Input> &inputs) {
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "%s: no object to link, only archives: an archive member is linked only when an "
                 "object of the set references a symbol it defines; add the objects that call into "
-                "the archives", label_.c_str());
+                "the archives",
+                label_.c_str());
   return SK_OK;
 }
 
@@ -114,7 +115,8 @@ sk_status Combiner::pull_members() {
   }
   for (size_t p = 1; p < parts_.size(); ++p)
     if (parts_[p].machine != parts_[0].machine)
-      return fail(SK_ERR_UNSUPPORTED, "%s: e_machine %u is not %s's (%u): the objects of one module are for one machine",
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: e_machine %u is not %s's (%u): the objects of one module are for one machine",
                   parts_[p].label.c_str(), parts_[p].machine, parts_[0].label.c_str(), parts_[0].machine);
   return SK_OK;
 }
@@ -123,15 +125,15 @@ sk_status Combiner::pull_members() {
 sk_status group_members(const Object &o, uint32_t group, uint32_t *flags, std::vector<uint32_t> *out) {
   const Section &g = o.sections[group];
   if (!g.data || g.size < 4 || g.size % 4 != 0)
-    return fail(SK_ERR_BAD_BINARY, "%s: group section %u '%s': size %llu is not a list of words",
-                o.label.c_str(), group, g.name.c_str(), (unsigned long long)g.size);
+    return fail(SK_ERR_BAD_BINARY, "%s: group section %u '%s': size %llu is not a list of words", o.label.c_str(),
+                group, g.name.c_str(), (unsigned long long)g.size);
   std::memcpy(flags, g.data, 4);
   for (uint64_t at = 4; at < g.size; at += 4) {
     uint32_t index;
     std::memcpy(&index, g.data + at, 4);
     if (index == 0 || index >= o.sections.size() || index == group)
-      return fail(SK_ERR_BAD_BINARY, "%s: group section %u '%s': member %u is not a section",
-                  o.label.c_str(), group, g.name.c_str(), index);
+      return fail(SK_ERR_BAD_BINARY, "%s: group section %u '%s': member %u is not a section", o.label.c_str(), group,
+                  g.name.c_str(), index);
     out->push_back(index);
   }
   return SK_OK;
@@ -151,8 +153,8 @@ sk_status Combiner::drop_duplicate_groups() {
       if (sk_status st = group_members(o, i, &flags, &members)) return st;
       if (!(flags & GRP_COMDAT)) continue;
       const Symbol &sig = o.symbols[o.sections[i].info];  // checked by parse_object
-      std::string signature = sig.type == STT_SECTION && sig.shndx < o.sections.size()
-                                  ? o.sections[sig.shndx].name : sig.name;
+      std::string signature =
+          sig.type == STT_SECTION && sig.shndx < o.sections.size() ? o.sections[sig.shndx].name : sig.name;
       auto [it, fresh] = kept.emplace(signature, std::make_pair(p, members));
       if (fresh) continue;
       const Object &keeper = parts_[it->second.first];
@@ -204,7 +206,8 @@ void Combiner::number_sections(Object *c) {
       if (s.type == SHT_RELA || s.type == SHT_REL) {
         s.link = symtab_;
         s.info = s.info < o.sections.size() && section_index_[p][s.info] != kDropped
-                     ? static_cast<uint32_t>(section_index_[p][s.info]) : 0;
+                     ? static_cast<uint32_t>(section_index_[p][s.info])
+                     : 0;
       } else if ((s.flags & SHF_LINK_ORDER) && s.link < o.sections.size()) {
         s.link = section_index_[p][s.link] != kDropped ? static_cast<uint32_t>(section_index_[p][s.link]) : 0;
       }
@@ -295,7 +298,8 @@ void Combiner::number_symbols(Object *c) {
     }
     global_index.emplace(name, static_cast<uint32_t>(c->symbols.size()));
     c->symbols.push_back(std::move(t));
-    c->symbol_part.push_back(static_cast<uint32_t>(c->symbols.back().shndx == SHN_UNDEF ? g.reference.part : w.part));
+    c->symbol_part.push_back(
+        static_cast<uint32_t>(c->symbols.back().shndx == SHN_UNDEF ? g.reference.part : w.part));
   }
   for (size_t p = 0; p < parts_.size(); ++p) {
     const Object &o = parts_[p];

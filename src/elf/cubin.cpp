@@ -16,8 +16,8 @@ namespace {
 // .nv.info attribute records: a format byte, an attribute byte, then either a 2-byte value
 // (EIFMT_HVAL) or a 2-byte size and that many bytes (EIFMT_SVAL); EIFMT_NVAL has no value.
 constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
-constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19,
-                  kAttrMinStackSize = 0x12, kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
+constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
+                  kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
 // CUDA's own section types: SHT_CUDA_NOBITS sections (shared memory) occupy no file bytes,
 // and .nv.callgraph holds { caller, callee } symbol index pairs (negative callees are markers).
@@ -112,8 +112,8 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     return fail(SK_ERR_UNSUPPORTED, "%s: e_type %u is neither a relocatable (nvcc -dc -cubin) nor a linked cubin",
                 label.c_str(), eh.e_type);
   Object o;
-  if (sk_status st = parse_object(bytes, size, label, &o, {.executable = true, .rel_sections = true,
-                                                           .nobits_type = kShtCudaNobits});
+  if (sk_status st = parse_object(bytes, size, label, &o,
+                                  {.executable = true, .rel_sections = true, .nobits_type = kShtCudaNobits});
       st != SK_OK)
     return st;
   const std::vector<Section> &sections = o.sections;
@@ -205,8 +205,10 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
       p += 2;
       const uint8_t *value = p;
       size_t length = 0;
-      if (format == kFormatNone) length = 0;
-      else if (format == kFormatByte || format == kFormatHalf) length = 2;
+      if (format == kFormatNone)
+        length = 0;
+      else if (format == kFormatByte || format == kFormatHalf)
+        length = 2;
       else if (format == kFormatSized) {
         if (end - p < 2) break;
         length = (size_t)p[0] | ((size_t)p[1] << 8);
@@ -226,9 +228,12 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
         if (it == function_of_symbol.end()) continue;
         CubinFunction &f = result.functions[it->second];
         const uint32_t v = read_u32(value + 4);
-        if (attr == kAttrRegCount) f.registers = v;
-        else if (attr == kAttrFrameSize) f.frame_size = v;
-        else if (attr == kAttrMinStackSize || attr == kAttrMaxStackSize) f.stack_size = std::max(f.stack_size, v);
+        if (attr == kAttrRegCount)
+          f.registers = v;
+        else if (attr == kAttrFrameSize)
+          f.frame_size = v;
+        else if (attr == kAttrMinStackSize || attr == kAttrMaxStackSize)
+          f.stack_size = std::max(f.stack_size, v);
       } else if (owner && attr == kAttrExterns && format == kFormatSized) {
         for (size_t k = 0; k + 4 <= length; k += 4) {
           const uint32_t s = read_u32(value + k);

@@ -19,20 +19,20 @@ constexpr uint16_t kMachineCuda = 190;  // EM_CUDA
 
 struct CubinFunction {
   std::string name;
-  bool entry = false;          // a kernel (.entry) rather than a device function
-  uint32_t registers = 0;      // EIATTR_REGCOUNT (or the .text section's sh_info high byte)
-  uint32_t frame_size = 0;     // EIATTR_FRAME_SIZE: per-thread local memory
+  bool entry = false;       // a kernel (.entry) rather than a device function
+  uint32_t registers = 0;   // EIATTR_REGCOUNT (or the .text section's sh_info high byte)
+  uint32_t frame_size = 0;  // EIATTR_FRAME_SIZE: per-thread local memory
   // Per-thread call stack: EIATTR_MIN_STACK_SIZE (what ptxas computed over the call graph, the
   // driver's reservation), or EIATTR_MAX_STACK_SIZE where larger.
   uint32_t stack_size = 0;
   // Static __shared__ bytes: the size of .nv.shared.<name> (linked cubins), else the variables
   // of `.nv_debug.shared` / `.nv.shared.*` that its own code's relocations reference.
   uint32_t shared_bytes = 0;
-  bool dynamic_shared = false;  // its code references an `extern __shared__` array
-  uint32_t param_bytes = 0;    // EIATTR_CBANK_PARAM_SIZE (entries only)
-  uint32_t code_bytes = 0;     // size of .text.<name>
-  std::vector<std::string> externs;  // functions it calls that are undefined in this object
-  std::vector<std::string> callees;  // functions it calls (.nv.callgraph), defined or not
+  bool dynamic_shared = false;        // its code references an `extern __shared__` array
+  uint32_t param_bytes = 0;           // EIATTR_CBANK_PARAM_SIZE (entries only)
+  uint32_t code_bytes = 0;            // size of .text.<name>
+  std::vector<std::string> externs;   // functions it calls that are undefined in this object
+  std::vector<std::string> callees;   // functions it calls (.nv.callgraph), defined or not
   std::vector<uint32_t> shared_vars;  // indexes into Cubin::shared_vars its code references
 };
 
@@ -52,8 +52,8 @@ struct CubinReach {
 
 struct Cubin {
   std::string label;
-  uint16_t type = 0;           // ET_REL (relocatable, nvcc -dc) or ET_EXEC (linked)
-  uint32_t sm = 0;             // SASS architecture, 90 for sm_90
+  uint16_t type = 0;  // ET_REL (relocatable, nvcc -dc) or ET_EXEC (linked)
+  uint32_t sm = 0;    // SASS architecture, 90 for sm_90
   std::vector<CubinFunction> functions;
   std::vector<std::string> undefined;  // undefined function symbols
   // Strings of the `sk_kernel_meta_*` device constants sk_kernel.h's SK_KERNEL writes in CUDA

@@ -21,8 +21,8 @@ bool usable_encoding(uint8_t e, bool leb) {
   const bool sized = format == 0x0 || format == 0x2 || format == 0x3 || format == 0x4 || format == 0xa ||
                      format == 0xb || format == 0xc;
   const bool varying = format == 0x1 || format == 0x9;
-  return (sized || (leb && varying)) && (application == 0x00 || application == 0x10 ||
-                                         application == 0x20 || application == 0x30 || application == 0x50);
+  return (sized || (leb && varying)) && (application == 0x00 || application == 0x10 || application == 0x20 ||
+                                         application == 0x30 || application == 0x50);
 }
 
 size_t encoded_size(uint8_t e) {
@@ -47,18 +47,19 @@ struct Reader {
     ok = false;
   }
   void skip(size_t n) {
-    if (static_cast<size_t>(end - p) < n) ok = false, p = end;
-    else p += n;
+    if (static_cast<size_t>(end - p) < n)
+      ok = false, p = end;
+    else
+      p += n;
   }
 };
 
 }  // namespace
 
-sk_status check_eh_frame(const uint8_t *data, size_t size, const std::string &label,
-                         const std::string &section) {
+sk_status check_eh_frame(const uint8_t *data, size_t size, const std::string &label, const std::string &section) {
   auto bad = [&](size_t at, const char *why) {
-    return fail(SK_ERR_BAD_BINARY, "%s: section '%s', record at offset 0x%zx: %s", label.c_str(),
-                section.c_str(), at, why);
+    return fail(SK_ERR_BAD_BINARY, "%s: section '%s', record at offset 0x%zx: %s", label.c_str(), section.c_str(),
+                at, why);
   };
   std::set<size_t> cies;
   std::map<size_t, uint8_t> fde_encoding;  // per CIE: how its FDEs write their addresses
@@ -82,7 +83,10 @@ sk_status check_eh_frame(const uint8_t *data, size_t size, const std::string &la
       const std::string augmentation(reinterpret_cast<const char *>(aug));
       r.leb();  // code alignment
       r.leb();  // data alignment
-      if (version == 1) r.byte(); else r.leb();  // return address register
+      if (version == 1)
+        r.byte();
+      else
+        r.leb();        // return address register
       uint8_t fde = 0;  // absptr
       if (!augmentation.empty() && augmentation[0] == 'z') {
         r.leb();  // augmentation data length

@@ -14,7 +14,6 @@ namespace sk::elf {
 // overruns the section, an FDE's CIE pointer does not lead to a CIE before it, a CIE's
 // version, augmentation or pointer encodings are not ones the unwinder reads, or a 64-bit
 // extended length is used (compilers write 32-bit ones).
-sk_status check_eh_frame(const uint8_t *data, size_t size, const std::string &label,
-                         const std::string &section);
+sk_status check_eh_frame(const uint8_t *data, size_t size, const std::string &label, const std::string &section);
 
 }  // namespace sk::elf

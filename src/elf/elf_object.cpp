@@ -26,38 +26,33 @@ struct ElfHandle {
   }
 };
 
-bool range_ok(uint64_t offset, uint64_t size, uint64_t limit) {
-  return offset <= limit && size <= limit - offset;
-}
+bool range_ok(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
 
 bool power_of_two_or_zero(uint64_t v) { return (v & (v - 1)) == 0; }
 
 // Checks the raw header and section header table, so that libelf never reads outside the image.
 // Runs on the caller's bytes, before they are copied: garbage is refused without a copy.
-sk_status check_header(std::span<const uint8_t> image, const std::string &label,
-                       const ParseOptions &options) {
+sk_status check_header(std::span<const uint8_t> image, const std::string &label, const ParseOptions &options) {
   if (is_llvm_bitcode(image.data(), image.size()))
     return fail(SK_ERR_UNSUPPORTED,
                 "%s: LLVM bitcode, not machine code: compiled with -flto: compile without -flto "
                 "(or add -ffat-lto-objects, clang 18 and later)",
                 label.c_str());
   if (image.size() < EI_NIDENT || std::memcmp(image.data(), ELFMAG, SELFMAG) != 0)
-    return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic or %zu bytes)", label.c_str(),
-                image.size());
+    return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic or %zu bytes)", label.c_str(), image.size());
   if (image[EI_CLASS] != ELFCLASS64)
-    return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u is not supported (only ELFCLASS64)",
-                label.c_str(), image[EI_CLASS]);
+    return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u is not supported (only ELFCLASS64)", label.c_str(),
+                image[EI_CLASS]);
   if (image[EI_DATA] != ELFDATA2LSB)
-    return fail(SK_ERR_UNSUPPORTED, "%s: ELF data encoding %u is not supported (only little-endian)",
-                label.c_str(), image[EI_DATA]);
+    return fail(SK_ERR_UNSUPPORTED, "%s: ELF data encoding %u is not supported (only little-endian)", label.c_str(),
+                image[EI_DATA]);
   if (image.size() < sizeof(Elf64_Ehdr))
-    return fail(SK_ERR_BAD_BINARY, "%s: truncated ELF header (%zu of %zu bytes)", label.c_str(),
-                image.size(), sizeof(Elf64_Ehdr));
+    return fail(SK_ERR_BAD_BINARY, "%s: truncated ELF header (%zu of %zu bytes)", label.c_str(), image.size(),
+                sizeof(Elf64_Ehdr));
   Elf64_Ehdr eh;
   std::memcpy(&eh, image.data(), sizeof eh);
   if (eh.e_type != ET_REL && !(options.executable && eh.e_type == ET_EXEC))
-    return fail(SK_ERR_UNSUPPORTED,
-                "%s: e_type %u is not a relocatable object (ET_REL, as `cc -c` writes)",
+    return fail(SK_ERR_UNSUPPORTED, "%s: e_type %u is not a relocatable object (ET_REL, as `cc -c` writes)",
                 label.c_str(), eh.e_type);
   if (eh.e_shoff == 0) return fail(SK_ERR_BAD_BINARY, "%s: no section header table", label.c_str());
   if (eh.e_shentsize != sizeof(Elf64_Shdr))
@@ -65,40 +60,34 @@ sk_status check_header(std::span<const uint8_t> image, const std::string &label,
                 sizeof(Elf64_Shdr));
   const uint64_t size = image.size();
   if (!range_ok(eh.e_shoff, sizeof(Elf64_Shdr), size))
-    return fail(SK_ERR_BAD_BINARY, "%s: e_shoff 0x%llx is outside the %llu-byte image",
-                label.c_str(), (unsigned long long)eh.e_shoff, (unsigned long long)size);
+    return fail(SK_ERR_BAD_BINARY, "%s: e_shoff 0x%llx is outside the %llu-byte image", label.c_str(),
+                (unsigned long long)eh.e_shoff, (unsigned long long)size);
   Elf64_Shdr first;
   std::memcpy(&first, image.data() + eh.e_shoff, sizeof first);
   uint64_t count = eh.e_shnum ? eh.e_shnum : first.sh_size;  // extended numbering
-  if (count == 0 || count > size / sizeof(Elf64_Shdr) ||
-      !range_ok(eh.e_shoff, count * sizeof(Elf64_Shdr), size))
-    return fail(SK_ERR_BAD_BINARY,
-                "%s: section header table (0x%llx, %llu entries) is outside the %llu-byte image",
-                label.c_str(), (unsigned long long)eh.e_shoff, (unsigned long long)count,
-                (unsigned long long)size);
+  if (count == 0 || count > size / sizeof(Elf64_Shdr) || !range_ok(eh.e_shoff, count * sizeof(Elf64_Shdr), size))
+    return fail(SK_ERR_BAD_BINARY, "%s: section header table (0x%llx, %llu entries) is outside the %llu-byte image",
+                label.c_str(), (unsigned long long)eh.e_shoff, (unsigned long long)count, (unsigned long long)size);
   uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? first.sh_link : eh.e_shstrndx;
   if (strndx == SHN_UNDEF || strndx >= count)
-    return fail(SK_ERR_BAD_BINARY, "%s: e_shstrndx %llu is not a section (%llu sections)",
-                label.c_str(), (unsigned long long)strndx, (unsigned long long)count);
+    return fail(SK_ERR_BAD_BINARY, "%s: e_shstrndx %llu is not a section (%llu sections)", label.c_str(),
+                (unsigned long long)strndx, (unsigned long long)count);
   return SK_OK;
 }
 
 // A NUL-terminated string at `offset` of string table section `strtab`.
-sk_status read_string(const Object &o, uint32_t strtab, uint64_t offset, const char *what,
-                      std::string *out) {
+sk_status read_string(const Object &o, uint32_t strtab, uint64_t offset, const char *what, std::string *out) {
   const Section &s = o.sections[strtab];
   if (s.type != SHT_STRTAB || s.data == nullptr)
-    return fail(SK_ERR_BAD_BINARY, "%s: %s: section %u is not a string table", o.label.c_str(),
-                what, strtab);
+    return fail(SK_ERR_BAD_BINARY, "%s: %s: section %u is not a string table", o.label.c_str(), what, strtab);
   if (offset >= s.size)
     return fail(SK_ERR_BAD_BINARY, "%s: %s: name offset 0x%llx is outside string table %u (%llu bytes)",
-                o.label.c_str(), what, (unsigned long long)offset, strtab,
-                (unsigned long long)s.size);
+                o.label.c_str(), what, (unsigned long long)offset, strtab, (unsigned long long)s.size);
   const char *begin = reinterpret_cast<const char *>(s.data) + offset;
   const void *nul = std::memchr(begin, 0, s.size - offset);
   if (!nul)
-    return fail(SK_ERR_BAD_BINARY, "%s: %s: name at 0x%llx of string table %u is not terminated",
-                o.label.c_str(), what, (unsigned long long)offset, strtab);
+    return fail(SK_ERR_BAD_BINARY, "%s: %s: name at 0x%llx of string table %u is not terminated", o.label.c_str(),
+                what, (unsigned long long)offset, strtab);
   out->assign(begin, static_cast<const char *>(nul));
   return SK_OK;
 }
@@ -108,8 +97,8 @@ sk_status section_data(Elf *elf, const Object &o, uint32_t index, Elf_Data **out
   Elf_Scn *scn = elf_getscn(elf, index);
   Elf_Data *d = scn ? elf_getdata(scn, nullptr) : nullptr;
   if (!d || !d->d_buf || d->d_size != o.sections[index].size)
-    return fail(SK_ERR_BAD_BINARY, "%s: section %u '%s': libelf cannot read its data (%s)",
-                o.label.c_str(), index, o.sections[index].name.c_str(), elf_errmsg(-1));
+    return fail(SK_ERR_BAD_BINARY, "%s: section %u '%s': libelf cannot read its data (%s)", o.label.c_str(), index,
+                o.sections[index].name.c_str(), elf_errmsg(-1));
   *out = d;
   return SK_OK;
 }
@@ -117,8 +106,8 @@ sk_status section_data(Elf *elf, const Object &o, uint32_t index, Elf_Data **out
 sk_status read_sections(Elf *elf, Object *o, const ParseOptions &options) {
   size_t count = 0, strndx = 0;
   if (elf_getshdrnum(elf, &count) != 0 || elf_getshdrstrndx(elf, &strndx) != 0)
-    return fail(SK_ERR_BAD_BINARY, "%s: libelf cannot read the section headers (%s)",
-                o->label.c_str(), elf_errmsg(-1));
+    return fail(SK_ERR_BAD_BINARY, "%s: libelf cannot read the section headers (%s)", o->label.c_str(),
+                elf_errmsg(-1));
   o->sections.resize(count);
   std::vector<uint32_t> name_offsets(count);
   std::vector<uint64_t> offsets(count);
@@ -126,8 +115,8 @@ sk_status read_sections(Elf *elf, Object *o, const ParseOptions &options) {
     GElf_Shdr sh;
     Elf_Scn *scn = elf_getscn(elf, i);
     if (!scn || !gelf_getshdr(scn, &sh))
-      return fail(SK_ERR_BAD_BINARY, "%s: section %zu: libelf cannot read its header (%s)",
-                  o->label.c_str(), i, elf_errmsg(-1));
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu: libelf cannot read its header (%s)", o->label.c_str(), i,
+                  elf_errmsg(-1));
     Section &s = o->sections[i];
     s.type = sh.sh_type;
     s.flags = sh.sh_flags;
@@ -139,8 +128,8 @@ sk_status read_sections(Elf *elf, Object *o, const ParseOptions &options) {
     s.addr = sh.sh_addr;
     name_offsets[i] = sh.sh_name;
     if (!power_of_two_or_zero(sh.sh_addralign))
-      return fail(SK_ERR_BAD_BINARY, "%s: section %zu: sh_addralign %llu is not a power of two",
-                  o->label.c_str(), i, (unsigned long long)sh.sh_addralign);
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu: sh_addralign %llu is not a power of two", o->label.c_str(), i,
+                  (unsigned long long)sh.sh_addralign);
     offsets[i] = sh.sh_offset;
   }
   // The name table first, so that a bad data range can be reported with the section's name.
@@ -149,10 +138,9 @@ sk_status read_sections(Elf *elf, Object *o, const ParseOptions &options) {
     const bool no_bytes = s.type == SHT_NOBITS || (options.nobits_type && s.type == options.nobits_type);
     if (i == 0 || no_bytes || s.type == SHT_NULL) return SK_OK;
     if (!range_ok(offsets[i], s.size, o->image.size()))
-      return fail(SK_ERR_BAD_BINARY,
-                  "%s: section %zu '%s': data [0x%llx, +0x%llx) is outside the %zu-byte image",
-                  o->label.c_str(), i, s.name.c_str(), (unsigned long long)offsets[i],
-                  (unsigned long long)s.size, o->image.size());
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': data [0x%llx, +0x%llx) is outside the %zu-byte image",
+                  o->label.c_str(), i, s.name.c_str(), (unsigned long long)offsets[i], (unsigned long long)s.size,
+                  o->image.size());
     s.data = o->image.data() + offsets[i];
     return SK_OK;
   };
@@ -172,8 +160,8 @@ sk_status read_symbols(Elf *elf, Object *o) {
   for (size_t i = 1; i < o->sections.size(); ++i) {
     if (o->sections[i].type != SHT_SYMTAB) continue;
     if (symtab >= 0)
-      return fail(SK_ERR_BAD_BINARY, "%s: more than one symbol table (sections %d and %zu)",
-                  o->label.c_str(), symtab, i);
+      return fail(SK_ERR_BAD_BINARY, "%s: more than one symbol table (sections %d and %zu)", o->label.c_str(),
+                  symtab, i);
     symtab = static_cast<int>(i);
   }
   if (symtab < 0) return SK_OK;  // an object without symbols has nothing to link, but is valid
@@ -183,20 +171,20 @@ sk_status read_symbols(Elf *elf, Object *o) {
                 o->label.c_str(), symtab, st.name.c_str(), (unsigned long long)st.entsize,
                 (unsigned long long)st.size);
   if (st.link == 0 || st.link >= o->sections.size())
-    return fail(SK_ERR_BAD_BINARY, "%s: section %d '%s': sh_link %u is not a section",
-                o->label.c_str(), symtab, st.name.c_str(), st.link);
+    return fail(SK_ERR_BAD_BINARY, "%s: section %d '%s': sh_link %u is not a section", o->label.c_str(), symtab,
+                st.name.c_str(), st.link);
   size_t count = st.size / sizeof(Elf64_Sym);
   if (st.info > count)
-    return fail(SK_ERR_BAD_BINARY, "%s: section %d '%s': sh_info %u is past the %zu symbols",
-                o->label.c_str(), symtab, st.name.c_str(), st.info, count);
+    return fail(SK_ERR_BAD_BINARY, "%s: section %d '%s': sh_info %u is past the %zu symbols", o->label.c_str(),
+                symtab, st.name.c_str(), st.info, count);
   Elf_Data *d = nullptr;
   if (sk_status s = section_data(elf, *o, symtab, &d)) return s;
   o->symbols.resize(count);
   for (size_t i = 1; i < count; ++i) {
     GElf_Sym gs;
     if (!gelf_getsym(d, static_cast<int>(i), &gs))
-      return fail(SK_ERR_BAD_BINARY, "%s: symbol %zu: libelf cannot read it (%s)",
-                  o->label.c_str(), i, elf_errmsg(-1));
+      return fail(SK_ERR_BAD_BINARY, "%s: symbol %zu: libelf cannot read it (%s)", o->label.c_str(), i,
+                  elf_errmsg(-1));
     Symbol &sym = o->symbols[i];
     char what[64];
     std::snprintf(what, sizeof what, "symbol %zu", i);
@@ -221,9 +209,9 @@ sk_status read_symbols(Elf *elf, Object *o) {
                   o->label.c_str(), i, sym.name.c_str(), sym.shndx, o->sections.size());
     // In an executable st_value is an address: the section's, plus the offset in it.
     const uint64_t base = o->type == ET_EXEC && !special ? o->sections[sym.shndx].addr : 0;
-    if (!special && sym.type != STT_TLS &&
-        (sym.value < base || sym.value - base > o->sections[sym.shndx].size))
-      return fail(SK_ERR_BAD_BINARY, "%s: symbol %zu '%s': st_value 0x%llx is past the end of section %u (0x%llx bytes)",
+    if (!special && sym.type != STT_TLS && (sym.value < base || sym.value - base > o->sections[sym.shndx].size))
+      return fail(SK_ERR_BAD_BINARY,
+                  "%s: symbol %zu '%s': st_value 0x%llx is past the end of section %u (0x%llx bytes)",
                   o->label.c_str(), i, sym.name.c_str(), (unsigned long long)sym.value, sym.shndx,
                   (unsigned long long)o->sections[sym.shndx].size);
   }
@@ -236,7 +224,8 @@ sk_status read_relocations(Elf *elf, Object *o, const ParseOptions &options) {
     const bool no_addends = rs.type == SHT_REL && options.rel_sections;
     if (rs.type == SHT_REL && !no_addends) {
       if (rs.info < o->sections.size() && (o->sections[rs.info].flags & SHF_ALLOC))
-        return fail(SK_ERR_UNSUPPORTED, "%s: section %zu '%s': SHT_REL relocations (without addends) are not supported",
+        return fail(SK_ERR_UNSUPPORTED,
+                    "%s: section %zu '%s': SHT_REL relocations (without addends) are not supported",
                     o->label.c_str(), i, rs.name.c_str());
       continue;
     }
@@ -248,10 +237,10 @@ sk_status read_relocations(Elf *elf, Object *o, const ParseOptions &options) {
                   o->label.c_str(), i, name, (unsigned long long)rs.entsize, (unsigned long long)rs.size,
                   no_addends ? "Elf64_Rel" : "Elf64_Rela");
     if (rs.link == 0 || rs.link >= o->sections.size() || o->sections[rs.link].type != SHT_SYMTAB)
-      return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': sh_link %u is not the symbol table",
-                  o->label.c_str(), i, name, rs.link);
-    if (rs.info == 0 || rs.info >= o->sections.size() || rs.info == i ||
-        o->sections[rs.info].type == SHT_RELA || o->sections[rs.info].type == SHT_NULL)
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': sh_link %u is not the symbol table", o->label.c_str(), i,
+                  name, rs.link);
+    if (rs.info == 0 || rs.info >= o->sections.size() || rs.info == i || o->sections[rs.info].type == SHT_RELA ||
+        o->sections[rs.info].type == SHT_NULL)
       return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': sh_info %u is not a section to relocate",
                   o->label.c_str(), i, name, rs.info);
     const Section &target = o->sections[rs.info];
@@ -277,13 +266,15 @@ sk_status read_relocations(Elf *elf, Object *o, const ParseOptions &options) {
       rel.symbol = static_cast<uint32_t>(GELF_R_SYM(r.r_info));
       rel.addend = r.r_addend;
       if (GELF_R_SYM(r.r_info) >= o->symbols.size())
-        return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': relocation %zu: symbol index %llu is past the %zu symbols",
-                    o->label.c_str(), i, name, k, (unsigned long long)GELF_R_SYM(r.r_info),
-                    o->symbols.size());
+        return fail(SK_ERR_BAD_BINARY,
+                    "%s: section %zu '%s': relocation %zu: symbol index %llu is past the %zu symbols",
+                    o->label.c_str(), i, name, k, (unsigned long long)GELF_R_SYM(r.r_info), o->symbols.size());
       if (rel.offset >= target.size)
-        return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s': relocation %zu: r_offset 0x%llx is past the end of section %u '%s' (0x%llx bytes)",
-                    o->label.c_str(), i, name, k, (unsigned long long)rel.offset, rs.info,
-                    target.name.c_str(), (unsigned long long)target.size);
+        return fail(SK_ERR_BAD_BINARY,
+                    "%s: section %zu '%s': relocation %zu: r_offset 0x%llx is past the end of section %u '%s' "
+                    "(0x%llx bytes)",
+                    o->label.c_str(), i, name, k, (unsigned long long)rel.offset, rs.info, target.name.c_str(),
+                    (unsigned long long)target.size);
     }
     o->relocation_sections.push_back(std::move(out));
   }
@@ -316,8 +307,7 @@ const std::string &Object::section_label(uint32_t index) const {
 }
 
 const std::string &Object::symbol_label(uint32_t index) const {
-  if (index < symbol_part.size() && symbol_part[index] < part_labels.size())
-    return part_labels[symbol_part[index]];
+  if (index < symbol_part.size() && symbol_part[index] < part_labels.size()) return part_labels[symbol_part[index]];
   return label;
 }
 
@@ -334,8 +324,7 @@ sk_status parse_object(const void *bytes, size_t size, std::string_view label, O
   h.elf = elf_memory(reinterpret_cast<char *>(o.image.data()), o.image.size());
   GElf_Ehdr eh;
   if (!h.elf || elf_kind(h.elf) != ELF_K_ELF || !gelf_getehdr(h.elf, &eh))
-    return fail(SK_ERR_BAD_BINARY, "%s: libelf cannot read the ELF header (%s)", o.label.c_str(),
-                elf_errmsg(-1));
+    return fail(SK_ERR_BAD_BINARY, "%s: libelf cannot read the ELF header (%s)", o.label.c_str(), elf_errmsg(-1));
   o.elf_class = eh.e_ident[EI_CLASS];
   o.machine = eh.e_machine;
   o.type = eh.e_type;

@@ -13,13 +13,13 @@ namespace sk::elf {
 
 struct Section {
   std::string name;
-  uint32_t type = 0;         // SHT_*
-  uint64_t flags = 0;        // SHF_*
-  uint64_t align = 1;        // sh_addralign, at least 1
+  uint32_t type = 0;   // SHT_*
+  uint64_t flags = 0;  // SHF_*
+  uint64_t align = 1;  // sh_addralign, at least 1
   uint64_t size = 0;
   uint64_t entsize = 0;
   uint32_t link = 0, info = 0;
-  uint64_t addr = 0;         // sh_addr: 0 in a relocatable object
+  uint64_t addr = 0;              // sh_addr: 0 in a relocatable object
   const uint8_t *data = nullptr;  // into Object::image; nullptr for SHT_NOBITS
 };
 
@@ -47,19 +47,19 @@ struct RelocationSection {
 };
 
 struct Object {
-  std::string label;            // file name or "<memory>", for messages
-  std::vector<uint8_t> image;   // owned copy of the bytes; Section::data points in here
-  uint8_t elf_class = 0;        // ELFCLASS64
-  uint16_t machine = 0;         // EM_X86_64, EM_AARCH64, EM_CUDA...
-  uint16_t type = 0;            // ET_REL
-  std::vector<Section> sections;        // index = ELF section index
-  std::vector<Symbol> symbols;          // index = ELF symbol index (0 = null symbol)
+  std::string label;              // file name or "<memory>", for messages
+  std::vector<uint8_t> image;     // owned copy of the bytes; Section::data points in here
+  uint8_t elf_class = 0;          // ELFCLASS64
+  uint16_t machine = 0;           // EM_X86_64, EM_AARCH64, EM_CUDA...
+  uint16_t type = 0;              // ET_REL
+  std::vector<Section> sections;  // index = ELF section index
+  std::vector<Symbol> symbols;    // index = ELF symbol index (0 = null symbol)
   std::vector<RelocationSection> relocation_sections;
   // Set by elf::combine (elf/combine.hpp) for an object made of several: each part's label,
   // the part each section came from, and the buffers Section::data points into besides `image`.
   std::vector<std::string> part_labels;
   std::vector<uint32_t> section_part;
-  std::vector<uint32_t> symbol_part;     // an undefined global's: the first part referencing it
+  std::vector<uint32_t> symbol_part;  // an undefined global's: the first part referencing it
   std::vector<std::vector<uint8_t>> part_images;
 
   // Section index by exact name, or -1.

@@ -3,8 +3,8 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <cstring>
 #include <climits>
+#include <cstring>
 #include <set>
 
 namespace sk::elf {
@@ -21,9 +21,14 @@ bool is_sized(const Symbol &s, const Object &obj) {
 
 bool x86_64_pc_relative(uint32_t type) {
   switch (type) {
-    case R_X86_64_PC32: case R_X86_64_PLT32: case R_X86_64_GOTPCREL: case R_X86_64_PC64:
-    case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX: case R_X86_64_PC16: case R_X86_64_PC8:
-      return true;
+    case R_X86_64_PC32:
+    case R_X86_64_PLT32:
+    case R_X86_64_GOTPCREL:
+    case R_X86_64_PC64:
+    case R_X86_64_GOTPCRELX:
+    case R_X86_64_REX_GOTPCRELX:
+    case R_X86_64_PC16:
+    case R_X86_64_PC8: return true;
   }
   return false;
 }
@@ -116,10 +121,12 @@ class Graph {
       std::memcpy(&insn, sec.data + i, 4);
       const int64_t pc = static_cast<int64_t>(i);
       int64_t dest = INT64_MIN;
-      if ((insn & 0x7c000000u) == 0x14000000u) dest = pc + 4 * sext(insn & 0x3ffffff, 26);
+      if ((insn & 0x7c000000u) == 0x14000000u)
+        dest = pc + 4 * sext(insn & 0x3ffffff, 26);
       else if ((insn & 0xff000010u) == 0x54000000u || (insn & 0x7e000000u) == 0x34000000u)
         dest = pc + 4 * sext((insn >> 5) & 0x7ffff, 19);
-      else if ((insn & 0x7e000000u) == 0x36000000u) dest = pc + 4 * sext((insn >> 5) & 0x3fff, 14);
+      else if ((insn & 0x7e000000u) == 0x36000000u)
+        dest = pc + 4 * sext((insn >> 5) & 0x3fff, 14);
       else if ((insn & 0x9f000000u) == 0x10000000u)
         dest = pc + sext(((insn >> 5) & 0x7ffff) << 2 | ((insn >> 29) & 3), 21);
       if (dest == target) return true;
@@ -192,8 +199,7 @@ std::map<std::string, std::vector<std::string>> undefined_references_by_function
   std::map<std::string, std::vector<std::string>> out;
   for (size_t i = 0; i < obj.symbols.size(); ++i) {
     const Symbol &s = obj.symbols[i];
-    if (is_function(s, obj) && (s.bind == STB_GLOBAL || s.bind == STB_WEAK))
-      out[s.name] = g.reach(i);
+    if (is_function(s, obj) && (s.bind == STB_GLOBAL || s.bind == STB_WEAK)) out[s.name] = g.reach(i);
   }
   return out;
 }

@@ -188,9 +188,8 @@ void Executor::core0_main() {
     } else {
       // Sleep (never spin: the host thread that launched usually takes core 0 itself) until
       // a core or the host calls for core 0, or the executor stops.
-      wait_for(core0_doorbell_, doorbell_channel_, core0_sleep_policy_, [this, &rung](uint32_t v) {
-        return v != rung || stopping_.load(std::memory_order_acquire);
-      });
+      wait_for(core0_doorbell_, doorbell_channel_, core0_sleep_policy_,
+               [this, &rung](uint32_t v) { return v != rung || stopping_.load(std::memory_order_acquire); });
     }
     bool poll_after_run = false;
     if (look == Core0Look::Rung) {
@@ -241,8 +240,7 @@ void Executor::drive_until_completed(uint64_t seq) {
 }
 
 void Executor::drive_until_ended(const Program *program, uint32_t epoch) {
-  drive_until(
-      [program, epoch] { return reached(program->completed_epoch.load(std::memory_order_acquire), epoch); });
+  drive_until([program, epoch] { return reached(program->completed_epoch.load(std::memory_order_acquire), epoch); });
 }
 
 }  // namespace sk::host

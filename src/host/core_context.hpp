@@ -2,11 +2,11 @@
 // code calls (sk_block_idx, sk_sync_all, ...) through a thread-local pointer.
 #pragma once
 #include <atomic>
+#include <cstdint>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
-#include <cstdint>
-#include <string>
 
 #include <sk.h>
 

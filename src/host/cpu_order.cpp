@@ -31,7 +31,7 @@ std::vector<int> cpu_pinning_order(const std::vector<int> &allowed, const std::s
   // first allowed CPU of that core). Sorting by it takes the first thread of every core in
   // numeric order, then the second threads in the order of their cores, and so on.
   std::map<std::string, std::pair<int, int>> cores;  // physical core -> (first CPU, threads seen)
-  std::vector<std::tuple<int, int, int>> places;       // (rank, core's first CPU, cpu)
+  std::vector<std::tuple<int, int, int>> places;     // (rank, core's first CPU, cpu)
   places.reserve(allowed.size());
   for (int cpu : allowed) {
     auto it = cores.try_emplace(physical_core_of(cpu, sysfs_cpu_root), cpu, 0).first;

@@ -28,8 +28,11 @@ struct StepFlags {
   uint32_t cube_count = 0, vector_count = 0;
 
   StepFlags(uint32_t groups_, uint32_t vectors_per_group_, uint32_t all_cores_)
-      : groups(groups_), vectors_per_group(vectors_per_group_), all_cores(all_cores_),
-        cube_count(groups_ ? groups_ : 1), vector_count(cube_count * (vectors_per_group_ ? vectors_per_group_ : 1)) {
+      : groups(groups_),
+        vectors_per_group(vectors_per_group_),
+        all_cores(all_cores_),
+        cube_count(groups_ ? groups_ : 1),
+        vector_count(cube_count * (vectors_per_group_ ? vectors_per_group_ : 1)) {
     cube_sets = std::make_unique<FlagCounters[]>(cube_count);
     vector_sets = std::make_unique<FlagCounters[]>(vector_count);
   }

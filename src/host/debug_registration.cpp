@@ -102,8 +102,16 @@ std::vector<uint8_t> describe(const std::vector<CodeSymbol> &functions, uint64_t
   sh[kStrtab] = {name_strtab, SHT_STRTAB, 0, 0, strtab_at, strtab.size(), 0, 0, 1, 0};
   sh[kShstrtab] = {name_shstrtab, SHT_STRTAB, 0, 0, shstrtab_at, sizeof shstrtab, 0, 0, 1, 0};
   if (unwind)
-    sh[kEhFrame] = {name_eh_frame, SHT_PROGBITS, SHF_ALLOC, reinterpret_cast<uint64_t>(unwind->first),
-                    eh_frame_at, eh_frame_size, 0, 0, 8, 0};
+    sh[kEhFrame] = {name_eh_frame,
+                    SHT_PROGBITS,
+                    SHF_ALLOC,
+                    reinterpret_cast<uint64_t>(unwind->first),
+                    eh_frame_at,
+                    eh_frame_size,
+                    0,
+                    0,
+                    8,
+                    0};
   std::memcpy(out.data() + shdr_at, sh, sections * sizeof(Elf64_Shdr));
   return out;
 }
@@ -138,8 +146,10 @@ std::unique_ptr<DebugRegistration> DebugRegistration::create(const LinkedObject 
 
 DebugRegistration::~DebugRegistration() {
   std::lock_guard<std::mutex> lock(descriptor_mutex());
-  if (entry_.prev_entry) entry_.prev_entry->next_entry = entry_.next_entry;
-  else sk_jit_descriptor.first_entry = entry_.next_entry;
+  if (entry_.prev_entry)
+    entry_.prev_entry->next_entry = entry_.next_entry;
+  else
+    sk_jit_descriptor.first_entry = entry_.next_entry;
   if (entry_.next_entry) entry_.next_entry->prev_entry = entry_.prev_entry;
   sk_jit_descriptor.relevant_entry = &entry_;
   sk_jit_descriptor.action_flag = kUnregister;

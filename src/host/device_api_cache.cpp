@@ -20,9 +20,7 @@ bool per_access_flush(const CoreContext *c) { return !c || !c->step || c->step->
 // vendor's scalar unit reads or writes the value at once), bytewise otherwise.
 void copy_volatile(volatile void *dst, const volatile void *src, uint32_t size) {
   switch (size) {
-    case 1:
-      *static_cast<volatile uint8_t *>(dst) = *static_cast<const volatile uint8_t *>(src);
-      return;
+    case 1: *static_cast<volatile uint8_t *>(dst) = *static_cast<const volatile uint8_t *>(src); return;
     case 2:
       if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 1) == 0) {
         *static_cast<volatile uint16_t *>(dst) = *static_cast<const volatile uint16_t *>(src);
@@ -41,8 +39,7 @@ void copy_volatile(volatile void *dst, const volatile void *src, uint32_t size) 
         return;
       }
       break;
-    default:
-      break;
+    default: break;
   }
   for (uint32_t i = 0; i < size; ++i)
     static_cast<volatile uint8_t *>(dst)[i] = static_cast<const volatile uint8_t *>(src)[i];

@@ -33,9 +33,11 @@ bool wait_flag_count(CoreContext &c, std::atomic<uint32_t> &counter, uint32_t ta
   if (r == WaitResult::Ok) return true;
   const uint32_t have = counter.load();
   const auto [where, who] = describe();
-  record_stuck(c, r,
-               where + ": " + (have == 0 ? "no core set it" : who + " set it " + std::to_string(have) + " of " +
-                                                                  std::to_string(target) + " times"));
+  record_stuck(
+      c, r,
+      where + ": " +
+          (have == 0 ? "no core set it"
+                     : who + " set it " + std::to_string(have) + " of " + std::to_string(target) + " times"));
   return false;
 }
 
@@ -77,8 +79,9 @@ void api_cross_core_wait_flag(uint32_t flag) {
            std::to_string(target) + ")";
   };
   if (c->slot.type == 0) {
-    wait_flag_count(*c, f.cube_sets[g].sets[flag], target,
-                    [&] { return Description{where() + " for the group's cube core", "the cube core"}; });
+    wait_flag_count(*c, f.cube_sets[g].sets[flag], target, [&] {
+      return Description{where() + " for the group's cube core", "the cube core"};
+    });
     return;
   }
   // The cube core waits for every vector core of its group: both in a 1:2 super kernel, even

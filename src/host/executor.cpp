@@ -1,10 +1,10 @@
 #include "host/executor.hpp"
 
 #include <pthread.h>
-#include <algorithm>
-#include <cstddef>
 #include <sched.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cstddef>
 
 #include <cstdio>
 
@@ -31,13 +31,12 @@ struct alignas(64) Executor::Task {
   Program *program = nullptr;
   ArgBlock args;  // the program's argument block when the task was queued (a copy: this line)
   uint32_t epoch = 0;
-  TaskFailure failure;  // its abort flag falls in the first line
+  TaskFailure failure;                // its abort flag falls in the first line
   std::unique_ptr<Program> unpooled;  // an unfused launch's program its pool declined
   StreamState *stream = nullptr;
 };
 
-Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
-    : config_(requested), created_in_pid_(getpid()) {
+Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(requested), created_in_pid_(getpid()) {
   if (config_.cores == 0) config_.cores = cpus;  // the default: one core per usable CPU
   const ExecutorConfig &config = config_;
   uint32_t group = config.barrier_group;
@@ -111,12 +110,11 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   ex->core0_->ctx.progress = &ex->progress_[0];
   try {
     ex->threads_.emplace_back([e = ex.get()] { e->core0_main(); });
-    for (uint32_t c = 1; c < cores; ++c)
-      ex->threads_.emplace_back([e = ex.get(), c] { e->core_main(c); });
+    for (uint32_t c = 1; c < cores; ++c) ex->threads_.emplace_back([e = ex.get(), c] { e->core_main(c); });
   } catch (const std::system_error &err) {
     // The destructor stops the threads already started.
-    return fail(SK_ERR_DEVICE, "host device: cannot start core thread %zu of %u: %s",
-                ex->threads_.size(), cores, err.what());
+    return fail(SK_ERR_DEVICE, "host device: cannot start core thread %zu of %u: %s", ex->threads_.size(), cores,
+                err.what());
   }
   for (size_t c = 0; c < ex->threads_.size(); ++c) {
     char name[16];  // the kernel keeps 15 characters of a thread name
@@ -203,8 +201,7 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   // would make a host that launches faster than the cores run take core 0 and give it back at
   // every launch, calling the dedicated thread for the rest each time (docs/benchmarks.md,
   // "The launch path").
-  if (seq > kRing && completed_.load(std::memory_order_acquire) < seq - kRing)
-    drive_until_completed(seq - 1);
+  if (seq > kRing && completed_.load(std::memory_order_acquire) < seq - kRing) drive_until_completed(seq - 1);
   if (lost()) {  // while waiting for the ring: its slot stays taken
     turn_.store(ticket + 1, std::memory_order_release);
     notify(&turn_, turn_channel_);
@@ -320,9 +317,8 @@ void Executor::process(Core &core, uint64_t seq) {
   // The slot first: wait_for would load completed_word_, whose line the completer then has
   // to take back from this core at every launch.
   if (seq > 1 && task.previous_completed.load(std::memory_order_acquire) < seq - 1)
-    wait_for(completed_word_, host_channel_, completion_policy_, [&task, seq](uint32_t) {
-      return task.previous_completed.load(std::memory_order_acquire) >= seq - 1;
-    });
+    wait_for(completed_word_, host_channel_, completion_policy_,
+             [&task, seq](uint32_t) { return task.previous_completed.load(std::memory_order_acquire) >= seq - 1; });
   if (lost()) return;  // nothing runs or completes any more
   run_task(core, task);
   // Core 0 completes every task, once the other cores are done with it. Its thread is the

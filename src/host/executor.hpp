@@ -9,12 +9,12 @@
 #pragma once
 #include <sk.h>
 
+#include <pthread.h>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <pthread.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,7 +120,7 @@ class Executor {
   sk_status refuse_in_forked_child(const std::string &what) const;
   // Waits until every launch that took its ticket before this call has been queued.
   void wait_for_submitters();
-  void core_main(uint32_t core);  // cores 1 .. N-1
+  void core_main(uint32_t core);            // cores 1 .. N-1
   void pin_to_cpu(uint32_t core, int cpu);  // binds core's thread (cores 1 .. N-1), from create()
   bool core_holds(int cpu) const;           // a pinned core is bound to `cpu` (core_cpu_)
   // Binds the dedicated core-0 thread to the CPUs no core was pinned to (where host threads
@@ -132,7 +132,7 @@ class Executor {
   // cores spinning for each other on one CPU meet only when one yields).
   void keep_off_core0_cpu();
   // Core 0's token (core0_token.cpp, whose top comment is the protocol).
-  void core0_main();              // core 0 while no host thread holds it
+  void core0_main();  // core 0 while no host thread holds it
   // The dedicated thread's look, while host threads drive a one-core device
   // (host_drives_core0_), for a launch they left standing: sleeps one kCore0PollPeriod or
   // until rung, and says what to do next: Keep polling; answer a Rung doorbell (or stop);
@@ -174,7 +174,7 @@ class Executor {
   const int created_in_pid_;  // for the message of a launch in a forked child
   WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
-  static constexpr uint32_t kInLaunchSpin = 20;  // see the constructor
+  static constexpr uint32_t kInLaunchSpin = 20;     // see the constructor
   static constexpr int kIdlePollsBeforeClock = 64;  // polls before an idle core reads the clock (core_main)
   std::unique_ptr<Task[]> ring_;
   // Launch order without a mutex: a launch takes a ticket and queues its task in its turn. A
@@ -182,13 +182,13 @@ class Executor {
   // wait for their turn (spin, then sleep on turn_). The submitters' own line: the fields above
   // are read by every core at every task.
   alignas(64) std::atomic<uint32_t> next_ticket_{0};
-  std::atomic<uint32_t> turn_{0};          // the ticket whose launch may be queued now
-  std::atomic<uint64_t> submitted_{0};     // written in turn; read by wait_idle
+  std::atomic<uint32_t> turn_{0};       // the ticket whose launch may be queued now
+  std::atomic<uint64_t> submitted_{0};  // written in turn; read by wait_idle
   SleepChannel turn_channel_;
   // What idle cores poll: the queue's head, and whether to stop. Lines the cores only read
   // are written once per launch, so that the launching thread's other lines stay its own.
   alignas(64) std::atomic<uint64_t> published_{0};
-  std::atomic<uint32_t> published_word_{0};   // low bits of published_, for futex sleeps
+  std::atomic<uint32_t> published_word_{0};  // low bits of published_, for futex sleeps
   std::atomic<bool> stopping_{false};
   alignas(64) std::atomic<uint32_t> cores_done_{0};  // tasks cores 1..N-1 finished, all tasks
   alignas(64) std::atomic<uint64_t> completed_{0};
@@ -227,15 +227,15 @@ class Executor {
   // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
   // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
   // lock, as the launch path takes none.
-  std::vector<int> core_cpu_;             // CPU each core is bound to, -1: not bound
+  std::vector<int> core_cpu_;  // CPU each core is bound to, -1: not bound
   std::vector<pthread_t> core_thread_;
   int last_core0_cpu_ = -1;
   // Each core's position (CoreProgress), read by watch_for_stuck_cores.
   std::unique_ptr<CoreProgress[]> progress_;
-  std::chrono::milliseconds watch_slice_{0};  // how often a waiter looks (constructor)
+  std::chrono::milliseconds watch_slice_{0};   // how often a waiter looks (constructor)
   alignas(64) std::atomic<bool> lost_{false};  // read by every core at every task
-  alignas(64) std::mutex watch_mutex_;  // the watch's state and, until lost_ is set, lost_report_
-  std::vector<uint64_t> watch_seen_;  // the positions at watch_since_
+  alignas(64) std::mutex watch_mutex_;         // the watch's state and, until lost_ is set, lost_report_
+  std::vector<uint64_t> watch_seen_;           // the positions at watch_since_
   std::chrono::steady_clock::time_point watch_since_;
   std::string lost_report_;  // written once, before lost_ is set
   friend struct CoreAccess;

@@ -29,8 +29,8 @@ void wait_all_cores_of(CoreContext &ctx, std::atomic<uint32_t> &word, uint32_t b
   WaitResult r = wait_in_task(ctx, word, [target](uint32_t v) { return reached(v, target); });
   if (r != WaitResult::Ok) {
     char where[300];
-    std::snprintf(where, sizeof where, "waiting for step %u '%s' to %s", step,
-                  ctx.program->steps[step].name.c_str(), event);
+    std::snprintf(where, sizeof where, "waiting for step %u '%s' to %s", step, ctx.program->steps[step].name.c_str(),
+                  event);
     const uint32_t have = word.load() - base;
     record_stuck_wait(ctx, r, where, have > want ? want : have, want);
   }
@@ -226,8 +226,10 @@ std::string TaskFailure::report(const std::string &superkernel, uint32_t epoch, 
     return "super kernel '" + superkernel + "' (launch " + std::to_string(epoch) + "): " + thrown +
            "; launch aborted.";
   if (invalid_call.load(std::memory_order_acquire))
-    std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): a kernel made an invalid device-API call; "
-                  "launch aborted.", superkernel.c_str(), epoch);
+    std::snprintf(head, sizeof head,
+                  "super kernel '%s' (launch %u): a kernel made an invalid device-API call; "
+                  "launch aborted.",
+                  superkernel.c_str(), epoch);
   else
     std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %lld ms; launch aborted.",
                   superkernel.c_str(), epoch, timeout_ms);

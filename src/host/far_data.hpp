@@ -24,13 +24,12 @@ struct FarDataRewriter {
   // Finds the instruction of `code` (a section's `size` bytes) whose relocated field lies at
   // `field`, decoding from `start` (a function's start at or before it), and checks that it can
   // be rewritten. false with *why naming the instruction and the reason otherwise.
-  bool (*plan)(const uint8_t *code, size_t size, uint64_t start, uint64_t field, FarDataSite *out,
-               std::string *why);
+  bool (*plan)(const uint8_t *code, size_t size, uint64_t start, uint64_t field, FarDataSite *out, std::string *why);
   // Writes the stub at `stub` (run-time address stub_at) and replaces the instruction at `insn`
   // (run-time address insn_at; its bytes already relocated apart from this field) by a branch
   // to it. `target` is S + A of the relocation; `field` the field's offset in the instruction.
-  bool (*write)(uint8_t *insn, uint64_t insn_at, const FarDataSite &site, unsigned field,
-                uint8_t *stub, uint64_t stub_at, uint64_t target, std::string *why);
+  bool (*write)(uint8_t *insn, uint64_t insn_at, const FarDataSite &site, unsigned field, uint8_t *stub,
+                uint64_t stub_at, uint64_t target, std::string *why);
 };
 
 // The rewriter for the host's machine, or nullptr where there is none.

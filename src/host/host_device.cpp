@@ -1,7 +1,7 @@
 #include "host/host_device.hpp"
 
-#include <unistd.h>
 #include <elf.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -66,8 +66,8 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
       config.timeout_ms = static_cast<uint32_t>(v);
     } else if (key == "symbols") {
       if (value != "process" && value != "strict")
-        return fail(SK_ERR_INVALID_ARGUMENT,
-                    "device spec key 'symbols': value '%s' is not process or strict", value.c_str());
+        return fail(SK_ERR_INVALID_ARGUMENT, "device spec key 'symbols': value '%s' is not process or strict",
+                    value.c_str());
       policy = value == "strict" ? SymbolPolicy::Strict : SymbolPolicy::Process;
     } else if (key == "perf_map") {
       if ((st = parse_spec_uint(key, value, 0, 1, &v)) != SK_OK) return st;
@@ -130,8 +130,8 @@ sk_status HostDevice::load_module(const void *image, size_t size, const std::str
                                   std::shared_ptr<LinkedModule> *out) {
   if (executor_->lost()) return executor_->refuse_lost("loading " + label);
   if (size >= backend::kMaxObjectSize)
-    return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes",
-                label.c_str(), size, backend::kMaxObjectSize);
+    return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes", label.c_str(),
+                size, backend::kMaxObjectSize);
   // Not even ELF: refused by the parser's header check, without hashing (or copying) the bytes.
   if ((size < SELFMAG || std::memcmp(image, ELFMAG, SELFMAG) != 0) && !elf::is_archive(image, size)) {
     elf::Object none;
@@ -158,7 +158,8 @@ sk_status HostDevice::load_module_set(const std::vector<elf::Input> &inputs, con
   for (const elf::Input &in : inputs) {
     const uint64_t n = in.size;
     const auto *bytes = static_cast<const unsigned char *>(in.bytes);
-    key.insert(key.end(), reinterpret_cast<const unsigned char *>(&n), reinterpret_cast<const unsigned char *>(&n + 1));
+    key.insert(key.end(), reinterpret_cast<const unsigned char *>(&n),
+               reinterpret_cast<const unsigned char *>(&n + 1));
     key.insert(key.end(), bytes, bytes + in.size);
   }
   return load_inputs(inputs, key.data(), key.size(), label, out);
@@ -185,8 +186,7 @@ sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const v
   auto mod = std::make_shared<LinkedModule>();
   mod->label = label;
   char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)h.first,
-                (unsigned long long)h.second);
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)h.first, (unsigned long long)h.second);
   mod->content_hash = hex;
   elf::Object object;
   if (sk_status st = elf::combine(inputs, label, &object); st != SK_OK) return st;
@@ -197,8 +197,7 @@ sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const v
     options.policy_name = "symbols=strict";
   }
   if (sk_status st = LinkedObject::link(object, options, &mod->object); st != SK_OK) return st;
-  if (sk_status st = parse_kernel_metadata(mod->object->metadata_records(), label, &mod->metadata);
-      st != SK_OK)
+  if (sk_status st = parse_kernel_metadata(mod->object->metadata_records(), label, &mod->metadata); st != SK_OK)
     return st;
   mod->debug = DebugRegistration::create(*mod->object);
   if (perf_map_) append_perf_map(*mod->object);
@@ -215,9 +214,7 @@ sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const v
   return SK_OK;
 }
 
-void HostDevice::set_content_hash(ContentHash fn) {
-  content_hash_.store(fn);
-}
+void HostDevice::set_content_hash(ContentHash fn) { content_hash_.store(fn); }
 
 size_t HostDevice::module_cache_sweeps() {
   std::lock_guard<std::mutex> lock(module_mutex_);

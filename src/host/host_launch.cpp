@@ -15,7 +15,8 @@ namespace {
 std::vector<const HostKernel *> host_kernels(const std::vector<std::shared_ptr<backend::Kernel>> &kernels) {
   std::vector<const HostKernel *> out;
   out.reserve(kernels.size());
-  for (const auto &k : kernels) out.push_back(static_cast<const HostKernel *>(k.get()));  // the api checked the device
+  for (const auto &k : kernels)
+    out.push_back(static_cast<const HostKernel *>(k.get()));  // the api checked the device
   return out;
 }
 
@@ -43,7 +44,8 @@ sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::un
 
 sk_status HostBackend::finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
                                 std::vector<std::shared_ptr<backend::Kernel>> kernels,
-                                std::vector<std::vector<uint64_t>> args, std::unique_ptr<backend::SuperKernel> *out) {
+                                std::vector<std::vector<uint64_t>> args,
+                                std::unique_ptr<backend::SuperKernel> *out) {
   auto sk = std::make_unique<HostSuperKernel>(shared_from_this(), host_);
   if (sk_status st = build_plan(name, options, std::move(inputs), host_->cores(), &sk->plan); st != SK_OK) return st;
   sk->program = std::make_unique<Program>();
@@ -76,9 +78,8 @@ sk_status HostSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot)
 
 std::string HostSuperKernel::explain() const {
   const uint32_t device_cores = host->executor().cores();
-  return explain_json(plan, "host", [this, device_cores](JsonWriter &j) {
-    write_execution_json(j, *program, device_cores);
-  });
+  return explain_json(plan, "host",
+                      [this, device_cores](JsonWriter &j) { write_execution_json(j, *program, device_cores); });
 }
 
 sk_status HostSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const {

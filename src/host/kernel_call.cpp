@@ -53,12 +53,11 @@ void plan_call(const Signature &sig, CallInterface *ci) {
 }
 }  // namespace
 
-sk_status prepare_call(const Signature &sig, std::string_view kernel,
-                       std::unique_ptr<CallInterface> *out) {
+sk_status prepare_call(const Signature &sig, std::string_view kernel, std::unique_ptr<CallInterface> *out) {
   auto ci = std::make_unique<CallInterface>();
   for (ArgType t : sig) ci->types.push_back(ffi_type_of(t));
-  ffi_status st = ffi_prep_cif(&ci->cif, FFI_DEFAULT_ABI, static_cast<unsigned>(sig.size()),
-                               &ffi_type_void, ci->types.empty() ? nullptr : ci->types.data());
+  ffi_status st = ffi_prep_cif(&ci->cif, FFI_DEFAULT_ABI, static_cast<unsigned>(sig.size()), &ffi_type_void,
+                               ci->types.empty() ? nullptr : ci->types.data());
   if (st != FFI_OK)
     return fail(SK_ERR_UNSUPPORTED, "kernel '%.*s': libffi cannot prepare a call for (%s): status %d",
                 (int)kernel.size(), kernel.data(), signature_to_string(sig).c_str(), (int)st);
@@ -84,8 +83,8 @@ void call_mapped(void *fn, const uint64_t *a, const uint8_t *m, bool stack) {
 #endif
   constexpr size_t f = kIntRegs, w = kIntRegs + kFpRegs;
   using RegsFn = void (*)(SK_INT_TYPES, double, double, double, double, double, double, double, double);
-  using StackFn = void (*)(SK_INT_TYPES, double, double, double, double, double, double, double, double,
-                           uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+  using StackFn = void (*)(SK_INT_TYPES, double, double, double, double, double, double, double, double, uint64_t,
+                           uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
   if (!stack)
     reinterpret_cast<RegsFn>(fn)(SK_INT_REGS, fp(m[f]), fp(m[f + 1]), fp(m[f + 2]), fp(m[f + 3]), fp(m[f + 4]),
                                  fp(m[f + 5]), fp(m[f + 6]), fp(m[f + 7]));

@@ -44,14 +44,13 @@ enum class CallKind : uint8_t { Direct, Mapped, Libffi };
 
 struct CallInterface {
   CallKind kind = CallKind::Libffi;
-  uint8_t stack_words = 0;          // Mapped: stack words the kernel reads
+  uint8_t stack_words = 0;            // Mapped: stack words the kernel reads
   uint8_t map[kCallMapEntries] = {};  // Mapped: integer registers, FP registers, stack words
   ffi_cif cif;
   std::vector<ffi_type *> types;  // cif points into this: the object never moves (heap only)
 };
 
-sk_status prepare_call(const Signature &sig, std::string_view kernel,
-                       std::unique_ptr<CallInterface> *out);
+sk_status prepare_call(const Signature &sig, std::string_view kernel, std::unique_ptr<CallInterface> *out);
 
 const char *call_kind_name(CallKind kind);  // "direct", "register map", "libffi"
 

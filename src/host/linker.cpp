@@ -81,8 +81,8 @@ sk_status Linker::check_object() {
   const RelocArch *host = reloc_arch(kHostMachine);
   if (!host) return fail(SK_ERR_UNSUPPORTED, "%s: no host linker for this architecture", label());
   if (o_.machine != kHostMachine)
-    return fail(SK_ERR_UNSUPPORTED, "%s: e_machine %u is not %s (%s = %u), the host's machine",
-                label(), o_.machine, host->name, host->em_name, kHostMachine);
+    return fail(SK_ERR_UNSUPPORTED, "%s: e_machine %u is not %s (%s = %u), the host's machine", label(), o_.machine,
+                host->name, host->em_name, kHostMachine);
   arch_ = host;
   if (elf::is_gcc_slim_lto(o_))
     return fail(SK_ERR_UNSUPPORTED,
@@ -90,20 +90,18 @@ sk_status Linker::check_object() {
                 ".gnu.lto_* sections hold GCC's intermediate code, no machine code)",
                 label());
   if (o_.elf_class != ELFCLASS64 || o_.type != ET_REL)
-    return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u / type %u: only 64-bit ET_REL objects load",
-                label(), o_.elf_class, o_.type);
+    return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u / type %u: only 64-bit ET_REL objects load", label(),
+                o_.elf_class, o_.type);
   // Name the thread-local variable itself rather than an assembler's label for its section
   // (AArch64's mapping symbol `$d`, `.LANCHOR0`), which may come first.
-  auto assembler_label = [](const elf::Symbol &s) {
-    return s.name.empty() || s.name[0] == '$' || s.name[0] == '.';
-  };
+  auto assembler_label = [](const elf::Symbol &s) { return s.name.empty() || s.name[0] == '$' || s.name[0] == '.'; };
   const elf::Symbol *tls = nullptr;
   for (const elf::Symbol &s : o_.symbols)
     if (s.type == STT_TLS && (!tls || (assembler_label(*tls) && !assembler_label(s))))
       tls = &s;
     else if (s.type == STT_GNU_IFUNC && s.shndx != SHN_UNDEF)  // its resolver would have to run
-      return fail(SK_ERR_UNSUPPORTED, "%s: indirect function '%s' (STT_GNU_IFUNC) is not supported",
-                  label(), s.name.c_str());
+      return fail(SK_ERR_UNSUPPORTED, "%s: indirect function '%s' (STT_GNU_IFUNC) is not supported", label(),
+                  s.name.c_str());
   if (tls)
     return fail(SK_ERR_UNSUPPORTED, "%s: thread-local variable '%s' is not supported: %s", label(),
                 tls->name.c_str(), kTlsWhy);
@@ -123,25 +121,26 @@ sk_status Linker::select_sections() {
                   "executable can ask for; use __attribute__((constructor)) or .init_array",
                   label(), s.name.c_str());
     if (s.flags & SHF_TLS)
-      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local section '%s' is not supported: %s", label(),
-                  s.name.c_str(), kTlsWhy);
+      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local section '%s' is not supported: %s", label(), s.name.c_str(),
+                  kTlsWhy);
     // Unwind tables (.eh_frame) load: registered with the unwinder (linker_init.cpp).
-    if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s) && !is_eh_frame(s))
-      continue;
+    if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s) && !is_eh_frame(s)) continue;
     bool load = true;
     if (is_eh_frame(s))
       if (sk_status st = check_eh_frame(i, &load)) return st;
     if (!load) continue;
     if (s.size > kMaxSectionSize)
-      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)", label(),
-                  s.name.c_str(), s.size);
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)", label(), s.name.c_str(),
+                  s.size);
     if (s.align > kMaxAlign)
-      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': alignment %" PRIu64 " is above %" PRIu64,
-                  label(), s.name.c_str(), s.align, kMaxAlign);
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': alignment %" PRIu64 " is above %" PRIu64, label(),
+                  s.name.c_str(), s.align, kMaxAlign);
     if (s.flags & SHF_EXECINSTR) part_of_[i] = kText;
     // .data.rel.ro is writable only until relocated: seal it read-only, like RELRO.
-    else if ((s.flags & SHF_WRITE) && !has_prefix(s.name, ".data.rel.ro")) part_of_[i] = kData;
-    else part_of_[i] = kRodata;
+    else if ((s.flags & SHF_WRITE) && !has_prefix(s.name, ".data.rel.ro"))
+      part_of_[i] = kData;
+    else
+      part_of_[i] = kRodata;
     section_offset_[i] = 0;  // loaded; layout() sets the offset
     max_align_ = std::max(max_align_, s.align);
   }
@@ -152,14 +151,14 @@ sk_status Linker::select_sections() {
     if (s.shndx != SHN_COMMON) continue;
     uint64_t align = s.value ? s.value : 1;
     if ((align & (align - 1)) || align > kMaxAlign || s.size > kMaxSectionSize)
-      return fail(SK_ERR_BAD_BINARY, "%s: common symbol '%s': alignment %" PRIu64 " / size %" PRIu64
-                  " is not usable", label(), s.name.c_str(), s.value, s.size);
+      return fail(SK_ERR_BAD_BINARY,
+                  "%s: common symbol '%s': alignment %" PRIu64 " / size %" PRIu64 " is not usable", label(),
+                  s.name.c_str(), s.value, s.size);
     common_size_ = (common_size_ + align - 1) & ~(align - 1);
     common_offset_[i] = static_cast<int64_t>(common_size_);
     common_size_ += s.size;
     common_align_ = std::max(common_align_, align);
-    if (common_size_ > kMaxSectionSize)
-      return fail(SK_ERR_UNSUPPORTED, "%s: common symbols are too large", label());
+    if (common_size_ > kMaxSectionSize) return fail(SK_ERR_UNSUPPORTED, "%s: common symbols are too large", label());
   }
   max_align_ = std::max(max_align_, common_align_);
   return SK_OK;
@@ -171,8 +170,8 @@ sk_status Linker::scan_relocations() {
     if (section_offset_[rs.target] == kNotLoaded) continue;  // .eh_frame, debug info
     const elf::Section &target = o_.sections[rs.target];
     if (target.type == SHT_NOBITS && !rs.relocations.empty())
-      return fail(SK_ERR_BAD_BINARY, "%s: relocations for section '%s', which has no contents",
-                  label(), target.name.c_str());
+      return fail(SK_ERR_BAD_BINARY, "%s: relocations for section '%s', which has no contents", label(),
+                  target.name.c_str());
     for (const elf::Relocation &r : rs.relocations) {
       const elf::Symbol &sym = o_.symbols[r.symbol];
       const std::string &name = symbol_name(r.symbol);
@@ -182,16 +181,19 @@ sk_status Linker::scan_relocations() {
         return fail(SK_ERR_UNSUPPORTED, "%s: thread-local relocation %s at %s against '%s' is not supported: %s",
                     label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(), kTlsWhy);
       if (!kind.known)
-        return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64,
-                    label(), r.type, type_name.c_str(), target.name.c_str(), r.offset);
+        return fail(SK_ERR_UNSUPPORTED,
+                    "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64, label(), r.type,
+                    type_name.c_str(), target.name.c_str(), r.offset);
       if (r.offset > target.size || kind.width > target.size - r.offset)
-        return fail(SK_ERR_BAD_BINARY, "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)",
-                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), target.size);
+        return fail(SK_ERR_BAD_BINARY,
+                    "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)", label(),
+                    type_name.c_str(), where(rs.target, r.offset).c_str(), target.size);
       if (kind.none) continue;
       bool in_section = !external(r.symbol) && common_offset_[r.symbol] == kNotLoaded;
       if (in_section && section_offset_[sym.shndx] == kNotLoaded)
-        return fail(SK_ERR_UNSUPPORTED, "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded",
-                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(),
+        return fail(SK_ERR_UNSUPPORTED,
+                    "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded", label(),
+                    type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(),
                     o_.sections[sym.shndx].name.c_str());
       referenced_[r.symbol] = true;
       if (kind.got_entry && !got_slot_.count(r.symbol)) got_slot_.emplace(r.symbol, got_slot_.size());
@@ -265,9 +267,8 @@ sk_status Linker::collect_constraints(std::vector<PlacementConstraint> *out) {
         out->push_back(reach_constraint(s, why, kind.reach));
       } else if (kind.abs_limit && !external(r.symbol) && kind.abs_limit < low_limit) {
         low_limit = kind.abs_limit;
-        std::snprintf(why, sizeof why, "lie below %s for %s against '%s' at %s",
-                      size_text(low_limit).c_str(), arch_->reloc_name(r.type).c_str(), name.c_str(),
-                      where(rs.target, r.offset).c_str());
+        std::snprintf(why, sizeof why, "lie below %s for %s against '%s' at %s", size_text(low_limit).c_str(),
+                      arch_->reloc_name(r.type).c_str(), name.c_str(), where(rs.target, r.offset).c_str());
         low_why = why;
       }
     }

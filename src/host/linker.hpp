@@ -73,8 +73,7 @@ class LinkedObject {
   // be rewritten),
   // SK_ERR_NOT_FOUND (unresolved non-weak symbol), SK_ERR_OUT_OF_MEMORY, SK_ERR_KERNEL (a
   // constructor threw). The constructors have run when it returns SK_OK.
-  static sk_status link(const elf::Object &object, const LinkOptions &options,
-                        std::unique_ptr<LinkedObject> *out);
+  static sk_status link(const elf::Object &object, const LinkOptions &options, std::unique_ptr<LinkedObject> *out);
 
   ~LinkedObject();  // unmaps everything
   LinkedObject(const LinkedObject &) = delete;

@@ -31,8 +31,10 @@ void Linker::export_symbols(LinkedObject *lo) const {
     for (const elf::Relocation &r : rs.relocations) {
       const elf::Symbol &s = o_.symbols[r.symbol];
       if (r.symbol == 0) continue;
-      if (s.shndx == SHN_UNDEF) undefined[rs.target].insert(s.name);
-      else if (s.shndx < n && s.shndx != SHN_ABS && s.shndx != SHN_COMMON) edges[rs.target].insert(s.shndx);
+      if (s.shndx == SHN_UNDEF)
+        undefined[rs.target].insert(s.name);
+      else if (s.shndx < n && s.shndx != SHN_ABS && s.shndx != SHN_COMMON)
+        edges[rs.target].insert(s.shndx);
     }
   }
   auto reachable_undefined = [&](const elf::Symbol &fn) {
@@ -56,7 +58,8 @@ void Linker::export_symbols(LinkedObject *lo) const {
     const elf::Symbol &s = o_.symbols[i];
     if (s.type == STT_FUNC && s.shndx != SHN_UNDEF && s.shndx < n && !s.name.empty() &&
         section_offset_[s.shndx] != kNotLoaded)
-      lo->code_symbols_.push_back({s.name, reinterpret_cast<void *>(symbol_address(static_cast<uint32_t>(i))), s.size});
+      lo->code_symbols_.push_back(
+          {s.name, reinterpret_cast<void *>(symbol_address(static_cast<uint32_t>(i))), s.size});
     if (!is_global(s) || s.shndx == SHN_UNDEF || s.name.empty()) continue;
     bool in_section = s.shndx != SHN_ABS && s.shndx != SHN_COMMON;
     if (in_section && section_offset_[s.shndx] == kNotLoaded) continue;
@@ -70,8 +73,8 @@ void Linker::export_symbols(LinkedObject *lo) const {
   const uint64_t base = reinterpret_cast<uint64_t>(mapping_.address());
   for (size_t i = 1; i < n; ++i)
     if (is_eh_frame(o_.sections[i]) && section_offset_[i] != kNotLoaded && o_.sections[i].size > 0)
-      lo->unwind_tables_.emplace_back(reinterpret_cast<const void *>(base + static_cast<uint64_t>(section_offset_[i])),
-                                      o_.sections[i].size);
+      lo->unwind_tables_.emplace_back(
+          reinterpret_cast<const void *>(base + static_cast<uint64_t>(section_offset_[i])), o_.sections[i].size);
 
   int meta = o_.find_section(".sk.kernels");
   if (meta > 0 && o_.sections[meta].data) {

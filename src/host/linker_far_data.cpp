@@ -63,8 +63,10 @@ sk_status Linker::plan_far_data() {
       ++candidates;
       auto t = std::find_if(targets.begin(), targets.end(), [&](const Target &x) { return x.symbol == r.symbol; });
       const uint64_t reach = arch_->needs(r.type, o_.sections[rs.target].data, r.offset).reach;
-      if (t == targets.end()) targets.push_back({r.symbol, symbol_address(r.symbol), reach, 1});
-      else t->references++, t->reach = std::min(t->reach, reach);
+      if (t == targets.end())
+        targets.push_back({r.symbol, symbol_address(r.symbol), reach, 1});
+      else
+        t->references++, t->reach = std::min(t->reach, reach);
     }
   }
   if (targets.empty()) return SK_OK;
@@ -111,12 +113,13 @@ sk_status Linker::plan_far_data() {
       std::string why;
       if (!far_->plan(code.data, code.size, from, r.offset, &site, &why))
         return fail(SK_ERR_UNSUPPORTED,
-                    "%s: %s at %s (in '%s') reaches '%s' (0x%" PRIx64 "), too far from the object's "
+                    "%s: %s at %s (in '%s') reaches '%s' (0x%" PRIx64
+                    "), too far from the object's "
                     "other targets for its displacement, and %s (rebuild the object with -fPIC to "
                     "reach it through the GOT)",
                     label(), arch_->reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(),
-                    start ? o_.symbols[start].name.c_str() : code.name.c_str(),
-                    symbol_name(r.symbol).c_str(), symbol_address(r.symbol), why.c_str());
+                    start ? o_.symbols[start].name.c_str() : code.name.c_str(), symbol_name(r.symbol).c_str(),
+                    symbol_address(r.symbol), why.c_str());
       last_start = start, resume = site.offset + site.length;
       far_sites_.push_back({rs.target, &r, site});
       far_fields_.insert({rs.target, r.offset});

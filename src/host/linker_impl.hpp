@@ -50,7 +50,7 @@ class Linker {
   size_t far_stub_bytes() const;
   uint32_t enclosing_symbol(uint32_t section, uint64_t offset) const;
 
-  bool external(uint32_t sym) const;  // address fixed outside the mapping (undefined, absolute)
+  bool external(uint32_t sym) const;     // address fixed outside the mapping (undefined, absolute)
   bool is_got_base(uint32_t sym) const;  // _GLOBAL_OFFSET_TABLE_: the GOT's address
   uint64_t symbol_address(uint32_t sym) const;
   const std::string &symbol_name(uint32_t sym) const;
@@ -60,13 +60,13 @@ class Linker {
   const elf::Object &o_;
   const LinkOptions &options_;
   const RelocArch *arch_ = nullptr;       // the object's (= the host's) machine, set by check_object
-  std::vector<Part> part_of_;              // per section, for loaded ones
-  std::vector<int64_t> section_offset_;    // per section: offset in the mapping or kNotLoaded
-  std::vector<int64_t> common_offset_;     // per symbol: SHN_COMMON allocation, or kNotLoaded
-  std::vector<uint64_t> resolved_;         // per symbol: bound address of undefined symbols
-  std::vector<bool> referenced_;           // per symbol: used by a relocation that is applied
-  std::map<uint32_t, size_t> got_slot_;    // symbol -> GOT entry index
-  std::map<uint32_t, size_t> stub_slot_;   // symbol -> call stub index
+  std::vector<Part> part_of_;             // per section, for loaded ones
+  std::vector<int64_t> section_offset_;   // per section: offset in the mapping or kNotLoaded
+  std::vector<int64_t> common_offset_;    // per symbol: SHN_COMMON allocation, or kNotLoaded
+  std::vector<uint64_t> resolved_;        // per symbol: bound address of undefined symbols
+  std::vector<bool> referenced_;          // per symbol: used by a relocation that is applied
+  std::map<uint32_t, size_t> got_slot_;   // symbol -> GOT entry index
+  std::map<uint32_t, size_t> stub_slot_;  // symbol -> call stub index
   uint64_t max_align_ = 1;
   uint64_t common_size_ = 0, common_align_ = 1;
   size_t part_begin_[kParts] = {}, part_end_[kParts] = {};

@@ -53,8 +53,10 @@ InitSection init_section(const elf::Section &s) {
     bool old_scheme;  // .ctors/.dtors
   };
   static const Prefix kPrefixes[] = {
-      {".init_array", InitSection::Init, false},   {".fini_array", InitSection::Fini, false},
-      {".preinit_array", InitSection::Preinit, false}, {".ctors", InitSection::Init, true},
+      {".init_array", InitSection::Init, false},
+      {".fini_array", InitSection::Fini, false},
+      {".preinit_array", InitSection::Preinit, false},
+      {".ctors", InitSection::Init, true},
       {".dtors", InitSection::Fini, true},
   };
   InitSection out;
@@ -69,21 +71,21 @@ InitSection init_section(const elf::Section &s) {
       out.priority = p.old_scheme ? kMaxPriority - v : v;
     return out;
   }
-  if (s.type == SHT_INIT_ARRAY) out.kind = InitSection::Init;
-  else if (s.type == SHT_FINI_ARRAY) out.kind = InitSection::Fini;
-  else if (s.type == SHT_PREINIT_ARRAY) out.kind = InitSection::Preinit;
+  if (s.type == SHT_INIT_ARRAY)
+    out.kind = InitSection::Init;
+  else if (s.type == SHT_FINI_ARRAY)
+    out.kind = InitSection::Fini;
+  else if (s.type == SHT_PREINIT_ARRAY)
+    out.kind = InitSection::Preinit;
   out.priority = kUnnumbered;
   return out;
 }
 
-bool is_eh_frame(const elf::Section &s) {
-  return s.name == ".eh_frame" || s.type == SHT_X86_64_UNWIND;
-}
+bool is_eh_frame(const elf::Section &s) { return s.name == ".eh_frame" || s.type == SHT_X86_64_UNWIND; }
 
 const char *unbindable_runtime_symbol(const std::string &name) {
   // gcc's libgcov.a and clang's libclang_rt.profile.a: linked into a program, hidden there.
-  if (name.compare(0, 7, "__gcov_") == 0 || name.compare(0, 10, "llvm_gcda_") == 0 ||
-      name == "llvm_gcov_init")
+  if (name.compare(0, 7, "__gcov_") == 0 || name.compare(0, 10, "llvm_gcda_") == 0 || name == "llvm_gcov_init")
     return "belongs to the coverage runtime (objects built with --coverage or -fprofile-arcs call "
            "it), which a program links with its functions hidden: no process exports them; "
            "rebuild the object without --coverage";
@@ -142,8 +144,8 @@ ModuleRuntime::~ModuleRuntime() {
         what = current_exception_text();
       } catch (...) {
       }
-      fail(SK_ERR_KERNEL, "%s: destructor %s threw %s while the module was unloaded", label.c_str(),
-           e.name.c_str(), what.c_str());
+      fail(SK_ERR_KERNEL, "%s: destructor %s threw %s while the module was unloaded", label.c_str(), e.name.c_str(),
+           what.c_str());
     }
   }
   for (size_t i = registered; i-- > 0;) unwinder_function("__deregister_frame")(eh_frames[i]);
@@ -156,8 +158,8 @@ sk_status Linker::check_eh_frame(size_t section, bool *load) const {
   *load = true;
   const elf::Section &eh = o_.sections[section];
   if (eh.data)
-    if (sk_status st = elf::check_eh_frame(eh.data, eh.size, o_.section_label(static_cast<uint32_t>(section)),
-                                           eh.name))
+    if (sk_status st =
+            elf::check_eh_frame(eh.data, eh.size, o_.section_label(static_cast<uint32_t>(section)), eh.name))
       return st;
   const elf::Relocation *absolute = nullptr;
   for (const elf::RelocationSection &rs : o_.relocation_sections) {
@@ -175,8 +177,8 @@ sk_status Linker::check_eh_frame(size_t section, bool *load) const {
                   "%s: it throws ('%s'), but its '%s' reaches '%s' with %s, a 32-bit absolute "
                   "address (-fno-pic), which the unwinder's table cannot have here: rebuild the "
                   "object with -fPIC or -fPIE",
-                  label(), s.name.c_str(), eh.name.c_str(),
-                  o_.symbols[absolute->symbol].name.c_str(), arch_->reloc_name(absolute->type).c_str());
+                  label(), s.name.c_str(), eh.name.c_str(), o_.symbols[absolute->symbol].name.c_str(),
+                  arch_->reloc_name(absolute->type).c_str());
   return SK_OK;
 }
 
@@ -270,7 +272,8 @@ sk_status Linker::collect_runtime(LinkedObject *lo) {
     if (s.size % 8 != 0)
       return fail(SK_ERR_BAD_BINARY, "%s: section '%s' holds %" PRIu64 " bytes, not a list of 8-byte addresses",
                   label(), s.name.c_str(), s.size);
-    const auto *entries = reinterpret_cast<const uint64_t *>(base + static_cast<uint64_t>(section_offset_[p.section]));
+    const auto *entries =
+        reinterpret_cast<const uint64_t *>(base + static_cast<uint64_t>(section_offset_[p.section]));
     const size_t count = s.size / 8;
     for (size_t k = 0; k < count; ++k) {
       const size_t j = p.what.reversed ? count - 1 - k : k;
@@ -279,7 +282,8 @@ sk_status Linker::collect_runtime(LinkedObject *lo) {
       bool bound = std::find(resolved_.begin(), resolved_.end(), fn) != resolved_.end();
       if ((fn < text_begin || fn >= text_end) && !bound)
         return fail(SK_ERR_UNSUPPORTED,
-                    "%s: entry %zu of '%s' (0x%" PRIx64 ") is not a function of the object or one it "
+                    "%s: entry %zu of '%s' (0x%" PRIx64
+                    ") is not a function of the object or one it "
                     "binds: its constructors cannot run",
                     label(), j, s.name.c_str(), fn);
       list.push_back({reinterpret_cast<void (*)()>(fn), name_of(fn, s.name, j)});

@@ -41,14 +41,14 @@ class ModuleRuntime {
     std::string name;        // for messages: the function's symbol, or "entry N of SECTION"
   };
   std::string label;
-  void *dso_handle = nullptr;      // the module's __dso_handle (a byte of its mapping)
+  void *dso_handle = nullptr;  // the module's __dso_handle (a byte of its mapping)
   // The loaded .eh_frame sections (one per input object when several were combined), each
   // with its terminator; the first `registered` of them are registered.
   std::vector<void *> eh_frames;
   size_t registered = 0;
-  std::vector<Entry> init, fini;   // in the order they run
-  bool started = false;            // start() was called: the destructor undoes what it did
-  bool constructed = false;        // every constructor returned: the destructors are due
+  std::vector<Entry> init, fini;  // in the order they run
+  bool started = false;           // start() was called: the destructor undoes what it did
+  bool constructed = false;       // every constructor returned: the destructors are due
 
   ModuleRuntime() = default;
   ModuleRuntime(const ModuleRuntime &) = delete;

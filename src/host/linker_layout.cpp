@@ -133,14 +133,12 @@ sk_status Linker::seal(LinkedObject *lo) {
     void *at = mapping_.address() + begin;
     // Instructions were written as data: make the instruction side see them (AArch64 keeps the
     // caches apart; on x86-64 this is a no-op). The code part is never written again.
-    if (part == kText)
-      __builtin___clear_cache(static_cast<char *>(at), static_cast<char *>(at) + (end - begin));
+    if (part == kText) __builtin___clear_cache(static_cast<char *>(at), static_cast<char *>(at) + (end - begin));
     // Code becomes executable only here, after its last write: never writable and executable.
     if (mprotect(at, end - begin, protection[part]) != 0) {
       const int err = errno;
-      return fail(err == ENOMEM ? SK_ERR_OUT_OF_MEMORY : SK_ERR_UNSUPPORTED,
-                  "%s: mprotect of %zu bytes failed: %s", label(), end - begin,
-                  mapping_failure_reason(err, Mapping::live() - 1).c_str());  // less this one
+      return fail(err == ENOMEM ? SK_ERR_OUT_OF_MEMORY : SK_ERR_UNSUPPORTED, "%s: mprotect of %zu bytes failed: %s",
+                  label(), end - begin, mapping_failure_reason(err, Mapping::live() - 1).c_str());  // less this one
     }
     lo->regions_.push_back({at, end - begin, protection[part]});
   }

@@ -20,9 +20,7 @@ std::mutex &map_mutex() {  // devices of one process share the file
   return m;
 }
 
-int open_map() {
-  return ::open(perf_map_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-}
+int open_map() { return ::open(perf_map_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644); }
 
 }  // namespace
 
@@ -37,8 +35,8 @@ sk_status check_perf_map() {
   std::lock_guard<std::mutex> lock(map_mutex());
   int fd = open_map();
   if (fd < 0)
-    return fail(SK_ERR_UNSUPPORTED, "perf_map=1: cannot open %s for appending: %s",
-                perf_map_path().c_str(), std::strerror(errno));
+    return fail(SK_ERR_UNSUPPORTED, "perf_map=1: cannot open %s for appending: %s", perf_map_path().c_str(),
+                std::strerror(errno));
   ::close(fd);
   return SK_OK;
 }
@@ -48,8 +46,7 @@ void append_perf_map(const LinkedObject &object) {
   for (const CodeSymbol &f : object.code_symbols()) {
     if (f.size == 0) continue;  // a label without extent: perf could not place a sample in it
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%" PRIx64 " %" PRIx64 " ", reinterpret_cast<uint64_t>(f.address),
-                  f.size);
+    std::snprintf(buf, sizeof buf, "%" PRIx64 " %" PRIx64 " ", reinterpret_cast<uint64_t>(f.address), f.size);
     lines.append(buf).append(f.name).push_back('\n');
   }
   if (lines.empty()) return;

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -83,8 +83,8 @@ uint64_t align_up(uint64_t v, uint64_t a) { return v > UINT64_MAX - (a - 1) ? UI
 uint64_t align_down(uint64_t v, uint64_t a) { return v & ~(a - 1); }
 
 // The start address in [lo, hi] (both aligned starts) of free range `gap` closest to `prefer`.
-bool best_start(Range gap, uint64_t size, uint64_t alignment, uint64_t lo, uint64_t hi,
-                uint64_t prefer, uint64_t *out) {
+bool best_start(Range gap, uint64_t size, uint64_t alignment, uint64_t lo, uint64_t hi, uint64_t prefer,
+                uint64_t *out) {
   uint64_t first = align_up(std::max(gap.begin, lo), alignment);
   if (gap.end < size) return false;
   uint64_t last = std::min(align_down(gap.end - size, alignment), hi);
@@ -168,8 +168,8 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
                   "%s, and it must %s (rebuild the object with -fPIC to lift them)",
                   label.c_str(), hi_by->why.c_str(), lo_by->why.c_str());
     const PlacementConstraint *c = lo_by ? lo_by : hi_by;
-    return fail(SK_ERR_UNSUPPORTED, "%s: no user address can satisfy the constraint: it must %s",
-                label.c_str(), c ? c->why.c_str() : "fit");
+    return fail(SK_ERR_UNSUPPORTED, "%s: no user address can satisfy the constraint: it must %s", label.c_str(),
+                c ? c->why.c_str() : "fit");
   }
   uint64_t hi = align_down(hi_end - size, alignment);  // last start allowed
   // Fast path: where the kernel maps by itself (beside the latest mappings, which in most
@@ -208,17 +208,17 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
 #endif
     if (best_dist == UINT64_MAX)
       return fail(SK_ERR_OUT_OF_MEMORY,
-                  "%s: no free address range of %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64,
-                  label.c_str(), size, lo, hi_end);
+                  "%s: no free address range of %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64, label.c_str(), size,
+                  lo, hi_end);
     void *want = reinterpret_cast<void *>(best);
-    void *got = mmap(want, size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    void *got = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (got == want) {
       out->reset(got, size);
       return SK_OK;
     }
     // Kernels before 4.17 take the flag as a hint and may map elsewhere: never keep that.
-    if (got != MAP_FAILED) munmap(got, size);
+    if (got != MAP_FAILED)
+      munmap(got, size);
     else if (errno != EEXIST) {
       const int err = errno;
       return fail(SK_ERR_OUT_OF_MEMORY, "%s: could not map %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64 ": %s",
@@ -226,8 +226,10 @@ sk_status place_mapping(size_t size, size_t alignment, const std::vector<Placeme
     }
     // Another thread took the range between reading the maps and mapping: look again.
   }
-  return fail(SK_ERR_OUT_OF_MEMORY, "%s: could not map %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64
-              " (other threads kept taking the free ranges)", label.c_str(), size, lo, hi_end);
+  return fail(SK_ERR_OUT_OF_MEMORY,
+              "%s: could not map %zu bytes between 0x%" PRIx64 " and 0x%" PRIx64
+              " (other threads kept taking the free ranges)",
+              label.c_str(), size, lo, hi_end);
 }
 
 }  // namespace sk::host

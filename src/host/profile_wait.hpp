@@ -22,10 +22,12 @@ namespace sk::host {
 class ProfileWait {
  public:
   explicit ProfileWait(const CoreContext &ctx) : record_(ctx.profile) {
-    if (record_) [[unlikely]] start_ = monotonic_ns();
+    if (record_) [[unlikely]]
+      start_ = monotonic_ns();
   }
   ~ProfileWait() {
-    if (record_) [[unlikely]] record_->sync_wait_ns += monotonic_ns() - start_;
+    if (record_) [[unlikely]]
+      record_->sync_wait_ns += monotonic_ns() - start_;
   }
   ProfileWait(const ProfileWait &) = delete;
   ProfileWait &operator=(const ProfileWait &) = delete;

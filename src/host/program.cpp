@@ -18,8 +18,7 @@ void Program::allocate_sync_state() {
   barriers = std::make_unique<StepBarrier[]>(steps.size());
   if (per_step_release) step_released = std::make_unique<StepCounter[]>(steps.size());
   plain = !profiler && !per_step_release && segments.size() == 1 && !segments[0].layout.mixed() &&
-          segments[0].layout.cube == 0 &&
-          std::all_of(steps.begin(), steps.end(), [](const StepExec &s) {
+          segments[0].layout.cube == 0 && std::all_of(steps.begin(), steps.end(), [](const StepExec &s) {
             return s.unit_class == 0 && s.cores == s.units && !s.flush_before && !s.flush_after && !s.flags &&
                    s.after_count == 0;
           });
@@ -30,7 +29,8 @@ void Program::allocate_sync_state() {
     for (uint32_t c = 0; c < steps[i].units && c < cores; ++c) core_steps_end[c] = i + 1;
   const bool releases_in_kernel =
       std::any_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.arrive_in_kernel; });
-  const bool waits_in_kernel = std::any_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.wait_in_kernel; });
+  const bool waits_in_kernel =
+      std::any_of(steps.begin(), steps.end(), [](const StepExec &s) { return s.wait_in_kernel; });
   ends_at_last_release =
       plain && !releases_in_kernel &&
       std::none_of(core_steps_end.begin(), core_steps_end.end(), [](uint32_t e) { return e == 0; });

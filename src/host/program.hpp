@@ -40,29 +40,29 @@ struct alignas(64) StepBarrier {
 // what a plain step needs.
 struct StepExec {
   void *fn = nullptr;
-  ffi_cif *cif = nullptr;       // prepared once per kernel
-  uint32_t first_slot = 0;      // its first argument slot in an ArgBlock
+  ffi_cif *cif = nullptr;   // prepared once per kernel
+  uint32_t first_slot = 0;  // its first argument slot in an ArgBlock
   uint32_t block_dim = 1;
-  uint32_t units = 1;           // cores of its type (groups, mixed) running blocks; the stride
-  uint32_t cores = 1;           // cores taking part (units * (1 + R) for mixed kernels)
-  int32_t pred = -1;            // the step it follows (common/plan.hpp)
-  bool direct = false;          // call fn with kDirectArgs slots (see kernel_call.hpp)
-  bool call_stack = false;      // call_map: the kernel has stack parameters
-  bool wait_in_kernel = false;  // previous step awaited at sk_wait_pre_task_end
-  bool arrive_in_kernel = false;// next step released at sk_set_next_task_start
+  uint32_t units = 1;             // cores of its type (groups, mixed) running blocks; the stride
+  uint32_t cores = 1;             // cores taking part (units * (1 + R) for mixed kernels)
+  int32_t pred = -1;              // the step it follows (common/plan.hpp)
+  bool direct = false;            // call fn with kDirectArgs slots (see kernel_call.hpp)
+  bool call_stack = false;        // call_map: the kernel has stack parameters
+  bool wait_in_kernel = false;    // previous step awaited at sk_wait_pre_task_end
+  bool arrive_in_kernel = false;  // next step released at sk_set_next_task_start
   // Cache maintenance (common/cache_plan.hpp): whole-cache flushes around the step on each of
   // its cores, and whether sk_gm_load/sk_gm_store flush per access.
   bool flush_before = false;
   bool flush_after = false;
   bool gm_flush = true;
   const uint8_t *call_map = nullptr;  // a mapped call (CallInterface::map); null: libffi
-  StepFlags *flags = nullptr;   // steps with hard cross-core sync
-  const uint32_t *after = nullptr;  // steps that must have ended first (Program::after_lists)
+  StepFlags *flags = nullptr;         // steps with hard cross-core sync
+  const uint32_t *after = nullptr;    // steps that must have ended first (Program::after_lists)
   uint32_t after_count = 0;
-  uint32_t unit_class = 0;      // CoreSlot::index it reads: 0 vector, 1 cube, 2 mixed
+  uint32_t unit_class = 0;  // CoreSlot::index it reads: 0 vector, 1 cube, 2 mixed
   uint32_t segment = 0;
-  uint32_t sub_block_num = 1;   // vector cores per group it runs on (mixed kernels)
-  std::string name;             // reports only
+  uint32_t sub_block_num = 1;  // vector cores per group it runs on (mixed kernels)
+  std::string name;            // reports only
 };
 
 // One dispatch of the program (common/plan.hpp's PlanSegment): where each core sits in it.
@@ -83,7 +83,7 @@ struct Program {
   uint32_t cores = 1;  // cores that take part; the others pass the task through
   std::vector<StepExec> steps;
   std::vector<SegmentExec> segments;
-  std::vector<uint32_t> after_lists;  // StepExec::after points in
+  std::vector<uint32_t> after_lists;              // StepExec::after points in
   std::vector<std::unique_ptr<StepFlags>> flags;  // of the steps with hard sync
   // Stream fusion: steps wait for their own stream's previous step, so releases do not come
   // step by step and each step counts its own (step_released) instead of the shared counter.
@@ -132,8 +132,8 @@ struct Program {
   uint32_t release_group = 0;
   uint32_t release_groups = 0;
   std::unique_ptr<StepCounter[]> group_arrived;  // one counter per group, counting up
-  std::vector<uint32_t> group_before;       // [step * release_groups + g]: g's arrivals before step
-  std::vector<uint32_t> group_per_launch;   // g's arrivals in one launch
+  std::vector<uint32_t> group_before;            // [step * release_groups + g]: g's arrivals before step
+  std::vector<uint32_t> group_per_launch;        // g's arrivals in one launch
   // Cores of group g taking part in step `step` (a plain step runs on cores 0 .. cores - 1).
   uint32_t group_cores(uint32_t step, uint32_t g) const {
     const uint32_t first = g * release_group, n = steps[step].cores;

@@ -23,9 +23,8 @@ void write_execution_json(JsonWriter &j, const Program &p, uint32_t device_cores
   // How the step loop calls each step's kernel (host/kernel_call.hpp): libffi costs far more
   // than the two direct ways (docs/benchmarks.md, "Kernel calls").
   uint64_t calls[3] = {0, 0, 0};
-  for (const StepExec &s : p.steps) ++calls[static_cast<int>(s.direct ? CallKind::Direct
-                                                             : s.call_map ? CallKind::Mapped
-                                                                          : CallKind::Libffi)];
+  for (const StepExec &s : p.steps)
+    ++calls[static_cast<int>(s.direct ? CallKind::Direct : s.call_map ? CallKind::Mapped : CallKind::Libffi)];
   j.key("calls").begin_object();
   for (CallKind kind : {CallKind::Direct, CallKind::Mapped, CallKind::Libffi})
     j.key(call_kind_name(kind)).value(calls[static_cast<int>(kind)]);

@@ -43,9 +43,9 @@ Program *ProgramPool::adopt(std::unique_ptr<Program> &program) {
     // one, free again since take looked).
     for (i = 0; i < kMaxPrograms; ++i) {
       uint64_t s = slots[i].state.load(std::memory_order_relaxed);
-      if ((s & 3) == kFree && slots[i].state.compare_exchange_strong(s, (s & ~uint64_t{3}) | kTaken,
-                                                                     std::memory_order_acquire,
-                                                                     std::memory_order_relaxed))
+      if ((s & 3) == kFree &&
+          slots[i].state.compare_exchange_strong(s, (s & ~uint64_t{3}) | kTaken, std::memory_order_acquire,
+                                                 std::memory_order_relaxed))
         break;
     }
     if (i == kMaxPrograms) return nullptr;  // every program is in a launch

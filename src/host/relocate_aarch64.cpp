@@ -13,44 +13,139 @@ namespace {
 
 constexpr uint64_t KiB = 1ull << 10, MiB = 1ull << 20, GiB = 1ull << 30;
 
-#define N(x) {R_AARCH64_##x, "R_AARCH64_" #x}
+// clang-format off: the names as a table, not one per line
+#define N(x) \
+  { R_AARCH64_##x, "R_AARCH64_" #x }
 const struct {
   uint32_t type;
   const char *name;
 } kNames[] = {
-    N(NONE), N(ABS64), N(ABS32), N(ABS16), N(PREL64), N(PREL32), N(PREL16), N(MOVW_UABS_G0),
-    N(MOVW_UABS_G0_NC), N(MOVW_UABS_G1), N(MOVW_UABS_G1_NC), N(MOVW_UABS_G2), N(MOVW_UABS_G2_NC),
-    N(MOVW_UABS_G3), N(MOVW_SABS_G0), N(MOVW_SABS_G1), N(MOVW_SABS_G2), N(LD_PREL_LO19),
-    N(ADR_PREL_LO21), N(ADR_PREL_PG_HI21), N(ADR_PREL_PG_HI21_NC), N(ADD_ABS_LO12_NC),
-    N(LDST8_ABS_LO12_NC), N(TSTBR14), N(CONDBR19), N(JUMP26), N(CALL26), N(LDST16_ABS_LO12_NC),
-    N(LDST32_ABS_LO12_NC), N(LDST64_ABS_LO12_NC), N(MOVW_PREL_G0), N(MOVW_PREL_G0_NC),
-    N(MOVW_PREL_G1), N(MOVW_PREL_G1_NC), N(MOVW_PREL_G2), N(MOVW_PREL_G2_NC), N(MOVW_PREL_G3),
-    N(LDST128_ABS_LO12_NC), N(MOVW_GOTOFF_G0), N(MOVW_GOTOFF_G0_NC), N(MOVW_GOTOFF_G1),
-    N(MOVW_GOTOFF_G1_NC), N(MOVW_GOTOFF_G2), N(MOVW_GOTOFF_G2_NC), N(MOVW_GOTOFF_G3), N(GOTREL64),
-    N(GOTREL32), N(GOT_LD_PREL19), N(LD64_GOTOFF_LO15), N(ADR_GOT_PAGE), N(LD64_GOT_LO12_NC),
-    N(LD64_GOTPAGE_LO15), N(TLSGD_ADR_PREL21), N(TLSGD_ADR_PAGE21), N(TLSGD_ADD_LO12_NC),
-    N(TLSGD_MOVW_G1), N(TLSGD_MOVW_G0_NC), N(TLSLD_ADR_PREL21), N(TLSLD_ADR_PAGE21),
-    N(TLSLD_ADD_LO12_NC), N(TLSLD_MOVW_G1), N(TLSLD_MOVW_G0_NC), N(TLSLD_LD_PREL19),
-    N(TLSLD_MOVW_DTPREL_G2), N(TLSLD_MOVW_DTPREL_G1), N(TLSLD_MOVW_DTPREL_G1_NC),
-    N(TLSLD_MOVW_DTPREL_G0), N(TLSLD_MOVW_DTPREL_G0_NC), N(TLSLD_ADD_DTPREL_HI12),
-    N(TLSLD_ADD_DTPREL_LO12), N(TLSLD_ADD_DTPREL_LO12_NC), N(TLSLD_LDST8_DTPREL_LO12),
-    N(TLSLD_LDST8_DTPREL_LO12_NC), N(TLSLD_LDST16_DTPREL_LO12), N(TLSLD_LDST16_DTPREL_LO12_NC),
-    N(TLSLD_LDST32_DTPREL_LO12), N(TLSLD_LDST32_DTPREL_LO12_NC), N(TLSLD_LDST64_DTPREL_LO12),
-    N(TLSLD_LDST64_DTPREL_LO12_NC), N(TLSIE_MOVW_GOTTPREL_G1), N(TLSIE_MOVW_GOTTPREL_G0_NC),
-    N(TLSIE_ADR_GOTTPREL_PAGE21), N(TLSIE_LD64_GOTTPREL_LO12_NC), N(TLSIE_LD_GOTTPREL_PREL19),
-    N(TLSLE_MOVW_TPREL_G2), N(TLSLE_MOVW_TPREL_G1), N(TLSLE_MOVW_TPREL_G1_NC),
-    N(TLSLE_MOVW_TPREL_G0), N(TLSLE_MOVW_TPREL_G0_NC), N(TLSLE_ADD_TPREL_HI12),
-    N(TLSLE_ADD_TPREL_LO12), N(TLSLE_ADD_TPREL_LO12_NC), N(TLSLE_LDST8_TPREL_LO12),
-    N(TLSLE_LDST8_TPREL_LO12_NC), N(TLSLE_LDST16_TPREL_LO12), N(TLSLE_LDST16_TPREL_LO12_NC),
-    N(TLSLE_LDST32_TPREL_LO12), N(TLSLE_LDST32_TPREL_LO12_NC), N(TLSLE_LDST64_TPREL_LO12),
-    N(TLSLE_LDST64_TPREL_LO12_NC), N(TLSDESC_LD_PREL19), N(TLSDESC_ADR_PREL21),
-    N(TLSDESC_ADR_PAGE21), N(TLSDESC_LD64_LO12), N(TLSDESC_ADD_LO12), N(TLSDESC_OFF_G1),
-    N(TLSDESC_OFF_G0_NC), N(TLSDESC_LDR), N(TLSDESC_ADD), N(TLSDESC_CALL),
-    N(TLSLE_LDST128_TPREL_LO12), N(TLSLE_LDST128_TPREL_LO12_NC), N(TLSLD_LDST128_DTPREL_LO12),
-    N(TLSLD_LDST128_DTPREL_LO12_NC), N(COPY), N(GLOB_DAT), N(JUMP_SLOT), N(RELATIVE),
-    N(TLS_DTPMOD), N(TLS_DTPREL), N(TLS_TPREL), N(TLSDESC), N(IRELATIVE),
+    N(NONE),
+    N(ABS64),
+    N(ABS32),
+    N(ABS16),
+    N(PREL64),
+    N(PREL32),
+    N(PREL16),
+    N(MOVW_UABS_G0),
+    N(MOVW_UABS_G0_NC),
+    N(MOVW_UABS_G1),
+    N(MOVW_UABS_G1_NC),
+    N(MOVW_UABS_G2),
+    N(MOVW_UABS_G2_NC),
+    N(MOVW_UABS_G3),
+    N(MOVW_SABS_G0),
+    N(MOVW_SABS_G1),
+    N(MOVW_SABS_G2),
+    N(LD_PREL_LO19),
+    N(ADR_PREL_LO21),
+    N(ADR_PREL_PG_HI21),
+    N(ADR_PREL_PG_HI21_NC),
+    N(ADD_ABS_LO12_NC),
+    N(LDST8_ABS_LO12_NC),
+    N(TSTBR14),
+    N(CONDBR19),
+    N(JUMP26),
+    N(CALL26),
+    N(LDST16_ABS_LO12_NC),
+    N(LDST32_ABS_LO12_NC),
+    N(LDST64_ABS_LO12_NC),
+    N(MOVW_PREL_G0),
+    N(MOVW_PREL_G0_NC),
+    N(MOVW_PREL_G1),
+    N(MOVW_PREL_G1_NC),
+    N(MOVW_PREL_G2),
+    N(MOVW_PREL_G2_NC),
+    N(MOVW_PREL_G3),
+    N(LDST128_ABS_LO12_NC),
+    N(MOVW_GOTOFF_G0),
+    N(MOVW_GOTOFF_G0_NC),
+    N(MOVW_GOTOFF_G1),
+    N(MOVW_GOTOFF_G1_NC),
+    N(MOVW_GOTOFF_G2),
+    N(MOVW_GOTOFF_G2_NC),
+    N(MOVW_GOTOFF_G3),
+    N(GOTREL64),
+    N(GOTREL32),
+    N(GOT_LD_PREL19),
+    N(LD64_GOTOFF_LO15),
+    N(ADR_GOT_PAGE),
+    N(LD64_GOT_LO12_NC),
+    N(LD64_GOTPAGE_LO15),
+    N(TLSGD_ADR_PREL21),
+    N(TLSGD_ADR_PAGE21),
+    N(TLSGD_ADD_LO12_NC),
+    N(TLSGD_MOVW_G1),
+    N(TLSGD_MOVW_G0_NC),
+    N(TLSLD_ADR_PREL21),
+    N(TLSLD_ADR_PAGE21),
+    N(TLSLD_ADD_LO12_NC),
+    N(TLSLD_MOVW_G1),
+    N(TLSLD_MOVW_G0_NC),
+    N(TLSLD_LD_PREL19),
+    N(TLSLD_MOVW_DTPREL_G2),
+    N(TLSLD_MOVW_DTPREL_G1),
+    N(TLSLD_MOVW_DTPREL_G1_NC),
+    N(TLSLD_MOVW_DTPREL_G0),
+    N(TLSLD_MOVW_DTPREL_G0_NC),
+    N(TLSLD_ADD_DTPREL_HI12),
+    N(TLSLD_ADD_DTPREL_LO12),
+    N(TLSLD_ADD_DTPREL_LO12_NC),
+    N(TLSLD_LDST8_DTPREL_LO12),
+    N(TLSLD_LDST8_DTPREL_LO12_NC),
+    N(TLSLD_LDST16_DTPREL_LO12),
+    N(TLSLD_LDST16_DTPREL_LO12_NC),
+    N(TLSLD_LDST32_DTPREL_LO12),
+    N(TLSLD_LDST32_DTPREL_LO12_NC),
+    N(TLSLD_LDST64_DTPREL_LO12),
+    N(TLSLD_LDST64_DTPREL_LO12_NC),
+    N(TLSIE_MOVW_GOTTPREL_G1),
+    N(TLSIE_MOVW_GOTTPREL_G0_NC),
+    N(TLSIE_ADR_GOTTPREL_PAGE21),
+    N(TLSIE_LD64_GOTTPREL_LO12_NC),
+    N(TLSIE_LD_GOTTPREL_PREL19),
+    N(TLSLE_MOVW_TPREL_G2),
+    N(TLSLE_MOVW_TPREL_G1),
+    N(TLSLE_MOVW_TPREL_G1_NC),
+    N(TLSLE_MOVW_TPREL_G0),
+    N(TLSLE_MOVW_TPREL_G0_NC),
+    N(TLSLE_ADD_TPREL_HI12),
+    N(TLSLE_ADD_TPREL_LO12),
+    N(TLSLE_ADD_TPREL_LO12_NC),
+    N(TLSLE_LDST8_TPREL_LO12),
+    N(TLSLE_LDST8_TPREL_LO12_NC),
+    N(TLSLE_LDST16_TPREL_LO12),
+    N(TLSLE_LDST16_TPREL_LO12_NC),
+    N(TLSLE_LDST32_TPREL_LO12),
+    N(TLSLE_LDST32_TPREL_LO12_NC),
+    N(TLSLE_LDST64_TPREL_LO12),
+    N(TLSLE_LDST64_TPREL_LO12_NC),
+    N(TLSDESC_LD_PREL19),
+    N(TLSDESC_ADR_PREL21),
+    N(TLSDESC_ADR_PAGE21),
+    N(TLSDESC_LD64_LO12),
+    N(TLSDESC_ADD_LO12),
+    N(TLSDESC_OFF_G1),
+    N(TLSDESC_OFF_G0_NC),
+    N(TLSDESC_LDR),
+    N(TLSDESC_ADD),
+    N(TLSDESC_CALL),
+    N(TLSLE_LDST128_TPREL_LO12),
+    N(TLSLE_LDST128_TPREL_LO12_NC),
+    N(TLSLD_LDST128_DTPREL_LO12),
+    N(TLSLD_LDST128_DTPREL_LO12_NC),
+    N(COPY),
+    N(GLOB_DAT),
+    N(JUMP_SLOT),
+    N(RELATIVE),
+    N(TLS_DTPMOD),
+    N(TLS_DTPREL),
+    N(TLS_TPREL),
+    N(TLSDESC),
+    N(IRELATIVE),
 };
 #undef N
+// clang-format on
 
 bool is_tls(uint32_t type) {
   return (type >= R_AARCH64_TLSGD_ADR_PREL21 && type <= R_AARCH64_TLSLD_LDST128_DTPREL_LO12_NC) ||
@@ -85,26 +180,43 @@ RelocNeeds needs(uint32_t type) {
   n.known = true;
   n.width = 4;
   switch (type) {
-    case R_AARCH64_NONE: case 256:  // 256: the withdrawn alternative encoding of NONE
-      n.none = true; n.width = 0; break;
-    case R_AARCH64_ABS64: case R_AARCH64_PREL64: n.width = 8; break;
+    case R_AARCH64_NONE:
+    case 256:  // 256: the withdrawn alternative encoding of NONE
+      n.none = true;
+      n.width = 0;
+      break;
+    case R_AARCH64_ABS64:
+    case R_AARCH64_PREL64: n.width = 8; break;
     case R_AARCH64_ABS32: n.abs_limit = 4 * GiB; break;
-    case R_AARCH64_ABS16: case R_AARCH64_PREL16: n.width = 2; break;
+    case R_AARCH64_ABS16:
+    case R_AARCH64_PREL16: n.width = 2; break;
     case R_AARCH64_PREL32: n.reach = 2 * GiB; break;
     case R_AARCH64_MOVW_UABS_G0: n.abs_limit = 64 * KiB; break;
     case R_AARCH64_MOVW_UABS_G1: n.abs_limit = 4 * GiB; break;
     case R_AARCH64_MOVW_UABS_G2: n.abs_limit = 1ull << 48; break;
-    case R_AARCH64_MOVW_UABS_G0_NC: case R_AARCH64_MOVW_UABS_G1_NC: case R_AARCH64_MOVW_UABS_G2_NC:
-    case R_AARCH64_MOVW_UABS_G3: case R_AARCH64_ADD_ABS_LO12_NC: case R_AARCH64_LDST8_ABS_LO12_NC:
-    case R_AARCH64_LDST16_ABS_LO12_NC: case R_AARCH64_LDST32_ABS_LO12_NC:
-    case R_AARCH64_LDST64_ABS_LO12_NC: case R_AARCH64_LDST128_ABS_LO12_NC:
-      break;
-    case R_AARCH64_LD_PREL_LO19: case R_AARCH64_ADR_PREL_LO21: case R_AARCH64_CONDBR19:
-      n.reach = 1 * MiB; break;
+    case R_AARCH64_MOVW_UABS_G0_NC:
+    case R_AARCH64_MOVW_UABS_G1_NC:
+    case R_AARCH64_MOVW_UABS_G2_NC:
+    case R_AARCH64_MOVW_UABS_G3:
+    case R_AARCH64_ADD_ABS_LO12_NC:
+    case R_AARCH64_LDST8_ABS_LO12_NC:
+    case R_AARCH64_LDST16_ABS_LO12_NC:
+    case R_AARCH64_LDST32_ABS_LO12_NC:
+    case R_AARCH64_LDST64_ABS_LO12_NC:
+    case R_AARCH64_LDST128_ABS_LO12_NC: break;
+    case R_AARCH64_LD_PREL_LO19:
+    case R_AARCH64_ADR_PREL_LO21:
+    case R_AARCH64_CONDBR19: n.reach = 1 * MiB; break;
     case R_AARCH64_TSTBR14: n.reach = 32 * KiB; break;
-    case R_AARCH64_ADR_PREL_PG_HI21: case R_AARCH64_ADR_PREL_PG_HI21_NC: n.reach = 4 * GiB; break;
-    case R_AARCH64_JUMP26: case R_AARCH64_CALL26: n.branch = true; n.reach = 128 * MiB; break;
-    case R_AARCH64_ADR_GOT_PAGE: case R_AARCH64_LD64_GOT_LO12_NC: n.got_entry = true; break;
+    case R_AARCH64_ADR_PREL_PG_HI21:
+    case R_AARCH64_ADR_PREL_PG_HI21_NC: n.reach = 4 * GiB; break;
+    case R_AARCH64_JUMP26:
+    case R_AARCH64_CALL26:
+      n.branch = true;
+      n.reach = 128 * MiB;
+      break;
+    case R_AARCH64_ADR_GOT_PAGE:
+    case R_AARCH64_LD64_GOT_LO12_NC: n.got_entry = true; break;
     default:
       n = RelocNeeds();
       n.tls = is_tls(type);
@@ -129,16 +241,14 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
   const uint64_t S = v.S, P = v.P, G = v.G, L = v.L;
   const uint64_t A = static_cast<uint64_t>(v.A);  // wrapping arithmetic, as AAELF64 intends
   auto overflow = [&](uint64_t value, const char *range) {
-    return fail(SK_ERR_UNSUPPORTED,
-                "%s: relocation %s at %s+0x%llx against '%s' overflows: 0x%llx is outside %s",
-                site.label, reloc_name(type).c_str(), site.section, (unsigned long long)site.offset,
-                site.symbol, (unsigned long long)value, range);
+    return fail(SK_ERR_UNSUPPORTED, "%s: relocation %s at %s+0x%llx against '%s' overflows: 0x%llx is outside %s",
+                site.label, reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol,
+                (unsigned long long)value, range);
   };
   auto misaligned = [&](uint64_t value, unsigned align) {
-    return fail(SK_ERR_UNSUPPORTED,
-                "%s: relocation %s at %s+0x%llx against '%s': 0x%llx is not a multiple of %u",
-                site.label, reloc_name(type).c_str(), site.section, (unsigned long long)site.offset,
-                site.symbol, (unsigned long long)value, align);
+    return fail(SK_ERR_UNSUPPORTED, "%s: relocation %s at %s+0x%llx against '%s': 0x%llx is not a multiple of %u",
+                site.label, reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol,
+                (unsigned long long)value, align);
   };
   // A PC-relative instruction immediate: `bits` signed bits of byte offset, in units of `scale`.
   auto pc_field = [&](uint64_t x, unsigned bits, unsigned scale, unsigned lsb, unsigned width,
@@ -171,19 +281,20 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
   const bool got = type == R_AARCH64_ADR_GOT_PAGE || type == R_AARCH64_LD64_GOT_LO12_NC;
   if (got && v.A != 0)  // one GOT entry per symbol holds S: an addend would need its own entry
     return fail(SK_ERR_UNSUPPORTED,
-                "%s: relocation %s at %s+0x%llx against '%s' has addend %lld (only 0 is supported)",
-                site.label, reloc_name(type).c_str(), site.section, (unsigned long long)site.offset,
-                site.symbol, (long long)v.A);
+                "%s: relocation %s at %s+0x%llx against '%s' has addend %lld (only 0 is supported)", site.label,
+                reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol,
+                (long long)v.A);
   switch (type) {
-    case R_AARCH64_NONE: case 256: return SK_OK;
+    case R_AARCH64_NONE:
+    case 256: return SK_OK;
     case R_AARCH64_ABS64: return data(S + A, 8, "");
     case R_AARCH64_PREL64: return data(S + A - P, 8, "");
     case R_AARCH64_ABS32: return data(S + A, 4, "[-2^31, 2^32)");
     case R_AARCH64_PREL32: return data(S + A - P, 4, "[-2^31, 2^32)");
     case R_AARCH64_ABS16: return data(S + A, 2, "[-2^15, 2^16)");
     case R_AARCH64_PREL16: return data(S + A - P, 2, "[-2^15, 2^16)");
-    case R_AARCH64_CALL26: case R_AARCH64_JUMP26:
-      return pc_field(L + A - P, 28, 4, 0, 26, "±128 MiB");
+    case R_AARCH64_CALL26:
+    case R_AARCH64_JUMP26: return pc_field(L + A - P, 28, 4, 0, 26, "±128 MiB");
     case R_AARCH64_CONDBR19: return pc_field(S + A - P, 21, 4, 5, 19, "±1 MiB");
     case R_AARCH64_LD_PREL_LO19: return pc_field(S + A - P, 21, 4, 5, 19, "±1 MiB");
     case R_AARCH64_TSTBR14: return pc_field(S + A - P, 16, 4, 5, 14, "±32 KiB");
@@ -193,7 +304,9 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
       set_adr_imm(where, x);
       return SK_OK;
     }
-    case R_AARCH64_ADR_PREL_PG_HI21: case R_AARCH64_ADR_PREL_PG_HI21_NC: case R_AARCH64_ADR_GOT_PAGE: {
+    case R_AARCH64_ADR_PREL_PG_HI21:
+    case R_AARCH64_ADR_PREL_PG_HI21_NC:
+    case R_AARCH64_ADR_GOT_PAGE: {
       const uint64_t x = page(got ? G : S + A) - page(P);
       if (type != R_AARCH64_ADR_PREL_PG_HI21_NC && !fits_signed(static_cast<int64_t>(x), 33))
         return overflow(x, "±4 GiB");
@@ -215,9 +328,8 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
     case R_AARCH64_MOVW_UABS_G2_NC: return movw(S + A, 32, 0, "");
     case R_AARCH64_MOVW_UABS_G3: return movw(S + A, 48, 0, "");
     default:
-      return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation %s at %s+0x%llx against '%s'",
-                  site.label, reloc_name(type).c_str(), site.section,
-                  (unsigned long long)site.offset, site.symbol);
+      return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation %s at %s+0x%llx against '%s'", site.label,
+                  reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol);
   }
 }
 
@@ -225,7 +337,7 @@ namespace {
 RelocNeeds needs_at(uint32_t type, const uint8_t *, uint64_t) { return needs(type); }
 }  // namespace
 
-const RelocArch kArch = {EM_AARCH64, "AArch64", "EM_AARCH64", kStubSize, 128 * MiB,
-                         needs_at, reloc_name, write_stub, apply};
+const RelocArch kArch = {EM_AARCH64, "AArch64",  "EM_AARCH64", kStubSize, 128 * MiB,
+                         needs_at,   reloc_name, write_stub,   apply};
 
 }  // namespace sk::host::aarch64

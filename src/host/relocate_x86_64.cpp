@@ -14,18 +14,49 @@ namespace {
 constexpr uint64_t k2GiB = 1ull << 31;
 constexpr uint64_t k4GiB = 1ull << 32;
 
-const char *const kNames[] = {
-    "R_X86_64_NONE",      "R_X86_64_64",         "R_X86_64_PC32",       "R_X86_64_GOT32",
-    "R_X86_64_PLT32",     "R_X86_64_COPY",       "R_X86_64_GLOB_DAT",   "R_X86_64_JUMP_SLOT",
-    "R_X86_64_RELATIVE",  "R_X86_64_GOTPCREL",   "R_X86_64_32",         "R_X86_64_32S",
-    "R_X86_64_16",        "R_X86_64_PC16",       "R_X86_64_8",          "R_X86_64_PC8",
-    "R_X86_64_DTPMOD64",  "R_X86_64_DTPOFF64",   "R_X86_64_TPOFF64",    "R_X86_64_TLSGD",
-    "R_X86_64_TLSLD",     "R_X86_64_DTPOFF32",   "R_X86_64_GOTTPOFF",   "R_X86_64_TPOFF32",
-    "R_X86_64_PC64",      "R_X86_64_GOTOFF64",   "R_X86_64_GOTPC32",    "R_X86_64_GOT64",
-    "R_X86_64_GOTPCREL64", "R_X86_64_GOTPC64",   "R_X86_64_GOTPLT64",   "R_X86_64_PLTOFF64",
-    "R_X86_64_SIZE32",    "R_X86_64_SIZE64",     "R_X86_64_GOTPC32_TLSDESC", "R_X86_64_TLSDESC_CALL",
-    "R_X86_64_TLSDESC",   "R_X86_64_IRELATIVE",  "R_X86_64_RELATIVE64", "R_X86_64_PC32_BND",
-    "R_X86_64_PLT32_BND", "R_X86_64_GOTPCRELX",  "R_X86_64_REX_GOTPCRELX"};
+const char *const kNames[] = {"R_X86_64_NONE",
+                              "R_X86_64_64",
+                              "R_X86_64_PC32",
+                              "R_X86_64_GOT32",
+                              "R_X86_64_PLT32",
+                              "R_X86_64_COPY",
+                              "R_X86_64_GLOB_DAT",
+                              "R_X86_64_JUMP_SLOT",
+                              "R_X86_64_RELATIVE",
+                              "R_X86_64_GOTPCREL",
+                              "R_X86_64_32",
+                              "R_X86_64_32S",
+                              "R_X86_64_16",
+                              "R_X86_64_PC16",
+                              "R_X86_64_8",
+                              "R_X86_64_PC8",
+                              "R_X86_64_DTPMOD64",
+                              "R_X86_64_DTPOFF64",
+                              "R_X86_64_TPOFF64",
+                              "R_X86_64_TLSGD",
+                              "R_X86_64_TLSLD",
+                              "R_X86_64_DTPOFF32",
+                              "R_X86_64_GOTTPOFF",
+                              "R_X86_64_TPOFF32",
+                              "R_X86_64_PC64",
+                              "R_X86_64_GOTOFF64",
+                              "R_X86_64_GOTPC32",
+                              "R_X86_64_GOT64",
+                              "R_X86_64_GOTPCREL64",
+                              "R_X86_64_GOTPC64",
+                              "R_X86_64_GOTPLT64",
+                              "R_X86_64_PLTOFF64",
+                              "R_X86_64_SIZE32",
+                              "R_X86_64_SIZE64",
+                              "R_X86_64_GOTPC32_TLSDESC",
+                              "R_X86_64_TLSDESC_CALL",
+                              "R_X86_64_TLSDESC",
+                              "R_X86_64_IRELATIVE",
+                              "R_X86_64_RELATIVE64",
+                              "R_X86_64_PC32_BND",
+                              "R_X86_64_PLT32_BND",
+                              "R_X86_64_GOTPCRELX",
+                              "R_X86_64_REX_GOTPCRELX"};
 
 // R_X86_64_16 / _8 are "bitfield" fields: either reading (signed or unsigned) must be exact.
 bool fits_either(int64_t v, unsigned bits) {
@@ -39,25 +70,61 @@ RelocKind classify(uint32_t type) {
   k.known = true;
   switch (type) {
     case R_X86_64_NONE: break;
-    case R_X86_64_64: case R_X86_64_PC64: case R_X86_64_GOTOFF64: case R_X86_64_GOTPC64:
-    case R_X86_64_SIZE64: case R_X86_64_PLTOFF64:
-      k.width = 8; break;
-    case R_X86_64_GOT64: case R_X86_64_GOTPCREL64:
-      k.width = 8; k.got_entry = true; break;
-    case R_X86_64_PC32: k.width = 4; k.pc32 = true; break;
-    case R_X86_64_PLT32: k.width = 4; k.pc32 = true; k.branch = true; break;
-    case R_X86_64_GOTPCREL: case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX:
+    case R_X86_64_64:
+    case R_X86_64_PC64:
+    case R_X86_64_GOTOFF64:
+    case R_X86_64_GOTPC64:
+    case R_X86_64_SIZE64:
+    case R_X86_64_PLTOFF64: k.width = 8; break;
+    case R_X86_64_GOT64:
+    case R_X86_64_GOTPCREL64:
+      k.width = 8;
+      k.got_entry = true;
+      break;
+    case R_X86_64_PC32:
+      k.width = 4;
+      k.pc32 = true;
+      break;
+    case R_X86_64_PLT32:
+      k.width = 4;
+      k.pc32 = true;
+      k.branch = true;
+      break;
+    case R_X86_64_GOTPCREL:
+    case R_X86_64_GOTPCRELX:
+    case R_X86_64_REX_GOTPCRELX:
     case R_X86_64_GOT32:
-      k.width = 4; k.got_entry = true; break;
-    case R_X86_64_GOTPC32: case R_X86_64_SIZE32: k.width = 4; break;
-    case R_X86_64_32: k.width = 4; k.abs_limit = k4GiB; break;
-    case R_X86_64_32S: k.width = 4; k.abs_limit = k2GiB; break;
-    case R_X86_64_16: case R_X86_64_PC16: k.width = 2; break;
-    case R_X86_64_8: case R_X86_64_PC8: k.width = 1; break;
-    case R_X86_64_DTPMOD64: case R_X86_64_DTPOFF64: case R_X86_64_TPOFF64: case R_X86_64_TLSGD:
-    case R_X86_64_TLSLD: case R_X86_64_DTPOFF32: case R_X86_64_GOTTPOFF: case R_X86_64_TPOFF32:
-    case R_X86_64_GOTPC32_TLSDESC: case R_X86_64_TLSDESC_CALL: case R_X86_64_TLSDESC:
-      k.known = false; k.tls = true; break;
+      k.width = 4;
+      k.got_entry = true;
+      break;
+    case R_X86_64_GOTPC32:
+    case R_X86_64_SIZE32: k.width = 4; break;
+    case R_X86_64_32:
+      k.width = 4;
+      k.abs_limit = k4GiB;
+      break;
+    case R_X86_64_32S:
+      k.width = 4;
+      k.abs_limit = k2GiB;
+      break;
+    case R_X86_64_16:
+    case R_X86_64_PC16: k.width = 2; break;
+    case R_X86_64_8:
+    case R_X86_64_PC8: k.width = 1; break;
+    case R_X86_64_DTPMOD64:
+    case R_X86_64_DTPOFF64:
+    case R_X86_64_TPOFF64:
+    case R_X86_64_TLSGD:
+    case R_X86_64_TLSLD:
+    case R_X86_64_DTPOFF32:
+    case R_X86_64_GOTTPOFF:
+    case R_X86_64_TPOFF32:
+    case R_X86_64_GOTPC32_TLSDESC:
+    case R_X86_64_TLSDESC_CALL:
+    case R_X86_64_TLSDESC:
+      k.known = false;
+      k.tls = true;
+      break;
     default: k.known = false; break;
   }
   return k;
@@ -83,31 +150,100 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
   enum { kNone, kSigned, kUnsigned, kEither } check = kNone;
   switch (type) {
     case R_X86_64_NONE: return SK_OK;
-    case R_X86_64_64: value = S + A; width = 8; break;
-    case R_X86_64_PC64: value = S + A - P; width = 8; break;
-    case R_X86_64_GOTOFF64: value = S + A - GOT; width = 8; break;
-    case R_X86_64_GOTPC64: value = GOT + A - P; width = 8; break;
-    case R_X86_64_GOTPCREL64: value = G + A - P; width = 8; break;
-    case R_X86_64_GOT64: value = G - GOT + A; width = 8; break;
-    case R_X86_64_PLTOFF64: value = L + A - GOT; width = 8; break;
-    case R_X86_64_SIZE64: value = Z + A; width = 8; break;
-    case R_X86_64_PC32: case R_X86_64_PLT32: value = L + A - P; width = 4; check = kSigned; break;
-    case R_X86_64_GOTPCREL: case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX:
+    case R_X86_64_64:
+      value = S + A;
+      width = 8;
+      break;
+    case R_X86_64_PC64:
+      value = S + A - P;
+      width = 8;
+      break;
+    case R_X86_64_GOTOFF64:
+      value = S + A - GOT;
+      width = 8;
+      break;
+    case R_X86_64_GOTPC64:
+      value = GOT + A - P;
+      width = 8;
+      break;
+    case R_X86_64_GOTPCREL64:
+      value = G + A - P;
+      width = 8;
+      break;
+    case R_X86_64_GOT64:
+      value = G - GOT + A;
+      width = 8;
+      break;
+    case R_X86_64_PLTOFF64:
+      value = L + A - GOT;
+      width = 8;
+      break;
+    case R_X86_64_SIZE64:
+      value = Z + A;
+      width = 8;
+      break;
+    case R_X86_64_PC32:
+    case R_X86_64_PLT32:
+      value = L + A - P;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_GOTPCREL:
+    case R_X86_64_GOTPCRELX:
+    case R_X86_64_REX_GOTPCRELX:
       // The GOT is used as is, never relaxed: the entry holds the symbol's address.
-      value = G + A - P; width = 4; check = kSigned; break;
-    case R_X86_64_GOT32: value = G - GOT + A; width = 4; check = kSigned; break;
-    case R_X86_64_GOTPC32: value = GOT + A - P; width = 4; check = kSigned; break;
-    case R_X86_64_SIZE32: value = Z + A; width = 4; check = kUnsigned; break;
-    case R_X86_64_32: value = S + A; width = 4; check = kUnsigned; break;
-    case R_X86_64_32S: value = S + A; width = 4; check = kSigned; break;
-    case R_X86_64_16: value = S + A; width = 2; check = kEither; break;
-    case R_X86_64_PC16: value = S + A - P; width = 2; check = kSigned; break;
-    case R_X86_64_8: value = S + A; width = 1; check = kEither; break;
-    case R_X86_64_PC8: value = S + A - P; width = 1; check = kSigned; break;
+      value = G + A - P;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_GOT32:
+      value = G - GOT + A;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_GOTPC32:
+      value = GOT + A - P;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_SIZE32:
+      value = Z + A;
+      width = 4;
+      check = kUnsigned;
+      break;
+    case R_X86_64_32:
+      value = S + A;
+      width = 4;
+      check = kUnsigned;
+      break;
+    case R_X86_64_32S:
+      value = S + A;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_16:
+      value = S + A;
+      width = 2;
+      check = kEither;
+      break;
+    case R_X86_64_PC16:
+      value = S + A - P;
+      width = 2;
+      check = kSigned;
+      break;
+    case R_X86_64_8:
+      value = S + A;
+      width = 1;
+      check = kEither;
+      break;
+    case R_X86_64_PC8:
+      value = S + A - P;
+      width = 1;
+      check = kSigned;
+      break;
     default:
-      return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation %s at %s+0x%llx against '%s'",
-                  site.label, reloc_name(type).c_str(), site.section,
-                  (unsigned long long)site.offset, site.symbol);
+      return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation %s at %s+0x%llx against '%s'", site.label,
+                  reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol);
   }
   const unsigned bits = width * 8;
   bool ok = true;
@@ -118,9 +254,11 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
     return fail(SK_ERR_UNSUPPORTED,
                 "%s: relocation %s at %s+0x%llx against '%s' overflows: 0x%llx does not fit in "
                 "%u bits%s",
-                site.label, reloc_name(type).c_str(), site.section, (unsigned long long)site.offset,
-                site.symbol, (unsigned long long)value, bits,
-                check == kSigned ? " (signed)" : check == kUnsigned ? " (unsigned)" : "");
+                site.label, reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol,
+                (unsigned long long)value, bits,
+                check == kSigned     ? " (signed)"
+                : check == kUnsigned ? " (unsigned)"
+                                     : "");
   std::memcpy(where, &value, width);  // x86-64 is little-endian: the low bytes come first
   return SK_OK;
 }

@@ -42,11 +42,11 @@ struct RelocNeeds {
 };
 
 struct RelocArch {
-  uint16_t machine;      // EM_*
-  const char *name;      // "x86-64", "AArch64"
-  const char *em_name;   // "EM_X86_64"
-  size_t stub_size;      // one call stub: reaches any address, written by write_stub
-  uint64_t branch_reach; // a direct branch's displacement must lie in [-branch_reach, branch_reach)
+  uint16_t machine;       // EM_*
+  const char *name;       // "x86-64", "AArch64"
+  const char *em_name;    // "EM_X86_64"
+  size_t stub_size;       // one call stub: reaches any address, written by write_stub
+  uint64_t branch_reach;  // a direct branch's displacement must lie in [-branch_reach, branch_reach)
   // `section` (the relocated section's bytes, may be null) lets x86-64 tell a jump from data.
   RelocNeeds (*needs)(uint32_t type, const uint8_t *section, uint64_t offset);
   std::string (*reloc_name)(uint32_t type);

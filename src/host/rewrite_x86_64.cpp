@@ -40,8 +40,8 @@ std::string text(const Decoded &d) {
   ZydisFormatter f;
   ZydisFormatterInit(&f, ZYDIS_FORMATTER_STYLE_INTEL);
   char buf[128];
-  if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&f, &d.insn, d.ops, d.insn.operand_count_visible,
-                                                    buf, sizeof buf, ZYDIS_RUNTIME_ADDRESS_NONE, nullptr)))
+  if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&f, &d.insn, d.ops, d.insn.operand_count_visible, buf,
+                                                    sizeof buf, ZYDIS_RUNTIME_ADDRESS_NONE, nullptr)))
     return "(unformattable)";
   return buf;
 }
@@ -62,9 +62,10 @@ int rip_operand(const Decoded &d) {
 // Why the instruction cannot run from a stub, or "" when it can.
 std::string refusal(const Decoded &d) {
   switch (d.insn.meta.category) {
-    case ZYDIS_CATEGORY_CALL: case ZYDIS_CATEGORY_COND_BR: case ZYDIS_CATEGORY_UNCOND_BR:
-    case ZYDIS_CATEGORY_RET:
-      return "it is a branch";
+    case ZYDIS_CATEGORY_CALL:
+    case ZYDIS_CATEGORY_COND_BR:
+    case ZYDIS_CATEGORY_UNCOND_BR:
+    case ZYDIS_CATEGORY_RET: return "it is a branch";
     default: break;
   }
   if (d.insn.attributes & ZYDIS_ATTRIB_IS_RELATIVE && rip_operand(d) < 0) return "it is a branch";
@@ -107,8 +108,7 @@ bool encode(ZydisEncoderRequest *req, uint8_t *&p, std::string *why) {
 
 // Builds the stub of `d` (executed from `stub_at`, returning to `back`) into `out` (kStubSize
 // bytes). `target` is the address [rip+disp] stood for.
-bool build_stub(const Decoded &d, uint64_t target, uint64_t stub_at, uint64_t back, uint8_t *out,
-                std::string *why) {
+bool build_stub(const Decoded &d, uint64_t target, uint64_t stub_at, uint64_t back, uint8_t *out, std::string *why) {
   std::memset(out, kInt3, kStubSize);
   uint8_t *p = out;
   if (d.insn.mnemonic == ZYDIS_MNEMONIC_LEA && d.ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
@@ -129,22 +129,20 @@ bool build_stub(const Decoded &d, uint64_t target, uint64_t stub_at, uint64_t ba
   // A scratch register the instruction does not name, explicitly or implicitly; the legacy ones
   // first, which need no REX prefix (an instruction naming ah..bh cannot have one).
   static const ZydisRegister kScratch[] = {
-      ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
-      ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_R8,
-      ZYDIS_REGISTER_R9,  ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11, ZYDIS_REGISTER_R12,
-      ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15};
+      ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX, ZYDIS_REGISTER_RSI,
+      ZYDIS_REGISTER_RDI, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_R8,  ZYDIS_REGISTER_R9,  ZYDIS_REGISTER_R10,
+      ZYDIS_REGISTER_R11, ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15};
   for (ZydisRegister scratch : kScratch) {
     bool used = false;
     for (int i = 0; i < d.insn.operand_count && !used; ++i) {
       const ZydisDecodedOperand &op = d.ops[i];
       if (op.type == ZYDIS_OPERAND_TYPE_REGISTER) used = full(op.reg.value) == scratch;
-      if (op.type == ZYDIS_OPERAND_TYPE_MEMORY)
-        used = full(op.mem.base) == scratch || full(op.mem.index) == scratch;
+      if (op.type == ZYDIS_OPERAND_TYPE_MEMORY) used = full(op.mem.base) == scratch || full(op.mem.index) == scratch;
     }
     if (used) continue;
     ZydisEncoderRequest req{};
-    if (!ZYAN_SUCCESS(ZydisEncoderDecodedInstructionToEncoderRequest(&d.insn, d.ops,
-                                                                     d.insn.operand_count_visible, &req))) {
+    if (!ZYAN_SUCCESS(
+            ZydisEncoderDecodedInstructionToEncoderRequest(&d.insn, d.ops, d.insn.operand_count_visible, &req))) {
       if (why) *why = "Zydis cannot re-encode it";
       return false;
     }
@@ -162,7 +160,7 @@ bool build_stub(const Decoded &d, uint64_t target, uint64_t stub_at, uint64_t ba
     const uint8_t rex_b = id >= 8 ? 0x41 : 0;
     put(p, {0x48, 0x8d, 0x64, 0x24, 0x80});  // lea rsp, [rsp-128]
     if (rex_b) *p++ = rex_b;
-    *p++ = static_cast<uint8_t>(0x50 + (id & 7));  // push scratch
+    *p++ = static_cast<uint8_t>(0x50 + (id & 7));     // push scratch
     *p++ = static_cast<uint8_t>(0x48 | (rex_b & 1));  // movabs scratch, target
     *p++ = static_cast<uint8_t>(0xb8 + (id & 7));
     std::memcpy(p, &target, 8);
@@ -170,7 +168,7 @@ bool build_stub(const Decoded &d, uint64_t target, uint64_t stub_at, uint64_t ba
     std::memcpy(p, body, b - body);
     p += b - body;
     if (rex_b) *p++ = rex_b;
-    *p++ = static_cast<uint8_t>(0x58 + (id & 7));  // pop scratch
+    *p++ = static_cast<uint8_t>(0x58 + (id & 7));              // pop scratch
     put(p, {0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00});  // lea rsp, [rsp+128]
     put_jmp(p, stub_at + (p - out), back);
     return true;
@@ -182,8 +180,7 @@ bool build_stub(const Decoded &d, uint64_t target, uint64_t stub_at, uint64_t ba
 // PC32 that is not a branch displacement (the linker tells those apart) and lies in code.
 bool applies(uint32_t type) { return type == R_X86_64_PC32; }
 
-bool plan(const uint8_t *code, size_t size, uint64_t start, uint64_t field, FarDataSite *out,
-          std::string *why) {
+bool plan(const uint8_t *code, size_t size, uint64_t start, uint64_t field, FarDataSite *out, std::string *why) {
   Decoded d;
   uint64_t at = start;
   char buf[256];
@@ -214,8 +211,8 @@ bool plan(const uint8_t *code, size_t size, uint64_t start, uint64_t field, FarD
   return true;
 }
 
-bool write(uint8_t *insn, uint64_t insn_at, const FarDataSite &site, unsigned field, uint8_t *stub,
-           uint64_t stub_at, uint64_t target, std::string *why) {
+bool write(uint8_t *insn, uint64_t insn_at, const FarDataSite &site, unsigned field, uint8_t *stub, uint64_t stub_at,
+           uint64_t target, std::string *why) {
   Decoded d;
   if (!decode(insn, site.length, &d) || d.insn.length != site.length) {
     *why = "the instruction no longer decodes";

@@ -31,9 +31,7 @@ void write32(uint8_t *p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 bool is_adrp(uint32_t insn) { return (insn & 0x9f000000u) == 0x90000000u; }
 
-bool applies(uint32_t type) {
-  return type == R_AARCH64_ADR_PREL_PG_HI21 || type == R_AARCH64_ADR_PREL_PG_HI21_NC;
-}
+bool applies(uint32_t type) { return type == R_AARCH64_ADR_PREL_PG_HI21 || type == R_AARCH64_ADR_PREL_PG_HI21_NC; }
 
 bool plan(const uint8_t *code, size_t size, uint64_t, uint64_t field, FarDataSite *out, std::string *why) {
   char buf[160];
@@ -55,8 +53,8 @@ bool branch(uint64_t at, uint64_t to, uint32_t *insn) {
   return true;
 }
 
-bool write(uint8_t *insn, uint64_t insn_at, const FarDataSite &, unsigned, uint8_t *stub,
-           uint64_t stub_at, uint64_t target, std::string *why) {
+bool write(uint8_t *insn, uint64_t insn_at, const FarDataSite &, unsigned, uint8_t *stub, uint64_t stub_at,
+           uint64_t target, std::string *why) {
   const uint32_t rd = read32(insn) & 0x1f;
   uint32_t to_veneer, back;
   if (!branch(insn_at, stub_at, &to_veneer) || !branch(stub_at + 4, insn_at + 4, &back)) {

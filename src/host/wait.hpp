@@ -8,9 +8,7 @@
 namespace sk::host {
 
 // Wrap-safe "value has reached target" for counters that only count up.
-inline bool reached(uint32_t value, uint32_t target) {
-  return static_cast<int32_t>(value - target) >= 0;
-}
+inline bool reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -53,8 +51,8 @@ enum class WaitResult { Ok, Aborted, TimedOut };
 
 struct WaitPolicy {
   std::chrono::nanoseconds spin{50'000};
-  std::chrono::milliseconds timeout{0};     // 0: no deadline
-  const std::atomic<bool> *abort = nullptr; // checked while waiting; may be null
+  std::chrono::milliseconds timeout{0};      // 0: no deadline
+  const std::atomic<bool> *abort = nullptr;  // checked while waiting; may be null
   // Called once when the spin phase ends without success, before the first sleep: a waiting
   // core uses it to call for core 0 when no thread runs core 0 (see Executor).
   void (*before_sleep)(void *) = nullptr;
@@ -72,16 +70,13 @@ struct WaitPolicy {
 
 // Waits until pred(word.load(acquire)) holds. Sleeps on `word`, registered on `channel`.
 template <class Pred>
-WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
-                    const WaitPolicy &policy, Pred pred);
+WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel, const WaitPolicy &policy, Pred pred);
 
 // Non-template core of wait_for: sleeps once while word == observed (bounded by `slice`).
-void futex_wait_once(const std::atomic<uint32_t> *word, uint32_t observed,
-                     std::chrono::nanoseconds slice);
+void futex_wait_once(const std::atomic<uint32_t> *word, uint32_t observed, std::chrono::nanoseconds slice);
 
 template <class Pred>
-WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel,
-                    const WaitPolicy &policy, Pred pred) {
+WaitResult wait_for(const std::atomic<uint32_t> &word, SleepChannel &channel, const WaitPolicy &policy, Pred pred) {
   using clock = std::chrono::steady_clock;
   if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
   const auto start = clock::now();

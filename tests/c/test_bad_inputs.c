@@ -109,8 +109,8 @@ static void test_invalid_arguments(void **state) {
   SK_EXPECT_ERR(sk_module_get_kernel(f->chain, "capi_fill", NULL), SK_ERR_INVALID_ARGUMENT, "out");
   SK_EXPECT_ERR(sk_module_get_kernel(f->chain, "no_such_kernel", &k), SK_ERR_NOT_FOUND, "no_such_kernel");
   SK_EXPECT_ERR(sk_module_get_kernel(f->chain, "", &k), SK_ERR_NOT_FOUND, "''");
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(f->chain, "capi_fill", NULL, &k),
-                SK_ERR_INVALID_ARGUMENT, "signature");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(f->chain, "capi_fill", NULL, &k), SK_ERR_INVALID_ARGUMENT,
+                "signature");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
 
   SK_EXPECT_ERR(sk_stream_create(NULL, &stream), SK_ERR_INVALID_ARGUMENT, "device");
@@ -122,8 +122,7 @@ static void test_invalid_arguments(void **state) {
   SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 1, NULL, NULL), SK_ERR_INVALID_ARGUMENT, "capi_fill");
   SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 1, holes, NULL), SK_ERR_INVALID_ARGUMENT, "args[1]");
   bad_opts.struct_size = 0;
-  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 1, args, &bad_opts), SK_ERR_INVALID_ARGUMENT,
-                "struct_size");
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 1, args, &bad_opts), SK_ERR_INVALID_ARGUMENT, "struct_size");
   SK_CHECK(sk_add_kernel(scope, f->noargs, 1, NULL, NULL)); /* no parameters: args may be NULL */
   SK_EXPECT_ERR(sk_finalize(scope, NULL), SK_ERR_INVALID_ARGUMENT, "consumed");
   /* The scope is gone now (finalize consumes it whatever happens). */
@@ -152,8 +151,8 @@ static void test_foreign_handles(void **state) {
   sk_stream *not_stream = (sk_stream *)(void *)f->fill;
   SK_EXPECT_ERR(sk_launch(not_sk, NULL), SK_ERR_INVALID_ARGUMENT, "not a live super kernel handle");
   SK_EXPECT_ERR(sk_stream_synchronize(not_stream), SK_ERR_INVALID_ARGUMENT, "not a live stream handle");
-  SK_EXPECT_ERR(sk_module_get_kernel((sk_module *)(void *)f->dev, "capi_fill", &k),
-                SK_ERR_INVALID_ARGUMENT, "not a live module handle");
+  SK_EXPECT_ERR(sk_module_get_kernel((sk_module *)(void *)f->dev, "capi_fill", &k), SK_ERR_INVALID_ARGUMENT,
+                "not a live module handle");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
 }
 
@@ -396,13 +395,11 @@ static void test_block_dim_extremes(void **state) {
                 "block_dim 2147483648");
   SK_EXPECT_ERR(sk_add_kernel(scope, f->noargs, UINT32_MAX, NULL, NULL), SK_ERR_INVALID_ARGUMENT,
                 "outside [1, 16777216]");
-  SK_EXPECT_ERR(sk_add_kernel(scope, f->noargs, (1u << 24) + 1, NULL, NULL), SK_ERR_INVALID_ARGUMENT,
-                "block_dim");
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->noargs, (1u << 24) + 1, NULL, NULL), SK_ERR_INVALID_ARGUMENT, "block_dim");
   SK_CHECK(sk_add_kernel(scope, f->noargs, 1u << 24, NULL, NULL)); /* the largest accepted */
   sk_scope_abort(scope);
   SK_EXPECT_ERR(sk_launch_kernel(f->noargs, 0, NULL, NULL), SK_ERR_INVALID_ARGUMENT, "block_dim 0");
-  SK_EXPECT_ERR(sk_launch_kernel(f->noargs, 1u << 31, NULL, NULL), SK_ERR_INVALID_ARGUMENT,
-                "block_dim 2147483648");
+  SK_EXPECT_ERR(sk_launch_kernel(f->noargs, 1u << 31, NULL, NULL), SK_ERR_INVALID_ARGUMENT, "block_dim 2147483648");
 }
 
 /* 100k kernels in one scope: finalize and launch stay linear (seconds, not minutes). */
@@ -439,8 +436,8 @@ static void test_hundred_thousand_kernels(void **state) {
   for (i = 0; i < n; ++i) assert_int_equal(f->buf[i], i * 2654435761u + seed + (count - 2));
   SK_CHECK(sk_superkernel_explain(sk, NULL, 0, &needed));
   assert_true(needed > count * 100u);
-  print_message("100k kernels: add %.2f s, finalize %.2f s, first launch %.2f s\n", t_add - t0,
-                t_fin - t_add, t_launch - t_fin);
+  print_message("100k kernels: add %.2f s, finalize %.2f s, first launch %.2f s\n", t_add - t0, t_fin - t_add,
+                t_launch - t_fin);
   /* Generous bounds (sanitizer builds on two shared cores); quadratic work would take minutes. */
   assert_true(t_add - t0 < 30.0);
   assert_true(t_fin - t_add < 30.0);
@@ -463,8 +460,8 @@ static void test_one_gib_in_memory(void **state) {
   struct fixture *f = (struct fixture *)*state;
   const size_t gib = (size_t)1 << 30;
   sk_module *mod = SENTINEL(sk_module);
-  unsigned char *image = (unsigned char *)mmap(NULL, gib, PROT_READ | PROT_WRITE,
-                                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  unsigned char *image =
+      (unsigned char *)mmap(NULL, gib, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   long before;
   assert_true(image != MAP_FAILED);
   SK_EXPECT_ERR(sk_module_load(f->dev, image, gib, &mod), SK_ERR_UNSUPPORTED, "1073741824 bytes");
@@ -506,7 +503,8 @@ static void test_one_gib_files(void **state) {
 static void test_hostile_files(void **state) {
   struct fixture *f = (struct fixture *)*state;
   sk_module *mod = SENTINEL(sk_module);
-  char fifo[] = "/tmp/sk_bad_fifo_XXXXXX", trunc[] = "/tmp/sk_bad_trunc_XXXXXX", empty[] = "/tmp/sk_bad_empty_XXXXXX";
+  char fifo[] = "/tmp/sk_bad_fifo_XXXXXX", trunc[] = "/tmp/sk_bad_trunc_XXXXXX",
+       empty[] = "/tmp/sk_bad_empty_XXXXXX";
   char path[1024], proc[64];
   unsigned char *image;
   size_t size;
@@ -600,8 +598,8 @@ static void test_bad_signatures(void **state) {
   expect_bad_signature(f->misc, longsig, SK_ERR_INVALID_ARGUMENT, "parameter 99999 is 'xyz'");
   free(longsig);
   /* A signature that parses but disagrees with the object's metadata. */
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(f->chain, "capi_fill", "ptr,u32", &k),
-                SK_ERR_INCOMPATIBLE, "capi_fill");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(f->chain, "capi_fill", "ptr,u32", &k), SK_ERR_INCOMPATIBLE,
+                "capi_fill");
   /* Metadata whose signature does not parse (capi_badsig): the object is at fault. */
   {
     sk_module *bad = load_kernels(f->dev, TEST_VARIANT, "capi_badsig");

@@ -7,10 +7,17 @@
 #include "test_util.h"
 
 static void test_status_names(void **state) {
-  static const char *const names[] = {
-      "SK_OK",          "SK_ERR_INVALID_ARGUMENT", "SK_ERR_BAD_BINARY", "SK_ERR_UNSUPPORTED",
-      "SK_ERR_NOT_FOUND", "SK_ERR_INCOMPATIBLE",   "SK_ERR_OUT_OF_MEMORY", "SK_ERR_DEVICE",
-      "SK_ERR_HANG",    "SK_ERR_STATE",        "SK_ERR_KERNEL"};
+  static const char *const names[] = {"SK_OK",
+                                      "SK_ERR_INVALID_ARGUMENT",
+                                      "SK_ERR_BAD_BINARY",
+                                      "SK_ERR_UNSUPPORTED",
+                                      "SK_ERR_NOT_FOUND",
+                                      "SK_ERR_INCOMPATIBLE",
+                                      "SK_ERR_OUT_OF_MEMORY",
+                                      "SK_ERR_DEVICE",
+                                      "SK_ERR_HANG",
+                                      "SK_ERR_STATE",
+                                      "SK_ERR_KERNEL"};
   int i;
   (void)state;
   /* Stable numeric values. */
@@ -37,8 +44,7 @@ static void test_status_names(void **state) {
 static void test_version(void **state) {
   char want[32];
   (void)state;
-  assert_int_equal(SK_VERSION_NUMBER,
-                   SK_VERSION_MAJOR * 10000 + SK_VERSION_MINOR * 100 + SK_VERSION_PATCH);
+  assert_int_equal(SK_VERSION_NUMBER, SK_VERSION_MAJOR * 10000 + SK_VERSION_MINOR * 100 + SK_VERSION_PATCH);
   assert_int_equal(sk_version(), SK_VERSION_NUMBER);
   snprintf(want, sizeof want, "%d.%d.%d", SK_VERSION_MAJOR, SK_VERSION_MINOR, SK_VERSION_PATCH);
   assert_non_null(sk_version_string());
@@ -69,8 +75,7 @@ static void test_last_error(void **state) {
   struct thread_result r;
   (void)state;
   assert_non_null(sk_last_error());
-  SK_EXPECT_ERR(sk_device_open("host:main_thread_key=1", &dev), SK_ERR_INVALID_ARGUMENT,
-                "main_thread_key");
+  SK_EXPECT_ERR(sk_device_open("host:main_thread_key=1", &dev), SK_ERR_INVALID_ARGUMENT, "main_thread_key");
   assert_ptr_equal(dev, SENTINEL(sk_device));
   /* A success does not clear the message. */
   assert_int_equal(sk_version(), SK_VERSION_NUMBER);
@@ -95,11 +100,10 @@ static void expect_bad_spec(const char *spec, const char *needle) {
   sk_device *dev = SENTINEL(sk_device);
   sk_status st = sk_device_open(spec, &dev);
   if (st != SK_ERR_INVALID_ARGUMENT)
-    fail_msg("sk_device_open(\"%s\") returned %s (%s), expected SK_ERR_INVALID_ARGUMENT", spec,
-             sk_status_name(st), sk_last_error());
+    fail_msg("sk_device_open(\"%s\") returned %s (%s), expected SK_ERR_INVALID_ARGUMENT", spec, sk_status_name(st),
+             sk_last_error());
   if (!strstr(sk_last_error(), needle))
-    fail_msg("sk_device_open(\"%s\"): message \"%s\" does not name \"%s\"", spec, sk_last_error(),
-             needle);
+    fail_msg("sk_device_open(\"%s\"): message \"%s\" does not name \"%s\"", spec, sk_last_error(), needle);
   assert_ptr_equal(dev, SENTINEL(sk_device));
 }
 
@@ -109,8 +113,8 @@ static void test_device_spec_errors(void **state) {
   SK_EXPECT_ERR(sk_device_open(NULL, &dev), SK_ERR_INVALID_ARGUMENT, "spec");
   assert_ptr_equal(dev, SENTINEL(sk_device));
   SK_EXPECT_ERR(sk_device_open("host", NULL), SK_ERR_INVALID_ARGUMENT, "out");
-  expect_bad_spec("warp-drive", "warp-drive");        /* unknown backend */
-  expect_bad_spec("warp-drive:cores=2", "warp-drive"); /* unknown backend with keys */
+  expect_bad_spec("warp-drive", "warp-drive");           /* unknown backend */
+  expect_bad_spec("warp-drive:cores=2", "warp-drive");   /* unknown backend with keys */
   expect_bad_spec("warp-drive", "this build has: host"); /* and the backends there are */
 #ifdef SK_TEST_WITHOUT_CUDA
   expect_bad_spec("cuda", "unknown backend 'cuda' (this build has: host)");
@@ -118,9 +122,9 @@ static void test_device_spec_errors(void **state) {
 #endif
   expect_bad_spec("", "backend");
   expect_bad_spec(":cores=2", "backend");
-  expect_bad_spec("host:corez=2", "corez");            /* unknown key */
+  expect_bad_spec("host:corez=2", "corez"); /* unknown key */
   expect_bad_spec("host:cores=2,flux=9", "flux");
-  expect_bad_spec("host:cores=abc", "abc");            /* bad values */
+  expect_bad_spec("host:cores=abc", "abc"); /* bad values */
   expect_bad_spec("host:cores=abc", "cores");
   expect_bad_spec("host:cores=0", "cores");
   expect_bad_spec("host:cores=-1", "cores");
@@ -133,16 +137,20 @@ static void test_device_spec_errors(void **state) {
   expect_bad_spec("host:spin_max_us=10000001", "spin_max_us");
   expect_bad_spec("host:barrier_group=1", "barrier_group"); /* a group of one is no group */
   expect_bad_spec("host:barrier_group=2000", "barrier_group");
-  expect_bad_spec("host:cores=2,cores=3", "cores");    /* repeated key */
-  expect_bad_spec("host:cores", "cores");              /* not key=value */
+  expect_bad_spec("host:cores=2,cores=3", "cores"); /* repeated key */
+  expect_bad_spec("host:cores", "cores");           /* not key=value */
   expect_bad_spec("host:=2", "=2");
 }
 
 static void test_device_open_valid(void **state) {
-  static const char *const specs[] = {"host", "host:cores=2", "host:cores=1",
+  static const char *const specs[] = {"host",
+                                      "host:cores=2",
+                                      "host:cores=1",
                                       "host:cores=3,spin_us=0,timeout_ms=5000",
-                                      "host:timeout_ms=100,cores=2", "host:cores=4,barrier_group=2",
-                                      "host:spin_us=10,spin_max_us=0", "host:spin_max_us=5000"};
+                                      "host:timeout_ms=100,cores=2",
+                                      "host:cores=4,barrier_group=2",
+                                      "host:spin_us=10,spin_max_us=0",
+                                      "host:spin_max_us=5000"};
   size_t i;
   (void)state;
   for (i = 0; i < sizeof specs / sizeof specs[0]; ++i) {
@@ -279,8 +287,8 @@ static void test_null_handles(void **state) {
   assert_ptr_equal(mod, SENTINEL(sk_module));
 
   SK_EXPECT_ERR(sk_module_get_kernel(NULL, "capi_fill", &k), SK_ERR_INVALID_ARGUMENT, "module");
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(NULL, "capi_fill", "ptr", &k),
-                SK_ERR_INVALID_ARGUMENT, "module");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(NULL, "capi_fill", "ptr", &k), SK_ERR_INVALID_ARGUMENT,
+                "module");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
 
   SK_EXPECT_ERR(sk_scope_begin(NULL, "s", NULL, &scope), SK_ERR_INVALID_ARGUMENT, "device");
@@ -293,8 +301,7 @@ static void test_null_handles(void **state) {
   SK_EXPECT_ERR(sk_launch(NULL, NULL), SK_ERR_INVALID_ARGUMENT, "super kernel");
   SK_EXPECT_ERR(sk_launch_kernel(NULL, 1, args, NULL), SK_ERR_INVALID_ARGUMENT, "kernel");
   SK_EXPECT_ERR(sk_superkernel_set_arg(NULL, 0, 0, &v), SK_ERR_INVALID_ARGUMENT, "super kernel");
-  SK_EXPECT_ERR(sk_superkernel_explain(NULL, buf, sizeof buf, &needed), SK_ERR_INVALID_ARGUMENT,
-                "super kernel");
+  SK_EXPECT_ERR(sk_superkernel_explain(NULL, buf, sizeof buf, &needed), SK_ERR_INVALID_ARGUMENT, "super kernel");
   assert_int_equal(needed, 12345);
 
   /* Destroy, close and unload functions accept NULL. */
@@ -309,10 +316,14 @@ static void test_null_handles(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_status_names),      cmocka_unit_test(test_version),
-      cmocka_unit_test(test_last_error),        cmocka_unit_test(test_device_spec_errors),
-      cmocka_unit_test(test_device_open_valid), cmocka_unit_test(test_device_cores),
-      cmocka_unit_test(test_memory),            cmocka_unit_test(test_streams_basic),
+      cmocka_unit_test(test_status_names),
+      cmocka_unit_test(test_version),
+      cmocka_unit_test(test_last_error),
+      cmocka_unit_test(test_device_spec_errors),
+      cmocka_unit_test(test_device_open_valid),
+      cmocka_unit_test(test_device_cores),
+      cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_streams_basic),
       cmocka_unit_test(test_null_handles),
   };
   return cmocka_run_group_tests_name("c_api_basics", tests, NULL, NULL);

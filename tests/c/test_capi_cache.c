@@ -124,8 +124,9 @@ static void test_explain_shows_where_flushes_go(void **state) {
                "\"rules\":[\"dcci-disable-on-kernel\"]}");
   expect_cache(json, "w2", DEFAULT_CACHE);
   expect_cache(json, "r2", DEFAULT_CACHE);
-  expect_cache(json, "w3",
-               "{\"per_access_flush\":false,\"flush_before\":true,\"flush_after\":true,\"rules\":[\"tiling-sink\"]}");
+  expect_cache(
+      json, "w3",
+      "{\"per_access_flush\":false,\"flush_before\":true,\"flush_after\":true,\"rules\":[\"tiling-sink\"]}");
   expect_cache(json, "r3",
                "{\"per_access_flush\":false,\"flush_before\":true,\"flush_after\":true,"
                "\"rules\":[\"dcci-before-kernel-start\",\"dcci-after-kernel-end\"]}");
@@ -144,8 +145,9 @@ static void test_debug_dcci_all(void **state) {
   bind_pair(&x, f->buf, f->wide, f->dst, 1);
   sk = build_pairs(f, "debug-dcci-all=1:dcci-disable-on-kernel=r0", 1, &x, NULL);
   json = explain_text(sk);
-  expect_cache(json, "w0",
-               "{\"per_access_flush\":true,\"flush_before\":true,\"flush_after\":true,\"rules\":[\"debug-dcci-all\"]}");
+  expect_cache(
+      json, "w0",
+      "{\"per_access_flush\":true,\"flush_before\":true,\"flush_after\":true,\"rules\":[\"debug-dcci-all\"]}");
   expect_cache(json, "r0",
                "{\"per_access_flush\":false,\"flush_before\":true,\"flush_after\":true,"
                "\"rules\":[\"dcci-disable-on-kernel\",\"debug-dcci-all\"]}");
@@ -178,8 +180,9 @@ static void test_flags_follow_struct_size(void **state) {
   SK_CHECK(sk_finalize(scope, &sk));
   json = explain_text(sk);
   expect_cache(json, "old", DEFAULT_CACHE);
-  expect_cache(json, "new",
-               "{\"per_access_flush\":false,\"flush_before\":true,\"flush_after\":true,\"rules\":[\"tiling-sink\"]}");
+  expect_cache(
+      json, "new",
+      "{\"per_access_flush\":false,\"flush_before\":true,\"flush_after\":true,\"rules\":[\"tiling-sink\"]}");
   free(json);
   sk_superkernel_destroy(sk);
 }

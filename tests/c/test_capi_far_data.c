@@ -11,8 +11,8 @@
 
 int far_host_counter;
 
-static const char *const variants[] = {"gcc-O0-pie",   "gcc-O2-pie",   "gcc-O3-pie",  "clang-O0-pie",
-                                       "clang-O2-pie", "clang-O3-pie", "gcc-O2-pic",  "clang-O2-pic",
+static const char *const variants[] = {"gcc-O0-pie",   "gcc-O2-pie",    "gcc-O3-pie", "clang-O0-pie",
+                                       "clang-O2-pie", "clang-O3-pie",  "gcc-O2-pic", "clang-O2-pic",
                                        "gcc-O2-nopic", "clang-O2-nopic"};
 
 static void launch(sk_kernel *k, int64_t *out) {

@@ -18,13 +18,12 @@
 
 /* In a child, a failed check exits with `code` (cmocka's asserts would go on running the other
  * tests in the child). */
-#define CHILD_CHECK(cond, code)                                                                \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "child: %s:%d: %s failed (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              sk_last_error());                                                                \
-      _exit(code);                                                                             \
-    }                                                                                          \
+#define CHILD_CHECK(cond, code)                                                                                  \
+  do {                                                                                                           \
+    if (!(cond)) {                                                                                               \
+      fprintf(stderr, "child: %s:%d: %s failed (last error: %s)\n", __FILE__, __LINE__, #cond, sk_last_error()); \
+      _exit(code);                                                                                               \
+    }                                                                                                            \
   } while (0)
 
 static double now_s(void) {
@@ -36,7 +35,8 @@ static double now_s(void) {
 /* capi_fill then capi_axpb over `buf`: what the super kernel below computes. */
 static uint32_t expected(uint32_t i, uint32_t seed) { return (i * 2654435761u + seed) * 3u + 7u; }
 
-static sk_status build_fill_axpb(sk_device *dev, sk_module *mod, uint32_t *buf, uint32_t seed, sk_superkernel **out) {
+static sk_status build_fill_axpb(sk_device *dev, sk_module *mod, uint32_t *buf, uint32_t seed,
+                                 sk_superkernel **out) {
   sk_kernel *fill = NULL, *axpb = NULL;
   sk_scope *scope = NULL;
   uint32_t n = N;

@@ -5,10 +5,9 @@
 #include "test_util.h"
 
 enum op { OP_FILL, OP_AXPB, OP_GATHER, OP_ROTATE, OP_SYNC_SUM, OP_PRODUCE, OP_CONSUME, OP_COUNT };
-static const char *const op_kernel[OP_COUNT] = {"capi_fill",     "capi_axpb",       "capi_gather",
-                                                "capi_rotate",   "capi_sync_sum",   "capi_ov_produce",
-                                                "capi_ov_consume"};
-static const char *const op_object[OP_COUNT] = {"capi_chain", "capi_chain", "capi_chain", "capi_chain",
+static const char *const op_kernel[OP_COUNT] = {"capi_fill",     "capi_axpb",       "capi_gather",    "capi_rotate",
+                                                "capi_sync_sum", "capi_ov_produce", "capi_ov_consume"};
+static const char *const op_object[OP_COUNT] = {"capi_chain", "capi_chain",   "capi_chain",  "capi_chain",
                                                 "capi_sync",  "capi_overlap", "capi_overlap"};
 
 #define MAX_STEPS 160
@@ -52,8 +51,7 @@ static void unload_all(struct kernels *ks) {
   for (i = 0; i < 3; ++i) sk_module_unload(ks->mods[i]);
 }
 
-static struct step *add_step(struct chain *c, enum op op, uint32_t bd, uint32_t b0, uint32_t b1,
-                             uint32_t b2) {
+static struct step *add_step(struct chain *c, enum op op, uint32_t bd, uint32_t b0, uint32_t b1, uint32_t b2) {
   struct step *s;
   assert_true(c->nsteps < MAX_STEPS);
   assert_true(b0 < c->nbuf && b1 < c->nbuf && b2 < c->nbuf);
@@ -78,13 +76,39 @@ static void bind(struct chain *c, uint32_t *pool) {
     s->n = c->n;
     s->args[0] = &s->p[0];
     switch (s->op) {
-      case OP_FILL: s->args[1] = &s->n; s->args[2] = &s->x; break;
-      case OP_AXPB: s->args[1] = &s->n; s->args[2] = &s->a; s->args[3] = &s->b; break;
-      case OP_GATHER: s->args[1] = &s->p[1]; s->args[2] = &s->n; s->args[3] = &s->x; break;
-      case OP_ROTATE: s->args[1] = &s->p[1]; s->args[2] = &s->n; break;
-      case OP_SYNC_SUM: s->args[1] = &s->p[1]; s->args[2] = &s->p[2]; s->args[3] = &s->n; break;
-      case OP_PRODUCE: s->args[1] = &s->p[1]; s->args[2] = &s->n; s->args[3] = &s->x; break;
-      case OP_CONSUME: s->args[1] = &s->p[1]; s->args[2] = &s->p[2]; s->args[3] = &s->n; break;
+      case OP_FILL:
+        s->args[1] = &s->n;
+        s->args[2] = &s->x;
+        break;
+      case OP_AXPB:
+        s->args[1] = &s->n;
+        s->args[2] = &s->a;
+        s->args[3] = &s->b;
+        break;
+      case OP_GATHER:
+        s->args[1] = &s->p[1];
+        s->args[2] = &s->n;
+        s->args[3] = &s->x;
+        break;
+      case OP_ROTATE:
+        s->args[1] = &s->p[1];
+        s->args[2] = &s->n;
+        break;
+      case OP_SYNC_SUM:
+        s->args[1] = &s->p[1];
+        s->args[2] = &s->p[2];
+        s->args[3] = &s->n;
+        break;
+      case OP_PRODUCE:
+        s->args[1] = &s->p[1];
+        s->args[2] = &s->n;
+        s->args[3] = &s->x;
+        break;
+      case OP_CONSUME:
+        s->args[1] = &s->p[1];
+        s->args[2] = &s->p[2];
+        s->args[3] = &s->n;
+        break;
       default: fail_msg("bad op");
     }
   }
@@ -149,19 +173,19 @@ static int pools_differ(const uint32_t *got, const uint32_t *want, size_t count,
   if (memcmp(got, want, count * sizeof(uint32_t)) == 0) return 0;
   for (i = 0; i < count && got[i] == want[i]; ++i) {
   }
-  snprintf(why, cap, "%s (%s, round %d): element %zu differs: got 0x%08x, expected 0x%08x", what,
-           variant, round, i, got[i], want[i]);
+  snprintf(why, cap, "%s (%s, round %d): element %zu differs: got 0x%08x, expected 0x%08x", what, variant, round, i,
+           got[i], want[i]);
   return 1;
 }
 
-static void expect_pool_equal(const uint32_t *got, const uint32_t *want, size_t count,
-                              const char *what, const char *variant, int round) {
+static void expect_pool_equal(const uint32_t *got, const uint32_t *want, size_t count, const char *what,
+                              const char *variant, int round) {
   char why[256];
   if (pools_differ(got, want, count, what, variant, round, why, sizeof why)) fail_msg("%s", why);
 }
 
-static sk_superkernel *build(sk_device *dev, const struct kernels *ks, struct chain *c,
-                             const char *name, const char *options) {
+static sk_superkernel *build(sk_device *dev, const struct kernels *ks, struct chain *c, const char *name,
+                             const char *options) {
   sk_scope *scope = NULL;
   sk_superkernel *sk = NULL;
   uint32_t i;
@@ -287,8 +311,8 @@ static void make_mixed_chain(struct chain *c, uint32_t cores, uint32_t seed, uin
 /* ---- tests ------------------------------------------------------------------------------- */
 
 static void test_long_chain_variants(void **state) {
-  static const char *const variants[] = {"gcc-O0-pie",   "gcc-O2-nopic",  "clang-O3-pic",
-                                         "clang-O2-pie", "gcc-O3-pic",    "clang-O0-nopic"};
+  static const char *const variants[] = {"gcc-O0-pie",   "gcc-O2-nopic", "clang-O3-pic",
+                                         "clang-O2-pie", "gcc-O3-pic",   "clang-O0-nopic"};
   size_t v;
   (void)state;
   for (v = 0; v < sizeof variants / sizeof variants[0]; ++v) {
@@ -303,8 +327,7 @@ static void test_long_chain_variants(void **state) {
     sk_device *dev;
     assert_non_null(c);
     /* Odd variants count releases in groups of 2 (a combining tree on 3 and 4 cores). */
-    snprintf(spec, sizeof spec, "host:cores=%u,spin_us=%u,barrier_group=%u", cores, spins[v % 3],
-             v % 2 ? 2u : 0u);
+    snprintf(spec, sizeof spec, "host:cores=%u,spin_us=%u,barrier_group=%u", cores, spins[v % 3], v % 2 ? 2u : 0u);
     dev = open_device(spec);
     load_all(dev, variants[v], &ks);
     make_mixed_chain(c, cores, 12345u + (uint32_t)v, 72);
@@ -400,8 +423,8 @@ static void test_sync_all(void **state) {
 static void test_task_overlap(void **state) {
   static const char *const variants[] = {"gcc-O2-pie", "clang-O3-nopic"};
   static const char *const options[] = {NULL, "early-start=1", "early-start=0", "debug-sync-all=1"};
-  static const uint32_t pairs[][2] = {{1, 1}, {2, 1}, {3, 3}, {3, 2}, {5, 4}, {8, 3}, {3, 1},
-                                      {7, 7}, {2, 2}, {16, 9}};
+  static const uint32_t pairs[][2] = {{1, 1}, {2, 1}, {3, 3}, {3, 2}, {5, 4},
+                                      {8, 3}, {3, 1}, {7, 7}, {2, 2}, {16, 9}};
   size_t v, o, p;
   (void)state;
   for (v = 0; v < sizeof variants / sizeof variants[0]; ++v) {
@@ -502,10 +525,8 @@ static void test_streams(void **state) {
   SK_CHECK(sk_stream_create(dev, &s2));
   SK_CHECK(sk_stream_create(other, &foreign));
   SK_EXPECT_ERR(sk_launch(sk1, foreign), SK_ERR_INCOMPATIBLE, "stream_one");
-  SK_EXPECT_ERR(sk_launch_kernel(ks.k[OP_FILL], 1, c1->steps[0].args, foreign), SK_ERR_INCOMPATIBLE,
-                "capi_fill");
-  SK_EXPECT_ERR(sk_launch_kernel(ks.k[OP_FILL], 0, c1->steps[0].args, s1), SK_ERR_INVALID_ARGUMENT,
-                "capi_fill");
+  SK_EXPECT_ERR(sk_launch_kernel(ks.k[OP_FILL], 1, c1->steps[0].args, foreign), SK_ERR_INCOMPATIBLE, "capi_fill");
+  SK_EXPECT_ERR(sk_launch_kernel(ks.k[OP_FILL], 0, c1->steps[0].args, s1), SK_ERR_INVALID_ARGUMENT, "capi_fill");
   SK_EXPECT_ERR(sk_launch_kernel(ks.k[OP_FILL], 2, NULL, s1), SK_ERR_INVALID_ARGUMENT, "capi_fill");
   for (round = 0; round < 10; ++round) {
     SK_CHECK(sk_launch(sk1, s1));
@@ -518,7 +539,8 @@ static void test_streams(void **state) {
   SK_CHECK(sk_memcpy(dev, got, pool2, bytes2));
   expect_pool_equal(got, want2, bytes2 / 4, "stream two", "clang-O2-pie", round);
   /* Unfused launches on a stream, the super kernel on the default stream. */
-  garbage(got, bytes2 / 4, 2); /* the same start as the reference: the partials past a block count stay as they were */
+  garbage(got, bytes2 / 4,
+          2); /* the same start as the reference: the partials past a block count stay as they were */
   SK_CHECK(sk_memcpy(dev, pool2, got, bytes2));
   for (i = 0; i < c2->nsteps; ++i)
     SK_CHECK(sk_launch_kernel(ks.k[c2->steps[i].op], c2->steps[i].bd, c2->steps[i].args, s2));

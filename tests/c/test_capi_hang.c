@@ -106,8 +106,7 @@ static void check_good(const struct fixture *f) {
     for (i = j; i < N; i += 2) part += (i * 2654435761u + 21u) * (i | 1u);
     total += part * (j + 1);
   }
-  for (i = 0; i < N; ++i)
-    assert_int_equal(f->b[i], ((i * 2654435761u + 21u) + total) * 3u + (uint32_t)-4);
+  for (i = 0; i < N; ++i) assert_int_equal(f->b[i], ((i * 2654435761u + 21u) + total) * 3u + (uint32_t)-4);
 }
 
 static void run_good(struct fixture *f, sk_stream *stream) {
@@ -133,8 +132,7 @@ static void test_hang_default_stream(void **state) {
   SK_CHECK(sk_launch(sk, NULL)); /* asynchronous: the failure shows at synchronize */
   st = sk_stream_synchronize(NULL);
   if (st != SK_ERR_HANG)
-    fail_msg("sk_stream_synchronize returned %s (%s), expected SK_ERR_HANG", sk_status_name(st),
-             sk_last_error());
+    fail_msg("sk_stream_synchronize returned %s (%s), expected SK_ERR_HANG", sk_status_name(st), sk_last_error());
   expect_hang_report("hanging_scope");
   /* Reported once. */
   SK_CHECK(sk_stream_synchronize(NULL));
@@ -197,8 +195,7 @@ static void test_hang_report_with_later_steps(void **state) {
                sk_status_name(st[round]), report[round]);
     for (i = 0; i < sizeof needles / sizeof needles[0]; ++i)
       if (!strstr(report[round], needles[i]))
-        fail_msg("launch %d: hang report \"%s\" does not name \"%s\"", round, report[round],
-                 needles[i]);
+        fail_msg("launch %d: hang report \"%s\" does not name \"%s\"", round, report[round], needles[i]);
   }
 }
 
@@ -355,8 +352,8 @@ static void test_lost_core0_polled(void **state) {
   SK_CHECK(sk_launch_kernel(l.kernel, 2, l.args, NULL));
   while ((st = sk_stream_query(l.dev, NULL, &done)) == SK_OK && !done) usleep(1000);
   if (st != SK_ERR_HANG)
-    fail_msg("sk_stream_query returned %s (%s, done %d), expected SK_ERR_HANG", sk_status_name(st),
-             sk_last_error(), done);
+    fail_msg("sk_stream_query returned %s (%s, done %d), expected SK_ERR_HANG", sk_status_name(st), sk_last_error(),
+             done);
   expect_lost_report("capi_spin", 0);
   check_lost(&l, "capi_spin", &release);
 }

@@ -126,10 +126,10 @@ static void *bad_superkernel(struct fixture *f, enum bad b) {
 /* One entry point with one handle parameter replaced by `h`; the other arguments are valid. */
 struct entry {
   const char *call;
-  const char *what;                              /* the handle parameter, as messages name it */
-  void *(*bad)(struct fixture *, enum bad);      /* its bad values */
+  const char *what;                         /* the handle parameter, as messages name it */
+  void *(*bad)(struct fixture *, enum bad); /* its bad values */
   sk_status (*run)(struct fixture *f, void *h);
-  int null_is_valid;                             /* NULL means the default stream */
+  int null_is_valid; /* NULL means the default stream */
 };
 
 static sk_status run_device_cores(struct fixture *f, void *h) {
@@ -315,11 +315,11 @@ static void test_entry_points(void **state) {
       if (b == BAD_NULL && e->null_is_valid) continue;
       st = e->run(f, e->bad(f, (enum bad)b));
       if (st != want)
-        fail_msg("%s given %s as its %s: %s (%s), expected %s", e->call, bad_name[b], e->what,
-                 sk_status_name(st), sk_last_error(), sk_status_name(want));
+        fail_msg("%s given %s as its %s: %s (%s), expected %s", e->call, bad_name[b], e->what, sk_status_name(st),
+                 sk_last_error(), sk_status_name(want));
       if (!strstr(sk_last_error(), e->call) || !strstr(sk_last_error(), text))
-        fail_msg("%s given %s as its %s: message \"%s\" does not name \"%s\" and \"%s\"", e->call,
-                 bad_name[b], e->what, sk_last_error(), e->call, text);
+        fail_msg("%s given %s as its %s: message \"%s\" does not name \"%s\" and \"%s\"", e->call, bad_name[b],
+                 e->what, sk_last_error(), e->call, text);
     }
   }
   /* The live handles still work after all that. */
@@ -378,10 +378,8 @@ static void test_out_of_range_integers(void **state) {
                 "block_dim 4294967295");
   SK_EXPECT_ERR(sk_add_kernel(f->live.scope, f->live.kernel, 0, f->args, NULL), SK_ERR_INVALID_ARGUMENT,
                 "block_dim 0");
-  SK_EXPECT_ERR(sk_superkernel_set_arg(f->live.sk, UINT32_MAX, 0, &v), SK_ERR_INVALID_ARGUMENT,
-                "step 4294967295");
-  SK_EXPECT_ERR(sk_superkernel_set_arg(f->live.sk, 0, UINT32_MAX, &v), SK_ERR_INVALID_ARGUMENT,
-                "index 4294967295");
+  SK_EXPECT_ERR(sk_superkernel_set_arg(f->live.sk, UINT32_MAX, 0, &v), SK_ERR_INVALID_ARGUMENT, "step 4294967295");
+  SK_EXPECT_ERR(sk_superkernel_set_arg(f->live.sk, 0, UINT32_MAX, &v), SK_ERR_INVALID_ARGUMENT, "index 4294967295");
   SK_EXPECT_ERR(sk_mem_alloc(f->live.dev, SIZE_MAX, &p), SK_ERR_OUT_OF_MEMORY, "bytes");
   assert_ptr_equal(p, SENTINEL(void));
   SK_CHECK(sk_scope_begin(f->live.dev, "events", "stream-fusion=1", &fused));

@@ -92,8 +92,8 @@ static void test_mix_1_2_groups_see_their_cores(void **state) {
   sk_superkernel *sk = finalize(scope);
   run(sk);
   for (uint32_t g = 0; g < 2; ++g) {
-    assert_int_equal(f->scratch[3 * g], 0x1000u * (g + 1) | (1u << 8) | 2u);  /* cube, sub 0 of 2 */
-    assert_int_equal(f->scratch[3 * g + 1], 0x1000u * (g + 1) | 2u);          /* vector 0 of 2 */
+    assert_int_equal(f->scratch[3 * g], 0x1000u * (g + 1) | (1u << 8) | 2u);     /* cube, sub 0 of 2 */
+    assert_int_equal(f->scratch[3 * g + 1], 0x1000u * (g + 1) | 2u);             /* vector 0 of 2 */
     assert_int_equal(f->scratch[3 * g + 2], 0x1000u * (g + 1) | (1u << 4) | 2u); /* vector 1 of 2 */
   }
   SK_EXPECT_EXPLAIN(sk, "\"ratio\":\"1:2\"");
@@ -264,7 +264,8 @@ static void test_hard_sync_on_fewer_cores_splits_or_fails(void **state) {
     SK_CHECK(sk_add_kernel(scope, f->hard_sum, 2, sum_args, NULL));
     SK_CHECK(sk_add_kernel(scope, f->vector_tag, 4, tag_args, NULL));
     if (m == 1) {
-      SK_EXPECT_ERR(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE, "kernel 1 'hard_sync_sum' uses hard cross-core sync");
+      SK_EXPECT_ERR(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE,
+                    "kernel 1 'hard_sync_sum' uses hard cross-core sync");
       SK_EXPECT_MSG("strict-scope-check=abort");
       continue;
     }
@@ -275,10 +276,12 @@ static void test_hard_sync_on_fewer_cores_splits_or_fails(void **state) {
       assert_memory_equal(f->sums, f->ref, N * sizeof(uint32_t));
     }
     SK_EXPECT_EXPLAIN(sk, "\"dispatches\":3");
-    SK_EXPECT_EXPLAIN(sk, "kernel 1 'hard_sync_sum' uses hard cross-core sync on 2 vector cores, but with the "
-                          "kernels before it the super kernel has 4");
-    SK_EXPECT_EXPLAIN(sk, "kernel 2 'vector_tag' needs 4 vector cores, but kernel 1 'hard_sync_sum' before it uses "
-                          "hard cross-core sync on 2");
+    SK_EXPECT_EXPLAIN(sk,
+                      "kernel 1 'hard_sync_sum' uses hard cross-core sync on 2 vector cores, but with the "
+                      "kernels before it the super kernel has 4");
+    SK_EXPECT_EXPLAIN(sk,
+                      "kernel 2 'vector_tag' needs 4 vector cores, but kernel 1 'hard_sync_sum' before it uses "
+                      "hard cross-core sync on 2");
     sk_superkernel_destroy(sk);
   }
 
@@ -325,7 +328,8 @@ static void test_bad_core_type_uses(void **state) {
   /* Group flags pair a cube core with its vector cores: a vector-only kernel has none. */
   SK_CHECK(sk_scope_begin(f->dev, "vec-flags", NULL, &scope));
   SK_CHECK(sk_add_kernel(scope, f->vec_group_flag, 1, args, NULL));
-  SK_EXPECT_ERR(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE, "kernel 0 'vector_uses_group_flag' is a vector kernel");
+  SK_EXPECT_ERR(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE,
+                "kernel 0 'vector_uses_group_flag' is a vector kernel");
   /* A flag id out of range aborts the launch with a report naming the call; the device and the
    * super kernel stay usable (the next launch fails the same way, not worse). */
   SK_CHECK(sk_scope_begin(f->dev, "bad-flag", NULL, &scope));

@@ -4,10 +4,9 @@
 #include "test_util.h"
 
 static const char *const all_variants[] = {
-    "gcc-O0-pie",   "gcc-O0-pic",   "gcc-O0-nopic",   "gcc-O2-pie",   "gcc-O2-pic",
-    "gcc-O2-nopic", "gcc-O3-pie",   "gcc-O3-pic",     "gcc-O3-nopic", "clang-O0-pie",
-    "clang-O0-pic", "clang-O0-nopic", "clang-O2-pie", "clang-O2-pic", "clang-O2-nopic",
-    "clang-O3-pie", "clang-O3-pic", "clang-O3-nopic"};
+    "gcc-O0-pie",   "gcc-O0-pic",   "gcc-O0-nopic",   "gcc-O2-pie",   "gcc-O2-pic",   "gcc-O2-nopic",
+    "gcc-O3-pie",   "gcc-O3-pic",   "gcc-O3-nopic",   "clang-O0-pie", "clang-O0-pic", "clang-O0-nopic",
+    "clang-O2-pie", "clang-O2-pic", "clang-O2-nopic", "clang-O3-pie", "clang-O3-pic", "clang-O3-nopic"};
 
 static int setup_device(void **state) {
   sk_device *dev = NULL;
@@ -96,7 +95,11 @@ static void test_load_bad_bytes(void **state) {
   for (i = 0; i < sizeof garbage; ++i) garbage[i] = (unsigned char)(i * 37 + 11);
   SK_EXPECT_ERR(sk_module_load(dev, garbage, sizeof garbage, &mod), SK_ERR_BAD_BINARY, "512 bytes");
   assert_ptr_equal(mod, SENTINEL(sk_module));
-  SK_EXPECT_ERR(sk_module_load(dev, "\x7f" "ELF", 4, &mod), SK_ERR_BAD_BINARY, "4 bytes");
+  SK_EXPECT_ERR(sk_module_load(dev,
+                               "\x7f"
+                               "ELF",
+                               4, &mod),
+                SK_ERR_BAD_BINARY, "4 bytes");
   assert_ptr_equal(mod, SENTINEL(sk_module));
 
   kernel_path(path, sizeof path, TEST_VARIANT, "capi_chain");
@@ -149,8 +152,7 @@ static void test_load_unsupported_and_unresolved(void **state) {
     SK_EXPECT_MSG("kernels run on the executor's threads, not the launching thread");
     assert_ptr_equal(mod, SENTINEL(sk_module));
     kernel_path(path, sizeof path, all_variants[i], "capi_undef");
-    SK_EXPECT_ERR(sk_module_load_file(dev, path, &mod), SK_ERR_NOT_FOUND,
-                  "capi_no_such_function_anywhere");
+    SK_EXPECT_ERR(sk_module_load_file(dev, path, &mod), SK_ERR_NOT_FOUND, "capi_no_such_function_anywhere");
     assert_ptr_equal(mod, SENTINEL(sk_module));
     kernel_path(path, sizeof path, all_variants[i], "capi_badtype");
     SK_EXPECT_ERR(sk_module_load_file(dev, path, &mod), SK_ERR_BAD_BINARY, "warp9");
@@ -162,32 +164,30 @@ static void test_get_kernel(void **state) {
   sk_device *dev = (sk_device *)*state;
   sk_module *mod = load_kernels(dev, TEST_VARIANT, "capi_chain");
   sk_kernel *k = SENTINEL(sk_kernel), *k2 = NULL;
-  SK_EXPECT_ERR(sk_module_get_kernel(mod, "capi_no_such_kernel", &k), SK_ERR_NOT_FOUND,
-                "capi_no_such_kernel");
+  SK_EXPECT_ERR(sk_module_get_kernel(mod, "capi_no_such_kernel", &k), SK_ERR_NOT_FOUND, "capi_no_such_kernel");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   SK_EXPECT_ERR(sk_module_get_kernel(mod, "", &k), SK_ERR_NOT_FOUND, "sk_module_get_kernel");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   SK_EXPECT_ERR(sk_module_get_kernel(mod, NULL, &k), SK_ERR_INVALID_ARGUMENT, "name");
   SK_EXPECT_ERR(sk_module_get_kernel(mod, "capi_fill", NULL), SK_ERR_INVALID_ARGUMENT, "out");
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, NULL, "ptr", &k), SK_ERR_INVALID_ARGUMENT,
-                "name");
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", NULL, &k),
-                SK_ERR_INVALID_ARGUMENT, "signature");
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,u32,u32", NULL),
-                SK_ERR_INVALID_ARGUMENT, "out");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, NULL, "ptr", &k), SK_ERR_INVALID_ARGUMENT, "name");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", NULL, &k), SK_ERR_INVALID_ARGUMENT,
+                "signature");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,u32,u32", NULL), SK_ERR_INVALID_ARGUMENT,
+                "out");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   /* A symbol defined in another object only. */
   SK_EXPECT_ERR(sk_module_get_kernel(mod, "capi_sync_sum", &k), SK_ERR_NOT_FOUND, "capi_sync_sum");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   /* Metadata and a given signature must agree. */
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,u32", &k),
-                SK_ERR_INCOMPATIBLE, "capi_fill");
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,u32,i32", &k),
-                SK_ERR_INCOMPATIBLE, "capi_fill");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,u32", &k), SK_ERR_INCOMPATIBLE,
+                "capi_fill");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,u32,i32", &k), SK_ERR_INCOMPATIBLE,
+                "capi_fill");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   /* A bad token is named. */
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,uint32,u32", &k),
-                SK_ERR_INVALID_ARGUMENT, "uint32");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_fill", "ptr,uint32,u32", &k), SK_ERR_INVALID_ARGUMENT,
+                "uint32");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   /* Good ones. */
   SK_CHECK(sk_module_get_kernel(mod, "capi_fill", &k));
@@ -216,8 +216,8 @@ static void test_kernel_without_metadata(void **state) {
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_plain_add", "ptr,u32,float", &k),
                 SK_ERR_INVALID_ARGUMENT, "float");
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_plain_add", "ptr,,u32", &k),
-                SK_ERR_INVALID_ARGUMENT, "capi_plain_add");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_plain_add", "ptr,,u32", &k), SK_ERR_INVALID_ARGUMENT,
+                "capi_plain_add");
   assert_ptr_equal(k, SENTINEL(sk_kernel));
   SK_CHECK(sk_module_get_kernel_with_signature(mod, "capi_plain_add", "ptr,u32,u32", &k));
   assert_ptr_not_equal(k, SENTINEL(sk_kernel));
@@ -228,8 +228,8 @@ static void test_kernel_without_metadata(void **state) {
   /* "" is the signature of a kernel without parameters, and agrees with its metadata. */
   SK_CHECK(sk_module_get_kernel_with_signature(mod, "capi_noargs", "", &k));
   SK_CHECK(sk_module_get_kernel_with_signature(mod, "capi_types", "ptr,i8,u16,i64,f32,f64,u8", &k));
-  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_noargs", "ptr", &k),
-                SK_ERR_INCOMPATIBLE, "capi_noargs");
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "capi_noargs", "ptr", &k), SK_ERR_INCOMPATIBLE,
+                "capi_noargs");
   sk_module_unload(mod);
   sk_mem_free(dev, buf);
 }

@@ -94,8 +94,7 @@ static void test_buffer_protocol(void **state) {
   char small[4] = "xyz", exact[26], message[64], *first = kernel_name(mod, 0);
   size_t needed = 0, count = 7;
   /* A cap too small fails, says the size, and leaves the buffer alone. */
-  SK_EXPECT_ERR(sk_kernel_signature(k, small, sizeof small, &needed), SK_ERR_INVALID_ARGUMENT,
-                "needs 26 bytes");
+  SK_EXPECT_ERR(sk_kernel_signature(k, small, sizeof small, &needed), SK_ERR_INVALID_ARGUMENT, "needs 26 bytes");
   assert_int_equal(needed, 26);
   assert_string_equal(small, "xyz");
   SK_EXPECT_ERR(sk_kernel_signature(k, NULL, 8, &needed), SK_ERR_INVALID_ARGUMENT, "buf is NULL");
@@ -108,8 +107,7 @@ static void test_buffer_protocol(void **state) {
   SK_EXPECT_ERR(sk_module_kernel_name(mod, 3, exact, sizeof exact, &needed), SK_ERR_INVALID_ARGUMENT,
                 "declares 3 kernels; index 3");
   snprintf(message, sizeof message, "the name of kernel 0 needs %zu bytes", strlen(first) + 1);
-  SK_EXPECT_ERR(sk_module_kernel_name(mod, 0, small, sizeof small, &needed), SK_ERR_INVALID_ARGUMENT,
-                message);
+  SK_EXPECT_ERR(sk_module_kernel_name(mod, 0, small, sizeof small, &needed), SK_ERR_INVALID_ARGUMENT, message);
   assert_int_equal(needed, strlen(first) + 1);
   free(first);
   SK_EXPECT_ERR(sk_module_kernel_count(mod, NULL), SK_ERR_INVALID_ARGUMENT, "out is NULL");
@@ -118,8 +116,8 @@ static void test_buffer_protocol(void **state) {
   SK_EXPECT_ERR(sk_module_kernel_count(mod, &count), SK_ERR_STATE, "sk_module_kernel_count");
   assert_int_equal(count, 7);
   SK_EXPECT_ERR(sk_kernel_core_type(k, exact, sizeof exact, NULL), SK_ERR_STATE, "unloaded");
-  SK_EXPECT_ERR(sk_kernel_signature((sk_kernel *)(void *)*state, exact, sizeof exact, NULL),
-                SK_ERR_INVALID_ARGUMENT, "kernel");
+  SK_EXPECT_ERR(sk_kernel_signature((sk_kernel *)(void *)*state, exact, sizeof exact, NULL), SK_ERR_INVALID_ARGUMENT,
+                "kernel");
 }
 
 int main(void) {

@@ -180,8 +180,7 @@ static void test_duplicate_definition(void **state) {
   paths[0] = multi_path(variants[0], "multi_main.o");
   paths[1] = multi_path(variants[0], "multi_helper.o");
   paths[2] = multi_path(variants[0], "multi_dup.o");
-  SK_EXPECT_ERR(sk_module_load_files(dev, (const char *const *)paths, 3, &mod), SK_ERR_BAD_BINARY,
-                "'multi_scale'");
+  SK_EXPECT_ERR(sk_module_load_files(dev, (const char *const *)paths, 3, &mod), SK_ERR_BAD_BINARY, "'multi_scale'");
   SK_EXPECT_MSG("multi_helper.o");
   SK_EXPECT_MSG("multi_dup.o");
   assert_ptr_equal(mod, SENTINEL(sk_module));
@@ -307,8 +306,8 @@ static void test_blas_chain(void **state) {
     memcpy(&sgemv, &syms[1], sizeof sgemv);
     memcpy(&sdot, &syms[2], sizeof sdot);
     saxpy(&want->n, &want->a, want->x, &want->inc, want->y, &want->inc);
-    sgemv(&want->trans, &want->m, &want->n, &want->alpha, want->mat, &want->m, want->y, &want->inc,
-          &want->beta, want->z, &want->inc);
+    sgemv(&want->trans, &want->m, &want->n, &want->alpha, want->mat, &want->m, want->y, &want->inc, &want->beta,
+          want->z, &want->inc);
     want->dot = sdot(&want->m, want->z, &want->inc, want->w, &want->inc);
   }
   for (v = 0; v < nv; ++v) {
@@ -337,8 +336,8 @@ static void test_blas_chain(void **state) {
     paths[1] = (char *)archive;
     SK_CHECK(sk_module_load_files(dev, (const char *const *)paths, 2, &mod));
     SK_CHECK(sk_module_get_kernel_with_signature(mod, "saxpy_", "ptr,ptr,ptr,ptr,ptr,ptr", &saxpy));
-    SK_CHECK(sk_module_get_kernel_with_signature(mod, "sgemv_", "ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr",
-                                                 &sgemv));
+    SK_CHECK(
+        sk_module_get_kernel_with_signature(mod, "sgemv_", "ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr", &sgemv));
     sdot = get_kernel(mod, "blas_sdot_into");
     SK_CHECK(sk_scope_begin(dev, "blas_chain", NULL, &scope));
     SK_CHECK(sk_add_kernel(scope, saxpy, 1, axpy_args, NULL));
@@ -367,10 +366,14 @@ static void test_blas_chain(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_objects_and_archive), cmocka_unit_test(test_mixed_compilers),
-      cmocka_unit_test(test_images),              cmocka_unit_test(test_need_only),
-      cmocka_unit_test(test_duplicate_definition), cmocka_unit_test(test_comdat_across_objects),
-      cmocka_unit_test(test_bad_sets),            cmocka_unit_test(test_blas_chain),
+      cmocka_unit_test(test_objects_and_archive),
+      cmocka_unit_test(test_mixed_compilers),
+      cmocka_unit_test(test_images),
+      cmocka_unit_test(test_need_only),
+      cmocka_unit_test(test_duplicate_definition),
+      cmocka_unit_test(test_comdat_across_objects),
+      cmocka_unit_test(test_bad_sets),
+      cmocka_unit_test(test_blas_chain),
   };
   return cmocka_run_group_tests(tests, setup_device, teardown_device);
 }

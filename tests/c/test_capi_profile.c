@@ -172,7 +172,8 @@ static void test_profile_buffer_protocol(void **state) {
   SK_CHECK(sk_superkernel_profile(sk, rec, RECORDS + 2, NULL));
   assert_int_equal(rec[RECORDS - 1].step, 3);
   assert_int_equal(rec[RECORDS].step, 0xabababab); /* untouched past the records */
-  SK_EXPECT_ERR(sk_superkernel_profile(NULL, rec, RECORDS, &count), SK_ERR_INVALID_ARGUMENT, "sk_superkernel_profile");
+  SK_EXPECT_ERR(sk_superkernel_profile(NULL, rec, RECORDS, &count), SK_ERR_INVALID_ARGUMENT,
+                "sk_superkernel_profile");
   sk_superkernel_destroy(sk);
 }
 
@@ -210,8 +211,8 @@ static void test_profile_struct_size(void **state) {
   sk_profile_record rec[RECORDS], want[RECORDS];
   struct later_record later[RECORDS];
   /* Under the first version's fields (all of 0.2.0's record), and not a stride of 8. */
-  const uint32_t refused[] = {0, 4, (uint32_t)sizeof(sk_profile_record) - 8,
-                              (uint32_t)sizeof(sk_profile_record) + 4, 1u << 20};
+  const uint32_t refused[] = {0, 4, (uint32_t)sizeof(sk_profile_record) - 8, (uint32_t)sizeof(sk_profile_record) + 4,
+                              1u << 20};
   size_t count = 99, i;
   SK_CHECK(sk_launch(sk, NULL));
   SK_CHECK(sk_stream_synchronize(NULL));
@@ -220,8 +221,8 @@ static void test_profile_struct_size(void **state) {
     rec[0].struct_size = refused[i];
     SK_EXPECT_ERR(sk_superkernel_profile(sk, rec, RECORDS, &count), SK_ERR_INVALID_ARGUMENT,
                   "records[0].struct_size");
-    assert_int_equal(count, 99);                 /* out-parameters untouched */
-    assert_int_equal(rec[0].step, 0xabababab);   /* nothing written */
+    assert_int_equal(count, 99);               /* out-parameters untouched */
+    assert_int_equal(rec[0].step, 0xabababab); /* nothing written */
   }
   /* The size a caller of this header sets: every record written, each with that size. */
   rec[0].struct_size = sizeof rec[0];

@@ -59,8 +59,7 @@ static void expect_bad_options(sk_device *dev, const char *options, const char *
     fail_msg("sk_scope_begin(\"%s\") returned %s (%s), expected SK_ERR_INVALID_ARGUMENT", options,
              sk_status_name(st), sk_last_error());
   if (!strstr(sk_last_error(), needle))
-    fail_msg("sk_scope_begin(\"%s\"): message \"%s\" does not name \"%s\"", options,
-             sk_last_error(), needle);
+    fail_msg("sk_scope_begin(\"%s\"): message \"%s\" does not name \"%s\"", options, sk_last_error(), needle);
   assert_ptr_equal(scope, SENTINEL(sk_scope));
 }
 
@@ -79,22 +78,22 @@ static void test_scope_options(void **state) {
     sk_scope *scope = NULL;
     sk_status st = sk_scope_begin(f->dev, "opt_scope", good[i], &scope);
     if (st != SK_OK)
-      fail_msg("sk_scope_begin(\"%s\") returned %s: %s", good[i] ? good[i] : "(null)",
-               sk_status_name(st), sk_last_error());
+      fail_msg("sk_scope_begin(\"%s\") returned %s: %s", good[i] ? good[i] : "(null)", sk_status_name(st),
+               sk_last_error());
     assert_non_null(scope);
     sk_scope_abort(scope);
   }
-  expect_bad_options(f->dev, "early_start=1", "early_start");          /* unknown key */
+  expect_bad_options(f->dev, "early_start=1", "early_start"); /* unknown key */
   expect_bad_options(f->dev, "early-start=1:bogus-knob=3", "bogus-knob");
   expect_bad_options(f->dev, "early-start=1:early-start=0", "early-start"); /* repeated */
   expect_bad_options(f->dev, "debug-sync-all=1:early-start=0:debug-sync-all=1", "debug-sync-all");
-  expect_bad_options(f->dev, "early-start=2", "early-start");            /* bad values */
+  expect_bad_options(f->dev, "early-start=2", "early-start"); /* bad values */
   expect_bad_options(f->dev, "early-start=yes", "yes");
   expect_bad_options(f->dev, "strict-scope-check=maybe", "maybe");
   expect_bad_options(f->dev, "debug-aic-num=-3", "debug-aic-num");
   expect_bad_options(f->dev, "dcci-disable-on-kernel=(", "dcci-disable-on-kernel"); /* bad regex */
   expect_bad_options(f->dev, "dcci-disable-on-kernel=a,,b", "dcci-disable-on-kernel");
-  expect_bad_options(f->dev, "early-start", "early-start");              /* not key=value */
+  expect_bad_options(f->dev, "early-start", "early-start"); /* not key=value */
   expect_bad_options(f->dev, "=1", "=1");
 }
 
@@ -118,14 +117,12 @@ static void test_add_kernel_errors(void **state) {
   SK_EXPECT_ERR(sk_add_kernel(scope, NULL, 1, args, NULL), SK_ERR_INVALID_ARGUMENT, "kernel");
   SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 0, args, NULL), SK_ERR_INVALID_ARGUMENT, "capi_fill");
   SK_EXPECT_MSG("block_dim");
-  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, (1u << 24) + 1, args, NULL), SK_ERR_INVALID_ARGUMENT,
-                "capi_fill");
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, (1u << 24) + 1, args, NULL), SK_ERR_INVALID_ARGUMENT, "capi_fill");
   SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 2, NULL, NULL), SK_ERR_INVALID_ARGUMENT, "capi_fill");
   SK_EXPECT_MSG("args");
   SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 2, holes, NULL), SK_ERR_INVALID_ARGUMENT, "args[1]");
   SK_EXPECT_MSG("capi_fill");
-  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 2, args, &bad_opts), SK_ERR_INVALID_ARGUMENT,
-                "capi_fill");
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 2, args, &bad_opts), SK_ERR_INVALID_ARGUMENT, "capi_fill");
   /* A kernel without parameters takes NULL args. */
   SK_CHECK(sk_add_kernel(scope, f->noargs, 2, NULL, NULL));
   SK_CHECK(sk_add_kernel(scope, f->fill, 2, args, NULL));
@@ -285,9 +282,9 @@ static void test_explain(void **state) {
   size_t needed = 0, needed2 = 0, small_needed = 0;
   char *json, tiny[4] = "abc";
   static const char *const expected[] = {
-      "\"explain_scope\"", "capi_fill", "capi_sync_sum", "capi_ov_produce", "capi_ov_consume",
-      "capi_noargs", "my_named_step", "block_dim", "sk_sync_all", "sk_set_next_task_start",
-      "sk_wait_pre_task_end", "sk_block_idx", "sk_block_num", "early-start"};
+      "\"explain_scope\"",    "capi_fill",     "capi_sync_sum", "capi_ov_produce", "capi_ov_consume",
+      "capi_noargs",          "my_named_step", "block_dim",     "sk_sync_all",     "sk_set_next_task_start",
+      "sk_wait_pre_task_end", "sk_block_idx",  "sk_block_num",  "early-start"};
   size_t i;
   fill_args[0] = &f->a;
   fill_args[1] = &n;
@@ -317,19 +314,17 @@ static void test_explain(void **state) {
   SK_CHECK(sk_superkernel_explain(sk, NULL, 0, &needed));
   assert_true(needed > 2);
   /* Too small: INVALID_ARGUMENT, *needed set, the buffer untouched. */
-  SK_EXPECT_ERR(sk_superkernel_explain(sk, tiny, sizeof tiny, &small_needed),
-                SK_ERR_INVALID_ARGUMENT, "explain_scope");
+  SK_EXPECT_ERR(sk_superkernel_explain(sk, tiny, sizeof tiny, &small_needed), SK_ERR_INVALID_ARGUMENT,
+                "explain_scope");
   assert_int_equal(small_needed, needed);
   assert_string_equal(tiny, "abc");
   json = (char *)malloc(needed);
   assert_non_null(json);
-  SK_EXPECT_ERR(sk_superkernel_explain(sk, json, needed - 1, NULL), SK_ERR_INVALID_ARGUMENT,
-                "explain_scope");
+  SK_EXPECT_ERR(sk_superkernel_explain(sk, json, needed - 1, NULL), SK_ERR_INVALID_ARGUMENT, "explain_scope");
   SK_EXPECT_ERR(sk_superkernel_explain(sk, NULL, 10, &needed2), SK_ERR_INVALID_ARGUMENT, "buf");
   /* A buffer with cap 0 is no size query: too small, *needed set, the buffer untouched. */
   small_needed = 0;
-  SK_EXPECT_ERR(sk_superkernel_explain(sk, tiny, 0, &small_needed), SK_ERR_INVALID_ARGUMENT,
-                "cap is 0");
+  SK_EXPECT_ERR(sk_superkernel_explain(sk, tiny, 0, &small_needed), SK_ERR_INVALID_ARGUMENT, "cap is 0");
   assert_int_equal(small_needed, needed);
   assert_string_equal(tiny, "abc");
   /* Nor is buf NULL, cap 0 without needed: nothing would learn the size. */
@@ -356,8 +351,7 @@ static void test_explain(void **state) {
 
 /* ---- lifetimes ------------------------------------------------------------------------------- */
 
-static sk_superkernel *build_fill_axpb(sk_device *dev, sk_module *chain, uint32_t *buf,
-                                       uint32_t seed) {
+static sk_superkernel *build_fill_axpb(sk_device *dev, sk_module *chain, uint32_t *buf, uint32_t seed) {
   sk_scope *scope = NULL;
   sk_superkernel *sk = NULL;
   uint32_t n = N;

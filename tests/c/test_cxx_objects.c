@@ -6,8 +6,8 @@
 
 /* -fPIC and -fPIE (the distribution's default) at -O0 and -O2. x86-64 -fno-pic objects that
  * throw are refused (tests/cpp/host/cxx_runtime_test.cpp checks the message). */
-static const char *const kVariants[] = {"gcc-O0-pic", "gcc-O2-pie", "clang-O0-pie", "clang-O2-pic",
-                                        "gcc-O2-pic", "clang-O0-pic"};
+static const char *const kVariants[] = {"gcc-O0-pic",   "gcc-O2-pie", "clang-O0-pie",
+                                        "clang-O2-pic", "gcc-O2-pic", "clang-O0-pic"};
 #define VARIANTS (sizeof kVariants / sizeof kVariants[0])
 
 static void launch_sync(sk_kernel *k, uint32_t blocks, void **args) {
@@ -83,7 +83,7 @@ static void test_exceptions_rtti_local_statics(void **state) {
       args[i][0] = &outs[i];
       args[i][1] = &values[i];
       launch_sync(k, 1, args[i]);
-      outs[i] = fused[i];  /* sk_add_kernel copies the pointer's value */
+      outs[i] = fused[i]; /* sk_add_kernel copies the pointer's value */
       SK_CHECK(sk_add_kernel(scope, k, 1, args[i], NULL));
     }
     SK_CHECK(sk_finalize(scope, &sk));

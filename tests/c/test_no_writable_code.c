@@ -7,10 +7,9 @@
 #include "test_util.h"
 
 static const char *const all_variants[] = {
-    "gcc-O0-pie",   "gcc-O0-pic",   "gcc-O0-nopic",   "gcc-O2-pie",   "gcc-O2-pic",
-    "gcc-O2-nopic", "gcc-O3-pie",   "gcc-O3-pic",     "gcc-O3-nopic", "clang-O0-pie",
-    "clang-O0-pic", "clang-O0-nopic", "clang-O2-pie", "clang-O2-pic", "clang-O2-nopic",
-    "clang-O3-pie", "clang-O3-pic", "clang-O3-nopic"};
+    "gcc-O0-pie",   "gcc-O0-pic",   "gcc-O0-nopic",   "gcc-O2-pie",   "gcc-O2-pic",   "gcc-O2-nopic",
+    "gcc-O3-pie",   "gcc-O3-pic",   "gcc-O3-nopic",   "clang-O0-pie", "clang-O0-pic", "clang-O0-nopic",
+    "clang-O2-pie", "clang-O2-pic", "clang-O2-nopic", "clang-O3-pie", "clang-O3-pic", "clang-O3-nopic"};
 
 #define MAX_MODULES 4096
 #define MAX_RANGES 4096
@@ -74,16 +73,18 @@ static void test_no_writable_code(void **state) {
       for (copy = 0; copy < 2; ++copy) {
         sk_module *m = NULL;
         assert_true(n_mods < MAX_MODULES);
-        if (sk_module_load(dev, bytes, size, &m) == SK_OK) mods[n_mods++] = m;
-        else ++n_failed;
+        if (sk_module_load(dev, bytes, size, &m) == SK_OK)
+          mods[n_mods++] = m;
+        else
+          ++n_failed;
       }
       free(bytes);
     }
     closedir(d);
   }
   n_loaded = code_ranges(loaded, MAX_RANGES);
-  print_message("%zu modules loaded, %zu loads refused, %zu anonymous code mappings (%zu before)\n",
-                n_mods, n_failed, n_loaded, n_before);
+  print_message("%zu modules loaded, %zu loads refused, %zu anonymous code mappings (%zu before)\n", n_mods,
+                n_failed, n_loaded, n_before);
   assert_true(n_mods > 300);
   assert_true(n_loaded > n_before);
   for (i = 0; i < n_mods; ++i) sk_module_unload(mods[i]);
@@ -91,7 +92,8 @@ static void test_no_writable_code(void **state) {
   /* Every anonymous code mapping present now was there before the loads. */
   for (i = 0; i < n_after; ++i) {
     int known = 0;
-    for (j = 0; j < n_before && !known; ++j) known = after[i].begin == before[j].begin && after[i].end == before[j].end;
+    for (j = 0; j < n_before && !known; ++j)
+      known = after[i].begin == before[j].begin && after[i].end == before[j].end;
     if (!known) fail_msg("code mapping %lx-%lx outlived the unloads", after[i].begin, after[i].end);
   }
   sk_device_close(dev);

@@ -22,32 +22,30 @@
 #define TEST_VARIANT "gcc-O2-pie"
 
 /* A call that must succeed; on failure the test fails with the status and sk_last_error(). */
-#define SK_CHECK(call)                                                                         \
-  do {                                                                                         \
-    sk_status st_ = (call);                                                                    \
-    if (st_ != SK_OK)                                                                          \
-      fail_msg("%s:%d: %s returned %s: %s", __FILE__, __LINE__, #call, sk_status_name(st_),  \
-               sk_last_error());                                                               \
+#define SK_CHECK(call)                                                                                        \
+  do {                                                                                                        \
+    sk_status st_ = (call);                                                                                   \
+    if (st_ != SK_OK)                                                                                         \
+      fail_msg("%s:%d: %s returned %s: %s", __FILE__, __LINE__, #call, sk_status_name(st_), sk_last_error()); \
   } while (0)
 
 /* A call that must fail with `status` and leave a last-error message that contains `needle`. */
-#define SK_EXPECT_ERR(call, status, needle)                                                    \
-  do {                                                                                         \
-    sk_status st_ = (call);                                                                    \
-    if (st_ != (status))                                                                       \
-      fail_msg("%s:%d: %s returned %s (%s), expected %s", __FILE__, __LINE__, #call,          \
-               sk_status_name(st_), sk_last_error(), sk_status_name(status));                  \
-    if (strstr(sk_last_error(), (needle)) == NULL)                                             \
-      fail_msg("%s:%d: %s: message \"%s\" does not name \"%s\"", __FILE__, __LINE__, #call,   \
-               sk_last_error(), (needle));                                                     \
+#define SK_EXPECT_ERR(call, status, needle)                                                                  \
+  do {                                                                                                       \
+    sk_status st_ = (call);                                                                                  \
+    if (st_ != (status))                                                                                     \
+      fail_msg("%s:%d: %s returned %s (%s), expected %s", __FILE__, __LINE__, #call, sk_status_name(st_),    \
+               sk_last_error(), sk_status_name(status));                                                     \
+    if (strstr(sk_last_error(), (needle)) == NULL)                                                           \
+      fail_msg("%s:%d: %s: message \"%s\" does not name \"%s\"", __FILE__, __LINE__, #call, sk_last_error(), \
+               (needle));                                                                                    \
   } while (0)
 
 /* The message of the last failure must also contain `needle`. */
-#define SK_EXPECT_MSG(needle)                                                                  \
-  do {                                                                                         \
-    if (strstr(sk_last_error(), (needle)) == NULL)                                             \
-      fail_msg("%s:%d: message \"%s\" does not name \"%s\"", __FILE__, __LINE__,              \
-               sk_last_error(), (needle));                                                     \
+#define SK_EXPECT_MSG(needle)                                                                                \
+  do {                                                                                                       \
+    if (strstr(sk_last_error(), (needle)) == NULL)                                                           \
+      fail_msg("%s:%d: message \"%s\" does not name \"%s\"", __FILE__, __LINE__, sk_last_error(), (needle)); \
   } while (0)
 
 /* A recognisable non-NULL value for out-parameters that must stay untouched on failure. */

@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -99,8 +99,8 @@ inline sk_status load_bytes(const std::vector<uint8_t> &bytes, const std::string
   return out->link_status;
 }
 
-inline sk_status load_kernel(const std::string &variant, const std::string &name,
-                             const host::LinkOptions &options, Loaded *out) {
+inline sk_status load_kernel(const std::string &variant, const std::string &name, const host::LinkOptions &options,
+                             Loaded *out) {
   return load_bytes(kernel_bytes(variant, name), variant + "/" + name + ".o", options, out);
 }
 

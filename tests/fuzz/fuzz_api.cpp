@@ -167,9 +167,18 @@ struct SuperKernel {
 };
 
 const char *const kScopeOptions[] = {
-    nullptr, "", "early-start=1", "stream-fusion=1", "debug-sync-all=1", "strict-scope-check=abort",
-    "profiling=1", "dcci-before-kernel-start=capi_.*:dcci-after-kernel-end=capi_fill", "debug-aiv-num=1",
-    "feed-sync-all=1:profiling=1", "bogus=1", "stream-fusion=1:profiling=1:early-start=1",
+    nullptr,
+    "",
+    "early-start=1",
+    "stream-fusion=1",
+    "debug-sync-all=1",
+    "strict-scope-check=abort",
+    "profiling=1",
+    "dcci-before-kernel-start=capi_.*:dcci-after-kernel-end=capi_fill",
+    "debug-aiv-num=1",
+    "feed-sync-all=1:profiling=1",
+    "bogus=1",
+    "stream-fusion=1:profiling=1:early-start=1",
 };
 const char *const kCoreTypes[] = {nullptr, "vector", "cube", "mix_1_1", "mix_1_2", "bogus"};
 
@@ -362,7 +371,7 @@ class Session {
       }
       case 15: {  // synchronize one stream, the device, or every device
         const uint8_t which = in_.next() % 3;
-        sk_status st = which == 0 ? sk_stream_synchronize(stream())
+        sk_status st = which == 0   ? sk_stream_synchronize(stream())
                        : which == 1 ? sk_device_synchronize(d_.handle)
                                     : sk_stream_synchronize(nullptr);
         check_status(st, "synchronize");
@@ -433,8 +442,7 @@ class Session {
       open_device(d_);
       loaded = sk_module_load(d_.handle, f_.objects[0].data(), f_.objects[0].size(), &mod);
     }
-    if (loaded != SK_OK ||
-        sk_module_get_kernel(mod, "capi_fill", &fill) != SK_OK)
+    if (loaded != SK_OK || sk_module_get_kernel(mod, "capi_fill", &fill) != SK_OK)
       harness_failure("reload after the input");
     uint32_t *buf = d_.buffers[0], n = 64, seed = 5;
     void *args[] = {&buf, &n, &seed};

@@ -50,9 +50,8 @@ int run_hex_lines(const std::string &path) {
   while (std::fgets(line, sizeof line, f)) {
     if (line[0] == '#') continue;
     std::vector<uint8_t> bytes;
-    for (const char *p = line; std::isxdigit(static_cast<unsigned char>(p[0])) &&
-                               std::isxdigit(static_cast<unsigned char>(p[1]));
-         p += 2)
+    for (const char *p = line;
+         std::isxdigit(static_cast<unsigned char>(p[0])) && std::isxdigit(static_cast<unsigned char>(p[1])); p += 2)
       bytes.push_back(static_cast<uint8_t>(std::stoi(std::string(p, 2), nullptr, 16)));
     if (bytes.empty()) continue;
     LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
@@ -65,7 +64,7 @@ int run_hex_lines(const std::string &path) {
 
 // Runs every regular file in `path` (a folder) or `path` itself; returns the inputs run.
 int run_path(const std::string &path) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     std::fprintf(stderr, "replay: cannot read %s\n", path.c_str());
     std::exit(2);
@@ -108,9 +107,12 @@ int main(int argc, char **argv) {
             const uint64_t r = next_random(state);
             const size_t at = bytes.empty() ? 0 : (r >> 8) % bytes.size();
             const uint8_t value = static_cast<uint8_t>(r >> 56);
-            if (r % 3 == 0 || bytes.empty()) bytes.insert(bytes.begin() + at, value);
-            else if (r % 3 == 1) bytes[at] = value;
-            else bytes.erase(bytes.begin() + at);
+            if (r % 3 == 0 || bytes.empty())
+              bytes.insert(bytes.begin() + at, value);
+            else if (r % 3 == 1)
+              bytes[at] = value;
+            else
+              bytes.erase(bytes.begin() + at);
           }
         } else {
           bytes.resize(16 + next_random(state) % 113);

@@ -6,12 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define EXPECT(cond)                                                                           \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "consumer: %s:%d: %s failed\n", __FILE__, __LINE__, #cond);              \
-      return 1;                                                                                \
-    }                                                                                          \
+#define EXPECT(cond)                                                              \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
+      fprintf(stderr, "consumer: %s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
+      return 1;                                                                   \
+    }                                                                             \
   } while (0)
 
 int main(void) {

@@ -12,12 +12,12 @@ static_assert(__cplusplus == 201703L, "consumer.cpp is not compiled as C++17");
 #include <string>
 #include <utility>
 
-#define EXPECT(cond)                                                                           \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      std::fprintf(stderr, "consumer.cpp: %s:%d: %s failed\n", __FILE__, __LINE__, #cond);     \
-      return 1;                                                                                \
-    }                                                                                          \
+#define EXPECT(cond)                                                                       \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      std::fprintf(stderr, "consumer.cpp: %s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
+      return 1;                                                                            \
+    }                                                                                      \
   } while (0)
 
 int main(int argc, char **argv) {

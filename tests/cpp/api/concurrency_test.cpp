@@ -175,7 +175,8 @@ TEST(Concurrency, ModuleLoadsOfSameAndDifferentBytesFromManyThreads) {
     for (int round = 0; round < 12; ++round) {
       // Alternately the bytes every thread loads, and a variant of this thread's own.
       std::vector<uint8_t> own;
-      if (round % 2) own = sk::test::read_bytes(sk::test::kernel_path(variants[(t * 5 + round) % variants.size()], "capi_chain"));
+      if (round % 2)
+        own = sk::test::read_bytes(sk::test::kernel_path(variants[(t * 5 + round) % variants.size()], "capi_chain"));
       const std::vector<uint8_t> &bytes = round % 2 ? own : same;
       sk_module *mod = nullptr;
       ASSERT_SK(sk_module_load(d.dev, bytes.data(), bytes.size(), &mod));
@@ -308,12 +309,12 @@ TEST(Concurrency, SetArgRacingLaunchesGivesEachLaunchTheOldOrTheNewValueWhole) {
     }
     ~Join() { stop(); }
   } rebinder{done, std::thread([&] {
-    for (uint32_t i = 0; !done.load(std::memory_order_relaxed); ++i) {
-      uint32_t *target = bufs[i % 2];
-      ASSERT_SK(sk_superkernel_set_arg(sk, 0, 0, &target));
-      rebinds.fetch_add(1, std::memory_order_relaxed);
-    }
-  })};
+               for (uint32_t i = 0; !done.load(std::memory_order_relaxed); ++i) {
+                 uint32_t *target = bufs[i % 2];
+                 ASSERT_SK(sk_superkernel_set_arg(sk, 0, 0, &target));
+                 rebinds.fetch_add(1, std::memory_order_relaxed);
+               }
+             })};
   constexpr int kLaunches = 10000;
   for (int l = 1; l <= kLaunches; ++l) {
     const uint32_t s = 0x9E3779B9u * static_cast<uint32_t>(l);  // distinct for every launch

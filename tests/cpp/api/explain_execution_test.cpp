@@ -97,10 +97,11 @@ TEST(ExplainExecution, TaskOverlapRunsTheGeneralLoop) {
 }
 
 TEST(ExplainExecution, BarrierGroupMakesATree) {
-  EXPECT_TRUE(has_execution(explain_scope("host:cores=4,barrier_group=2", {{"relu_strided", 4}, {"relu_strided", 4}}),
-                            "\"barrier\":\"tree\",\"barrier_group_cores\":2,\"barrier_groups\":2,"
-                            "\"step_loop\":\"general\",\"completes_at\":\"last release\","
-                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
+  EXPECT_TRUE(
+      has_execution(explain_scope("host:cores=4,barrier_group=2", {{"relu_strided", 4}, {"relu_strided", 4}}),
+                    "\"barrier\":\"tree\",\"barrier_group_cores\":2,\"barrier_groups\":2,"
+                    "\"step_loop\":\"general\",\"completes_at\":\"last release\","
+                    "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, TheTreeIsTheDefaultAbove8Cores) {
@@ -117,9 +118,10 @@ TEST(ExplainExecution, TheTreeIsTheDefaultAbove8Cores) {
 TEST(ExplainExecution, CallsCountEachWayTheKernelsAreCalled) {
   // relu_strided (ptr,u32): direct; axpy (ptr,ptr,f32,u32): register map; too_wide (ptr and
   // 17 doubles): libffi.
-  EXPECT_TRUE(has_execution(explain_scope("host:cores=2", {{"relu_strided", 2}, {"axpy", 2}, {"too_wide", 2}, {"axpy", 2}}),
-                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
-                            "\"calls\":{\"direct\":1,\"register map\":2,\"libffi\":1}"));
+  EXPECT_TRUE(
+      has_execution(explain_scope("host:cores=2", {{"relu_strided", 2}, {"axpy", 2}, {"too_wide", 2}, {"axpy", 2}}),
+                    "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
+                    "\"calls\":{\"direct\":1,\"register map\":2,\"libffi\":1}"));
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ class Fusion : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     ASSERT_SK(sk_device_open("host:cores=2", &dev_));
     ASSERT_SK(sk_module_load_file(dev_, sk::test::kernel_path(GetParam(), "chain_ops").c_str(), &mod_));
-    for (const char *k : {"axpy", "mul_add", "relu_strided", "normalize_sync", "produce_then_release",
-                          "prologue_then_wait"}) {
+    for (const char *k :
+         {"axpy", "mul_add", "relu_strided", "normalize_sync", "produce_then_release", "prologue_then_wait"}) {
       sk_kernel *kk = nullptr;
       ASSERT_SK(sk_module_get_kernel(mod_, k, &kk));
       kernels_.push_back(kk);
@@ -82,13 +82,34 @@ class Fusion : public ::testing::TestWithParam<std::string> {
       s.storage.reserve(8);
       uint32_t n = Buffers::n;
       switch (k % 7) {
-        case 0: s.kernel = kernels_[0]; s.args = {keep(s, b.x), keep(s, b.y), keep(s, 0.5f + 0.01f * k), keep(s, n)}; break;
-        case 1: s.kernel = kernels_[1]; s.args = {keep(s, b.y), keep(s, b.z), keep(s, b.x), keep(s, n)}; break;
-        case 2: s.kernel = kernels_[2]; s.args = {keep(s, b.x), keep(s, n)}; break;
-        case 3: s.kernel = kernels_[3]; s.args = {keep(s, b.x), keep(s, b.partials), keep(s, n)}; break;
-        case 4: s.kernel = kernels_[4]; s.args = {keep(s, b.y), keep(s, b.scratch), keep(s, n)}; break;
-        case 5: s.kernel = kernels_[5]; s.args = {keep(s, b.y), keep(s, b.coeffs), keep(s, n)}; break;
-        case 6: s.kernel = kernels_[6]; s.args = {keep(s, b.z), keep(s, 0.875f), keep(s, n)}; break;
+        case 0:
+          s.kernel = kernels_[0];
+          s.args = {keep(s, b.x), keep(s, b.y), keep(s, 0.5f + 0.01f * k), keep(s, n)};
+          break;
+        case 1:
+          s.kernel = kernels_[1];
+          s.args = {keep(s, b.y), keep(s, b.z), keep(s, b.x), keep(s, n)};
+          break;
+        case 2:
+          s.kernel = kernels_[2];
+          s.args = {keep(s, b.x), keep(s, n)};
+          break;
+        case 3:
+          s.kernel = kernels_[3];
+          s.args = {keep(s, b.x), keep(s, b.partials), keep(s, n)};
+          break;
+        case 4:
+          s.kernel = kernels_[4];
+          s.args = {keep(s, b.y), keep(s, b.scratch), keep(s, n)};
+          break;
+        case 5:
+          s.kernel = kernels_[5];
+          s.args = {keep(s, b.y), keep(s, b.coeffs), keep(s, n)};
+          break;
+        case 6:
+          s.kernel = kernels_[6];
+          s.args = {keep(s, b.z), keep(s, 0.875f), keep(s, n)};
+          break;
       }
       s.block_dim = (k % 7 == 3) ? 2 : dims[k % 8];  // sync_all kernels: at most the 2 cores
     }
@@ -176,12 +197,19 @@ TEST_P(Fusion, EveryParameterTypeArrivesIntact) {
   ASSERT_SK(sk_module_get_kernel(mod_, "all_types", &k));
   double *out = nullptr;
   ASSERT_SK(sk_mem_alloc(dev_, 10 * sizeof(double), reinterpret_cast<void **>(&out)));
-  int8_t a = -5; uint8_t b = 250; int16_t c = -30000; uint16_t d = 65000; int32_t e = -2000000000;
-  uint32_t f = 4000000000u; int64_t g = -(int64_t{1} << 40); uint64_t h = uint64_t{1} << 52;
-  float i = 1.5f; double j = -2.25;
+  int8_t a = -5;
+  uint8_t b = 250;
+  int16_t c = -30000;
+  uint16_t d = 65000;
+  int32_t e = -2000000000;
+  uint32_t f = 4000000000u;
+  int64_t g = -(int64_t{1} << 40);
+  uint64_t h = uint64_t{1} << 52;
+  float i = 1.5f;
+  double j = -2.25;
   void *args[] = {&out, &a, &b, &c, &d, &e, &f, &g, &h, &i, &j};
-  const double expect[] = {-5, 250, -30000, 65000, -2000000000.0, 4000000000.0, -1099511627776.0,
-                           4503599627370496.0, 1.5, -2.25};
+  const double expect[] = {
+      -5, 250, -30000, 65000, -2000000000.0, 4000000000.0, -1099511627776.0, 4503599627370496.0, 1.5, -2.25};
   ASSERT_SK(sk_launch_kernel(k, 1, args, nullptr));
   ASSERT_SK(sk_stream_synchronize(nullptr));
   for (int x = 0; x < 10; ++x) EXPECT_EQ(out[x], expect[x]) << "param " << x + 1;
@@ -210,17 +238,21 @@ TEST_P(Fusion, WideSignaturesArriveIntactThroughRegisterMapAndLibffi) {
   double *out_wide = out + 20;
   float f1 = 0.1f, f2 = -3.75f, f3 = 1e-30f, f4 = 65504.5f, f5 = -0.0f, f6 = 7.125f, f7 = -1e20f;
   double d1 = 0.2, d2 = -1e300, d3 = 3.5, d4 = -0.125, d5 = 1e-310, d6 = 42.0;
-  int8_t i1 = -128; uint16_t i2 = 65535; int32_t i3 = -123456789; uint64_t i4 = uint64_t{1} << 50;
-  int64_t i5 = -(int64_t{1} << 45); uint8_t i6 = 255;
-  void *mixed_args[] = {&out, &f1, &i1, &d1, &i2, &f2, &i3, &d2, &i4, &f3, &d3,
-                        &f4, &d4, &f5, &d5, &f6, &i5, &d6, &i6, &f7};
+  int8_t i1 = -128;
+  uint16_t i2 = 65535;
+  int32_t i3 = -123456789;
+  uint64_t i4 = uint64_t{1} << 50;
+  int64_t i5 = -(int64_t{1} << 45);
+  uint8_t i6 = 255;
+  void *mixed_args[] = {&out, &f1, &i1, &d1, &i2, &f2, &i3, &d2, &i4, &f3,
+                        &d3,  &f4, &d4, &f5, &d5, &f6, &i5, &d6, &i6, &f7};
   double w[17];
   for (int x = 0; x < 17; ++x) w[x] = 1.0 / (x + 3) - x;
   void *wide_args[18] = {&out_wide};
   for (int x = 0; x < 17; ++x) wide_args[x + 1] = &w[x];
   auto expect_mixed = [&] {
     return std::vector<double>{f1, double(i1), d1, double(i2), f2, double(i3), d2, double(i4), f3, d3,
-                               f4, d4, f5, d5, f6, double(i5), d6, double(i6), f7};
+                               f4, d4,         f5, d5,         f6, double(i5), d6, double(i6), f7};
   };
   auto check = [&](const char *how) {
     const std::vector<double> want = expect_mixed();
@@ -263,7 +295,11 @@ TEST_P(Fusion, NarrowIntegersArriveExtendedThroughTheDirectCall) {
   ASSERT_SK(sk_module_get_kernel(mod_, "narrow_ints", &k));
   int32_t *out = nullptr;
   ASSERT_SK(sk_mem_alloc(dev_, 6 * sizeof(int32_t), reinterpret_cast<void **>(&out)));
-  int8_t a = -100; int16_t b = -30000; uint8_t c = 200; uint16_t d = 60000; int32_t e = -7;
+  int8_t a = -100;
+  int16_t b = -30000;
+  uint8_t c = 200;
+  uint16_t d = 60000;
+  int32_t e = -7;
   void *args[] = {&out, &a, &b, &c, &d, &e};
   const int32_t expect[] = {-100, -30000, 200, 60000, -7, -100 - 30000 + 200 + 60000 - 7};
   sk_scope *scope = nullptr;
@@ -305,10 +341,10 @@ TEST_P(Fusion, ExplainShowsStepsBlockDimsAndDeviceApiUse) {
   ASSERT_SK(sk_superkernel_explain(sk, nullptr, 0, &needed));
   std::string json(needed, '\0');
   ASSERT_SK(sk_superkernel_explain(sk, json.data(), json.size(), nullptr));
-  for (const char *want : {"\"name\":\"explained\"", "\"name\":\"first_axpy\"", "\"symbol\":\"axpy\"",
-                           "\"name\":\"normalize_sync\"", "\"sk_sync_all\"", "\"sk_set_next_task_start\"",
-                           "\"wait_previous\":\"sk_wait_pre_task_end\"", "\"release_next\":\"sk_set_next_task_start\"",
-                           "\"block_dim\":8", "\"blocks_per_core\":4", "\"cores\":2"})
+  for (const char *want :
+       {"\"name\":\"explained\"", "\"name\":\"first_axpy\"", "\"symbol\":\"axpy\"", "\"name\":\"normalize_sync\"",
+        "\"sk_sync_all\"", "\"sk_set_next_task_start\"", "\"wait_previous\":\"sk_wait_pre_task_end\"",
+        "\"release_next\":\"sk_set_next_task_start\"", "\"block_dim\":8", "\"blocks_per_core\":4", "\"cores\":2"})
     EXPECT_NE(json.find(want), std::string::npos) << want << " in " << json;
   sk_superkernel_destroy(sk);
   release(b);

@@ -29,7 +29,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kN = 256;
-constexpr uint32_t kHash = 2654435761u;  // capi_fill: out[i] = i * kHash + seed
+constexpr uint32_t kHash = 2654435761u;              // capi_fill: out[i] = i * kHash + seed
 constexpr int kChainThreads = 4, kChurnThreads = 2;  // and one rebinder, one launcher of its kernel
 constexpr int kForkAt = 8;  // the round of thread 0 that forks (or its last, if it has fewer)
 
@@ -164,7 +164,7 @@ void churn_thread(Soak &s, int t, long *done) {
     ASSERT_SK(sk_launch_kernel(fill, 1 + i % 4, args_a, own));
     ASSERT_SK(sk_launch(sk, own));
     sk_superkernel_destroy(sk);  // waits for its launch
-    sk_module_unload(mod);        // the queued unfused launch holds its kernel
+    sk_module_unload(mod);       // the queued unfused launch holds its kernel
     ASSERT_SK(sk_stream_synchronize(own));
     const uint32_t wa = first_wrong(a, kN, seed), wb = first_wrong(b, kN, seed);
     ASSERT_EQ(wa, kN) << "thread " << t << " round " << i << ": unfused a[" << wa << "] = " << a[wa % kN];
@@ -218,7 +218,7 @@ TEST(Soak, ThreadsLaunchRebindChurnModulesAndFork) {
     done[6] = i;
   });
   threads.emplace_back([&] {  // the launcher
-    struct Stop {  // the rebinder stops when this thread does, even at a failed check
+    struct Stop {             // the rebinder stops when this thread does, even at a failed check
       std::atomic<bool> &flag;
       ~Stop() { flag.store(true); }
     } stop{launcher_done};
@@ -234,8 +234,8 @@ TEST(Soak, ThreadsLaunchRebindChurnModulesAndFork) {
       const uint32_t wrong = first_wrong(bufs[hit], kN, own_seed);
       ASSERT_EQ(wrong, kN) << "shared launch " << i << ": buffer " << hit << "[" << wrong << "] lacks its seed";
       for (uint32_t e = 0; e < kN; ++e)
-        ASSERT_NE(bufs[1 - hit][e], e * kHash + own_seed) << "shared launch " << i << " was torn: element " << e
-                                                          << " went to buffer " << 1 - hit;
+        ASSERT_NE(bufs[1 - hit][e], e * kHash + own_seed)
+            << "shared launch " << i << " was torn: element " << e << " went to buffer " << 1 - hit;
     }
     done[7] = i;
     sk_stream_destroy(stream);
@@ -247,8 +247,9 @@ TEST(Soak, ThreadsLaunchRebindChurnModulesAndFork) {
     EXPECT_GT(done[t], 0) << "thread " << t << " did not finish a round";
     total += done[t];
   }
-  std::printf("soak: %ld rounds in all (chain threads %ld %ld %ld %ld, churn %ld %ld, rebinds %ld, shared launches %ld)\n",
-              total, done[0], done[1], done[2], done[3], done[4], done[5], done[6], done[7]);
+  std::printf(
+      "soak: %ld rounds in all (chain threads %ld %ld %ld %ld, churn %ld %ld, rebinds %ld, shared launches %ld)\n",
+      total, done[0], done[1], done[2], done[3], done[4], done[5], done[6], done[7]);
   sk_superkernel_destroy(shared);
   for (uint32_t *b : bufs) sk_mem_free(s.dev, b);
   sk_module_unload(s.chain);

@@ -91,11 +91,10 @@ TEST(Plan, HardSyncSplitsOnlyWhereCountsDiffer) {
   Plan plan;
   const uint32_t hard = kUsesCrossCoreSetFlagAll | kUsesCrossCoreWaitFlagAll;
   const uint32_t release_early = kUsesSetNextTaskStart, wait_late = kUsesWaitPreTaskEnd;
-  std::vector<PlanInput> ks = {kernel("a", KernelKind::Vector, 4, release_early),
-                               kernel("b", KernelKind::Vector, 4, hard | wait_late),
-                               kernel("c", KernelKind::Vector, 2, release_early),
-                               kernel("d", KernelKind::Vector, 2, hard | wait_late),
-                               kernel("e", KernelKind::Vector, 8)};
+  std::vector<PlanInput> ks = {
+      kernel("a", KernelKind::Vector, 4, release_early), kernel("b", KernelKind::Vector, 4, hard | wait_late),
+      kernel("c", KernelKind::Vector, 2, release_early), kernel("d", KernelKind::Vector, 2, hard | wait_late),
+      kernel("e", KernelKind::Vector, 8)};
   ASSERT_EQ(build_plan("s", o, ks, 8, &plan), SK_OK) << last_error();
   // a,b,c share 4 cores (b's count); d syncs on 2 -> split; e needs 8 -> split after d.
   ASSERT_EQ(plan.segments.size(), 3u);
@@ -120,9 +119,10 @@ TEST(Plan, StreamsLinkWithinAStreamAndAcrossEventsAndSegments) {
   ScopeOptions o;
   o.stream_fusion = true;
   const uint32_t hard = kUsesCrossCoreSetFlagAll | kUsesCrossCoreWaitFlagAll;
-  std::vector<PlanInput> ks = {kernel("a0", KernelKind::Vector, 2, 0, 0), kernel("b0", KernelKind::Vector, 2, 0, 1),
-                               kernel("a1", KernelKind::Vector, 2, 0, 0), kernel("b1", KernelKind::Vector, 2, 0, 1),
-                               kernel("h", KernelKind::Vector, 1, hard, 1), kernel("a2", KernelKind::Vector, 1, 0, 0)};
+  std::vector<PlanInput> ks = {
+      kernel("a0", KernelKind::Vector, 2, 0, 0),   kernel("b0", KernelKind::Vector, 2, 0, 1),
+      kernel("a1", KernelKind::Vector, 2, 0, 0),   kernel("b1", KernelKind::Vector, 2, 0, 1),
+      kernel("h", KernelKind::Vector, 1, hard, 1), kernel("a2", KernelKind::Vector, 1, 0, 0)};
   ks[3].after = {0};  // b1 waits for an event recorded after a0
   Plan plan;
   ASSERT_EQ(build_plan("s", o, ks, 2, &plan), SK_OK) << last_error();

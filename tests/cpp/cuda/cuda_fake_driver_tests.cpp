@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,18 +55,20 @@ bool ordered_before(const std::vector<FakeCall> &log, size_t w, size_t l) {
       return true;
     if (named(log[i], "cuEventRecord") && log[i].stream == ws)
       for (size_t j = i + 1; j < l; ++j)
-        if (named(log[j], "cuStreamWaitEvent") && log[j].stream == ls && log[j].address == log[i].address) return true;
+        if (named(log[j], "cuStreamWaitEvent") && log[j].stream == ls && log[j].address == log[i].address)
+          return true;
   }
   return false;
 }
 
 struct Fake {
   void *lib = dlopen(SK_FAKE_CUDA_DRIVER, RTLD_NOW);
-  int (*launches)(FakeLaunch *, int) = reinterpret_cast<int (*)(FakeLaunch *, int)>(dlsym(lib, "fake_cuda_launches"));
+  int (*launches)(FakeLaunch *,
+                  int) = reinterpret_cast<int (*)(FakeLaunch *, int)>(dlsym(lib, "fake_cuda_launches"));
   int (*waits)() = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_stream_waits"));
   void (*reset)(int) = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_reset"));
-  void (*fail_next)(const char *, int) =
-      reinterpret_cast<void (*)(const char *, int)>(dlsym(lib, "fake_cuda_fail_next"));
+  void (*fail_next)(const char *,
+                    int) = reinterpret_cast<void (*)(const char *, int)>(dlsym(lib, "fake_cuda_fail_next"));
   void *(*current)() = reinterpret_cast<void *(*)()>(dlsym(lib, "fake_cuda_current"));
   int (*depth)() = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_context_depth"));
   int (*set_current)(void *) = reinterpret_cast<int (*)(void *)>(dlsym(lib, "cuCtxSetCurrent"));
@@ -138,7 +140,7 @@ TEST_F(CudaFakeDriver, MemoryGoesThroughTheDriver) {
 TEST_F(CudaFakeDriver, TheDeviceCountsItsMultiprocessorsAsCores) {
   uint32_t cores = 0;
   ASSERT_EQ(sk_device_cores(dev_, &cores), SK_OK) << sk_last_error();
-  EXPECT_EQ(cores, 4u);  // the fake driver's SMs
+  EXPECT_EQ(cores, 4u);                                              // the fake driver's SMs
   EXPECT_EQ(sk_device_synchronize(dev_), SK_OK) << sk_last_error();  // its default stream
 }
 
@@ -353,7 +355,8 @@ TEST_F(CudaFakeDriver, EverythingALaunchReadsIsWrittenInItsStreamOrder) {
   // The slots set between the launches went to the buffer on the second launch's stream.
   bool rebound = false;
   for (size_t w = at[0]; w < at[1]; ++w)
-    rebound |= named(log[w], "cuMemcpyHtoDAsync") && log[w].stream == l[1].stream && log[w].address == l[1].first_slot;
+    rebound |=
+        named(log[w], "cuMemcpyHtoDAsync") && log[w].stream == l[1].stream && log[w].address == l[1].first_slot;
   EXPECT_TRUE(rebound);
   sk_superkernel_destroy(sk);
   sk_stream_destroy(s1);
@@ -652,7 +655,8 @@ namespace {
 
 // A CUDA module is one cubin: several are refused, naming the way out; one loads as ever.
 TEST_F(CudaFakeDriver, SeveralObjectsAsOneModuleAreRefused) {
-  const std::string chain = sk::cuda_test::kernel_path("chain.cubin"), misc = sk::cuda_test::kernel_path("misc.cubin");
+  const std::string chain = sk::cuda_test::kernel_path("chain.cubin"),
+                    misc = sk::cuda_test::kernel_path("misc.cubin");
   const char *two[] = {chain.c_str(), misc.c_str()};
   sk_module *mod = nullptr;
   EXPECT_EQ(sk_module_load_files(dev_, two, 2, &mod), SK_ERR_UNSUPPORTED);
@@ -709,7 +713,7 @@ TEST_F(CudaFakeDriver, LaunchesPassTheLargestDynamicSharedAndOptInPast48KiB) {
   ASSERT_EQ(s.launches, 1u);
   const unsigned dynamic = s.launch_dynamic[0];
   EXPECT_GE(dynamic, 65536u);
-  EXPECT_LT(dynamic, 65536u + 1024);  // the largest sub-kernel's, not the 69632-byte sum
+  EXPECT_LT(dynamic, 65536u + 1024);       // the largest sub-kernel's, not the 69632-byte sum
   EXPECT_EQ(s.max_dynamic, (int)dynamic);  // 24 KiB static + 64 KiB dynamic: opted in
   EXPECT_EQ(s.occupancy_dynamic, dynamic);
   sk_superkernel_destroy(sk);
@@ -832,8 +836,8 @@ TEST_F(CudaFakeDriver, ExplainReportsTheLinkedEntrysResourcesAsItsCubinSays) {
   sk_superkernel *sk = nullptr;
   ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
   std::vector<uint8_t> img(1 << 22);
-  img.resize(reinterpret_cast<size_t (*)(uint8_t *, size_t)>(dlsym(fake_.lib, "fake_cuda_last_image"))(
-      img.data(), img.size()));
+  img.resize(reinterpret_cast<size_t (*)(uint8_t *, size_t)>(dlsym(fake_.lib, "fake_cuda_last_image"))(img.data(),
+                                                                                                       img.size()));
   ASSERT_GT(img.size(), sizeof(Elf64_Ehdr));
   char json[16384];
   ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
@@ -925,9 +929,9 @@ TEST(CudaLinkCache, ASecondProcessLoadsTheLinkedCubinFromDisk) {
       bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     ASSERT_EQ(bytes.size(), size);
-    if (damage == 0) bytes[bytes.size() - 1] ^= 1;  // a flipped bit in the cubin
+    if (damage == 0) bytes[bytes.size() - 1] ^= 1;    // a flipped bit in the cubin
     if (damage == 1) bytes.resize(bytes.size() / 2);  // truncated
-    if (damage == 2) bytes[12] ^= 1;  // the key in the header
+    if (damage == 2) bytes[12] ^= 1;                  // the key in the header
     std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
     EXPECT_EQ(finalize_in_child({cache, no_linker}), 1) << "damage " << damage;
     EXPECT_EQ(finalize_in_child({cache}), 0) << "damage " << damage;
@@ -981,7 +985,8 @@ TEST_F(CudaFakeDriver, ArgumentsStayInTheParameterSpaceUpTo32KiBFromDriver12_1) 
     sk_scope *scope = nullptr;
     sk_superkernel *sk = nullptr;
     EXPECT_EQ(sk_scope_begin(dev, "params", nullptr, &scope), SK_OK);
-    for (uint32_t i = 0; i < steps; ++i) EXPECT_EQ(sk_add_kernel(scope, k, 2, args, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t i = 0; i < steps; ++i)
+      EXPECT_EQ(sk_add_kernel(scope, k, 2, args, nullptr), SK_OK) << sk_last_error();
     EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
     EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
     std::vector<FakeLaunch> l = fake_.all();

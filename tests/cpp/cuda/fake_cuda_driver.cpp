@@ -98,7 +98,8 @@ int fake_cuda_launches(FakeLaunch *out, int cap) {
   std::lock_guard<std::mutex> lock(g_mutex);
   int n = 0;
   for (const Launch &l : g_launches) {
-    if (n < cap) out[n] = {l.grid, l.block, l.cooperative, l.stream, l.first_slot, l.args_buffer, l.sync, l.epoch, l.report};
+    if (n < cap)
+      out[n] = {l.grid, l.block, l.cooperative, l.stream, l.first_slot, l.args_buffer, l.sync, l.epoch, l.report};
     ++n;
   }
   return n;
@@ -151,24 +152,33 @@ int cuDriverGetVersion(int *v) {
   *v = g_driver_version;
   return 0;
 }
-int cuDeviceGetCount(int *n) { *n = 1; return 0; }
-int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
+int cuDeviceGetCount(int *n) {
+  *n = 1;
+  return 0;
+}
+int cuDeviceGet(int *d, int ordinal) {
+  *d = ordinal;
+  return ordinal == 0 ? 0 : 101;
+}
 int cuDeviceGetName(char *name, int len, int) {
   std::strncpy(name, "Fake GPU", (size_t)len);
   return 0;
 }
 int cuDeviceGetAttribute(int *v, int attr, int) {
   switch (attr) {
-    case 1: *v = 1024; break;   // max threads per block
-    case 16: *v = 4; break;     // SMs
-    case 75: *v = 9; break;     // compute capability 9.0
+    case 1: *v = 1024; break;  // max threads per block
+    case 16: *v = 4; break;    // SMs
+    case 75: *v = 9; break;    // compute capability 9.0
     case 76: *v = 0; break;
-    case 95: *v = 1; break;     // cooperative launch
+    case 95: *v = 1; break;  // cooperative launch
     default: *v = 0;
   }
   return 0;
 }
-int cuDevicePrimaryCtxRetain(void **ctx, int) { *ctx = reinterpret_cast<void *>(0x1000); return 0; }
+int cuDevicePrimaryCtxRetain(void **ctx, int) {
+  *ctx = reinterpret_cast<void *>(0x1000);
+  return 0;
+}
 int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 int cuCtxSetCurrent(void *ctx) {
   if (t_contexts.empty())
@@ -363,7 +373,8 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
   l.grid = cfg->grid_x;
   l.block = cfg->block_x;
   for (unsigned i = 0; i < cfg->num_attrs; ++i)
-    if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE) l.cooperative = cfg->attrs[i].value.cooperative;
+    if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+      l.cooperative = cfg->attrs[i].value.cooperative;
   l.stream = cfg->stream;
   std::memcpy(&l.sync, params[1], 8);
   std::memcpy(&l.epoch, params[2], 8);

@@ -29,8 +29,10 @@ TEST(CudaAbi, MirroredTypesMatchCudaH) {
   static_assert(sizeof(sk::cuda::CUdeviceptr) == sizeof(::CUdeviceptr));
   EXPECT_EQ(sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, (int)::CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
   EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (int)::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-  EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, (int)::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-  EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, (int)::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            (int)::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            (int)::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, (int)::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
   EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, (int)::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   EXPECT_EQ(sk::cuda::CU_FUNC_ATTRIBUTE_NUM_REGS, (int)::CU_FUNC_ATTRIBUTE_NUM_REGS);
@@ -95,7 +97,8 @@ TEST(CudaAbi, TheHangReportIsWrittenWhereTheHostReadsIt) {
   const std::string ptx = generate_entry_ptx(two_step_spec(ArgSource::Params));
   const std::string wait = ptx_function(ptx, "__sk_wait");
   ASSERT_FALSE(wait.empty()) << ptx;
-  EXPECT_TRUE(contains(wait, "atom.relaxed.gpu.global.cas.b64 %rd10, [%rd4], %rd8, %rd12;")) << wait;  // epoch, word 0
+  EXPECT_TRUE(contains(wait, "atom.relaxed.gpu.global.cas.b64 %rd10, [%rd4], %rd8, %rd12;"))
+      << wait;  // epoch, word 0
   EXPECT_EQ(kReportEpoch, 0u);
   EXPECT_TRUE(contains(wait, "mov.u64 %rd11, 42;")) << wait;
   for (uint32_t w : {kReportId, kReportStep, kReportBlock, kReportPoint})

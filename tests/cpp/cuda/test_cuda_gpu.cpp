@@ -106,7 +106,8 @@ TEST_F(CudaGpu, SyncAllOnFewerBlocksThanTheSuperKernel) {
   for (uint32_t i = 0; i < n; ++i) in[i] = i % 13;
   uint32_t expect = 0;
   for (uint32_t v : in) expect += v;
-  uint32_t *din = alloc(in), *partial = alloc(std::vector<uint32_t>(64, 0)), *marks = alloc(std::vector<uint32_t>(32, 0));
+  uint32_t *din = alloc(in), *partial = alloc(std::vector<uint32_t>(64, 0)),
+           *marks = alloc(std::vector<uint32_t>(32, 0));
   sk_scope *scope = nullptr;
   ASSERT_EQ(sk_scope_begin(dev_, "sync_fewer", nullptr, &scope), SK_OK);
   uint8_t tag = 5;

@@ -106,7 +106,8 @@ int ptxas(const std::string &ptx, const std::string &arch, std::string *output) 
   FILE *f = std::fopen(in.c_str(), "w");
   std::fwrite(ptx.data(), 1, ptx.size(), f);
   std::fclose(f);
-  const std::string cmd = sk::cuda_test::ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
+  const std::string cmd =
+      sk::cuda_test::ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
   const std::vector<uint8_t> bytes = sk::cuda_test::read_file(log);
   output->assign(bytes.begin(), bytes.end());
@@ -129,7 +130,7 @@ TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
   EntrySpec spec;
   ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
   ASSERT_EQ(spec.steps.size(), 3u);
-  EXPECT_EQ(spec.steps[1].cores, 8u);      // 16 blocks multiplexed on 8 cores
+  EXPECT_EQ(spec.steps[1].cores, 8u);  // 16 blocks multiplexed on 8 cores
   EXPECT_EQ(spec.steps[1].deps, std::vector<uint32_t>{0});
   EXPECT_TRUE(spec.steps[0].deps.empty());
   const std::string ptx = generate_entry_ptx(spec);
@@ -168,7 +169,8 @@ TEST(CudaEntryPtx, FlagIdsOutOfRangeAreReportedNotMasked) {
   for (size_t at = ptx.find("setp.lt.u32 %p2, %r2, 16;"); at != std::string::npos;
        at = ptx.find("setp.lt.u32 %p2, %r2, 16;", at + 1))
     ++checks;
-  for (size_t at = ptx.find("call __sk_bad_flag"); at != std::string::npos; at = ptx.find("call __sk_bad_flag", at + 1))
+  for (size_t at = ptx.find("call __sk_bad_flag"); at != std::string::npos;
+       at = ptx.find("call __sk_bad_flag", at + 1))
     ++calls;
   EXPECT_EQ(checks, 4u) << ptx;
   EXPECT_EQ(calls, 4u) << ptx;
@@ -181,10 +183,10 @@ TEST(CudaEntryPtx, StreamFusionWaitsForStreamPredecessorsAndEvents) {
   auto k = kernel(chain, "chain_step");
   Scope s;
   s.options = "stream-fusion=1";
-  s.add(k, 4, 0);        // 0: stream 0
-  s.add(k, 4, 1);        // 1: stream 1, independent of 0
-  s.add(k, 4, 0);        // 2: stream 0, after 0
-  s.add(k, 4, 1, {2});   // 3: stream 1, after 1 and (event) after 2
+  s.add(k, 4, 0);       // 0: stream 0
+  s.add(k, 4, 1);       // 1: stream 1, independent of 0
+  s.add(k, 4, 0);       // 2: stream 0, after 0
+  s.add(k, 4, 1, {2});  // 3: stream 1, after 1 and (event) after 2
   ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
   ASSERT_TRUE(s.plan.streams);
   EntrySpec spec;
@@ -493,7 +495,7 @@ TEST(CudaRegisters, TheEntryAddsNoRegistersAboveItsLargestSubKernel) {
   EXPECT_GT(small_entry, 0u);
   EXPECT_LE(small_entry, kEntryRegisterFloor);
 
-  Scope wide = small;  // sub-kernels above the floor: the largest sets the cap
+  Scope wide = small;                     // sub-kernels above the floor: the largest sets the cap
   wide.add(kernel(sync, "sync_sum"), 4);  // an in-kernel grid barrier
   wide.add(kernel(shared, "tile_in_helper"), 8);
   ASSERT_EQ(wide.make_plan(8), SK_OK) << sk::last_error();
@@ -546,7 +548,7 @@ TEST(CudaEntryPtx, ADependentStepFencesOnceToAcquireAndOnceToRelease) {
   EXPECT_EQ(count(wait, "ld.relaxed.gpu.global.u64 %rd3, [%rd1]"), 2u) << wait;  // before and in the loop
   EXPECT_EQ(count(wait, "fence."), 1u) << wait;
   EXPECT_GT(wait.find("fence.acq_rel.gpu"), wait.rfind("bra $W_spin")) << wait;  // after the loop, not in it
-  EXPECT_GT(wait.find("fence.acq_rel.gpu"), wait.find("$W_done:")) << wait;     // on every way out
+  EXPECT_GT(wait.find("fence.acq_rel.gpu"), wait.find("$W_done:")) << wait;      // on every way out
   const std::string arrive = ptx_function(ptx, "__sk_arrive");
   ASSERT_FALSE(arrive.empty()) << ptx;
   EXPECT_EQ(count(arrive, "fence."), 0u) << arrive;

@@ -114,7 +114,8 @@ TEST(CudaCubin, ReadsFunctionsAttributesAndMetadata) {
   EXPECT_NE(std::find(c.undefined.begin(), c.undefined.end(), "sk_block_num"), c.undefined.end());
   ASSERT_EQ(c.metadata_records.size(), 3u);
   bool found = false;
-  for (const std::string &r : c.metadata_records) found |= r == "sk1;kernel=chain_step;sig=ptr,u32,u32;type=vector;threads=128";
+  for (const std::string &r : c.metadata_records)
+    found |= r == "sk1;kernel=chain_step;sig=ptr,u32,u32;type=vector;threads=128";
   EXPECT_TRUE(found);
 }
 
@@ -218,7 +219,8 @@ TEST(CudaModule, LtoIrMetadataIsReadThroughNvJitLink) {
 
 TEST(CudaModule, PtxMetadataRecords) {
   const std::string ptx =
-      ".visible .global .align 1 .b8 sk_kernel_meta_f[12] = {115, 107, 49, 59, 107, 101, 114, 110, 101, 108, 61, 0};\n"
+      ".visible .global .align 1 .b8 sk_kernel_meta_f[12] = {115, 107, 49, 59, 107, 101, 114, 110, 101, 108, 61, "
+      "0};\n"
       ".visible .global .align 1 .b8 other[2] = {1, 0};\n";
   std::vector<std::string> r = ptx_metadata_records(ptx);
   ASSERT_EQ(r.size(), 1u);

@@ -67,7 +67,8 @@ class ElfMalformed : public testing::Test {
     return parsed_.relocation_sections.at(0);
   }
   Elf64_Rela &rela(std::vector<uint8_t> &b, size_t k) {
-    return *reinterpret_cast<Elf64_Rela *>(b.data() + file_offset(text_relocations().index) + k * sizeof(Elf64_Rela));
+    return *reinterpret_cast<Elf64_Rela *>(b.data() + file_offset(text_relocations().index) +
+                                           k * sizeof(Elf64_Rela));
   }
   uint32_t symtab() const {
     for (size_t i = 0; i < parsed_.sections.size(); ++i)
@@ -231,7 +232,8 @@ TEST_F(ElfMalformed, ParseOptionsAcceptMoreOnlyWhenAsked) {
     }
   ASSERT_GT(text, 0u);
   shdr(b, text).sh_addr = 0x10000;
-  EXPECT_EQ(elf::parse_object(b.data(), b.size(), "exec.o", &o, cubin_like), SK_ERR_BAD_BINARY);  // below its section
+  EXPECT_EQ(elf::parse_object(b.data(), b.size(), "exec.o", &o, cubin_like),
+            SK_ERR_BAD_BINARY);  // below its section
   EXPECT_NE(std::strstr(last_error(), "st_value"), nullptr) << last_error();
   for (size_t k = 1; k < parsed_.symbols.size(); ++k)
     if (parsed_.symbols[k].shndx == text) sym(b, k).st_value = 0x10000 + parsed_.symbols[k].value;

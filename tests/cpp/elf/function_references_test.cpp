@@ -25,8 +25,7 @@ TEST_P(FunctionReferences, EachKernelSeesOnlyWhatItCanReach) {
   EXPECT_EQ(usage("uses_block_idx"), uint32_t{sk::kUsesBlockIdx});
 }
 
-INSTANTIATE_TEST_SUITE_P(AllVariants, FunctionReferences,
-                         ::testing::ValuesIn(sk::test::kernel_variants()),
+INSTANTIATE_TEST_SUITE_P(AllVariants, FunctionReferences, ::testing::ValuesIn(sk::test::kernel_variants()),
                          sk::test::variant_name);
 
 }  // namespace

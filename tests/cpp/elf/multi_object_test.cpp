@@ -74,10 +74,14 @@ std::vector<uint8_t> make_archive(const std::vector<std::pair<std::string, std::
   std::vector<size_t> offsets;
   for (const auto &m : members) offsets.push_back(at), at += 60 + m.second.size() + (m.second.size() & 1);
   std::string out = "!<arch>\n";
-  auto pad = [&] { if (out.size() & 1) out += '\n'; };
+  auto pad = [&] {
+    if (out.size() & 1) out += '\n';
+  };
   if (!index.empty()) {
     out += header("/", index_size);
-    auto be32 = [&](uint32_t v) { for (int s = 24; s >= 0; s -= 8) out += static_cast<char>(v >> s); };
+    auto be32 = [&](uint32_t v) {
+      for (int s = 24; s >= 0; s -= 8) out += static_cast<char>(v >> s);
+    };
     be32(static_cast<uint32_t>(index.size()));
     for (const auto &e : index) be32(static_cast<uint32_t>(offsets.at(e.second)));
     for (const auto &e : index) out += e.first + '\0';
@@ -117,8 +121,8 @@ TEST_P(MultiObject, PullsMembersByNeedOnly) {
   Inputs in(GetParam(), {"libmulti.a", "multi_main.o", "multi_helper.o"});
   elf::Object o;
   ASSERT_EQ(elf::combine(in.inputs, "set", &o), SK_OK) << last_error();
-  EXPECT_EQ(o.part_labels, (std::vector<std::string>{"multi_main.o", "multi_helper.o",
-                                                     "libmulti.a(multi_offset.o)", "libmulti.a(multi_base.o)"}));
+  EXPECT_EQ(o.part_labels, (std::vector<std::string>{"multi_main.o", "multi_helper.o", "libmulti.a(multi_offset.o)",
+                                                     "libmulti.a(multi_base.o)"}));
   Resolver r;
   std::unique_ptr<host::LinkedObject> linked;
   ASSERT_EQ(host::LinkedObject::link(o, r.options(), &linked), SK_OK) << last_error();
@@ -132,7 +136,8 @@ TEST_P(MultiObject, PullsMembersByNeedOnly) {
   // Both objects' .sk.kernels records are read.
   const auto &records = linked->metadata_records();
   auto has = [&](const char *needle) {
-    return std::any_of(records.begin(), records.end(), [&](const std::string &s) { return s.find(needle) != s.npos; });
+    return std::any_of(records.begin(), records.end(),
+                       [&](const std::string &s) { return s.find(needle) != s.npos; });
   };
   EXPECT_TRUE(has("kernel=multi_kernel;")) << records.size();
   EXPECT_TRUE(has("kernel=multi_helper_kernel;")) << records.size();
@@ -237,7 +242,8 @@ TEST(Archive, NamesABadMemberAndWhoNeededIt) {
   std::vector<uint8_t> main = read_bytes(multi_path(variant, "multi_main.o"));
   std::vector<uint8_t> helper = read_bytes(multi_path(variant, "multi_helper.o"));
   std::vector<uint8_t> ar = make_archive({{"broken.o", {0x7f, 'E', 'L', 'F', 2, 1}}}, {{"multi_offset", 0}});
-  std::vector<elf::Input> in = {{"main.o", main.data(), main.size()}, {"helper.o", helper.data(), helper.size()},
+  std::vector<elf::Input> in = {{"main.o", main.data(), main.size()},
+                                {"helper.o", helper.data(), helper.size()},
                                 {"libbad.a", ar.data(), ar.size()}};
   elf::Object o;
   EXPECT_EQ(elf::combine(in, "set", &o), SK_ERR_BAD_BINARY);

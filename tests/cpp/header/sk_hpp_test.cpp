@@ -22,9 +22,9 @@ namespace {
 static_assert(__cplusplus >= 201703L, "built as C++17 or later");
 
 template <class T>
-constexpr bool kMoveOnly = !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T> &&
-                           std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T> &&
-                           std::is_nothrow_destructible_v<T>;
+constexpr bool kMoveOnly =
+    !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T> && std::is_nothrow_move_constructible_v<T> &&
+    std::is_nothrow_move_assignable_v<T> && std::is_nothrow_destructible_v<T>;
 static_assert(kMoveOnly<sk::Device> && kMoveOnly<sk::Module> && kMoveOnly<sk::Stream> && kMoveOnly<sk::Scope> &&
               kMoveOnly<sk::SuperKernel> && kMoveOnly<sk::Buffer>);
 static_assert(std::is_trivially_copyable_v<sk::Kernel>, "a Kernel is a view");
@@ -42,7 +42,8 @@ void expect_error(F &&body, sk_status status, const std::string &needle) {
     ADD_FAILURE() << "no sk::Error thrown, expected " << sk::status_name(status);
   } catch (const sk::Error &e) {
     EXPECT_EQ(e.status(), status) << e.what();
-    EXPECT_NE(e.message().find(needle), std::string::npos) << "message \"" << e.message() << "\" does not name " << needle;
+    EXPECT_NE(e.message().find(needle), std::string::npos)
+        << "message \"" << e.message() << "\" does not name " << needle;
     EXPECT_EQ(std::string(e.what()), std::string(sk::status_name(status)) + ": " + e.message());
   }
 }
@@ -56,7 +57,8 @@ struct Chain {
 
   std::vector<uint32_t> reference_a() const {
     std::vector<uint32_t> a(n);
-    for (uint32_t i = 0; i < n; ++i) a[i] = (i * 2654435761u + seed) * static_cast<uint32_t>(mul) + static_cast<uint32_t>(add);
+    for (uint32_t i = 0; i < n; ++i)
+      a[i] = (i * 2654435761u + seed) * static_cast<uint32_t>(mul) + static_cast<uint32_t>(add);
     return a;
   }
   std::vector<uint32_t> reference_b() const {
@@ -146,7 +148,8 @@ TEST_F(Fixture, LoadFromBytesAndSignature) {
     std::FILE *f = std::fopen(kernel_object("capi_chain").c_str(), "rb");
     ASSERT_NE(f, nullptr);
     unsigned char chunk[4096];
-    for (std::size_t got; (got = std::fread(chunk, 1, sizeof chunk, f)) > 0;) bytes.insert(bytes.end(), chunk, chunk + got);
+    for (std::size_t got; (got = std::fread(chunk, 1, sizeof chunk, f)) > 0;)
+      bytes.insert(bytes.end(), chunk, chunk + got);
     std::fclose(f);
   }
   sk::Module copy = dev.load(bytes.data(), bytes.size());
@@ -191,15 +194,25 @@ TEST_F(Fixture, ErrorsThrowWithStatusAndCulprit) {
   expect_error([] { sk::Device d("no-such-backend"); }, SK_ERR_INVALID_ARGUMENT, "no-such-backend");
   expect_error([] { sk::Device d("host:no_such_key=1"); }, SK_ERR_INVALID_ARGUMENT, "no_such_key");
   expect_error([&] { dev.load_file("/no/such/object.o"); }, SK_ERR_NOT_FOUND, "/no/such/object.o");
-  expect_error([&] { dev.load_files({kernel_object("capi_misc"), "/no/such/lib.a"}); }, SK_ERR_NOT_FOUND,
-               "/no/such/lib.a");
+  expect_error(
+      [&] {
+    dev.load_files({kernel_object("capi_misc"), "/no/such/lib.a"});
+      },
+      SK_ERR_NOT_FOUND, "/no/such/lib.a");
   expect_error([&] { dev.load_files({}); }, SK_ERR_INVALID_ARGUMENT, "count is 0");
-  expect_error([&] { dev.scope("s").add(fill, 0, sk::args(&c.n, &c.n, &c.n)); }, SK_ERR_INVALID_ARGUMENT, "block_dim");
+  expect_error([&] { dev.scope("s").add(fill, 0, sk::args(&c.n, &c.n, &c.n)); }, SK_ERR_INVALID_ARGUMENT,
+               "block_dim");
   expect_error([&] { dev.scope("s").add(fill, 1, nullptr); }, SK_ERR_INVALID_ARGUMENT, "capi_fill");
-  expect_error([&] { dev.scope("s").add(fill, 1, sk::args(&c.n, &c.n, &c.n), sk::KernelOptions{"", "", 0x80, 0}); },
-               SK_ERR_INVALID_ARGUMENT, "flags");
-  expect_error([&] { dev.scope("s").add(fill, 1, sk::args(&c.n, &c.n, &c.n), sk::KernelOptions{"", "warp", 0, 0}); },
-               SK_ERR_INVALID_ARGUMENT, "warp");
+  expect_error(
+      [&] {
+    dev.scope("s").add(fill, 1, sk::args(&c.n, &c.n, &c.n), sk::KernelOptions{"", "", 0x80, 0});
+      },
+      SK_ERR_INVALID_ARGUMENT, "flags");
+  expect_error(
+      [&] {
+    dev.scope("s").add(fill, 1, sk::args(&c.n, &c.n, &c.n), sk::KernelOptions{"", "warp", 0, 0});
+      },
+      SK_ERR_INVALID_ARGUMENT, "warp");
 
   // An empty scope: finalize fails and still consumes it.
   sk::Scope empty = dev.scope("empty");

@@ -54,8 +54,8 @@ TEST(CachePlan, BeforeAndAfterListsFlushAroundAndTurnPerAccessOff) {
 
 TEST(CachePlan, DisableMeansNoMaintenanceAndWinsOverTheLists) {
   expect_placement(placed("dcci-disable-on-kernel=k", "k"), false, false, false);
-  expect_placement(placed("dcci-disable-on-kernel=k:dcci-before-kernel-start=.*:dcci-after-kernel-end=.*", "k"), false,
-                   false, false);
+  expect_placement(placed("dcci-disable-on-kernel=k:dcci-before-kernel-start=.*:dcci-after-kernel-end=.*", "k"),
+                   false, false, false);
   expect_placement(placed("dcci-disable-on-kernel=k:dcci-before-kernel-start=.*", "other"), false, true, false);
 }
 
@@ -110,7 +110,7 @@ TEST(CacheExecution, FlushesHappenWhereTheStepsSayOnEveryCoreOfTheStep) {
   auto ex = make_host_executor(2);
   Seen seen;
   HostProgram hp("dcci", 2);
-  hp.add("plain", observe, 2);               // per-access flush, nothing around
+  hp.add("plain", observe, 2);  // per-access flush, nothing around
   hp.add("before", observe, 2).flush_before = true;
   hp.program.steps.back().gm_flush = false;
   hp.add("after", observe, 1).flush_after = true;  // one core: core 1 does not flush for it
@@ -133,7 +133,8 @@ TEST(CacheExecution, FlushesHappenWhereTheStepsSayOnEveryCoreOfTheStep) {
     for (const auto &r : seen.rows)
       if (r.core == core) rows.push_back(r);
     std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.step < b.step; });
-    const std::vector<uint32_t> steps = core == 0 ? std::vector<uint32_t>{0, 1, 2, 3, 4} : std::vector<uint32_t>{0, 1, 3, 4};
+    const std::vector<uint32_t> steps =
+        core == 0 ? std::vector<uint32_t>{0, 1, 2, 3, 4} : std::vector<uint32_t>{0, 1, 3, 4};
     ASSERT_EQ(rows.size(), steps.size());
     // Expected flushes before entry, relative to the previous row's exit (sk_dcci_* end a row).
     const uint64_t gap[5] = {0, 1, 0, core == 0 ? 2u : 1u, 1};  // plain, before, after, around, last
@@ -185,8 +186,8 @@ TEST(CacheExecution, OptionsAndFlagsAreLoweredIntoTheSteps) {
   uint64_t *pwide = wide;
   void *args[] = {&pbuf, &pwide, &n, &seed};
   sk_scope *scope = nullptr;
-  ASSERT_SK(sk_scope_begin(dev, "lowered", "dcci-before-kernel-start=b:dcci-after-kernel-end=a:dcci-disable-on-kernel=d",
-                           &scope));
+  ASSERT_SK(sk_scope_begin(dev, "lowered",
+                           "dcci-before-kernel-start=b:dcci-after-kernel-end=a:dcci-disable-on-kernel=d", &scope));
   const char *names[] = {"plain", "b", "a", "d", "sink"};
   for (const char *name : names) {
     sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
@@ -200,7 +201,8 @@ TEST(CacheExecution, OptionsAndFlagsAreLoweredIntoTheSteps) {
   ASSERT_EQ(steps.size(), 5u);
   struct Want {
     bool before, after, per_access;
-  } want[] = {{false, false, true}, {true, false, false}, {false, true, false}, {false, false, false}, {true, true, false}};
+  } want[] = {
+      {false, false, true}, {true, false, false}, {false, true, false}, {false, false, false}, {true, true, false}};
   for (size_t i = 0; i < steps.size(); ++i) {
     SCOPED_TRACE(names[i]);
     EXPECT_EQ(steps[i].flush_before, want[i].before);

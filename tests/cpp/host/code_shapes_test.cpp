@@ -155,7 +155,8 @@ TEST(Lto, SlimGccObjectIsRefusedNamingTheFlag) {
   EXPECT_EQ(sk_module_load_file(dev, path.c_str(), &mod), SK_ERR_UNSUPPORTED);
   const std::string msg = sk_last_error();
   EXPECT_NE(msg.find("gcc-O2-lto/shape_models.o"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("compiled with -flto: add -ffat-lto-objects or compile without -flto"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("compiled with -flto: add -ffat-lto-objects or compile without -flto"), std::string::npos)
+      << msg;
   EXPECT_EQ(mod, nullptr);
   sk_device_close(dev);
 }
@@ -191,7 +192,8 @@ TEST(Lto, FatGccObjectLoadsItsRegularCode) {
 
 TEST(ThreadLocal, RefusalNamesTheVariableAndSaysWhy) {
   sk::test::Loaded l;
-  EXPECT_EQ(sk::test::load_kernel("gcc-O2-pie", "reloc_tls", sk::test::Resolver().options(), &l), SK_ERR_UNSUPPORTED);
+  EXPECT_EQ(sk::test::load_kernel("gcc-O2-pie", "reloc_tls", sk::test::Resolver().options(), &l),
+            SK_ERR_UNSUPPORTED);
   EXPECT_NE(l.message.find("'reloc_tls_counter'"), std::string::npos) << l.message;
   EXPECT_NE(l.message.find("kernels run on the executor's threads, not the launching thread"), std::string::npos)
       << l.message;
@@ -255,7 +257,8 @@ std::vector<std::pair<uint64_t, uint64_t>> perf_map_lines(const std::string &nam
     std::istringstream ss(line);
     std::string start, size, n;
     if (ss >> start >> size >> n && n == name)
-      out.emplace_back(std::stoull(start, nullptr, 16), std::stoull(start, nullptr, 16) + std::stoull(size, nullptr, 16));
+      out.emplace_back(std::stoull(start, nullptr, 16),
+                       std::stoull(start, nullptr, 16) + std::stoull(size, nullptr, 16));
   }
   return out;
 }
@@ -287,7 +290,8 @@ TEST(PerfMap, WrittenOnlyWhenAskedWithALineCoveringEachFunction) {
     return false;
   };
   ASSERT_NO_FATAL_FAILURE(load_on("host:cores=1,perf_map=1", &at));
-  EXPECT_TRUE(covered(at)) << "no line of " << sk::host::perf_map_path() << " covers shape_fill at 0x" << std::hex << at;
+  EXPECT_TRUE(covered(at)) << "no line of " << sk::host::perf_map_path() << " covers shape_fill at 0x" << std::hex
+                           << at;
 
   ::setenv("SK_PERF_MAP", "1", 1);  // the environment asks; perf_map=0 overrides it
   ASSERT_NO_FATAL_FAILURE(load_on("host:cores=1", &at));

@@ -13,8 +13,8 @@ using sk::host::resolve_compiler_runtime;
 TEST(CompilerRuntime, OutlineAtomicsOnAArch64Only) {
 #if defined(__aarch64__)
   // __aarch64_<op><bytes>_<model>(value, address) returns the old value.
-  auto ldadd = reinterpret_cast<uint32_t (*)(uint32_t, uint32_t *)>(
-      resolve_compiler_runtime("__aarch64_ldadd4_acq_rel"));
+  auto ldadd =
+      reinterpret_cast<uint32_t (*)(uint32_t, uint32_t *)>(resolve_compiler_runtime("__aarch64_ldadd4_acq_rel"));
   ASSERT_NE(ldadd, nullptr);
   uint32_t x = 5;
   EXPECT_EQ(ldadd(3, &x), 5u);

@@ -63,14 +63,13 @@ TEST(CpuBudget, ACgroupV2QuotaIsTheSmallestOfItsOwnAndItsAncestors) {
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/app/worker\n", mounts), 1.5);  // its own, smaller
   fs.write("unified/app/worker/cpu.max", "50000 10000");
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/app/worker\n", mounts), 2.5);  // 5 CPUs: the parent's wins
-  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/\n", mounts), 0);  // the root sets none
-  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/elsewhere\n", mounts), 0);  // no folder, no files
+  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/\n", mounts), 0);              // the root sets none
+  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/elsewhere\n", mounts), 0);     // no folder, no files
 }
 
 TEST(CpuBudget, ACgroupV1QuotaComesFromTheMountHoldingTheCpuController) {
   FakeCgroups fs;
-  const std::string mounts = std::string(kOtherMounts) +
-                             FakeCgroups::v1_mount(fs.path("memory"), "memory") +
+  const std::string mounts = std::string(kOtherMounts) + FakeCgroups::v1_mount(fs.path("memory"), "memory") +
                              FakeCgroups::v1_mount(fs.path("cpu,cpuacct"), "cpu,cpuacct");
   const std::string cgroup = "5:memory:/job\n4:cpu,cpuacct:/job\n0::/\n";
   fs.write("memory/job/cpu.cfs_quota_us", "100000");  // not the cpu controller's mount: ignored

@@ -61,7 +61,8 @@ TEST(CpuOrder, SiblingsNumberedApartKeepTheirOrder) {
 TEST(CpuOrder, SiblingsSideBySideTakeEveryCoreBeforeASecondThread) {
   // 8 cores, 16 threads: cpus 2c and 2c + 1 share core c.
   FakeSysfs sys;
-  for (int c = 0; c < 8; ++c) sys.cores({{2 * c, 2 * c + 1}}, {std::to_string(2 * c) + "-" + std::to_string(2 * c + 1)});
+  for (int c = 0; c < 8; ++c)
+    sys.cores({{2 * c, 2 * c + 1}}, {std::to_string(2 * c) + "-" + std::to_string(2 * c + 1)});
   const std::vector<int> expected = {0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15};
   EXPECT_EQ(cpu_pinning_order(range(0, 16), sys.root()), expected);
 }

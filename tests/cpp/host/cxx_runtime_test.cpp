@@ -34,13 +34,13 @@ bool throwing_objects_load(const std::string &variant) {
 }
 
 // The -pic variant of the same compiler and level: the one linked into a reference .so.
-std::string pic_variant(const std::string &variant) {
-  return variant.substr(0, variant.rfind('-')) + "-pic";
-}
+std::string pic_variant(const std::string &variant) { return variant.substr(0, variant.rfind('-')) + "-pic"; }
 
 using Log = std::array<int32_t, 128>;  // [0]: count, then the events
 
-std::vector<int32_t> events(const Log &log) { return std::vector<int32_t>(log.begin() + 1, log.begin() + 1 + log[0]); }
+std::vector<int32_t> events(const Log &log) {
+  return std::vector<int32_t>(log.begin() + 1, log.begin() + 1 + log[0]);
+}
 
 // What cxx_lifecycle logs when dlopen'ed, its log attached and its local static used, then dlclose'd.
 std::vector<int32_t> reference_events(const std::string &variant) {
@@ -282,7 +282,8 @@ TEST_P(CxxRuntime, StrictPolicyAllowsTheAbiNotTheLibrary) {
   EXPECT_EQ(sk_module_load_file(strict, kernel_path(GetParam(), "cxx_features").c_str(), &mod), SK_ERR_UNSUPPORTED);
   const std::string msg = sk_last_error();
   if (throwing_objects_load(GetParam())) {
-    EXPECT_TRUE(msg.find("St13runtime_error") != std::string::npos || msg.find("'_ZdlPv") != std::string::npos) << msg;
+    EXPECT_TRUE(msg.find("St13runtime_error") != std::string::npos || msg.find("'_ZdlPv") != std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("symbols=strict"), std::string::npos) << msg;
   }
   sk_device_close(strict);
@@ -339,13 +340,16 @@ TEST(CxxRuntimeLink, MalformedUnwindTableIsRefused) {
   for (const Damage &d : {Damage{8, 7, "CIE version"}, Damage{0, 0xf0, "overruns the section"},
                           Damage{3, 0xff, "64-bit extended lengths"}}) {
     std::vector<uint8_t> bytes = good;
-    if (d.offset == 3) std::memset(&bytes[at], 0xff, 4);
-    else bytes[at + d.offset] = d.value;
+    if (d.offset == 3)
+      std::memset(&bytes[at], 0xff, 4);
+    else
+      bytes[at + d.offset] = d.value;
     if (d.offset == 0) bytes[at + 3] = 0x7f;  // a length far past the section
     sk::test::Loaded l;
     EXPECT_EQ(sk::test::load_bytes(bytes, "damaged.o", sk::test::Resolver().options(), &l), SK_ERR_BAD_BINARY)
         << d.says;
-    EXPECT_NE(l.message.find("damaged.o: section '.eh_frame', record at offset 0x0"), std::string::npos) << l.message;
+    EXPECT_NE(l.message.find("damaged.o: section '.eh_frame', record at offset 0x0"), std::string::npos)
+        << l.message;
     EXPECT_NE(l.message.find(d.says), std::string::npos) << l.message;
   }
 }

@@ -3,14 +3,14 @@
 // directly against what the device API tells each block.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <random>
-#include <pthread.h>
-#include <sched.h>
 #include <set>
 #include <thread>
 #include <vector>
@@ -66,8 +66,7 @@ voidfn api(const char *name) { return reinterpret_cast<voidfn>(resolve_device_ap
 struct TestProgram : sk::test::HostProgram {
   void *state = nullptr;
   using HostProgram::HostProgram;
-  void add(const char *name, void (*fn)(void *), uint32_t block_dim, bool wait_in = false,
-           bool arrive_in = false) {
+  void add(const char *name, void (*fn)(void *), uint32_t block_dim, bool wait_in = false, bool arrive_in = false) {
     StepExec &s = HostProgram::add(name, fn, block_dim);
     s.wait_in_kernel = wait_in;
     s.arrive_in_kernel = arrive_in;
@@ -269,13 +268,16 @@ TEST(Executor, WithoutOverlapTheNextStepWaits) {
   TestProgram tp("no-overlap", 2);
   tp.state = &o;
   // Same kernels, but the plan says "no overlap" (early-start=0): the handshake must time out.
-  tp.add("first", +[](void *p) {
-    auto *o = static_cast<Overlap *>(p);
-    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    while (o->second_started.load() == 0 && std::chrono::steady_clock::now() < until) {
-    }
-    if (o->second_started.load()) o->overlapped++;
-  }, 1);
+  tp.add(
+      "first",
+      +[](void *p) {
+        auto *o = static_cast<Overlap *>(p);
+        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        while (o->second_started.load() == 0 && std::chrono::steady_clock::now() < until) {
+        }
+        if (o->second_started.load()) o->overlapped++;
+      },
+      1);
   tp.add("second", overlap_second, 2);
   tp.finish();
   StreamState stream;
@@ -462,8 +464,8 @@ TEST(Executor, TailAfterReleaseNeverOverlapsTheStepTwoAfter) {
         ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
         ASSERT_EQ(ex->synchronize(&stream), SK_OK) << sk::last_error();
       }
-      EXPECT_EQ(r.violations.load(), 0)
-          << early_before << " steps releasing early before a, barrier_group " << group;
+      EXPECT_EQ(r.violations.load(), 0) << early_before << " steps releasing early before a, barrier_group "
+                                        << group;
     }
   }
 }
@@ -814,8 +816,7 @@ TEST(Executor, WaitersAndPollersTogetherLeaveNoLaunchUnrun) {
           case 1:
             if (!polled_to(blocks, expected)) lost++;
             break;
-          default:
-            std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+          default: std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
         }
       }
       if (ex->synchronize(&stream) != SK_OK || blocks.load() != expected) lost++;
@@ -832,8 +833,8 @@ TEST(Executor, WaitersAndPollersTogetherLeaveNoLaunchUnrun) {
 TEST(Executor, BarrierGroupDefaultsToCentralUpTo8Cores) {
   struct Case {
     uint32_t cores, asked, used;
-  } cases[] = {{2, 0, 0}, {8, 0, 0}, {9, 0, 3}, {16, 0, 4}, {17, 0, 5}, {64, 0, 8},
-               {4, 2, 2}, {4, 4, 0}, {4, 9, 0}, {16, 2, 2}};
+  } cases[] = {{2, 0, 0},  {8, 0, 0}, {9, 0, 3}, {16, 0, 4}, {17, 0, 5},
+               {64, 0, 8}, {4, 2, 2}, {4, 4, 0}, {4, 9, 0},  {16, 2, 2}};
   for (const Case &c : cases) {
     ExecutorConfig cfg;
     cfg.cores = c.cores;
@@ -1060,20 +1061,20 @@ TEST(Executor, ABusyThreadOnACoresCpuDoesNotStallItsLaunches) {
   StreamState stream;
   constexpr double kMedianBoundMs = 2.0;
   const double median = sk::test::fewest_until(kMedianBoundMs, [&] {
-  std::vector<double> ms;
-  for (int launch = 0; launch < 100; ++launch) {
-    // 100 us of host work first: core 1 waits idle meanwhile, past the few microseconds after
-    // which a yielding wait yields.
-    const auto work_until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-    while (std::chrono::steady_clock::now() < work_until) {
+    std::vector<double> ms;
+    for (int launch = 0; launch < 100; ++launch) {
+      // 100 us of host work first: core 1 waits idle meanwhile, past the few microseconds after
+      // which a yielding wait yields.
+      const auto work_until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+      while (std::chrono::steady_clock::now() < work_until) {
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
+      EXPECT_EQ(ex->synchronize(&stream), SK_OK);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
-    EXPECT_EQ(ex->synchronize(&stream), SK_OK);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(ms.begin(), ms.begin() + 50, ms.end());
-  return ms[50];
+    std::nth_element(ms.begin(), ms.begin() + 50, ms.end());
+    return ms[50];
   });
   stop.store(true);
   busy.join();

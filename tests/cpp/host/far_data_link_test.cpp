@@ -126,8 +126,8 @@ TEST_P(FarData, SharedVariablesAsInAStaticLink) {
   Vars local{&far_data_a, &far_data_b, &far_data_d, far_data_counts, far_data_bytes};
   const Result expected = run(local, far_data_step);
   const Result got = run(far, l.fn<int (*)(int)>("far_data_step"));
-  EXPECT_TRUE(got == expected) << "a=" << got.a << "/" << expected.a << " b=" << got.b << "/"
-                               << expected.b << " d=" << got.d << "/" << expected.d;
+  EXPECT_TRUE(got == expected) << "a=" << got.a << "/" << expected.a << " b=" << got.b << "/" << expected.b
+                               << " d=" << got.d << "/" << expected.d;
   *far.d = 42.25;  // a host store the kernel reads
   EXPECT_EQ(l.fn<double (*)()>("far_data_read_d")(), 42.25);
 }
@@ -143,8 +143,8 @@ TEST_P(FarData, UnrewritableInstructionIsRefusedByName) {
   r.names["far_data_b"] = far1_;
   Loaded l;
   ASSERT_EQ(load_kernel(GetParam(), "far_data_refused", r.options(), &l), SK_ERR_UNSUPPORTED);
-  for (const char *needle : {"far_data_refused.o", ".text+0x", "'far_data_push'", "'far_data_b'",
-                             "'push [rip]'", "stack pointer", "-fPIC"})
+  for (const char *needle : {"far_data_refused.o", ".text+0x", "'far_data_push'", "'far_data_b'", "'push [rip]'",
+                             "stack pointer", "-fPIC"})
     EXPECT_NE(l.message.find(needle), std::string::npos) << needle << " in: " << l.message;
 #endif
 }

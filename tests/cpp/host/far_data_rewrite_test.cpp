@@ -179,7 +179,7 @@ const Case kCases[] = {
 State initial(uint64_t salt) {
   State s{};
   for (int i = 0; i < 16; ++i) s.gpr[i] = 0x0101010101010101ull * (i + 1) ^ salt;
-  s.gpr[0] = 0x0000000012345678ull;  // rax: cmpxchg compares with it
+  s.gpr[0] = 0x0000000012345678ull;    // rax: cmpxchg compares with it
   s.flags = 0x2 | 0x1 | 0x80 | 0x800;  // CF, SF, OF set; ZF, PF, AF clear
   for (int r = 0; r < 4; ++r)
     for (int b = 0; b < 16; ++b) s.xmm[r][b] = static_cast<uint8_t>(0x40 + 16 * r + b);
@@ -187,8 +187,8 @@ State initial(uint64_t salt) {
 }
 
 void fill_variable(uint8_t *v) {  // 32 bytes: ymm loads read them all
-  const uint8_t bytes[32] = {0x78, 0x56, 0x34, 0x12, 0, 0, 0, 0, 0x00, 0x00, 0x80, 0x3f, 0, 0, 0xf0, 0x3f,
-                             1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  const uint8_t bytes[32] = {0x78, 0x56, 0x34, 0x12, 0, 0, 0, 0, 0x00, 0x00, 0x80, 0x3f, 0,  0,  0xf0, 0x3f,
+                             1,    2,    3,    4,    5, 6, 7, 8, 9,    10,   11,   12,   13, 14, 15,   16};
   std::memcpy(v, bytes, sizeof bytes);
 }
 
@@ -213,7 +213,8 @@ void run(const Case &c, bool rewrite, Page &page, State *state, std::vector<uint
     ASSERT_EQ(site.length, c.bytes.size());
     // S + A of the relocation: A = -(bytes from the field to the end of the instruction).
     const uint64_t target = v - (c.bytes.size() - c.disp);
-    ASSERT_TRUE(rw.write(code, at, site, c.disp, code + kStubAt, at + kStubAt, target, &why)) << c.name << ": " << why;
+    ASSERT_TRUE(rw.write(code, at, site, c.disp, code + kStubAt, at + kStubAt, target, &why))
+        << c.name << ": " << why;
     ASSERT_EQ(code[0], 0xe9) << c.name;  // a jmp to the stub
   } else {
     const int32_t disp = static_cast<int32_t>(static_cast<int64_t>(v - end));
@@ -307,9 +308,11 @@ uint64_t run_adrp(Page &page, uint64_t variable, uint32_t nzcv_in, uint32_t *nzc
   host::FarDataSite site;
   std::string why;
   EXPECT_TRUE(rw->plan(page.code(), 24, 0, 4, &site, &why)) << why;
-  EXPECT_TRUE(rw->write(page.code() + 4, at + 4, site, 0, page.code() + kStubAt, at + kStubAt, variable, &why)) << why;
+  EXPECT_TRUE(rw->write(page.code() + 4, at + 4, site, 0, page.code() + kStubAt, at + kStubAt, variable, &why))
+      << why;
   page.seal(true);
-  __builtin___clear_cache(reinterpret_cast<char *>(page.code()), reinterpret_cast<char *>(page.code() + page.size / 2));
+  __builtin___clear_cache(reinterpret_cast<char *>(page.code()),
+                          reinterpret_cast<char *>(page.code() + page.size / 2));
   auto fn = reinterpret_cast<uint64_t (*)(uint64_t, uint64_t, uint32_t *)>(page.code());
   return fn(0, static_cast<uint64_t>(nzcv_in), nzcv_out);
 }

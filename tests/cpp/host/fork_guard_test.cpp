@@ -3,8 +3,8 @@
 // handlers taking them first, the child kept the lock held by a thread it does not have, and
 // its first sk_device_open or handle waited for ever.
 #include <gtest/gtest.h>
-#include <sk.h>
 #include <signal.h>
+#include <sk.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -122,10 +122,12 @@ TEST(IdleSpin, APausePastTheMaximumSetsTheSpinBack) {
     return loop.run(1, microseconds(8000)) + loop.run(1, microseconds(1000));
   });
   EXPECT_EQ(after_pause, 2u);
-  EXPECT_LE(fewest_until(uint64_t{3}, [&] {
-              loop.run(2, microseconds(1000));
-              return loop.run(10, microseconds(1000));
-            }),
+  EXPECT_LE(fewest_until(
+                uint64_t{3},
+                [&] {
+    loop.run(2, microseconds(1000));
+    return loop.run(10, microseconds(1000));
+                }),
             3u);
 }
 

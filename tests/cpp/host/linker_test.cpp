@@ -77,7 +77,7 @@ TEST_P(LinkerVariant, BasicKernelMetadataAndReferences) {
   EXPECT_TRUE(has(f, "sk_block_idx"));
   EXPECT_TRUE(has(f, "sk_block_num"));
   EXPECT_TRUE(has(l.linked->find_function("reloc_strlen"), "strlen"));
-  EXPECT_EQ(l.linked->find_function("sq"), nullptr);  // static: not exported
+  EXPECT_EQ(l.linked->find_function("sq"), nullptr);             // static: not exported
   EXPECT_EQ(l.linked->find_function("reloc_counter"), nullptr);  // data
   EXPECT_EQ(l.linked->find_symbol("reloc_no_such"), nullptr);
 }
@@ -88,14 +88,14 @@ TEST_P(LinkerVariant, BasicKernelHasExpectedRelocationTypes) {
   elf::Object o;
   ASSERT_EQ(elf::parse_object(bytes.data(), bytes.size(), GetParam(), &o), SK_OK);
 #if defined(__aarch64__)
-  EXPECT_TRUE(has_relocation(o, R_AARCH64_CALL26));             // calls to strlen, sk_block_idx
-  EXPECT_TRUE(has_relocation(o, R_AARCH64_ADR_PREL_PG_HI21));   // adrp of data and constants
-  EXPECT_TRUE(has_relocation(o, R_AARCH64_ADD_ABS_LO12_NC));    // ... and its low 12 bits
-  EXPECT_TRUE(has_relocation(o, R_AARCH64_ABS64));              // the string pointer table
-  EXPECT_TRUE(has_relocation(o, R_AARCH64_ADR_GOT_PAGE));       // the weak symbol, external data
+  EXPECT_TRUE(has_relocation(o, R_AARCH64_CALL26));            // calls to strlen, sk_block_idx
+  EXPECT_TRUE(has_relocation(o, R_AARCH64_ADR_PREL_PG_HI21));  // adrp of data and constants
+  EXPECT_TRUE(has_relocation(o, R_AARCH64_ADD_ABS_LO12_NC));   // ... and its low 12 bits
+  EXPECT_TRUE(has_relocation(o, R_AARCH64_ABS64));             // the string pointer table
+  EXPECT_TRUE(has_relocation(o, R_AARCH64_ADR_GOT_PAGE));      // the weak symbol, external data
   EXPECT_TRUE(has_relocation(o, R_AARCH64_LD64_GOT_LO12_NC));
-  EXPECT_FALSE(has_relocation(o, R_AARCH64_ABS32));             // the small code model: no
-  EXPECT_FALSE(has_relocation(o, R_AARCH64_MOVW_UABS_G0_NC));   // absolute code addresses
+  EXPECT_FALSE(has_relocation(o, R_AARCH64_ABS32));            // the small code model: no
+  EXPECT_FALSE(has_relocation(o, R_AARCH64_MOVW_UABS_G0_NC));  // absolute code addresses
 #else
   EXPECT_TRUE(has_relocation(o, R_X86_64_PLT32));  // calls to strlen, sk_block_idx
   EXPECT_TRUE(has_relocation(o, R_X86_64_PC32));   // RIP-relative data and constants
@@ -180,9 +180,8 @@ TEST_P(LinkerVariant, ThirdPartyCalculatorRuns) {
     int op = (argc & 1) ? argc * 3 : argc + 3;
     static const char *names[] = {"zero", "one", "two", "three"};
     char expected[256];
-    int n = std::snprintf(expected, sizeof expected, "%s %d %.3f %.3f %.3f %s", names[argc & 3],
-                          classify[argc] + op, std::sin(2.5 * argc), std::exp(1.0 / argc),
-                          (double)std::sqrt((float)argc), "xyz");
+    int n = std::snprintf(expected, sizeof expected, "%s %d %.3f %.3f %.3f %s", names[argc & 3], classify[argc] + op,
+                          std::sin(2.5 * argc), std::exp(1.0 / argc), (double)std::sqrt((float)argc), "xyz");
     ++calls;
     EXPECT_EQ(run(argc, argv), n + calls * 1000);
     EXPECT_STREQ(output(), expected);
@@ -290,8 +289,7 @@ TEST(LinkerMemory, NoWritableExecutableMappingsAndUnmapOnDestroy) {
   all.clear();
   maps = read_maps();
   for (const host::MappedRegion &reg : regions)
-    EXPECT_EQ(find(maps, reinterpret_cast<uint64_t>(reg.address)), nullptr)
-        << "still mapped: " << reg.address;
+    EXPECT_EQ(find(maps, reinterpret_cast<uint64_t>(reg.address)), nullptr) << "still mapped: " << reg.address;
 }
 
 // Random byte flips in a good object: parsing and linking may fail with any status, never crash.
@@ -316,8 +314,10 @@ TEST(LinkerFuzz, RandomByteFlipsNeverCrash) {
       b[at] ^= static_cast<uint8_t>(1u << (next() % 8));
     }
     Loaded l;
-    if (load_bytes(b, "fuzz.o", options, &l) == SK_OK) ++linked;
-    else EXPECT_FALSE(l.message.empty());
+    if (load_bytes(b, "fuzz.o", options, &l) == SK_OK)
+      ++linked;
+    else
+      EXPECT_FALSE(l.message.empty());
   }
   EXPECT_GT(linked, 0);  // some flips are harmless (unused bytes)
 }

@@ -252,15 +252,18 @@ TEST(TraceJson, CompleteEventsPerCoreWithStepNamesAndWaits) {
                                                   rec(1, 0, 3600, 4000, 9001, 0)};
   const std::string json = chrome_trace_json("sk \"x\"", 7, names, records);
   // Microseconds from the earliest ready time, with nanosecond precision.
-  EXPECT_NE(json.find(R"({"name":"first \"quoted\"","cat":"sub-kernel","ph":"X","pid":7,"tid":1,"ts":0.300,"dur":1.700,)"
-                      R"("args":{"step":0,"blocks":1,"core_type":"vector","ready_wait_us":0.100,"sync_wait_us":0.250}})"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find(R"({"name":"first \"quoted\"","cat":"sub-kernel","ph":"X","pid":7,"tid":1,"ts":0.300,"dur":1.700,)"
+                R"("args":{"step":0,"blocks":1,"core_type":"vector","ready_wait_us":0.100,"sync_wait_us":0.250}})"),
+      std::string::npos)
       << json;
-  EXPECT_NE(json.find(R"({"name":"second\\back","cat":"sub-kernel","ph":"X","pid":7,"tid":0,"ts":3.000,"dur":5.001,)"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find(R"({"name":"second\\back","cat":"sub-kernel","ph":"X","pid":7,"tid":0,"ts":3.000,"dur":5.001,)"),
+      std::string::npos)
       << json;
   // The wait for the previous step is its own slice; a core that did not wait has none.
-  EXPECT_NE(json.find(R"({"name":"wait","cat":"sync","ph":"X","pid":7,"tid":0,"ts":2.600,"dur":0.400,)"), std::string::npos)
+  EXPECT_NE(json.find(R"({"name":"wait","cat":"sync","ph":"X","pid":7,"tid":0,"ts":2.600,"dur":0.400,)"),
+            std::string::npos)
       << json;
   EXPECT_EQ(json.find(R"("tid":0,"ts":0.000,"dur":0.000)"), std::string::npos) << json;
   EXPECT_NE(json.find(R"j({"name":"thread_name","ph":"M","pid":7,"tid":1,"args":{"name":"core 1 (vector)"}})j"),
@@ -280,10 +283,11 @@ TEST(TraceJson, ParsesAsJson) {
   const std::string json = chrome_trace_json("name\twith\\odd \"chars\"", 1, names, records);
   const std::string path = ::testing::TempDir() + "sk_trace_" + std::to_string(getpid()) + ".json";
   std::ofstream(path) << json;
-  const std::string check = "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
-                            "x=[e for e in d[\"traceEvents\"] if e[\"ph\"]==\"X\" and e[\"cat\"]==\"sub-kernel\"]; "
-                            "sys.exit(0 if len(x)==6 and x[0][\"name\"]==\"a\\x01\\n\\\"b\\\"\" else 1)' " +
-                            path;
+  const std::string check =
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+      "x=[e for e in d[\"traceEvents\"] if e[\"ph\"]==\"X\" and e[\"cat\"]==\"sub-kernel\"]; "
+      "sys.exit(0 if len(x)==6 and x[0][\"name\"]==\"a\\x01\\n\\\"b\\\"\" else 1)' " +
+      path;
   EXPECT_EQ(std::system(check.c_str()), 0) << json;
   std::remove(path.c_str());
 }
@@ -296,8 +300,8 @@ TEST(TraceJson, EmptyProfileIsStillATrace) {
 
 TEST(TraceJson, SaysWhichLibskAndLayoutWroteIt) {
   const std::string json = chrome_trace_json("versioned", 1, {}, {});
-  const std::string writer = std::string(R"("otherData":{"libsk_version":")") + sk_version_string() +
-                             R"(","trace_format_version":1,)";
+  const std::string writer =
+      std::string(R"("otherData":{"libsk_version":")") + sk_version_string() + R"(","trace_format_version":1,)";
   EXPECT_NE(json.find(writer), std::string::npos) << json;
 }
 

@@ -99,7 +99,8 @@ TEST(ProgramPool, ConcurrentTakersNeverShareAProgram) {
       }
       if (p->steps[0].block_dim != block_dim) shared.fetch_add(1);
       // The program's own state is this thread's while it holds it.
-      if (p->next_epoch.fetch_add(1, std::memory_order_relaxed) != p->completed_epoch.load(std::memory_order_relaxed))
+      if (p->next_epoch.fetch_add(1, std::memory_order_relaxed) !=
+          p->completed_epoch.load(std::memory_order_relaxed))
         shared.fetch_add(1);
       p->completed_epoch.fetch_add(1, std::memory_order_relaxed);
       pool.put(p);

@@ -60,23 +60,36 @@ TEST(RelocateAArch64, DataFormulasAndEdges) {
   EXPECT_EQ(w, 0x123456789ac0u);
   ASSERT_EQ(run(R_AARCH64_PREL64, values(0x1000, -8, P), 0, &w), SK_OK);
   EXPECT_EQ(w, 0x1000 - 8 - P);
-  struct Case { uint32_t type; uint64_t S; bool ok; };
+  struct Case {
+    uint32_t type;
+    uint64_t S;
+    bool ok;
+  };
   const Case cases[] = {
-      {R_AARCH64_ABS32, 0xffffffff, true},       {R_AARCH64_ABS32, 0x100000000, false},
-      {R_AARCH64_ABS32, uint64_t(-0x80000000ll), true}, {R_AARCH64_ABS32, uint64_t(-0x80000001ll), false},
-      {R_AARCH64_ABS16, 0xffff, true},           {R_AARCH64_ABS16, 0x10000, false},
-      {R_AARCH64_ABS16, uint64_t(-0x8000), true}, {R_AARCH64_ABS16, uint64_t(-0x8001), false},
-      {R_AARCH64_PREL32, P + 0xffffffff, true},  {R_AARCH64_PREL32, P + 0x100000000, false},
-      {R_AARCH64_PREL32, P - 0x80000000, true},  {R_AARCH64_PREL32, P - 0x80000001, false},
-      {R_AARCH64_PREL16, P + 0xffff, true},      {R_AARCH64_PREL16, P + 0x10000, false},
-      {R_AARCH64_PREL16, P - 0x8000, true},      {R_AARCH64_PREL16, P - 0x8001, false},
+      {R_AARCH64_ABS32, 0xffffffff, true},
+      {R_AARCH64_ABS32, 0x100000000, false},
+      {R_AARCH64_ABS32, uint64_t(-0x80000000ll), true},
+      {R_AARCH64_ABS32, uint64_t(-0x80000001ll), false},
+      {R_AARCH64_ABS16, 0xffff, true},
+      {R_AARCH64_ABS16, 0x10000, false},
+      {R_AARCH64_ABS16, uint64_t(-0x8000), true},
+      {R_AARCH64_ABS16, uint64_t(-0x8001), false},
+      {R_AARCH64_PREL32, P + 0xffffffff, true},
+      {R_AARCH64_PREL32, P + 0x100000000, false},
+      {R_AARCH64_PREL32, P - 0x80000000, true},
+      {R_AARCH64_PREL32, P - 0x80000001, false},
+      {R_AARCH64_PREL16, P + 0xffff, true},
+      {R_AARCH64_PREL16, P + 0x10000, false},
+      {R_AARCH64_PREL16, P - 0x8000, true},
+      {R_AARCH64_PREL16, P - 0x8001, false},
   };
   for (const Case &c : cases) {
     sk_status s = run(c.type, values(c.S, 0, P), 0, &w);
     EXPECT_EQ(s, c.ok ? SK_OK : SK_ERR_UNSUPPORTED) << a64::reloc_name(c.type) << " S=" << std::hex << c.S;
     if (!c.ok)
       EXPECT_NE(std::string(last_error()).find(a64::reloc_name(c.type) + " at .text+0x10 against 'sym' overflows"),
-                std::string::npos) << last_error();
+                std::string::npos)
+          << last_error();
   }
   // Only the field's bytes change.
   ASSERT_EQ(run(R_AARCH64_ABS16, values(0x1111, 0, 0), 0xffffffff, &w), SK_OK);
@@ -88,10 +101,16 @@ TEST(RelocateAArch64, DataFormulasAndEdges) {
 TEST(RelocateAArch64, BranchesPatchTheirImmediate) {
   uint64_t w;
   const uint64_t P = 0x7f0000001000;
-  struct Case { uint32_t type, insn; unsigned lsb, bits; int64_t reach; };
+  struct Case {
+    uint32_t type, insn;
+    unsigned lsb, bits;
+    int64_t reach;
+  };
   const Case cases[] = {
-      {R_AARCH64_CALL26, kBl, 0, 26, 1 << 27},       {R_AARCH64_JUMP26, kB, 0, 26, 1 << 27},
-      {R_AARCH64_CONDBR19, kBeq | 1, 5, 19, 1 << 20}, {R_AARCH64_LD_PREL_LO19, kLdrLit | 3, 5, 19, 1 << 20},
+      {R_AARCH64_CALL26, kBl, 0, 26, 1 << 27},
+      {R_AARCH64_JUMP26, kB, 0, 26, 1 << 27},
+      {R_AARCH64_CONDBR19, kBeq | 1, 5, 19, 1 << 20},
+      {R_AARCH64_LD_PREL_LO19, kLdrLit | 3, 5, 19, 1 << 20},
       {R_AARCH64_TSTBR14, kTbz | 0x80001f, 5, 14, 1 << 15},
   };
   for (const Case &c : cases) {
@@ -131,12 +150,14 @@ TEST(RelocateAArch64, AdrAndAdrp) {
   const uint64_t page = P & ~0xfffull;
   for (int64_t d : {int64_t(0x12345678), int64_t(0xffffffff), -int64_t(0x100000000), int64_t(-0x2000)}) {
     ASSERT_EQ(run(R_AARCH64_ADR_PREL_PG_HI21, values(page + d, 0, P), kAdrp | 9, &w), SK_OK) << d;
-    EXPECT_EQ(adr_imm(static_cast<uint32_t>(w)) * 4096, static_cast<int64_t>((page + d) & ~0xfffull) - static_cast<int64_t>(page));
+    EXPECT_EQ(adr_imm(static_cast<uint32_t>(w)) * 4096,
+              static_cast<int64_t>((page + d) & ~0xfffull) - static_cast<int64_t>(page));
     EXPECT_EQ(w & 0x9f00001f, kAdrp | 9);
   }
   EXPECT_EQ(run(R_AARCH64_ADR_PREL_PG_HI21, values(page + 0x100000000, 0, P), kAdrp, &w), SK_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(last_error()).find("R_AARCH64_ADR_PREL_PG_HI21 at .text+0x10 against 'sym' overflows"),
-            std::string::npos) << last_error();
+            std::string::npos)
+      << last_error();
   EXPECT_EQ(run(R_AARCH64_ADR_PREL_PG_HI21, values(page - 0x100001000, 0, P), kAdrp, &w), SK_ERR_UNSUPPORTED);
   // The _NC form keeps the low 21 bits of the page difference, unchecked.
   ASSERT_EQ(run(R_AARCH64_ADR_PREL_PG_HI21_NC, values(page + 0x200001000, 0, P), kAdrp, &w), SK_OK);
@@ -156,16 +177,22 @@ TEST(RelocateAArch64, Lo12AddAndLoads) {
   ASSERT_EQ(run(R_AARCH64_ADD_ABS_LO12_NC, values(S, 3, 0), kAddImm | 0x3ff, &w), SK_OK);
   EXPECT_EQ(field(static_cast<uint32_t>(w), 10, 12), 0x673u);
   EXPECT_EQ(w & ~(0xfffull << 10) & 0xffffffff, kAddImm | 0x3ff);
-  struct Case { uint32_t type, insn; unsigned scale; };
-  const Case cases[] = {{R_AARCH64_LDST8_ABS_LO12_NC, 0x39400020, 1}, {R_AARCH64_LDST16_ABS_LO12_NC, 0x79400020, 2},
-                        {R_AARCH64_LDST32_ABS_LO12_NC, 0xb9400020, 4}, {R_AARCH64_LDST64_ABS_LO12_NC, 0xf9400020, 8},
+  struct Case {
+    uint32_t type, insn;
+    unsigned scale;
+  };
+  const Case cases[] = {{R_AARCH64_LDST8_ABS_LO12_NC, 0x39400020, 1},
+                        {R_AARCH64_LDST16_ABS_LO12_NC, 0x79400020, 2},
+                        {R_AARCH64_LDST32_ABS_LO12_NC, 0xb9400020, 4},
+                        {R_AARCH64_LDST64_ABS_LO12_NC, 0xf9400020, 8},
                         {R_AARCH64_LDST128_ABS_LO12_NC, 0x3dc00020, 16}};
   for (const Case &c : cases) {
     ASSERT_EQ(run(c.type, values(S, 0, 0), c.insn, &w), SK_OK) << a64::reloc_name(c.type);
     EXPECT_EQ(field(static_cast<uint32_t>(w), 10, 12), 0x670u / c.scale) << a64::reloc_name(c.type);
     EXPECT_EQ(w & ~(0xfffull << 10) & 0xffffffff, c.insn);
     if (c.scale > 1) {
-      EXPECT_EQ(run(c.type, values(S + c.scale / 2, 0, 0), c.insn, &w), SK_ERR_UNSUPPORTED) << a64::reloc_name(c.type);
+      EXPECT_EQ(run(c.type, values(S + c.scale / 2, 0, 0), c.insn, &w), SK_ERR_UNSUPPORTED)
+          << a64::reloc_name(c.type);
       EXPECT_NE(std::string(last_error()).find("is not a multiple of"), std::string::npos) << last_error();
     }
   }
@@ -181,8 +208,12 @@ TEST(RelocateAArch64, Lo12AddAndLoads) {
 TEST(RelocateAArch64, MovwGroups) {
   uint64_t w;
   const uint64_t X = 0xfedcba9876543210;
-  struct Case { uint32_t type; unsigned shift; uint64_t limit; };
-  const Case cases[] = {{R_AARCH64_MOVW_UABS_G0, 0, 1ull << 16}, {R_AARCH64_MOVW_UABS_G0_NC, 0, 0},
+  struct Case {
+    uint32_t type;
+    unsigned shift;
+    uint64_t limit;
+  };
+  const Case cases[] = {{R_AARCH64_MOVW_UABS_G0, 0, 1ull << 16},  {R_AARCH64_MOVW_UABS_G0_NC, 0, 0},
                         {R_AARCH64_MOVW_UABS_G1, 16, 1ull << 32}, {R_AARCH64_MOVW_UABS_G1_NC, 16, 0},
                         {R_AARCH64_MOVW_UABS_G2, 32, 1ull << 48}, {R_AARCH64_MOVW_UABS_G2_NC, 32, 0},
                         {R_AARCH64_MOVW_UABS_G3, 48, 0}};
@@ -270,9 +301,11 @@ struct FarFunction {
     const uint64_t here = addr(reinterpret_cast<void *>(&reloc_a64_ext_fn));
     void *hint = reinterpret_cast<void *>(here > (1ull << 40) ? 0x10000000ull : 0x400000000000ull);
     page = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED) { page = nullptr; return; }
-    const uint32_t code[] = {0x0b000000 /* add w0, w0, w0 */, 0x11000400 /* add w0, w0, #1 */,
-                             0xd65f03c0 /* ret */};
+    if (page == MAP_FAILED) {
+      page = nullptr;
+      return;
+    }
+    const uint32_t code[] = {0x0b000000 /* add w0, w0, w0 */, 0x11000400 /* add w0, w0, #1 */, 0xd65f03c0 /* ret */};
     std::memcpy(page, code, sizeof code);
     __builtin___clear_cache(static_cast<char *>(page), static_cast<char *>(page) + sizeof code);
     mprotect(page, size, PROT_READ | PROT_EXEC);
@@ -306,14 +339,34 @@ TEST_P(RelocateAArch64Variant, EveryTypeInTheObject) {
   ASSERT_EQ(elf::parse_object(bytes.data(), bytes.size(), "asm.o", &o), SK_OK) << last_error();
   bool none = has_relocation(o, R_AARCH64_NONE) || has_relocation(o, 256);
   EXPECT_TRUE(none);
-  for (uint32_t t : {R_AARCH64_ABS64, R_AARCH64_ABS32, R_AARCH64_ABS16, R_AARCH64_PREL64, R_AARCH64_PREL32,
-                     R_AARCH64_PREL16, R_AARCH64_CALL26, R_AARCH64_JUMP26, R_AARCH64_CONDBR19, R_AARCH64_TSTBR14,
-                     R_AARCH64_LD_PREL_LO19, R_AARCH64_ADR_PREL_LO21, R_AARCH64_ADR_PREL_PG_HI21,
-                     R_AARCH64_ADR_PREL_PG_HI21_NC, R_AARCH64_ADD_ABS_LO12_NC, R_AARCH64_LDST8_ABS_LO12_NC,
-                     R_AARCH64_LDST16_ABS_LO12_NC, R_AARCH64_LDST32_ABS_LO12_NC, R_AARCH64_LDST64_ABS_LO12_NC,
-                     R_AARCH64_LDST128_ABS_LO12_NC, R_AARCH64_ADR_GOT_PAGE, R_AARCH64_LD64_GOT_LO12_NC,
-                     R_AARCH64_MOVW_UABS_G0, R_AARCH64_MOVW_UABS_G0_NC, R_AARCH64_MOVW_UABS_G1,
-                     R_AARCH64_MOVW_UABS_G1_NC, R_AARCH64_MOVW_UABS_G2, R_AARCH64_MOVW_UABS_G2_NC,
+  for (uint32_t t : {R_AARCH64_ABS64,
+                     R_AARCH64_ABS32,
+                     R_AARCH64_ABS16,
+                     R_AARCH64_PREL64,
+                     R_AARCH64_PREL32,
+                     R_AARCH64_PREL16,
+                     R_AARCH64_CALL26,
+                     R_AARCH64_JUMP26,
+                     R_AARCH64_CONDBR19,
+                     R_AARCH64_TSTBR14,
+                     R_AARCH64_LD_PREL_LO19,
+                     R_AARCH64_ADR_PREL_LO21,
+                     R_AARCH64_ADR_PREL_PG_HI21,
+                     R_AARCH64_ADR_PREL_PG_HI21_NC,
+                     R_AARCH64_ADD_ABS_LO12_NC,
+                     R_AARCH64_LDST8_ABS_LO12_NC,
+                     R_AARCH64_LDST16_ABS_LO12_NC,
+                     R_AARCH64_LDST32_ABS_LO12_NC,
+                     R_AARCH64_LDST64_ABS_LO12_NC,
+                     R_AARCH64_LDST128_ABS_LO12_NC,
+                     R_AARCH64_ADR_GOT_PAGE,
+                     R_AARCH64_LD64_GOT_LO12_NC,
+                     R_AARCH64_MOVW_UABS_G0,
+                     R_AARCH64_MOVW_UABS_G0_NC,
+                     R_AARCH64_MOVW_UABS_G1,
+                     R_AARCH64_MOVW_UABS_G1_NC,
+                     R_AARCH64_MOVW_UABS_G2,
+                     R_AARCH64_MOVW_UABS_G2_NC,
                      R_AARCH64_MOVW_UABS_G3})
     EXPECT_TRUE(has_relocation(o, t)) << a64::reloc_name(t);
 }
@@ -354,9 +407,16 @@ TEST_P(RelocateAArch64Variant, InstructionsHoldTheValuesAndRun) {
   EXPECT_EQ(l.fn<uint64_t (*)()>("a64_adr")(), target);
   EXPECT_EQ(l.fn<int *(*)()>("a64_adrp_ext")(), &reloc_a64_reach_b);
   // Loads at each access size: the scaled :lo12: offset, and the value loaded.
-  struct Load { const char *fn; unsigned offset, scale; uint64_t value; };
-  const Load loads[] = {{"a64_ldst8", 0, 1, 0x88}, {"a64_ldst16", 2, 2, 0x5566}, {"a64_ldst32", 4, 4, 0x11223344},
-                        {"a64_ldst64", 8, 8, 0x99aabbccddeeff00}, {"a64_ldst128", 0, 16, 0x1122334455667788 ^ 0x99aabbccddeeff00}};
+  struct Load {
+    const char *fn;
+    unsigned offset, scale;
+    uint64_t value;
+  };
+  const Load loads[] = {{"a64_ldst8", 0, 1, 0x88},
+                        {"a64_ldst16", 2, 2, 0x5566},
+                        {"a64_ldst32", 4, 4, 0x11223344},
+                        {"a64_ldst64", 8, 8, 0x99aabbccddeeff00},
+                        {"a64_ldst128", 0, 16, 0x1122334455667788 ^ 0x99aabbccddeeff00}};
   for (const Load &ld : loads) {
     const uint8_t *c = code_of(l, ld.fn);
     EXPECT_EQ(field(insn_at(c + 4), 10, 12), ((target + ld.offset) & 0xfff) / ld.scale) << ld.fn;
@@ -416,13 +476,15 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, RelocateAArch64Variant, testing::ValuesIn(
 
 // A value that does not fit its field fails the link, naming the symbol, the type and the place.
 TEST(RelocateAArch64Errors, OverflowNamesSymbolTypeAndOffset) {
-  expect_overflows("reloc_asm_aarch64", asm_resolver(), {
-      {"reloc_abs16", 0x12345, "relocation R_AARCH64_ABS16 at .data.reloc_slots+0x2 against 'reloc_abs16' overflows"},
-      {"reloc_abs32", 0x100000000, "relocation R_AARCH64_ABS32 at .data.reloc_slots+"},
-      {"reloc_movw16", 0x10000, "relocation R_AARCH64_MOVW_UABS_G0 at .text+"},
-      {"reloc_movw32", 0x100000000, "R_AARCH64_MOVW_UABS_G1 at .text+"},
-      {"reloc_movw48", 1ull << 48, "against 'reloc_movw48' overflows"},
-  });
+  expect_overflows("reloc_asm_aarch64", asm_resolver(),
+                   {
+                       {"reloc_abs16", 0x12345,
+                        "relocation R_AARCH64_ABS16 at .data.reloc_slots+0x2 against 'reloc_abs16' overflows"},
+                       {"reloc_abs32", 0x100000000, "relocation R_AARCH64_ABS32 at .data.reloc_slots+"},
+                       {"reloc_movw16", 0x10000, "relocation R_AARCH64_MOVW_UABS_G0 at .text+"},
+                       {"reloc_movw32", 0x100000000, "R_AARCH64_MOVW_UABS_G1 at .text+"},
+                       {"reloc_movw48", 1ull << 48, "against 'reloc_movw48' overflows"},
+                   });
 }
 
 // External data 64 TiB apart, read with PREL32 and ADRP: no placement reaches both.
@@ -449,14 +511,17 @@ TEST(RelocateAArch64Errors, MutatedRelocationTypes) {
   const elf::Relocation &first = *m.first;
   auto with_type = [&](uint32_t type) { return m.with_type(type); };
   Loaded unknown;
-  EXPECT_EQ(load_bytes(with_type(R_AARCH64_MOVW_SABS_G0), "m.o", Resolver().options(), &unknown), SK_ERR_UNSUPPORTED);
+  EXPECT_EQ(load_bytes(with_type(R_AARCH64_MOVW_SABS_G0), "m.o", Resolver().options(), &unknown),
+            SK_ERR_UNSUPPORTED);
   char where[128];
   std::snprintf(where, sizeof where, "type 270 (R_AARCH64_MOVW_SABS_G0) in section '.text' at offset 0x%" PRIx64,
                 first.offset);
   EXPECT_NE(unknown.message.find(where), std::string::npos) << unknown.message;
   Loaded tls;
-  EXPECT_EQ(load_bytes(with_type(R_AARCH64_TLSLE_ADD_TPREL_HI12), "m.o", Resolver().options(), &tls), SK_ERR_UNSUPPORTED);
-  EXPECT_NE(tls.message.find("thread-local relocation R_AARCH64_TLSLE_ADD_TPREL_HI12"), std::string::npos) << tls.message;
+  EXPECT_EQ(load_bytes(with_type(R_AARCH64_TLSLE_ADD_TPREL_HI12), "m.o", Resolver().options(), &tls),
+            SK_ERR_UNSUPPORTED);
+  EXPECT_NE(tls.message.find("thread-local relocation R_AARCH64_TLSLE_ADD_TPREL_HI12"), std::string::npos)
+      << tls.message;
 }
 #endif  // __aarch64__
 

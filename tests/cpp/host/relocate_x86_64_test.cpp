@@ -92,8 +92,10 @@ TEST(RelocateX86_64, Formulas) {
 TEST(RelocateX86_64, WritesOnlyTheField) {
   uint64_t w;
   unsigned touched;
-  struct { uint32_t type; unsigned width; } cases[] = {
-      {R_X86_64_64, 8}, {R_X86_64_32, 4}, {R_X86_64_16, 2}, {R_X86_64_8, 1}};
+  struct {
+    uint32_t type;
+    unsigned width;
+  } cases[] = {{R_X86_64_64, 8}, {R_X86_64_32, 4}, {R_X86_64_16, 2}, {R_X86_64_8, 1}};
   for (auto c : cases) {
     ASSERT_EQ(run(c.type, values(0x11, 0, 0), &w, &touched), SK_OK);
     EXPECT_EQ(touched, c.width) << c.type;  // 0x11 then zeros: every byte of the field changes
@@ -103,21 +105,39 @@ TEST(RelocateX86_64, WritesOnlyTheField) {
 TEST(RelocateX86_64, OverflowEdges) {
   uint64_t w;
   const uint64_t P = 0x7f0000000000;
-  struct Case { uint32_t type; uint64_t S; uint64_t P; bool ok; };
+  struct Case {
+    uint32_t type;
+    uint64_t S;
+    uint64_t P;
+    bool ok;
+  };
   const Case cases[] = {
-      {R_X86_64_PC32, P + 0x7fffffff, P, true},   {R_X86_64_PC32, P + 0x80000000, P, false},
-      {R_X86_64_PC32, P - 0x80000000, P, true},   {R_X86_64_PC32, P - 0x80000001, P, false},
-      {R_X86_64_PLT32, P + 0x80000000, P, false}, {R_X86_64_32, 0xffffffff, 0, true},
-      {R_X86_64_32, 0x100000000, 0, false},       {R_X86_64_32, uint64_t(-1), 0, false},
-      {R_X86_64_32S, 0x7fffffff, 0, true},        {R_X86_64_32S, 0x80000000, 0, false},
-      {R_X86_64_32S, uint64_t(-0x80000000ll), 0, true}, {R_X86_64_32S, uint64_t(-0x80000001ll), 0, false},
-      {R_X86_64_16, 0xffff, 0, true},             {R_X86_64_16, uint64_t(-0x8000), 0, true},
-      {R_X86_64_16, 0x10000, 0, false},           {R_X86_64_16, uint64_t(-0x8001), 0, false},
-      {R_X86_64_8, 0xff, 0, true},                {R_X86_64_8, uint64_t(-128), 0, true},
-      {R_X86_64_8, 0x100, 0, false},              {R_X86_64_8, uint64_t(-129), 0, false},
-      {R_X86_64_PC16, P + 0x7fff, P, true},       {R_X86_64_PC16, P + 0x8000, P, false},
-      {R_X86_64_PC16, P - 0x8000, P, true},       {R_X86_64_PC8, P + 127, P, true},
-      {R_X86_64_PC8, P + 128, P, false},          {R_X86_64_PC8, P - 129, P, false},
+      {R_X86_64_PC32, P + 0x7fffffff, P, true},
+      {R_X86_64_PC32, P + 0x80000000, P, false},
+      {R_X86_64_PC32, P - 0x80000000, P, true},
+      {R_X86_64_PC32, P - 0x80000001, P, false},
+      {R_X86_64_PLT32, P + 0x80000000, P, false},
+      {R_X86_64_32, 0xffffffff, 0, true},
+      {R_X86_64_32, 0x100000000, 0, false},
+      {R_X86_64_32, uint64_t(-1), 0, false},
+      {R_X86_64_32S, 0x7fffffff, 0, true},
+      {R_X86_64_32S, 0x80000000, 0, false},
+      {R_X86_64_32S, uint64_t(-0x80000000ll), 0, true},
+      {R_X86_64_32S, uint64_t(-0x80000001ll), 0, false},
+      {R_X86_64_16, 0xffff, 0, true},
+      {R_X86_64_16, uint64_t(-0x8000), 0, true},
+      {R_X86_64_16, 0x10000, 0, false},
+      {R_X86_64_16, uint64_t(-0x8001), 0, false},
+      {R_X86_64_8, 0xff, 0, true},
+      {R_X86_64_8, uint64_t(-128), 0, true},
+      {R_X86_64_8, 0x100, 0, false},
+      {R_X86_64_8, uint64_t(-129), 0, false},
+      {R_X86_64_PC16, P + 0x7fff, P, true},
+      {R_X86_64_PC16, P + 0x8000, P, false},
+      {R_X86_64_PC16, P - 0x8000, P, true},
+      {R_X86_64_PC8, P + 127, P, true},
+      {R_X86_64_PC8, P + 128, P, false},
+      {R_X86_64_PC8, P - 129, P, false},
   };
   for (const Case &c : cases) {
     sk_status s = run(c.type, values(c.S, 0, c.P), &w);
@@ -125,7 +145,9 @@ TEST(RelocateX86_64, OverflowEdges) {
     if (!c.ok) {
       std::string m = last_error();
       EXPECT_NE(m.find("unit.o"), std::string::npos) << m;
-      EXPECT_NE(m.find(host::x86_64::reloc_name(c.type) + " at .text+0x10 against 'sym' overflows"), std::string::npos) << m;
+      EXPECT_NE(m.find(host::x86_64::reloc_name(c.type) + " at .text+0x10 against 'sym' overflows"),
+                std::string::npos)
+          << m;
     }
   }
   // GOT-relative 32-bit fields are checked as well.
@@ -182,11 +204,12 @@ TEST_P(RelocateVariant, EveryTypeInTheObject) {
   std::vector<uint8_t> bytes = kernel_bytes(GetParam(), "reloc_asm");
   elf::Object o;
   ASSERT_EQ(elf::parse_object(bytes.data(), bytes.size(), "asm.o", &o), SK_OK) << last_error();
-  for (uint32_t t : {R_X86_64_NONE, R_X86_64_64, R_X86_64_PC64, R_X86_64_GOTOFF64, R_X86_64_GOTPC64,
-                     R_X86_64_GOTPCREL64, R_X86_64_GOT64, R_X86_64_PLTOFF64, R_X86_64_SIZE64,
-                     R_X86_64_GOTPC32, R_X86_64_GOTPCREL, R_X86_64_PC32, R_X86_64_PLT32, R_X86_64_32,
-                     R_X86_64_32S, R_X86_64_SIZE32, R_X86_64_PC16, R_X86_64_16, R_X86_64_PC8, R_X86_64_8,
-                     R_X86_64_GOTPCRELX, R_X86_64_REX_GOTPCRELX})
+  for (uint32_t t :
+       {R_X86_64_NONE,       R_X86_64_64,           R_X86_64_PC64,     R_X86_64_GOTOFF64, R_X86_64_GOTPC64,
+        R_X86_64_GOTPCREL64, R_X86_64_GOT64,        R_X86_64_PLTOFF64, R_X86_64_SIZE64,   R_X86_64_GOTPC32,
+        R_X86_64_GOTPCREL,   R_X86_64_PC32,         R_X86_64_PLT32,    R_X86_64_32,       R_X86_64_32S,
+        R_X86_64_SIZE32,     R_X86_64_PC16,         R_X86_64_16,       R_X86_64_PC8,      R_X86_64_8,
+        R_X86_64_GOTPCRELX,  R_X86_64_REX_GOTPCRELX})
     EXPECT_TRUE(has_relocation(o, t)) << host::x86_64::reloc_name(t);
 }
 
@@ -249,14 +272,17 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, RelocateVariant, testing::ValuesIn(kernel_
 
 // A value that does not fit its field fails the link, naming the symbol, the type and the place.
 TEST(RelocateErrors, OverflowNamesSymbolTypeAndOffset) {
-  expect_overflows("reloc_asm", asm_resolver(), {
-      {"reloc_abs16", 0x12345, "relocation R_X86_64_16 at .data.reloc_slots+0x2 against 'reloc_abs16' overflows"},
-      {"reloc_abs8", 0x1ff, "relocation R_X86_64_8 at .data.reloc_slots+0x5 against 'reloc_abs8' overflows"},
-      {"reloc_abs32", 0x100000000, "relocation R_X86_64_32 at "},
-      {"reloc_abs32", uint64_t(-1), "against 'reloc_abs32' overflows"},
-      {"reloc_abs32s", 0x80000000, "relocation R_X86_64_32S at "},
-      {"reloc_abs32s", uint64_t(-0x80000001ll), "against 'reloc_abs32s' overflows"},
-  });
+  expect_overflows(
+      "reloc_asm", asm_resolver(),
+      {
+          {"reloc_abs16", 0x12345,
+           "relocation R_X86_64_16 at .data.reloc_slots+0x2 against 'reloc_abs16' overflows"},
+          {"reloc_abs8", 0x1ff, "relocation R_X86_64_8 at .data.reloc_slots+0x5 against 'reloc_abs8' overflows"},
+          {"reloc_abs32", 0x100000000, "relocation R_X86_64_32 at "},
+          {"reloc_abs32", uint64_t(-1), "against 'reloc_abs32' overflows"},
+          {"reloc_abs32s", 0x80000000, "relocation R_X86_64_32S at "},
+          {"reloc_abs32s", uint64_t(-0x80000001ll), "against 'reloc_abs32s' overflows"},
+      });
 }
 
 // Two external data symbols 64 TiB apart, both read with R_X86_64_PC32: no placement reaches both.

@@ -105,11 +105,11 @@ void free(void *p) {
   __libc_free(p);
 }
 
-#define SK_COUNTED_LOCK(ret, name, params, args)                    \
-  ret name params {                                                 \
-    static std::atomic<ret(*) params> real{nullptr};                \
-    count(g_locks);                                                 \
-    return next(real, #name) args;                                  \
+#define SK_COUNTED_LOCK(ret, name, params, args)     \
+  ret name params {                                  \
+    static std::atomic<ret(*) params> real{nullptr}; \
+    count(g_locks);                                  \
+    return next(real, #name) args;                   \
   }
 SK_COUNTED_LOCK(int, pthread_mutex_lock, (pthread_mutex_t * m), (m))
 SK_COUNTED_LOCK(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m))

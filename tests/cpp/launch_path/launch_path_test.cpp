@@ -20,9 +20,7 @@ namespace {
 constexpr uint32_t kN = 96;  // divisible by every block count used
 constexpr int kWarmLaunches = 20, kLaunches = 200;
 
-std::string kernel_path(const char *name) {
-  return std::string(SK_TEST_KERNEL_DIR) + "/gcc-O2-pic/" + name + ".o";
-}
+std::string kernel_path(const char *name) { return std::string(SK_TEST_KERNEL_DIR) + "/gcc-O2-pic/" + name + ".o"; }
 
 ::testing::AssertionResult NoHeapOrLockCalls(const CallCounts &c) {
   if (c.allocations == 0 && c.frees == 0 && c.locks == 0) return ::testing::AssertionSuccess();
@@ -42,7 +40,8 @@ struct WideArgs {
   uint64_t u64 = 11;
   int64_t i64 = -13;
   uint8_t u8 = 200;
-  void *wide_mixed[20] = {&out, &f, &i8, &d, &u16, &f, &i32, &d, &u64, &f, &d, &f, &d, &f, &d, &f, &i64, &d, &u8, &f};
+  void *wide_mixed[20] = {&out, &f, &i8, &d, &u16, &f, &i32, &d, &u64, &f,
+                          &d,   &f, &d,  &f, &d,   &f, &i64, &d, &u8,  &f};
   void *too_wide[18] = {&out};
   explicit WideArgs(void *o) : out(o) {
     for (int k = 1; k < 18; ++k) too_wide[k] = &d;
@@ -161,7 +160,8 @@ struct LaunchPath : ::testing::Test {
     sk_scope *scope = nullptr;
     EXPECT_EQ(sk_scope_begin(dev, name, options, &scope), SK_OK) << sk_last_error();
     EXPECT_EQ(sk_add_kernel(scope, fill, fill_dim, fill_args, nullptr), SK_OK) << sk_last_error();
-    for (uint32_t dim : axpb_dims) EXPECT_EQ(sk_add_kernel(scope, axpb, dim, axpb_args, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t dim : axpb_dims)
+      EXPECT_EQ(sk_add_kernel(scope, axpb, dim, axpb_args, nullptr), SK_OK) << sk_last_error();
     return scope;
   }
 };
@@ -194,7 +194,8 @@ TEST_F(LaunchPath, ChainOfDirectRegisterMapAndLibffiCalls) {
 
 TEST_F(LaunchPath, TaskOverlapAndSyncAll) {
   open("host:cores=2");
-  sk_kernel *produce = kernel("capi_overlap", "capi_ov_produce"), *consume = kernel("capi_overlap", "capi_ov_consume");
+  sk_kernel *produce = kernel("capi_overlap", "capi_ov_produce"),
+            *consume = kernel("capi_overlap", "capi_ov_consume");
   sk_kernel *sum = kernel("capi_sync", "capi_sync_sum");
   void *produced = buffer(), *side = buffer(), *pre = buffer(), *out = buffer(), *partials = buffer();
   void *produce_args[] = {&produced, &side, &n, &seed}, *consume_args[] = {&produced, &pre, &out, &n};
