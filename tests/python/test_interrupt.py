@@ -15,9 +15,13 @@ import superkernel as sk
 from conftest import ROOT, compile_kernel
 
 CHILD = r"""
+import signal
 import sys
 import numpy as np
 import superkernel as sk
+
+# A child of a background job starts with SIGINT ignored, and Python then keeps it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 dev = sk.Device("host:cores=2,timeout_ms=600000")
 spin = dev.load(sys.argv[1]).kernel("capi_spin")
