@@ -68,7 +68,7 @@ void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFail
 
 // The step loop of one core through one task. kPlain: a program of vector-only steps in one
 // segment with no profiling, cache flushes, flags or events (Program::plain, the common case),
-// whose loop carries none of their checks: each costs a few ns per step on the hot path.
+// whose loop carries none of their checks, which would otherwise be paid at every step.
 template <bool kPlain>
 void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &failure) {
   if constexpr (kPlain) ctx.slot = p.segments[0].slots[core];
