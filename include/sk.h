@@ -654,6 +654,29 @@ SK_API void sk_scope_abort(sk_scope *scope);
  * - Threads: any.
  */
 SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream);
+/** The most runs one sk_launch_repeat may ask for. */
+#define SK_LAUNCH_REPEAT_MAX 4194304u
+/**
+ * Queues up to n runs of the super kernel back to back (a decode loop of n steps without a host
+ * round trip), stopping early after the run in which a kernel left *stop_flag nonzero (an
+ * end-of-sequence token). stop_flag NULL: all n runs. The flag is read once after each run but
+ * the last, when every write of that run is visible (as between two sk_launch calls); libsk never
+ * writes it, so a flag already set at the launch stops the loop after its first run. Each run is
+ * a launch of its own for ordering, sk_superkernel_set_arg and the reports (a failure names the
+ * run); a failure ends the loop and is returned by the next sk_stream_synchronize, as for
+ * sk_launch. With profiling=1, sk_superkernel_profile gives the last run's records.
+ * On the host device the n runs are one task (each core passes a barrier between two runs, and
+ * the last core to arrive reads the flag for all of them); the flag is host memory, like all of
+ * that device's memory, and a host thread may also set it (with an atomic store) to end the loop.
+ * On a CUDA device the runs are n launches queued on the stream; a stop flag is not implemented
+ * there yet (SK_ERR_UNSUPPORTED), and a launch the driver refuses ends the call with the runs
+ * before it queued.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for n 0 or above SK_LAUNCH_REPEAT_MAX, or a stop_flag not
+ *   aligned to 4 bytes; SK_ERR_UNSUPPORTED for a stop flag on a CUDA device; otherwise as sk_launch.
+ * - Ownership: *stop_flag is the caller's; it must stay valid until the launch has ended.
+ * - Threads: any.
+ */
+SK_API sk_status sk_launch_repeat(sk_superkernel *sk, uint32_t n, const uint32_t *stop_flag, sk_stream *stream);
 /**
  * Queues one kernel on its own, unfused (the baseline a super kernel replaces). Asynchronous;
  * the argument values are copied.

@@ -226,6 +226,17 @@ class SuperKernel : public detail::Owner<sk_superkernel, sk_superkernel_destroy>
   /** sk_launch on `stream`. Asynchronous. */
   void launch(const Stream &stream) const { detail::check(sk_launch(get(), stream.get())); }
   /**
+   * sk_launch_repeat on the device's default stream: up to n runs back to back, ending after the
+   * run that left *stop_flag nonzero (nullptr: all n). Asynchronous.
+   */
+  void launch_repeat(std::uint32_t n, const std::uint32_t *stop_flag = nullptr) const {
+    detail::check(sk_launch_repeat(get(), n, stop_flag, nullptr));
+  }
+  /** sk_launch_repeat on `stream`. Asynchronous. */
+  void launch_repeat(std::uint32_t n, const std::uint32_t *stop_flag, const Stream &stream) const {
+    detail::check(sk_launch_repeat(get(), n, stop_flag, stream.get()));
+  }
+  /**
    * sk_superkernel_set_arg: argument `index` of sub-kernel `step` takes the value `value`
    * points to, for the launches queued after (the call waits for those already queued).
    */

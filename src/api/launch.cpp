@@ -1,5 +1,7 @@
-// sk_launch, sk_launch_kernel, sk_superkernel_set_arg / explain / destroy.
+// sk_launch, sk_launch_repeat, sk_launch_kernel, sk_superkernel_set_arg / explain / destroy.
+#include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "api/handles.hpp"
 
@@ -18,6 +20,28 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
                       sk->backend->plan.name.c_str());
   return sk::api::guarded("sk_launch",
                           [&] { return sk->backend->launch(stream ? stream->backend.get() : nullptr); });
+}
+
+SK_API sk_status sk_launch_repeat(sk_superkernel *sk, uint32_t n, const uint32_t *stop_flag, sk_stream *stream) {
+  if (sk_status st = sk::api::check(sk, "sk_launch_repeat")) return st;
+  if (stream && !stream->live()) return sk::api::check(stream, "sk_launch_repeat");
+  const std::string &name = sk->backend->plan.name;
+  if (stream && stream->backend->device() != sk->backend->device())
+    return stream->owner.closed()
+               ? sk::api::check(stream, "sk_launch_repeat")
+               : fail(SK_ERR_INCOMPATIBLE,
+                      "sk_launch_repeat: super kernel '%s' and the stream belong to different devices",
+                      name.c_str());
+  if (n == 0 || n > SK_LAUNCH_REPEAT_MAX)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_repeat: super kernel '%s': n is %u; it must be in [1, %u]",
+                name.c_str(), n, SK_LAUNCH_REPEAT_MAX);
+  if (reinterpret_cast<uintptr_t>(stop_flag) % alignof(uint32_t) != 0)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "sk_launch_repeat: super kernel '%s': stop_flag %p is not aligned to 4 bytes (a uint32_t)",
+                name.c_str(), static_cast<const void *>(stop_flag));
+  return sk::api::guarded("sk_launch_repeat", [&] {
+    return sk->backend->launch_repeat(n, stop_flag, stream ? stream->backend.get() : nullptr);
+  });
 }
 
 SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {

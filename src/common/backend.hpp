@@ -107,6 +107,9 @@ class SuperKernel : public DeviceChild {
 
   // `stream` of this device or nullptr (its default stream).
   virtual sk_status launch(Stream *stream) = 0;
+  // sk_launch_repeat: up to `n` runs (n in [1, SK_LAUNCH_REPEAT_MAX]) back to back, stopping
+  // after the run that left *stop_flag nonzero (stop_flag 4-byte aligned, or null: no early stop).
+  virtual sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, Stream *stream) = 0;
   // Rebinds argument `index` of `step` (both checked) to `slot` (to_slot of the value) for the
   // launches queued after the call.
   virtual sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) = 0;

@@ -16,6 +16,7 @@
 #include "host/idle_spin.hpp"
 #include "host/profiler.hpp"
 #include "host/program_pool.hpp"
+#include "host/repeat_barrier.hpp"
 
 namespace sk::host {
 
@@ -29,11 +30,15 @@ struct alignas(64) Executor::Task {
   std::atomic<uint64_t> seq{0};
   std::atomic<uint64_t> previous_completed{0};  // seq - 1 once the task before it completed
   Program *program = nullptr;
-  ArgBlock args;  // the program's argument block when the task was queued (a copy: this line)
-  uint32_t epoch = 0;
+  ArgBlock args;                      // the program's argument block when the task was queued (a copy: this line)
+  uint32_t epoch = 0;                 // of its first iteration; iteration k runs as launch epoch + k - 1
+  uint32_t repeat = 1;                // iterations (sk_launch_repeat); in the padding before `failure`
   TaskFailure failure;                // its abort flag falls in the first line
   std::unique_ptr<Program> unpooled;  // an unfused launch's program its pool declined
   StreamState *stream = nullptr;
+  RepeatBarrier between_iterations;  // read only when repeat > 1
+  uint32_t last_epoch() const { return epoch + repeat - 1; }
+  uint32_t iterations_run() const { return repeat > 1 ? between_iterations.iterations_run(repeat) : 1; }
 };
 
 Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(requested), created_in_pid_(getpid()) {
@@ -92,7 +97,8 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
-  static_assert(offsetof(Task, failure) + sizeof(std::atomic<bool>) <= 64, "a slot's hot fields share one line");
+  static_assert(offsetof(Task, failure) + sizeof(std::atomic<bool>) <= 64 && offsetof(Task, repeat) < 64,
+                "a slot's hot fields share one line");
   const std::vector<int> allowed = allowed_cpus();
   // Counted with the cgroup's CPU quota: cores past it crowd the CPUs it pays for.
   std::unique_ptr<Executor> ex(new Executor(config, usable_cpu_count(allowed)));
@@ -179,7 +185,8 @@ sk_status Executor::refuse_in_forked_child(const std::string &what) const {
               what.c_str(), created_in_pid_, static_cast<int>(getpid()));
 }
 
-sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream) {
+sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream, uint32_t repeat,
+                           const uint32_t *stop_flag) {
   if (forked_away()) {
     const std::string what = "launch of '" + program->name + "'";
     if (program->pool || unpooled) ProgramPool::recycle(program, std::move(unpooled));
@@ -214,14 +221,16 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   t.unpooled = std::move(unpooled);
   t.stream = stream;
   t.epoch = program->next_epoch.load(std::memory_order_relaxed) + 1;
+  t.repeat = repeat;
+  if (repeat > 1) t.between_iterations.reset(stop_flag);
   t.args = *program->args.load(std::memory_order_acquire);  // in turn: Executor::rebind_arg
   t.failure.reset();
   stream->last_seq.store(seq, std::memory_order_relaxed);
   t.seq.store(seq, std::memory_order_release);
   published_.store(seq, std::memory_order_release);
   published_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
-  // Queued: what wait_program and wait_idle read may now name this launch.
-  program->next_epoch.store(t.epoch, std::memory_order_release);
+  // Queued: what wait_program and wait_idle read may now name this launch (all its iterations).
+  program->next_epoch.store(t.last_epoch(), std::memory_order_release);
   submitted_.store(seq, std::memory_order_release);
   turn_.store(ticket + 1, std::memory_order_release);
   notify(&published_word_, idle_channel_);
@@ -337,7 +346,8 @@ void Executor::process(Core &core, uint64_t seq) {
     WaitPolicy policy = completion_policy_;
     policy.abort = &task.failure.aborted;
     policy.timeout = watch_slice_;  // then the wait below, which watches
-    const uint32_t target = task.epoch * p.releases_per_launch;
+    // The last iteration core 0 ran is the task's last (repeat_barrier.hpp): every core ran it.
+    const uint32_t target = core.ctx.epoch * p.releases_per_launch;
     if (wait_for(p.released.value, step_channel_, policy, [target](uint32_t v) { return reached(v, target); }) ==
         WaitResult::Ok)
       return complete_task(task, seq);
@@ -369,6 +379,15 @@ void Executor::run_task(Core &core, Task &task) {
   ctx.policy = &policy;
   ctx.progress->task.store(task.seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
   run_core_steps(p, ctx, core.index, task.failure);
+  // sk_launch_repeat: the next iteration is the next launch epoch, whose counters start where
+  // this one's ended; the barrier is what orders it after every core's end of this one.
+  for (uint32_t done = 1; done < task.repeat; ++done) {
+    if (task.failure.aborted.load(std::memory_order_acquire) ||
+        !pass_repeat_barrier(ctx, task.between_iterations, p.cores, done, task.repeat))
+      break;
+    ctx.epoch = task.epoch + done;
+    run_core_steps(p, ctx, core.index, task.failure);
+  }
   ctx.program = nullptr;
   ctx.step = nullptr;
   ctx.slot_segment = 0xffffffffu;  // the next task may be another program
@@ -383,7 +402,11 @@ void Executor::watch_for_stuck_cores() {
     watch_seen_.clear();  // nothing queued
     return;
   }
-  std::vector<uint64_t> now{head, cores_done_.load(std::memory_order_acquire)};
+  // A repeated task's iterations pass the same positions again: its barrier count tells them apart.
+  const Task &head_task = ring_[head % kRing];
+  const uint64_t iterations =
+      head_task.repeat > 1 ? head_task.between_iterations.arrived.load(std::memory_order_acquire) : 0;
+  std::vector<uint64_t> now{head, cores_done_.load(std::memory_order_acquire), iterations};
   for (uint32_t c = 0; c < config_.cores; ++c) {
     now.push_back(progress_[c].task.load(std::memory_order_relaxed));
     now.push_back(progress_[c].position.load(std::memory_order_relaxed));
@@ -423,7 +446,7 @@ void Executor::declare_lost(uint64_t seq) {
   if (stuck.empty()) return;  // every core is in a wait, which ends at its own deadline
   char head[400];
   std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %u ms; ", p.name.c_str(),
-                task.epoch, config_.timeout_ms);
+                task.epoch + task.iterations_run() - 1, config_.timeout_ms);
   std::string report = head + stuck + " never came back from the kernel" + waits;
   {
     std::lock_guard<std::mutex> lock(task.stream->error_mutex);
@@ -446,36 +469,41 @@ void Executor::declare_lost(uint64_t seq) {
 
 void Executor::complete_task(Task &task, uint64_t seq) {
   Program *p = task.program;
-  if (task.failure.aborted.load(std::memory_order_acquire)) {
-    // Every core has left the task: bring the sync state to where a clean launch would have
-    // left it, so that the super kernel stays usable.
-    p->released.value.store(task.epoch * p->releases_per_launch, std::memory_order_relaxed);
-    p->released.ended.store(task.epoch * p->ends_per_launch, std::memory_order_relaxed);
+  const uint32_t ran = task.iterations_run();
+  const uint32_t last = task.last_epoch();
+  const bool aborted = task.failure.aborted.load(std::memory_order_acquire);
+  if (aborted || ran < task.repeat) {
+    // Every core has left the task: bring the sync state to where a clean launch of all its
+    // iterations would have left it, so that the super kernel stays usable.
+    p->released.value.store(last * p->releases_per_launch, std::memory_order_relaxed);
+    p->released.ended.store(last * p->ends_per_launch, std::memory_order_relaxed);
     for (uint32_t i = 0; i < p->steps.size(); ++i) {
-      if (p->ended) p->ended[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
-      if (p->per_step_release)
-        p->step_released[i].value.store(task.epoch * p->steps[i].cores, std::memory_order_relaxed);
+      if (p->ended) p->ended[i].value.store(last * p->steps[i].cores, std::memory_order_relaxed);
+      if (p->per_step_release) p->step_released[i].value.store(last * p->steps[i].cores, std::memory_order_relaxed);
       p->barriers[i].count.store(0, std::memory_order_relaxed);
     }
     for (uint32_t g = 0; g < p->release_groups; ++g)
-      p->group_arrived[g].value.store(task.epoch * p->group_per_launch[g], std::memory_order_relaxed);
+      p->group_arrived[g].value.store(last * p->group_per_launch[g], std::memory_order_relaxed);
+  }
+  if (aborted) {
     std::lock_guard<std::mutex> lock(task.stream->error_mutex);
     if (task.stream->error == SK_OK) {
       task.stream->error = task.failure.status();
       task.stream->error_message =
-          task.failure.report(p->name, task.epoch, static_cast<long long>(config_.timeout_ms));
+          task.failure.report(p->name, task.epoch + ran - 1, static_cast<long long>(config_.timeout_ms));
       task.stream->has_error.store(true, std::memory_order_release);
     }
   }
   // Flag counters count within a launch (host/cross_core_flags.hpp).
   for (const auto &f : p->flags) f->reset();
-  if (p->profiler) p->profiler->complete(task.epoch, task.failure.aborted.load(std::memory_order_acquire));
+  // A repeated task's records are those of its last iteration.
+  if (p->profiler) p->profiler->complete(task.epoch + ran - 1, aborted);
   // Read before completed_epoch says the launch is over: from then on a super kernel's program
   // may be freed (sk_superkernel_destroy waits for that store, then deletes it). A pooled
   // program is not freed there: its launch's hold on its kernel keeps the pool until recycle
   // is done.
   const bool recycle = p->pool || task.unpooled;
-  p->completed_epoch.store(task.epoch, std::memory_order_release);
+  p->completed_epoch.store(last, std::memory_order_release);
   // The next task may start on the other cores now, before the recycle: the next task's
   // program is never this one (a recycled program was taken by this task's own launch).
   ring_[(seq + 1) % kRing].previous_completed.store(seq, std::memory_order_release);

@@ -69,8 +69,14 @@ class Executor {
 
   // Queues one run of `program`. An unfused launch's program (one with a pool, or `unpooled`,
   // which then owns it) goes to ProgramPool::recycle once it ran. Thread-safe; blocks only
-  // while the ring is full.
-  sk_status submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream);
+  // while the ring is full. `repeat` > 1 (sk_launch_repeat, at most kMaxRepeat): the task runs
+  // the program up to that many times, each iteration a launch epoch of its own, stopping after
+  // the iteration that left *stop_flag (if not null) nonzero (repeat_barrier.hpp).
+  sk_status submit(Program *program, std::unique_ptr<Program> unpooled, StreamState *stream, uint32_t repeat = 1,
+                   const uint32_t *stop_flag = nullptr);
+  // A task takes its iterations' epochs when it is queued, and waits compare epochs wrap-safely
+  // (reached): a full ring of such tasks must stay within 2^31 epochs.
+  static constexpr uint32_t kMaxRepeat = SK_LAUNCH_REPEAT_MAX;
   // Waits for every task `stream` queued; returns (and clears) its first failure. `call`
   // names the API call in a refusal (forked_away).
   sk_status synchronize(StreamState *stream, const char *call = "sk_stream_synchronize");
@@ -174,6 +180,7 @@ class Executor {
   const int created_in_pid_;  // for the message of a launch in a forked child
   WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
   static constexpr uint32_t kRing = 256;
+  static_assert(uint64_t{kRing} * kMaxRepeat < (uint64_t{1} << 31), "epochs in flight compare wrap-safely");
   static constexpr uint32_t kInLaunchSpin = 20;     // see the constructor
   static constexpr int kIdlePollsBeforeClock = 64;  // polls before an idle core reads the clock (core_main)
   std::unique_ptr<Task[]> ring_;

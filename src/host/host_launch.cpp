@@ -69,6 +69,12 @@ sk_status HostSuperKernel::launch(backend::Stream *stream) {
   return host->executor().submit(program.get(), nullptr, stream_state(*host, stream));
 }
 
+sk_status HostSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) {
+  // The flag is host memory, as all of a host device's memory is; the barrier between
+  // iterations reads it (repeat_barrier.hpp).
+  return host->executor().submit(program.get(), nullptr, stream_state(*host, stream), n, stop_flag);
+}
+
 sk_status HostSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot) {
   // A stuck launch may still read the spare argument block that a rebind would write.
   if (host->executor().lost()) return host->executor().refuse_lost("sk_superkernel_set_arg");

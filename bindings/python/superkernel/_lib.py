@@ -84,6 +84,7 @@ PROTOTYPES = {
     "sk_finalize": (_st, [_p, _pp]),
     "sk_scope_abort": (None, [_p]),
     "sk_launch": (_st, [_p, _p]),
+    "sk_launch_repeat": (_st, [_p, _u32, ctypes.POINTER(_u32), _p]),
     "sk_launch_kernel": (_st, [_p, _u32, _pp, _p]),
     "sk_superkernel_set_arg": (_st, [_p, _u32, _u32, _p]),
     "sk_superkernel_explain": (_st, [_p, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),

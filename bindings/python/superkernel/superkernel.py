@@ -4,7 +4,7 @@ import json
 from collections import namedtuple
 
 from ._lib import ProfileRecordC, lib
-from .args import one
+from .args import address_of, one
 from .checks import c_path, instance, integer
 from .handle import Handle
 from .status import check
@@ -23,6 +23,9 @@ class SuperKernel(Handle):
         self.steps = list(steps)           # (kernel, sub-kernel name)
         # {(step, index): export} of the memory each pointer argument's current binding uses
         self._keepalive = keepalive
+        # {address: export} of the stop flags launch_repeat was given, kept until destroy: a
+        # launch may read its flag long after the call returned.
+        self._stop_flags = {}
         super().__init__(handle, device)
 
     def __len__(self):
@@ -33,6 +36,24 @@ class SuperKernel(Handle):
         instance(stream, Stream, f"SuperKernel.launch ({self.name}) stream", optional=True)
         check(lib().sk_launch(self.handle, stream.handle if stream is not None else None),
               f"sk_launch ({self.name})")
+
+    def launch_repeat(self, n, stop_flag=None, stream=None):
+        """Queues up to `n` runs back to back (sk_launch_repeat, asynchronous), stopping after
+        the run in which a kernel left the uint32 at `stop_flag` nonzero (None: all n runs).
+        stop_flag is what a ptr argument takes (a Buffer, a numpy array, a ctypes object, an
+        address); it is kept alive until the super kernel is destroyed."""
+        n = integer(n, "u32", f"SuperKernel.launch_repeat ({self.name}) n")
+        instance(stream, Stream, f"SuperKernel.launch_repeat ({self.name}) stream", optional=True)
+        what = f"SuperKernel.launch_repeat ({self.name}) stop_flag"
+        address, keep, size = address_of(stop_flag, what, self.device, writes=False)
+        if size is not None and size < 4:
+            raise ValueError(f"{what}: {size} bytes; the flag is a uint32 (4 bytes)")
+        flag = ctypes.cast(address, ctypes.POINTER(ctypes.c_uint32)) if address else None
+        check(lib().sk_launch_repeat(self.handle, n, flag,
+                                     stream.handle if stream is not None else None),
+              f"sk_launch_repeat ({self.name})")
+        if keep is not None:
+            self._stop_flags[address] = keep
 
     def set_arg(self, step, index, value):
         """Rebinds argument `index` of sub-kernel `step` for later launches (no rebuild)."""
@@ -89,3 +110,4 @@ class SuperKernel(Handle):
     def _destroy(self, handle):
         lib().sk_superkernel_destroy(handle)  # waits for its queued launches
         self._keepalive.clear()
+        self._stop_flags.clear()

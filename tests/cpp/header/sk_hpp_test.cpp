@@ -142,6 +142,27 @@ TEST_F(Fixture, FusedMatchesUnfusedAndReference) {
   EXPECT_NE(plan.find("capi_axpb"), std::string::npos) << plan;
 }
 
+TEST_F(Fixture, LaunchRepeat) {
+  sk::Buffer a = dev.alloc(c.n * sizeof(uint32_t)), b = dev.alloc(c.n * sizeof(uint32_t));
+  zero(b);
+  sk::SuperKernel fused_chain = fused(a.as<uint32_t>(), b.as<uint32_t>());
+  // Each run refills a and adds the same values to b: after k runs b is k times one run's.
+  auto times = [this](uint32_t k) {
+    std::vector<uint32_t> b = c.reference_b();
+    for (uint32_t &v : b) v *= k;
+    return b;
+  };
+  fused_chain.launch_repeat(3);
+  dev.synchronize();
+  EXPECT_EQ(read(b), times(3));
+  const uint32_t stop = 1;  // set before the launch: one run
+  sk::Stream stream = dev.stream();
+  fused_chain.launch_repeat(5, &stop, stream);
+  stream.synchronize();
+  EXPECT_EQ(read(b), times(4));
+  expect_error([&] { fused_chain.launch_repeat(0); }, SK_ERR_INVALID_ARGUMENT, "sk_launch_repeat");
+}
+
 TEST_F(Fixture, LoadFromBytesAndSignature) {
   std::vector<unsigned char> bytes;
   {

@@ -67,3 +67,12 @@ SK_KERNEL(half_sync, "")
 void half_sync(void) {
   if (sk_block_idx() == 0) sk_sync_all();
 }
+
+/* Block 0 counts its runs in count[0] and sets stop[0] once it has run `at` times (0: never):
+ * the end-of-sequence token of SuperKernel.launch_repeat's tests. */
+SK_KERNEL(count_and_stop, "ptr,ptr,u32")
+void count_and_stop(uint32_t *count, uint32_t *stop, uint32_t at) {
+  if (sk_block_idx() != 0) return;
+  count[0] += 1;
+  if (at && count[0] >= at) stop[0] = 1;
+}
