@@ -15,6 +15,7 @@ bool run_small_ops(const Options &opt, uint32_t cores, Report &report);
 bool run_build_costs(const Options &opt, Report &report);
 bool run_kernel_calls(const Options &opt, uint32_t cores, Report &report);
 bool run_host_gaps(const Options &opt, uint32_t cores, Report &report);
+bool run_repeat(const Options &opt, uint32_t cores, Report &report);  // the decode loop, T steps
 // Not in the default run: a diagnosis of the machine (--only core-sharing).
 bool run_core_sharing(const Options &opt, Report &report);
 

@@ -23,8 +23,14 @@
  * state, logits and KV caches must end bit-identical. Then, with --trace PATH, the fused step
  * is built again with profiling=1 and its last of TRACE_LAUNCHES launches written as a Chrome
  * trace (sk_superkernel_write_trace).
+ * With --tokens-per-launch N, both copies then decode the same tokens with the fused step, as an
+ * engine's loop would: the host loop queues one sk_launch per token and synchronizes after each;
+ * the device loop queues one sk_launch_repeat of N tokens (with a stop flag that stays zero: no
+ * end-of-sequence token in a random model) and synchronizes once. Rounds of N tokens alternate,
+ * the median time per token is compared, and the two copies must end bit-identical again.
  *
- * usage: sk-demo [--steps N] [--layers N] [--kernels DIR] [--trace PATH] [device-spec]
+ * usage: sk-demo [--steps N] [--layers N] [--tokens-per-launch N] [--kernels DIR] [--trace PATH]
+ *                [device-spec]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <sk.h>
@@ -354,31 +360,37 @@ static int same_bytes(const void *a, const void *b, size_t bytes) {
 }
 
 int main(int argc, char **argv) {
-  int nrun = 256, layers = 6;
+  int nrun = 256, layers = 6, per_launch = 0;
   const char *spec = "host", *kdir = SK_DEMO_KERNEL_DIR, *trace = NULL;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc) nrun = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--layers") && i + 1 < argc) layers = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--tokens-per-launch") && i + 1 < argc) per_launch = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kdir = argv[++i];
     else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i];
     else if (argv[i][0] != '-') spec = argv[i];
     else {
-      fprintf(stderr, "usage: %s [--steps N] [--layers N] [--kernels DIR] [--trace PATH] "
-                      "[device-spec]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--steps N] [--layers N] [--tokens-per-launch N] [--kernels DIR] "
+                      "[--trace PATH] [device-spec]\n", argv[0]);
       return 2;
     }
   }
-  if (nrun < 1 || nrun > 100000 || layers < 1 || layers > MAX_LAYERS) {
-    fprintf(stderr, "sk-demo: --steps must be in 1..100000 and --layers in 1..%d\n", MAX_LAYERS);
+  if (nrun < 1 || nrun > 100000 || layers < 1 || layers > MAX_LAYERS || per_launch < 0 ||
+      per_launch > 100000) {
+    fprintf(stderr, "sk-demo: --steps must be in 1..100000, --tokens-per-launch in 0..100000 and "
+                    "--layers in 1..%d\n", MAX_LAYERS);
     return 2;
   }
+  /* The loop comparison's rounds of per_launch tokens: about --steps tokens in all. */
+  const int rounds = per_launch ? (nrun + per_launch - 1) / per_launch : 0;
 
   CHECK(sk_device_open(spec, &dev));
   uint32_t cores = 0;
   CHECK(sk_device_cores(dev, &cores));
   /* sk_sync_all needs all of the kernel's blocks running at once: block_dim <= cores. */
   uint32_t sync_blocks = cores < 4 ? cores : 4;
-  uint32_t ctx = (uint32_t)nrun + TRACE_LAUNCHES; /* KV-cache rows: one per step */
+  /* KV-cache rows: one per step */
+  uint32_t ctx = (uint32_t)nrun + TRACE_LAUNCHES + (uint32_t)(rounds * per_launch);
 
   kernels k;
   sk_module *m_attn = load(kdir, "attention.o"), *m_tok = load(kdir, "tokens.o");
@@ -478,6 +490,50 @@ int main(int argc, char **argv) {
   printf("check:      fused == unfused: %s\n",
          same ? "bit-identical (tokens, hidden state, logits, KV caches)" : "MISMATCH");
 
+  /* The decode loop on the host and on the device, from the same state (checked above). */
+  int loop_same = 1;
+  if (per_launch) {
+    sk_superkernel *host_loop = fuse(0, "decode_step_host_loop", "stream-fusion=1");
+    uint32_t *eos = scalar_u32(0); /* stays 0: every round decodes per_launch tokens */
+    double *round_us[2] = {malloc(rounds * sizeof(double)), malloc(rounds * sizeof(double))};
+    if (!round_us[0] || !round_us[1]) exit(1);
+    for (int r = 0; r < rounds; ++r) {
+      double t0 = now_us();
+      for (int i = 0; i < per_launch; ++i) {
+        CHECK(sk_launch(host_loop, NULL));
+        CHECK(sk_stream_synchronize(NULL));
+      }
+      round_us[0][r] = (now_us() - t0) / per_launch;
+      t0 = now_us();
+      CHECK(sk_launch_repeat(sk, (uint32_t)per_launch, eos, NULL));
+      CHECK(sk_stream_synchronize(NULL));
+      round_us[1][r] = (now_us() - t0) / per_launch;
+      uint32_t tok[2];
+      CHECK(sk_memcpy(dev, &tok[0], st[0].token, sizeof tok[0]));
+      CHECK(sk_memcpy(dev, &tok[1], st[1].token, sizeof tok[1]));
+      loop_same &= tok[0] == tok[1];
+    }
+    double loop_us[2] = {median(round_us[0], rounds), median(round_us[1], rounds)};
+    uint32_t eos_now = 1;
+    CHECK(sk_memcpy(dev, &eos_now, eos, sizeof eos_now));
+    loop_same &= eos_now == 0;
+    loop_same &= same_bytes(st[0].x, st[1].x, DIM * sizeof(float));
+    loop_same &= same_bytes(st[0].logits, st[1].logits, VOCAB * sizeof(float));
+    loop_same &= same_bytes(st[0].pos, st[1].pos, sizeof(uint32_t));
+    for (int l = 0; l < layers; ++l) {
+      loop_same &= same_bytes(st[0].k_cache[l], st[1].k_cache[l], (size_t)ctx * DIM * sizeof(float));
+      loop_same &= same_bytes(st[0].v_cache[l], st[1].v_cache[l], (size_t)ctx * DIM * sizeof(float));
+    }
+    printf("host loop:  %.1f us/token median (1 sk_launch + 1 sync per token)\n", loop_us[0]);
+    printf("device loop: %.1f us/token median (1 sk_launch_repeat of %d tokens + 1 sync; %d rounds)\n",
+           loop_us[1], per_launch, rounds);
+    printf("loop ratio: %.2fx (host loop / device loop)\n", loop_us[0] / loop_us[1]);
+    printf("check:      device loop == host loop: %s\n",
+           loop_same ? "bit-identical (tokens, hidden state, logits, KV caches)" : "MISMATCH");
+    for (int set = 0; set < 2; ++set) free(round_us[set]);
+    sk_superkernel_destroy(host_loop);
+  }
+
   /* More steps, fused with profiling=1; the last one written as a Chrome trace (a track per
    * core). */
   if (trace) {
@@ -496,6 +552,10 @@ int main(int argc, char **argv) {
   sk_device_close(dev);
   if (!same) {
     fprintf(stderr, "sk-demo: fused and unfused outputs differ\n");
+    return 1;
+  }
+  if (!loop_same) {
+    fprintf(stderr, "sk-demo: the device loop and the host loop differ\n");
     return 1;
   }
   return 0;
