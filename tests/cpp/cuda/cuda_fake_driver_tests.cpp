@@ -180,6 +180,29 @@ TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
   sk_superkernel_destroy(sk);
 }
 
+TEST_F(CudaFakeDriver, LaunchRepeatQueuesNLaunchesAndRefusesAStopFlag) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
+  uint32_t n = 100, i0 = 0;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "repeated", nullptr, &scope), SK_OK);
+  void *a0[] = {&x, &n, &i0};
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a0, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_repeat(sk, 4, nullptr, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(fake_.all().size(), 4u);
+  const uint32_t *flag = reinterpret_cast<const uint32_t *>(0x1235000);
+  EXPECT_EQ(sk_launch_repeat(sk, 4, flag, nullptr), SK_ERR_UNSUPPORTED);
+  const std::string msg = sk_last_error();
+  EXPECT_TRUE(contains(msg, "super kernel 'repeated'")) << msg;
+  EXPECT_TRUE(contains(msg, "stop flag is not implemented on CUDA devices")) << msg;
+  EXPECT_EQ(fake_.all().size(), 4u);  // nothing queued
+  sk_superkernel_destroy(sk);
+}
+
 TEST_F(CudaFakeDriver, SyncAllBeyondCoResidencyIsIncompatible) {
   sk_kernel *sum = kernel("sync.cubin", "sync_sum");
   ASSERT_NE(sum, nullptr);

@@ -256,6 +256,23 @@ TEST_F(LaunchPath, OneCoreDevice) {
   expect_quiet(finalize(chain_scope("one-core", "", 1, {1})));
 }
 
+// sk_launch_repeat: the runs and the barrier between them, on a chain with a stop flag nobody
+// sets and with one already set (one run), and with profiling (the general step loop).
+TEST_F(LaunchPath, RepeatedLaunches) {
+  open_with_chain("host:cores=2");
+  uint32_t *never = static_cast<uint32_t *>(buffer()), *set = never + 1;
+  *never = 0, *set = 1;
+  sk_superkernel *sk = finalize(chain_scope("repeat", "", 2, {2, 1}));
+  ASSERT_NE(sk, nullptr);
+  expect_quiet([this, sk, never] { return sk_launch_repeat(sk, 4, never, stream); });
+  expect_quiet([this, sk, set] { return sk_launch_repeat(sk, 4, set, stream); });
+  sk_superkernel_destroy(sk);
+  sk = finalize(chain_scope("repeat-profiled", "profiling=1", 2, {2}));
+  ASSERT_NE(sk, nullptr);
+  expect_quiet([this, sk] { return sk_launch_repeat(sk, 3, nullptr, stream); });
+  sk_superkernel_destroy(sk);
+}
+
 // sk_superkernel_set_arg between launches: it waits for the launches queued, then writes.
 TEST_F(LaunchPath, RebindingAnArgumentBetweenLaunches) {
   open_with_chain("host:cores=2");
