@@ -119,7 +119,7 @@ def test_inspect_json_device_api_per_kernel(ops):
     d = json.loads(r.stdout)
     kernels = {k["name"]: k for k in d["kernels"]}
     assert set(kernels) == {"axpy", "square_plus_one", "block_sum", "all_types", "nothing",
-                            "call_counter", "half_sync"}
+                            "call_counter", "half_sync", "count_and_stop"}
     assert "sk_sync_all" in kernels["block_sum"]["device_api"]
     assert "sk_sync_all" not in kernels["axpy"]["device_api"]
     assert kernels["all_types"]["signature"] == "i8,u8,i16,u16,i32,u32,i64,u64,f32,f64,ptr"

@@ -33,7 +33,7 @@ def test_module_kernels_come_from_libsk_and_agree_with_the_object(ops, ops_path)
     assert records["axpy"] == {"sig": "f32,ptr,ptr,u32", "type": "vector"}
     assert list(ops.kernels.items()) == list(records.items())  # in the section's order too
     assert set(records) == {"axpy", "square_plus_one", "block_sum", "all_types", "nothing",
-                            "call_counter", "half_sync"}
+                            "call_counter", "half_sync", "count_and_stop"}
 
 
 def test_core_types_and_kernels_declared_without_code(dev, typed_path):
