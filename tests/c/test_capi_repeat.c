@@ -3,6 +3,8 @@
  * every core (each block counts its runs); a flag set before the launch leaves one run; bad
  * arguments are refused and queue nothing; a hang or an exception ends the loop with the
  * sk_launch report, and the super kernel stays usable. On devices of 1, 2 and 4 cores. */
+#include <sched.h>
+
 #include "test_util.h"
 
 #define N 96u
@@ -310,6 +312,47 @@ static void test_hang_ends_the_loop(void **state) {
   sk_device_close(dev);
 }
 
+/* A kernel of run 3 never returns: the hang watch tells the runs apart, reports that run and
+ * loses the device, as for sk_launch; the stuck block, let go, finds what it uses kept. */
+static void test_kernel_that_never_returns(void **state) {
+  static uint32_t release, done;
+  sk_device *dev;
+  sk_module *mod;
+  sk_scope *scope = NULL;
+  sk_superkernel *sk = NULL;
+  uint32_t *counts, at = 3, *prelease = &release, *pdone = &done;
+  void *count_args[1], *spin_args[4];
+  sk_status st;
+  (void)state;
+  SK_CHECK(sk_device_open("host:cores=2,timeout_ms=200", &dev));
+  mod = load_kernels(dev, TEST_VARIANT, "capi_repeat");
+  SK_CHECK(sk_mem_alloc(dev, 2 * sizeof(uint32_t), (void **)&counts));
+  counts[0] = counts[1] = 0;
+  count_args[0] = &counts;
+  spin_args[0] = &counts;
+  spin_args[1] = &prelease;
+  spin_args[2] = &pdone;
+  spin_args[3] = &at;
+  SK_CHECK(sk_scope_begin(dev, "never_returns", NULL, &scope));
+  SK_CHECK(sk_add_kernel(scope, get_kernel(mod, "capi_count_runs"), 2, count_args, NULL));
+  SK_CHECK(sk_add_kernel(scope, get_kernel(mod, "capi_spin_at"), 2, spin_args, NULL));
+  SK_CHECK(sk_finalize(scope, &sk));
+  SK_CHECK(sk_launch_repeat(sk, 10, NULL, NULL));
+  st = sk_device_synchronize(dev);
+  if (st != SK_ERR_HANG)
+    fail_msg("sk_device_synchronize returned %s (%s), expected SK_ERR_HANG", sk_status_name(st), sk_last_error());
+  SK_EXPECT_MSG("super kernel 'never_returns' (launch 3)");
+  SK_EXPECT_MSG("core 1 in step 1 'capi_spin_at'");
+  SK_EXPECT_MSG("never came back");
+  assert_int_equal(counts[0], 3);
+  SK_EXPECT_ERR(sk_launch_repeat(sk, 2, NULL, NULL), SK_ERR_DEVICE, "lost");
+  sk_superkernel_destroy(sk);
+  sk_module_unload(mod);
+  sk_device_close(dev);
+  __atomic_store_n(&release, 1u, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == 0) sched_yield();
+}
+
 /* An exception that escapes a kernel ends the loop in its run: SK_ERR_KERNEL, as for sk_launch. */
 static void test_exception_ends_the_loop(void **state) {
   sk_device *dev;
@@ -375,8 +418,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_equals_launches),         cmocka_unit_test(test_early_stop),
       cmocka_unit_test(test_flag_set_before),         cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_hang_ends_the_loop),      cmocka_unit_test(test_exception_ends_the_loop),
-      cmocka_unit_test(test_profile_is_the_last_run),
+      cmocka_unit_test(test_hang_ends_the_loop),      cmocka_unit_test(test_kernel_that_never_returns),
+      cmocka_unit_test(test_exception_ends_the_loop), cmocka_unit_test(test_profile_is_the_last_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,3 +18,13 @@ SK_KERNEL(capi_hang_at, "ptr,u32")
 void capi_hang_at(const uint32_t *counts, uint32_t hang_at) {
   if (sk_block_idx() == 0 && counts[0] == hang_at) sk_sync_all();
 }
+
+/* In the run where counts[1] equals at, block 1 never returns until *release is set; then it
+ * sets *done. */
+SK_KERNEL(capi_spin_at, "ptr,ptr,ptr,u32")
+void capi_spin_at(const uint32_t *counts, const uint32_t *release, uint32_t *done, uint32_t at) {
+  if (sk_block_idx() != 1 || counts[1] != at) return;
+  while (__atomic_load_n(release, __ATOMIC_ACQUIRE) == 0) {
+  }
+  __atomic_store_n(done, 1u, __ATOMIC_RELEASE);
+}
