@@ -11,6 +11,8 @@
 //              from 0 to 1000 (long enough for idle cores to sleep): fused, unfused, OpenMP
 //   repeat     the decode loop on the device: T steps of K empty kernels, unfused, one
 //              sk_launch per step (synchronized, or queued), one sk_launch_repeat of T steps
+//   streams    a decode-shaped step of 90 1-block mat-vecs on three scope streams: streams
+//              off, on with every kernel on core 0, on as the planner places them
 //   build      scope build and finalize per sub-kernel (first and cached), link per KiB vs
 //              dlopen of the same code as a shared object, memory per sub-kernel, the cost of
 //              the first launch after the cores went to sleep
@@ -18,7 +20,8 @@
 //              core, round by round, with fused/floor for each answer: what the overhead
 //              table's floor depends on in a VM whose vCPUs move between SMT siblings
 //
-// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|repeat|build|core-sharing] [--device KEYS] [--json FILE]
+// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|repeat|streams|build|core-sharing]
+//                 [--device KEYS] [--json FILE]
 // --device KEYS: more host device keys for every device the run opens (e.g. pin=0,spin_us=0).
 // The kernels are read from the build tree, or from $SK_BENCH_KERNELS when set.
 #include <sk.h>
@@ -45,16 +48,19 @@ int main(int argc, char **argv) {
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
                (!std::strcmp(argv[i + 1], "overhead") || !std::strcmp(argv[i + 1], "small-ops") ||
                 !std::strcmp(argv[i + 1], "calls") || !std::strcmp(argv[i + 1], "gaps") ||
-                !std::strcmp(argv[i + 1], "repeat") ||
-                !std::strcmp(argv[i + 1], "build") ||
-                !std::strcmp(argv[i + 1], "core-sharing"))) {
+                !std::strcmp(argv[i + 1], "repeat") || !std::strcmp(argv[i + 1], "streams") ||
+                !std::strcmp(argv[i + 1], "build") || !std::strcmp(argv[i + 1], "core-sharing"))) {
       opt.only = argv[++i];
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       opt.json_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
       opt.device_keys = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|repeat|build|core-sharing] [--device KEYS] [--json FILE]\n", argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--cores 2,16] [--only "
+          "overhead|small-ops|calls|gaps|repeat|streams|build|core-sharing] [--device KEYS] [--json FILE]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -72,8 +78,8 @@ int main(int argc, char **argv) {
     if (usable > 2) opt.cores.push_back(usable);
   }
   bench::Report report;
-  std::printf("sk-bench (libsk %u): %u online CPUs, %u usable; per-kernel medians in ns, %s\n", sk_version(),
-              online, usable, opt.quick ? "quick run" : "full run");
+  std::printf("sk-bench (libsk %u): %u online CPUs, %u usable; per-kernel medians in ns, %s\n", sk_version(), online,
+              usable, opt.quick ? "quick run" : "full run");
   bool ok = true;
   for (uint32_t cores : opt.cores) {
     if (opt.runs("overhead")) ok &= bench::run_overhead(opt, cores, report);
@@ -81,6 +87,7 @@ int main(int argc, char **argv) {
     if (opt.runs("calls")) ok &= bench::run_kernel_calls(opt, cores, report);
     if (opt.runs("gaps")) ok &= bench::run_host_gaps(opt, cores, report);
     if (opt.runs("repeat")) ok &= bench::run_repeat(opt, cores, report);
+    if (opt.runs("streams")) ok &= bench::run_streams(opt, cores, report);
   }
   if (opt.runs("build")) ok &= bench::run_build_costs(opt, report);
   if (opt.only == "core-sharing") ok &= bench::run_core_sharing(opt, report);

@@ -498,8 +498,11 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * - `stream-fusion=0|1` (default 0): kernels of several scope streams
  *   (sk_kernel_options.stream) in one super kernel. Each waits only for the previous kernel of
  *   its stream and for the events (sk_scope_record_event / sk_scope_wait_event) before it, so
- *   independent chains share the cores and overlap. Without it a kernel on another stream than 0
- *   is an error naming it.
+ *   independent chains share the cores and overlap. Kernels that may run at the same time are
+ *   placed on distinct cores where the device has them (the super kernel widens up to the
+ *   device's cores for them), and sk_kernel_options.first_core / core_count pin a kernel
+ *   where the caller knows better; explain shows each step's `first_unit` and `placement`.
+ *   Without it a kernel on another stream than 0 is an error naming it.
  * - `strict-scope-check=bypass|abort` (default `bypass`): what to do with a kernel with hard
  *   cross-core sync on another core count than the kernels around it. `bypass` splits the scope
  *   before it (and before the next kernel that would change its count) into dispatches that one
@@ -566,6 +569,20 @@ typedef struct sk_kernel_options {
    * of sk_scope_record_event / sk_scope_wait_event. 0 without stream fusion.
    */
   uint32_t stream;
+  /**
+   * Pins the sub-kernel's blocks to cores first_core .. first_core + core_count - 1 of its type
+   * (groups, for a mixed kernel): block b runs on core first_core + b % core_count, so blocks
+   * beyond core_count are multiplexed. 0 and 0: the planner places it (with stream fusion,
+   * beside the kernels of other streams that may run at the same time; else from core 0). A
+   * pin beyond the super kernel's cores widens a vector-only or cube-only super kernel up to
+   * the device's cores. sk_add_kernel fails with SK_ERR_INVALID_ARGUMENT for core_count 0 with
+   * first_core set; sk_finalize with SK_ERR_INCOMPATIBLE, naming the kernel and the field, for
+   * a pin beyond the device's cores (or a mixed, hard-sync or debug-aic-num / debug-aiv-num
+   * super kernel's, which cannot widen), a kernel that synchronises (sk_sync_all, cross-core
+   * flags) on fewer cores than its block_dim, or a hard-sync kernel with first_core not 0.
+   */
+  uint32_t first_core;
+  uint32_t core_count;
 } sk_kernel_options;
 
 /**
@@ -575,7 +592,7 @@ typedef struct sk_kernel_options {
 #define SK_KERNEL_FLAG_TILING_SINK 0x1u
 
 #define SK_KERNEL_OPTIONS_INIT \
-  { sizeof(sk_kernel_options), NULL, NULL, 0, 0 }
+  { sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0 }
 
 /**
  * Starts a scope: the kernels added to it become one super kernel. options uses the vendor

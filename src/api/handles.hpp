@@ -85,6 +85,7 @@ struct ScopeLaunch {
   uint32_t flags = 0;                            // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
   sk::KernelKind kind = sk::KernelKind::Vector;  // the kernel's, or sk_kernel_options.core_type
   uint32_t stream = 0;                           // sk_kernel_options.stream
+  uint32_t first_core = 0, core_count = 0;       // sk_kernel_options pin (0, 0: placed by the plan)
   std::vector<uint32_t> after;                   // launches it waits for (scope events)
   std::vector<uint64_t> args;                    // one 8-byte slot per parameter
 };

@@ -28,6 +28,8 @@ sk_status finalize(sk_scope *scope, sk_superkernel **out) {
     in.core_type = sk::kernel_kind_name(l.kind);
     in.kind = l.kind;
     in.stream = l.stream;
+    in.first_core = l.first_core;
+    in.core_count = l.core_count;
     in.after = std::move(l.after);
     in.block_dim = l.block_dim;
     in.usage = l.kernel->usage;
@@ -100,6 +102,15 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
                   "sk_add_kernel: kernel '%s': opts->core_type '%.100s' is not vector, cube, mix_1_1 or mix_1_2",
                   e.name.c_str(), opts->core_type);
     if (SK_STRUCT_COVERS(opts, sk_kernel_options, stream)) e.stream = opts->stream;
+    if (SK_STRUCT_COVERS(opts, sk_kernel_options, core_count)) {
+      if (opts->core_count == 0 && opts->first_core != 0)
+        return fail(SK_ERR_INVALID_ARGUMENT,
+                    "sk_add_kernel: kernel '%s': opts->first_core is %u but opts->core_count is 0 (pin a core range "
+                    "with core_count >= 1, or leave both 0 for the planner)",
+                    e.name.c_str(), opts->first_core);
+      e.first_core = opts->first_core;
+      e.core_count = opts->core_count;
+    }
     if (sk_status st = sk::api::place_on_stream(scope, &e); st != SK_OK) return st;
     if (sk_status st = k.copy_args(args, "sk_add_kernel", &e.args); st != SK_OK) return st;
     sk::api::note_added(scope, e);

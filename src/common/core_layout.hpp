@@ -16,6 +16,10 @@ enum class KernelKind : uint8_t { Vector, Cube, Mix11, Mix12 };
 // "vector", "cube", "mix_1_1", "mix_1_2" (sk_kernel.h's SK_CORE_* strings).
 bool parse_kernel_kind(std::string_view text, KernelKind *out);
 const char *kernel_kind_name(KernelKind kind);
+// What a kernel of `kind` counts its blocks in: "vector cores", "cube cores" or "groups".
+inline const char *kernel_unit_name(KernelKind kind) {
+  return kind == KernelKind::Vector ? "vector cores" : kind == KernelKind::Cube ? "cube cores" : "groups";
+}
 inline bool is_mixed(KernelKind k) { return k == KernelKind::Mix11 || k == KernelKind::Mix12; }
 
 // What a kernel of `kind` on `block_dim` blocks asks for.

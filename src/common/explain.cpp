@@ -3,12 +3,13 @@
 #include "common/device_api_usage.hpp"
 #include "common/json_writer.hpp"
 #include "common/plan.hpp"
+#include "common/step_placement.hpp"
 
 namespace sk {
 namespace {
 // The version of the layout include/sk_explain.schema.json describes: raised, with the schema,
 // whenever a key or a value's meaning changes, so a reader can tell which layout it holds.
-constexpr uint64_t kExplainSchemaVersion = 2;
+constexpr uint64_t kExplainSchemaVersion = 3;
 }  // namespace
 
 std::string explain_json(const Plan &plan, const std::string &backend,
@@ -60,6 +61,8 @@ std::string explain_json(const Plan &plan, const std::string &backend,
     j.key("segment").value(uint64_t{s.segment});
     j.key("units").value(uint64_t{s.units});
     j.key("cores").value(uint64_t{s.cores});
+    j.key("first_unit").value(uint64_t{s.first_unit});
+    j.key("placement").value(placement_name(s.placement));
     if (plan.streams) j.key("stream").value(uint64_t{s.kernel.stream});
     if (!s.after.empty()) {
       j.key("waits_for_steps").begin_array();

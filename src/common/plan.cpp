@@ -5,13 +5,10 @@
 
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
+#include "common/step_placement.hpp"
 
 namespace sk {
 namespace {
-
-const char *unit_name(KernelKind kind) {
-  return kind == KernelKind::Vector ? "vector cores" : kind == KernelKind::Cube ? "cube cores" : "groups";
-}
 
 // The hard-sync kernels of the segment being built, per kernel kind: a whole-core hard sync
 // counts the super kernel's cores, so each of them needs exactly its own count there.
@@ -52,12 +49,12 @@ std::string describe_split(const std::vector<PlanInput> &kernels, uint32_t i, co
     std::snprintf(text, sizeof text,
                   "kernel %u '%s' uses hard cross-core sync on %u %s, but with the kernels before it the super "
                   "kernel has %u",
-                  i, k.name.c_str(), k.block_dim, unit_name(kk), units);
+                  i, k.name.c_str(), k.block_dim, kernel_unit_name(kk), units);
   } else {
     const HardSyncDemand::Need &n = before.need[kind];
     std::snprintf(text, sizeof text,
                   "kernel %u '%s' needs %u %s, but kernel %d '%s' before it uses hard cross-core sync on %u", i,
-                  k.name.c_str(), units, unit_name(kk), n.first, kernels[n.first].name.c_str(), n.lo);
+                  k.name.c_str(), units, kernel_unit_name(kk), n.first, kernels[n.first].name.c_str(), n.lo);
   }
   return text;
 }
@@ -131,7 +128,7 @@ sk_status map_step(const std::string &name, uint32_t i, const PlanSegment &seg, 
                 "scope '%s': kernel %u '%s' synchronises its cores (%s) on block_dim %u, more than the %u %s the "
                 "super kernel has on this device (blocks of a kernel that synchronises cannot be multiplexed)",
                 name.c_str(), i, k.name.c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
-                k.block_dim, available, unit_name(k.kind));
+                k.block_dim, available, kernel_unit_name(k.kind));
   step->cores = seg.layout.cores_for(k.kind, step->units);
   step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
   return SK_OK;
@@ -201,6 +198,7 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
     }
   }
   link_steps(plan);
+  if (sk_status st = place_steps(&plan); st != SK_OK) return st;
   place_cache(&plan);  // common/cache_plan.cpp
   *out = std::move(plan);
   return SK_OK;

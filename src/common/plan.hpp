@@ -29,6 +29,16 @@ struct PlanInput {
   uint32_t flags = 0;                    // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
   uint32_t stream = 0;                   // scope stream (stream-fusion=1)
   std::vector<uint32_t> after;           // earlier steps it waits for (scope events); moved into PlanStep::after
+  // sk_kernel_options.first_core / core_count: the units its blocks run on, in units of its
+  // kind (common/step_placement.hpp); core_count 0: the planner places it.
+  uint32_t first_core = 0, core_count = 0;
+};
+
+// How a step's first unit was chosen (explain's `placement`).
+enum class StepPlacement : uint8_t {
+  Default,  // from unit 0: nothing runs beside it, or the plan places no step (one stream)
+  Packed,   // beside the steps that may run at the same time (stream fusion)
+  Pinned,   // sk_kernel_options.first_core / core_count
 };
 
 struct PlanStep {
@@ -37,6 +47,10 @@ struct PlanStep {
   uint32_t units = 1;            // cores of its type (groups, mixed) running its blocks
   uint32_t cores = 1;            // cores taking part: units, or units * (1 + R) when mixed
   uint32_t blocks_per_core = 1;  // ceil(block_dim / units): >1 means blocks are multiplexed
+  // Its blocks run on units [first_unit, first_unit + units) of its kind: block b on unit
+  // first_unit + b % units.
+  uint32_t first_unit = 0;
+  StepPlacement placement = StepPlacement::Default;
   // The step it follows in its stream (the previous step without stream fusion), -1: none.
   int32_t pred = -1;
   // Earlier steps that must have ended before it starts: scope events, and with stream fusion

@@ -165,6 +165,7 @@ std::string step_code(const EntrySpec &spec, size_t i, PtxValues &v) {
   v["SYMBOL"] = s.symbol;
   v["BLOCK_DIM"] = str(s.block_dim);
   v["CORES"] = str(s.cores);
+  v["FIRST"] = str(s.first);
   v["FIRST_FLAGS"] = str(kFirst | (wait_now ? kWaitNow : 0));
   v["FLAGS"] =
       str((s.gm_flush ? kGmFlush : 0) | (s.deps.empty() ? kNoDeps : 0) | (s.arrive_in_kernel ? kArriveInKernel : 0));

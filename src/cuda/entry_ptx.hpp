@@ -32,6 +32,7 @@ struct EntryStep {
   Signature signature;
   uint32_t block_dim = 1;         // the sub-kernel's own blocks
   uint32_t cores = 1;             // blocks of the super kernel that run it (<= grid)
+  uint32_t first = 0;             // the first of them (PlanStep::first_unit): first .. first + cores - 1
   bool wait_in_kernel = false;    // wait for the previous step at sk_wait_pre_task_end
   bool arrive_in_kernel = false;  // arrive at sk_set_next_task_start
   bool dcci_before = false;       // a whole-cache fence before / after the call

@@ -105,6 +105,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.signature = k.signature;
     s.block_dim = ps.kernel.block_dim;
     s.cores = ps.units;
+    s.first = ps.first_unit;
     s.wait_in_kernel = ps.wait_in_kernel;
     s.arrive_in_kernel = ps.arrive_in_kernel;
     s.gm_flush = ps.cache.per_access_flush;

@@ -11,7 +11,8 @@ namespace sk::host {
 
 namespace {
 
-// The core's blocks of step `s`, from its first: first, first + units, ...
+// The core's blocks of step `s`, from its first: first, first + units, ... (block b runs on
+// the step's unit first_unit + b % units).
 // An exception that escapes the kernel (C++ objects, their .eh_frame registered at load) ends
 // the core's share of the step and fails the launch; try costs nothing until something throws.
 inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
@@ -82,8 +83,7 @@ void run_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFailure &f
         const std::vector<CoreSlot> &slots = p.segments[s.segment].slots;
         ctx.slot = core < slots.size() ? slots[core] : CoreSlot{};
       }
-      // The core's first block of this step (its vector or cube index, or its group).
-      first = ctx.slot.index[s.unit_class];
+      first = s.first_block(ctx.slot);
     }
     // Cores without a block here, or past the step's units, pass the step.
     if (first >= s.units) continue;

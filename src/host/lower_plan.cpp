@@ -39,6 +39,7 @@ void lower_plan(const Plan &plan, const std::vector<const HostKernel *> &kernels
     s.units = ps.units;
     s.cores = ps.cores;
     s.unit_class = unit_class(ps.kernel.kind);
+    s.first_unit = ps.first_unit;
     s.segment = ps.segment;
     const CoreLayout &layout = plan.segments[ps.segment].layout;
     s.sub_block_num = is_mixed(ps.kernel.kind) ? layout.vectors_per_group : 1;

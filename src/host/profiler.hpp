@@ -75,7 +75,7 @@ inline uint32_t blocks_from(uint32_t block_dim, uint32_t first, uint32_t units) 
 // Before the core waits for the previous step.
 inline void profile_ready(CoreContext &ctx) {
   if (Profiler *p = ctx.program->profiler.get()) [[unlikely]]
-    p->ready(ctx, blocks_from(ctx.step->block_dim, ctx.slot.index[ctx.step->unit_class], ctx.step->units));
+    p->ready(ctx, blocks_from(ctx.step->block_dim, ctx.step->first_block(ctx.slot), ctx.step->units));
 }
 
 // Right before the core calls the kernel's first block: from here to profile_end, waits

@@ -19,8 +19,8 @@ void Program::allocate_sync_state() {
   if (per_step_release) step_released = std::make_unique<StepCounter[]>(steps.size());
   plain = !profiler && !per_step_release && segments.size() == 1 && !segments[0].layout.mixed() &&
           segments[0].layout.cube == 0 && std::all_of(steps.begin(), steps.end(), [](const StepExec &s) {
-            return s.unit_class == 0 && s.cores == s.units && !s.flush_before && !s.flush_after && !s.flags &&
-                   s.after_count == 0;
+            return s.unit_class == 0 && s.first_unit == 0 && s.cores == s.units && !s.flush_before &&
+                   !s.flush_after && !s.flags && s.after_count == 0;
           });
   // A plain program counts its ends on released.ended: per-step end counters only for the others.
   if (!plain) ended = std::make_unique<StepCounter[]>(steps.size());

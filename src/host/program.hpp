@@ -60,9 +60,14 @@ struct StepExec {
   const uint32_t *after = nullptr;    // steps that must have ended first (Program::after_lists)
   uint32_t after_count = 0;
   uint32_t unit_class = 0;  // CoreSlot::index it reads: 0 vector, 1 cube, 2 mixed
+  uint32_t first_unit = 0;  // its blocks run on units first_unit .. first_unit + units - 1
   uint32_t segment = 0;
   uint32_t sub_block_num = 1;  // vector cores per group it runs on (mixed kernels)
   std::string name;            // reports only
+  // The first of its blocks a core at `slot` runs (then every units-th): the core's vector or
+  // cube index, or its group, counted from first_unit. Not below units: the core passes the
+  // step (below first_unit the difference wraps past them).
+  uint32_t first_block(const CoreSlot &slot) const { return slot.index[unit_class] - first_unit; }
 };
 
 // One dispatch of the program (common/plan.hpp's PlanSegment): where each core sits in it.
@@ -89,7 +94,7 @@ struct Program {
   // step by step and each step counts its own (step_released) instead of the shared counter.
   bool per_step_release = false;
   std::unique_ptr<StepCounter[]> step_released;
-  // Only vector steps on one segment, no profiling, flushes, flags or events: the executor runs
+  // Only vector steps from core 0 on one segment, no profiling, flushes, flags or events: the executor runs
   // a step loop without their checks (set by allocate_sync_state, after the steps and the
   // profiler).
   bool plain = false;

@@ -23,6 +23,8 @@ class KernelOptions(ctypes.Structure):
         ("core_type", ctypes.c_char_p),
         ("flags", ctypes.c_uint32),
         ("stream", ctypes.c_uint32),
+        ("first_core", ctypes.c_uint32),
+        ("core_count", ctypes.c_uint32),
     ]
 
 

@@ -38,17 +38,27 @@ class Scope(Handle):
         self.superkernel = None
         super().__init__(out.value, device)
 
-    def add(self, kernel, block_dim, *args, name=None, core_type=None, flags=0, stream=0):
+    def add(self, kernel, block_dim, *args, name=None, core_type=None, flags=0, stream=0, cores=None):
         """Adds kernel on block_dim blocks with args (values converted by its signature; arrays
-        and Buffers by address, no copy). Returns the sub-kernel's step index."""
+        and Buffers by address, no copy). cores=(first, count) pins its blocks to cores first ..
+        first + count - 1 of its type (sk_kernel_options.first_core / core_count); None: the
+        planner places them. Returns the sub-kernel's step index."""
         instance(kernel, Kernel, "Scope.add kernel")
         what = f"Scope.add ({name or kernel.name})"
         block_dim = integer(block_dim, "u32", f"{what} block_dim")
+        first_core = core_count = 0
+        if cores is not None:
+            if not isinstance(cores, (tuple, list)) or len(cores) != 2:
+                raise TypeError(f"{what} cores: expected (first, count), got {cores!r}")
+            first_core = integer(cores[0], "u32", f"{what} cores[0] (first)")
+            core_count = integer(cores[1], "u32", f"{what} cores[1] (count)")
+            if core_count < 1:
+                raise ValueError(f"{what} cores: count is {core_count}; pin at least 1 core, or pass None")
         opts = KernelOptions(ctypes.sizeof(KernelOptions),
                              c_string(name or None, f"{what} name", optional=True),
                              c_string(core_type or None, f"{what} core_type", optional=True),
                              integer(flags, "u32", f"{what} flags"),
-                             integer(stream, "u32", f"{what} stream"))
+                             integer(stream, "u32", f"{what} stream"), first_core, core_count)
         packed = kernel.pack(args)
         check(lib().sk_add_kernel(self.handle, kernel.handle, block_dim, packed.pointer,
                                   ctypes.byref(opts)),

@@ -203,6 +203,42 @@ TEST_F(CudaFakeDriver, LaunchRepeatQueuesNLaunchesAndRefusesAStopFlag) {
   sk_superkernel_destroy(sk);
 }
 
+// With stream fusion, 1-block kernels of three streams run on three blocks of the grid (one
+// each, explain's first_unit), not all on block 0; a pin puts a kernel on the block it names.
+TEST_F(CudaFakeDriver, StreamsArePlacedOnDistinctBlocks) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
+  uint32_t n = 100, index[3] = {0, 1, 2};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "placed", "stream-fusion=1", &scope), SK_OK);
+  for (uint32_t k = 0; k < 3; ++k) {
+    void *args[] = {&x, &n, &index[k]};
+    sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+    o.stream = k;
+    ASSERT_EQ(sk_add_kernel(scope, step, 1, args, &o), SK_OK) << sk_last_error();
+  }
+  void *args[] = {&x, &n, &index[0]};
+  sk_kernel_options pin = SK_KERNEL_OPTIONS_INIT;
+  pin.first_core = 5;
+  pin.core_count = 1;
+  ASSERT_EQ(sk_add_kernel(scope, step, 1, args, &pin), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].grid, 6u);  // widened to the pinned block 5
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
+  EXPECT_TRUE(contains(json, "\"index\":1,")) << json;
+  EXPECT_TRUE(contains(json, "\"first_unit\":1,\"placement\":\"packed\"")) << json;
+  EXPECT_TRUE(contains(json, "\"first_unit\":2,\"placement\":\"packed\"")) << json;
+  EXPECT_TRUE(contains(json, "\"first_unit\":5,\"placement\":\"pinned\"")) << json;
+  sk_superkernel_destroy(sk);
+}
+
 TEST_F(CudaFakeDriver, SyncAllBeyondCoResidencyIsIncompatible) {
   sk_kernel *sum = kernel("sync.cubin", "sync_sum");
   ASSERT_NE(sum, nullptr);

@@ -154,6 +154,29 @@ TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
   EXPECT_EQ(ptxas(generate_entry_ptx(spec), "sm_80", &log), 0) << log;
 }
 
+// Steps of three streams on blocks 0, 1 and 2: each block runs a step's blocks from the step's
+// first unit, and a pinned step narrower than its block_dim strides by its own cores.
+TEST(CudaEntryPtx, PlacedStepsStartAtTheirFirstBlock) {
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.options = "stream-fusion=1";
+  for (uint32_t k = 0; k < 3; ++k) s.add(kernel(chain, "mark_blocks"), 1, k);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  EXPECT_EQ(s.plan.cores, 3u);
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  ASSERT_EQ(spec.steps.size(), 3u);
+  for (uint32_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(spec.steps[k].first, k);
+    EXPECT_EQ(spec.steps[k].cores, 1u);
+  }
+  const std::string ptx = generate_entry_ptx(spec);
+  EXPECT_TRUE(contains(ptx, "sub.u32 %r9, %r3, 2;")) << ptx;
+  EXPECT_TRUE(contains(ptx, "add.u32 %r6, %r5, 1;")) << ptx;
+  std::string log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
+}
+
 // A flag id past SK_CROSS_CORE_FLAGS-1 is reported, not masked onto another flag's counter.
 TEST(CudaEntryPtx, FlagIdsOutOfRangeAreReportedNotMasked) {
   auto chain = load("chain.cubin");

@@ -1,6 +1,13 @@
 """The plan of sk_superkernel_explain as a table, for `sk explain` and `sk run`."""
 
 
+def _units_on(step):
+    """The units a step's blocks run on ("2-3"), and "*" where the caller pinned them."""
+    first, units = step.get("first_unit", 0), step.get("units", 1)
+    text = f"{first}" if units == 1 else f"{first}-{first + units - 1}"
+    return text + ("*" if step.get("placement") == "pinned" else "")
+
+
 def print_plan(plan, out, limit=None):
     w = out.write
     options = plan.get("options") or {}
@@ -20,14 +27,15 @@ def print_plan(plan, out, limit=None):
         w(f"execution: {barrier} barrier, {execution.get('step_loop', '?')} step loop, "
           f"complete at {execution.get('completes_at', '?')}"
           + (f"; kernels called: {calls}" if calls else "") + "\n")
-    w(f"  {'#':>4} {'name':<22} {'kernel':<18} {'blocks':>6} {'cores':>5}  "
+    w(f"  {'#':>4} {'name':<22} {'kernel':<18} {'blocks':>6} {'cores':>5} {'on':>9}  "
       f"{'waits for':<22} {'device API'}\n")
     steps = plan.get("steps", [])
     for s in steps[:limit] if limit else steps:
         api = ", ".join(a for a in s.get("device_api", [])
                         if a not in ("sk_block_idx", "sk_block_num")) or "-"
         w(f"  {s.get('index', '?'):>4} {str(s.get('name'))[:22]:<22} "
-          f"{str(s.get('symbol'))[:18]:<18} {s.get('block_dim', '?'):>6} {s.get('cores', '?'):>5}  "
+          f"{str(s.get('symbol'))[:18]:<18} {s.get('block_dim', '?'):>6} {s.get('cores', '?'):>5} "
+          f"{_units_on(s):>9}  "
           f"{str(s.get('wait_previous', '-'))[:22]:<22} {api}\n")
     if limit and len(steps) > limit:
         w(f"  ... {len(steps) - limit} more (sk explain --json for all)\n")
