@@ -1,6 +1,8 @@
 #include "common/step_placement.hpp"
 
 #include <algorithm>
+#include <compare>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,29 +14,33 @@ namespace {
 
 // Concurrent steps of one other stream looked at per step: the most recent ones, which with
 // the placement by stream stand for the older ones (keeps a long scope linear).
-constexpr uint32_t kScanPerStream = 256;
+constexpr uint32_t kScanPerStream = 16;
 
 bool syncs(const PlanInput &k) { return (k.usage & (kUsesSyncAll | kUsesHardSync)) != 0; }
 
 // A segment may take more cores than its layout for concurrent or pinned steps when its layout
 // is vector-only or cube-only, no debug-aic-num / debug-aiv-num forced its counts, and no
-// kernel with hard sync counts its cores.
-bool widenable(const Plan &plan, const PlanSegment &seg) {
-  if (seg.layout.mixed() || plan.options.debug_aic_num || plan.options.debug_aiv_num) return false;
-  for (uint32_t i = seg.first; i < seg.end; ++i)
-    if (plan.steps[i].kernel.usage & kUsesHardSync) return false;
-  return true;
+// kernel with hard sync counts its cores. By segment index.
+std::vector<bool> widenable_segments(const Plan &plan) {
+  std::vector<bool> widens;
+  for (const PlanSegment &seg : plan.segments) {
+    bool w = !seg.layout.mixed() && !plan.options.debug_aic_num && !plan.options.debug_aiv_num;
+    for (uint32_t i = seg.first; w && i < seg.end; ++i) w = !(plan.steps[i].kernel.usage & kUsesHardSync);
+    widens.push_back(w);
+  }
+  return widens;
 }
 
-// The units a step of `kind` may use in `seg`: the device's cores where the segment widens.
-uint32_t unit_limit(const Plan &plan, const PlanSegment &seg, KernelKind kind) {
-  return widenable(plan, seg) ? std::max(plan.device_cores, seg.layout.units_for(kind)) : seg.layout.units_for(kind);
+// The units a step of `kind` may use in segment `seg`: the device's cores where it widens.
+uint32_t unit_limit(const Plan &plan, const std::vector<bool> &widens, uint32_t seg, KernelKind kind) {
+  const uint32_t own = plan.segments[seg].layout.units_for(kind);
+  return widens[seg] ? std::max(plan.device_cores, own) : own;
 }
 
-sk_status pin_step(const Plan &plan, uint32_t i, PlanStep *s) {
+sk_status pin_step(const Plan &plan, const std::vector<bool> &widens, uint32_t i, PlanStep *s) {
   const PlanInput &k = s->kernel;
   const PlanSegment &seg = plan.segments[s->segment];
-  const uint32_t limit = unit_limit(plan, seg, k.kind);
+  const uint32_t limit = unit_limit(plan, widens, s->segment, k.kind);
   const char *units = kernel_unit_name(k.kind);
   if ((k.usage & kUsesHardSync) && k.first_core != 0)
     return fail(SK_ERR_INCOMPATIBLE,
@@ -63,6 +69,7 @@ sk_status pin_step(const Plan &plan, uint32_t i, PlanStep *s) {
 
 struct Interval {
   uint32_t first, end;
+  auto operator<=>(const Interval &) const = default;
 };
 
 // The first unit for a step of `width` units beside the `busy` ranges of the steps that may run
@@ -75,6 +82,7 @@ uint32_t choose_first(const std::vector<Interval> &busy, uint32_t width, uint32_
   std::vector<uint32_t> ends;
   for (const Interval &b : busy) ends.push_back(b.end);
   std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
   candidates.insert(candidates.end(), ends.begin(), ends.end());
   uint32_t best = 0;
   size_t best_overlaps = SIZE_MAX;
@@ -95,7 +103,7 @@ uint32_t choose_first(const std::vector<Interval> &busy, uint32_t width, uint32_
 // anc[i * S + t] is the last step of stream t that step i waits for, directly or through
 // others (-1: none): a step j of stream t may run beside i exactly when j > anc[i * S + t],
 // since a stream's steps follow each other.
-void pack_steps(Plan &plan) {
+void pack_steps(Plan &plan, const std::vector<bool> &widens) {
   const size_t n = plan.steps.size();
   uint32_t S = 0;
   for (const PlanStep &s : plan.steps) S = std::max(S, s.kernel.stream + 1);
@@ -136,8 +144,11 @@ void pack_steps(Plan &plan) {
           busy.push_back({o.first_unit, o.first_unit + o.units});
         }
       }
+      // Steps of a stream mostly share their units: each range once.
+      std::sort(busy.begin(), busy.end());
+      busy.erase(std::unique(busy.begin(), busy.end()), busy.end());
       if (!busy.empty()) {
-        s.first_unit = choose_first(busy, s.units, unit_limit(plan, seg, s.kernel.kind), home[stream]);
+        s.first_unit = choose_first(busy, s.units, unit_limit(plan, widens, segment, s.kernel.kind), home[stream]);
         s.placement = StepPlacement::Packed;
         home[stream] = s.first_unit;
       }
@@ -147,10 +158,11 @@ void pack_steps(Plan &plan) {
 }
 
 // Widens each segment that widens to the units its steps were placed on.
-void widen_segments(Plan &plan) {
+void widen_segments(Plan &plan, const std::vector<bool> &widens) {
   plan.cores = 0;
-  for (PlanSegment &seg : plan.segments) {
-    if (widenable(plan, seg)) {
+  for (uint32_t g = 0; g < plan.segments.size(); ++g) {
+    PlanSegment &seg = plan.segments[g];
+    if (widens[g]) {
       uint32_t need = 0;
       for (uint32_t i = seg.first; i < seg.end; ++i)
         need = std::max(need, plan.steps[i].first_unit + plan.steps[i].units);
@@ -178,11 +190,12 @@ const char *placement_name(StepPlacement placement) {
 }
 
 sk_status place_steps(Plan *plan) {
+  const std::vector<bool> widens = widenable_segments(*plan);
   for (uint32_t i = 0; i < plan->steps.size(); ++i)
     if (plan->steps[i].kernel.core_count != 0)
-      if (sk_status st = pin_step(*plan, i, &plan->steps[i]); st != SK_OK) return st;
-  if (plan->streams) pack_steps(*plan);
-  widen_segments(*plan);
+      if (sk_status st = pin_step(*plan, widens, i, &plan->steps[i]); st != SK_OK) return st;
+  if (plan->streams) pack_steps(*plan, widens);
+  widen_segments(*plan, widens);
   return SK_OK;
 }
 

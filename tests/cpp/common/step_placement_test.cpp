@@ -119,5 +119,16 @@ TEST(StepPlacement, LayoutsThatCannotWidenKeepTheirSteps) {
       << last_error();
 }
 
+// A long two-stream scope (a decode loop unrolled): every step beside the other stream's, each
+// stream on its own core. Placement is linear in the steps (this took minutes when it was not).
+TEST(StepPlacement, ALongTwoStreamScopeAlternatesItsCores) {
+  std::vector<PlanInput> ks;
+  for (uint32_t i = 0; i < 100000; ++i) ks.push_back(kernel("k", 1, i % 2));
+  Plan plan;
+  ASSERT_EQ(build_plan("s", streams(), std::move(ks), 8, &plan), SK_OK) << last_error();
+  EXPECT_EQ(plan.cores, 2u);
+  for (uint32_t i = 0; i < plan.steps.size(); ++i) ASSERT_EQ(plan.steps[i].first_unit, i % 2) << i;
+}
+
 }  // namespace
 }  // namespace sk
