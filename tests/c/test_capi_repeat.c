@@ -1,9 +1,12 @@
 /* Public C API: sk_launch_repeat runs a super kernel up to n times in one launch. n runs equal n
  * sk_launch calls bit for bit; a kernel that sets the stop flag ends the loop after its run, on
- * every core (each block counts its runs); a flag set before the launch leaves one run; bad
- * arguments are refused and queue nothing; a hang or an exception ends the loop with the
- * sk_launch report, and the super kernel stays usable. On devices of 1, 2 and 4 cores. */
+ * every core (each block counts its runs); a flag set before the launch leaves one run, and one a
+ * host thread sets ends the loop on every core alike; bad arguments are refused and queue
+ * nothing; a hang or an exception ends the loop with the sk_launch report (the super kernel
+ * stays usable), a kernel that never returns loses the device. On devices of 1, 2 and 4 cores. */
+#define _POSIX_C_SOURCE 199309L /* nanosleep */
 #include <sched.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -222,6 +225,30 @@ static void test_flag_set_before(void **state) {
   }
 }
 
+/* A host thread's atomic store to the flag ends a loop of SK_LAUNCH_REPEAT_MAX runs early. */
+static void test_host_sets_the_flag(void **state) {
+  size_t s;
+  (void)state;
+  for (s = 0; s < SPECS; ++s) {
+    struct device_kernels d;
+    struct buffers m;
+    sk_superkernel *rep;
+    const struct timespec pause = {0, 5 * 1000 * 1000};
+    open_kernels(&d, kSpecs[s]);
+    alloc_buffers(d.dev, &m);
+    rep = build_step(&d, &m, "host_stops", NULL, 0);
+    SK_CHECK(sk_launch_repeat(rep, SK_LAUNCH_REPEAT_MAX, m.stop, NULL));
+    nanosleep(&pause, NULL);
+    __atomic_store_n(m.stop, 1u, __ATOMIC_RELAXED);
+    SK_CHECK(sk_stream_synchronize(NULL));
+    assert_true(m.counts[0] >= 1 && m.counts[0] < SK_LAUNCH_REPEAT_MAX);
+    assert_runs(&m, m.counts[0]); /* every block ran the same runs */
+    sk_superkernel_destroy(rep);
+    free_buffers(d.dev, &m);
+    close_device(&d);
+  }
+}
+
 /* Bad arguments fail naming the call, the super kernel and the argument, and queue nothing. */
 static void test_errors(void **state) {
   struct device_kernels d;
@@ -416,10 +443,15 @@ static void test_profile_is_the_last_run(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_equals_launches),         cmocka_unit_test(test_early_stop),
-      cmocka_unit_test(test_flag_set_before),         cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_hang_ends_the_loop),      cmocka_unit_test(test_kernel_that_never_returns),
-      cmocka_unit_test(test_exception_ends_the_loop), cmocka_unit_test(test_profile_is_the_last_run),
+      cmocka_unit_test(test_equals_launches),
+      cmocka_unit_test(test_early_stop),
+      cmocka_unit_test(test_flag_set_before),
+      cmocka_unit_test(test_host_sets_the_flag),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_hang_ends_the_loop),
+      cmocka_unit_test(test_kernel_that_never_returns),
+      cmocka_unit_test(test_exception_ends_the_loop),
+      cmocka_unit_test(test_profile_is_the_last_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
