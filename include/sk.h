@@ -445,6 +445,21 @@ SK_API sk_status sk_kernel_core_type(sk_kernel *kernel, char *buf, size_t cap, s
  */
 SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
 /**
+ * A stream over the application's CUDA stream `cu_stream` (a CUstream / cudaStream_t of the
+ * device's primary context, which cudart uses): libsk's launches on it are queued there, in
+ * order with the application's own work, and a launch made while the application captures the
+ * stream (cuStreamBeginCapture / cudaStreamBeginCapture) goes into its graph: each replay runs
+ * the super kernel once more (docs/cuda.md, "CUDA graphs").
+ * - Errors: SK_ERR_UNSUPPORTED for a device that is not a CUDA device; SK_ERR_INVALID_ARGUMENT
+ *   for a NULL cu_stream (the legacy stream) or out; SK_ERR_DEVICE for a handle the driver
+ *   refuses.
+ * - Ownership: *out is the caller's, to destroy with sk_stream_destroy before the device is
+ *   closed; cu_stream stays the application's, which keeps it alive until then (sk_stream_destroy
+ *   waits for it, unless it is being captured, and does not destroy it).
+ * - Threads: as sk_stream_create's.
+ */
+SK_API sk_status sk_stream_create_cuda(sk_device *dev, void *cu_stream, sk_stream **out);
+/**
  * Waits until every launch queued on the stream (NULL: the default stream of every open device;
  * sk_device_synchronize waits for one device's) has ended.
  * Returns the first failure of those launches, once: SK_ERR_HANG for a wait past the device's
@@ -454,7 +469,8 @@ SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out);
  * names the kernel and the core. A kernel that never came back is SK_ERR_HANG too, and loses the
  * device (see timeout_ms): later calls return SK_ERR_DEVICE. The calling thread runs core 0's
  * share of the launches: a block there that never returns holds it (sk_stream_query does not).
- * - Errors: also SK_ERR_STATE in a forked child for a stream of a device opened before the fork.
+ * - Errors: also SK_ERR_STATE in a forked child for a stream of a device opened before the fork,
+ *   and for a CUDA stream being captured into a graph (waiting would end the capture).
  * - Threads: any, also while other threads queue launches on the stream.
  */
 SK_API sk_status sk_stream_synchronize(sk_stream *stream);

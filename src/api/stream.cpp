@@ -1,4 +1,4 @@
-// sk_stream_create / synchronize / query / destroy.
+// sk_stream_create / create_cuda / synchronize / query / destroy.
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
 
@@ -12,6 +12,20 @@ SK_API sk_status sk_stream_create(sk_device *dev, sk_stream **out) {
   return sk::api::guarded("sk_stream_create", [&]() -> sk_status {
     std::unique_ptr<sk::backend::Stream> made;
     if (sk_status st = dev->backend->create_stream(&made); st != SK_OK) return st;
+    auto s = std::make_unique<sk_stream>();
+    s->backend = std::move(made);
+    s->owner.attach(dev->life, sk::api::ChildKind::Stream);
+    *out = s.release();
+    return SK_OK;
+  });
+}
+
+SK_API sk_status sk_stream_create_cuda(sk_device *dev, void *cu_stream, sk_stream **out) {
+  if (sk_status st = sk::api::check(dev, "sk_stream_create_cuda")) return st;
+  if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_stream_create_cuda: out is NULL");
+  return sk::api::guarded("sk_stream_create_cuda", [&]() -> sk_status {
+    std::unique_ptr<sk::backend::Stream> made;
+    if (sk_status st = dev->backend->wrap_stream(cu_stream, &made); st != SK_OK) return st;
     auto s = std::make_unique<sk_stream>();
     s->backend = std::move(made);
     s->owner.attach(dev->life, sk::api::ChildKind::Stream);

@@ -139,6 +139,8 @@ class Device : public std::enable_shared_from_this<Device> {
   virtual sk_status memcpy(void *dst, const void *src, size_t size) = 0;
 
   virtual sk_status create_stream(std::unique_ptr<Stream> *out) = 0;
+  // sk_stream_create_cuda: a stream over the application's CUDA stream `handle`.
+  virtual sk_status wrap_stream(void *handle, std::unique_ptr<Stream> *out);
   // Waits for the work queued on `stream` (nullptr: the default stream) and returns the first
   // failure of those launches, once; `call` names the API call in messages.
   virtual sk_status synchronize(Stream *stream, const char *call) = 0;

@@ -13,6 +13,16 @@ sk_status synchronize_stream(CudaDevice &d, CUstream stream) {
   constexpr const char *call = "sk_stream_synchronize";
   ContextScope ctx(d, call);
   if (ctx.status() != SK_OK) return ctx.status();
+  // The driver would end the capture, failing it: the application's graph is not libsk's to lose.
+  int capture = 0;
+  if (sk_status st = d.check(d.api().cuStreamIsCapturing(stream, &capture), call, "cuStreamIsCapturing");
+      st != SK_OK)
+    return st;
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return fail(SK_ERR_STATE,
+                "%s: the stream is being captured into a CUDA graph (cuStreamBeginCapture); end the capture before "
+                "waiting for it",
+                call);
   if (sk_status st = d.check(d.api().cuStreamSynchronize(stream), call, "cuStreamSynchronize"); st != SK_OK)
     return st;
   return d.take_hang_report(stream, call);
@@ -46,12 +56,37 @@ sk_status CudaBackend::create_stream(std::unique_ptr<backend::Stream> *out) {
   return SK_OK;
 }
 
+sk_status CudaBackend::wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) {
+  constexpr const char *call = "sk_stream_create_cuda";
+  if (!handle)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: cu_stream is NULL (the legacy stream, which libsk's launches do not order against); pass a "
+                "stream made with cuStreamCreate or cudaStreamCreate",
+                call);
+  ContextScope ctx(*gpu_, call);
+  if (ctx.status() != SK_OK) return ctx.status();
+  // A handle the driver does not know fails here rather than at the first launch.
+  int capture = 0;
+  if (sk_status st = gpu_->check(gpu_->api().cuStreamIsCapturing(static_cast<CUstream>(handle), &capture), call,
+                                 "cuStreamIsCapturing of cu_stream");
+      st != SK_OK)
+    return st;
+  auto s = std::make_unique<CudaStream>(shared_from_this(), gpu_);
+  s->stream = static_cast<CUstream>(handle);
+  s->owned = false;
+  *out = std::move(s);
+  return SK_OK;
+}
+
 CudaStream::~CudaStream() {
   if (!stream) return;
   ContextScope ctx(*gpu, "sk_stream_destroy", true);
-  gpu->api().cuStreamSynchronize(stream);
+  int capture = 0;
+  // A stream being captured cannot be waited for without failing the capture.
+  if (gpu->api().cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS || capture == CU_STREAM_CAPTURE_STATUS_NONE)
+    gpu->api().cuStreamSynchronize(stream);
   gpu->forget_stream(stream);  // a later stream may get its handle
-  gpu->api().cuStreamDestroy(stream);
+  if (owned) gpu->api().cuStreamDestroy(stream);
 }
 
 sk_status CudaBackend::synchronize(backend::Stream *stream, const char *) {

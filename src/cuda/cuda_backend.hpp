@@ -32,6 +32,8 @@ class CudaBackend final : public backend::Device {
   bool mem_free(void *ptr) override { return gpu_->mem_free(ptr); }
   sk_status memcpy(void *dst, const void *src, size_t size) override { return gpu_->memcpy(dst, src, size); }
   sk_status create_stream(std::unique_ptr<backend::Stream> *out) override;
+  // sk_stream_create_cuda: the application's CUstream, which stays the application's.
+  sk_status wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) override;
   sk_status synchronize(backend::Stream *stream, const char *call) override;
   // The GPU reports its own hangs: this waits, as synchronize does.
   sk_status query(backend::Stream *stream, bool *done) override;
@@ -52,6 +54,7 @@ class CudaStream final : public backend::Stream {
   ~CudaStream() override;
   std::shared_ptr<CudaDevice> gpu;
   CUstream stream = nullptr;
+  bool owned = true;  // false for the application's stream (sk_stream_create_cuda): not destroyed
 };
 
 // The driver stream of `stream` (a stream of this device, or nullptr: its default one).

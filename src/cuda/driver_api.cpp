@@ -60,6 +60,7 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuStreamDestroy, "cuStreamDestroy_v2", &missing);
   bind(l, &api->cuStreamSynchronize, "cuStreamSynchronize", &missing);
   bind(l, &api->cuStreamWaitEvent, "cuStreamWaitEvent", &missing);
+  bind(l, &api->cuStreamIsCapturing, "cuStreamIsCapturing", &missing);
   bind(l, &api->cuEventCreate, "cuEventCreate", &missing);
   bind(l, &api->cuEventDestroy, "cuEventDestroy_v2", &missing);
   bind(l, &api->cuEventRecord, "cuEventRecord", &missing);

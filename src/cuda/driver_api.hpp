@@ -42,6 +42,8 @@ constexpr unsigned CU_MEMORYTYPE_HOST = 1;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 // cuStreamCreate
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+// cuStreamIsCapturing's CUstreamCaptureStatus
+constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 // CUlaunchAttributeID
 constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
 
@@ -90,6 +92,7 @@ struct DriverApi {
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*cuStreamIsCapturing)(CUstream, int *);
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuEventRecord)(CUevent, CUstream);

@@ -60,6 +60,9 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["REPORT_FLAG_ID"] = str(8 * kReportFlagId);
   v["REPORT_FLAG_CALL"] = str(8 * kReportFlagCall);
   const SyncLayout sync = sync_layout(spec.steps.size());
+  v["SYNC_EPOCH"] = str(sync.epoch);
+  v["SYNC_DONE"] = str(sync.done);
+  v["SYNC_ARRIVALS"] = str(sync.arrivals);
   v["SYNC_SYNC_ALL"] = str(sync.sync_all);
   v["SYNC_FLAGS"] = str(sync.flags);
   uint32_t offset = block_state_base(spec);
@@ -92,6 +95,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["CALL_SET_FLAG_ALL"] = str((unsigned)FlagCall::SetAll);
   v["CALL_WAIT_FLAG_ALL"] = str((unsigned)FlagCall::WaitAll);
   v["CROSS_CORE_FLAGS"] = str(kCrossCoreFlags);
+  v["BLOCK_BARRIER"] = str(kBlockBarrier);
   v["SUPERKERNEL_ID"] = str(spec.id);
   v["TIMEOUT_NS"] = str(spec.timeout_ns);
   return v;
@@ -181,7 +185,7 @@ uint32_t entry_dynamic_shared(const EntrySpec &spec) { return block_state_base(s
 
 SyncLayout sync_layout(size_t steps) {
   SyncLayout l;
-  l.arrivals = 0;  // the PTX addresses a step's arrivals from the buffer's start
+  l.arrivals = kSyncDone + 8;
   l.sync_all = l.arrivals + 8 * steps;
   l.flags = l.sync_all + 8 * steps;
   l.report = l.flags + 8 * kCrossCoreFlags;

@@ -6,6 +6,10 @@
 // shares with that PTX: the entry's parameters, the sync buffer, the hang report.
 //
 // Synchronisation (all counters are 64-bit, in a device buffer, never reset):
+//  * the launch epoch lives in the sync buffer: each block reads the last launch's epoch at its
+//    start and runs as the next one; the last block to end writes it back (__sk_finish). The
+//    host writes nothing between launches, so a launch replayed from a CUDA graph counts
+//    epochs like one libsk queued.
 //  * step i's arrival counter counts one arrival per block (core) that ran it per launch:
 //    launch e's step i is over at e * cores_i arrivals. A block waits for the steps step i
 //    depends on (a table in constant memory) at the start of step i (or at
@@ -68,16 +72,28 @@ struct EntrySpec {
 // sub-kernels: two 24 KiB tiles already fill the 48 KiB a block has without opting in).
 uint32_t entry_dynamic_shared(const EntrySpec &spec);
 
+// The hardware barrier of every libsk block barrier (__sk_begin, __sk_end, the device API's
+// block-wide calls): not barrier 0, which __syncthreads() uses. Threads of a sub-kernel that
+// returned early wait at libsk's next barrier; on barrier 0 they would complete a
+// __syncthreads() the other threads are waiting at. Non-aligned, as they may reach it apart
+// from the rest of their warp.
+constexpr unsigned kBlockBarrier = 15;
+
 // Kernel parameters of the entry, in order: the argument slots (a byte array of 8*arg_slots
-// bytes, at least 8) or the argument buffer's address; the sync buffer's address; the launch
-// epoch (1 for the first launch, counting up); the hang report's address.
-constexpr size_t kEntryParams = 4;
+// bytes, at least 8) or the argument buffer's address; the sync buffer's address; the hang
+// report's address. None changes from one launch to the next.
+constexpr size_t kEntryParams = 3;
+
+// The sync buffer's first two words: the epoch of the last launch that ended (0 before the
+// first: launch e runs as epoch e), and how many blocks of the running launch have ended.
+constexpr size_t kSyncEpoch = 0, kSyncDone = 8;
 
 // A super kernel's sync buffer (device memory, 64-bit counters, zeroed on the first launch's
-// stream and after a reported hang), at these byte offsets: step i's arrivals at
-// arrivals + 8*i, its sk_sync_all counter at sync_all + 8*i, cross-core flag f's at
+// stream and after a reported hang), at these byte offsets: the epoch and done words, step i's
+// arrivals at arrivals + 8*i, its sk_sync_all counter at sync_all + 8*i, cross-core flag f's at
 // flags + 8*f; then its hang report (kReportWords words).
 struct SyncLayout {
+  size_t epoch = kSyncEpoch, done = kSyncDone;
   size_t arrivals = 0, sync_all = 0, flags = 0;
   size_t report = 0;  // where the hang report starts
   size_t bytes = 0;   // the whole buffer, report included

@@ -122,16 +122,30 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
   ContextScope ctx(*device_, call);
   if (ctx.status() != SK_OK) return ctx.status();
   std::lock_guard<std::mutex> lock(mutex_);
+  int capture = 0;
+  if (sk_status st = device_->check(a.cuStreamIsCapturing(stream, &capture), call, "cuStreamIsCapturing");
+      st != SK_OK)
+    return st;
+  const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  // A sync reported a hang of an earlier launch: the counters that launch left (its aborted
+  // waits may have left a barrier short) and the report start again from zero.
+  if (device_->launching(id_, stream)) sync_zeroed_ = false;
+  // Into a graph goes the kernel launch alone: what it reads is written now, outside the
+  // capture, and a replay then reads the epoch and the argument buffer the device holds.
+  if (captured) return launch_captured(stream, call);
   // Launches share the counters: one on another stream than the last must come after it.
   if (launched_ && stream != last_stream_)
     if (sk_status st = device_->check(a.cuStreamWaitEvent(stream, last_, 0), call, "cuStreamWaitEvent"); st != SK_OK)
       return st;
-  // A sync reported a hang of an earlier launch: the counters that launch left (its aborted
-  // waits may have left a barrier short) and the report start again from zero.
-  if (device_->launching(id_, stream)) {
-    sync_zeroed_ = false;
-    epoch_ = 0;
-  }
+  if (sk_status st = write_state(stream, call); st != SK_OK) return st;
+  if (sk_status st = launch_kernel(stream, call); st != SK_OK) return st;
+  launched_ = true;
+  last_stream_ = stream;
+  return device_->check(a.cuEventRecord(last_, stream), call, "cuEventRecord");
+}
+
+sk_status LinkedProgram::write_state(CUstream stream, const char *call) {
+  const DriverApi &a = device_->api();
   if (!sync_zeroed_) {
     if (sk_status st =
             device_->check(a.cuMemsetD8Async(sync_, 0, sync_bytes_, stream), call, "cuMemsetD8Async (sync buffer)");
@@ -149,13 +163,36 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
       return st;
     dirty_begin_ = dirty_end_ = 0;
   }
-  uint64_t epoch = epoch_ + 1;
+  return SK_OK;
+}
+
+sk_status LinkedProgram::launch_captured(CUstream stream, const char *call) {
+  const DriverApi &a = device_->api();
+  // A replay starts after the capture ends: launches queued before it, on any stream, are
+  // over by then once this waits for them. A captured stream may not wait for an event
+  // recorded outside its capture.
+  if (launched_)
+    if (sk_status st = device_->check(a.cuEventSynchronize(last_), call, "cuEventSynchronize"); st != SK_OK)
+      return st;
+  const bool writes = !sync_zeroed_ || dirty_end_ > dirty_begin_;
+  if (writes) {
+    // libsk's own stream, which no application captures, then a wait for it.
+    const CUstream own = device_->default_stream();
+    if (sk_status st = write_state(own, call); st != SK_OK) return st;
+    if (sk_status st = device_->check(a.cuStreamSynchronize(own), call, "cuStreamSynchronize"); st != SK_OK)
+      return st;
+  }
+  if (sk_status st = launch_kernel(stream, call); st != SK_OK) return st;
+  captured_ = true;
+  return SK_OK;
+}
+
+sk_status LinkedProgram::launch_kernel(CUstream stream, const char *call) {
   CUdeviceptr report = report_;
   void *params[kEntryParams];
   params[0] = source_ == ArgSource::Params ? static_cast<void *>(slots_.data()) : static_cast<void *>(&args_buffer_);
   params[1] = &sync_;
-  params[2] = &epoch;
-  params[3] = &report;
+  params[2] = &report;
   LaunchAttribute attr;
   std::memset(&attr, 0, sizeof attr);
   attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
@@ -170,14 +207,8 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
   cfg.stream = stream;
   cfg.attrs = cooperative_ ? &attr : nullptr;
   cfg.num_attrs = cooperative_ ? 1 : 0;
-  if (sk_status st = device_->check(a.cuLaunchKernelEx(&cfg, function_, params, nullptr), call,
-                                    ("cuLaunchKernelEx of '" + name_ + "'").c_str());
-      st != SK_OK)
-    return st;
-  epoch_ = epoch;  // only a queued launch advances the epoch the counters expect
-  launched_ = true;
-  last_stream_ = stream;
-  return device_->check(a.cuEventRecord(last_, stream), call, "cuEventRecord");
+  return device_->check(device_->api().cuLaunchKernelEx(&cfg, function_, params, nullptr), call,
+                        ("cuLaunchKernelEx of '" + name_ + "'").c_str());
 }
 
 sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
@@ -196,6 +227,19 @@ sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
             device_->check(device_->api().cuEventSynchronize(last_), "sk_superkernel_set_arg", "cuEventSynchronize");
         st != SK_OK)
       return st;
+  }
+  // A captured launch reads the buffer when the graph replays: the slot is written now, on
+  // libsk's own stream (the application orders this after the replays it queued).
+  if (captured_) {
+    ContextScope ctx(*device_, "sk_superkernel_set_arg");
+    if (ctx.status() != SK_OK) return ctx.status();
+    const DriverApi &a = device_->api();
+    const CUstream own = device_->default_stream();
+    if (sk_status st = device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + slot * 8, &slots_[slot], 8, own),
+                                      "sk_superkernel_set_arg", "cuMemcpyHtoDAsync (arguments)");
+        st != SK_OK)
+      return st;
+    return device_->check(a.cuStreamSynchronize(own), "sk_superkernel_set_arg", "cuStreamSynchronize");
   }
   if (dirty_end_ == dirty_begin_) {
     dirty_begin_ = slot;

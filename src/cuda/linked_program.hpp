@@ -1,6 +1,6 @@
 // A linked super kernel (or single-kernel entry) loaded on a device, with what its launches
-// need: the sync buffer (arrival counters, reset only after a sync reported a hang: each launch
-// has its own epoch) and its hang report, the argument slots (host copy, and a device buffer when they exceed the parameter space), the
+// need: the sync buffer (arrival counters and the launch epoch, which the device advances;
+// reset only after a sync reported a hang) and its hang report, the argument slots (host copy, and a device buffer when they exceed the parameter space), the
 // grid, and an event that orders its launches across streams (they share the counters).
 #pragma once
 #include <sk.h>
@@ -49,16 +49,25 @@ class LinkedProgram {
   // Sets the argument slots and the grid; `cooperative`: launched with
   // CU_LAUNCH_ATTRIBUTE_COOPERATIVE (all blocks co-resident: needed by any in-kernel wait).
   sk_status configure(std::vector<uint64_t> slots, uint32_t grid, bool cooperative);
-  // Queues one launch on `stream`.
+  // Queues one launch on `stream`; on a stream being captured into a CUDA graph
+  // (cuStreamBeginCapture), captures the kernel launch alone (see launch_captured).
   sk_status launch(CUstream stream, const char *call);
   // Rebinds one slot for later launches (waits for queued launches in buffer mode, whose
-  // buffer the next launch then writes on its own stream).
+  // buffer the next launch then writes on its own stream; once a launch was captured, the
+  // buffer is written at once, for the graph's replays to read).
   sk_status set_slot(size_t slot, uint64_t value);
   // Waits for every launch queued so far.
   sk_status wait(const char *call);
 
  private:
   LinkedProgram() = default;
+  // What the next launch reads that the host writes (the sync buffer's zeros, the changed
+  // argument slots), queued on `stream`.
+  sk_status write_state(CUstream stream, const char *call);
+  // The launch on a stream being captured: waits for earlier launches, writes the state on
+  // libsk's own stream and waits for it, then captures the kernel launch.
+  sk_status launch_captured(CUstream stream, const char *call);
+  sk_status launch_kernel(CUstream stream, const char *call);
   std::shared_ptr<CudaDevice> device_;
   std::string name_;
   CUmodule module_ = nullptr;
@@ -76,7 +85,7 @@ class LinkedProgram {
   uint32_t dynamic_shared_ = 0;  // bytes each launch passes
   EntryResources resources_;
   bool cooperative_ = true;
-  uint64_t epoch_ = 0;
+  bool captured_ = false;  // a launch went into a CUDA graph
   // What the next launch writes first, on its own stream (a legacy-stream write would not be
   // ordered before a launch on a non-blocking stream): the sync buffer's zeros (once) and
   // the argument slots [dirty_begin_, dirty_end_) in buffer mode.

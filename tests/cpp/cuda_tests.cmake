@@ -6,8 +6,16 @@ endif()
 file(GLOB SK_CUDA_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/test_cuda_*.cpp)
 add_executable(sk_cuda_tests ${SK_CUDA_TEST_SOURCES})
 target_include_directories(sk_cuda_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(sk_cuda_tests PRIVATE sk_internal GTest::gtest_main sk_explain_dump)
-target_compile_definitions(sk_cuda_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}" SK_PTXAS="${SK_PTXAS}")
+target_link_libraries(sk_cuda_tests PRIVATE sk_internal GTest::gtest_main sk_explain_dump ${CMAKE_DL_LIBS})
+# nvdisasm reads the linked SASS where it is installed (the toolkit, or the PyPI wheel
+# nvidia-cuda-nvdisasm: point SK_NVDISASM at it); those checks skip without it.
+get_filename_component(SK_PTXAS_DIR ${SK_PTXAS} DIRECTORY)
+find_program(SK_NVDISASM nvdisasm HINTS ${SK_PTXAS_DIR} ENV CUDA_HOME PATH_SUFFIXES bin)
+if(NOT SK_NVDISASM)
+  set(SK_NVDISASM "")
+endif()
+target_compile_definitions(sk_cuda_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}" SK_PTXAS="${SK_PTXAS}"
+                           SK_NVDISASM="${SK_NVDISASM}")
 # cuda.h only for test_cuda_abi.cpp's layout checks (libsk itself needs no CUDA header).
 get_filename_component(SK_CUDA_BIN_DIR ${SK_NVCC} DIRECTORY)
 if(EXISTS ${SK_CUDA_BIN_DIR}/../include/cuda.h)

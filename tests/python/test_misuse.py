@@ -256,3 +256,9 @@ def test_closed_objects(ops_path):
                  lambda: fused.set_arg(0, 0, 1.0)):
         with pytest.raises(sk.StateError):
             call()
+
+
+def test_a_cuda_stream_needs_a_cuda_device(dev):
+    with pytest.raises(sk.Unsupported) as e:
+        dev.stream(cuda_stream=0x1234)
+    assert "not a CUDA device" in str(e.value)

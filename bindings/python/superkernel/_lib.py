@@ -76,6 +76,7 @@ PROTOTYPES = {
     "sk_kernel_signature": (_st, [_p, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     "sk_kernel_core_type": (_st, [_p, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     "sk_stream_create": (_st, [_p, _pp]),
+    "sk_stream_create_cuda": (_st, [_p, _p, _pp]),
     "sk_stream_synchronize": (_st, [_p]),
     "sk_stream_query": (_st, [_p, _p, ctypes.POINTER(ctypes.c_int)]),
     "sk_stream_destroy": (None, [_p]),

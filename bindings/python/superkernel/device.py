@@ -65,8 +65,11 @@ class Device(Handle):
         objects and `ar` archives linked as one module (sk_module_load_files)."""
         return Module(self, source)
 
-    def stream(self):
-        return Stream(self)
+    def stream(self, cuda_stream=None):
+        """A new stream; or, given cuda_stream (a CUstream / cudaStream_t as an int, such as
+        torch.cuda.Stream().cuda_stream), a stream over it: libsk's launches queue there and are
+        captured with it into a CUDA graph (sk_stream_create_cuda)."""
+        return Stream(self, cuda_stream)
 
     def scope(self, name="scope", options=None):
         """A scope to fill with kernels; as a context manager it finalizes on success."""

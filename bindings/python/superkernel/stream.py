@@ -8,9 +8,13 @@ from .waiting import wait_for_stream
 
 
 class Stream(Handle):
-    def __init__(self, device):
+    def __init__(self, device, cuda_stream=None):
         out = ctypes.c_void_p()
-        check(lib().sk_stream_create(device.handle, ctypes.byref(out)), "sk_stream_create")
+        if cuda_stream is None:
+            check(lib().sk_stream_create(device.handle, ctypes.byref(out)), "sk_stream_create")
+        else:  # the application's CUstream (an int handle), which stays the application's
+            check(lib().sk_stream_create_cuda(device.handle, ctypes.c_void_p(cuda_stream), ctypes.byref(out)),
+                  "sk_stream_create_cuda")
         self._pending = []  # arguments of unfused launches queued here (kept until synchronize)
         super().__init__(out.value, device)
 

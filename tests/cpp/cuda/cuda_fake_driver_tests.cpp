@@ -2,7 +2,8 @@
 // (fake_cuda_driver.cpp, via SK_CUDA_DRIVER_LIBRARY): finalize with co-residency clipping,
 // launch parameters and epochs, stream ordering, argument rebinding, hang reports,
 // sk_launch_kernel, shared memory sizes and cooperative launches, the parameter space by driver
-// version, the on-disk link cache across processes. Real linking (nvJitLink) happens; no kernel code runs.
+// version, graph capture of the application's stream and its replays, the on-disk link cache
+// across processes. Real linking (nvJitLink) happens; no kernel code runs.
 #include <dlfcn.h>
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -86,6 +87,41 @@ struct Fake {
 };
 
 using sk::cuda_test::contains;
+
+struct FakeNode {
+  const char *name;
+  FakeLaunch launch;
+  uint64_t address, size;
+};
+
+// The application's side of graph capture, as cudart would call the driver.
+struct FakeGraphs {
+  void *lib;
+  template <class F>
+  F fn(const char *name) {
+    return reinterpret_cast<F>(dlsym(lib, name));
+  }
+  int push(void *ctx) { return fn<int (*)(void *)>("cuCtxPushCurrent_v2")(ctx); }
+  int pop() {
+    void *ctx = nullptr;
+    return fn<int (*)(void **)>("cuCtxPopCurrent_v2")(&ctx);
+  }
+  int stream_create(void **s) { return fn<int (*)(void **, unsigned)>("cuStreamCreate")(s, 1); }
+  int stream_destroy(void *s) { return fn<int (*)(void *)>("cuStreamDestroy_v2")(s); }
+  int begin(void *s) { return fn<int (*)(void *, int)>("cuStreamBeginCapture_v2")(s, 0); }
+  int end(void *s, void **g) { return fn<int (*)(void *, void **)>("cuStreamEndCapture")(s, g); }
+  int instantiate(void **e, void *g) {
+    return fn<int (*)(void **, void *, unsigned long long)>("cuGraphInstantiateWithFlags")(e, g, 0);
+  }
+  int launch(void *e, void *s) { return fn<int (*)(void *, void *)>("cuGraphLaunch")(e, s); }
+  int exec_destroy(void *e) { return fn<int (*)(void *)>("cuGraphExecDestroy")(e); }
+  int destroy(void *g) { return fn<int (*)(void *)>("cuGraphDestroy")(g); }
+  std::vector<FakeNode> nodes(void *g) {
+    std::vector<FakeNode> v(64);
+    v.resize((size_t)fn<int (*)(void *, FakeNode *, int)>("fake_cuda_graph_nodes")(g, v.data(), (int)v.size()));
+    return v;
+  }
+};
 
 class CudaFakeDriver : public ::testing::Test {
  protected:
@@ -279,9 +315,12 @@ TEST_F(CudaFakeDriver, RebindingArgumentsInParametersAndInABuffer) {
       EXPECT_EQ(l[0].first_slot, x);  // the first launch copied its parameters at launch
       EXPECT_EQ(l[1].first_slot, y);
     } else {
-      EXPECT_EQ(l[0].first_slot, l[1].first_slot);  // the buffer's address
+      EXPECT_EQ(l[0].args_buffer, l[1].args_buffer);
+      EXPECT_NE(l[0].args_buffer, 0u);
+      EXPECT_EQ(l[0].first_slot, x);  // what each launch read from the buffer
+      EXPECT_EQ(l[1].first_slot, y);
       uint64_t slots[4] = {0};
-      ASSERT_EQ(sk_memcpy(dev_, slots, reinterpret_cast<void *>(l[1].first_slot), sizeof slots), SK_OK);
+      ASSERT_EQ(sk_memcpy(dev_, slots, reinterpret_cast<void *>(l[1].args_buffer), sizeof slots), SK_OK);
       EXPECT_EQ(slots[0], y);
       EXPECT_EQ(slots[1], n);
       EXPECT_EQ(slots[3], x);  // step 1 keeps its value
@@ -398,7 +437,7 @@ TEST_F(CudaFakeDriver, EverythingALaunchReadsIsWrittenInItsStreamOrder) {
       uint64_t begin, size;
     };
     std::vector<Region> reads = {{"sync counters", l[k].sync, 8}, {"hang report", l[k].report, 8 * 8}};
-    if (k < 3) reads.push_back({"argument buffer", l[k].first_slot, 8ull * 3 * kernels});
+    if (k < 3) reads.push_back({"argument buffer", l[k].args_buffer, 8ull * 3 * kernels});
     for (const Region &r : reads) {
       size_t seen = 0;
       for (size_t w = 0; w < at[k]; ++w) {
@@ -415,7 +454,7 @@ TEST_F(CudaFakeDriver, EverythingALaunchReadsIsWrittenInItsStreamOrder) {
   bool rebound = false;
   for (size_t w = at[0]; w < at[1]; ++w)
     rebound |=
-        named(log[w], "cuMemcpyHtoDAsync") && log[w].stream == l[1].stream && log[w].address == l[1].first_slot;
+        named(log[w], "cuMemcpyHtoDAsync") && log[w].stream == l[1].stream && log[w].address == l[1].args_buffer;
   EXPECT_TRUE(rebound);
   sk_superkernel_destroy(sk);
   sk_stream_destroy(s1);
@@ -1052,9 +1091,10 @@ TEST_F(CudaFakeDriver, ArgumentsStayInTheParameterSpaceUpTo32KiBFromDriver12_1) 
     EXPECT_EQ(l.size(), 1u);
     std::string found = "neither";
     uint64_t first = 0;
-    if (!l.empty() && l[0].first_slot == reinterpret_cast<uint64_t>(out))
+    if (!l.empty() && !l[0].args_buffer && l[0].first_slot == reinterpret_cast<uint64_t>(out))
       found = "params";
-    else if (!l.empty() && sk_memcpy(dev, &first, reinterpret_cast<void *>(l[0].first_slot), 8) == SK_OK &&
+    else if (!l.empty() && l[0].args_buffer &&
+             sk_memcpy(dev, &first, reinterpret_cast<void *>(l[0].args_buffer), 8) == SK_OK &&
              first == reinterpret_cast<uint64_t>(out))
       found = "buffer";
     sk_superkernel_destroy(sk);
@@ -1076,7 +1116,7 @@ TEST_F(CudaFakeDriver, ArgumentsStayInTheParameterSpaceUpTo32KiBFromDriver12_1) 
   ASSERT_EQ(sk_device_open("cuda:0", &new_driver), SK_OK) << sk_last_error();
   EXPECT_EQ(where(new_driver, 16), "params");
   sk_device_close(new_driver);
-  EXPECT_EQ(where(dev_, 127), "params");  // 32512 bytes and the entry's own 24
+  EXPECT_EQ(where(dev_, 127), "params");  // 32512 bytes and the entry's own 16
   EXPECT_EQ(where(dev_, 128), "buffer");  // 32768 bytes
 }
 
@@ -1108,4 +1148,176 @@ TEST_F(CudaFakeDriver, AModuleDeclaresItsKernelsAndEachSaysItsSignatureAndCoreTy
   ASSERT_EQ(sk_kernel_core_type(k, text, sizeof text, nullptr), SK_OK) << sk_last_error();
   EXPECT_STREQ(text, "vector");
   EXPECT_EQ(sk_module_kernel_name(mod, count, text, sizeof text, nullptr), SK_ERR_INVALID_ARGUMENT);
+}
+
+// An inference engine captures a decode step that launches a super kernel, then replays the
+// graph: only the kernel launch goes into the graph, with parameters that stay valid for every
+// replay (the launch epoch lives in the sync buffer and the device advances it: the stand-in
+// does what the entry's blocks do to it), and argument slots in a buffer are rebound for the
+// replays by writing the buffer.
+TEST_F(CudaFakeDriver, ACapturedLaunchReplaysAHundredTimesWithItsOwnEpochs) {
+  reopen_on_driver(12000);  // a 4 KiB parameter space
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  FakeGraphs cu{fake_.lib};
+  void *const ctx = reinterpret_cast<void *>(0x1000);  // the stand-in's primary context
+  uint64_t x = 0x1000, y = 0x2000;
+  uint32_t n = 8, i = 0;
+  for (uint32_t kernels : {2u, 200u}) {  // arguments in the parameters; in a device buffer
+    SCOPED_TRACE(kernels);
+    fake_.reset(2);
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "captured", nullptr, &scope), SK_OK);
+    void *args[] = {&x, &n, &i};
+    for (uint32_t k = 0; k < kernels; ++k) ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK);
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    void *engine = nullptr;  // the engine's stream, made in the device's context
+    ASSERT_EQ(cu.push(ctx), 0);
+    ASSERT_EQ(cu.stream_create(&engine), 0);
+    ASSERT_EQ(cu.pop(), 0);
+    sk_stream *s = nullptr;
+    ASSERT_EQ(sk_stream_create_cuda(dev_, engine, &s), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();  // before the capture: zeroes the counters
+
+    ASSERT_EQ(cu.begin(engine), 0);
+    const size_t logged = fake_.log().size();
+    ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+    // Waiting for a stream being captured would end the capture.
+    EXPECT_EQ(sk_stream_synchronize(s), SK_ERR_STATE);
+    EXPECT_TRUE(contains(sk_last_error(), "captured into a CUDA graph")) << sk_last_error();
+    void *graph = nullptr;
+    ASSERT_EQ(cu.end(engine, &graph), 0) << "the capture was invalidated";
+    std::vector<FakeCall> log = fake_.log();
+    for (size_t c = logged; c < log.size(); ++c) EXPECT_NE(log[c].stream, engine) << log[c].name;
+    const std::vector<FakeNode> nodes = cu.nodes(graph);
+    ASSERT_EQ(nodes.size(), 1u);  // the launch alone: no write, no event
+    EXPECT_STREQ(nodes[0].name, "cuLaunchKernelEx");
+    std::vector<FakeLaunch> l = fake_.all();
+    ASSERT_EQ(l.size(), 1u);  // the captured launch did not run
+    EXPECT_EQ(nodes[0].launch.grid, l[0].grid);
+    EXPECT_EQ(nodes[0].launch.sync, l[0].sync);
+    EXPECT_EQ(nodes[0].launch.report, l[0].report);
+    EXPECT_EQ(nodes[0].launch.first_slot, kernels == 2 ? x : l[0].args_buffer);  // as libsk passed it
+    EXPECT_EQ(nodes[0].launch.cooperative, 1);
+
+    void *exec = nullptr;
+    ASSERT_EQ(cu.instantiate(&exec, graph), 0);
+    const size_t before_replays = fake_.log().size();
+    for (int r = 0; r < 100; ++r) {
+      if (kernels == 200 && r == 50) {
+        // Rebinding between replays: the replays after it read the new value.
+        ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+        ASSERT_EQ(sk_superkernel_set_arg(sk, 0, 0, &y), SK_OK) << sk_last_error();
+      }
+      ASSERT_EQ(cu.launch(exec, engine), 0);
+    }
+    ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();  // libsk's own launch after the replays
+    ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+    l = fake_.all();
+    ASSERT_EQ(l.size(), 102u);
+    for (size_t k = 0; k < l.size(); ++k) {
+      EXPECT_EQ(l[k].epoch, k + 1) << "launch " << k;  // no replay runs at a stale epoch
+      EXPECT_EQ(l[k].sync, l[0].sync);
+      EXPECT_EQ(l[k].report, l[0].report);
+      EXPECT_EQ(l[k].stream, engine);
+    }
+    // Nothing the host wrote after the capture touched the sync buffer, which holds the epoch.
+    log = fake_.log();
+    const uint64_t sync_end = l[0].report + 64;  // the hang report ends the buffer
+    for (size_t c = before_replays; c < log.size(); ++c)
+      if (named(log[c], "cuMemsetD8Async") || named(log[c], "cuMemcpyHtoDAsync"))
+        EXPECT_FALSE(log[c].address < sync_end && log[c].address + log[c].size > l[0].sync) << log[c].name;
+    for (size_t r = 0; r < 100; ++r) {
+      if (kernels == 2) {
+        EXPECT_EQ(l[1 + r].first_slot, x) << "replay " << r;  // the values captured
+      } else {
+        EXPECT_EQ(l[1 + r].args_buffer, nodes[0].launch.first_slot) << "replay " << r;  // the buffer's address
+        EXPECT_EQ(l[1 + r].first_slot, r < 50 ? x : y) << "replay " << r;               // what the buffer held then
+      }
+    }
+    EXPECT_EQ(l[101].first_slot, kernels == 2 ? x : y);
+    EXPECT_EQ(cu.exec_destroy(exec), 0);
+    EXPECT_EQ(cu.destroy(graph), 0);
+    sk_stream_destroy(s);
+    for (const FakeCall &c : fake_.log()) EXPECT_FALSE(named(c, "cuStreamDestroy") && c.stream == engine);
+    ASSERT_EQ(cu.push(ctx), 0);
+    EXPECT_EQ(cu.stream_destroy(engine), 0);  // still the engine's to destroy
+    ASSERT_EQ(cu.pop(), 0);
+    sk_superkernel_destroy(sk);
+  }
+}
+
+TEST_F(CudaFakeDriver, StreamCreateCudaRefusesWhatIsNotACudaStream) {
+  sk_stream *s = nullptr;
+  EXPECT_EQ(sk_stream_create_cuda(dev_, nullptr, &s), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "cu_stream is NULL")) << sk_last_error();
+  EXPECT_EQ(s, nullptr);
+  int dummy = 0;
+  EXPECT_EQ(sk_stream_create_cuda(dev_, &dummy, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "out is NULL")) << sk_last_error();
+  fake_.fail_next("cuStreamIsCapturing", 400);  // CUDA_ERROR_INVALID_HANDLE
+  EXPECT_EQ(sk_stream_create_cuda(dev_, &dummy, &s), SK_ERR_DEVICE);
+  EXPECT_TRUE(contains(sk_last_error(), "cuStreamIsCapturing of cu_stream")) << sk_last_error();
+  EXPECT_EQ(s, nullptr);
+  sk_device *host = nullptr;
+  ASSERT_EQ(sk_device_open("host:cores=1", &host), SK_OK);
+  EXPECT_EQ(sk_stream_create_cuda(host, &dummy, &s), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk_last_error(), "not a CUDA device")) << sk_last_error();
+  EXPECT_EQ(s, nullptr);
+  sk_device_close(host);
+}
+
+// A reset the launch owes (the first launch's zeros, or those after a reported hang) is made
+// outside the capture, on libsk's own stream, before the capture's kernel launch.
+TEST_F(CudaFakeDriver, ACapturedFirstLaunchZeroesTheCountersOutsideTheGraph) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  FakeGraphs cu{fake_.lib};
+  void *const ctx = reinterpret_cast<void *>(0x1000);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "first_captured", nullptr, &scope), SK_OK);
+  void *args[] = {&x, &n, &i};
+  ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  void *engine = nullptr;
+  ASSERT_EQ(cu.push(ctx), 0);
+  ASSERT_EQ(cu.stream_create(&engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create_cuda(dev_, engine, &s), SK_OK) << sk_last_error();
+  ASSERT_EQ(cu.begin(engine), 0);
+  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+  void *graph = nullptr;
+  ASSERT_EQ(cu.end(engine, &graph), 0);
+  const std::vector<FakeNode> nodes = cu.nodes(graph);
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_STREQ(nodes[0].name, "cuLaunchKernelEx");
+  const std::vector<FakeCall> log = fake_.log();
+  bool zeroed = false, waited = false;
+  for (const FakeCall &c : log) {
+    if (named(c, "cuMemsetD8Async") && c.address == nodes[0].launch.sync) {
+      EXPECT_NE(c.stream, engine);
+      zeroed = true;
+    }
+    if (zeroed && named(c, "cuStreamSynchronize") && c.stream != engine) waited = true;
+  }
+  EXPECT_TRUE(zeroed);
+  EXPECT_TRUE(waited) << "the zeros must have landed before any replay";
+  void *exec = nullptr;
+  ASSERT_EQ(cu.instantiate(&exec, graph), 0);
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(cu.launch(exec, engine), 0);
+  const std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 3u);
+  for (size_t k = 0; k < l.size(); ++k) EXPECT_EQ(l[k].epoch, k + 1);
+  EXPECT_EQ(cu.exec_destroy(exec), 0);
+  EXPECT_EQ(cu.destroy(graph), 0);
+  sk_stream_destroy(s);
+  ASSERT_EQ(cu.push(ctx), 0);
+  EXPECT_EQ(cu.stream_destroy(engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  sk_superkernel_destroy(sk);
 }

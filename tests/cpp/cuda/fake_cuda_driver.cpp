@@ -3,9 +3,13 @@
 // ELF image (the last one is kept for the tests to read) and the function name, and launches
 // are recorded instead of run. It lets the launch path of the CUDA backend (finalize,
 // co-residency clipping, parameters, epochs, stream ordering, argument rebinding, hang
-// reports, context handling, sticky errors, shared memory requests) be tested without a GPU. Each thread has a context stack; a call that needs a context fails with
+// reports, context handling, sticky errors, shared memory requests, graph capture) be tested
+// without a GPU. Each thread has a context stack; a call that needs a context fails with
 // CUDA_ERROR_INVALID_CONTEXT unless the device's is current. Not a simulator: no kernel code
-// runs.
+// runs, but each launch that runs does to the sync buffer's epoch word what the entry's blocks
+// do (read it, run as the next epoch, write that back). A stream being captured
+// (cuStreamBeginCapture) records its kernel launches, writes and event records as graph nodes
+// instead, with the parameters of the call; cuGraphLaunch runs them again, in order.
 #include <elf.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "cuda/driver_api.hpp"
+#include "cuda/entry_ptx.hpp"
 
 namespace {
 
@@ -47,6 +52,41 @@ struct Call {
 std::vector<Call> g_calls;
 std::map<std::string, int> g_fail;  // a call's name -> the error its next call returns
 std::vector<uint8_t> g_last_image;  // the ELF image of the last cuModuleLoadData
+
+// A node of a captured graph: a kernel launch, a write (memset or copy) or an event record.
+struct Node {
+  const char *name;  // the call that made it
+  Launch launch;     // a kernel launch's parameters, as captured
+  uint64_t address = 0, size = 0;
+  unsigned char value = 0;       // a memset's
+  const void *source = nullptr;  // a copy's
+};
+struct Graph {
+  std::vector<Node> nodes;
+  bool invalidated = false;  // a call the capture does not allow ended it
+};
+std::map<void *, Graph *> g_capturing;  // stream -> the graph it is capturing
+std::vector<void *> g_captured_events;  // events recorded in a capture
+constexpr int kCaptureUnsupported = 900, kCaptureInvalidated = 901, kCaptureIsolation = 905, kIllegalState = 401;
+
+// The graph `stream` is capturing, or nullptr. Called with g_mutex held.
+Graph *capturing(void *stream) {
+  auto it = g_capturing.find(stream);
+  return it == g_capturing.end() ? nullptr : it->second;
+}
+
+// A launch runs: its blocks read the epoch word, run as the next epoch and write it back; in
+// buffer mode they read the argument slots from the buffer. Called with g_mutex held.
+void run_launch(Launch l) {
+  if (g_allocations.count(l.first_slot)) {
+    l.args_buffer = l.first_slot;
+    std::memcpy(&l.first_slot, reinterpret_cast<const void *>(l.args_buffer), 8);
+  }
+  auto *epoch = reinterpret_cast<uint64_t *>(l.sync + sk::cuda::kSyncEpoch);
+  l.epoch = *epoch + 1;
+  *epoch = l.epoch;
+  g_launches.push_back(l);
+}
 
 void *const kDeviceContext = reinterpret_cast<void *>(0x1000);
 thread_local std::vector<void *> t_contexts;  // the calling thread's context stack
@@ -110,6 +150,9 @@ int fake_cuda_stream_waits() {
 }
 void fake_cuda_reset(int occupancy) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto &[stream, graph] : g_capturing) delete graph;
+  g_capturing.clear();
+  g_captured_events.clear();
   g_launches.clear();
   g_waits.clear();
   g_calls.clear();
@@ -257,12 +300,30 @@ int cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
 // Async copies run at once: nothing runs on the "device" that could see the difference.
 int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream) {
   if (int r = enter("cuMemcpyHtoDAsync_v2")) return r;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (Graph *g = capturing(stream)) {
+      Node node{"cuMemcpyHtoDAsync", {}, dst, n};
+      node.source = src;  // read at each replay, as the driver's copy node does
+      g->nodes.push_back(node);
+      return 0;
+    }
+  }
   record("cuMemcpyHtoDAsync", stream, dst, n);
   std::memcpy(reinterpret_cast<void *>(dst), src, n);
   return 0;
 }
 int cuMemsetD8Async(uint64_t dst, unsigned char v, size_t n, void *stream) {
   if (int r = enter("cuMemsetD8Async")) return r;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (Graph *g = capturing(stream)) {
+      Node node{"cuMemsetD8Async", {}, dst, n};
+      node.value = v;
+      g->nodes.push_back(node);
+      return 0;
+    }
+  }
   record("cuMemsetD8Async", stream, dst, n);
   std::memset(reinterpret_cast<void *>(dst), v, n);
   return 0;
@@ -274,16 +335,33 @@ int cuStreamCreate(void **s, unsigned) {
 }
 int cuStreamDestroy_v2(void *s) {
   if (int r = enter("cuStreamDestroy_v2")) return r;
+  record("cuStreamDestroy", s);
   delete static_cast<int *>(s);
   return 0;
 }
 int cuStreamSynchronize(void *s) {
   if (int r = enter("cuStreamSynchronize")) return r;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (Graph *g = capturing(s)) {  // the driver fails the call and the capture
+      g->invalidated = true;
+      return kCaptureUnsupported;
+    }
+  }
   record("cuStreamSynchronize", s);
   return 0;
 }
 int cuStreamWaitEvent(void *s, void *e, unsigned) {
   if (int r = enter("cuStreamWaitEvent")) return r;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    // A captured stream may wait only for an event recorded in a capture.
+    if (capturing(s) &&
+        std::find(g_captured_events.begin(), g_captured_events.end(), e) == g_captured_events.end()) {
+      capturing(s)->invalidated = true;
+      return kCaptureIsolation;
+    }
+  }
   record("cuStreamWaitEvent", s, reinterpret_cast<uint64_t>(e));
   std::lock_guard<std::mutex> lock(g_mutex);
   g_waits.emplace_back(s, e);
@@ -301,6 +379,16 @@ int cuEventDestroy_v2(void *e) {
 }
 int cuEventRecord(void *e, void *s) {
   if (int r = enter("cuEventRecord")) return r;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (Graph *g = capturing(s)) {
+      g->nodes.push_back(Node{"cuEventRecord", {}, reinterpret_cast<uint64_t>(e), 0});
+      g_captured_events.push_back(e);
+      return 0;
+    }
+    g_captured_events.erase(std::remove(g_captured_events.begin(), g_captured_events.end(), e),
+                            g_captured_events.end());
+  }
   record("cuEventRecord", s, reinterpret_cast<uint64_t>(e));
   return 0;
 }
@@ -363,12 +451,6 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *, int, size_t dyna
 }
 int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
   if (int r = enter("cuLaunchKernelEx")) return r;
-  record("cuLaunchKernelEx", cfg->stream);
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_shared.launches < 64) g_shared.launch_dynamic[g_shared.launches] = cfg->shared_mem_bytes;
-    ++g_shared.launches;
-  }
   Launch l{};
   l.grid = cfg->grid_x;
   l.block = cfg->block_x;
@@ -376,13 +458,104 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
     if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
       l.cooperative = cfg->attrs[i].value.cooperative;
   l.stream = cfg->stream;
-  std::memcpy(&l.sync, params[1], 8);
-  std::memcpy(&l.epoch, params[2], 8);
-  std::memcpy(&l.report, params[3], 8);
+  static_assert(sk::cuda::kEntryParams == 3);
   std::memcpy(&l.first_slot, params[0], 8);  // parameter mode: the first slot itself
+  std::memcpy(&l.sync, params[1], 8);
+  std::memcpy(&l.report, params[2], 8);
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_launches.push_back(l);
+  if (Graph *g = capturing(cfg->stream)) {
+    g->nodes.push_back(Node{"cuLaunchKernelEx", l});
+    return 0;
+  }
+  g_calls.push_back({"cuLaunchKernelEx", cfg->stream, 0, 0});
+  if (g_shared.launches < 64) g_shared.launch_dynamic[g_shared.launches] = cfg->shared_mem_bytes;
+  ++g_shared.launches;
+  run_launch(l);
   return 0;
+}
+
+// ---- graph capture and replay --------------------------------------------------------------
+// The application's calls: they act in the stream's (or graph's) context, current or not.
+int cuStreamBeginCapture_v2(void *s, int) {
+  if (int r = enter("cuStreamBeginCapture_v2", false)) return r;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (capturing(s)) return kIllegalState;
+  g_capturing[s] = new Graph();
+  return 0;
+}
+int cuStreamIsCapturing(void *s, int *status) {
+  if (int r = enter("cuStreamIsCapturing")) return r;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *status = capturing(s) ? 1 : 0;  // CU_STREAM_CAPTURE_STATUS_ACTIVE : NONE
+  return 0;
+}
+int cuStreamEndCapture(void *s, void **graph) {
+  if (int r = enter("cuStreamEndCapture", false)) return r;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Graph *g = capturing(s);
+  if (!g) return kIllegalState;
+  g_capturing.erase(s);
+  if (g->invalidated) {
+    delete g;
+    *graph = nullptr;
+    return kCaptureInvalidated;
+  }
+  *graph = g;
+  return 0;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
+  if (int r = enter("cuGraphInstantiateWithFlags", false)) return r;
+  *exec = new Graph(*static_cast<Graph *>(graph));
+  return 0;
+}
+// Runs the nodes in order; the stand-in runs everything at once.
+int cuGraphLaunch(void *exec, void *stream) {
+  if (int r = enter("cuGraphLaunch", false)) return r;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (capturing(stream)) return kCaptureUnsupported;  // a child graph: not used by libsk's tests
+  g_calls.push_back({"cuGraphLaunch", stream, 0, 0});
+  for (const Node &n : static_cast<Graph *>(exec)->nodes) {
+    const std::string name = n.name;
+    if (name == "cuLaunchKernelEx") {
+      Launch l = n.launch;
+      l.stream = stream;
+      run_launch(l);
+    } else if (name == "cuMemsetD8Async") {
+      std::memset(reinterpret_cast<void *>(n.address), n.value, n.size);
+    } else if (name == "cuMemcpyHtoDAsync") {
+      std::memcpy(reinterpret_cast<void *>(n.address), n.source, n.size);
+    }
+  }
+  return 0;
+}
+int cuGraphExecDestroy(void *exec) {
+  delete static_cast<Graph *>(exec);
+  return 0;
+}
+int cuGraphDestroy(void *graph) {
+  delete static_cast<Graph *>(graph);
+  return 0;
+}
+struct FakeNode {
+  const char *name;
+  FakeLaunch launch;  // a kernel launch's (epoch 0: set when it runs)
+  uint64_t address, size;
+};
+// The nodes of a graph (from cuStreamEndCapture or cuGraphInstantiateWithFlags).
+int fake_cuda_graph_nodes(void *graph, FakeNode *out, int cap) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int n = 0;
+  for (const Node &node : static_cast<Graph *>(graph)->nodes) {
+    if (n < cap) {
+      const Launch &l = node.launch;
+      out[n] = {node.name,
+                {l.grid, l.block, l.cooperative, l.stream, l.first_slot, l.args_buffer, l.sync, l.epoch, l.report},
+                node.address,
+                node.size};
+    }
+    ++n;
+  }
+  return n;
 }
 int cuGetErrorName(int r, const char **s) {
   switch (r) {

@@ -44,6 +44,8 @@ TEST(CudaAbi, MirroredTypesMatchCudaH) {
   EXPECT_EQ(sk::cuda::CUDA_ERROR_NOT_READY, (int)::CUDA_ERROR_NOT_READY);
   EXPECT_EQ(sk::cuda::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (int)::CU_POINTER_ATTRIBUTE_MEMORY_TYPE);
   EXPECT_EQ(sk::cuda::CU_MEMORYTYPE_HOST, (unsigned)::CU_MEMORYTYPE_HOST);
+  EXPECT_EQ(sk::cuda::CU_STREAM_CAPTURE_STATUS_NONE, (int)::CU_STREAM_CAPTURE_STATUS_NONE);
+  static_assert(sizeof(::CUstreamCaptureStatus) == sizeof(int));  // cuStreamIsCapturing's out
 }
 #else
 TEST(CudaAbi, MirroredTypesMatchCudaH) { GTEST_SKIP() << "cuda.h is not on the include path"; }
@@ -131,8 +133,10 @@ TEST(CudaAbi, TheHangReportIsWrittenWhereTheHostReadsIt) {
 TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
   for (size_t steps : {1u, 2u, 7u}) {
     const SyncLayout l = sync_layout(steps);
-    EXPECT_EQ(l.arrivals, 0u);
-    EXPECT_EQ(l.sync_all, 8 * steps);
+    EXPECT_EQ(l.epoch, 0u);
+    EXPECT_EQ(l.done, 8u);
+    EXPECT_EQ(l.arrivals, 16u);
+    EXPECT_EQ(l.sync_all, l.arrivals + 8 * steps);
     EXPECT_EQ(l.flags, l.sync_all + 8 * steps);
     EXPECT_EQ(l.report, l.flags + 8 * SK_CROSS_CORE_FLAGS);
     EXPECT_EQ(l.bytes, l.report + 8 * kReportWords);
@@ -142,6 +146,38 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
   EXPECT_TRUE(contains(ptx_function(ptx, "sk_sync_all"), "add.u64 %rd1, %rd1, " + std::to_string(l.sync_all) + ";"));
   for (const char *f : {"sk_cross_core_set_flag_all", "sk_cross_core_wait_flag_all"})
     EXPECT_TRUE(contains(ptx_function(ptx, f), "add.u64 %rd2, %rd2, " + std::to_string(l.flags) + ";")) << f;
+  EXPECT_TRUE(contains(ptx_function(ptx, "__sk_arrive"), "[%rd1+" + std::to_string(l.arrivals) + "], 1;"));
+  EXPECT_TRUE(
+      contains(ptx_function(ptx, "__sk_wait_previous"), "add.u64 %rd7, %rd7, " + std::to_string(l.arrivals) + ";"));
+}
+
+// The launch epoch is device state (a CUDA graph freezes the parameters): each block's thread 0
+// reads the last launch's epoch from the sync buffer before any wait, and runs as the next one;
+// the last block to end (the done counter reaching the grid) writes its epoch back and clears
+// the counter. The entry takes no epoch parameter.
+TEST(CudaAbi, TheLaunchEpochIsReadAndAdvancedOnTheDevice) {
+  const SyncLayout l = sync_layout(2);
+  const std::string ptx = generate_entry_ptx(two_step_spec(ArgSource::Params));
+  const std::string entry = ptx.substr(ptx.find(".visible .entry"));
+  EXPECT_FALSE(contains(entry, "sk_epoch")) << entry;
+  EXPECT_EQ(count(entry.substr(0, entry.find('{')), ".param "), kEntryParams) << entry;
+  const size_t read = entry.find("ld.relaxed.gpu.global.u64 %rd3, [%rd1+" + std::to_string(l.epoch) + "];");
+  ASSERT_NE(read, std::string::npos) << entry;
+  EXPECT_LT(read, entry.find("$init_done:")) << "thread 0 reads it";
+  EXPECT_LT(entry.find("add.u64 %rd3, %rd3, 1;"), entry.find("$init_done:")) << entry;
+  EXPECT_LT(entry.find("$init_done:"), entry.find("call __sk_begin")) << entry;
+  // Once per block, after its last step.
+  EXPECT_EQ(count(entry, "call __sk_finish"), 1u) << entry;
+  EXPECT_GT(entry.find("call __sk_finish"), entry.rfind("call __sk_end")) << entry;
+  EXPECT_GT(entry.find("call __sk_finish"), entry.rfind("$skip_1:")) << "blocks that run no step finish too";
+  const std::string finish = ptx_function(ptx, "__sk_finish");
+  ASSERT_FALSE(finish.empty()) << ptx;
+  EXPECT_TRUE(contains(finish, "atom.acq_rel.gpu.global.add.u64 %rd2, [%rd1+" + std::to_string(l.done) + "], 1;"))
+      << finish;
+  EXPECT_TRUE(contains(finish, "mov.u32 %r2, %nctaid.x;")) << finish;
+  EXPECT_TRUE(contains(finish, "st.relaxed.gpu.global.u64 [%rd1+" + std::to_string(l.done) + "], 0;")) << finish;
+  EXPECT_TRUE(contains(finish, "st.relaxed.gpu.global.u64 [%rd1+" + std::to_string(l.epoch) + "], %rd4;")) << finish;
+  EXPECT_LT(finish.find("@%p2 bra $D_done;"), finish.find("st.relaxed")) << "only the last block writes";
 }
 
 // libsk's per-block state lies past the sub-kernels' dynamic shared bytes, 16-aligned, and
@@ -174,7 +210,7 @@ TEST(CudaPtxTemplate, TheGeneratedPtxHasNoPlaceholderLeft) {
     EXPECT_FALSE(std::regex_search(ptx, m, std::regex("@[A-Za-z_]"))) << m.str() << " in\n" << ptx;
     EXPECT_FALSE(contains(ptx, "//!")) << ptx;
     EXPECT_EQ(count(ptx, "// step "), 2u);
-    EXPECT_EQ(count(ptx, "mov.u32 %r1, %tid.x;"), 10u);  // each thread-0-only function, and the entry
+    EXPECT_EQ(count(ptx, "mov.u32 %r1, %tid.x;"), 11u);  // each thread-0-only function, and the entry
   }
 }
 

@@ -1,8 +1,10 @@
 // CUDA super kernels on a GPU, through the public C API: fused == unfused on a 100-kernel
 // chain, sk_sync_all on fewer blocks than the super kernel (also from a __noinline__ helper),
 // task overlap, argument rebinding, static and dynamic shared memory, a hang and the launch
-// after it, 30 KiB of arguments in the parameter space.
+// after it, 30 KiB of arguments in the parameter space, a launch captured into a CUDA graph
+// and replayed, sub-kernels whose threads return early.
 // Every test skips (never passes) when no CUDA device can be opened.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sk.h>
 
@@ -342,5 +344,124 @@ TEST_F(CudaGpu, ThirtyKiBOfArgumentsReachEverySubKernel) {
   const std::vector<int64_t> got = read(out, steps * blocks);
   for (uint32_t s = 0; s < steps; ++s)
     for (uint32_t b = 0; b < blocks; ++b) EXPECT_EQ(got[s * blocks + b], (int64_t)s + 465) << "step " << s;
+  sk_superkernel_destroy(sk);
+}
+
+// An engine's decode step: a super kernel launched while the application captures its own
+// stream (through the driver API, as cudart would), the graph replayed 100 times, then one
+// more sk_launch; bit for bit what 101 runs of the same kernels unfused give.
+TEST_F(CudaGpu, ACapturedSuperKernelReplaysAHundredTimesAsUnfused) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(cuda, nullptr) << dlerror();
+  auto fn = [cuda](const char *name) {
+    void *f = dlsym(cuda, name);
+    EXPECT_NE(f, nullptr) << name;
+    return f;
+  };
+  using Ptr = void *;
+  auto retain = reinterpret_cast<int (*)(Ptr *, int)>(fn("cuDevicePrimaryCtxRetain"));
+  auto release = reinterpret_cast<int (*)(int)>(fn("cuDevicePrimaryCtxRelease_v2"));
+  auto push = reinterpret_cast<int (*)(Ptr)>(fn("cuCtxPushCurrent_v2"));
+  auto pop = reinterpret_cast<int (*)(Ptr *)>(fn("cuCtxPopCurrent_v2"));
+  auto stream_create = reinterpret_cast<int (*)(Ptr *, unsigned)>(fn("cuStreamCreate"));
+  auto stream_destroy = reinterpret_cast<int (*)(Ptr)>(fn("cuStreamDestroy_v2"));
+  auto begin = reinterpret_cast<int (*)(Ptr, int)>(fn("cuStreamBeginCapture_v2"));
+  auto end = reinterpret_cast<int (*)(Ptr, Ptr *)>(fn("cuStreamEndCapture"));
+  auto instantiate = reinterpret_cast<int (*)(Ptr *, Ptr, unsigned long long)>(fn("cuGraphInstantiateWithFlags"));
+  auto graph_launch = reinterpret_cast<int (*)(Ptr, Ptr)>(fn("cuGraphLaunch"));
+  auto exec_destroy = reinterpret_cast<int (*)(Ptr)>(fn("cuGraphExecDestroy"));
+  auto graph_destroy = reinterpret_cast<int (*)(Ptr)>(fn("cuGraphDestroy"));
+  ASSERT_FALSE(::testing::Test::HasFailure());
+
+  const uint32_t n = 5000, kernels = 10;
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i * 7u;
+  uint32_t *fused = alloc(init), *unfused = alloc(init);
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "captured_chain", nullptr, &scope), SK_OK) << sk_last_error();
+  for (uint32_t i = 0; i < kernels; ++i) {
+    const uint32_t blocks = 1 + (i * 7) % 40;
+    void *args[] = {&fused, (void *)&n, &i};
+    ASSERT_EQ(sk_add_kernel(scope, step, blocks, args, nullptr), SK_OK) << sk_last_error();
+  }
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+
+  Ptr ctx = nullptr, engine = nullptr, graph = nullptr, exec = nullptr;
+  ASSERT_EQ(retain(&ctx, 0), 0);
+  ASSERT_EQ(push(ctx), 0);
+  ASSERT_EQ(stream_create(&engine, 1 /* CU_STREAM_NON_BLOCKING */), 0);
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create_cuda(dev_, engine, &s), SK_OK) << sk_last_error();
+  ASSERT_EQ(begin(engine, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */), 0);
+  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();  // the first launch: zeroes outside the graph
+  EXPECT_EQ(sk_stream_synchronize(s), SK_ERR_STATE);
+  ASSERT_EQ(end(engine, &graph), 0) << "the capture was invalidated";
+  ASSERT_EQ(instantiate(&exec, graph, 0), 0);
+  for (int r = 0; r < 100; ++r) ASSERT_EQ(graph_launch(exec, engine), 0);
+  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+  for (int run = 0; run < 101; ++run)
+    for (uint32_t i = 0; i < kernels; ++i) {
+      const uint32_t blocks = 1 + (i * 7) % 40;
+      void *args[] = {&unfused, (void *)&n, &i};
+      ASSERT_EQ(sk_launch_kernel(step, blocks, args, nullptr), SK_OK) << sk_last_error();
+    }
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<uint32_t> a = read(fused, n), b = read(unfused, n), expect = init;
+  for (int run = 0; run < 101; ++run)
+    for (uint32_t i = 0; i < kernels; ++i)
+      for (uint32_t &x : expect) x = x * 3u + i;
+  EXPECT_EQ(b, expect);
+  EXPECT_EQ(a, b);
+  sk_stream_destroy(s);
+  EXPECT_EQ(exec_destroy(exec), 0);
+  EXPECT_EQ(graph_destroy(graph), 0);
+  EXPECT_EQ(stream_destroy(engine), 0);
+  EXPECT_EQ(pop(&ctx), 0);
+  EXPECT_EQ(release(0), 0);
+  sk_superkernel_destroy(sk);
+}
+
+// The guard idiom fused: threads past n return early and wait at libsk's barrier 15 while the
+// others finish; n is no multiple of the block, and the first step is multiplexed.
+TEST_F(CudaGpu, EarlyReturningThreadsFusedEqualUnfused) {
+  sk_kernel *pairs = kernel("early_return.cubin", "early_return_pairs");
+  ASSERT_NE(pairs, nullptr);
+  const uint32_t n = 128 * 37 + 45;
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i * 2654435761u;
+  uint32_t *in = alloc(init), *mid_f = alloc(std::vector<uint32_t>(n, 0)),
+           *out_f = alloc(std::vector<uint32_t>(n, 0)), *mid_u = alloc(std::vector<uint32_t>(n, 0)),
+           *out_u = alloc(std::vector<uint32_t>(n, 0));
+  const uint32_t blocks = (n + 127) / 128;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "early_return", nullptr, &scope), SK_OK) << sk_last_error();
+  void *a0[] = {&in, &mid_f, (void *)&n};
+  void *a1[] = {&mid_f, &out_f, (void *)&n};
+  ASSERT_EQ(sk_add_kernel(scope, pairs, blocks, a0, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, pairs, blocks, a1, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  void *u0[] = {&in, &mid_u, (void *)&n};
+  void *u1[] = {&mid_u, &out_u, (void *)&n};
+  ASSERT_EQ(sk_launch_kernel(pairs, blocks, u0, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(pairs, blocks, u1, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  // The CPU's reference: each block pairs its tile's neighbours, wrapping in the block.
+  auto apply = [n](const std::vector<uint32_t> &x) {
+    std::vector<uint32_t> y(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t base = i / 128 * 128, next = base + (i - base + 1) % 128;
+      y[i] = x[i] * 2u + (next < n ? x[next] : 0u);
+    }
+    return y;
+  };
+  const std::vector<uint32_t> expect = apply(apply(init));
+  EXPECT_EQ(read(out_u, n), expect);
+  EXPECT_EQ(read(out_f, n), read(out_u, n));
   sk_superkernel_destroy(sk);
 }

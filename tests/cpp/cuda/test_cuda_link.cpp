@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "common/device_api_usage.hpp"
@@ -268,7 +271,7 @@ TEST(CudaLink, LinkedCubinHasTheEntryAndEveryCallee) {
   EXPECT_LE(entry->registers, 255u);
   // The entry's registers cover its deepest callee's.
   EXPECT_GE(entry->registers, c.find("chain_axpy")->registers);
-  EXPECT_EQ(entry->param_bytes, 8u * 10 + 24);  // 3+3+4 argument slots + sync, epoch, report
+  EXPECT_EQ(entry->param_bytes, 8u * 10 + 16);  // 3+3+4 argument slots + sync, report
   for (const char *callee : {"chain_step", "sync_sum", "chain_axpy", "sk_block_idx", "sk_block_num", "sk_sync_all"})
     EXPECT_NE(c.find(callee), nullptr) << callee;
   EXPECT_TRUE(c.undefined.empty());
@@ -588,4 +591,131 @@ TEST(CudaEntryPtx, ADependentStepFencesOnceToAcquireAndOnceToRelease) {
   EXPECT_EQ(count(entry, "membar"), 0u) << entry;
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
+}
+
+// A sub-kernel's early return: the returned threads wait at libsk's next block barrier while
+// the others finish. libsk's barriers are all `barrier.sync 15` (kBlockBarrier): not barrier 0,
+// whose arrivals would complete the sub-kernel's __syncthreads(), and not `.aligned`, as a
+// warp's threads reach them apart. Every thread of a block makes each sub-kernel call: the step
+// code branches only on the block (%ctaid, uniform), never on the thread.
+TEST(CudaEntryPtx, LibsksBlockBarriersAreBarrier15AndEveryThreadCallsTheSubKernel) {
+  auto early = load("early_return.cubin");
+  Scope s;
+  s.add(kernel(early, "early_return_pairs"), 20);  // multiplexed on 8 cores
+  s.add(kernel(early, "early_return_pairs"), 3);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  const std::string ptx = generate_entry_ptx(spec);
+  // Every barrier instruction (a line that starts with one, maybe predicated).
+  const std::regex barrier("^\\s*(@!?%p[0-9]+\\s+)?(bar|barrier)\\.");
+  size_t barriers = 0, at = 0;
+  while (at < ptx.size()) {
+    size_t eol = ptx.find('\n', at);
+    if (eol == std::string::npos) eol = ptx.size();
+    const std::string line = ptx.substr(at, eol - at);
+    at = eol + 1;
+    if (!std::regex_search(line, barrier)) continue;
+    EXPECT_EQ(line, "  barrier.sync " + std::to_string(kBlockBarrier) + ";");
+    ++barriers;
+  }
+  EXPECT_GE(barriers, 11u);  // __sk_begin's two, __sk_end's, and the device API's block-wide calls
+  EXPECT_NE(kBlockBarrier, 0u);
+  EXPECT_LT(kBlockBarrier, 16u);  // barriers 0..15 exist
+  const std::string entry = ptx.substr(ptx.find(".entry " + spec.entry_name));
+  // %tid only in the entry's thread-0 part before the steps.
+  EXPECT_EQ(count(entry, "%tid"), 1u) << entry;
+  EXPECT_LT(entry.find("%tid"), entry.find("$init_done:")) << entry;
+  for (size_t at = entry.find("call __sk_begin"); at != std::string::npos;
+       at = entry.find("call __sk_begin", at + 1)) {
+    const size_t call = entry.find("call early_return_pairs", at);
+    ASSERT_NE(call, std::string::npos) << entry;
+    const std::string between = entry.substr(at, call - at);
+    EXPECT_EQ(count(between, "bra"), 0u) << between;  // straight-line from the barrier to the call
+    EXPECT_EQ(count(between, "@%p"), 0u) << between;
+  }
+  std::string log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
+}
+
+namespace {
+
+// nvdisasm: $SK_NVDISASM, else the one CMake found (the CUDA toolkit's, or the PyPI wheel
+// nvidia-cuda-nvdisasm's), else "".
+std::string nvdisasm_path() {
+  const char *p = std::getenv("SK_NVDISASM");
+  if (p && *p) return p;
+  return SK_NVDISASM;
+}
+
+}  // namespace
+
+// The same in the linked SASS: every BAR of libsk's code (the entry and its library) is on
+// barrier 15; the sub-kernel's own __syncthreads() stays on barrier 0.
+TEST(CudaEntrySass, LibsksBarriersStayOffTheSubKernelsBarrier0) {
+  const std::string nvdisasm = nvdisasm_path();
+  if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+  auto early = load("early_return.cubin");
+  Scope s;
+  s.add(kernel(early, "early_return_pairs"), 20);
+  s.add(kernel(early, "early_return_pairs"), 3);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  char dir[] = "/tmp/sk-nvdisasm-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string cubin = std::string(dir) + "/entry.cubin", out = std::string(dir) + "/sass";
+  FILE *f = std::fopen(cubin.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(img.cubin->data(), 1, img.cubin->size(), f);
+  std::fclose(f);
+  const int rc = std::system((nvdisasm + " -c " + cubin + " > " + out + " 2>&1").c_str());
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(out);
+  const std::string sass(bytes.begin(), bytes.end());
+  std::remove(cubin.c_str());
+  std::remove(out.c_str());
+  rmdir(dir);
+  ASSERT_EQ(rc, 0) << sass;
+  // Functions start at ".text.<name>:" section labels; BAR's first operand is the barrier.
+  const std::regex section("^\\s*\\.section\\s+\\.text\\.([A-Za-z0-9_$.]+)"), bar("\\bBAR\\.[A-Z_.]*\\s+([^ ,;]+)");
+  // A non-aligned barrier.sync becomes BAR.SYNC 0xf for a converged warp and, for a diverged
+  // one, WARPSYNC.COLLECTIVE then BAR.SYNC on a register whose low bits ptxas sets to the
+  // barrier (LOP3.LUT Rn, Rn, 0xf, ...): that form counts as barrier 0xf.
+  std::string function;
+  std::map<std::string, std::set<std::string>> ids;  // function -> barrier operands
+  std::map<std::string, std::string> lines;          // function -> its BAR lines, for messages
+  std::vector<std::string> recent;                   // the function's lines before this one
+  size_t at = 0, collective = 0;
+  while (at < sass.size()) {
+    size_t eol = sass.find('\n', at);
+    if (eol == std::string::npos) eol = sass.size();
+    const std::string line = sass.substr(at, eol - at);
+    at = eol + 1;
+    std::smatch m;
+    if (std::regex_search(line, m, section)) {
+      function = m[1];
+      recent.clear();
+    } else if (std::regex_search(line, m, bar)) {
+      std::string id = m[1];
+      if (id[0] == 'R')
+        for (size_t back = 1; back <= 4 && back <= recent.size(); ++back)
+          if (contains(recent[recent.size() - back], "LOP3.LUT " + id + ", " + id + ", 0xf,")) {
+            id = "0xf";
+            ++collective;
+          }
+      ids[function].insert(id);
+      lines[function] += line + "\n";
+    }
+    recent.push_back(line);
+  }
+  EXPECT_GT(collective, 0u) << "no diverged-warp path: is libsk's barrier .aligned?\n" << sass;
+  ASSERT_FALSE(ids.empty()) << sass;
+  EXPECT_EQ(ids["early_return_pairs"], std::set<std::string>{"0x0"}) << sass;
+  size_t libsk = 0;
+  for (const auto &[fn, operands] : ids) {
+    if (fn == "early_return_pairs") continue;
+    EXPECT_EQ(operands, std::set<std::string>{"0xf"}) << fn << ":\n" << lines[fn];
+    ++libsk;
+  }
+  EXPECT_GT(libsk, 0u) << sass;
 }
