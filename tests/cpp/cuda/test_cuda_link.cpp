@@ -323,7 +323,7 @@ TEST(CudaLink, HundredKernelChainKeepsArgumentsInTheParameterSpace) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   EXPECT_EQ(img.args, ArgSource::Params);  // 300 slots: 2400 bytes fit
   ASSERT_NE(img.info.find("sk_superkernel_entry"), nullptr);
-  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 8u * 300 + 24);
+  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 8u * 300 + 16);  // and sync, report
 }
 
 TEST(CudaLink, ThousandTinyKernelsLinkWithArgumentsInABuffer) {
@@ -336,7 +336,7 @@ TEST(CudaLink, ThousandTinyKernelsLinkWithArgumentsInABuffer) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   EXPECT_EQ(img.args, ArgSource::Buffer);  // 2000 slots exceed the parameter space
   ASSERT_NE(img.info.find("sk_superkernel_entry"), nullptr);
-  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 32u);
+  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 24u);  // the buffer, sync, report
 }
 
 TEST(CudaLink, LtoIrLinksWithCubins) {
