@@ -119,6 +119,7 @@ typedef struct sk_kernel sk_kernel;
 typedef struct sk_scope sk_scope;
 typedef struct sk_superkernel sk_superkernel;
 typedef struct sk_stream sk_stream;
+typedef struct sk_event sk_event;
 
 /*-*********************************************************************************************
 *  Devices
@@ -756,6 +757,99 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
  * - Threads: not while another thread uses the super kernel.
  */
 SK_API void sk_superkernel_destroy(sk_superkernel *sk);
+
+/*-*********************************************************************************************
+*  Events
+*
+*  An event marks a point in a stream's order, as a CUDA event does: sk_event_record places it
+*  after the launches queued on a stream so far, sk_stream_wait_event makes a stream's later
+*  launches start after them. During a capture they are how the captured streams are ordered
+*  (see "Capture").
+**********************************************************************************************/
+
+/**
+ * An event of the device, not yet recorded.
+ * - Ownership: *out is the caller's, to destroy with sk_event_destroy before the device is
+ *   closed.
+ * - Threads: any.
+ */
+SK_API sk_status sk_event_create(sk_device *dev, sk_event **out);
+/**
+ * Destroys the event; waits already made on it stay. NULL: nothing; a second destroy is ignored,
+ * with a message for sk_last_error().
+ * - Threads: not while another thread uses the event.
+ */
+SK_API void sk_event_destroy(sk_event *event);
+/**
+ * Records the event on `stream` (NULL: the default stream) after the launches queued on it so
+ * far; a later record replaces the earlier one for later waits. On a capturing stream it is
+ * recorded in the capture instead.
+ * - Errors: SK_ERR_INCOMPATIBLE for a stream of another device; SK_ERR_STATE on a stream whose
+ *   capture was invalidated; SK_ERR_DEVICE when the GPU refuses it.
+ * - Threads: any.
+ */
+SK_API sk_status sk_event_record(sk_event *event, sk_stream *stream);
+/**
+ * Launches queued on `stream` (NULL: the default stream) after this call start after those
+ * queued before the event's last record; it does not block the caller. An event never recorded
+ * is no wait. A host device runs the launches of all its streams in the order they are queued,
+ * so there a wait holds already; a CUDA device makes it cuStreamWaitEvent. An event recorded in
+ * an open capture joins `stream` to that capture (see "Capture").
+ * - Errors: SK_ERR_INCOMPATIBLE for a stream of another device; SK_ERR_STATE as "Capture"
+ *   describes, and for an event last recorded in a capture that has ended; SK_ERR_DEVICE when
+ *   the GPU refuses it.
+ * - Threads: any.
+ */
+SK_API sk_status sk_stream_wait_event(sk_stream *stream, sk_event *event);
+
+/*-*********************************************************************************************
+*  Capture
+*
+*  Stream capture, as CUDA's: between sk_stream_begin_capture and sk_stream_end_capture the
+*  launches on a stream are recorded instead of run, and the recording becomes a super kernel.
+*  sk_launch_kernel records a step as sk_add_kernel would add it (its symbol as name, the
+*  kernel's core type, its arguments copied); sk_launch of a super kernel records its steps
+*  inline, each with its options (name, core type, flags, stream) and its current argument
+*  values; the super kernel is the one the same sk_add_kernel calls on a scope with the
+*  capture's options would have built. Other streams and threads run normally meanwhile.
+*
+*  Several streams: a stream that waits (sk_stream_wait_event) on an event recorded on a
+*  capturing stream joins that capture, as in CUDA; each joined stream is a scope stream
+*  (stream-fusion=1 is needed: joining fails otherwise) and the events become
+*  sk_scope_record_event / sk_scope_wait_event. Before end-capture the origin stream must have
+*  waited on an event recorded on each joined stream after its last launch (joined it back).
+*
+*  What cannot be captured fails with SK_ERR_STATE naming the call and invalidates the capture,
+*  which then records nothing more, and end-capture builds nothing: sk_stream_synchronize and
+*  sk_stream_query of a capturing stream, sk_device_synchronize and sk_memcpy on its device, a
+*  launch of a kernel or super kernel of another device on it, sk_superkernel_set_arg of a super
+*  kernel the capture recorded, a wait on an event of another capture (or none) and the
+*  destruction of a joined stream. A launch that fails its own checks (block_dim, arguments) is
+*  not made and leaves the capture valid, as outside a capture. Destroying the origin stream
+*  drops its capture.
+**********************************************************************************************/
+
+/**
+ * Starts capturing `stream` into a super kernel named `name` (NULL or "": "superkernel"), with
+ * scope options `options` (the syntax and keys of sk_scope_begin). Capture needs a stream made
+ * by sk_stream_create: the default stream is shared by every user of the device.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for stream NULL or bad options (naming the key);
+ *   SK_ERR_STATE for a stream already capturing (or joined to a capture).
+ * - Ownership: name and options are copied.
+ * - Threads: any; launches another thread makes on the stream meanwhile are captured too.
+ */
+SK_API sk_status sk_stream_begin_capture(sk_stream *stream, const char *name, const char *options);
+/**
+ * Ends the capture begun on `stream` and builds the super kernel (as sk_finalize builds a
+ * scope). The capture ends whether it succeeds or not; its streams run launches again.
+ * - Errors: SK_ERR_INVALID_ARGUMENT if out is NULL (the capture stays open); SK_ERR_STATE for a
+ *   stream that is not capturing or only joined to a capture (end it on its origin stream), a
+ *   capture that was invalidated (the message names the call), a joined stream not joined back
+ *   (naming it), or nothing recorded; otherwise those of sk_finalize.
+ * - Ownership: *out is the caller's, as sk_finalize's.
+ * - Threads: any.
+ */
+SK_API sk_status sk_stream_end_capture(sk_stream *stream, sk_superkernel **out);
 
 /*-*********************************************************************************************
 *  Profiling

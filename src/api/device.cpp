@@ -2,6 +2,7 @@
 #include <string>
 
 #include "api/backend_list.hpp"
+#include "api/capture.hpp"
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
 
@@ -22,7 +23,7 @@ namespace {
 void close_children(sk_device *dev) {
   sk::api::DeviceLife &life = *dev->life;
   life.closed.store(true, std::memory_order_relaxed);
-  static const char *const kinds[] = {"module", "stream", "scope", "super kernel"};
+  static const char *const kinds[] = {"module", "stream", "scope", "super kernel", "event"};
   std::string alive;
   for (uint32_t k = 0; k < static_cast<uint32_t>(sk::api::ChildKind::Count); ++k) {
     const uint32_t n = life.live[k].load(std::memory_order_relaxed);
@@ -81,8 +82,10 @@ SK_API sk_status sk_device_cores(sk_device *dev, uint32_t *out) {
 
 SK_API sk_status sk_device_synchronize(sk_device *dev) {
   if (sk_status st = sk::api::check(dev, "sk_device_synchronize")) return st;
-  return sk::api::guarded("sk_device_synchronize",
-                          [&] { return dev->backend->synchronize(nullptr, "sk_device_synchronize"); });
+  return sk::api::guarded("sk_device_synchronize", [&] {
+    if (sk_status st = sk::api::refuse_on_device(*dev->life, "sk_device_synchronize")) return st;
+    return dev->backend->synchronize(nullptr, "sk_device_synchronize");
+  });
 }
 
 SK_API sk_status sk_mem_alloc(sk_device *dev, size_t size, void **out) {
@@ -102,7 +105,10 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
   if (sk_status st = sk::api::check(dev, "sk_memcpy")) return st;
   if (size == 0) return SK_OK;
   if (!dst || !src) return fail(SK_ERR_INVALID_ARGUMENT, "sk_memcpy: %s is NULL", dst ? "src" : "dst");
-  return sk::api::guarded("sk_memcpy", [&] { return dev->backend->memcpy(dst, src, size); });
+  return sk::api::guarded("sk_memcpy", [&] {
+    if (sk_status st = sk::api::refuse_on_device(*dev->life, "sk_memcpy")) return st;
+    return dev->backend->memcpy(dst, src, size);
+  });
 }
 
 }  // extern "C"

@@ -16,7 +16,7 @@
 
 namespace sk::api {
 
-enum class HandleType : uint32_t { Device = 1, Module, Kernel, Stream, Scope, SuperKernel };
+enum class HandleType : uint32_t { Device = 1, Module, Kernel, Stream, Scope, SuperKernel, Event };
 
 constexpr uint32_t live_tag(HandleType t) { return 0x4b530000u | static_cast<uint32_t>(t) << 8 | 0x4cu; }
 constexpr uint32_t dead_tag(HandleType t) { return 0x4b530000u | static_cast<uint32_t>(t) << 8 | 0x44u; }

@@ -21,11 +21,18 @@ namespace sk::api {
 
 // What the objects made from a device know of it (api/handle_pool.cpp): whether it was closed,
 // its spec for their messages, and how many of each kind live, for sk_device_close to report.
-enum class ChildKind : uint32_t { Module, Stream, Scope, SuperKernel, Count };
+enum class ChildKind : uint32_t { Module, Stream, Scope, SuperKernel, Event, Count };
+struct Capture;
 struct DeviceLife {
   std::string spec;
   std::atomic<bool> closed{false};
   std::atomic<uint32_t> live[static_cast<uint32_t>(ChildKind::Count)]{};
+  // The device's open stream captures (api/capture.cpp). The mutex guards them, the streams'
+  // and events' links to them, and what they record; open_captures is read without it first, so
+  // calls on a device without captures take no lock.
+  std::mutex capture_mutex;
+  std::atomic<uint32_t> open_captures{0};
+  std::vector<Capture *> captures;
 };
 
 // A child's link to its device's DeviceLife; a counted child adds itself to live[kind] while it
@@ -75,6 +82,21 @@ struct sk_module : sk::api::Handle<sk::api::HandleType::Module> {
 struct sk_stream : sk::api::Handle<sk::api::HandleType::Stream> {
   sk::api::DeviceLink owner;
   std::unique_ptr<sk::backend::Stream> backend;
+  // The capture its launches are recorded in (api/capture.cpp), nullptr: they run. Loaded
+  // relaxed on the launch path; set and cleared under DeviceLife::capture_mutex.
+  std::atomic<sk::api::Capture *> capture{nullptr};
+};
+
+struct sk_event : sk::api::Handle<sk::api::HandleType::Event> {
+  sk::api::DeviceLink owner;
+  std::unique_ptr<sk::backend::Event> backend;
+  // Its last record, when that was in a capture (guarded by DeviceLife::capture_mutex):
+  // the capture's id (0: recorded outside one, or never), the scope event it became, the
+  // capture stream it was recorded on and what that stream was ordered after (Capture::clock).
+  uint64_t capture_id = 0;
+  uint32_t scope_event = 0;
+  uint32_t capture_stream = 0;
+  std::vector<uint64_t> clock;
 };
 
 // A kernel launch recorded in a scope (sk_add_kernel): one step of the plan sk_finalize makes.
@@ -166,6 +188,12 @@ inline sk_status check(const sk_scope *h, const char *call, const char *what = "
 inline sk_status check(const sk_superkernel *h, const char *call, const char *what = "super kernel") {
   return check_child(h, call, what, kDestroyed);
 }
+inline sk_status check(const sk_event *h, const char *call, const char *what = "event") {
+  return check_child(h, call, what, kDestroyed);
+}
+inline sk_status check_destroy(const sk_event *h, const char *call) {
+  return check_handle(h, call, "event", kDestroyed);
+}
 inline sk_status check_destroy(const sk_module *h, const char *call) {
   return check_handle(h, call, "module", kUnloadedModule);
 }
@@ -179,10 +207,19 @@ inline sk_status check_destroy(const sk_superkernel *h, const char *call) {
   return check_handle(h, call, "super kernel", kDestroyed);
 }
 
+// Scope streams are small indices (like the few hardware queues a framework uses), so
+// per-stream state is a vector; this bounds it.
+constexpr uint32_t kMaxScopeStreams = 64;
+
 // Stream fusion (api/scope_streams.cpp): checks launch l's stream against the scope's options and
-// gives it the waits pending on its stream; note_added then records it as the stream's last.
-sk_status place_on_stream(sk_scope *scope, ScopeLaunch *l);
+// adds the waits pending on its stream to l->after (failing naming `call`); note_added then records it
+// as the stream's last.
+sk_status place_on_stream(sk_scope *scope, ScopeLaunch *l, const char *call);
 void note_added(sk_scope *scope, const ScopeLaunch &l);
+// Adds l to the scope (place_on_stream, note_added): what sk_add_kernel and a capture record.
+sk_status add_launch(sk_scope *scope, ScopeLaunch &&l, const char *call);
+// sk_finalize's work on a live scope of an open device: it empties the scope, which the caller deletes.
+sk_status finalize_scope(sk_scope *scope, sk_superkernel **out);
 
 // Blocks beyond the device's cores are multiplexed; this bounds a launch's length, not its cores.
 constexpr uint32_t kMaxBlockDim = 1u << 24;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "api/capture.hpp"
 #include "api/handles.hpp"
 
 using sk::fail;
@@ -13,6 +14,10 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
   // The handle checks add two relaxed loads to the hot path (handle_tag.hpp): no lock, no allocation.
   if (sk_status st = sk::api::check(sk, "sk_launch")) return st;
   if (stream && !stream->live()) return sk::api::check(stream, "sk_launch");
+  if (stream && stream->capture.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (sk_status st = sk::api::check(stream, "sk_launch")) return st;
+    return sk::api::guarded("sk_launch", [&] { return sk::api::capture_superkernel(stream, sk); });
+  }
   if (stream && stream->backend->device() != sk->backend->device())
     return stream->owner.closed()
                ? sk::api::check(stream, "sk_launch")
@@ -47,6 +52,11 @@ SK_API sk_status sk_launch_repeat(sk_superkernel *sk, uint32_t n, const uint32_t
 SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {
   if (sk_status st = sk::api::check(kernel, "sk_launch_kernel")) return st;
   if (stream && !stream->live()) return sk::api::check(stream, "sk_launch_kernel");
+  if (stream && stream->capture.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (sk_status st = sk::api::check(stream, "sk_launch_kernel")) return st;
+    return sk::api::guarded("sk_launch_kernel",
+                            [&] { return sk::api::capture_kernel(stream, kernel, block_dim, args); });
+  }
   sk::backend::Kernel &k = *kernel->backend;
   if (stream && stream->backend->device() != k.device())
     return stream->owner.closed()
@@ -70,8 +80,10 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "sk_superkernel_set_arg: step %u '%s' takes %zu parameters (%s); index %u does not exist", step,
                 b.plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
-  return sk::api::guarded("sk_superkernel_set_arg",
-                          [&] { return b.set_arg(step, index, sk::to_slot(k.signature[index], value)); });
+  return sk::api::guarded("sk_superkernel_set_arg", [&] {
+    if (sk_status st = sk::api::refuse_set_arg(sk)) return st;
+    return b.set_arg(step, index, sk::to_slot(k.signature[index], value));
+  });
 }
 
 SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t cap, size_t *needed) {
@@ -99,6 +111,7 @@ SK_API sk_status sk_superkernel_explain(sk_superkernel *sk, char *buf, size_t ca
 SK_API void sk_superkernel_destroy(sk_superkernel *sk) {
   if (!sk) return;
   if (sk::api::check_destroy(sk, "sk_superkernel_destroy") != SK_OK) return;  // destroyed twice: ignored
+  sk::api::forget_superkernel(sk);
   delete sk;  // the backend's super kernel waits for its launches
 }
 

@@ -10,8 +10,11 @@ namespace {
 // sk_kernel_options.flags bits this version knows; others are refused, not silently ignored.
 constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK;
 
-// sk_finalize's work on a live scope of an open device.
-sk_status finalize(sk_scope *scope, sk_superkernel **out) {
+}  // namespace
+
+namespace sk::api {
+
+sk_status finalize_scope(sk_scope *scope, sk_superkernel **out) {
   const size_t count = scope->launches.size();
   std::vector<sk::PlanInput> inputs;
   std::vector<std::shared_ptr<sk::backend::Kernel>> kernels;
@@ -45,11 +48,12 @@ sk_status finalize(sk_scope *scope, sk_superkernel **out) {
     return st;
   auto sk = std::make_unique<sk_superkernel>();
   sk->backend = std::move(built);
+  sk->owner.attach(scope->owner.life(), sk::api::ChildKind::SuperKernel);
   *out = sk.release();
   return SK_OK;
 }
 
-}  // namespace
+}  // namespace sk::api
 
 extern "C" {
 
@@ -111,11 +115,8 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
       e.first_core = opts->first_core;
       e.core_count = opts->core_count;
     }
-    if (sk_status st = sk::api::place_on_stream(scope, &e); st != SK_OK) return st;
     if (sk_status st = k.copy_args(args, "sk_add_kernel", &e.args); st != SK_OK) return st;
-    sk::api::note_added(scope, e);
-    scope->launches.push_back(std::move(e));
-    return SK_OK;
+    return sk::api::add_launch(scope, std::move(e), "sk_add_kernel");
   });
 }
 
@@ -125,11 +126,7 @@ SK_API sk_status sk_finalize(sk_scope *scope, sk_superkernel **out) {
   std::unique_ptr<sk_scope> owned(scope);  // consumed whatever happens
   if (sk_status st = sk::api::check(scope, "sk_finalize")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_finalize: out is NULL (the scope is consumed)");
-  return sk::api::guarded("sk_finalize", [&]() -> sk_status {
-    sk_status st = finalize(scope, out);
-    if (st == SK_OK) (*out)->owner.attach(scope->owner.life(), sk::api::ChildKind::SuperKernel);
-    return st;
-  });
+  return sk::api::guarded("sk_finalize", [&] { return sk::api::finalize_scope(scope, out); });
 }
 
 SK_API void sk_scope_abort(sk_scope *scope) {

@@ -6,9 +6,7 @@
 using sk::fail;
 
 namespace {
-// Streams are small indices (like the few hardware queues a framework uses), so per-stream
-// state is a vector; this bounds it.
-constexpr uint32_t kMaxStreams = 64;
+using sk::api::kMaxScopeStreams;
 
 // `what` names the culprit ("kernel 'x'", "event 3"); it is built only for the error.
 template <class What>
@@ -17,9 +15,9 @@ sk_status check_stream(const sk_scope *scope, uint32_t stream, const char *call,
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "%s: %s is on stream %u, but scope '%s' fuses one stream (set scope option stream-fusion=1)", call,
                 what().c_str(), stream, scope->name.c_str());
-  if (stream >= kMaxStreams)
+  if (stream >= kMaxScopeStreams)
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: stream %u is out of range (0..%u)", call, what().c_str(), stream,
-                kMaxStreams - 1);
+                kMaxScopeStreams - 1);
   return SK_OK;
 }
 
@@ -41,11 +39,11 @@ sk_status check_event_call(sk_scope *scope, uint32_t stream, uint32_t event, con
 
 namespace sk::api {
 
-sk_status place_on_stream(sk_scope *scope, ScopeLaunch *l) {
-  if (sk_status st = check_stream(scope, l->stream, "sk_add_kernel", [l] { return "kernel '" + l->name + "'"; }))
-    return st;
+sk_status place_on_stream(sk_scope *scope, ScopeLaunch *l, const char *call) {
+  if (sk_status st = check_stream(scope, l->stream, call, [l] { return "kernel '" + l->name + "'"; })) return st;
   grow_streams(scope, l->stream);
-  if (!scope->stream_pending[l->stream].empty()) l->after = scope->stream_pending[l->stream];
+  const std::vector<uint32_t> &pending = scope->stream_pending[l->stream];
+  l->after.insert(l->after.end(), pending.begin(), pending.end());
   return SK_OK;
 }
 
@@ -53,6 +51,13 @@ void note_added(sk_scope *scope, const ScopeLaunch &l) {
   scope->stream_last[l.stream] = static_cast<int32_t>(scope->launches.size());
   // Later kernels of the stream follow this one, so they wait for the same events through it.
   scope->stream_pending[l.stream].clear();
+}
+
+sk_status add_launch(sk_scope *scope, ScopeLaunch &&l, const char *call) {
+  if (sk_status st = place_on_stream(scope, &l, call); st != SK_OK) return st;
+  note_added(scope, l);
+  scope->launches.push_back(std::move(l));
+  return SK_OK;
 }
 
 }  // namespace sk::api

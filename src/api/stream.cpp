@@ -1,4 +1,5 @@
 // sk_stream_create / create_cuda / synchronize / query / destroy.
+#include "api/capture.hpp"
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
 
@@ -38,6 +39,7 @@ SK_API sk_status sk_stream_synchronize(sk_stream *stream) {
   if (!stream) return sk::api::synchronize_default_streams();
   if (sk_status st = sk::api::check(stream, "sk_stream_synchronize")) return st;
   return sk::api::guarded("sk_stream_synchronize", [&] {
+    if (sk_status st = sk::api::refuse_on_stream(stream, "sk_stream_synchronize")) return st;
     return stream->backend->device()->synchronize(stream->backend.get(), "sk_stream_synchronize");
   });
 }
@@ -50,8 +52,11 @@ SK_API sk_status sk_stream_query(sk_device *dev, sk_stream *stream, int *done) {
   if (stream && stream->backend->device() != dev->backend.get())
     return fail(SK_ERR_INCOMPATIBLE, "sk_stream_query: the stream does not belong to the device");
   bool finished = false;
-  sk_status st = sk::api::guarded(
-      "sk_stream_query", [&] { return dev->backend->query(stream ? stream->backend.get() : nullptr, &finished); });
+  sk_status st = sk::api::guarded("sk_stream_query", [&] {
+    if (stream)
+      if (sk_status refused = sk::api::refuse_on_stream(stream, "sk_stream_query")) return refused;
+    return dev->backend->query(stream ? stream->backend.get() : nullptr, &finished);
+  });
   if (st == SK_OK) *done = finished ? 1 : 0;
   return st;
 }
@@ -59,7 +64,8 @@ SK_API sk_status sk_stream_query(sk_device *dev, sk_stream *stream, int *done) {
 SK_API void sk_stream_destroy(sk_stream *stream) {
   if (!stream) return;
   if (sk::api::check_destroy(stream, "sk_stream_destroy") != SK_OK) return;  // destroyed twice: ignored
-  delete stream;  // the backend's stream waits for its work
+  sk::api::drop_stream(stream);  // its capture, if any, is dropped (or, for a joined stream, invalidated)
+  delete stream;                 // the backend's stream waits for its work
 }
 
 }  // extern "C"

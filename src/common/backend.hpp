@@ -96,6 +96,13 @@ class Stream : public DeviceChild {
   virtual ~Stream() = default;
 };
 
+// A marker in a stream's order (sk_event_record outside a capture).
+class Event : public DeviceChild {
+ public:
+  using DeviceChild::DeviceChild;
+  virtual ~Event() = default;
+};
+
 // A finalized scope. Destroying it waits for its launches.
 class SuperKernel : public DeviceChild {
  public:
@@ -113,6 +120,9 @@ class SuperKernel : public DeviceChild {
   // Rebinds argument `index` of `step` (both checked) to `slot` (to_slot of the value) for the
   // launches queued after the call.
   virtual sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) = 0;
+  // The argument slots `step` (checked) runs with now, one per parameter of kernels[step],
+  // into `out` (a captured sk_launch records them). Not while another thread rebinds them.
+  virtual void current_args(uint32_t step, uint64_t *out) const = 0;
   // sk_superkernel_explain's JSON: the plan and what the backend made of it.
   virtual std::string explain() const = 0;
   // The records of the last completed launch (profiling=1) and the profiler's id (the trace's pid),
@@ -144,6 +154,12 @@ class Device : public std::enable_shared_from_this<Device> {
   // Waits for the work queued on `stream` (nullptr: the default stream) and returns the first
   // failure of those launches, once; `call` names the API call in messages.
   virtual sk_status synchronize(Stream *stream, const char *call) = 0;
+  // sk_event_create / sk_event_record / sk_stream_wait_event outside a capture: launches queued
+  // on `waiter` after wait_event start after those queued on the recording stream before the
+  // record (`stream` nullptr: the default stream).
+  virtual sk_status create_event(std::unique_ptr<Event> *out) = 0;
+  virtual sk_status record_event(Event *event, Stream *stream) = 0;
+  virtual sk_status wait_event(Stream *waiter, Event *event) = 0;
   // sk_stream_query: *done says whether that work has ended; failures as synchronize's.
   virtual sk_status query(Stream *stream, bool *done) = 0;
 

@@ -158,7 +158,8 @@ void link_steps(Plan &plan) {
       std::fill(first_in_segment.begin(), first_in_segment.end(), true);
     }
     s.pred = last[stream];
-    s.after = std::move(s.kernel.after);  // the events' steps; segment tails join below
+    s.after =
+        s.kernel.after;  // the events' steps (kept in kernel.after for a captured launch); segment tails join below
     if (plan.streams && first_in_segment[stream] && s.segment > 0)
       s.after.insert(s.after.end(), tails.begin(), tails.end());
     first_in_segment[stream] = false;

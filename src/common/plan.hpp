@@ -28,7 +28,7 @@ struct PlanInput {
   uint32_t usage = 0;                    // DeviceApiBit set
   uint32_t flags = 0;                    // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
   uint32_t stream = 0;                   // scope stream (stream-fusion=1)
-  std::vector<uint32_t> after;           // earlier steps it waits for (scope events); moved into PlanStep::after
+  std::vector<uint32_t> after;           // earlier steps it waits for (scope events); copied into PlanStep::after
   // sk_kernel_options.first_core / core_count: the units its blocks run on, in units of its
   // kind (common/step_placement.hpp); core_count 0: the planner places it.
   uint32_t first_core = 0, core_count = 0;

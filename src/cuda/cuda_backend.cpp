@@ -89,6 +89,39 @@ CudaStream::~CudaStream() {
   if (owned) gpu->api().cuStreamDestroy(stream);
 }
 
+sk_status CudaBackend::create_event(std::unique_ptr<backend::Event> *out) {
+  auto e = std::make_unique<CudaEvent>(shared_from_this(), gpu_);
+  ContextScope ctx(*gpu_, "sk_event_create");
+  if (ctx.status() != SK_OK) return ctx.status();
+  if (sk_status st = gpu_->check(gpu_->api().cuEventCreate(&e->event, CU_EVENT_DISABLE_TIMING), "sk_event_create",
+                                 "cuEventCreate");
+      st != SK_OK)
+    return st;
+  *out = std::move(e);
+  return SK_OK;
+}
+
+CudaEvent::~CudaEvent() {
+  if (!event) return;
+  ContextScope ctx(*gpu, "sk_event_destroy", true);
+  gpu->api().cuEventDestroy(event);
+}
+
+sk_status CudaBackend::record_event(backend::Event *event, backend::Stream *stream) {
+  ContextScope ctx(*gpu_, "sk_event_record");
+  if (ctx.status() != SK_OK) return ctx.status();
+  return gpu_->check(gpu_->api().cuEventRecord(static_cast<CudaEvent *>(event)->event, driver_stream(*gpu_, stream)),
+                     "sk_event_record", "cuEventRecord");
+}
+
+sk_status CudaBackend::wait_event(backend::Stream *waiter, backend::Event *event) {
+  ContextScope ctx(*gpu_, "sk_stream_wait_event");
+  if (ctx.status() != SK_OK) return ctx.status();
+  return gpu_->check(
+      gpu_->api().cuStreamWaitEvent(driver_stream(*gpu_, waiter), static_cast<CudaEvent *>(event)->event, 0),
+      "sk_stream_wait_event", "cuStreamWaitEvent");
+}
+
 sk_status CudaBackend::synchronize(backend::Stream *stream, const char *) {
   return synchronize_stream(*gpu_, driver_stream(*gpu_, stream));
 }

@@ -37,6 +37,9 @@ class CudaBackend final : public backend::Device {
   sk_status synchronize(backend::Stream *stream, const char *call) override;
   // The GPU reports its own hangs: this waits, as synchronize does.
   sk_status query(backend::Stream *stream, bool *done) override;
+  sk_status create_event(std::unique_ptr<backend::Event> *out) override;
+  sk_status record_event(backend::Event *event, backend::Stream *stream) override;
+  sk_status wait_event(backend::Stream *waiter, backend::Event *event) override;
   sk_status load_module(const std::vector<backend::ModuleImage> &images, const char *call,
                         std::unique_ptr<backend::Module> *out) override;
   sk_status finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
@@ -45,6 +48,15 @@ class CudaBackend final : public backend::Device {
 
  private:
   std::shared_ptr<CudaDevice> gpu_;
+};
+
+class CudaEvent final : public backend::Event {
+ public:
+  CudaEvent(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+      : Event(std::move(device)), gpu(std::move(gpu)) {}
+  ~CudaEvent() override;
+  std::shared_ptr<CudaDevice> gpu;
+  CUevent event = nullptr;
 };
 
 class CudaStream final : public backend::Stream {
@@ -101,6 +113,7 @@ class CudaSuperKernel final : public backend::SuperKernel {
   sk_status launch(backend::Stream *stream) override;
   sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) override;
   sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) override;
+  void current_args(uint32_t step, uint64_t *out) const override;
   std::string explain() const override;
   sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
 

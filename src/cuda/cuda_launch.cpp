@@ -123,6 +123,10 @@ sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot)
   return program->set_slot(slot_base[step] + index, slot);
 }
 
+void CudaSuperKernel::current_args(uint32_t step, uint64_t *out) const {
+  program->read_slots(slot_base[step], kernels[step]->signature.size(), out);
+}
+
 std::string CudaSuperKernel::explain() const {
   const LinkedProgram &p = *program;
   return explain_json(

@@ -211,6 +211,11 @@ sk_status LinkedProgram::launch_kernel(CUstream stream, const char *call) {
                         ("cuLaunchKernelEx of '" + name_ + "'").c_str());
 }
 
+void LinkedProgram::read_slots(size_t first, size_t count, uint64_t *out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::copy(slots_.begin() + first, slots_.begin() + first + count, out);
+}
+
 sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
   if (sk_status st = device_->usable("sk_superkernel_set_arg"); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -56,6 +56,8 @@ class LinkedProgram {
   // buffer the next launch then writes on its own stream; once a launch was captured, the
   // buffer is written at once, for the graph's replays to read).
   sk_status set_slot(size_t slot, uint64_t value);
+  // Copies `count` slots from `first` (in range) into `out`: the values later launches get.
+  void read_slots(size_t first, size_t count, uint64_t *out);
   // Waits for every launch queued so far.
   sk_status wait(const char *call);
 

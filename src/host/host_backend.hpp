@@ -34,6 +34,14 @@ class HostBackend final : public backend::Device {
   sk_status create_stream(std::unique_ptr<backend::Stream> *out) override;
   sk_status synchronize(backend::Stream *stream, const char *call) override;
   sk_status query(backend::Stream *stream, bool *done) override;
+  // The executor runs the launches of all its streams in the order they are queued (one ring),
+  // so a launch queued after a wait already starts after those queued before the record.
+  sk_status create_event(std::unique_ptr<backend::Event> *out) override {
+    *out = std::make_unique<backend::Event>(shared_from_this());
+    return SK_OK;
+  }
+  sk_status record_event(backend::Event *, backend::Stream *) override { return SK_OK; }
+  sk_status wait_event(backend::Stream *, backend::Event *) override { return SK_OK; }
   sk_status load_module(const std::vector<backend::ModuleImage> &images, const char *call,
                         std::unique_ptr<backend::Module> *out) override;
   sk_status finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
@@ -92,6 +100,7 @@ class HostSuperKernel final : public backend::SuperKernel {
   sk_status launch(backend::Stream *stream) override;
   sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) override;
   sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) override;
+  void current_args(uint32_t step, uint64_t *out) const override;
   std::string explain() const override;
   sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
 

@@ -1,5 +1,6 @@
 // The host backend's super kernels (finalize, launch, set_arg, explain, profile, destroy) and
 // unfused launches (sk_launch_kernel).
+#include <algorithm>
 #include <memory>
 
 #include "common/error.hpp"
@@ -80,6 +81,12 @@ sk_status HostSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot)
   if (host->executor().lost()) return host->executor().refuse_lost("sk_superkernel_set_arg");
   host->executor().rebind_arg(program.get(), program->steps[step].first_slot + index, slot);
   return SK_OK;
+}
+
+void HostSuperKernel::current_args(uint32_t step, uint64_t *out) const {
+  const ArgBlock *args = program->args.load(std::memory_order_acquire);
+  const uint64_t *first = args->slots + program->steps[step].first_slot;
+  std::copy(first, first + kernels[step]->signature.size(), out);
 }
 
 std::string HostSuperKernel::explain() const {

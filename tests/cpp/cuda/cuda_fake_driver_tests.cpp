@@ -1321,3 +1321,68 @@ TEST_F(CudaFakeDriver, ACapturedFirstLaunchZeroesTheCountersOutsideTheGraph) {
   ASSERT_EQ(cu.pop(), 0);
   sk_superkernel_destroy(sk);
 }
+
+TEST_F(CudaFakeDriver, ACaptureRecordsLaunchesAndFinalizesAsTheScope) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *args[] = {&x, &n, &i};
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s), SK_OK);
+  ASSERT_EQ(sk_stream_begin_capture(s, "captured", nullptr), SK_OK) << sk_last_error();
+  for (uint32_t k = 0; k < 3; ++k) ASSERT_EQ(sk_launch_kernel(step, 2 + k, args, s), SK_OK) << sk_last_error();
+  EXPECT_EQ(fake_.all().size(), 0u);  // recorded, not launched
+  EXPECT_EQ(sk_stream_synchronize(s), SK_ERR_STATE);
+  EXPECT_TRUE(contains(sk_last_error(), "capturing into 'captured'")) << sk_last_error();
+  sk_superkernel *bad = nullptr;
+  EXPECT_EQ(sk_stream_end_capture(s, &bad), SK_ERR_STATE);
+  EXPECT_EQ(bad, nullptr);
+
+  ASSERT_EQ(sk_stream_begin_capture(s, "captured", nullptr), SK_OK) << sk_last_error();
+  for (uint32_t k = 0; k < 3; ++k) ASSERT_EQ(sk_launch_kernel(step, 2 + k, args, s), SK_OK) << sk_last_error();
+  sk_superkernel *captured = nullptr;
+  ASSERT_EQ(sk_stream_end_capture(s, &captured), SK_OK) << sk_last_error();
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "captured", nullptr, &scope), SK_OK);
+  for (uint32_t k = 0; k < 3; ++k) ASSERT_EQ(sk_add_kernel(scope, step, 2 + k, args, nullptr), SK_OK);
+  sk_superkernel *built = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &built), SK_OK) << sk_last_error();
+  std::string a(8192, '\0'), b(8192, '\0');
+  ASSERT_EQ(sk_superkernel_explain(captured, a.data(), a.size(), nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_superkernel_explain(built, b.data(), b.size(), nullptr), SK_OK) << sk_last_error();
+  EXPECT_STREQ(a.c_str(), b.c_str());
+  ASSERT_EQ(sk_launch(captured, s), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(built, s), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].grid, l[1].grid);
+  EXPECT_EQ(l[0].first_slot, x);
+  EXPECT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(captured);
+  sk_superkernel_destroy(built);
+  sk_stream_destroy(s);
+}
+
+TEST_F(CudaFakeDriver, EventsOutsideACaptureAreDriverEvents) {
+  sk_stream *s1 = nullptr, *s2 = nullptr;
+  sk_event *e = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s1), SK_OK);
+  ASSERT_EQ(sk_stream_create(dev_, &s2), SK_OK);
+  ASSERT_EQ(sk_event_create(dev_, &e), SK_OK) << sk_last_error();
+  const int waits = fake_.waits();
+  ASSERT_EQ(sk_event_record(e, s1), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_wait_event(s2, e), SK_OK) << sk_last_error();
+  EXPECT_EQ(fake_.waits(), waits + 1);
+  std::vector<FakeCall> log = fake_.log();
+  bool recorded = false, waited = false;
+  for (const FakeCall &c : log) {
+    recorded = recorded || named(c, "cuEventRecord");
+    waited = waited || named(c, "cuStreamWaitEvent");
+  }
+  EXPECT_TRUE(recorded);
+  EXPECT_TRUE(waited);
+  sk_event_destroy(e);
+  sk_stream_destroy(s1);
+  sk_stream_destroy(s2);
+}
