@@ -850,6 +850,22 @@ SK_API sk_status sk_stream_begin_capture(sk_stream *stream, const char *name, co
  * - Threads: any.
  */
 SK_API sk_status sk_stream_end_capture(sk_stream *stream, sk_superkernel **out);
+/**
+ * Ends the capture begun on `stream`, like sk_stream_end_capture, and instead of building a
+ * super kernel rebinds `sk`'s argument values to those captured, in place (as
+ * sk_superkernel_set_arg does: launches already queued complete first with the old values; the
+ * call waits for them). The capture must match `sk` step for step: the same kernels, names,
+ * block dims, core types, flags, scope streams and events, and the same scope options (the
+ * keys as given, in order). The capture ends whether it succeeds or not. CUDA's
+ * cudaGraphExecUpdate is the model.
+ * - Errors: SK_ERR_INCOMPATIBLE when the capture does not match, naming the first difference
+ *   ("step 3: kernel 'b' where 'a' was captured", "14 steps captured, 13 in 'decode'"), or for a
+ *   stream of another device (the capture stays open then): `sk` is unchanged; SK_ERR_STATE as
+ *   sk_stream_end_capture, and as sk_superkernel_set_arg when another open capture recorded
+ *   `sk`.
+ * - Threads: any; order it against other threads' launches of `sk`, as sk_superkernel_set_arg.
+ */
+SK_API sk_status sk_superkernel_update_from_capture(sk_superkernel *sk, sk_stream *stream);
 
 /*-*********************************************************************************************
 *  Profiling

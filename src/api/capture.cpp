@@ -304,6 +304,36 @@ sk_status capture_wait(sk_stream *stream, sk_event *event, bool *handled) {
   return SK_OK;
 }
 
+sk_status take_capture(sk_stream *stream, const char *call, std::unique_ptr<Capture> *out) {
+  DeviceLife &life = *stream->owner.life();
+  std::unique_ptr<Capture> c;
+  {
+    std::lock_guard<std::mutex> lock(life.capture_mutex);
+    Capture *open = stream->capture.load(std::memory_order_relaxed);
+    if (!open)
+      return fail(SK_ERR_STATE, "%s: stream %p is not capturing (sk_stream_begin_capture first)", call,
+                  static_cast<void *>(stream));
+    if (open->streams[0] != stream)
+      return fail(SK_ERR_STATE, "%s: stream %p joined capture '%s' of stream %p: end it on that stream", call,
+                  static_cast<void *>(stream), name_of(*open), static_cast<void *>(open->streams[0]));
+    c = unlink(life, open);  // ended, whatever follows
+  }
+  const char *name = name_of(*c);
+  if (!c->invalidated_by.empty())
+    return fail(SK_ERR_STATE, "%s: capture '%s' was invalidated by %s; nothing was built", call, name,
+                c->invalidated_by.c_str());
+  for (uint32_t s = 1; s < c->streams.size(); ++s)
+    if (c->streams[s] && c->clock[0][s] < c->ops[s])
+      return fail(SK_ERR_STATE,
+                  "%s: capture '%s': stream %p (capture stream %u) was not joined back: the origin stream must "
+                  "wait on an event recorded on it after its last launch; nothing was built",
+                  call, name, static_cast<void *>(c->streams[s]), s);
+  if (c->scope->launches.empty())
+    return fail(SK_ERR_STATE, "%s: capture '%s' recorded no launch; nothing was built", call, name);
+  *out = std::move(c);
+  return SK_OK;
+}
+
 }  // namespace sk::api
 
 extern "C" {
@@ -343,35 +373,10 @@ SK_API sk_status sk_stream_end_capture(sk_stream *stream, sk_superkernel **out) 
   if (sk_status st = sk::api::check(stream, "sk_stream_end_capture")) return st;
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_stream_end_capture: out is NULL (the capture stays open)");
   return sk::api::guarded("sk_stream_end_capture", [&]() -> sk_status {
-    sk::api::DeviceLife &life = *stream->owner.life();
     std::unique_ptr<sk::api::Capture> c;
-    {
-      std::lock_guard<std::mutex> lock(life.capture_mutex);
-      sk::api::Capture *open = stream->capture.load(std::memory_order_relaxed);
-      if (!open)
-        return fail(SK_ERR_STATE,
-                    "sk_stream_end_capture: stream %p is not capturing (sk_stream_begin_capture first)",
-                    static_cast<void *>(stream));
-      if (open->streams[0] != stream)
-        return fail(SK_ERR_STATE,
-                    "sk_stream_end_capture: stream %p joined capture '%s' of stream %p: end it on that stream",
-                    static_cast<void *>(stream), open->scope->name.c_str(), static_cast<void *>(open->streams[0]));
-      c = sk::api::unlink(life, open);  // ended, whatever follows
-    }
-    const char *name = sk::api::name_of(*c);
-    if (!c->invalidated_by.empty())
-      return fail(SK_ERR_STATE, "sk_stream_end_capture: capture '%s' was invalidated by %s; nothing was built", name,
-                  c->invalidated_by.c_str());
-    for (uint32_t s = 1; s < c->streams.size(); ++s)
-      if (c->streams[s] && c->clock[0][s] < c->ops[s])
-        return fail(SK_ERR_STATE,
-                    "sk_stream_end_capture: capture '%s': stream %p (capture stream %u) was not joined back: the "
-                    "origin stream must wait on an event recorded on it after its last launch; nothing was built",
-                    name, static_cast<void *>(c->streams[s]), s);
-    if (c->scope->launches.empty())
-      return fail(SK_ERR_STATE, "sk_stream_end_capture: capture '%s' recorded no launch; nothing was built", name);
+    if (sk_status st = sk::api::take_capture(stream, "sk_stream_end_capture", &c); st != SK_OK) return st;
     if (sk_status st = sk::api::finalize_scope(c->scope.get(), out); st != SK_OK) {
-      sk::prefix_error(std::string("sk_stream_end_capture '") + name + "'");
+      sk::prefix_error("sk_stream_end_capture '" + c->scope->name + "'");
       return st;
     }
     return SK_OK;

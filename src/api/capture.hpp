@@ -27,6 +27,10 @@ struct Capture {
   std::vector<const sk_superkernel *> recorded;  // super kernels whose launches it recorded
 };
 
+// Ends the capture begun on `stream` (sk_stream_end_capture's checks, naming `call`) and hands
+// it over, valid, complete and non-empty; fails otherwise, the capture ended all the same.
+sk_status take_capture(sk_stream *stream, const char *call, std::unique_ptr<Capture> *out);
+
 // sk_launch_kernel / sk_launch on a stream whose capture pointer was set: records the launch
 // (arguments checked and copied as sk_add_kernel does) or fails as the capture says.
 sk_status capture_kernel(sk_stream *stream, sk_kernel *kernel, uint32_t block_dim, void *const *args);

@@ -527,6 +527,123 @@ static void test_multi_stream_misuse(void **state) {
   SK_EXPECT_ERR(sk_event_record(e, f->s0), SK_ERR_STATE, "was destroyed");
 }
 
+/* The chain with the values a later decode step might have: another seed, another output. */
+static void chain_with(struct fixture *f, sk_stream *stream, uint32_t seed, uint32_t *dst, uint32_t last_blocks,
+                       sk_kernel *last) {
+  uint32_t n = N, stride = 17;
+  int32_t mul = 3, add = -5;
+  void *fill_args[] = {&f->a, &n, &seed};
+  void *axpb_args[] = {&f->a, &n, &mul, &add};
+  void *gather_args[] = {&f->b, &f->a, &n, &stride};
+  void *rotate_args[] = {&dst, &f->b, &n};
+  void *gather_last[] = {&dst, &f->b, &n, &stride};
+  SK_CHECK(sk_launch_kernel(f->fill, 2, fill_args, stream));
+  SK_CHECK(sk_launch_kernel(f->axpb, 4, axpb_args, stream));
+  SK_CHECK(sk_launch_kernel(f->gather, 1, gather_args, stream));
+  if (last) SK_CHECK(sk_launch_kernel(last, last_blocks, last == f->gather ? gather_last : rotate_args, stream));
+}
+
+/* `sk` updated from a mismatching capture is unchanged: it still gives `expected`. */
+static void expect_unchanged(struct fixture *f, sk_superkernel *sk, const uint32_t *expected) {
+  uint32_t *now = run(f, sk);
+  assert_memory_equal(now, expected, 4 * N * sizeof(uint32_t));
+  free(now);
+}
+
+static void test_update_from_capture(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_superkernel *sk = NULL;
+  SK_CHECK(sk_stream_begin_capture(f->s0, "decode", "early-start=1"));
+  chain_with(f, f->s0, 7, f->c, 3, f->rotate);
+  SK_CHECK(sk_stream_end_capture(f->s0, &sk));
+  uint32_t *first = run(f, sk);
+
+  /* The same launches with a new seed and output buffer rebind it in place. */
+  SK_CHECK(sk_stream_begin_capture(f->s0, "decode again", "early-start=1"));
+  chain_with(f, f->s0, 8, f->d, 3, f->rotate);
+  SK_CHECK(sk_superkernel_update_from_capture(sk, f->s0));
+  uint32_t *updated = run(f, sk);
+  clear(f);
+  chain_with(f, f->s1, 8, f->d, 3, f->rotate);
+  SK_CHECK(sk_stream_synchronize(f->s1));
+  uint32_t *unfused = snapshot(f);
+  assert_memory_equal(updated, unfused, 4 * N * sizeof(uint32_t));
+  assert_memory_not_equal(updated, first, 4 * N * sizeof(uint32_t));
+  for (uint32_t i = 0; i < N; ++i) assert_int_equal(updated[2 * N + i], 0); /* c is no longer written */
+  free(unfused);
+  free(first);
+
+  /* Each kind of difference is named; the super kernel keeps its values; the capture ended. */
+  sk_superkernel *out = NULL;
+  SK_CHECK(sk_stream_begin_capture(f->s0, "short", "early-start=1"));
+  chain_with(f, f->s0, 9, f->c, 3, NULL);
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(sk, f->s0), SK_ERR_INCOMPATIBLE,
+                "3 steps captured, 4 in 'decode'");
+  SK_EXPECT_MSG("unchanged");
+  SK_EXPECT_ERR(sk_stream_end_capture(f->s0, &out), SK_ERR_STATE, "not capturing");
+  expect_unchanged(f, sk, updated);
+
+  SK_CHECK(sk_stream_begin_capture(f->s0, "other kernel", "early-start=1"));
+  chain_with(f, f->s0, 9, f->c, 3, f->gather);
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(sk, f->s0), SK_ERR_INCOMPATIBLE,
+                "step 3: kernel 'capi_rotate' where 'capi_gather' was captured");
+  expect_unchanged(f, sk, updated);
+
+  SK_CHECK(sk_stream_begin_capture(f->s0, "other blocks", "early-start=1"));
+  chain_with(f, f->s0, 9, f->c, 2, f->rotate);
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(sk, f->s0), SK_ERR_INCOMPATIBLE,
+                "step 3 'capi_rotate': block_dim 3 where 2 was captured");
+  expect_unchanged(f, sk, updated);
+
+  SK_CHECK(sk_stream_begin_capture(f->s0, "other options", "early-start=0"));
+  chain_with(f, f->s0, 9, f->c, 3, f->rotate);
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(sk, f->s0), SK_ERR_INCOMPATIBLE,
+                "capture options \"early-start=0\" where 'decode' has \"early-start=1\"");
+  expect_unchanged(f, sk, updated);
+
+  /* Events: a stream-fused super kernel, updated from a capture whose second stream waits on
+   * nothing. */
+  sk_event *e0 = NULL, *e1 = NULL;
+  sk_superkernel *fused = NULL;
+  SK_CHECK(sk_event_create(f->dev, &e0));
+  SK_CHECK(sk_event_create(f->dev, &e1));
+  SK_CHECK(sk_stream_begin_capture(f->s0, "streams", "stream-fusion=1"));
+  multi_stream(f, NULL, e0, e1);
+  SK_CHECK(sk_stream_end_capture(f->s0, &fused));
+  SK_CHECK(sk_stream_begin_capture(f->s0, "streams", "stream-fusion=1"));
+  multi_stream(f, NULL, e0, e1);
+  SK_CHECK(sk_superkernel_update_from_capture(fused, f->s0));
+  SK_CHECK(sk_stream_begin_capture(f->s0, "streams", "stream-fusion=1"));
+  {
+    /* multi_stream's launches, but s0 joins s1 back before its second kernel, not after. */
+    uint32_t n = N, seed = 3, seed2 = 99, stride = 13;
+    void *fill_a[] = {&f->a, &n, &seed};
+    void *gather_b[] = {&f->b, &f->a, &n, &stride};
+    void *fill_c[] = {&f->c, &n, &seed2};
+    void *rotate_d[] = {&f->d, &f->b, &n};
+    SK_CHECK(sk_launch_kernel(f->fill, 2, fill_a, f->s0));
+    SK_CHECK(sk_event_record(e0, f->s0));
+    SK_CHECK(sk_stream_wait_event(f->s1, e0));
+    SK_CHECK(sk_launch_kernel(f->gather, 1, gather_b, f->s1));
+    SK_CHECK(sk_event_record(e1, f->s1));
+    SK_CHECK(sk_stream_wait_event(f->s0, e1));
+    SK_CHECK(sk_launch_kernel(f->fill, 1, fill_c, f->s0));
+    SK_CHECK(sk_launch_kernel(f->rotate, 2, rotate_d, f->s0));
+  }
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(fused, f->s0), SK_ERR_INCOMPATIBLE,
+                "step 2 'capi_fill': waits for steps [] where [1] was captured");
+  sk_superkernel_destroy(fused);
+  sk_event_destroy(e0);
+  sk_event_destroy(e1);
+
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(sk, f->s0), SK_ERR_STATE, "not capturing");
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(NULL, f->s0), SK_ERR_INVALID_ARGUMENT,
+                "sk_superkernel_update_from_capture");
+  expect_unchanged(f, sk, updated);
+  free(updated);
+  sk_superkernel_destroy(sk);
+}
+
 /* Another thread launches (and synchronizes) on its own stream during a capture: its launches
  * run, and the capture records only the capturing stream's. Runs under TSan (scripts/test). */
 struct worker {
@@ -585,6 +702,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_uncapturable_calls_invalidate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_multi_stream_misuse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_update_from_capture, setup, teardown),
       cmocka_unit_test_setup_teardown(test_other_thread_runs_during_capture, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@ A missing or mismatched libsk raises LibraryNotFound / VersionMismatch at its fi
 from ._lib import BINDING_VERSION, KernelOptions, lib
 from .args import SIGNATURE_TOKENS, parse_signature
 from .buffer import Buffer
+from .capture import Capture
 from .device import Device
 from .errors import (BadBinary, DeviceError, Error, Hang, Incompatible, InvalidArgument,
                      KernelError, LibraryNotFound, NotFound, OutOfMemory, StateError, Unsupported,
@@ -57,7 +58,7 @@ def status_name(status):
     return lib().sk_status_name(status).decode()
 
 
-__all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Device", "DeviceError", "Error", "Hang",
+__all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Capture", "Device", "DeviceError", "Error", "Hang",
            "Incompatible", "InvalidArgument", "Kernel", "KernelError", "KernelOptions", "KERNEL_FLAG_TILING_SINK",
            "LibraryNotFound", "Module", "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly",
            "Scope", "SIGNATURE_TOKENS", "StateError", "Stream", "SuperKernel", "Unsupported",

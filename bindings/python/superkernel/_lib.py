@@ -86,6 +86,7 @@ PROTOTYPES = {
     "sk_stream_wait_event": (_st, [_p, _p]),
     "sk_stream_begin_capture": (_st, [_p, _s, _s]),
     "sk_stream_end_capture": (_st, [_p, _pp]),
+    "sk_superkernel_update_from_capture": (_st, [_p, _p]),
     "sk_scope_begin": (_st, [_p, _s, _s, _pp]),
     "sk_add_kernel": (_st, [_p, _p, _u32, _pp, ctypes.POINTER(KernelOptions)]),
     "sk_scope_record_event": (_st, [_p, _u32, _u32]),

@@ -4,6 +4,7 @@ import ctypes
 from ._lib import lib
 from .args import address_of
 from .buffer import Buffer
+from .capture import Capture
 from .checks import c_string, integer
 from .handle import Handle, child_set
 from .memory import BufferExport, DLPackImport, ReadOnly
@@ -74,6 +75,12 @@ class Device(Handle):
     def scope(self, name="scope", options=None):
         """A scope to fill with kernels; as a context manager it finalizes on success."""
         return Scope(self, name, options)
+
+    def capture(self, name="capture", options=None, stream=None):
+        """Records the launches on `stream` (a new one unless given; `cap.stream`) into one
+        super kernel; as a context manager it builds `cap.superkernel` when the block ends and
+        builds nothing when it raises (docs/python.md, "Capture")."""
+        return Capture(self, name, options, stream)
 
     def synchronize(self):
         """Waits for this device's default stream; raises the first failure of its launches.

@@ -118,4 +118,7 @@ class Kernel:
         check(lib().sk_launch_kernel(self.handle, block_dim, packed.pointer,
                                      stream.handle if stream is not None else None),
               f"sk_launch_kernel ({self.name})")
-        (stream._pending if stream is not None else self.module.device._pending).append(packed)
+        if stream is not None and stream._capture is not None:
+            stream._capture._record_kernel(self, packed)  # the super kernel keeps them
+        else:
+            (stream._pending if stream is not None else self.module.device._pending).append(packed)

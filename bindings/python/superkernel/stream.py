@@ -16,6 +16,7 @@ class Stream(Handle):
             check(lib().sk_stream_create_cuda(device.handle, ctypes.c_void_p(cuda_stream), ctypes.byref(out)),
                   "sk_stream_create_cuda")
         self._pending = []  # arguments of unfused launches queued here (kept until synchronize)
+        self._capture = None  # the Capture recording this stream's launches (capture.py)
         super().__init__(out.value, device)
 
     def synchronize(self):

@@ -36,6 +36,8 @@ class SuperKernel(Handle):
         instance(stream, Stream, f"SuperKernel.launch ({self.name}) stream", optional=True)
         check(lib().sk_launch(self.handle, stream.handle if stream is not None else None),
               f"sk_launch ({self.name})")
+        if stream is not None and stream._capture is not None:
+            stream._capture._record_superkernel(self)  # its steps, recorded inline
 
     def launch_repeat(self, n, stop_flag=None, stream=None):
         """Queues up to `n` runs back to back (sk_launch_repeat, asynchronous), stopping after

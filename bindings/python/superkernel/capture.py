@@ -1,0 +1,98 @@
+"""Capture: ordinary launches on a stream recorded into one super kernel
+(sk_stream_begin_capture / sk_stream_end_capture).
+
+    with dev.capture("decode", options="early-start=1") as cap:
+        norm.launch(4, x, n, stream=cap.stream)     # recorded, not run
+        matvec.launch(8, w, x, y, n, stream=cap.stream)
+    cap.superkernel.launch()
+
+The block ends the capture and builds `cap.superkernel`; an exception inside the block ends the
+capture without building anything and propagates. The binding records on the one stream
+`cap.stream` (made for the capture unless one is given).
+"""
+import ctypes
+
+from ._lib import lib
+from .checks import c_string, instance
+from .scope import options_text
+from .status import check
+from .stream import Stream
+from .superkernel import SuperKernel
+
+
+class Capture:
+    def __init__(self, device, name="capture", options=None, stream=None):
+        instance(stream, Stream, "Device.capture stream", optional=True)
+        self.device = device
+        self.name = name
+        self.stream = stream if stream is not None else device.stream()
+        self.steps = []       # (kernel, sub-kernel name) per recorded step
+        self._keepalive = {}  # {(step, index): export} behind pointer arguments
+        self.superkernel = None
+        options = options_text(options)
+        check(lib().sk_stream_begin_capture(self.stream.handle, c_string(name, "Device.capture name"),
+                                            c_string(options or None, "Device.capture options",
+                                                     optional=True)),
+              f"sk_stream_begin_capture ({name})")
+        self.stream._capture = self
+
+    def _record_kernel(self, kernel, packed):
+        step = len(self.steps)
+        self._keepalive.update(((step, i), keep) for i, keep in packed.keepalive.items())
+        self.steps.append((kernel, kernel.name))
+
+    def _record_superkernel(self, fused):
+        base = len(self.steps)
+        self._keepalive.update(((base + s, i), keep) for (s, i), keep in fused._keepalive.items())
+        self.steps.extend(fused.steps)
+
+    @property
+    def capturing(self):
+        return self.stream._capture is self
+
+    def end(self):
+        """Ends the capture and builds the super kernel (the capture ends either way)."""
+        if not self.capturing:
+            raise RuntimeError(f"capture {self.name!r} has ended")
+        self.stream._capture = None
+        keepalive, self._keepalive = self._keepalive, {}
+        out = ctypes.c_void_p()
+        check(lib().sk_stream_end_capture(self.stream.handle, ctypes.byref(out)),
+              f"sk_stream_end_capture ({self.name})")
+        self.superkernel = SuperKernel(self.device, out.value, self.name, self.steps, keepalive)
+        return self.superkernel
+
+    def update(self, fused):
+        """Ends the capture and rebinds `fused`'s arguments to the captured values
+        (sk_superkernel_update_from_capture): the structure must match, else Incompatible names
+        the first difference and `fused` is unchanged."""
+        instance(fused, SuperKernel, "Capture.update superkernel")
+        if not self.capturing:
+            raise RuntimeError(f"capture {self.name!r} has ended")
+        self.stream._capture = None
+        keepalive, self._keepalive = self._keepalive, {}
+        check(lib().sk_superkernel_update_from_capture(fused.handle, self.stream.handle),
+              f"sk_superkernel_update_from_capture ({self.name})")
+        fused._keepalive = keepalive
+        self.superkernel = fused
+        return fused
+
+    def abort(self):
+        """Ends the capture, building nothing."""
+        if not self.capturing:
+            return
+        self.stream._capture = None
+        self._keepalive = {}
+        out = ctypes.c_void_p()
+        if lib().sk_stream_end_capture(self.stream.handle, ctypes.byref(out)) == 0 and out.value:
+            lib().sk_superkernel_destroy(out.value)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.abort()
+        elif self.capturing:
+            self.end()
+        return False
