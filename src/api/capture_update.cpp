@@ -21,6 +21,13 @@ std::string steps_text(const std::vector<uint32_t> &steps) {
   return "[" + text + "]";
 }
 
+// A sk_kernel_options pin as the messages show it.
+std::string pin_text(uint32_t first, uint32_t count) {
+  if (count == 0) return "cores placed by the plan";
+  if (count == 1) return "pinned to core " + std::to_string(first);
+  return "pinned to cores " + std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
 // The first difference between what the capture recorded and sk's steps; "" when they match.
 std::string first_difference(const sk::backend::SuperKernel &b, const sk_scope &scope) {
   const std::string &sk_name = b.plan.name;
@@ -51,6 +58,9 @@ std::string first_difference(const sk::backend::SuperKernel &b, const sk_scope &
              " was captured";
     if (l.flags != in.flags)
       return named + "flags " + std::to_string(in.flags) + " where " + std::to_string(l.flags) + " was captured";
+    if (l.first_core != in.first_core || l.core_count != in.core_count)
+      return named + pin_text(in.first_core, in.core_count) + " where " + pin_text(l.first_core, l.core_count) +
+             " was captured";
     const uint32_t stream = b.plan.streams ? in.stream : 0;
     if (l.stream != stream)
       return named + "stream " + std::to_string(stream) + " where " + std::to_string(l.stream) + " was captured";

@@ -153,6 +153,8 @@ static void test_captured_superkernel_inline(void **state) {
   void *rotate_args[] = {&f->c, &f->b, &n};
   sk_kernel_options scale = SK_KERNEL_OPTIONS_INIT, mix = SK_KERNEL_OPTIONS_INIT;
   scale.name = "scale";
+  scale.first_core = 1; /* a pin travels with the step it is inlined as */
+  scale.core_count = 1;
   mix.name = "mix";
   mix.flags = SK_KERNEL_FLAG_TILING_SINK;
 
@@ -179,6 +181,7 @@ static void test_captured_superkernel_inline(void **state) {
   sk_superkernel *built = NULL;
   SK_CHECK(sk_finalize(scope, &built));
   SK_EXPECT_EXPLAIN(captured, "\"mix\"");
+  SK_EXPECT_EXPLAIN(captured, "\"first_unit\":1,\"placement\":\"pinned\"");
   expect_same_superkernel(f, captured, built);
   /* After the capture the inner super kernel may be rebound again. */
   SK_CHECK(sk_superkernel_set_arg(inner, 1, 3, &stride));
@@ -644,6 +647,38 @@ static void test_update_from_capture(void **state) {
   sk_superkernel_destroy(sk);
 }
 
+/* A pin is part of the structure: a capture that inlines a super kernel whose step is pinned
+ * does not update one whose step was placed by the plan. */
+static void test_update_compares_pins(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  uint32_t n = N;
+  void *rotate_args[] = {&f->c, &f->b, &n};
+  sk_kernel_options pin = SK_KERNEL_OPTIONS_INIT;
+  pin.first_core = 1;
+  pin.core_count = 1;
+  sk_scope *scope = NULL;
+  sk_superkernel *placed = NULL, *pinned = NULL, *sk = NULL;
+  SK_CHECK(sk_scope_begin(f->dev, "placed", NULL, &scope));
+  SK_CHECK(sk_add_kernel(scope, f->rotate, 1, rotate_args, NULL));
+  SK_CHECK(sk_finalize(scope, &placed));
+  SK_CHECK(sk_scope_begin(f->dev, "pinned", NULL, &scope));
+  SK_CHECK(sk_add_kernel(scope, f->rotate, 1, rotate_args, &pin));
+  SK_CHECK(sk_finalize(scope, &pinned));
+  SK_CHECK(sk_stream_begin_capture(f->s0, "decode", NULL));
+  SK_CHECK(sk_launch(placed, f->s0));
+  SK_CHECK(sk_stream_end_capture(f->s0, &sk));
+  SK_CHECK(sk_stream_begin_capture(f->s0, "decode", NULL));
+  SK_CHECK(sk_launch(pinned, f->s0));
+  SK_EXPECT_ERR(sk_superkernel_update_from_capture(sk, f->s0), SK_ERR_INCOMPATIBLE,
+                "step 0 'capi_rotate': cores placed by the plan where pinned to core 1 was captured");
+  SK_CHECK(sk_stream_begin_capture(f->s0, "decode", NULL));
+  SK_CHECK(sk_launch(placed, f->s0));
+  SK_CHECK(sk_superkernel_update_from_capture(sk, f->s0));
+  sk_superkernel_destroy(sk);
+  sk_superkernel_destroy(pinned);
+  sk_superkernel_destroy(placed);
+}
+
 /* Another thread launches (and synchronizes) on its own stream during a capture: its launches
  * run, and the capture records only the capturing stream's. Runs under TSan (scripts/test). */
 struct worker {
@@ -703,6 +738,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_capture_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_multi_stream_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_update_from_capture, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_update_compares_pins, setup, teardown),
       cmocka_unit_test_setup_teardown(test_other_thread_runs_during_capture, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
