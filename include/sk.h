@@ -809,8 +809,8 @@ SK_API sk_status sk_stream_wait_event(sk_stream *stream, sk_event *event);
 *  launches on a stream are recorded instead of run, and the recording becomes a super kernel.
 *  sk_launch_kernel records a step as sk_add_kernel would add it (its symbol as name, the
 *  kernel's core type, its arguments copied); sk_launch of a super kernel records its steps
-*  inline, each with its options (name, core type, flags, stream) and its current argument
-*  values; the super kernel is the one the same sk_add_kernel calls on a scope with the
+*  inline, each with its options (name, core type, flags, stream, core pin) and its current
+*  argument values; the super kernel is the one the same sk_add_kernel calls on a scope with the
 *  capture's options would have built. Other streams and threads run normally meanwhile.
 *
 *  Several streams: a stream that waits (sk_stream_wait_event) on an event recorded on a
@@ -855,8 +855,8 @@ SK_API sk_status sk_stream_end_capture(sk_stream *stream, sk_superkernel **out);
  * super kernel rebinds `sk`'s argument values to those captured, in place (as
  * sk_superkernel_set_arg does: launches already queued complete first with the old values; the
  * call waits for them). The capture must match `sk` step for step: the same kernels, names,
- * block dims, core types, flags, scope streams and events, and the same scope options (the
- * keys as given, in order). The capture ends whether it succeeds or not. CUDA's
+ * block dims, core types, flags, core pins, scope streams and events, and the same scope
+ * options (the keys as given, in order). The capture ends whether it succeeds or not. CUDA's
  * cudaGraphExecUpdate is the model.
  * - Errors: SK_ERR_INCOMPATIBLE when the capture does not match, naming the first difference
  *   ("step 3: kernel 'b' where 'a' was captured", "14 steps captured, 13 in 'decode'"), or for a
