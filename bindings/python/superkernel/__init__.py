@@ -22,7 +22,7 @@ from .errors import (BadBinary, DeviceError, Error, Hang, Incompatible, InvalidA
 from .memory import ReadOnly, readonly
 from .module import Kernel, Module
 from .scope import Scope
-from .stream import Stream
+from .stream import Event, Stream
 from .superkernel import ProfileRecord, SuperKernel
 
 __version__ = ".".join(map(str, BINDING_VERSION))
@@ -58,12 +58,13 @@ def status_name(status):
     return lib().sk_status_name(status).decode()
 
 
-__all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Capture", "Device", "DeviceError", "Error", "Hang",
-           "Incompatible", "InvalidArgument", "Kernel", "KernelError", "KernelOptions", "KERNEL_FLAG_TILING_SINK",
-           "LibraryNotFound", "Module", "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly",
-           "Scope", "SIGNATURE_TOKENS", "StateError", "Stream", "SuperKernel", "Unsupported",
-           "VersionMismatch", "kernel_records", "library_path", "parse_signature",
-           "readonly", "status_name", "version", "version_string"]
+__all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Capture", "Device", "DeviceError", "Error",
+           "Event", "Hang", "Incompatible", "InvalidArgument", "Kernel", "KernelError",
+           "KernelOptions", "KERNEL_FLAG_TILING_SINK", "LibraryNotFound", "Module", "NotFound",
+           "OutOfMemory", "ProfileRecord", "ReadOnly", "Scope", "SIGNATURE_TOKENS", "StateError",
+           "Stream", "SuperKernel", "Unsupported", "VersionMismatch", "kernel_records",
+           "library_path", "parse_signature", "readonly", "status_name", "version",
+           "version_string"]
 
 # The library is loaded on first use (a Device, version()...), not at import, so that `sk` can
 # report a missing or mismatched libsk on one line and run what needs none (`sk inspect`).

@@ -7,8 +7,10 @@
     cap.superkernel.launch()
 
 The block ends the capture and builds `cap.superkernel`; an exception inside the block ends the
-capture without building anything and propagates. The binding records on the one stream
-`cap.stream` (made for the capture unless one is given).
+capture without building anything and propagates. It records on `cap.stream` (made for the
+capture unless one is given) and, with stream-fusion=1, on each stream joined to it: a stream
+that waits on an event recorded on a captured stream (Stream.wait_event) records into the
+capture until it ends, as in CUDA.
 """
 import ctypes
 
@@ -29,12 +31,23 @@ class Capture:
         self.steps = []       # (kernel, sub-kernel name) per recorded step
         self._keepalive = {}  # {(step, index): export} behind pointer arguments
         self.superkernel = None
+        self.joined = []      # streams joined by Stream.wait_event: scope streams 1, 2, ...
         options = options_text(options)
         check(lib().sk_stream_begin_capture(self.stream.handle, c_string(name, "Device.capture name"),
                                             c_string(options or None, "Device.capture options",
                                                      optional=True)),
               f"sk_stream_begin_capture ({name})")
         self.stream._capture = self
+
+    def _join(self, stream):
+        stream._capture = self
+        self.joined.append(stream)
+
+    def _leave(self):
+        """The capture is ending: its streams run their launches again."""
+        self.stream._capture = None
+        for stream in self.joined:
+            stream._capture = None
 
     def _record_kernel(self, kernel, packed):
         step = len(self.steps)
@@ -54,7 +67,7 @@ class Capture:
         """Ends the capture and builds the super kernel (the capture ends either way)."""
         if not self.capturing:
             raise RuntimeError(f"capture {self.name!r} has ended")
-        self.stream._capture = None
+        self._leave()
         keepalive, self._keepalive = self._keepalive, {}
         out = ctypes.c_void_p()
         check(lib().sk_stream_end_capture(self.stream.handle, ctypes.byref(out)),
@@ -69,7 +82,7 @@ class Capture:
         instance(fused, SuperKernel, "Capture.update superkernel")
         if not self.capturing:
             raise RuntimeError(f"capture {self.name!r} has ended")
-        self.stream._capture = None
+        self._leave()
         keepalive, self._keepalive = self._keepalive, {}
         check(lib().sk_superkernel_update_from_capture(fused.handle, self.stream.handle),
               f"sk_superkernel_update_from_capture ({self.name})")
@@ -81,7 +94,7 @@ class Capture:
         """Ends the capture, building nothing."""
         if not self.capturing:
             return
-        self.stream._capture = None
+        self._leave()
         self._keepalive = {}
         out = ctypes.c_void_p()
         if lib().sk_stream_end_capture(self.stream.handle, ctypes.byref(out)) == 0 and out.value:

@@ -11,7 +11,7 @@ from .memory import BufferExport, DLPackImport, ReadOnly
 from .module import Module
 from .scope import Scope
 from .status import check
-from .stream import Stream
+from .stream import Event, Stream
 from .waiting import wait_for_stream
 
 
@@ -32,7 +32,7 @@ class Device(Handle):
         # Children first: libsk wants every object made from the device gone before closing it.
         # Super kernels and streams before modules and buffers (they use them).
         if not self.closed:
-            for kinds in (("SuperKernel", "Scope", "Stream"), ("Module", "Buffer")):
+            for kinds in (("SuperKernel", "Scope", "Event", "Stream"), ("Module", "Buffer")):
                 for child in [c for c in list(self._children) if type(c).__name__ in kinds]:
                     child.close()
         super().close()
@@ -71,6 +71,11 @@ class Device(Handle):
         torch.cuda.Stream().cuda_stream), a stream over it: libsk's launches queue there and are
         captured with it into a CUDA graph (sk_stream_create_cuda)."""
         return Stream(self, cuda_stream)
+
+    def event(self):
+        """A new event, not yet recorded: `event.record(stream)` and `stream.wait_event(event)`
+        order streams; in a capture they join streams to it (sk_event_create)."""
+        return Event(self)
 
     def scope(self, name="scope", options=None):
         """A scope to fill with kernels; as a context manager it finalizes on success."""
