@@ -200,6 +200,50 @@ def test_explain_errors_name_the_field(ops):
     assert r.returncode == 3 and "takes 4 arguments, 2 given" in r.stderr
 
 
+# A captured launch takes the symbol as name: the chain without "name" fields, and two
+# independent streams (stream 1 left empty: the capture joins it all the same), stream fusion.
+UNNAMED_CHAIN = [{k: v for k, v in kernel.items() if k != "name"} for kernel in CHAIN]
+STREAMS = [dict(UNNAMED_CHAIN[0], block_dim=1),
+           dict(UNNAMED_CHAIN[1], block_dim=1, args=["@z", 1000], stream=2),
+           dict(UNNAMED_CHAIN[3], block_dim=1),
+           dict(UNNAMED_CHAIN[2], args=["@z", "@partials", "@sum", 1000], stream=2)]
+STREAM_BUFFERS = {"x": {"type": "f32", "count": 1000, "fill": "random", "seed": 3},
+                  "y": {"type": "f32", "count": 1000, "fill": "iota"},
+                  "z": {"type": "f32", "count": 1000, "fill": "random", "seed": 4},
+                  "partials": {"type": "f32", "count": 2}, "sum": {"type": "f32", "count": 1}}
+
+
+def test_explain_capture_equals_the_scope(ops):
+    for kernels, options in ((UNNAMED_CHAIN, "early-start=1"), (STREAMS, "stream-fusion=1")):
+        path = scope_file(ops.parent, kernels, STREAM_BUFFERS, options=options)
+        built = sk("explain", "--json", path)
+        captured = sk("explain", "--json", "--capture", path)
+        assert built.returncode == 0 and captured.returncode == 0, built.stderr + captured.stderr
+        assert json.loads(captured.stdout) == json.loads(built.stdout)
+        text = sk("explain", "--capture", path)
+        assert text.returncode == 0 and text.stdout == sk("explain", path).stdout
+    steps = json.loads(captured.stdout)["steps"]
+    assert [s.get("stream", 0) for s in steps] == [0, 2, 0, 2]
+
+
+def test_explain_capture_refuses_what_a_launch_cannot_say(ops):
+    for field, value in (("name", "axpy.0"), ("core_type", "vector"), ("flags", 1)):
+        path = scope_file(ops.parent, [UNNAMED_CHAIN[0], dict(UNNAMED_CHAIN[1], **{field: value})])
+        r = sk("explain", "--capture", path)
+        assert r.returncode == 3, r.stderr
+        assert f'kernels[1]: "{field}" cannot be captured' in r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    # Several streams without stream fusion: libsk's refusal, naming the kernel that needs one.
+    r = sk("explain", "--capture", scope_file(ops.parent, STREAMS, STREAM_BUFFERS))
+    assert r.returncode == 4 and "kernels[1]: stream 2 needs stream 1 joined" in r.stderr
+    assert "stream-fusion=1" in r.stderr and "Traceback" not in r.stderr
+    many = [dict(STREAMS[0]), dict(STREAMS[1], stream=100)]
+    r = sk("explain", "--capture", scope_file(ops.parent, many, STREAM_BUFFERS,
+                                              options="stream-fusion=1"))
+    assert r.returncode == 4 and "kernels[1]: stream 100 needs stream 64" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 # ---- run ---------------------------------------------------------------------------------------
 def test_run_fused_equals_unfused(ops):
     path = scope_file(ops.parent, CHAIN, repeat=5)
@@ -226,6 +270,25 @@ def test_run_detects_a_difference(ops):
     assert "differ in count" in r.stderr
     r = sk("run", "--repeat", 0, path)
     assert r.returncode == 2 and "--repeat" in r.stderr
+
+
+def test_run_capture_equals_unfused(ops):
+    for kernels, options in ((UNNAMED_CHAIN, ""), (STREAMS, "stream-fusion=1")):
+        path = scope_file(ops.parent, kernels, STREAM_BUFFERS, options=options, repeat=3)
+        r = sk("run", "--capture", path)
+        assert r.returncode == 0, r.stderr
+        assert "captured from the unfused launches" in r.stdout and "bit-identical" in r.stdout
+        d = json.loads(sk("run", "--capture", "--json", path).stdout)
+        assert d["identical"] and d["built_by"] == "capture" and d["kernels"] == 4
+    assert json.loads(sk("run", "--json", path).stdout)["built_by"] == "scope"
+    # A captured super kernel that computes something else is caught: call_counter's count
+    # differs between the unfused and the captured copies (as in test_run_detects_a_difference).
+    path = scope_file(ops.parent, [{"object": "ops", "kernel": "call_counter", "args": ["@count"]}],
+                      buffers={"count": {"type": "u32", "count": 1}}, repeat=2)
+    r = sk("run", "--capture", path)
+    assert r.returncode == 1 and "MISMATCH in buffer 'count' at element 0" in r.stdout
+    r = sk("run", "--capture", scope_file(ops.parent, CHAIN))
+    assert r.returncode == 3 and 'kernels[0]: "name" cannot be captured' in r.stderr
 
 
 def test_run_demo_attention_block():

@@ -5,7 +5,8 @@ RUN_DESCRIPTION = """\
 Runs the scope of SCOPE.json unfused (one sk_launch_kernel per kernel) and fused (one sk_launch
 of the super kernel), side by side on two copies of the buffers filled alike, compares every
 buffer bit for bit, and prints the plan and both timings (medians). Exit status 1 if the
-outputs differ.
+outputs differ. With --capture the fused super kernel is the one captured from the unfused
+launches (Device.capture) instead of the one sk_add_kernel builds.
 """
 import json
 import statistics
@@ -14,6 +15,10 @@ import time
 from .errors import UsageError
 from .plan_text import print_plan
 from .scope_file import Instance, ScopeSpec
+
+CAPTURE_HELP = ("build the super kernel by capturing the kernels launched unfused "
+                "(Device.capture; each \"stream\" a stream joined to the capture), not by "
+                "sk_add_kernel; \"name\", \"core_type\" and \"flags\" cannot be captured")
 
 
 def add_parsers(sub):
@@ -28,6 +33,7 @@ def add_parsers(sub):
     e.add_argument("--objects-dir", metavar="DIR",
                       help="resolve relative object paths against DIR, not the file's folder")
     e.add_argument("--json", action="store_true", help="print the explain JSON as is")
+    e.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     e.set_defaults(run=explain)
 
     from . import scope_file
@@ -39,6 +45,7 @@ def add_parsers(sub):
                       help="resolve relative object paths against DIR, not the file's folder")
     r.add_argument("--repeat", type=int, help="timed runs of each (default: the file's, or 10)")
     r.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    r.add_argument("--capture", action="store_true", help=CAPTURE_HELP + "; it is what runs fused")
     r.set_defaults(run=run)
 
 
@@ -47,12 +54,17 @@ def explain(args, out, err):
     spec = ScopeSpec(args.scope, args.objects_dir)
     with sk.Device(args.device or spec.device) as dev:
         inst = Instance(spec, dev, copies=1)
-        with inst.fuse(0) as fused:
+        with _build(inst, args, 0) as fused:
             if args.json:
                 out.write(fused.explain_json() + "\n")
             else:
                 print_plan(fused.explain(), out)
     return 0
+
+
+def _build(inst, args, copy):
+    """The super kernel: built from the scope (sk_add_kernel), or captured with --capture."""
+    return inst.capture(copy) if args.capture else inst.fuse(copy)
 
 
 def _first_difference(a, b):
@@ -74,7 +86,7 @@ def run(args, out, err):
     with sk.Device(args.device or spec.device) as dev:
         inst = Instance(spec, dev, copies=2)  # copy 0: unfused, copy 1: fused
         t0 = time.perf_counter()
-        fused = inst.fuse(1)
+        fused = _build(inst, args, 1)
         build_us = (time.perf_counter() - t0) * 1e6
         unfused = inst.unfused_launcher(0)
         times = ([], [])
@@ -96,7 +108,8 @@ def run(args, out, err):
         fused.close()
     n = len(spec.kernels)
     med = [statistics.median(t) for t in times]
-    summary = {"scope": spec.name, "kernels": n, "repeat": repeat, "build_us": build_us,
+    summary = {"scope": spec.name, "kernels": n, "repeat": repeat,
+               "built_by": "capture" if args.capture else "scope", "build_us": build_us,
                "unfused_us": med[0], "fused_us": med[1],
                "saved_per_kernel_us": (med[0] - med[1]) / n,
                "speedup": med[0] / med[1] if med[1] else None,
@@ -108,7 +121,8 @@ def run(args, out, err):
         out.write("\n")
     else:
         print_plan(plan, out, limit=40)
-        out.write(f"\nbuilt in {build_us:.0f} us; {repeat} runs of each, medians:\n")
+        how = "captured from the unfused launches" if args.capture else "built"
+        out.write(f"\n{how} in {build_us:.0f} us; {repeat} runs of each, medians:\n")
         out.write(f"  unfused  {med[0]:10.1f} us/run  ({n} launches + 1 sync; each launch one "
                   "ctypes call)\n")
         out.write(f"  fused    {med[1]:10.1f} us/run  (1 launch + 1 sync)\n")

@@ -341,6 +341,52 @@ class Instance:
                           core_type=d["core_type"], flags=d["flags"], stream=d["stream"])
         return scope.superkernel
 
+    def capture(self, copy, extra_options=""):
+        """The super kernel captured from the kernels launched unfused, in file order, inside
+        Device.capture: scope-file stream s (s > 0) is a stream joined to the capture as scope
+        stream s at its start and joined back at its end, so the plan is fuse()'s. A captured
+        launch has no sk_kernel_options, so "name", "core_type" and "flags" are refused."""
+        for d in self.spec.kernels:
+            for field, unset in (("name", None), ("core_type", None), ("flags", 0)):
+                _need(d[field] == unset, d["where"],
+                      f"\"{field}\" cannot be captured (a captured launch is named by its "
+                      f"symbol, with the kernel's core type and no flags): drop it, or build "
+                      f"without --capture")
+        options = ":".join(o for o in (self.spec.options, extra_options) if o)
+        top = max(d["stream"] for d in self.spec.kernels)
+        streams, events = [], []
+        try:
+            with self.dev.capture(self.spec.name, options or None) as cap:
+                if top:
+                    events.append(self.dev.event())
+                    events[0].record(cap.stream)
+                while len(streams) < top:  # joined in order: scope stream 1, 2, ...
+                    streams.append(self.dev.stream())
+                    self._join(streams[-1], events[0], len(streams))
+                on = [cap.stream, *streams]
+                for i, k in enumerate(self.kernels):
+                    d = self.spec.kernels[i]
+                    k.launch(d["block_dim"], *self.args(i, copy), stream=on[d["stream"]])
+                for s in streams:
+                    events.append(self.dev.event())
+                    events[-1].record(s)
+                    cap.stream.wait_event(events[-1])
+        finally:
+            for handle in (*events, *streams):
+                handle.close()
+        return cap.superkernel
+
+    def _join(self, stream, event, number):
+        """Joins `stream` to the capture as scope stream `number`; libsk's refusal (no
+        stream-fusion=1, no scope stream left) names the first kernel that needs it."""
+        from ..errors import Error
+        try:
+            stream.wait_event(event)
+        except Error as e:
+            d = next(d for d in self.spec.kernels if d["stream"] >= number)
+            raise type(e)(f"{d['where']}: stream {d['stream']} needs stream {number} joined to "
+                          f"the capture: {e.message}", e.status, e.status_name) from None
+
     def contents(self, copy, name):
         b = self.spec.buffers[name]
         host = (BUFFER_TYPES[b["type"]] * b["count"])()
