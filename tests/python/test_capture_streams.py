@@ -120,6 +120,11 @@ def test_joining_without_stream_fusion_invalidates(dev, ops):
     with pytest.raises(sk.StateError, match="invalidated by sk_stream_wait_event"):
         cap.end()
     assert cap.superkernel is None
+    with pytest.raises(sk.StateError, match="capture that has ended"):
+        s1.wait_event(e)  # its record was in that capture
+    assert s1._capture is None
+    e.record(s1)  # recorded again outside a capture: an ordinary wait
+    dev.stream().wait_event(e)
 
 
 def test_event_calls_check_their_arguments(dev, ops):
@@ -139,3 +144,27 @@ def test_event_calls_check_their_arguments(dev, ops):
     e.close()  # once
     with pytest.raises(sk.StateError, match="Event is closed"):
         e.record()
+
+
+def test_update_from_a_two_stream_capture(dev, ops):
+    initial = buffers(11)
+    first, second, unfused = ([b.copy() for b in initial] for _ in range(3))
+    s1 = dev.stream()
+    e0, e1 = dev.event(), dev.event()
+    with dev.capture("streams", options=FUSION) as cap:
+        two_streams(ops, None, *first, s0=cap.stream, s1=s1, events=(e0, e1))
+    fused = cap.superkernel
+    with dev.capture("streams", options=FUSION) as again:
+        two_streams(ops, None, *second, s0=again.stream, s1=s1, events=(e0, e1))
+        again.update(fused)
+    assert again.joined == [s1] and s1._capture is None
+    fused.launch()
+    dev.synchronize()
+    s0 = dev.stream()
+    two_streams(ops, None, *unfused, s0=s0, s1=s1, events=(e0, e1))
+    s0.synchronize()
+    s1.synchronize()
+    for f, u in zip(second, unfused):
+        assert np.array_equal(f, u)
+    for f, before in zip(first, initial):
+        assert np.array_equal(f, before)  # the first capture's buffers are no longer written
