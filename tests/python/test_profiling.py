@@ -53,6 +53,8 @@ def test_stream_fusion_events(dev, ops):
         scope.record_event(0, 7)
         scope.wait_event(1, 7)
         scope.add(axpy, 1, 1.0, a, b, 100, stream=1)  # reads a: ordered by event 7
+        scope.record_event(1, 8)
+        scope.wait_event(0, 8)  # sq rewrites a: only after stream 1 has read it
         scope.add(sq, 1, a, 100, stream=0)
     scope.superkernel.launch()
     dev.synchronize()
