@@ -312,6 +312,20 @@ def test_run_device_override_and_bad_device(ops):
 
 
 # ---- trace -------------------------------------------------------------------------------------
+def test_trace_capture_profiles_the_captured_super_kernel(ops, tmp_path):
+    path = scope_file(ops.parent, STREAMS, STREAM_BUFFERS, options="stream-fusion=1")
+    r = sk("trace", "--capture", path, "-o", tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    trace = json.loads((tmp_path / "c.json").read_text())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    names = {e["name"] for e in events if e.get("ph") == "X"} - {"wait"}  # runtime waits
+    assert names == {"axpy", "square_plus_one", "block_sum"}
+    assert "profiled launch of 'chain': 4 sub-kernels" in r.stdout
+    r = sk("trace", "--capture", scope_file(ops.parent, CHAIN), "-o", tmp_path / "n")
+    assert r.returncode == 3 and 'kernels[0]: "name" cannot be captured' in r.stderr
+    assert not (tmp_path / "n.json").exists()
+
+
 def test_trace_writes_chrome_json_and_svg(ops, tmp_path):
     path = scope_file(ops.parent, CHAIN)
     r = sk("trace", path, "-o", tmp_path / "t")

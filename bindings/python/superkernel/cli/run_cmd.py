@@ -14,11 +14,7 @@ import time
 
 from .errors import UsageError
 from .plan_text import print_plan
-from .scope_file import Instance, ScopeSpec
-
-CAPTURE_HELP = ("build the super kernel by capturing the kernels launched unfused "
-                "(Device.capture; each \"stream\" a stream joined to the capture), not by "
-                "sk_add_kernel; \"name\", \"core_type\" and \"flags\" cannot be captured")
+from .scope_file import CAPTURE_HELP, Instance, ScopeSpec
 
 
 def add_parsers(sub):
@@ -54,17 +50,12 @@ def explain(args, out, err):
     spec = ScopeSpec(args.scope, args.objects_dir)
     with sk.Device(args.device or spec.device) as dev:
         inst = Instance(spec, dev, copies=1)
-        with _build(inst, args, 0) as fused:
+        with inst.build(0, args.capture) as fused:
             if args.json:
                 out.write(fused.explain_json() + "\n")
             else:
                 print_plan(fused.explain(), out)
     return 0
-
-
-def _build(inst, args, copy):
-    """The super kernel: built from the scope (sk_add_kernel), or captured with --capture."""
-    return inst.capture(copy) if args.capture else inst.fuse(copy)
 
 
 def _first_difference(a, b):
@@ -86,7 +77,7 @@ def run(args, out, err):
     with sk.Device(args.device or spec.device) as dev:
         inst = Instance(spec, dev, copies=2)  # copy 0: unfused, copy 1: fused
         t0 = time.perf_counter()
-        fused = _build(inst, args, 1)
+        fused = inst.build(1, args.capture)
         build_us = (time.perf_counter() - t0) * 1e6
         unfused = inst.unfused_launcher(0)
         times = ([], [])

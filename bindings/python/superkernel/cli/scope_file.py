@@ -40,6 +40,10 @@ BUFFER_TYPES = {t: c for t, c in SIGNATURE_TOKENS.items() if t != "ptr"}
 MAX_SCOPE_FILE_BYTES = 64 << 20
 MAX_BUFFER_BYTES = 4 << 30
 U32_MAX = INTEGER_RANGES["u32"][1]
+#: The --capture option of the commands that build a scope file's super kernel (Instance.build).
+CAPTURE_HELP = ("build the super kernel by capturing the kernels launched unfused "
+                "(Device.capture; each \"stream\" a stream joined to the capture), not by "
+                "sk_add_kernel; \"name\", \"core_type\" and \"flags\" cannot be captured")
 
 
 class SpecError(ValueError):
@@ -340,6 +344,10 @@ class Instance:
                 scope.add(k, d["block_dim"], *self.args(i, copy), name=d["name"],
                           core_type=d["core_type"], flags=d["flags"], stream=d["stream"])
         return scope.superkernel
+
+    def build(self, copy, capture=False, extra_options=""):
+        """The super kernel: the scope's (sk_add_kernel), or with `capture` the captured one."""
+        return (self.capture if capture else self.fuse)(copy, extra_options)
 
     def capture(self, copy, extra_options=""):
         """The super kernel captured from the kernels launched unfused, in file order, inside

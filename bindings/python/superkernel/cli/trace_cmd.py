@@ -7,7 +7,7 @@ inputs (ready -> start), the red bar under a box the time spent inside runtime w
 """
 import html
 
-from .scope_file import Instance, ScopeSpec
+from .scope_file import CAPTURE_HELP, Instance, ScopeSpec
 
 
 def add_parser(sub):
@@ -21,6 +21,7 @@ def add_parser(sub):
     p.add_argument("--objects-dir", metavar="DIR",
                       help="resolve relative object paths against DIR, not the file's folder")
     p.add_argument("--warmup", type=int, default=3, help="launches before the profiled one")
+    p.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     p.set_defaults(run=run)
 
 
@@ -32,7 +33,7 @@ def run(args, out, err):
     base = args.output or os.path.splitext(args.scope)[0] + ".trace"
     with sk.Device(args.device or spec.device) as dev:
         inst = Instance(spec, dev, copies=1)
-        with inst.fuse(0, "profiling=1") as fused:
+        with inst.build(0, args.capture, "profiling=1") as fused:
             for _ in range(max(0, args.warmup) + 1):
                 fused.launch()
                 dev.synchronize()
