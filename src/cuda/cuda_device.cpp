@@ -192,6 +192,11 @@ bool CudaDevice::mem_free(void *ptr) {
   return true;
 }
 
+bool CudaDevice::driver_memory(const void *p) const {
+  unsigned type = 0;
+  return api_->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) == CUDA_SUCCESS;
+}
+
 sk_status CudaDevice::memcpy(void *dst, const void *src, size_t size) {
   ContextScope ctx(*this, "sk_memcpy");
   if (ctx.status() != SK_OK) return ctx.status();

@@ -70,6 +70,9 @@ class CudaDevice {
   sk_status mem_alloc(size_t size, void **out);
   bool mem_free(void *ptr);
   sk_status memcpy(void *dst, const void *src, size_t size);
+  // Whether the driver knows the memory at `p` (device, managed or page-locked host memory:
+  // what a kernel may read); pageable host memory it does not. Needs the device's context.
+  bool driver_memory(const void *p) const;
 
   // After `stream` was synchronised: a hang some launch recorded (SK_ERR_HANG with a message
   // naming the super kernel, step, block and sync point; SK_ERR_INVALID_ARGUMENT for a flag

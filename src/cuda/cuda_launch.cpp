@@ -106,17 +106,18 @@ sk_status CudaSuperKernel::launch(backend::Stream *stream) {
 }
 
 sk_status CudaSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) {
-  // An early stop needs the entry kernel to read the flag on the device, which it does not.
-  if (stop_flag)
-    return fail(SK_ERR_UNSUPPORTED,
-                "sk_launch_repeat: super kernel '%s': a stop flag is not implemented on CUDA devices yet (pass "
-                "NULL to queue %u launches)",
-                plan.name.c_str(), n);
-  // n launches queued back to back on the stream: their order is the stream's.
-  const auto s = driver_stream(*gpu, stream);
-  for (uint32_t i = 0; i < n; ++i)
-    if (sk_status st = program->launch(s, "sk_launch_repeat"); st != SK_OK) return st;
-  return SK_OK;
+  // One launch: the entry runs its steps n times, and its blocks read the flag on the device.
+  if (stop_flag) {
+    ContextScope ctx(*gpu, "sk_launch_repeat");
+    if (ctx.status() != SK_OK) return ctx.status();
+    if (!gpu->driver_memory(stop_flag))
+      return fail(SK_ERR_INVALID_ARGUMENT,
+                  "sk_launch_repeat: super kernel '%s': stop_flag %p is not memory %s can read (sk_mem_alloc, or "
+                  "device, managed or page-locked memory of the CUDA driver)",
+                  plan.name.c_str(), static_cast<const void *>(stop_flag), gpu->name().c_str());
+  }
+  return program->launch(driver_stream(*gpu, stream), "sk_launch_repeat", n,
+                         reinterpret_cast<CUdeviceptr>(stop_flag));
 }
 
 sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot) {

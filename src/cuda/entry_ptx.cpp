@@ -23,12 +23,23 @@ struct StateField {
   const char *placeholder;
   uint32_t bytes;
 };
+// S_EPOCH is the running run's epoch, S_FIRST_EPOCH the launch's first, S_LAST_EPOCH the one
+// its run count allows; S_STOP the stop flag's address; S_GO __sk_next's decision (a u32).
 constexpr StateField kBlockState[] = {
-    {"S_SYNC", 8},     {"S_EPOCH", 8},
-    {"S_REPORT", 8},   {"S_STEP", 4},
-    {"S_BLOCK", 4},    {"S_BLOCKS", 4},
-    {"S_CORES", 4},    {"S_STATE", 4},
-    {"S_GM_FLUSH", 4}, {"S_FLAG_TARGET", 8 * kCrossCoreFlags},  // u64 per flag: the target of its wait
+    {"S_SYNC", 8},
+    {"S_EPOCH", 8},
+    {"S_REPORT", 8},
+    {"S_FIRST_EPOCH", 8},
+    {"S_LAST_EPOCH", 8},
+    {"S_STOP", 8},
+    {"S_STEP", 4},
+    {"S_BLOCK", 4},
+    {"S_BLOCKS", 4},
+    {"S_CORES", 4},
+    {"S_STATE", 4},
+    {"S_GM_FLUSH", 4},
+    {"S_GO", 8},                             // 8 bytes keep the flag targets after it aligned
+    {"S_FLAG_TARGET", 8 * kCrossCoreFlags},  // u64 per flag: the target of its wait
 };
 constexpr uint32_t block_state_bytes() {
   uint32_t bytes = 0;
@@ -36,6 +47,15 @@ constexpr uint32_t block_state_bytes() {
   return bytes;
 }
 constexpr uint32_t kBlockStateBytes = block_state_bytes();
+constexpr bool block_state_aligned() {
+  uint32_t offset = 0;
+  for (const StateField &f : kBlockState) {
+    if (offset % (f.bytes < 8 ? f.bytes : 8)) return false;
+    offset += f.bytes;
+  }
+  return true;
+}
+static_assert(block_state_aligned(), "a block state field is not aligned to its size");
 
 uint32_t block_state_base(const EntrySpec &spec) { return (spec.dynamic_shared + 15) / 16 * 16; }
 
@@ -62,6 +82,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   const SyncLayout sync = sync_layout(spec.steps.size());
   v["SYNC_EPOCH"] = str(sync.epoch);
   v["SYNC_DONE"] = str(sync.done);
+  v["SYNC_RUN"] = str(sync.run);
   v["SYNC_ARRIVALS"] = str(sync.arrivals);
   v["SYNC_SYNC_ALL"] = str(sync.sync_all);
   v["SYNC_FLAGS"] = str(sync.flags);
@@ -90,6 +111,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["POINT_SYNC_ALL"] = str((unsigned)SyncPoint::SyncAll);
   v["POINT_WAIT_FLAG_ALL"] = str((unsigned)SyncPoint::WaitFlagAll);
   v["POINT_INVALID_FLAG"] = str((unsigned)SyncPoint::InvalidFlag);
+  v["POINT_ITERATION"] = str((unsigned)SyncPoint::Iteration);
   v["CALL_SET_FLAG"] = str((unsigned)FlagCall::Set);
   v["CALL_WAIT_FLAG"] = str((unsigned)FlagCall::Wait);
   v["CALL_SET_FLAG_ALL"] = str((unsigned)FlagCall::SetAll);
@@ -185,7 +207,7 @@ uint32_t entry_dynamic_shared(const EntrySpec &spec) { return block_state_base(s
 
 SyncLayout sync_layout(size_t steps) {
   SyncLayout l;
-  l.arrivals = kSyncDone + 8;
+  l.arrivals = kSyncRun + 8;
   l.sync_all = l.arrivals + 8 * steps;
   l.flags = l.sync_all + 8 * steps;
   l.report = l.flags + 8 * kCrossCoreFlags;
@@ -207,6 +229,7 @@ const char *sync_point_name(uint32_t point) {
     case SyncPoint::SyncAll: return "sk_sync_all";
     case SyncPoint::WaitFlagAll: return "sk_cross_core_wait_flag_all";
     case SyncPoint::InvalidFlag: return "a cross-core flag call";
+    case SyncPoint::Iteration: return "the barrier between two runs of sk_launch_repeat";
   }
   return "an unknown sync point";
 }

@@ -7,9 +7,14 @@
 //
 // Synchronisation (all counters are 64-bit, in a device buffer, never reset):
 //  * the launch epoch lives in the sync buffer: each block reads the last launch's epoch at its
-//    start and runs as the next one; the last block to end writes it back (__sk_finish). The
+//    start and runs as the next one; the last block to end writes it back (__sk_next). The
 //    host writes nothing between launches, so a launch replayed from a CUDA graph counts
 //    epochs like one libsk queued.
+//  * a launch runs its steps up to `runs` times (sk_launch_repeat; 1 for sk_launch), run k as
+//    epoch e0 + k. Between two runs every block passes the iteration barrier (__sk_next): the
+//    done counter, cumulative within the launch (run k is over at grid * (k + 1)); its last
+//    arriver alone reads the stop flag and the abort word and publishes the decision in the
+//    run word (2 * epoch, + 1 to stop), which the other blocks wait for.
 //  * step i's arrival counter counts one arrival per block (core) that ran it per launch:
 //    launch e's step i is over at e * cores_i arrivals. A block waits for the steps step i
 //    depends on (a table in constant memory) at the start of step i (or at
@@ -81,19 +86,25 @@ constexpr unsigned kBlockBarrier = 15;
 
 // Kernel parameters of the entry, in order: the argument slots (a byte array of 8*arg_slots
 // bytes, at least 8) or the argument buffer's address; the sync buffer's address; the hang
-// report's address. None changes from one launch to the next.
-constexpr size_t kEntryParams = 3;
+// report's address; the run count (u32, 1 for sk_launch); the stop flag's address (u64, 0:
+// none). The first three never change from one launch to the next.
+constexpr size_t kEntryParams = 5;
+// The bytes of the parameters after the argument slots: two u64, a u32 and the u64 after it
+// (8-aligned).
+constexpr size_t kEntryOwnParamBytes = 32;
 
-// The sync buffer's first two words: the epoch of the last launch that ended (0 before the
-// first: launch e runs as epoch e), and how many blocks of the running launch have ended.
-constexpr size_t kSyncEpoch = 0, kSyncDone = 8;
+// The sync buffer's first three words: the epoch of the last run that ended (0 before the
+// first: the first run is epoch 1), how many blocks have passed the iteration barrier in the
+// running launch, and the run word (2 * epoch of the last run whose end was decided, + 1 if
+// that run was the launch's last).
+constexpr size_t kSyncEpoch = 0, kSyncDone = 8, kSyncRun = 16;
 
 // A super kernel's sync buffer (device memory, 64-bit counters, zeroed on the first launch's
-// stream and after a reported hang), at these byte offsets: the epoch and done words, step i's
+// stream and after a reported hang), at these byte offsets: the epoch, done and run words, step i's
 // arrivals at arrivals + 8*i, its sk_sync_all counter at sync_all + 8*i, cross-core flag f's at
 // flags + 8*f; then its hang report (kReportWords words).
 struct SyncLayout {
-  size_t epoch = kSyncEpoch, done = kSyncDone;
+  size_t epoch = kSyncEpoch, done = kSyncDone, run = kSyncRun;
   size_t arrivals = 0, sync_all = 0, flags = 0;
   size_t report = 0;  // where the hang report starts
   size_t bytes = 0;   // the whole buffer, report included
@@ -125,6 +136,7 @@ enum class SyncPoint : uint32_t {
   SyncAll = 3,
   WaitFlagAll = 4,
   InvalidFlag = 5,
+  Iteration = 6,  // the barrier between two runs of sk_launch_repeat
 };
 // The cross-core flag calls, as an InvalidFlag report names them.
 enum class FlagCall : uint32_t { Set = 0, Wait = 1, SetAll = 2, WaitAll = 3 };

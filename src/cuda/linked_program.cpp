@@ -117,7 +117,7 @@ sk_status LinkedProgram::configure(std::vector<uint64_t> slots, uint32_t grid, b
   return SK_OK;
 }
 
-sk_status LinkedProgram::launch(CUstream stream, const char *call) {
+sk_status LinkedProgram::launch(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop) {
   const DriverApi &a = device_->api();
   ContextScope ctx(*device_, call);
   if (ctx.status() != SK_OK) return ctx.status();
@@ -132,13 +132,13 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call) {
   if (device_->launching(id_, stream)) sync_zeroed_ = false;
   // Into a graph goes the kernel launch alone: what it reads is written now, outside the
   // capture, and a replay then reads the epoch and the argument buffer the device holds.
-  if (captured) return launch_captured(stream, call);
+  if (captured) return launch_captured(stream, call, runs, stop);
   // Launches share the counters: one on another stream than the last must come after it.
   if (launched_ && stream != last_stream_)
     if (sk_status st = device_->check(a.cuStreamWaitEvent(stream, last_, 0), call, "cuStreamWaitEvent"); st != SK_OK)
       return st;
   if (sk_status st = write_state(stream, call); st != SK_OK) return st;
-  if (sk_status st = launch_kernel(stream, call); st != SK_OK) return st;
+  if (sk_status st = launch_kernel(stream, call, runs, stop); st != SK_OK) return st;
   launched_ = true;
   last_stream_ = stream;
   return device_->check(a.cuEventRecord(last_, stream), call, "cuEventRecord");
@@ -166,7 +166,7 @@ sk_status LinkedProgram::write_state(CUstream stream, const char *call) {
   return SK_OK;
 }
 
-sk_status LinkedProgram::launch_captured(CUstream stream, const char *call) {
+sk_status LinkedProgram::launch_captured(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop) {
   const DriverApi &a = device_->api();
   // A replay starts after the capture ends: launches queued before it, on any stream, are
   // over by then once this waits for them. A captured stream may not wait for an event
@@ -182,17 +182,19 @@ sk_status LinkedProgram::launch_captured(CUstream stream, const char *call) {
     if (sk_status st = device_->check(a.cuStreamSynchronize(own), call, "cuStreamSynchronize"); st != SK_OK)
       return st;
   }
-  if (sk_status st = launch_kernel(stream, call); st != SK_OK) return st;
+  if (sk_status st = launch_kernel(stream, call, runs, stop); st != SK_OK) return st;
   captured_ = true;
   return SK_OK;
 }
 
-sk_status LinkedProgram::launch_kernel(CUstream stream, const char *call) {
+sk_status LinkedProgram::launch_kernel(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop) {
   CUdeviceptr report = report_;
   void *params[kEntryParams];
   params[0] = source_ == ArgSource::Params ? static_cast<void *>(slots_.data()) : static_cast<void *>(&args_buffer_);
   params[1] = &sync_;
   params[2] = &report;
+  params[3] = &runs;
+  params[4] = &stop;
   LaunchAttribute attr;
   std::memset(&attr, 0, sizeof attr);
   attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;

@@ -49,9 +49,11 @@ class LinkedProgram {
   // Sets the argument slots and the grid; `cooperative`: launched with
   // CU_LAUNCH_ATTRIBUTE_COOPERATIVE (all blocks co-resident: needed by any in-kernel wait).
   sk_status configure(std::vector<uint64_t> slots, uint32_t grid, bool cooperative);
-  // Queues one launch on `stream`; on a stream being captured into a CUDA graph
-  // (cuStreamBeginCapture), captures the kernel launch alone (see launch_captured).
-  sk_status launch(CUstream stream, const char *call);
+  // Queues one launch on `stream` that runs the entry's steps up to `runs` times, stopping
+  // after a run that left the u32 at device address `stop` nonzero (0: no early stop); on a
+  // stream being captured into a CUDA graph (cuStreamBeginCapture), captures the kernel launch
+  // alone (see launch_captured).
+  sk_status launch(CUstream stream, const char *call, uint32_t runs = 1, CUdeviceptr stop = 0);
   // Rebinds one slot for later launches (waits for queued launches in buffer mode, whose
   // buffer the next launch then writes on its own stream; once a launch was captured, the
   // buffer is written at once, for the graph's replays to read).
@@ -68,8 +70,8 @@ class LinkedProgram {
   sk_status write_state(CUstream stream, const char *call);
   // The launch on a stream being captured: waits for earlier launches, writes the state on
   // libsk's own stream and waits for it, then captures the kernel launch.
-  sk_status launch_captured(CUstream stream, const char *call);
-  sk_status launch_kernel(CUstream stream, const char *call);
+  sk_status launch_captured(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop);
+  sk_status launch_kernel(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop);
   std::shared_ptr<CudaDevice> device_;
   std::string name_;
   CUmodule module_ = nullptr;

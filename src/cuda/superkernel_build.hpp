@@ -20,8 +20,9 @@ namespace sk::cuda {
 // A kernel's parameter space: 4 KiB on every driver, 32764 bytes from CUDA 12.1 (driver
 // version 12010) on Volta and later, which is every architecture libsk links for.
 size_t param_space_bytes(int driver_version);
-// Of it, what the entry's other parameters (sync, report) leave to argument slots.
+// Of it, what the entry's other parameters (sync, report, runs, stop) leave to argument slots.
 constexpr size_t kParamReserved = 64;
+static_assert(kParamReserved >= kEntryOwnParamBytes);
 
 struct BuildRequest {
   std::string name;  // the super kernel's name, for messages

@@ -33,7 +33,9 @@ struct FakeLaunch {
   unsigned grid, block;
   int cooperative;
   void *stream;
-  uint64_t first_slot, args_buffer, sync, epoch, report;
+  uint64_t first_slot, args_buffer, sync, epoch, report;  // epoch: its first run's
+  unsigned runs;                                          // the entry's run count parameter
+  uint64_t stop, last_epoch;                              // the stop flag parameter; the last run's epoch
 };
 
 struct FakeCall {
@@ -216,26 +218,142 @@ TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
   sk_superkernel_destroy(sk);
 }
 
-TEST_F(CudaFakeDriver, LaunchRepeatQueuesNLaunchesAndRefusesAStopFlag) {
+// sk_launch_repeat is one launch: the entry gets the run count and the stop flag's address
+// as parameters and counts the runs' epochs on the device (the stand-in does what its blocks
+// do); sk_launch passes 1 and no flag.
+TEST_F(CudaFakeDriver, LaunchRepeatIsOneLaunchOfNRuns) {
   sk_kernel *step = kernel("chain.cubin", "chain_step");
   ASSERT_NE(step, nullptr);
-  uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
+  uint64_t x = 0x1000;
   uint32_t n = 100, i0 = 0;
   sk_scope *scope = nullptr;
   ASSERT_EQ(sk_scope_begin(dev_, "repeated", nullptr, &scope), SK_OK);
   void *a0[] = {&x, &n, &i0};
   ASSERT_EQ(sk_add_kernel(scope, step, 4, a0, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a0, nullptr), SK_OK) << sk_last_error();
   sk_superkernel *sk = nullptr;
   ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_launch_repeat(sk, 4, nullptr, nullptr), SK_OK) << sk_last_error();
+  const size_t logged = fake_.log().size();
+  ASSERT_EQ(sk_launch_repeat(sk, 5, nullptr, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-  EXPECT_EQ(fake_.all().size(), 4u);
-  const uint32_t *flag = reinterpret_cast<const uint32_t *>(0x1235000);
-  EXPECT_EQ(sk_launch_repeat(sk, 4, flag, nullptr), SK_ERR_UNSUPPORTED);
+  const std::vector<FakeCall> log = fake_.log();
+  size_t kernel_launches = 0;
+  for (size_t c = logged; c < log.size(); ++c) kernel_launches += named(log[c], "cuLaunchKernelEx");
+  EXPECT_EQ(kernel_launches, 2u);  // the repeat's one and sk_launch's
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].runs, 5u);
+  EXPECT_EQ(l[0].stop, 0u);
+  EXPECT_EQ(l[0].epoch, 1u);
+  EXPECT_EQ(l[0].last_epoch, 5u);  // the runs are epochs 1..5
+  EXPECT_EQ(l[1].runs, 1u);
+  EXPECT_EQ(l[1].stop, 0u);
+  EXPECT_EQ(l[1].epoch, 6u);
+  EXPECT_EQ(l[1].last_epoch, 6u);
+  EXPECT_EQ(l[0].cooperative, 1);
+  // The largest n is one launch too.
+  ASSERT_EQ(sk_launch_repeat(sk, SK_LAUNCH_REPEAT_MAX, nullptr, nullptr), SK_OK) << sk_last_error();
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[2].runs, SK_LAUNCH_REPEAT_MAX);
+  EXPECT_EQ(l[2].last_epoch, 6u + SK_LAUNCH_REPEAT_MAX);
+  sk_superkernel_destroy(sk);
+}
+
+// The stop flag is device memory the entry reads after each run but the last: a flag already
+// set at the launch stops it after one run; a zero one lets all n run. A flag the device
+// cannot read (pageable host memory), n 0 or a misaligned flag queue nothing.
+TEST_F(CudaFakeDriver, LaunchRepeatStopsOnTheDeviceFlagAndRefusesBadOnes) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 100, i0 = 0;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "stopping", nullptr, &scope), SK_OK);
+  void *a0[] = {&x, &n, &i0};
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a0, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  void *mem = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, 8, &mem), SK_OK) << sk_last_error();
+  uint32_t *flag = static_cast<uint32_t *>(mem);
+  const uint32_t zero = 0, one = 1;
+  ASSERT_EQ(sk_memcpy(dev_, flag, &zero, 4), SK_OK);
+  ASSERT_EQ(sk_launch_repeat(sk, 4, flag, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_memcpy(dev_, flag, &one, 4), SK_OK);
+  ASSERT_EQ(sk_launch_repeat(sk, 4, flag, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].stop, reinterpret_cast<uint64_t>(flag));
+  EXPECT_EQ(l[0].runs, 4u);
+  EXPECT_EQ(l[0].last_epoch - l[0].epoch + 1, 4u);  // a zero flag: all four runs
+  EXPECT_EQ(l[1].runs, 4u);
+  EXPECT_EQ(l[1].epoch, 5u);
+  EXPECT_EQ(l[1].last_epoch, 5u);  // set before the launch: one run
+
+  uint32_t host_flag = 0;  // pageable host memory: no kernel reads it
+  EXPECT_EQ(sk_launch_repeat(sk, 4, &host_flag, nullptr), SK_ERR_INVALID_ARGUMENT);
+  std::string msg = sk_last_error();
+  EXPECT_TRUE(contains(msg, "sk_launch_repeat: super kernel 'stopping'")) << msg;
+  EXPECT_TRUE(contains(msg, "stop_flag")) << msg;
+  EXPECT_TRUE(contains(msg, "is not memory")) << msg;
+  EXPECT_EQ(sk_launch_repeat(sk, 0, flag, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "n is 0")) << sk_last_error();
+  EXPECT_EQ(sk_launch_repeat(sk, SK_LAUNCH_REPEAT_MAX + 1, nullptr, nullptr), SK_ERR_INVALID_ARGUMENT);
+  const uint32_t *misaligned = reinterpret_cast<const uint32_t *>(static_cast<char *>(mem) + 2);
+  EXPECT_EQ(sk_launch_repeat(sk, 4, misaligned, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "not aligned")) << sk_last_error();
+  EXPECT_EQ(fake_.all().size(), 2u);                            // nothing queued
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();  // and the epochs go on
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[2].epoch, 6u);
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev_, mem);
+}
+
+// A hang in run k of a repeat raises the launch's abort word (the epoch of run k): the
+// iteration barrier's last arriver ends the loop there, the next sync reports it once, and the
+// next launch starts the counters afresh.
+TEST_F(CudaFakeDriver, AHangInARunEndsTheRepeatAndIsReportedOnce) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *a[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "hung_repeat", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK);  // epoch 1
+  // A wait of step 1, block 2 (point 0: task start) past its deadline in run 3 (0-based).
+  const uint64_t words[8] = {0, 1, 1, 2, 0, 3, 4, 0};
+  reinterpret_cast<void (*)(unsigned, const uint64_t *)>(dlsym(fake_.lib, "fake_cuda_hang_in_run"))(3, words);
+  ASSERT_EQ(sk_launch_repeat(sk, 10, nullptr, nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[1].epoch, 2u);
+  EXPECT_EQ(l[1].last_epoch, 5u);  // runs 0..3: none after the hung one
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_ERR_HANG);
   const std::string msg = sk_last_error();
-  EXPECT_TRUE(contains(msg, "super kernel 'repeated'")) << msg;
-  EXPECT_TRUE(contains(msg, "stop flag is not implemented on CUDA devices")) << msg;
-  EXPECT_EQ(fake_.all().size(), 4u);  // nothing queued
+  EXPECT_TRUE(contains(msg, "'hung_repeat'")) << msg;
+  EXPECT_TRUE(contains(msg, "block 2 of step 1 'chain_step'")) << msg;
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();  // once
+  ASSERT_EQ(sk_launch_repeat(sk, 3, nullptr, nullptr), SK_OK) << sk_last_error();
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[2].epoch, 1u);  // zeroed after the report
+  EXPECT_EQ(l[2].last_epoch, 3u);
+  uint64_t after[8];
+  ASSERT_EQ(sk_memcpy(dev_, after, reinterpret_cast<void *>(l[2].report), sizeof after), SK_OK);
+  EXPECT_EQ(after[0], 0u);
+  EXPECT_EQ(after[7], 0u);
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
   sk_superkernel_destroy(sk);
 }
 
@@ -1246,6 +1364,70 @@ TEST_F(CudaFakeDriver, ACapturedLaunchReplaysAHundredTimesWithItsOwnEpochs) {
     ASSERT_EQ(cu.pop(), 0);
     sk_superkernel_destroy(sk);
   }
+}
+
+// A captured sk_launch_repeat is one kernel node with its run count and flag: each replay
+// runs n epochs on from the last, as the launch would.
+TEST_F(CudaFakeDriver, ACapturedRepeatReplaysWithItsRunCount) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  FakeGraphs cu{fake_.lib};
+  void *const ctx = reinterpret_cast<void *>(0x1000);  // the stand-in's primary context
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "captured_repeat", nullptr, &scope), SK_OK);
+  void *args[] = {&x, &n, &i};
+  ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  void *mem = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, 4, &mem), SK_OK) << sk_last_error();
+  uint32_t *flag = static_cast<uint32_t *>(mem);
+  const uint32_t zero = 0, one = 1;
+  ASSERT_EQ(sk_memcpy(dev_, flag, &zero, 4), SK_OK);
+  void *engine = nullptr;
+  ASSERT_EQ(cu.push(ctx), 0);
+  ASSERT_EQ(cu.stream_create(&engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create_cuda(dev_, engine, &s), SK_OK) << sk_last_error();
+  ASSERT_EQ(cu.begin(engine), 0);
+  ASSERT_EQ(sk_launch_repeat(sk, 5, flag, s), SK_OK) << sk_last_error();
+  void *graph = nullptr;
+  ASSERT_EQ(cu.end(engine, &graph), 0) << "the capture was invalidated";
+  const std::vector<FakeNode> nodes = cu.nodes(graph);
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_STREQ(nodes[0].name, "cuLaunchKernelEx");
+  EXPECT_EQ(nodes[0].launch.runs, 5u);
+  EXPECT_EQ(nodes[0].launch.stop, reinterpret_cast<uint64_t>(flag));
+  EXPECT_EQ(fake_.all().size(), 0u);  // captured, not run
+  void *exec = nullptr;
+  ASSERT_EQ(cu.instantiate(&exec, graph), 0);
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(cu.launch(exec, engine), 0);
+  ASSERT_EQ(sk_memcpy(dev_, flag, &one, 4), SK_OK);  // the next replay stops after its first run
+  ASSERT_EQ(cu.launch(exec, engine), 0);
+  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+  const std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 5u);
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(l[r].epoch, 1 + 5 * r) << "replay " << r;
+    EXPECT_EQ(l[r].last_epoch, 5 + 5 * r) << "replay " << r;
+    EXPECT_EQ(l[r].runs, 5u);
+  }
+  EXPECT_EQ(l[3].epoch, 16u);
+  EXPECT_EQ(l[3].last_epoch, 16u);
+  EXPECT_EQ(l[4].epoch, 17u);
+  EXPECT_EQ(l[4].runs, 1u);
+  EXPECT_EQ(cu.exec_destroy(exec), 0);
+  EXPECT_EQ(cu.destroy(graph), 0);
+  sk_stream_destroy(s);
+  ASSERT_EQ(cu.push(ctx), 0);
+  EXPECT_EQ(cu.stream_destroy(engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev_, mem);
 }
 
 TEST_F(CudaFakeDriver, StreamCreateCudaRefusesWhatIsNotACudaStream) {

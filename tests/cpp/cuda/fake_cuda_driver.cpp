@@ -7,7 +7,8 @@
 // without a GPU. Each thread has a context stack; a call that needs a context fails with
 // CUDA_ERROR_INVALID_CONTEXT unless the device's is current. Not a simulator: no kernel code
 // runs, but each launch that runs does to the sync buffer's epoch word what the entry's blocks
-// do (read it, run as the next epoch, write that back). A stream being captured
+// do (read it, run as the next epoch and as many more as the launch's runs, stopping early on
+// a nonzero stop flag or this launch's abort word, write the last back). A stream being captured
 // (cuStreamBeginCapture) records its kernel launches, writes and event records as graph nodes
 // instead, with the parameters of the call; cuGraphLaunch runs them again, in order.
 #include <elf.h>
@@ -30,9 +31,11 @@ struct Launch {
   unsigned grid, block;
   int cooperative;
   void *stream;
-  uint64_t first_slot;   // first 8 bytes of the argument slots (parameter or buffer mode)
-  uint64_t args_buffer;  // buffer mode: the buffer's address; 0 in parameter mode
-  uint64_t sync, epoch, report;
+  uint64_t first_slot;           // first 8 bytes of the argument slots (parameter or buffer mode)
+  uint64_t args_buffer;          // buffer mode: the buffer's address; 0 in parameter mode
+  uint64_t sync, epoch, report;  // epoch: of the launch's first run (0 until it runs)
+  unsigned runs;                 // the run count it was given (sk_launch_repeat's n)
+  uint64_t stop, last_epoch;     // the stop flag's address; the epoch of the last run it ran
 };
 
 std::mutex g_mutex;
@@ -75,7 +78,18 @@ Graph *capturing(void *stream) {
   return it == g_capturing.end() ? nullptr : it->second;
 }
 
-// A launch runs: its blocks read the epoch word, run as the next epoch and write it back; in
+// A hang to inject (fake_cuda_hang_in_run): the report words a wait of run `run` of the next
+// launch writes past its deadline.
+struct InjectedHang {
+  bool armed = false;
+  unsigned run = 0;
+  uint64_t words[sk::cuda::kReportWords] = {};
+};
+InjectedHang g_hang;
+
+// A launch runs: its blocks read the epoch word and run as the next epoch, up to `runs` times
+// (the iteration barrier's last arriver ends the loop early after a run that left the stop
+// flag nonzero or raised this launch's abort word), and write the last run's epoch back; in
 // buffer mode they read the argument slots from the buffer. Called with g_mutex held.
 void run_launch(Launch l) {
   if (g_allocations.count(l.first_slot)) {
@@ -83,8 +97,20 @@ void run_launch(Launch l) {
     std::memcpy(&l.first_slot, reinterpret_cast<const void *>(l.args_buffer), 8);
   }
   auto *epoch = reinterpret_cast<uint64_t *>(l.sync + sk::cuda::kSyncEpoch);
+  auto *report = reinterpret_cast<uint64_t *>(l.report);
   l.epoch = *epoch + 1;
-  *epoch = l.epoch;
+  l.last_epoch = l.epoch;
+  for (unsigned k = 0;; ++k, ++l.last_epoch) {
+    if (g_hang.armed && g_hang.run == k) {
+      g_hang.armed = false;
+      std::memcpy(report, g_hang.words, sizeof g_hang.words);
+      report[sk::cuda::kReportEpoch] = report[sk::cuda::kReportAbortWord] = l.last_epoch;
+    }
+    if (k + 1 >= l.runs) break;
+    if (l.stop && *reinterpret_cast<const uint32_t *>(l.stop) != 0) break;
+    if (report[sk::cuda::kReportAbortWord] >= l.epoch) break;
+  }
+  *epoch = l.last_epoch;
   g_launches.push_back(l);
 }
 
@@ -128,21 +154,24 @@ using sk::cuda::LaunchConfig;
 extern "C" {
 
 // ---- test controls -------------------------------------------------------------------------
-struct FakeLaunch {
-  unsigned grid, block;
-  int cooperative;
-  void *stream;
-  uint64_t first_slot, args_buffer, sync, epoch, report;
-};
+// The test's view of a Launch (the same fields).
+using FakeLaunch = Launch;
 int fake_cuda_launches(FakeLaunch *out, int cap) {
   std::lock_guard<std::mutex> lock(g_mutex);
   int n = 0;
   for (const Launch &l : g_launches) {
-    if (n < cap)
-      out[n] = {l.grid, l.block, l.cooperative, l.stream, l.first_slot, l.args_buffer, l.sync, l.epoch, l.report};
+    if (n < cap) out[n] = l;
     ++n;
   }
   return n;
+}
+// The next launch that runs has a wait of its run `run` (0: the first) write `words` as its
+// hang report, with the run's epoch in the report's epoch and abort words.
+void fake_cuda_hang_in_run(unsigned run, const uint64_t *words) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_hang.armed = true;
+  g_hang.run = run;
+  std::memcpy(g_hang.words, words, sizeof g_hang.words);
 }
 int fake_cuda_stream_waits() {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -159,6 +188,7 @@ void fake_cuda_reset(int occupancy) {
   g_fail.clear();
   g_occupancy = occupancy;
   g_shared = {};
+  g_hang = {};
   g_driver_version = 13000;
 }
 // What cuDriverGetVersion reports from now on (12000 is CUDA 12.0).
@@ -458,10 +488,12 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
     if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
       l.cooperative = cfg->attrs[i].value.cooperative;
   l.stream = cfg->stream;
-  static_assert(sk::cuda::kEntryParams == 3);
+  static_assert(sk::cuda::kEntryParams == 5);
   std::memcpy(&l.first_slot, params[0], 8);  // parameter mode: the first slot itself
   std::memcpy(&l.sync, params[1], 8);
   std::memcpy(&l.report, params[2], 8);
+  std::memcpy(&l.runs, params[3], 4);
+  std::memcpy(&l.stop, params[4], 8);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (Graph *g = capturing(cfg->stream)) {
     g->nodes.push_back(Node{"cuLaunchKernelEx", l});
@@ -547,11 +579,7 @@ int fake_cuda_graph_nodes(void *graph, FakeNode *out, int cap) {
   int n = 0;
   for (const Node &node : static_cast<Graph *>(graph)->nodes) {
     if (n < cap) {
-      const Launch &l = node.launch;
-      out[n] = {node.name,
-                {l.grid, l.block, l.cooperative, l.stream, l.first_slot, l.args_buffer, l.sync, l.epoch, l.report},
-                node.address,
-                node.size};
+      out[n] = {node.name, node.launch, node.address, node.size};
     }
     ++n;
   }

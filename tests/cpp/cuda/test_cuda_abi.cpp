@@ -135,7 +135,8 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
     const SyncLayout l = sync_layout(steps);
     EXPECT_EQ(l.epoch, 0u);
     EXPECT_EQ(l.done, 8u);
-    EXPECT_EQ(l.arrivals, 16u);
+    EXPECT_EQ(l.run, 16u);
+    EXPECT_EQ(l.arrivals, 24u);
     EXPECT_EQ(l.sync_all, l.arrivals + 8 * steps);
     EXPECT_EQ(l.flags, l.sync_all + 8 * steps);
     EXPECT_EQ(l.report, l.flags + 8 * SK_CROSS_CORE_FLAGS);
@@ -152,9 +153,10 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
 }
 
 // The launch epoch is device state (a CUDA graph freezes the parameters): each block's thread 0
-// reads the last launch's epoch from the sync buffer before any wait, and runs as the next one;
-// the last block to end (the done counter reaching the grid) writes its epoch back and clears
-// the counter. The entry takes no epoch parameter.
+// reads the last run's epoch from the sync buffer before any wait, and runs as the next one;
+// the last block to pass the launch's last iteration barrier (the done counter reaching the
+// grid times the runs) writes its epoch back and clears the counter. The entry takes no epoch
+// parameter.
 TEST(CudaAbi, TheLaunchEpochIsReadAndAdvancedOnTheDevice) {
   const SyncLayout l = sync_layout(2);
   const std::string ptx = generate_entry_ptx(two_step_spec(ArgSource::Params));
@@ -166,18 +168,72 @@ TEST(CudaAbi, TheLaunchEpochIsReadAndAdvancedOnTheDevice) {
   EXPECT_LT(read, entry.find("$init_done:")) << "thread 0 reads it";
   EXPECT_LT(entry.find("add.u64 %rd3, %rd3, 1;"), entry.find("$init_done:")) << entry;
   EXPECT_LT(entry.find("$init_done:"), entry.find("call __sk_begin")) << entry;
-  // Once per block, after its last step.
-  EXPECT_EQ(count(entry, "call __sk_finish"), 1u) << entry;
-  EXPECT_GT(entry.find("call __sk_finish"), entry.rfind("call __sk_end")) << entry;
-  EXPECT_GT(entry.find("call __sk_finish"), entry.rfind("$skip_1:")) << "blocks that run no step finish too";
-  const std::string finish = ptx_function(ptx, "__sk_finish");
-  ASSERT_FALSE(finish.empty()) << ptx;
-  EXPECT_TRUE(contains(finish, "atom.acq_rel.gpu.global.add.u64 %rd2, [%rd1+" + std::to_string(l.done) + "], 1;"))
-      << finish;
-  EXPECT_TRUE(contains(finish, "mov.u32 %r2, %nctaid.x;")) << finish;
-  EXPECT_TRUE(contains(finish, "st.relaxed.gpu.global.u64 [%rd1+" + std::to_string(l.done) + "], 0;")) << finish;
-  EXPECT_TRUE(contains(finish, "st.relaxed.gpu.global.u64 [%rd1+" + std::to_string(l.epoch) + "], %rd4;")) << finish;
-  EXPECT_LT(finish.find("@%p2 bra $D_done;"), finish.find("st.relaxed")) << "only the last block writes";
+  // Once per block and run, after its last step.
+  EXPECT_EQ(count(entry, "call (g), __sk_next"), 1u) << entry;
+  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("call __sk_end")) << entry;
+  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$skip_1:")) << "blocks that run no step pass it too";
+  const std::string next = ptx_function(ptx, "__sk_next");
+  ASSERT_FALSE(next.empty()) << ptx;
+  EXPECT_TRUE(contains(next, "atom.acq_rel.gpu.global.add.u64 %rd7, [%rd1+" + std::to_string(l.done) + "], 1;"))
+      << next;
+  EXPECT_TRUE(contains(next, "mov.u32 %r2, %nctaid.x;")) << next;
+  const size_t end = next.find("$X_end:");
+  ASSERT_NE(end, std::string::npos) << next;
+  EXPECT_GT(next.find("st.relaxed.gpu.global.u64 [%rd1+" + std::to_string(l.done) + "], 0;"), end) << next;
+  EXPECT_GT(next.find("st.relaxed.gpu.global.u64 [%rd1+" + std::to_string(l.epoch) + "], %rd2;"), end) << next;
+  EXPECT_EQ(count(next, "st.relaxed.gpu.global"), 2u) << "only the last arriver writes, once";
+}
+
+// The entry loops over its runs: the run count and the stop flag's address are parameters,
+// thread 0 keeps the launch's first and last epoch, and after each run __sk_next decides for
+// every block. One reader: only the last arriver reads the flag (once per run, not in the run
+// count's last) and the abort word, and publishes the decision in the run word, which the
+// others wait for with the deadline of every wait. A wait ends on this launch's abort,
+// whichever of its runs raised it.
+TEST(CudaAbi, TheEntryLoopsOverItsRunsAndOneBlockReadsTheStopFlag) {
+  const SyncLayout l = sync_layout(2);
+  const std::string ptx = generate_entry_ptx(two_step_spec(ArgSource::Params));
+  const std::string entry = ptx.substr(ptx.find(".visible .entry"));
+  const std::string params = entry.substr(0, entry.find('{'));
+  EXPECT_TRUE(contains(params, ".param .u32 sk_runs,")) << params;
+  EXPECT_TRUE(contains(params, ".param .u64 sk_stop)")) << params;
+  EXPECT_LT(params.find("sk_report"), params.find("sk_runs")) << params;
+  EXPECT_LT(entry.find("ld.param.u32 %r2, [sk_runs];"), entry.find("$init_done:")) << entry;
+  EXPECT_LT(entry.find("ld.param.u64 %rd1, [sk_stop];"), entry.find("$init_done:")) << entry;
+  const size_t loop = entry.find("$sk_run:");
+  ASSERT_NE(loop, std::string::npos) << entry;
+  EXPECT_GT(loop, entry.find("$init_done:")) << "the parameters are read once";
+  EXPECT_LT(loop, entry.find("call __sk_begin")) << entry;
+  EXPECT_EQ(count(entry, "bra $sk_run;"), 1u) << entry;
+  EXPECT_GT(entry.find("bra $sk_run;"), entry.find("call (g), __sk_next, ();")) << entry;
+
+  const std::string next = ptx_function(ptx, "__sk_next");
+  ASSERT_FALSE(next.empty()) << ptx;
+  const size_t last = next.find("$X_last:");
+  ASSERT_NE(last, std::string::npos) << next;
+  EXPECT_LT(next.find("@%p1 bra $X_last;"), next.find("call __sk_wait")) << "the last arriver does not wait";
+  EXPECT_EQ(count(next, "ld.relaxed.gpu.global.u32"), 1u) << next;  // the flag
+  EXPECT_GT(next.find("ld.relaxed.gpu.global.u32"), last) << "read by the last arriver only";
+  EXPECT_GT(next.find("ld.relaxed.gpu.global.u32"), next.find("@%p2 bra $X_end;")) << "not in the last run";
+  EXPECT_GT(next.find("[%rd9+" + std::to_string(8 * kReportAbortWord) + "]"), last) << next;
+  // One atomic (the done count, which acquires every block's writes of the run before the
+  // flag is read), two releases of the run word (again, and stop), no fence of its own.
+  EXPECT_EQ(count(next, "atom."), 1u) << next;
+  EXPECT_EQ(count(next, "st.release.gpu.global.u64 [%rd1+" + std::to_string(l.run) + "]"), 2u) << next;
+  EXPECT_EQ(count(next, "fence."), 0u) << next;
+  EXPECT_EQ(count(next, "call __sk_wait"), 1u) << next;
+  EXPECT_TRUE(contains(next, "add.u64 %rd8, %rd1, " + std::to_string(l.run) + ";")) << next;
+  EXPECT_TRUE(contains(next, "st.param.b32 [a2], " + std::to_string((unsigned)SyncPoint::Iteration) + ";")) << next;
+  EXPECT_EQ(std::string(sync_point_name((uint32_t)SyncPoint::Iteration)),
+            "the barrier between two runs of sk_launch_repeat");
+  EXPECT_EQ(count(next, "barrier.sync " + std::to_string(kBlockBarrier) + ";"), 2u) << next;
+
+  const std::string wait = ptx_function(ptx, "__sk_wait");
+  EXPECT_TRUE(contains(wait, "setp.ge.u64 %p2, %rd6, %rd13;")) << wait;
+  const std::regex first("ld\\.shared\\.u64 %rd13, \\[__sk_dynamic_shared\\+([0-9]+)\\];");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(wait, m, first)) << wait;
+  EXPECT_TRUE(contains(entry, "st.shared.u64 [__sk_dynamic_shared+" + m[1].str() + "], %rd3;")) << entry;
 }
 
 // libsk's per-block state lies past the sub-kernels' dynamic shared bytes, 16-aligned, and
@@ -188,7 +244,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     spec.dynamic_shared = sub_kernels;
     const std::string ptx = generate_entry_ptx(spec);
     const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
-    EXPECT_EQ(end - base, 48 + 8 * SK_CROSS_CORE_FLAGS);  // 9 fields, then a u64 per flag
+    EXPECT_EQ(end - base, 80 + 8 * SK_CROSS_CORE_FLAGS);  // 13 fields, then a u64 per flag
     const std::regex place("__sk_dynamic_shared\\+([0-9]+)");
     uint32_t lowest = UINT32_MAX, highest = 0;
     for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), place); it != std::sregex_iterator(); ++it) {
@@ -197,7 +253,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
       highest = std::max(highest, offset);
     }
     EXPECT_EQ(lowest, base);
-    EXPECT_EQ(highest, base + 48);  // the flag targets, indexed from there
+    EXPECT_EQ(highest, base + 80);  // the flag targets, indexed from there
     EXPECT_LT(highest, end);
   }
 }

@@ -271,7 +271,7 @@ TEST(CudaLink, LinkedCubinHasTheEntryAndEveryCallee) {
   EXPECT_LE(entry->registers, 255u);
   // The entry's registers cover its deepest callee's.
   EXPECT_GE(entry->registers, c.find("chain_axpy")->registers);
-  EXPECT_EQ(entry->param_bytes, 8u * 10 + 16);  // 3+3+4 argument slots + sync, report
+  EXPECT_EQ(entry->param_bytes, 8u * 10 + kEntryOwnParamBytes);  // 3+3+4 argument slots + sync, report, runs, stop
   for (const char *callee : {"chain_step", "sync_sum", "chain_axpy", "sk_block_idx", "sk_block_num", "sk_sync_all"})
     EXPECT_NE(c.find(callee), nullptr) << callee;
   EXPECT_TRUE(c.undefined.empty());
@@ -323,7 +323,7 @@ TEST(CudaLink, HundredKernelChainKeepsArgumentsInTheParameterSpace) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   EXPECT_EQ(img.args, ArgSource::Params);  // 300 slots: 2400 bytes fit
   ASSERT_NE(img.info.find("sk_superkernel_entry"), nullptr);
-  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 8u * 300 + 16);  // and sync, report
+  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 8u * 300 + kEntryOwnParamBytes);
 }
 
 TEST(CudaLink, ThousandTinyKernelsLinkWithArgumentsInABuffer) {
@@ -336,7 +336,8 @@ TEST(CudaLink, ThousandTinyKernelsLinkWithArgumentsInABuffer) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   EXPECT_EQ(img.args, ArgSource::Buffer);  // 2000 slots exceed the parameter space
   ASSERT_NE(img.info.find("sk_superkernel_entry"), nullptr);
-  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 24u);  // the buffer, sync, report
+  EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes,
+            8u + kEntryOwnParamBytes);  // the buffer, and the rest
 }
 
 TEST(CudaLink, LtoIrLinksWithCubins) {
