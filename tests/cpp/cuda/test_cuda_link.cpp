@@ -649,6 +649,31 @@ std::string nvdisasm_path() {
   return SK_NVDISASM;
 }
 
+// The linked super kernel's SASS (nvdisasm -c), or the tool's output when it fails (*rc != 0).
+std::string linked_sass(const std::string &nvdisasm, const BuiltImage &img, int *rc) {
+  char dir[] = "/tmp/sk-nvdisasm-XXXXXX";
+  if (!mkdtemp(dir)) return (*rc = -1), "mkdtemp failed";
+  const std::string cubin = std::string(dir) + "/entry.cubin", out = std::string(dir) + "/sass";
+  FILE *f = std::fopen(cubin.c_str(), "wb");
+  if (f) {
+    std::fwrite(img.cubin->data(), 1, img.cubin->size(), f);
+    std::fclose(f);
+  }
+  *rc = std::system((nvdisasm + " -c " + cubin + " > " + out + " 2>&1").c_str());
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(out);
+  std::remove(cubin.c_str());
+  std::remove(out.c_str());
+  rmdir(dir);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// The SASS of one function: from its ".text.<name>:" label to the next section.
+std::string sass_function(const std::string &sass, const std::string &name) {
+  const size_t at = sass.find("\n.text." + name + ":");
+  if (at == std::string::npos) return "";
+  return sass.substr(at, sass.find(".section", at) - at);
+}
+
 }  // namespace
 
 // The same in the linked SASS: every BAR of libsk's code (the entry and its library) is on
@@ -663,19 +688,8 @@ TEST(CudaEntrySass, LibsksBarriersStayOffTheSubKernelsBarrier0) {
   ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-  char dir[] = "/tmp/sk-nvdisasm-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string cubin = std::string(dir) + "/entry.cubin", out = std::string(dir) + "/sass";
-  FILE *f = std::fopen(cubin.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  std::fwrite(img.cubin->data(), 1, img.cubin->size(), f);
-  std::fclose(f);
-  const int rc = std::system((nvdisasm + " -c " + cubin + " > " + out + " 2>&1").c_str());
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(out);
-  const std::string sass(bytes.begin(), bytes.end());
-  std::remove(cubin.c_str());
-  std::remove(out.c_str());
-  rmdir(dir);
+  int rc = 0;
+  const std::string sass = linked_sass(nvdisasm, img, &rc);
   ASSERT_EQ(rc, 0) << sass;
   // Functions start at ".text.<name>:" section labels; BAR's first operand is the barrier.
   const std::regex section("^\\s*\\.section\\s+\\.text\\.([A-Za-z0-9_$.]+)"), bar("\\bBAR\\.[A-Z_.]*\\s+([^ ,;]+)");
@@ -719,4 +733,42 @@ TEST(CudaEntrySass, LibsksBarriersStayOffTheSubKernelsBarrier0) {
     ++libsk;
   }
   EXPECT_GT(libsk, 0u) << sass;
+}
+
+// The iteration barrier between two runs in the linked SASS: per block and run one atomic (the
+// done count: MEMBAR.GPU before it, CCTL.IVALL after, its acquire-release), the stop flag's one
+// 32-bit load on the last arriver's path, two releases of the run word (again, stop) of which a
+// run takes one, and the other blocks' wait through __sk_wait. The entry calls it once, in its
+// loop over the runs.
+TEST(CudaEntrySass, TheIterationBarrierIsOneAtomicPerBlockAndOneFlagLoad) {
+  const std::string nvdisasm = nvdisasm_path();
+  if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 8);
+  s.add(kernel(chain, "chain_step"), 8);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  int rc = 0;
+  const std::string sass = linked_sass(nvdisasm, img, &rc);
+  ASSERT_EQ(rc, 0) << sass;
+  const std::string next = sass_function(sass, "__sk_next");
+  ASSERT_FALSE(next.empty()) << "__sk_next is a function of its own\n" << sass;
+  auto matches = [](const std::string &text, const char *pattern) {
+    const std::regex re(pattern);
+    return (size_t)std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());
+  };
+  EXPECT_EQ(matches(next, "\\b(ATOMG|ATOM|RED)\\."), 1u) << next;
+  EXPECT_EQ(matches(next, "\\bLDG\\.E\\.STRONG\\.GPU\\b"), 1u) << next;                     // 32 bits: the flag
+  EXPECT_EQ(matches(next, "\\bSTG\\.E\\.64\\.STRONG\\.GPU[^\\n]*\\+0x10\\]"), 2u) << next;  // the run word
+  EXPECT_EQ(matches(next, "\\bMEMBAR\\.[A-Z.]*GPU\\b"), 3u) << next;
+  EXPECT_EQ(matches(next, "\\bCCTL\\.IVALL\\b"), 1u) << next;
+  EXPECT_EQ(matches(next, "CALL[^\\n]*__sk_wait\\)"), 1u) << next;
+  EXPECT_EQ(matches(next, "\\bBAR\\.SYNC[^\\n]*0xf\\b"), 2u) << next;
+  static_assert(kSyncRun == 0x10);
+  const std::string entry = sass_function(sass, "sk_superkernel_entry");
+  ASSERT_FALSE(entry.empty()) << sass;
+  EXPECT_EQ(matches(entry, "CALL[^\\n]*__sk_next\\)"), 1u) << entry;
+  EXPECT_EQ(matches(entry, "\\bEXIT\\b"), 1u) << entry;
 }
