@@ -1,6 +1,8 @@
 // bench_cuda: the per-kernel cost of a static chain of tiny kernels on one GPU, measured side
 // by side in one run: plain stream launches, CUDA Graph replay of the same launches, and one
-// libsk super kernel (the same kernel body fused from a relocatable cubin) per chain.
+// libsk super kernel (the same kernel body fused from a relocatable cubin) per chain; then the
+// per-run cost of 16 runs of a super kernel as 16 sk_launch vs one sk_launch_repeat (one
+// launch whose entry loops, with a stop flag nobody sets).
 //
 //   bench_cuda <tiny.cubin> [--rounds R] [--blocks B]
 //
@@ -145,6 +147,47 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaGraphDestroy(graph));
   }
+  // A decode loop of kRuns steps: kRuns launches, or one launch that runs kRuns times.
+  constexpr uint32_t kRuns = 16;
+  void *flag = nullptr;
+  CHECK_SK(sk_mem_alloc(dev, sizeof(uint32_t), &flag));
+  CHECK_CUDA(cudaMemset(flag, 0, sizeof(uint32_t)));
+  std::printf("\nsk_launch_repeat: %u runs of a chain, us per run, median of %d rounds\n", kRuns, rounds);
+  std::printf("%8s | %14s | %14s | %14s\n", "kernels", "launches us", "repeat us", "launches/repeat");
+  for (uint32_t chain : {1u, 10u, 100u}) {
+    sk_scope *scope = nullptr;
+    CHECK_SK(sk_scope_begin(dev, "bench_repeat", nullptr, &scope));
+    for (uint32_t k = 0; k < chain; ++k) {
+      void *args[] = {&x, (void *)&n};
+      CHECK_SK(sk_add_kernel(scope, tiny, blocks, args, nullptr));
+    }
+    sk_superkernel *sk = nullptr;
+    CHECK_SK(sk_finalize(scope, &sk));
+    CHECK_SK(sk_launch_repeat(sk, kRuns, static_cast<const uint32_t *>(flag), nullptr));  // warm-up
+    CHECK_SK(sk_stream_synchronize(nullptr));
+    expected += (uint64_t)kRuns * chain;
+    const int reps = std::max(3, (int)(2000 / chain));
+    std::vector<double> launches_t, repeat_t;
+    for (int r = 0; r < rounds; ++r) {
+      double t0 = now_us();
+      for (int i = 0; i < reps; ++i)
+        for (uint32_t k = 0; k < kRuns; ++k) CHECK_SK(sk_launch(sk, nullptr));
+      CHECK_SK(sk_stream_synchronize(nullptr));
+      launches_t.push_back((now_us() - t0) / (reps * (double)kRuns));
+      t0 = now_us();
+      for (int i = 0; i < reps; ++i)
+        CHECK_SK(sk_launch_repeat(sk, kRuns, static_cast<const uint32_t *>(flag), nullptr));
+      CHECK_SK(sk_stream_synchronize(nullptr));
+      repeat_t.push_back((now_us() - t0) / (reps * (double)kRuns));
+      expected += 2ull * reps * kRuns * chain;
+    }
+    const double l = median(launches_t), rp = median(repeat_t);
+    std::printf("%8u | %14.3f | %14.3f | %14.2fx\n", chain, l, rp, l / rp);
+    std::fflush(stdout);
+    sk_superkernel_destroy(sk);
+  }
+  sk_mem_free(dev, flag);
+
   std::vector<uint32_t> host(n);
   CHECK_SK(sk_memcpy(dev, host.data(), x, n * sizeof(uint32_t)));
   for (uint32_t i = 0; i < n; ++i)

@@ -2,7 +2,8 @@
 // chain, sk_sync_all on fewer blocks than the super kernel (also from a __noinline__ helper),
 // task overlap, argument rebinding, static and dynamic shared memory, a hang and the launch
 // after it, 30 KiB of arguments in the parameter space, a launch captured into a CUDA graph
-// and replayed, sub-kernels whose threads return early.
+// and replayed, sub-kernels whose threads return early, sk_launch_repeat as one launch (n
+// runs == n launches, an early stop by a kernel that sets the flag).
 // Every test skips (never passes) when no CUDA device can be opened.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -463,5 +464,106 @@ TEST_F(CudaGpu, EarlyReturningThreadsFusedEqualUnfused) {
   const std::vector<uint32_t> expect = apply(apply(init));
   EXPECT_EQ(read(out_u, n), expect);
   EXPECT_EQ(read(out_f, n), read(out_u, n));
+  sk_superkernel_destroy(sk);
+}
+
+namespace {
+
+// chain_step over `blocks[i]` blocks per step, bound to `x`.
+sk_superkernel *chain_superkernel(sk_device *dev, sk_kernel *step, const char *name, uint32_t **x, const uint32_t *n,
+                                  const std::vector<uint32_t> &blocks, sk_kernel *last = nullptr,
+                                  void **last_args = nullptr) {
+  sk_scope *scope = nullptr;
+  EXPECT_EQ(sk_scope_begin(dev, name, nullptr, &scope), SK_OK) << sk_last_error();
+  if (!scope) return nullptr;
+  for (uint32_t i = 0; i < blocks.size(); ++i) {
+    void *args[] = {x, (void *)n, &i};
+    EXPECT_EQ(sk_add_kernel(scope, step, blocks[i], args, nullptr), SK_OK) << sk_last_error();
+  }
+  if (last) EXPECT_EQ(sk_add_kernel(scope, last, 1, last_args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  return sk;
+}
+
+// x = x * 3 + i for each step i, `runs` times.
+void expect_chain(std::vector<uint32_t> *x, size_t steps, uint32_t runs) {
+  for (uint32_t r = 0; r < runs; ++r)
+    for (uint32_t i = 0; i < steps; ++i)
+      for (uint32_t &v : *x) v = v * 3u + i;
+}
+
+}  // namespace
+
+// One launch of n runs (the entry loops, with the iteration barrier between runs) computes
+// what n launches of the same super kernel and n rounds of unfused launches do, bit for bit;
+// the launch after it runs at the next epoch.
+TEST_F(CudaGpu, RepeatOfNRunsEqualsNLaunches) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  const uint32_t n = 5000, runs = 7;
+  const std::vector<uint32_t> blocks = {3, 40, 1, 17, 8, 29};  // idle and multiplexed cores
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i * 5u + 1;
+  uint32_t *repeated = alloc(init), *launched = alloc(init), *unfused = alloc(init);
+  sk_superkernel *a = chain_superkernel(dev_, step, "repeat_chain", &repeated, &n, blocks);
+  sk_superkernel *b = chain_superkernel(dev_, step, "launched_chain", &launched, &n, blocks);
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(sk_launch_repeat(a, runs, nullptr, nullptr), SK_OK) << sk_last_error();
+  for (uint32_t r = 0; r < runs; ++r) {
+    ASSERT_EQ(sk_launch(b, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t i = 0; i < blocks.size(); ++i) {
+      void *args[] = {&unfused, (void *)&n, &i};
+      ASSERT_EQ(sk_launch_kernel(step, blocks[i], args, nullptr), SK_OK) << sk_last_error();
+    }
+  }
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<uint32_t> expect = init;
+  expect_chain(&expect, blocks.size(), runs);
+  EXPECT_EQ(read(unfused, n), expect);
+  EXPECT_EQ(read(launched, n), expect);
+  EXPECT_EQ(read(repeated, n), expect);
+  // Epochs go on: a plain launch, then another repeat.
+  ASSERT_EQ(sk_launch(a, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_repeat(a, 3, nullptr, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  expect_chain(&expect, blocks.size(), 4);
+  EXPECT_EQ(read(repeated, n), expect);
+  sk_superkernel_destroy(a);
+  sk_superkernel_destroy(b);
+}
+
+// A kernel sets the stop flag in run k: the loop ends after run k (not one run later), and a
+// flag set before the launch ends it after its first run; a zero flag lets all n run.
+TEST_F(CudaGpu, RepeatStopsAfterTheRunThatSetTheFlag) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  sk_kernel *stop = kernel("repeat.cubin", "count_and_stop");
+  ASSERT_TRUE(step && stop);
+  const uint32_t n = 3000, stop_at = 4;
+  const std::vector<uint32_t> blocks = {12, 5, 33};
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i;
+  uint32_t *x = alloc(init), *count = alloc(std::vector<uint32_t>{0}), *flag = alloc(std::vector<uint32_t>{0});
+  void *stop_args[] = {&count, &flag, (void *)&stop_at};
+  sk_superkernel *sk = chain_superkernel(dev_, step, "stopping_chain", &x, &n, blocks, stop, stop_args);
+  ASSERT_NE(sk, nullptr);
+  ASSERT_EQ(sk_launch_repeat(sk, 100, flag, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<uint32_t> expect = init;
+  expect_chain(&expect, blocks.size(), stop_at);
+  EXPECT_EQ(read(count, 1)[0], stop_at);
+  EXPECT_EQ(read(flag, 1)[0], 1u);
+  EXPECT_EQ(read(x, n), expect);
+  ASSERT_EQ(sk_launch_repeat(sk, 10, flag, nullptr), SK_OK) << sk_last_error();  // already set: one run
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(read(count, 1)[0], stop_at + 1);
+  const uint32_t zero = 0;
+  ASSERT_EQ(sk_memcpy(dev_, flag, &zero, 4), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_repeat(sk, 3, flag, nullptr), SK_OK) << sk_last_error();  // stop_at is past: all 3
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(read(count, 1)[0], stop_at + 4);
+  EXPECT_EQ(read(flag, 1)[0], 0u);
+  expect_chain(&expect, blocks.size(), 4);
+  EXPECT_EQ(read(x, n), expect);
   sk_superkernel_destroy(sk);
 }
