@@ -702,11 +702,13 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream);
  * On the host device the n runs are one task (each core passes a barrier between two runs, and
  * the last core to arrive reads the flag for all of them); the flag is host memory, like all of
  * that device's memory, and a host thread may also set it (with an atomic store) to end the loop.
- * On a CUDA device the runs are n launches queued on the stream; a stop flag is not implemented
- * there yet (SK_ERR_UNSUPPORTED), and a launch the driver refuses ends the call with the runs
- * before it queued.
- * - Errors: SK_ERR_INVALID_ARGUMENT for n 0 or above SK_LAUNCH_REPEAT_MAX, or a stop_flag not
- *   aligned to 4 bytes; SK_ERR_UNSUPPORTED for a stop flag on a CUDA device; otherwise as sk_launch.
+ * On a CUDA device the n runs are one kernel launch (its blocks pass a grid barrier between two
+ * runs, whose last block to arrive reads the flag for all of them); the flag is memory the GPU
+ * can read: sk_mem_alloc, or device, managed or page-locked memory of the CUDA driver. A hang
+ * report there names the step, block and sync point, not the run.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for n 0 or above SK_LAUNCH_REPEAT_MAX, a stop_flag not
+ *   aligned to 4 bytes, or on a CUDA device a stop_flag the GPU cannot read; otherwise as
+ *   sk_launch.
  * - Ownership: *stop_flag is the caller's; it must stay valid until the launch has ended.
  * - Threads: any.
  */

@@ -1,6 +1,6 @@
 // The CUDA backend's launch path through the public C API, against a stand-in driver
 // (fake_cuda_driver.cpp, via SK_CUDA_DRIVER_LIBRARY): finalize with co-residency clipping,
-// launch parameters and epochs, stream ordering, argument rebinding, hang reports,
+// launch parameters and epochs, sk_launch_repeat as one launch, stream ordering, argument rebinding, hang reports,
 // sk_launch_kernel, shared memory sizes and cooperative launches, the parameter space by driver
 // version, graph capture of the application's stream and its replays, the on-disk link cache
 // across processes. Real linking (nvJitLink) happens; no kernel code runs.
