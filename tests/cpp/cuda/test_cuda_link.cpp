@@ -889,4 +889,8 @@ TEST(CudaEntrySass, OneCallPerDistinctSubKernel) {
   size_t total = 0;
   for (const auto &[fn, n] : calls) total += n;
   EXPECT_LE(total, 6u) << entry;  // the two sub-kernels, __sk_begin, __sk_end, __sk_finish
+  // Reached through one jump table; the entry's own fences are the two a step's cache flags
+  // ask for (each behind a branch on them), none per step.
+  EXPECT_EQ(count(entry, "BRX "), 1u) << entry;
+  EXPECT_EQ(count(entry, "MEMBAR.ALL.GPU"), 2u) << entry;
 }
