@@ -29,22 +29,26 @@ sk_status cuda_inputs(const std::string &scope, std::vector<PlanInput> *inputs) 
   return SK_OK;
 }
 
-// Builds, links and loads a plan; `slots` argument slots in all.
-sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const Plan &plan,
-                         const std::vector<std::shared_ptr<CudaKernel>> &kernels, size_t slots, uint64_t id,
-                         std::unique_ptr<LinkedProgram> *out) {
+// What building `plan` for `dev` takes; `slots` argument slots in all.
+BuildRequest build_request(const CudaDevice &dev, const Plan &plan,
+                           const std::vector<std::shared_ptr<CudaKernel>> &kernels, size_t slots, uint64_t id) {
   BuildRequest req;
   req.name = plan.name;
-  req.arch = dev->arch();
-  req.timeout_ns = dev->timeout_ns();
+  req.arch = dev.arch();
+  req.timeout_ns = dev.timeout_ns();
   req.id = id;
   req.plan = &plan;
   req.kernels = kernels;
   req.arg_slots = slots;
-  req.param_bytes = param_space_bytes(dev->driver_version());
-  BuiltImage image;
-  if (sk_status st = build_superkernel(req, &image); st != SK_OK) return st;
-  return LinkedProgram::load(dev, image, plan.name, plan.steps.size(), id, out);
+  req.param_bytes = param_space_bytes(dev.driver_version());
+  return req;
+}
+
+// Builds, links and loads a request's plan; `image` keeps what was linked.
+sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const BuildRequest &req, BuiltImage *image,
+                         std::unique_ptr<LinkedProgram> *out) {
+  if (sk_status st = build_superkernel(req, image); st != SK_OK) return st;
+  return LinkedProgram::load(dev, *image, req.name, req.plan->steps.size(), req.id, out);
 }
 
 }  // namespace
@@ -71,10 +75,13 @@ sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &opt
   sk->slot_base = slot_base;
   sk->id = dev->register_name(name, names);
   // First plan: bounded by what any architecture could hold; the linked entry's occupancy
-  // then gives the real co-residency bound, and a plan that exceeds it is made again.
+  // then gives the real co-residency bound, and a plan that exceeds it is made again. The
+  // entry does not depend on the placement, so the new plan changes the step table only.
   const uint32_t bound = dev->multiprocessors() * kMaxBlocksPerSm;
   if (sk_status st = build_plan(name, options, inputs, bound, &sk->plan); st != SK_OK) return st;
-  if (sk_status st = build_and_load(dev, sk->plan, ck, slots.size(), sk->id, &sk->program); st != SK_OK) return st;
+  BuildRequest req = build_request(*dev, sk->plan, ck, slots.size(), sk->id);
+  BuiltImage image;
+  if (sk_status st = build_and_load(dev, req, &image, &sk->program); st != SK_OK) return st;
   const uint32_t fit = sk->program->max_coresident();
   if (sk->plan.cores > fit) {
     Plan clipped;
@@ -86,8 +93,10 @@ sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &opt
       return st;
     }
     sk->plan = std::move(clipped);
-    sk->program.reset();
-    if (sk_status st = build_and_load(dev, sk->plan, ck, slots.size(), sk->id, &sk->program); st != SK_OK) return st;
+    req.plan = &sk->plan;
+    std::vector<uint32_t> table;
+    if (sk_status st = replanned_table(req, image, &table); st != SK_OK) return st;
+    if (sk_status st = sk->program->set_table(std::move(table)); st != SK_OK) return st;
   }
   if (sk_status st = sk->program->configure(std::move(slots), sk->plan.cores, true); st != SK_OK) return st;
   sk->kernels = std::move(kernels);
@@ -179,7 +188,11 @@ sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backe
     if (ctx.status() != SK_OK) return ctx.status();
     auto made = std::make_shared<UnfusedProgram>();
     const uint64_t id = dev->register_name(symbol + " (single)", {symbol});
-    if (sk_status st = build_and_load(dev, plan, {kernel}, slots.size(), id, &made->linked); st != SK_OK) return st;
+    BuiltImage image;
+    if (sk_status st =
+            build_and_load(dev, build_request(*dev, plan, {kernel}, slots.size(), id), &image, &made->linked);
+        st != SK_OK)
+      return st;
     const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
     if (waits && block_dim > made->linked->max_coresident())
       return fail(SK_ERR_INCOMPATIBLE,

@@ -14,6 +14,11 @@ namespace {
 constexpr unsigned kWaited = 1, kArrived = 2, kLast = 4, kMayArrive = 8;
 // __sk_begin's flag bits.
 constexpr unsigned kFirst = 1, kLastBlock = 2, kWaitNow = 4, kGmFlush = 8, kNoDeps = 16, kArriveInKernel = 32;
+// Of them, those a step's table flags pass to every block of the step; the step loop's own
+// bits (kStep*, entry_ptx.hpp) lie above them.
+constexpr unsigned kStepBeginBits = kGmFlush | kNoDeps | kArriveInKernel;
+static_assert(((kFirst | kLastBlock | kWaitNow | kStepBeginBits) &
+               (kStepWaitNow | kStepFenceBefore | kStepFenceAfter)) == 0);
 
 constexpr unsigned kCrossCoreFlags = SK_CROSS_CORE_FLAGS;
 
@@ -29,6 +34,8 @@ constexpr StateField kBlockState[] = {
     {"S_SYNC", 8},
     {"S_EPOCH", 8},
     {"S_REPORT", 8},
+    {"S_DEPS", 8},  // the step's dependency pairs in the step table, and their end
+    {"S_DEPS_END", 8},
     {"S_FIRST_EPOCH", 8},
     {"S_LAST_EPOCH", 8},
     {"S_STOP", 8},
@@ -86,6 +93,19 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["SYNC_ARRIVALS"] = str(sync.arrivals);
   v["SYNC_SYNC_ALL"] = str(sync.sync_all);
   v["SYNC_FLAGS"] = str(sync.flags);
+  v["SYNC_STEPS"] = str(sync.table);
+  v["TABLE_COUNT"] = "0";
+  v["TABLE_RECORDS"] = str(4 * kTableHeaderWords);
+  static const char *const step_words[kStepWords] = {"STEP_KERNEL",    "STEP_BLOCK_DIM", "STEP_CORES",
+                                                     "STEP_FIRST",     "STEP_FLAGS",     "STEP_ARG_BASE",
+                                                     "STEP_DEP_BEGIN", "STEP_DEP_END"};
+  for (uint32_t w = 0; w < kStepWords; ++w) v[step_words[w]] = str(4 * w);
+  v["STEP_BYTES"] = str(4 * kStepWords);
+  v["STEP_BEGIN_BITS"] = str(kStepBeginBits);
+  v["STEP_WAIT_NOW"] = str(kStepWaitNow);
+  v["STEP_FENCE_BEFORE"] = str(kStepFenceBefore);
+  v["STEP_FENCE_AFTER"] = str(kStepFenceAfter);
+  v["FIRST_WAIT_FLAGS"] = str(kFirst | kWaitNow);
   uint32_t offset = block_state_base(spec);
   for (const StateField &f : kBlockState) {
     v[f.placeholder] = "__sk_dynamic_shared+" + str(offset);
@@ -123,60 +143,32 @@ PtxValues abi_values(const EntrySpec &spec) {
   return v;
 }
 
-// Per step, the steps it waits for and their core counts: __sk_dep_first[i] ..
-// __sk_dep_first[i+1] index (step, cores) pairs of __sk_dep_list.
-std::string dependency_tables(const EntrySpec &spec) {
-  std::vector<uint32_t> first{0}, list;
-  for (const EntryStep &s : spec.steps) {
-    for (uint32_t d : s.deps) {
-      list.push_back(d);
-      list.push_back(d < spec.steps.size() ? spec.steps[d].cores : 0);
-    }
-    first.push_back((uint32_t)(list.size() / 2));
-  }
-  if (list.empty()) list = {0, 0};
-  auto table = [](const char *name, const std::vector<uint32_t> &v) {
-    std::string o = std::string(".const .align 4 .u32 ") + name + "[" + str(v.size()) + "] = {";
-    for (size_t k = 0; k < v.size(); ++k) o += (k ? (k % 16 ? ", " : ",\n  ") : "") + str(v[k]);
-    return o + "};";
-  };
-  return table("__sk_dep_first", first) + "\n" + table("__sk_dep_list", list);
-}
-
 std::string param_decl(const EntryStep &s, size_t j, const char *prefix) {
   return std::string(".param .b") + (wide(s.signature[j]) ? "64 " : "32 ") + prefix + str(j);
 }
 
 std::string subkernel_declarations(const EntrySpec &spec) {
   std::string o;
-  std::vector<std::string> declared;
-  for (const EntryStep &s : spec.steps) {
-    bool seen = false;
-    for (const std::string &d : declared) seen |= d == s.symbol;
-    if (seen) continue;
-    declared.push_back(s.symbol);
-    o += (o.empty() ? "" : "\n") + std::string(".extern .func ") + s.symbol + "(";
-    for (size_t j = 0; j < s.signature.size(); ++j) o += (j ? ", " : "") + param_decl(s, j, "p");
+  for (const EntryStep *s : distinct_kernels(spec)) {
+    o += (o.empty() ? "" : "\n") + std::string(".extern .func ") + s->symbol + "(";
+    for (size_t j = 0; j < s->signature.size(); ++j) o += (j ? ", " : "") + param_decl(*s, j, "p");
     o += ");";
   }
   return o;
 }
 
-// The sub-kernel's call: each argument loaded from its 8-byte slot (the value in its low
-// bytes, little-endian, narrow integers extended) and passed.
+// The sub-kernel's call: each argument loaded from its 8-byte slot at %t5 (the step's first
+// slot) and passed.
 std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   const size_t n = s.signature.size();
   std::string o = "  {\n";
   if (n) o += "    .reg .b64 %x<" + str(n) + ">;\n    .reg .b32 %y<" + str(n) + ">;\n";
   for (size_t j = 0; j < n; ++j) o += "    " + param_decl(s, j, "c") + ";\n";
+  const std::string load = spec.args == ArgSource::Params ? "ld.param." : "ld.global.nc.";
   for (size_t j = 0; j < n; ++j) {
     const bool w = wide(s.signature[j]);
-    const std::string slot = str(8ull * (s.arg_base + j)), reg = (w ? "%x" : "%y") + str(j),
-                      type = w ? "u64 " : "u32 ";
-    if (spec.args == ArgSource::Params)
-      o += "    ld.param." + type + reg + ", [sk_args+" + slot + "];\n";
-    else
-      o += "    ld.global.nc." + type + reg + ", [%rd2+" + slot + "];\n";
+    const std::string reg = (w ? "%x" : "%y") + str(j);
+    o += "    " + load + (w ? "u64 " : "u32 ") + reg + ", [%t5+" + str(8 * j) + "];\n";
     o += std::string("    st.param.b") + (w ? "64" : "32") + " [c" + str(j) + "], " + reg + ";\n";
   }
   o += "    call " + s.symbol + ", (";
@@ -184,21 +176,23 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   return o + ");\n  }";
 }
 
-std::string step_code(const EntrySpec &spec, size_t i, PtxValues &v) {
-  const EntryStep &s = spec.steps[i];
-  const bool wait_now = !s.deps.empty() && !s.wait_in_kernel;
-  v["STEP"] = str(i);
-  v["SYMBOL"] = s.symbol;
-  v["BLOCK_DIM"] = str(s.block_dim);
-  v["CORES"] = str(s.cores);
-  v["FIRST"] = str(s.first);
-  v["FIRST_FLAGS"] = str(kFirst | (wait_now ? kWaitNow : 0));
-  v["FLAGS"] =
-      str((s.gm_flush ? kGmFlush : 0) | (s.deps.empty() ? kNoDeps : 0) | (s.arrive_in_kernel ? kArriveInKernel : 0));
-  v["FENCE_BEFORE"] = s.dcci_before ? "  fence.acq_rel.gpu;" : "";
-  v["FENCE_AFTER"] = s.dcci_after ? "  fence.acq_rel.gpu;" : "";
-  v["CALL"] = subkernel_call(spec, s);
-  return ptx_template().expand("step", v);
+// The step loop and its call sites, one per distinct sub-kernel.
+std::string steps_code(const EntrySpec &spec, PtxValues v) {
+  const std::vector<const EntryStep *> kernels = distinct_kernels(spec);
+  std::string targets, sites;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    targets += (k ? ", $call_" : "$call_") + str(k);
+    v["KERNEL"] = str(k);
+    v["SYMBOL"] = kernels[k]->symbol;
+    v["CALL"] = subkernel_call(spec, *kernels[k]);
+    sites += ptx_template().expand("call_site", v);
+  }
+  while (!sites.empty() && sites.back() == '\n') sites.pop_back();
+  v["CALL_TARGETS"] = targets;
+  v["CALL_SITES"] = sites;
+  v["ARGS_BASE"] = spec.args == ArgSource::Params ? "  mov.u64 %t6, sk_args;\n  add.u64 %t5, %t5, %t6;"
+                                                  : "  add.u64 %t5, %t5, %rd2;";
+  return ptx_template().expand("steps", v);
 }
 
 }  // namespace
@@ -212,7 +206,47 @@ SyncLayout sync_layout(size_t steps) {
   l.flags = l.sync_all + 8 * steps;
   l.report = l.flags + 8 * kCrossCoreFlags;
   l.bytes = l.report + 8 * kReportWords;
+  l.table = (l.bytes + 15) / 16 * 16;
   return l;
+}
+
+std::vector<const EntryStep *> distinct_kernels(const EntrySpec &spec) {
+  std::vector<const EntryStep *> kernels;
+  for (const EntryStep &s : spec.steps) {
+    bool seen = false;
+    for (const EntryStep *k : kernels) seen |= k->symbol == s.symbol;
+    if (!seen) kernels.push_back(&s);
+  }
+  return kernels;
+}
+
+std::vector<uint32_t> step_table(const EntrySpec &spec) {
+  const std::vector<const EntryStep *> kernels = distinct_kernels(spec);
+  const size_t records = kTableHeaderWords, deps = records + kStepWords * spec.steps.size();
+  std::vector<uint32_t> t(deps, 0);
+  t[0] = (uint32_t)spec.steps.size();
+  for (size_t i = 0; i < spec.steps.size(); ++i) {
+    const EntryStep &s = spec.steps[i];
+    uint32_t *r = &t[records + kStepWords * i];
+    for (uint32_t k = 0; k < kernels.size(); ++k)
+      if (kernels[k]->symbol == s.symbol) r[kStepKernel] = k;
+    r[kStepBlockDim] = s.block_dim;
+    r[kStepCores] = s.cores;
+    r[kStepFirst] = s.first;
+    r[kStepFlags] = (s.gm_flush ? kGmFlush : 0) | (s.deps.empty() ? kNoDeps : 0) |
+                    (s.arrive_in_kernel ? kArriveInKernel : 0) |
+                    (!s.deps.empty() && !s.wait_in_kernel ? kStepWaitNow : 0) |
+                    (s.dcci_before ? kStepFenceBefore : 0) | (s.dcci_after ? kStepFenceAfter : 0);
+    r[kStepArgBase] = s.arg_base;
+    r[kStepDepBegin] = (uint32_t)t.size();
+    for (uint32_t d : s.deps) {
+      t.push_back(d);
+      t.push_back(d < spec.steps.size() ? spec.steps[d].cores : 0);
+    }
+    r = &t[records + kStepWords * i];  // push_back may have moved the table
+    r[kStepDepEnd] = (uint32_t)t.size();
+  }
+  return t;
 }
 
 const char *flag_call_name(uint64_t call) {
@@ -238,18 +272,15 @@ std::string generate_entry_ptx(const EntrySpec &spec) {
   PtxValues v = abi_values(spec);
   v["ENTRY_NAME"] = spec.entry_name;
   v["STEP_COUNT"] = str(spec.steps.size());
+  v["KERNEL_COUNT"] = str(distinct_kernels(spec).size());
   v["THREADS"] = str(spec.threads);
   v["ARCH"] = spec.arch;
-  v["DEPENDENCY_TABLES"] = dependency_tables(spec);
   v["SUBKERNEL_DECLARATIONS"] = subkernel_declarations(spec);
   const uint32_t slots = spec.arg_slots ? spec.arg_slots : 1;
   v["ARGS_PARAM"] = spec.args == ArgSource::Params ? "  .param .align 8 .b8 sk_args[" + str(8ull * slots) + "],"
                                                    : "  .param .u64 sk_args,";
   v["LOAD_ARGS_BUFFER"] = spec.args == ArgSource::Buffer ? "  ld.param.u64 %rd2, [sk_args];" : "";
-  std::string steps;
-  PtxValues step_values = v;
-  for (size_t i = 0; i < spec.steps.size(); ++i) steps += step_code(spec, i, step_values);
-  v["STEPS"] = steps;
+  v["STEPS"] = steps_code(spec, v);
   return ptx_template().expand("superkernel", v);
 }
 

@@ -17,7 +17,7 @@
 //    run word (2 * epoch, + 1 to stop), which the other blocks wait for.
 //  * step i's arrival counter counts one arrival per block (core) that ran it per launch:
 //    launch e's step i is over at e * cores_i arrivals. A block waits for the steps step i
-//    depends on (a table in constant memory) at the start of step i (or at
+//    depends on (listed in the step table) at the start of step i (or at
 //    sk_wait_pre_task_end), and arrives at the end of step i (or at
 //    sk_set_next_task_start in its last block of the step): split-phase, so arrivals of a
 //    fast block may run ahead safely.
@@ -27,6 +27,12 @@
 //    report (super kernel id, step, block, sync point) and sets the abort word to the launch's
 //    epoch, which makes every other wait of that launch (and of no other) return; the host
 //    reports SK_ERR_HANG at the next synchronisation.
+//
+// Steps are data, not code: the entry walks a step table (step_table(), in device memory past
+// the sync buffer) and reaches each step's sub-kernel through a jump table (`brx.idx`) to one
+// direct call site per distinct sub-kernel. The PTX is the same for any placement of the steps
+// (cores, first block, flags, dependencies), and its size grows with the distinct sub-kernels,
+// not with the steps.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -37,7 +43,7 @@
 namespace sk::cuda {
 
 struct EntryStep {
-  std::string symbol;  // the sub-kernel's device function
+  std::string symbol;  // the sub-kernel's device function (one call site per distinct symbol)
   Signature signature;
   uint32_t block_dim = 1;         // the sub-kernel's own blocks
   uint32_t cores = 1;             // blocks of the super kernel that run it (<= grid)
@@ -102,14 +108,42 @@ constexpr size_t kSyncEpoch = 0, kSyncDone = 8, kSyncRun = 16;
 // A super kernel's sync buffer (device memory, 64-bit counters, zeroed on the first launch's
 // stream and after a reported hang), at these byte offsets: the epoch, done and run words, step i's
 // arrivals at arrivals + 8*i, its sk_sync_all counter at sync_all + 8*i, cross-core flag f's at
-// flags + 8*f; then its hang report (kReportWords words).
+// flags + 8*f; then its hang report (kReportWords words). The step table follows, in the same
+// allocation, written once before the first launch and never zeroed.
 struct SyncLayout {
   size_t epoch = kSyncEpoch, done = kSyncDone, run = kSyncRun;
   size_t arrivals = 0, sync_all = 0, flags = 0;
   size_t report = 0;  // where the hang report starts
-  size_t bytes = 0;   // the whole buffer, report included
+  size_t bytes = 0;   // the zeroed part, report included
+  size_t table = 0;   // where the step table starts (16-aligned, at or past bytes)
 };
 SyncLayout sync_layout(size_t steps);
+
+// The step table, 32-bit words: a header of kTableHeaderWords (the step count first), then a
+// record of kStepWords per step, then the dependency list, (step, cores) pairs that a record's
+// [dep_begin, dep_end) indexes in words from the table's start.
+constexpr uint32_t kTableHeaderWords = 4;
+enum StepWord : uint32_t {
+  kStepKernel,    // the call site: index of the step's sub-kernel among the distinct ones
+  kStepBlockDim,  // the sub-kernel's blocks
+  kStepCores,     // the super kernel's blocks that run them
+  kStepFirst,     // the first of those
+  kStepFlags,     // kStep* flags below, and __sk_begin's flags for every block of the step
+  kStepArgBase,   // the first 8-byte argument slot
+  kStepDepBegin,  // the dependency pairs, in words from the table's start
+  kStepDepEnd,
+  kStepWords,
+};
+// A step's flags word: __sk_begin's GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits (entry_ptx.cpp),
+// and these, which the step loop reads itself.
+constexpr uint32_t kStepWaitNow = 1u << 8;      // the step's first block on a core waits at its start
+constexpr uint32_t kStepFenceBefore = 1u << 9;  // dcci_before: a whole-cache fence before the call
+constexpr uint32_t kStepFenceAfter = 1u << 10;  // dcci_after: after it
+// The step table of a spec, as the host writes it.
+std::vector<uint32_t> step_table(const EntrySpec &spec);
+// The distinct sub-kernels, in first-use order: a step's kStepKernel indexes this list, and the
+// entry has one call site for each.
+std::vector<const EntryStep *> distinct_kernels(const EntrySpec &spec);
 
 // Words of the hang report, one per super kernel: the epoch of the launch it reports (0:
 // none; the first one stays until a sync reads it), super kernel id, step, block, sync point,
@@ -143,6 +177,9 @@ enum class FlagCall : uint32_t { Set = 0, Wait = 1, SetAll = 2, WaitAll = 3 };
 const char *sync_point_name(uint32_t point);
 const char *flag_call_name(uint64_t call);
 
+// The PTX of the entry and its device library. Of the steps it reads only their count and their
+// distinct sub-kernels (symbols and signatures): a spec that differs in placement gives the same
+// PTX, and only its step_table differs.
 std::string generate_entry_ptx(const EntrySpec &spec);
 
 }  // namespace sk::cuda

@@ -65,8 +65,11 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
                 "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)", name.c_str(),
                 image.threads, device->name().c_str(), regs);
   const SyncLayout layout = sync_layout(steps);
-  const size_t sync_bytes = p->sync_bytes_ = layout.bytes;
-  if (sk_status st = device->check(a.cuMemAlloc(&p->sync_, sync_bytes), call, "cuMemAlloc (sync buffer)");
+  p->sync_bytes_ = layout.bytes;
+  p->table_offset_ = layout.table;
+  p->table_ = image.table;
+  const size_t bytes = layout.table + 4 * p->table_.size();
+  if (sk_status st = device->check(a.cuMemAlloc(&p->sync_, bytes), call, "cuMemAlloc (sync buffer and step table)");
       st != SK_OK)
     return st;
   p->report_ = p->sync_ + layout.report;
@@ -91,6 +94,15 @@ LinkedProgram::~LinkedProgram() {
   if (sync_) a.cuMemFree(sync_);
   if (args_buffer_) a.cuMemFree(args_buffer_);
   if (module_) a.cuModuleUnload(module_);
+}
+
+sk_status LinkedProgram::set_table(std::vector<uint32_t> table) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (table.size() != table_.size() || table_written_)
+    return fail(SK_ERR_STATE, "super kernel '%s': the step table (%zu words) cannot be replaced by %zu words%s",
+                name_.c_str(), table_.size(), table.size(), table_written_ ? " after a launch" : "");
+  table_ = std::move(table);
+  return SK_OK;
 }
 
 sk_status LinkedProgram::configure(std::vector<uint64_t> slots, uint32_t grid, bool cooperative) {
@@ -153,6 +165,15 @@ sk_status LinkedProgram::write_state(CUstream stream, const char *call) {
       return st;
     sync_zeroed_ = true;
   }
+  if (!table_written_) {
+    // Pageable source: the driver has staged it when the call returns.
+    if (sk_status st =
+            device_->check(a.cuMemcpyHtoDAsync(sync_ + table_offset_, table_.data(), table_.size() * 4, stream),
+                           call, "cuMemcpyHtoDAsync (step table)");
+        st != SK_OK)
+      return st;
+    table_written_ = true;
+  }
   if (dirty_end_ > dirty_begin_) {
     // Pageable source: the driver has staged it when the call returns.
     if (sk_status st =
@@ -174,7 +195,7 @@ sk_status LinkedProgram::launch_captured(CUstream stream, const char *call, uint
   if (launched_)
     if (sk_status st = device_->check(a.cuEventSynchronize(last_), call, "cuEventSynchronize"); st != SK_OK)
       return st;
-  const bool writes = !sync_zeroed_ || dirty_end_ > dirty_begin_;
+  const bool writes = !sync_zeroed_ || !table_written_ || dirty_end_ > dirty_begin_;
   if (writes) {
     // libsk's own stream, which no application captures, then a wait for it.
     const CUstream own = device_->default_stream();

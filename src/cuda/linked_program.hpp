@@ -46,6 +46,9 @@ class LinkedProgram {
   uint32_t registers() const { return registers_; }
   const EntryResources &resources() const { return resources_; }
 
+  // Replaces the step table (the image's, of the plan it was linked for) by one of the same
+  // size: a re-plan's placement of the same steps. Before the first launch, which writes it.
+  sk_status set_table(std::vector<uint32_t> table);
   // Sets the argument slots and the grid; `cooperative`: launched with
   // CU_LAUNCH_ATTRIBUTE_COOPERATIVE (all blocks co-resident: needed by any in-kernel wait).
   sk_status configure(std::vector<uint64_t> slots, uint32_t grid, bool cooperative);
@@ -76,11 +79,11 @@ class LinkedProgram {
   std::string name_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
-  // The sync buffer, then this super kernel's hang report (report_): one allocation, zeroed
-  // together.
+  // The sync buffer, then this super kernel's hang report (report_), zeroed together, then the
+  // step table (table_offset_): one allocation.
   CUdeviceptr sync_ = 0, report_ = 0, args_buffer_ = 0;
   uint64_t id_ = 0;
-  size_t args_buffer_bytes_ = 0, sync_bytes_ = 0;
+  size_t args_buffer_bytes_ = 0, sync_bytes_ = 0, table_offset_ = 0;
   CUevent last_ = nullptr;
   CUstream last_stream_ = nullptr;
   bool launched_ = false;
@@ -92,8 +95,9 @@ class LinkedProgram {
   bool captured_ = false;  // a launch went into a CUDA graph
   // What the next launch writes first, on its own stream (a legacy-stream write would not be
   // ordered before a launch on a non-blocking stream): the sync buffer's zeros (once) and
-  // the argument slots [dirty_begin_, dirty_end_) in buffer mode.
-  bool sync_zeroed_ = false;
+  // the argument slots [dirty_begin_, dirty_end_) in buffer mode, and the step table (once).
+  bool sync_zeroed_ = false, table_written_ = false;
+  std::vector<uint32_t> table_;
   size_t dirty_begin_ = 0, dirty_end_ = 0;
   std::vector<uint64_t> slots_;
   std::mutex mutex_;

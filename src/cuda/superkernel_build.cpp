@@ -145,6 +145,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   if (sk_status st = make_entry_spec(req, threads, &spec); st != SK_OK) return st;
   BuiltImage img;
   img.ptx = generate_entry_ptx(spec);
+  img.table = step_table(spec);
   img.entry = spec.entry_name;
   img.threads = threads;
   img.args = spec.args;
@@ -217,6 +218,17 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                 img.entry.c_str());
   img.static_shared = entry->shared_bytes;
   *out = std::move(img);
+  return SK_OK;
+}
+
+sk_status replanned_table(const BuildRequest &req, const BuiltImage &linked, std::vector<uint32_t> *table) {
+  EntrySpec spec;
+  if (sk_status st = make_entry_spec(req, linked.threads, &spec); st != SK_OK) return st;
+  std::vector<uint32_t> t = step_table(spec);
+  if (generate_entry_ptx(spec) != linked.ptx || t.size() != linked.table.size())
+    return fail(SK_ERR_STATE, "super kernel '%s': the re-planned steps need another entry than the one linked",
+                req.name.c_str());
+  *table = std::move(t);
   return SK_OK;
 }
 

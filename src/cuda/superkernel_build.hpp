@@ -1,7 +1,9 @@
 // From a plan to a linked cubin, without a GPU: the plan's steps become an EntrySpec, the
 // generated PTX is linked with the sub-kernels' modules by nvJitLink for an `sm_XY`, and the
 // result is cached, in memory and on disk (disk_cache.hpp), by XXH3-128 of everything that
-// decides the link: the PTX (which spells out the plan), the modules, the options and libsk's version.
+// decides the link: the PTX, the modules, the options and libsk's version. The plan's placement
+// (cores, first blocks, flags, dependencies) is not in the PTX but in the step table, which the
+// launch writes to the device: a re-plan for fewer co-resident blocks needs no second link.
 #pragma once
 #include <sk.h>
 
@@ -38,6 +40,7 @@ struct BuildRequest {
 
 struct BuiltImage {
   std::string ptx;
+  std::vector<uint32_t> table;  // the plan's step table (step_table)
   std::shared_ptr<const std::vector<uint8_t>> cubin;
   elf::Cubin info;       // the linked cubin, read back
   std::string entry;     // entry symbol
@@ -66,6 +69,11 @@ uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kern
 
 // Generates, links (or finds in the cache) and reads back the super kernel's cubin.
 sk_status build_superkernel(const BuildRequest &req, BuiltImage *out);
+
+// The step table of `req`'s plan for the entry `linked` was linked for, which a plan of the
+// same kernels placed on other cores shares (the PTX does not spell out the placement);
+// SK_ERR_STATE if the plan's entry would differ.
+sk_status replanned_table(const BuildRequest &req, const BuiltImage &linked, std::vector<uint32_t> *table);
 
 // Drops every cubin cached in memory (tests); the disk cache (disk_cache.hpp) stays.
 void clear_link_cache();

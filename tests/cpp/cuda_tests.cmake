@@ -33,7 +33,8 @@ add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cuda/fake_cud
 target_include_directories(sk_fake_cuda_driver PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_compile_features(sk_fake_cuda_driver PRIVATE cxx_std_20)
 add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda_fake_driver_tests.cpp)
-target_include_directories(sk_cuda_fake_driver_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+# The device ABI's constants (cuda/entry_ptx.hpp), header-only: the tests link libsk's public ABI.
+target_include_directories(sk_cuda_fake_driver_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS} sk_explain_dump)
 target_compile_features(sk_cuda_fake_driver_tests PRIVATE cxx_std_20)
 target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"

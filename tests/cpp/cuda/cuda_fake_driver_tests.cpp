@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/entry_ptx.hpp"
 #include "cuda_test_support.hpp"
 
 namespace {
@@ -208,6 +209,25 @@ TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
     EXPECT_NE(l[i].report, 0u);
     EXPECT_EQ(l[i].first_slot, reinterpret_cast<uint64_t>(x));  // arguments in the parameter space
   }
+  // The step table the first launch read, written once before it: the clipped plan's, on the
+  // entry linked for the first plan (20 blocks on 20 cores).
+  using namespace sk::cuda;
+  const size_t words = kTableHeaderWords + 2 * kStepWords + 2;  // step 1 waits for step 0
+  std::vector<FakeCall> tables;
+  for (const FakeCall &c : fake_.log())
+    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size == 4 * words) tables.push_back(c);
+  ASSERT_EQ(tables.size(), 1u);
+  std::vector<uint32_t> table(words);
+  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), 4 * words), SK_OK);
+  EXPECT_EQ(table[0], 2u);
+  const uint32_t *r0 = &table[kTableHeaderWords], *r1 = r0 + kStepWords;
+  EXPECT_EQ(r0[kStepBlockDim], 20u);
+  EXPECT_EQ(r0[kStepCores], 8u);
+  EXPECT_EQ(r1[kStepBlockDim], 5u);
+  EXPECT_LE(r1[kStepCores], 8u);
+  EXPECT_EQ(r1[kStepArgBase], 3u);
+  EXPECT_EQ(table[r1[kStepDepBegin]], 0u);      // step 0 ...
+  EXPECT_EQ(table[r1[kStepDepBegin] + 1], 8u);  // ... on its 8 cores
   char json[8192];
   ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
   EXPECT_TRUE(contains(json, "cuda")) << json;
@@ -556,6 +576,14 @@ TEST_F(CudaFakeDriver, EverythingALaunchReadsIsWrittenInItsStreamOrder) {
     };
     std::vector<Region> reads = {{"sync counters", l[k].sync, 8}, {"hang report", l[k].report, 8 * 8}};
     if (k < 3) reads.push_back({"argument buffer", l[k].args_buffer, 8ull * 3 * kernels});
+    // The step table, past the report in the sync buffer's allocation (the one write of its size).
+    const uint64_t table_bytes =
+        4 * (k < 3 ? sk::cuda::kTableHeaderWords + kernels * sk::cuda::kStepWords + 2 * (kernels - 1)
+                   : sk::cuda::kTableHeaderWords + sk::cuda::kStepWords);
+    for (size_t w = 0; w < at[k]; ++w)
+      if (named(log[w], "cuMemcpyHtoDAsync") && log[w].size == table_bytes && log[w].address > l[k].report)
+        reads.push_back({"step table", log[w].address, table_bytes});
+    EXPECT_EQ(reads.back().what, std::string("step table")) << "launch " << k;
     for (const Region &r : reads) {
       size_t seen = 0;
       for (size_t w = 0; w < at[k]; ++w) {

@@ -141,6 +141,8 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
     EXPECT_EQ(l.flags, l.sync_all + 8 * steps);
     EXPECT_EQ(l.report, l.flags + 8 * SK_CROSS_CORE_FLAGS);
     EXPECT_EQ(l.bytes, l.report + 8 * kReportWords);
+    EXPECT_GE(l.table, l.bytes);  // past what a hang's reset zeroes
+    EXPECT_EQ(l.table % 16, 0u);
   }
   const SyncLayout l = sync_layout(2);
   const std::string ptx = generate_entry_ptx(two_step_spec(ArgSource::Params));
@@ -150,6 +152,45 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
   EXPECT_TRUE(contains(ptx_function(ptx, "__sk_arrive"), "[%rd1+" + std::to_string(l.arrivals) + "], 1;"));
   EXPECT_TRUE(
       contains(ptx_function(ptx, "__sk_wait_previous"), "add.u64 %rd7, %rd7, " + std::to_string(l.arrivals) + ";"));
+  EXPECT_TRUE(contains(ptx, "add.u64 %t1, %t1, " + std::to_string(l.table) + ";")) << "the step table";
+}
+
+// The step table as the entry reads it: the count, a record per step at the offsets of
+// StepWord, the dependency pairs the records index, the flags __sk_begin and the loop test.
+TEST(CudaAbi, TheStepTableIsReadAtItsLayoutsOffsets) {
+  EntrySpec spec = two_step_spec(ArgSource::Params);
+  spec.steps[0].first = 3;
+  spec.steps[1].cores = 2;
+  const std::vector<uint32_t> t = step_table(spec);
+  ASSERT_EQ(t.size(), kTableHeaderWords + 2 * kStepWords + 2);  // one dependency pair
+  EXPECT_EQ(t[0], 2u);
+  const uint32_t *r0 = &t[kTableHeaderWords], *r1 = r0 + kStepWords;
+  EXPECT_EQ(r0[kStepKernel], 0u);
+  EXPECT_EQ(r1[kStepKernel], 1u);  // k0 and k1: two call sites
+  EXPECT_EQ(r0[kStepBlockDim], 8u);
+  EXPECT_EQ(r0[kStepCores], 4u);
+  EXPECT_EQ(r1[kStepCores], 2u);
+  EXPECT_EQ(r0[kStepFirst], 3u);
+  EXPECT_EQ(r0[kStepArgBase], 0u);
+  EXPECT_EQ(r1[kStepArgBase], 2u);
+  EXPECT_EQ(r0[kStepDepBegin], r0[kStepDepEnd]);
+  EXPECT_EQ(r1[kStepDepEnd] - r1[kStepDepBegin], 2u);
+  EXPECT_EQ(t[r1[kStepDepBegin]], 0u);      // step 0...
+  EXPECT_EQ(t[r1[kStepDepBegin] + 1], 4u);  // ... on its 4 cores
+  EXPECT_EQ(r0[kStepFlags] & (kStepWaitNow | kStepFenceBefore | kStepFenceAfter), 0u);
+  EXPECT_EQ(r1[kStepFlags] & (kStepWaitNow | kStepFenceBefore | kStepFenceAfter), kStepWaitNow | kStepFenceBefore);
+  const std::string ptx = generate_entry_ptx(spec);
+  const std::string entry = ptx.substr(ptx.find(".visible .entry"));
+  EXPECT_TRUE(contains(entry, "ld.global.nc.u32 %s1, [%t1+0];")) << entry;  // the count
+  EXPECT_TRUE(contains(entry, "add.u64 %t2, %t1, " + std::to_string(4 * kTableHeaderWords) + ";")) << entry;
+  EXPECT_TRUE(contains(entry, "add.u64 %t2, %t2, " + std::to_string(4 * kStepWords) + ";")) << entry;
+  // Every word of the record is read from the step's record (%t2), at its offset.
+  for (uint32_t word = 0; word < kStepWords; ++word)
+    EXPECT_TRUE(std::regex_search(
+        entry, std::regex("ld\\.global\\.nc\\.u32 %s[0-9]+, \\[%t2\\+" + std::to_string(4 * word) + "\\];")))
+        << word << entry;
+  EXPECT_FALSE(std::regex_search(entry, std::regex("\\[%t2\\+([0-9]{3,}|3[2-9])\\]"))) << "past the record";
+  EXPECT_EQ(count(entry, "$sk_calls: .branchtargets $call_0, $call_1;"), 1u) << entry;
 }
 
 // The launch epoch is device state (a CUDA graph freezes the parameters): each block's thread 0
@@ -171,7 +212,8 @@ TEST(CudaAbi, TheLaunchEpochIsReadAndAdvancedOnTheDevice) {
   // Once per block and run, after its last step.
   EXPECT_EQ(count(entry, "call (g), __sk_next"), 1u) << entry;
   EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("call __sk_end")) << entry;
-  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$skip_1:")) << "blocks that run no step pass it too";
+  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$step_next:")) << "blocks that run no step pass it too";
+  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$steps_done:")) << entry;
   const std::string next = ptx_function(ptx, "__sk_next");
   ASSERT_FALSE(next.empty()) << ptx;
   EXPECT_TRUE(contains(next, "atom.acq_rel.gpu.global.add.u64 %rd7, [%rd1+" + std::to_string(l.done) + "], 1;"))
@@ -244,7 +286,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     spec.dynamic_shared = sub_kernels;
     const std::string ptx = generate_entry_ptx(spec);
     const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
-    EXPECT_EQ(end - base, 80 + 8 * SK_CROSS_CORE_FLAGS);  // 13 fields, then a u64 per flag
+    EXPECT_EQ(end - base, 96 + 8 * SK_CROSS_CORE_FLAGS);  // 15 fields, then a u64 per flag
     const std::regex place("__sk_dynamic_shared\\+([0-9]+)");
     uint32_t lowest = UINT32_MAX, highest = 0;
     for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), place); it != std::sregex_iterator(); ++it) {
@@ -253,7 +295,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
       highest = std::max(highest, offset);
     }
     EXPECT_EQ(lowest, base);
-    EXPECT_EQ(highest, base + 80);  // the flag targets, indexed from there
+    EXPECT_EQ(highest, base + 96);  // the flag targets, indexed from there
     EXPECT_LT(highest, end);
   }
 }
@@ -265,7 +307,7 @@ TEST(CudaPtxTemplate, TheGeneratedPtxHasNoPlaceholderLeft) {
     std::smatch m;
     EXPECT_FALSE(std::regex_search(ptx, m, std::regex("@[A-Za-z_]"))) << m.str() << " in\n" << ptx;
     EXPECT_FALSE(contains(ptx, "//!")) << ptx;
-    EXPECT_EQ(count(ptx, "// step "), 2u);
+    EXPECT_EQ(count(ptx, "// call site "), 2u);          // one per distinct sub-kernel
     EXPECT_EQ(count(ptx, "mov.u32 %r1, %tid.x;"), 11u);  // each thread-0-only function, and the entry
   }
 }

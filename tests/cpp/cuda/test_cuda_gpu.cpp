@@ -1,5 +1,5 @@
 // CUDA super kernels on a GPU, through the public C API: fused == unfused on a 100-kernel
-// chain, sk_sync_all on fewer blocks than the super kernel (also from a __noinline__ helper),
+// chain and a 1000-step one, sk_sync_all on fewer blocks than the super kernel (also from a __noinline__ helper),
 // task overlap, argument rebinding, static and dynamic shared memory, a hang and the launch
 // after it, 30 KiB of arguments in the parameter space, a launch captured into a CUDA graph
 // and replayed, sub-kernels whose threads return early, sk_launch_repeat as one launch (n
@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <sk.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -97,6 +99,47 @@ TEST_F(CudaGpu, HundredKernelChainFusedEqualsUnfused) {
   char json[1 << 16];
   ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
   EXPECT_NE(std::string(json).find("\"cuda\""), std::string::npos) << json;
+  sk_superkernel_destroy(sk);
+}
+
+// 1000 steps walk the step table of one small entry (two call sites, two argument shapes:
+// every third step is tiny_add); its finalize time goes to the log.
+TEST_F(CudaGpu, ThousandStepChainFusedEqualsUnfused) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  sk_kernel *add = kernel("tiny.cubin", "tiny_add");
+  ASSERT_NE(step, nullptr);
+  ASSERT_NE(add, nullptr);
+  const uint32_t n = 4096;
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i;
+  uint32_t *fused = alloc(init), *unfused = alloc(init);
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "chain1000", nullptr, &scope), SK_OK) << sk_last_error();
+  // Uneven block counts (idle and multiplexed cores); tiny_add covers n with 32 blocks.
+  auto blocks = [](uint32_t i) { return i % 3 ? 1 + (i * 13) % 64 : 32; };
+  for (uint32_t i = 0; i < 1000; ++i) {
+    void *args[] = {&fused, (void *)&n, &i};
+    ASSERT_EQ(sk_add_kernel(scope, i % 3 ? step : add, blocks(i), args, nullptr), SK_OK) << sk_last_error();
+  }
+  sk_superkernel *sk = nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  std::printf("finalize of 1000 steps: %.1f ms\n",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  for (int launch = 0; launch < 2; ++launch) {
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t i = 0; i < 1000; ++i) {
+      void *args[] = {&unfused, (void *)&n, &i};
+      ASSERT_EQ(sk_launch_kernel(i % 3 ? step : add, blocks(i), args, nullptr), SK_OK) << sk_last_error();
+    }
+  }
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<uint32_t> expect = init;
+  for (int launch = 0; launch < 2; ++launch)
+    for (uint32_t i = 0; i < 1000; ++i)
+      for (uint32_t &x : expect) x = i % 3 ? x * 3u + i : x + 1;
+  EXPECT_EQ(read(fused, n), expect);
+  EXPECT_EQ(read(unfused, n), expect);
   sk_superkernel_destroy(sk);
 }
 

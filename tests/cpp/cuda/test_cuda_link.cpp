@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -121,6 +122,20 @@ int ptxas(const std::string &ptx, const std::string &arch, std::string *output) 
   return rc;
 }
 
+// The body of PTX function `name` (from its `.func` line to the closing brace at column 0).
+std::string ptx_function(const std::string &ptx, const std::string &name) {
+  size_t at = ptx.find(".func " + name + "(");
+  if (at == std::string::npos) at = ptx.find(") " + name + "(");
+  if (at == std::string::npos) return {};
+  return ptx.substr(at, ptx.find("\n}\n", at) - at);
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
@@ -142,7 +157,9 @@ TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
   EXPECT_TRUE(contains(ptx, ".reqntid 128, 1, 1"));
   EXPECT_TRUE(contains(ptx, "fence.acq_rel.gpu"));
   EXPECT_TRUE(contains(ptx, "red.release.gpu.global.add.u64"));
-  EXPECT_TRUE(contains(ptx, "ld.param.u64 %x0, [sk_args+0]"));  // arguments in the parameter space
+  // Arguments in the parameter space, from the step's first slot (%t5).
+  EXPECT_TRUE(contains(ptx, "mov.u64 %t6, sk_args;")) << ptx;
+  EXPECT_TRUE(contains(ptx, "ld.param.u64 %x0, [%t5+0]")) << ptx;
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
   // Arguments in a device buffer.
@@ -150,7 +167,8 @@ TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
   r.force_buffer = true;
   ASSERT_EQ(make_entry_spec(r, 128, &spec), SK_OK);
   const std::string buffered = generate_entry_ptx(spec);
-  EXPECT_TRUE(contains(buffered, "ld.global.nc.u64 %x0, [%rd2+0]"));
+  EXPECT_TRUE(contains(buffered, "add.u64 %t5, %t5, %rd2;")) << buffered;
+  EXPECT_TRUE(contains(buffered, "ld.global.nc.u64 %x0, [%t5+0]")) << buffered;
   EXPECT_EQ(ptxas(buffered, "sm_90", &log), 0) << log;
   // And for another architecture (the PTX is arch-neutral but for .target).
   spec.arch = "sm_80";
@@ -173,9 +191,20 @@ TEST(CudaEntryPtx, PlacedStepsStartAtTheirFirstBlock) {
     EXPECT_EQ(spec.steps[k].first, k);
     EXPECT_EQ(spec.steps[k].cores, 1u);
   }
+  // The step table holds the placement; the loop reads it per step.
+  const std::vector<uint32_t> table = step_table(spec);
+  for (uint32_t k = 0; k < 3; ++k) {
+    const uint32_t *r = &table[kTableHeaderWords + kStepWords * k];
+    EXPECT_EQ(r[kStepFirst], k);
+    EXPECT_EQ(r[kStepCores], 1u);
+    EXPECT_EQ(r[kStepBlockDim], 1u);
+    EXPECT_EQ(r[kStepKernel], 0u);  // one distinct sub-kernel, one call site
+  }
   const std::string ptx = generate_entry_ptx(spec);
-  EXPECT_TRUE(contains(ptx, "sub.u32 %r9, %r3, 2;")) << ptx;
-  EXPECT_TRUE(contains(ptx, "add.u32 %r6, %r5, 1;")) << ptx;
+  EXPECT_TRUE(contains(ptx, "ld.global.nc.u32 %s6, [%t2+" + std::to_string(4 * kStepFirst) + "];")) << ptx;
+  EXPECT_TRUE(contains(ptx, "sub.u32 %r5, %r3, %s6;")) << ptx;  // from the first block
+  EXPECT_TRUE(contains(ptx, "ld.global.nc.u32 %s5, [%t2+" + std::to_string(4 * kStepCores) + "];")) << ptx;
+  EXPECT_TRUE(contains(ptx, "add.u32 %r5, %r5, %s5;")) << ptx;  // by the step's cores
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
@@ -223,8 +252,24 @@ TEST(CudaEntryPtx, StreamFusionWaitsForStreamPredecessorsAndEvents) {
   std::vector<uint32_t> d3 = spec.steps[3].deps;
   std::sort(d3.begin(), d3.end());
   EXPECT_EQ(d3, (std::vector<uint32_t>{1, 2}));
+  // Each step's record indexes its (step, cores) pairs in the table's dependency list.
+  const std::vector<uint32_t> table = step_table(spec);
+  std::vector<std::vector<uint32_t>> pairs(4);
+  for (uint32_t i = 0; i < 4; ++i) {
+    const uint32_t *r = &table[kTableHeaderWords + kStepWords * i];
+    ASSERT_LE(r[kStepDepBegin], r[kStepDepEnd]);
+    ASSERT_LE(r[kStepDepEnd], table.size());
+    ASSERT_GE(r[kStepDepBegin], kTableHeaderWords + kStepWords * 4);  // past the records
+    pairs[i].assign(table.begin() + r[kStepDepBegin], table.begin() + r[kStepDepEnd]);
+  }
+  EXPECT_TRUE(pairs[0].empty());
+  EXPECT_TRUE(pairs[1].empty());
+  EXPECT_EQ(pairs[2], (std::vector<uint32_t>{0, spec.steps[0].cores}));
+  std::vector<uint32_t> p3 = pairs[3];
+  ASSERT_EQ(p3.size(), 4u);
+  if (p3[0] > p3[2]) std::swap_ranges(p3.begin(), p3.begin() + 2, p3.begin() + 2);
+  EXPECT_EQ(p3, (std::vector<uint32_t>{1, spec.steps[1].cores, 2, spec.steps[2].cores}));
   const std::string ptx = generate_entry_ptx(spec);
-  EXPECT_TRUE(contains(ptx, "__sk_dep_first[5] = {0, 0, 0, 1, 3}")) << ptx.substr(0, 600);
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
@@ -243,6 +288,12 @@ TEST(CudaEntryPtx, OverlapAndCacheOptionsShapeTheEntry) {
   EXPECT_TRUE(spec.steps[1].dcci_before);
   EXPECT_FALSE(spec.steps[1].gm_flush);
   EXPECT_TRUE(spec.steps[0].gm_flush);
+  // The table's flags say the same: the fence before step 1 only, the in-kernel overlap calls.
+  const std::vector<uint32_t> table = step_table(spec);
+  const uint32_t f0 = table[kTableHeaderWords + kStepFlags], f1 = table[kTableHeaderWords + kStepWords + kStepFlags];
+  EXPECT_EQ(f0 & (kStepFenceBefore | kStepFenceAfter), 0u);
+  EXPECT_EQ(f1 & (kStepFenceBefore | kStepFenceAfter), kStepFenceBefore);
+  EXPECT_EQ(f1 & kStepWaitNow, 0u);  // it waits in the kernel, at sk_wait_pre_task_end
   std::string log;
   EXPECT_EQ(ptxas(generate_entry_ptx(spec), "sm_90", &log), 0) << log;
 }
@@ -280,8 +331,16 @@ TEST(CudaLink, LinkedCubinHasTheEntryAndEveryCallee) {
   ASSERT_EQ(build_superkernel(s.request(), &again), SK_OK);
   EXPECT_TRUE(again.cached);
   EXPECT_EQ(again.cubin, img.cubin);
-  // Another plan is another key.
+  // Another placement of the same steps is the same entry: only its step table differs.
   s.block_dims[0] = 4;
+  ASSERT_EQ(s.make_plan(8), SK_OK);
+  BuiltImage placed;
+  ASSERT_EQ(build_superkernel(s.request(), &placed), SK_OK);
+  EXPECT_TRUE(placed.cached);
+  EXPECT_EQ(placed.cubin, img.cubin);
+  EXPECT_NE(placed.table, img.table);
+  // Another step is another key.
+  s.add(kernel(chain, "chain_step"), 8);
   ASSERT_EQ(s.make_plan(8), SK_OK);
   BuiltImage other;
   ASSERT_EQ(build_superkernel(s.request(), &other), SK_OK);
@@ -326,18 +385,88 @@ TEST(CudaLink, HundredKernelChainKeepsArgumentsInTheParameterSpace) {
   EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes, 8u * 300 + kEntryOwnParamBytes);
 }
 
+// The link's time goes to the log (no timed assertion): the entry is the same few KiB of PTX
+// for 10 or 1000 steps, so ptxas compiles it in about the same time.
 TEST(CudaLink, ThousandTinyKernelsLinkWithArgumentsInABuffer) {
   auto tiny = load("tiny.cubin");
   auto k = kernel(tiny, "tiny_add");
   Scope s;
+  s.name = "thousand_tiny";  // its own PTX: not a cubin another test linked
   for (int i = 0; i < 1000; ++i) s.add(k, 1);
   ASSERT_EQ(s.make_plan(132), SK_OK);
   BuiltImage img;
+  clear_link_cache();
+  const uint64_t links = link_count();
+  const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("build of 1000 steps: %.1f ms (%s), entry PTX %zu bytes, step table %zu bytes\n", ms,
+              link_count() > links ? "linked" : "from the disk cache", img.ptx.size(), 4 * img.table.size());
+  EXPECT_EQ(img.table.size(), kTableHeaderWords + 1000 * kStepWords + 2 * 999);  // each waits for the one before
   EXPECT_EQ(img.args, ArgSource::Buffer);  // 2000 slots exceed the parameter space
   ASSERT_NE(img.info.find("sk_superkernel_entry"), nullptr);
   EXPECT_EQ(img.info.find("sk_superkernel_entry")->param_bytes,
             8u + kEntryOwnParamBytes);  // the buffer, and the rest
+}
+
+// Steps are data: the PTX depends on the step count and the distinct sub-kernels only. 10 and
+// 1000 steps give the same entry (but for the digits of the sync buffer's offsets), and a plan
+// for fewer co-resident blocks gives the same PTX, so a re-plan needs no second link.
+TEST(CudaEntryPtx, TheEntryDoesNotGrowWithTheSteps) {
+  auto chain = load("chain.cubin");
+  auto tiny = load("tiny.cubin");
+  auto entry_of = [&](int steps, uint32_t cores, std::vector<uint32_t> *table) {
+    Scope s;
+    for (int i = 0; i < steps; ++i) s.add(kernel(i % 2 ? tiny : chain, i % 2 ? "tiny_add" : "chain_step"), 16);
+    EXPECT_EQ(s.make_plan(cores), SK_OK) << sk::last_error();
+    BuildRequest r = s.request();
+    r.force_buffer = true;  // as 1000 steps' arguments are: the same parameters for both
+    EntrySpec spec;
+    EXPECT_EQ(make_entry_spec(r, 128, &spec), SK_OK) << sk::last_error();
+    if (table) *table = step_table(spec);
+    return generate_entry_ptx(spec);
+  };
+  const std::string ten = entry_of(10, 16, nullptr), thousand = entry_of(1000, 16, nullptr);
+  const auto body = [](const std::string &ptx) { return ptx.substr(ptx.find(".visible .entry")); };
+  const std::regex digits("[0-9]+");
+  EXPECT_EQ(std::regex_replace(body(ten), digits, "N"), std::regex_replace(body(thousand), digits, "N"));
+  EXPECT_LE(body(thousand).size(), body(ten).size() + 4) << "the step table's offset has more digits, no more";
+  EXPECT_LE(thousand.size(), ten.size() + 64);
+  EXPECT_EQ(count(thousand, "call chain_step"), 1u);
+  EXPECT_EQ(count(thousand, "call tiny_add"), 1u);
+  // Placed for 16 or for 4 co-resident blocks: the same PTX, another table.
+  std::vector<uint32_t> wide, narrow;
+  EXPECT_EQ(entry_of(10, 16, &wide), entry_of(10, 4, &narrow));
+  EXPECT_EQ(wide.size(), narrow.size());
+  EXPECT_NE(wide, narrow);
+  EXPECT_EQ(wide[kTableHeaderWords + kStepCores], 16u);
+  EXPECT_EQ(narrow[kTableHeaderWords + kStepCores], 4u);
+}
+
+// What finalize does after the occupancy query: the re-planned table, for the entry already
+// linked; no second link.
+TEST(CudaLink, AReplanReusesTheLinkedEntry) {
+  auto chain = load("chain.cubin");
+  Scope s;
+  s.name = "replanned";
+  for (int i = 0; i < 3; ++i) s.add(kernel(chain, "chain_step"), 16);
+  ASSERT_EQ(s.make_plan(16), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  const uint64_t links = link_count();
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  std::vector<uint32_t> table;
+  ASSERT_EQ(replanned_table(s.request(), img, &table), SK_OK) << sk::last_error();
+  EXPECT_EQ(link_count(), links);
+  EXPECT_EQ(table[kTableHeaderWords + kStepCores], 4u);
+  EXPECT_EQ(img.table[kTableHeaderWords + kStepCores], 16u);
+  // Other kernels need another entry: refused, not run on the wrong call sites.
+  Scope other;
+  other.name = "replanned";
+  for (int i = 0; i < 3; ++i) other.add(kernel(chain, "mark_blocks"), 16);
+  ASSERT_EQ(other.make_plan(4), SK_OK) << sk::last_error();
+  EXPECT_EQ(replanned_table(other.request(), img, &table), SK_ERR_STATE);
+  EXPECT_TRUE(contains(sk::last_error(), "'replanned'")) << sk::last_error();
 }
 
 TEST(CudaLink, LtoIrLinksWithCubins) {
@@ -538,24 +667,6 @@ TEST(CudaRegisters, TheEntryAddsNoRegistersAboveItsLargestSubKernel) {
   EXPECT_EQ(entry_register_cap(with_lto), 0u);
 }
 
-namespace {
-
-// The body of PTX function `name` (from its `.func` line to the closing brace at column 0).
-std::string ptx_function(const std::string &ptx, const std::string &name) {
-  size_t at = ptx.find(".func " + name + "(");
-  if (at == std::string::npos) at = ptx.find(") " + name + "(");
-  if (at == std::string::npos) return {};
-  return ptx.substr(at, ptx.find("\n}\n", at) - at);
-}
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-}  // namespace
-
 // A dependent step spins on relaxed loads and acquires once (a fence after the loop, which a
 // relaxed load that saw the target makes an acquire), and each arrival or barrier entry is one
 // release operation: no fence of its own. Counted in the generated PTX (the linked SASS needs
@@ -586,10 +697,18 @@ TEST(CudaEntryPtx, ADependentStepFencesOnceToAcquireAndOnceToRelease) {
     EXPECT_EQ(count(body, "fence."), 0u) << body;
     EXPECT_EQ(count(body, "atom.release.gpu"), 1u) << body;
   }
-  // The step loop itself adds none (no cache option asks for a flush).
+  // The step loop's own fences run only where a cache option asks (the step's table flags),
+  // and no step of this plan asks for one.
   const std::string entry = ptx.substr(ptx.find(".entry " + spec.entry_name));
-  EXPECT_EQ(count(entry, "fence."), 0u) << entry;
+  EXPECT_EQ(count(entry, "fence."), 2u) << entry;
+  EXPECT_EQ(count(entry, "@%q1 fence.acq_rel.gpu;"), 2u) << entry;
+  EXPECT_EQ(count(entry, "and.b32 %s9, %s7, " + std::to_string(kStepFenceBefore) + ";"), 1u) << entry;
+  EXPECT_EQ(count(entry, "and.b32 %s9, %s7, " + std::to_string(kStepFenceAfter) + ";"), 1u) << entry;
   EXPECT_EQ(count(entry, "membar"), 0u) << entry;
+  const std::vector<uint32_t> table = step_table(spec);
+  for (size_t i = 0; i < spec.steps.size(); ++i)
+    EXPECT_EQ(table[kTableHeaderWords + kStepWords * i + kStepFlags] & (kStepFenceBefore | kStepFenceAfter), 0u)
+        << i;
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
@@ -627,14 +746,19 @@ TEST(CudaEntryPtx, LibsksBlockBarriersAreBarrier15AndEveryThreadCallsTheSubKerne
   // %tid only in the entry's thread-0 part before the steps.
   EXPECT_EQ(count(entry, "%tid"), 1u) << entry;
   EXPECT_LT(entry.find("%tid"), entry.find("$init_done:")) << entry;
-  for (size_t at = entry.find("call __sk_begin"); at != std::string::npos;
-       at = entry.find("call __sk_begin", at + 1)) {
-    const size_t call = entry.find("call early_return_pairs", at);
-    ASSERT_NE(call, std::string::npos) << entry;
-    const std::string between = entry.substr(at, call - at);
-    EXPECT_EQ(count(between, "bra"), 0u) << between;  // straight-line from the barrier to the call
-    EXPECT_EQ(count(between, "@%p"), 0u) << between;
-  }
+  // From the barrier to the call: the cache fence a step's flags may ask for, and the jump to
+  // the call site on the step's kernel index, uniform over the block (.uni).
+  const size_t begin = entry.find("call __sk_begin");
+  ASSERT_NE(begin, std::string::npos) << entry;
+  EXPECT_EQ(count(entry, "call __sk_begin"), 1u) << entry;
+  const size_t call = entry.find("call early_return_pairs", begin);
+  ASSERT_NE(call, std::string::npos) << entry;
+  const std::string between = entry.substr(begin, call - begin);
+  EXPECT_EQ(count(between, "bra "), 0u) << between;
+  EXPECT_EQ(count(between, "bra.uni "), 0u) << between;
+  EXPECT_EQ(count(between, "brx.idx.uni %s3, $sk_calls;"), 1u) << between;
+  EXPECT_EQ(count(between, "@%"), 1u) << between;  // the fence's predicate
+  EXPECT_EQ(count(between, "@%q1 fence.acq_rel.gpu;"), 1u) << between;
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
@@ -649,17 +773,20 @@ std::string nvdisasm_path() {
   return SK_NVDISASM;
 }
 
-// The linked super kernel's SASS (nvdisasm -c), or the tool's output when it fails (*rc != 0).
-std::string linked_sass(const std::string &nvdisasm, const BuiltImage &img, int *rc) {
+// The linked cubin's SASS (nvdisasm -c), or nvdisasm's output after *rc != 0.
+std::string disassemble(const BuiltImage &img, int *rc) {
   char dir[] = "/tmp/sk-nvdisasm-XXXXXX";
-  if (!mkdtemp(dir)) return (*rc = -1), "mkdtemp failed";
+  if (!mkdtemp(dir)) {
+    *rc = -1;
+    return "mkdtemp failed";
+  }
   const std::string cubin = std::string(dir) + "/entry.cubin", out = std::string(dir) + "/sass";
   FILE *f = std::fopen(cubin.c_str(), "wb");
   if (f) {
     std::fwrite(img.cubin->data(), 1, img.cubin->size(), f);
     std::fclose(f);
   }
-  *rc = std::system((nvdisasm + " -c " + cubin + " > " + out + " 2>&1").c_str());
+  *rc = std::system((nvdisasm_path() + " -c " + cubin + " > " + out + " 2>&1").c_str());
   const std::vector<uint8_t> bytes = sk::cuda_test::read_file(out);
   std::remove(cubin.c_str());
   std::remove(out.c_str());
@@ -667,11 +794,12 @@ std::string linked_sass(const std::string &nvdisasm, const BuiltImage &img, int 
   return std::string(bytes.begin(), bytes.end());
 }
 
-// The SASS of one function: from its ".text.<name>:" label to the next section.
+// The SASS of function `name`: from its .text section's label to the next section.
 std::string sass_function(const std::string &sass, const std::string &name) {
-  const size_t at = sass.find("\n.text." + name + ":");
+  const size_t at = sass.find(".section\t.text." + name + ",");
   if (at == std::string::npos) return "";
-  return sass.substr(at, sass.find(".section", at) - at);
+  const size_t end = sass.find(".section", at + 1);
+  return sass.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
 }  // namespace
@@ -689,7 +817,7 @@ TEST(CudaEntrySass, LibsksBarriersStayOffTheSubKernelsBarrier0) {
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   int rc = 0;
-  const std::string sass = linked_sass(nvdisasm, img, &rc);
+  const std::string sass = disassemble(img, &rc);
   ASSERT_EQ(rc, 0) << sass;
   // Functions start at ".text.<name>:" section labels; BAR's first operand is the barrier.
   const std::regex section("^\\s*\\.section\\s+\\.text\\.([A-Za-z0-9_$.]+)"), bar("\\bBAR\\.[A-Z_.]*\\s+([^ ,;]+)");
@@ -735,14 +863,46 @@ TEST(CudaEntrySass, LibsksBarriersStayOffTheSubKernelsBarrier0) {
   EXPECT_GT(libsk, 0u) << sass;
 }
 
+// 1000 steps of two sub-kernels: the linked entry calls each from one place (direct calls the
+// linker sees, so its register count and call graph cover them), however many steps run it.
+TEST(CudaEntrySass, OneCallPerDistinctSubKernel) {
+  if (nvdisasm_path().empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+  auto chain = load("chain.cubin");
+  auto tiny = load("tiny.cubin");
+  Scope s;
+  s.name = "two_kernels_1000_steps";
+  for (int i = 0; i < 1000; ++i) s.add(kernel(i % 2 ? tiny : chain, i % 2 ? "tiny_add" : "chain_step"), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  int rc = 0;
+  const std::string sass = disassemble(img, &rc);
+  ASSERT_EQ(rc, 0) << sass;
+  const std::string entry = sass_function(sass, "sk_superkernel_entry");
+  ASSERT_FALSE(entry.empty()) << sass;
+  const std::regex call("\\bCALL\\.[A-Z.]*\\s+`?\\(?([A-Za-z0-9_$.]+)\\)?");
+  std::map<std::string, size_t> calls;
+  for (auto it = std::sregex_iterator(entry.begin(), entry.end(), call); it != std::sregex_iterator(); ++it)
+    ++calls[(*it)[1].str()];
+  EXPECT_EQ(calls["chain_step"], 1u) << entry;
+  EXPECT_EQ(calls["tiny_add"], 1u) << entry;
+  EXPECT_EQ(calls["__sk_begin"], 1u) << entry;
+  size_t total = 0;
+  for (const auto &[fn, n] : calls) total += n;
+  EXPECT_LE(total, 6u) << entry;  // the two sub-kernels, __sk_begin, __sk_end, __sk_next
+  // Reached through one jump table; the entry's own fences are the two a step's cache flags
+  // ask for (each behind a branch on them), none per step.
+  EXPECT_EQ(count(entry, "BRX "), 1u) << entry;
+  EXPECT_EQ(count(entry, "MEMBAR.ALL.GPU"), 2u) << entry;
+}
+
 // The iteration barrier between two runs in the linked SASS: per block and run one atomic (the
 // done count: MEMBAR.GPU before it, CCTL.IVALL after, its acquire-release), the stop flag's one
 // 32-bit load on the last arriver's path, two releases of the run word (again, stop) of which a
 // run takes one, and the other blocks' wait through __sk_wait. The entry calls it once, in its
 // loop over the runs.
 TEST(CudaEntrySass, TheIterationBarrierIsOneAtomicPerBlockAndOneFlagLoad) {
-  const std::string nvdisasm = nvdisasm_path();
-  if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+  if (nvdisasm_path().empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
   auto chain = load("chain.cubin");
   Scope s;
   s.add(kernel(chain, "chain_step"), 8);
@@ -751,7 +911,7 @@ TEST(CudaEntrySass, TheIterationBarrierIsOneAtomicPerBlockAndOneFlagLoad) {
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   int rc = 0;
-  const std::string sass = linked_sass(nvdisasm, img, &rc);
+  const std::string sass = disassemble(img, &rc);
   ASSERT_EQ(rc, 0) << sass;
   const std::string next = sass_function(sass, "__sk_next");
   ASSERT_FALSE(next.empty()) << "__sk_next is a function of its own\n" << sass;
