@@ -707,7 +707,8 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream);
  * can read: sk_mem_alloc, or device, managed or page-locked memory of the CUDA driver. A hang
  * report there names the step, block and sync point, not the run.
  * - Errors: SK_ERR_INVALID_ARGUMENT for n 0 or above SK_LAUNCH_REPEAT_MAX, a stop_flag not
- *   aligned to 4 bytes, or on a CUDA device a stop_flag the GPU cannot read; otherwise as
+ *   aligned to 4 bytes, or on a CUDA device a stop_flag the GPU cannot read; SK_ERR_STATE on a
+ *   stream being captured (sk_stream_begin_capture), whose capture it invalidates; otherwise as
  *   sk_launch.
  * - Ownership: *stop_flag is the caller's; it must stay valid until the launch has ended.
  * - Threads: any.
@@ -824,9 +825,10 @@ SK_API sk_status sk_stream_wait_event(sk_stream *stream, sk_event *event);
 *  What cannot be captured fails with SK_ERR_STATE naming the call and invalidates the capture,
 *  which then records nothing more, and end-capture builds nothing: sk_stream_synchronize and
 *  sk_stream_query of a capturing stream, sk_device_synchronize and sk_memcpy on its device, a
-*  launch of a kernel or super kernel of another device on it, sk_superkernel_set_arg of a super
-*  kernel the capture recorded, a wait on an event of another capture (or none) and the
-*  destruction of a joined stream. A launch that fails its own checks (block_dim, arguments) is
+*  launch of a kernel or super kernel of another device on it, sk_launch_repeat on it (a stop
+*  flag's runs are known only on the device), sk_superkernel_set_arg of a super kernel the
+*  capture recorded, a wait on an event of another capture (or none) and the destruction of a
+*  joined stream. A launch that fails its own checks (block_dim, arguments) is
 *  not made and leaves the capture valid, as outside a capture. Destroying the origin stream
 *  drops its capture.
 **********************************************************************************************/

@@ -44,6 +44,9 @@ SK_API sk_status sk_launch_repeat(sk_superkernel *sk, uint32_t n, const uint32_t
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "sk_launch_repeat: super kernel '%s': stop_flag %p is not aligned to 4 bytes (a uint32_t)",
                 name.c_str(), static_cast<const void *>(stop_flag));
+  // How many runs a stop flag allows is known only on the device: a capture cannot record it.
+  if (stream && stream->capture.load(std::memory_order_relaxed)) [[unlikely]]
+    if (sk_status st = sk::api::refuse_on_stream(stream, "sk_launch_repeat")) return st;
   return sk::api::guarded("sk_launch_repeat", [&] {
     return sk->backend->launch_repeat(n, stop_flag, stream ? stream->backend.get() : nullptr);
   });

@@ -401,6 +401,13 @@ static void test_uncapturable_calls_invalidate(void **state) {
   SK_EXPECT_MSG("sk_superkernel_set_arg");
   expect_invalidated(f, "sk_superkernel_set_arg");
   SK_CHECK(sk_superkernel_set_arg(inner, 0, 2, &seed));
+  /* A repeat cannot be recorded (a stop flag's runs are known only when it runs); a bad n fails
+     its own check first and leaves the capture valid. */
+  begin_bad(f);
+  SK_EXPECT_ERR(sk_launch_repeat(inner, 0, NULL, f->s0), SK_ERR_INVALID_ARGUMENT, "n is 0");
+  SK_EXPECT_ERR(sk_launch_repeat(inner, 2, NULL, f->s0), SK_ERR_STATE, "sk_launch_repeat");
+  SK_EXPECT_MSG("'bad'");
+  expect_invalidated(f, "sk_launch_repeat");
   /* A super kernel destroyed during the capture is forgotten by it. */
   begin_bad(f);
   SK_CHECK(sk_launch(bystander, f->s0));
