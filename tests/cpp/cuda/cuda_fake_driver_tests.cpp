@@ -146,6 +146,23 @@ class CudaFakeDriver : public ::testing::Test {
     reinterpret_cast<void (*)(int)>(dlsym(fake_.lib, "fake_cuda_set_driver_version"))(version);
     ASSERT_EQ(sk_device_open("cuda:0", &dev_), SK_OK) << sk_last_error();
   }
+  // A super kernel of `steps` chain_step steps on `block_dim` blocks each (the stand-in runs no
+  // kernel: the arguments are placeholders); nullptr after a failed expectation.
+  sk_superkernel *chain(const char *name, uint32_t steps, uint32_t block_dim) {
+    sk_kernel *step = kernel("chain.cubin", "chain_step");
+    if (!step) return nullptr;
+    uint64_t x = 0x1000;
+    uint32_t n = 8, i = 0;
+    void *args[] = {&x, &n, &i};
+    sk_scope *scope = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
+    if (!scope) return nullptr;
+    for (uint32_t k = 0; k < steps; ++k)
+      EXPECT_EQ(sk_add_kernel(scope, step, block_dim, args, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    return sk;
+  }
   sk_kernel *kernel(const char *file, const char *name) {
     sk_module *mod = nullptr;
     EXPECT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path(file).c_str(), &mod), SK_OK) << sk_last_error();
@@ -242,17 +259,8 @@ TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
 // as parameters and counts the runs' epochs on the device (the stand-in does what its blocks
 // do); sk_launch passes 1 and no flag.
 TEST_F(CudaFakeDriver, LaunchRepeatIsOneLaunchOfNRuns) {
-  sk_kernel *step = kernel("chain.cubin", "chain_step");
-  ASSERT_NE(step, nullptr);
-  uint64_t x = 0x1000;
-  uint32_t n = 100, i0 = 0;
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "repeated", nullptr, &scope), SK_OK);
-  void *a0[] = {&x, &n, &i0};
-  ASSERT_EQ(sk_add_kernel(scope, step, 4, a0, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, step, 4, a0, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  sk_superkernel *sk = chain("repeated", 2, 4);
+  ASSERT_NE(sk, nullptr);
   const size_t logged = fake_.log().size();
   ASSERT_EQ(sk_launch_repeat(sk, 5, nullptr, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
@@ -285,16 +293,8 @@ TEST_F(CudaFakeDriver, LaunchRepeatIsOneLaunchOfNRuns) {
 // set at the launch stops it after one run; a zero one lets all n run. A flag the device
 // cannot read (pageable host memory), n 0 or a misaligned flag queue nothing.
 TEST_F(CudaFakeDriver, LaunchRepeatStopsOnTheDeviceFlagAndRefusesBadOnes) {
-  sk_kernel *step = kernel("chain.cubin", "chain_step");
-  ASSERT_NE(step, nullptr);
-  uint64_t x = 0x1000;
-  uint32_t n = 100, i0 = 0;
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "stopping", nullptr, &scope), SK_OK);
-  void *a0[] = {&x, &n, &i0};
-  ASSERT_EQ(sk_add_kernel(scope, step, 4, a0, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  sk_superkernel *sk = chain("stopping", 1, 4);
+  ASSERT_NE(sk, nullptr);
   void *mem = nullptr;
   ASSERT_EQ(sk_mem_alloc(dev_, 8, &mem), SK_OK) << sk_last_error();
   uint32_t *flag = static_cast<uint32_t *>(mem);
@@ -339,17 +339,8 @@ TEST_F(CudaFakeDriver, LaunchRepeatStopsOnTheDeviceFlagAndRefusesBadOnes) {
 // iteration barrier's last arriver ends the loop there, the next sync reports it once, and the
 // next launch starts the counters afresh.
 TEST_F(CudaFakeDriver, AHangInARunEndsTheRepeatAndIsReportedOnce) {
-  sk_kernel *step = kernel("chain.cubin", "chain_step");
-  ASSERT_NE(step, nullptr);
-  uint64_t x = 0x1000;
-  uint32_t n = 8, i = 0;
-  void *a[] = {&x, &n, &i};
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "hung_repeat", nullptr, &scope), SK_OK);
-  ASSERT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
-  ASSERT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK);
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  sk_superkernel *sk = chain("hung_repeat", 2, 4);
+  ASSERT_NE(sk, nullptr);
   ASSERT_EQ(sk_launch(sk, nullptr), SK_OK);  // epoch 1
   // A wait of step 1, block 2 (point 0: task start) past its deadline in run 3 (0-based).
   const uint64_t words[8] = {0, 1, 1, 2, 0, 3, 4, 0};
@@ -1397,18 +1388,10 @@ TEST_F(CudaFakeDriver, ACapturedLaunchReplaysAHundredTimesWithItsOwnEpochs) {
 // A captured sk_launch_repeat is one kernel node with its run count and flag: each replay
 // runs n epochs on from the last, as the launch would.
 TEST_F(CudaFakeDriver, ACapturedRepeatReplaysWithItsRunCount) {
-  sk_kernel *step = kernel("chain.cubin", "chain_step");
-  ASSERT_NE(step, nullptr);
   FakeGraphs cu{fake_.lib};
   void *const ctx = reinterpret_cast<void *>(0x1000);  // the stand-in's primary context
-  uint64_t x = 0x1000;
-  uint32_t n = 8, i = 0;
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "captured_repeat", nullptr, &scope), SK_OK);
-  void *args[] = {&x, &n, &i};
-  ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK);
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  sk_superkernel *sk = chain("captured_repeat", 1, 2);
+  ASSERT_NE(sk, nullptr);
   void *mem = nullptr;
   ASSERT_EQ(sk_mem_alloc(dev_, 4, &mem), SK_OK) << sk_last_error();
   uint32_t *flag = static_cast<uint32_t *>(mem);
