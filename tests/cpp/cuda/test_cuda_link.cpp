@@ -794,6 +794,18 @@ std::string disassemble(const BuiltImage &img, int *rc) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+// Plans `s` on `grid` blocks, links it and disassembles the linked cubin into *sass.
+void linked_sass(Scope &s, uint32_t grid, std::string *sass) {
+  ASSERT_EQ(s.make_plan(grid), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  int rc = 0;
+  *sass = disassemble(img, &rc);
+  ASSERT_EQ(rc, 0) << *sass;
+}
+
+constexpr const char *kNoNvdisasm = "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+
 // The SASS of function `name`: from its .text section's label to the next section.
 std::string sass_function(const std::string &sass, const std::string &name) {
   const size_t at = sass.find(".section\t.text." + name + ",");
@@ -807,18 +819,13 @@ std::string sass_function(const std::string &sass, const std::string &name) {
 // The same in the linked SASS: every BAR of libsk's code (the entry and its library) is on
 // barrier 15; the sub-kernel's own __syncthreads() stays on barrier 0.
 TEST(CudaEntrySass, LibsksBarriersStayOffTheSubKernelsBarrier0) {
-  const std::string nvdisasm = nvdisasm_path();
-  if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+  if (nvdisasm_path().empty()) GTEST_SKIP() << kNoNvdisasm;
   auto early = load("early_return.cubin");
   Scope s;
   s.add(kernel(early, "early_return_pairs"), 20);
   s.add(kernel(early, "early_return_pairs"), 3);
-  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
-  BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-  int rc = 0;
-  const std::string sass = disassemble(img, &rc);
-  ASSERT_EQ(rc, 0) << sass;
+  std::string sass;
+  ASSERT_NO_FATAL_FAILURE(linked_sass(s, 8, &sass));
   // Functions start at ".text.<name>:" section labels; BAR's first operand is the barrier.
   const std::regex section("^\\s*\\.section\\s+\\.text\\.([A-Za-z0-9_$.]+)"), bar("\\bBAR\\.[A-Z_.]*\\s+([^ ,;]+)");
   // A non-aligned barrier.sync becomes BAR.SYNC 0xf for a converged warp and, for a diverged
@@ -866,18 +873,14 @@ TEST(CudaEntrySass, LibsksBarriersStayOffTheSubKernelsBarrier0) {
 // 1000 steps of two sub-kernels: the linked entry calls each from one place (direct calls the
 // linker sees, so its register count and call graph cover them), however many steps run it.
 TEST(CudaEntrySass, OneCallPerDistinctSubKernel) {
-  if (nvdisasm_path().empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+  if (nvdisasm_path().empty()) GTEST_SKIP() << kNoNvdisasm;
   auto chain = load("chain.cubin");
   auto tiny = load("tiny.cubin");
   Scope s;
   s.name = "two_kernels_1000_steps";
   for (int i = 0; i < 1000; ++i) s.add(kernel(i % 2 ? tiny : chain, i % 2 ? "tiny_add" : "chain_step"), 4);
-  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
-  BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-  int rc = 0;
-  const std::string sass = disassemble(img, &rc);
-  ASSERT_EQ(rc, 0) << sass;
+  std::string sass;
+  ASSERT_NO_FATAL_FAILURE(linked_sass(s, 8, &sass));
   const std::string entry = sass_function(sass, "sk_superkernel_entry");
   ASSERT_FALSE(entry.empty()) << sass;
   const std::regex call("\\bCALL\\.[A-Z.]*\\s+`?\\(?([A-Za-z0-9_$.]+)\\)?");
@@ -902,17 +905,13 @@ TEST(CudaEntrySass, OneCallPerDistinctSubKernel) {
 // run takes one, and the other blocks' wait through __sk_wait. The entry calls it once, in its
 // loop over the runs.
 TEST(CudaEntrySass, TheIterationBarrierIsOneAtomicPerBlockAndOneFlagLoad) {
-  if (nvdisasm_path().empty()) GTEST_SKIP() << "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
+  if (nvdisasm_path().empty()) GTEST_SKIP() << kNoNvdisasm;
   auto chain = load("chain.cubin");
   Scope s;
   s.add(kernel(chain, "chain_step"), 8);
   s.add(kernel(chain, "chain_step"), 8);
-  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
-  BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-  int rc = 0;
-  const std::string sass = disassemble(img, &rc);
-  ASSERT_EQ(rc, 0) << sass;
+  std::string sass;
+  ASSERT_NO_FATAL_FAILURE(linked_sass(s, 8, &sass));
   const std::string next = sass_function(sass, "__sk_next");
   ASSERT_FALSE(next.empty()) << "__sk_next is a function of its own\n" << sass;
   auto matches = [](const std::string &text, const char *pattern) {
