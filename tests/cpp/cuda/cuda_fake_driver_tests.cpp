@@ -163,6 +163,14 @@ class CudaFakeDriver : public ::testing::Test {
     EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
     return sk;
   }
+  // A stop flag for sk_launch_repeat: 4 bytes of device memory holding 0 (nullptr on failure).
+  uint32_t *zeroed_flag() {
+    void *mem = nullptr;
+    EXPECT_EQ(sk_mem_alloc(dev_, 4, &mem), SK_OK) << sk_last_error();
+    const uint32_t zero = 0;
+    if (mem) EXPECT_EQ(sk_memcpy(dev_, mem, &zero, 4), SK_OK) << sk_last_error();
+    return static_cast<uint32_t *>(mem);
+  }
   sk_kernel *kernel(const char *file, const char *name) {
     sk_module *mod = nullptr;
     EXPECT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path(file).c_str(), &mod), SK_OK) << sk_last_error();
@@ -295,11 +303,9 @@ TEST_F(CudaFakeDriver, LaunchRepeatIsOneLaunchOfNRuns) {
 TEST_F(CudaFakeDriver, LaunchRepeatStopsOnTheDeviceFlagAndRefusesBadOnes) {
   sk_superkernel *sk = chain("stopping", 1, 4);
   ASSERT_NE(sk, nullptr);
-  void *mem = nullptr;
-  ASSERT_EQ(sk_mem_alloc(dev_, 8, &mem), SK_OK) << sk_last_error();
-  uint32_t *flag = static_cast<uint32_t *>(mem);
-  const uint32_t zero = 0, one = 1;
-  ASSERT_EQ(sk_memcpy(dev_, flag, &zero, 4), SK_OK);
+  uint32_t *flag = zeroed_flag();
+  ASSERT_NE(flag, nullptr);
+  const uint32_t one = 1;
   ASSERT_EQ(sk_launch_repeat(sk, 4, flag, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_memcpy(dev_, flag, &one, 4), SK_OK);
   ASSERT_EQ(sk_launch_repeat(sk, 4, flag, nullptr), SK_OK) << sk_last_error();
@@ -322,7 +328,7 @@ TEST_F(CudaFakeDriver, LaunchRepeatStopsOnTheDeviceFlagAndRefusesBadOnes) {
   EXPECT_EQ(sk_launch_repeat(sk, 0, flag, nullptr), SK_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(sk_last_error(), "n is 0")) << sk_last_error();
   EXPECT_EQ(sk_launch_repeat(sk, SK_LAUNCH_REPEAT_MAX + 1, nullptr, nullptr), SK_ERR_INVALID_ARGUMENT);
-  const uint32_t *misaligned = reinterpret_cast<const uint32_t *>(static_cast<char *>(mem) + 2);
+  const uint32_t *misaligned = reinterpret_cast<const uint32_t *>(reinterpret_cast<char *>(flag) + 2);
   EXPECT_EQ(sk_launch_repeat(sk, 4, misaligned, nullptr), SK_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(sk_last_error(), "not aligned")) << sk_last_error();
   EXPECT_EQ(fake_.all().size(), 2u);                            // nothing queued
@@ -332,7 +338,7 @@ TEST_F(CudaFakeDriver, LaunchRepeatStopsOnTheDeviceFlagAndRefusesBadOnes) {
   EXPECT_EQ(l[2].epoch, 6u);
   EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
   sk_superkernel_destroy(sk);
-  sk_mem_free(dev_, mem);
+  sk_mem_free(dev_, flag);
 }
 
 // A hang in run k of a repeat raises the launch's abort word (the epoch of run k): the
@@ -1392,11 +1398,9 @@ TEST_F(CudaFakeDriver, ACapturedRepeatReplaysWithItsRunCount) {
   void *const ctx = reinterpret_cast<void *>(0x1000);  // the stand-in's primary context
   sk_superkernel *sk = chain("captured_repeat", 1, 2);
   ASSERT_NE(sk, nullptr);
-  void *mem = nullptr;
-  ASSERT_EQ(sk_mem_alloc(dev_, 4, &mem), SK_OK) << sk_last_error();
-  uint32_t *flag = static_cast<uint32_t *>(mem);
+  uint32_t *flag = zeroed_flag();
+  ASSERT_NE(flag, nullptr);
   const uint32_t zero = 0, one = 1;
-  ASSERT_EQ(sk_memcpy(dev_, flag, &zero, 4), SK_OK);
   void *engine = nullptr;
   ASSERT_EQ(cu.push(ctx), 0);
   ASSERT_EQ(cu.stream_create(&engine), 0);
@@ -1438,7 +1442,7 @@ TEST_F(CudaFakeDriver, ACapturedRepeatReplaysWithItsRunCount) {
   EXPECT_EQ(cu.stream_destroy(engine), 0);
   ASSERT_EQ(cu.pop(), 0);
   sk_superkernel_destroy(sk);
-  sk_mem_free(dev_, mem);
+  sk_mem_free(dev_, flag);
 }
 
 TEST_F(CudaFakeDriver, StreamCreateCudaRefusesWhatIsNotACudaStream) {
