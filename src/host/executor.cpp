@@ -340,14 +340,14 @@ void Executor::process(Core &core, uint64_t seq) {
   }
   // A launch of a program that ends at its last release, on every core of the executor:
   // complete it at that count, one line transfer sooner than the reports (which still come,
-  // and count for the next launch that waits for them).
+  // and count for the next launch that waits for them). Not a repeated one: its cores read
+  // the task's barrier after their last release, so the slot is theirs until they report.
   const Program &p = *task.program;
-  if (p.ends_at_last_release && p.cores == config_.cores) {
+  if (p.ends_at_last_release && p.cores == config_.cores && task.repeat == 1) {
     WaitPolicy policy = completion_policy_;
     policy.abort = &task.failure.aborted;
     policy.timeout = watch_slice_;  // then the wait below, which watches
-    // The last iteration core 0 ran is the task's last (repeat_barrier.hpp): every core ran it.
-    const uint32_t target = core.ctx.epoch * p.releases_per_launch;
+    const uint32_t target = task.epoch * p.releases_per_launch;
     if (wait_for(p.released.value, step_channel_, policy, [target](uint32_t v) { return reached(v, target); }) ==
         WaitResult::Ok)
       return complete_task(task, seq);
@@ -378,12 +378,15 @@ void Executor::run_task(Core &core, Task &task) {
   policy.abort = &task.failure.aborted;
   ctx.policy = &policy;
   ctx.progress->task.store(task.seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  // Read before the steps: after this core's last release core 0 may complete a task of one
+  // iteration and a launch may take the slot (Program::ends_at_last_release).
+  const uint32_t repeat = task.repeat;
   run_core_steps(p, ctx, core.index, task.failure);
   // sk_launch_repeat: the next iteration is the next launch epoch, whose counters start where
   // this one's ended; the barrier is what orders it after every core's end of this one.
-  for (uint32_t done = 1; done < task.repeat; ++done) {
+  for (uint32_t done = 1; done < repeat; ++done) {
     if (task.failure.aborted.load(std::memory_order_acquire) ||
-        !pass_repeat_barrier(ctx, task.between_iterations, p.cores, done, task.repeat))
+        !pass_repeat_barrier(ctx, task.between_iterations, p.cores, done, repeat))
       break;
     ctx.epoch = task.epoch + done;
     run_core_steps(p, ctx, core.index, task.failure);
