@@ -7,13 +7,24 @@ file(GLOB SK_CUDA_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cud
 add_executable(sk_cuda_tests ${SK_CUDA_TEST_SOURCES})
 target_include_directories(sk_cuda_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(sk_cuda_tests PRIVATE sk_internal GTest::gtest_main sk_explain_dump ${CMAKE_DL_LIBS})
-# nvdisasm reads the linked SASS where it is installed (the toolkit, or the PyPI wheel
-# nvidia-cuda-nvdisasm: point SK_NVDISASM at it); those checks skip without it.
+# nvdisasm reads the linked SASS, cuobjdump its resource usage, where they are installed: the
+# toolkit, or NVIDIA's PyPI wheels in SK_CUDA_TOOLS_DIR, where scripts/deps puts them (or point
+# SK_NVDISASM / SK_CUOBJDUMP at them); those checks skip without them.
 get_filename_component(SK_PTXAS_DIR ${SK_PTXAS} DIRECTORY)
-find_program(SK_NVDISASM nvdisasm HINTS ${SK_PTXAS_DIR} ENV CUDA_HOME PATH_SUFFIXES bin)
-if(NOT SK_NVDISASM)
-  set(SK_NVDISASM "")
+if(DEFINED ENV{SK_CUDA_TOOLS_DIR})
+  set(sk_cuda_tools $ENV{SK_CUDA_TOOLS_DIR})
+elseif(DEFINED ENV{XDG_DATA_HOME})
+  set(sk_cuda_tools $ENV{XDG_DATA_HOME}/libsk/cuda-tools)
+else()
+  set(sk_cuda_tools $ENV{HOME}/.local/share/libsk/cuda-tools)
 endif()
+foreach(tool nvdisasm cuobjdump)
+  string(TOUPPER ${tool} var)
+  find_program(SK_${var} ${tool} HINTS ${SK_PTXAS_DIR} ${sk_cuda_tools}/nvidia/cu13/bin ENV CUDA_HOME PATH_SUFFIXES bin)
+  if(NOT SK_${var})
+    set(SK_${var} "")
+  endif()
+endforeach()
 target_compile_definitions(sk_cuda_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}" SK_PTXAS="${SK_PTXAS}"
                            SK_NVDISASM="${SK_NVDISASM}")
 # cuda.h only for test_cuda_abi.cpp's layout checks (libsk itself needs no CUDA header).
@@ -38,6 +49,7 @@ target_include_directories(sk_cuda_fake_driver_tests PRIVATE ${CMAKE_CURRENT_SOU
 target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS} sk_explain_dump)
 target_compile_features(sk_cuda_fake_driver_tests PRIVATE cxx_std_20)
 target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"
+                           SK_CUOBJDUMP="${SK_CUOBJDUMP}"
                            SK_FAKE_CUDA_DRIVER="$<TARGET_FILE:sk_fake_cuda_driver>")
 add_dependencies(sk_cuda_fake_driver_tests sk_cuda_test_kernels sk_fake_cuda_driver)
 gtest_discover_tests(sk_cuda_fake_driver_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300

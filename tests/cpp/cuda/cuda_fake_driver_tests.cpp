@@ -1045,6 +1045,36 @@ ImageResources image_resources(const std::vector<uint8_t> &img, const std::strin
   return r;
 }
 
+// What NVIDIA's cuobjdump -res-usage prints of function `name` in `img` ("REG:32 STACK:8
+// SHARED:1024 LOCAL:0 ..."), or "" without cuobjdump (SK_CUOBJDUMP, else the one CMake found).
+std::string cuobjdump_res_usage(const std::vector<uint8_t> &img, const std::string &name) {
+  const char *env = std::getenv("SK_CUOBJDUMP");
+  const std::string tool = env && *env ? env : SK_CUOBJDUMP;
+  if (tool.empty()) return "";
+  char path[] = "/tmp/sk-res-usage-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "mkstemp failed";
+  const bool written = write(fd, img.data(), img.size()) == static_cast<ssize_t>(img.size());
+  close(fd);
+  std::string out;
+  if (FILE *p = written ? popen((tool + " -res-usage " + path + " 2>&1").c_str(), "r") : nullptr) {
+    char buf[4096];
+    for (size_t got; (got = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, got);
+    pclose(p);
+  }
+  std::remove(path);
+  const size_t at = out.find("Function " + name + ":\n");
+  if (at == std::string::npos) return "no function " + name + " in:\n" + out;
+  const size_t begin = at + name.size() + 11;
+  return out.substr(begin, out.find('\n', begin) - begin);
+}
+
+// The number after "KEY:" in a cuobjdump -res-usage line (-1: absent).
+long long res_usage_number(const std::string &line, const std::string &key) {
+  const size_t at = line.find(" " + key + ":");
+  return at == std::string::npos ? -1 : std::atoll(line.c_str() + at + key.size() + 2);
+}
+
 // The number after "key": inside the "cuda_entry" object of an explain document (-1: absent).
 long long entry_number(const std::string &json, const std::string &key) {
   const size_t at = json.find("\"cuda_entry\":{");
@@ -1098,6 +1128,14 @@ TEST_F(CudaFakeDriver, ExplainReportsTheLinkedEntrysResourcesAsItsCubinSays) {
   EXPECT_GE(entry_number(doc, "dynamic_shared_bytes"), 48);  // libsk's per-block state
   EXPECT_EQ(entry_number(doc, "blocks_per_sm"), 2);
   EXPECT_TRUE(contains(doc, "\"arch\":\"sm_")) << doc;
+  // And as NVIDIA's own reader says (where cuobjdump is installed: scripts/deps).
+  const std::string usage = cuobjdump_res_usage(img, entry);
+  if (!usage.empty()) {
+    EXPECT_EQ(entry_number(doc, "registers"), res_usage_number(usage, "REG")) << usage;
+    EXPECT_EQ(entry_number(doc, "stack_bytes"), res_usage_number(usage, "STACK")) << usage;
+    EXPECT_EQ(entry_number(doc, "static_shared_bytes"), res_usage_number(usage, "SHARED")) << usage;
+    EXPECT_EQ(entry_number(doc, "local_bytes"), res_usage_number(usage, "LOCAL")) << usage;
+  }
   sk_superkernel_destroy(sk);
 }
 
