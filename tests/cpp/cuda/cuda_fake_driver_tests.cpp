@@ -24,6 +24,48 @@
 
 namespace {
 
+// finalize_in_child's process: `SK_TEST_FINALIZE_CHILD=N sk_cuda_fake_driver_tests` finalizes a
+// chain of N sub-kernels and exits, 0 on success, before any test or other initialization
+// here runs (the parent gave it the driver, the cache directory and the nvJitLink to use).
+constexpr const char *kFinalizeChild = "SK_TEST_FINALIZE_CHILD";
+
+int finalize_chain(uint32_t steps) {
+  sk_device *dev = nullptr;
+  sk_module *mod = nullptr;
+  sk_kernel *step = nullptr;
+  sk_scope *scope = nullptr;
+  sk_superkernel *sk = nullptr;
+  uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
+  uint32_t n = 100;
+  std::vector<uint32_t> index(steps);
+  bool ok = sk_device_open("cuda:0", &dev) == SK_OK &&
+            sk_module_load_file(dev, sk::cuda_test::kernel_path("chain.cubin").c_str(), &mod) == SK_OK &&
+            sk_module_get_kernel(mod, "chain_step", &step) == SK_OK &&
+            sk_scope_begin(dev, "cached", nullptr, &scope) == SK_OK;
+  for (uint32_t i = 0; ok && i < steps; ++i) {
+    index[i] = i;
+    void *a[] = {&x, &n, &index[i]};
+    ok = sk_add_kernel(scope, step, 8, a, nullptr) == SK_OK;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (ok)
+    ok = sk_finalize(scope, &sk) == SK_OK;  // consumes the scope
+  else
+    sk_scope_abort(scope);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!ok) std::fprintf(stderr, "child: %s\n", sk_last_error());
+  if (ok) std::fprintf(stderr, "finalize of %u sub-kernels: %.1f ms\n", steps, ms);
+  sk_superkernel_destroy(sk);
+  sk_module_unload(mod);
+  sk_device_close(dev);
+  return ok ? 0 : 1;
+}
+
+[[maybe_unused]] const bool g_finalize_child = [] {
+  if (const char *steps = std::getenv(kFinalizeChild)) std::_Exit(finalize_chain((uint32_t)std::atoi(steps)));
+  return false;
+}();
+
 // Before anything opens the driver: libsk caches the first driver it loads.
 const bool g_env = [] {
   setenv("SK_CUDA_DRIVER_LIBRARY", SK_FAKE_CUDA_DRIVER, 1);
@@ -1141,37 +1183,19 @@ TEST_F(CudaFakeDriver, ExplainReportsTheLinkedEntrysResourcesAsItsCubinSays) {
 
 namespace {
 
-// Finalizes a chain of `steps` sub-kernels in a process of its own (a fresh libsk: nothing
-// cached in memory) with `env` set there, and says whether finalize succeeded (0) or not (1).
-// With nvJitLink pointed at a library that does not exist, success means the cubin came from
-// the disk cache. The time finalize took goes to the test log.
+// Finalizes a chain of `steps` sub-kernels in a process of its own (this test binary run
+// again: a fresh libsk, nothing loaded or cached in memory) with `env` set there, and says
+// whether finalize succeeded (0) or not (1). With nvJitLink pointed at a library that does not
+// exist, success means the cubin came from the disk cache. The time finalize took goes to the
+// test log.
 int finalize_in_child(const std::vector<std::pair<const char *, const char *>> &env, uint32_t steps = 2) {
+  const std::string count = std::to_string(steps);
   const pid_t pid = fork();
   if (pid == 0) {
     for (const auto &[name, value] : env) setenv(name, value, 1);
-    sk_device *dev = nullptr;
-    sk_module *mod = nullptr;
-    sk_kernel *step = nullptr;
-    sk_scope *scope = nullptr;
-    sk_superkernel *sk = nullptr;
-    uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
-    uint32_t n = 100;
-    std::vector<uint32_t> index(steps);
-    bool ok = sk_device_open("cuda:0", &dev) == SK_OK &&
-              sk_module_load_file(dev, sk::cuda_test::kernel_path("chain.cubin").c_str(), &mod) == SK_OK &&
-              sk_module_get_kernel(mod, "chain_step", &step) == SK_OK &&
-              sk_scope_begin(dev, "cached", nullptr, &scope) == SK_OK;
-    for (uint32_t i = 0; ok && i < steps; ++i) {
-      index[i] = i;
-      void *a[] = {&x, &n, &index[i]};
-      ok = sk_add_kernel(scope, step, 8, a, nullptr) == SK_OK;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    ok = ok && sk_finalize(scope, &sk) == SK_OK;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (!ok) std::fprintf(stderr, "child: %s\n", sk_last_error());
-    if (ok) std::fprintf(stderr, "finalize of %u sub-kernels: %.1f ms\n", steps, ms);
-    _exit(ok ? 0 : 1);  // no atexit handlers: the parent's cache directory stays
+    setenv(kFinalizeChild, count.c_str(), 1);
+    execl("/proc/self/exe", "sk_cuda_fake_driver_tests", static_cast<char *>(nullptr));
+    _exit(3);
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 2;
