@@ -19,7 +19,7 @@ constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kF
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
                   kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
-// Where CUDA 12 and 13 put the static __shared__ variables of a relocatable cubin: a NOBITS
+// Where CUDA 13 puts the static __shared__ variables of a relocatable cubin: a NOBITS
 // section in which a variable's st_value is its alignment (it has no offset before the link).
 constexpr char kDebugShared[] = ".nv_debug.shared";
 
