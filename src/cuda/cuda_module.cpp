@@ -1,14 +1,12 @@
 #include "cuda/cuda_module.hpp"
 
 #include <algorithm>
-
-#include <xxhash.h>
-
 #include <cstdlib>
 #include <cstring>
 
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
+#include "elf/shared_overlay_layout.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -115,9 +113,6 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
                 label.c_str(), size);
   }
   m->bytes.assign(b, b + size);
-  XXH128_hash_t h = XXH3_128bits(image, size);
-  m->hash_lo = h.low64;
-  m->hash_hi = h.high64;
   *out = std::move(m);
   return SK_OK;
 }
@@ -140,7 +135,12 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     const elf::CubinReach reach = m.cubin.reach(name);
     k->usage = device_api_usage(reach.externs);
     for (const std::string &f : reach.functions) k->registers = std::max(k->registers, m.cubin.find(f)->registers);
-    k->static_shared = reach.shared_bytes;
+    const elf::SharedOverlayLayout alone = elf::layout_shared_overlay({&m.cubin}, {{0, name}}, false);
+    uint64_t in_place = 0;
+    for (uint32_t v : reach.shared_vars)
+      if (const elf::CubinSharedVar &var = m.cubin.shared_vars[v]; !var.overlay)
+        in_place = (in_place + var.align - 1) / var.align * var.align + var.size;
+    k->static_shared = (uint32_t)std::min<uint64_t>(alone.bytes + in_place, UINT32_MAX);
     if (reach.dynamic_shared && !m.dynamic_shared.count(name))
       return fail(SK_ERR_INCOMPATIBLE,
                   "%s: %s uses an extern __shared__ array but declares no size for it; record it with "

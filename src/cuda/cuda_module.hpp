@@ -23,9 +23,8 @@ constexpr uint32_t kDefaultThreads = 128;
 struct CudaModule {
   std::string label;
   InputKind kind = InputKind::Cubin;
-  std::vector<uint8_t> bytes;
-  uint64_t hash_lo = 0, hash_hi = 0;  // XXH3-128 of the bytes: part of the link cache key
-  elf::Cubin cubin;                   // cubins only
+  std::vector<uint8_t> bytes;  // as loaded: a link rewrites a cubin's copy (its shared overlay)
+  elf::Cubin cubin;            // cubins only
   std::vector<KernelMetadata> metadata;
   std::map<std::string, uint32_t> threads;         // metadata "threads=" per kernel
   std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
@@ -41,8 +40,11 @@ struct CudaKernel {
   // DeviceApiBit set, from the EIATTR_EXTERNS of the function and of every function it reaches
   // through .nv.callgraph (a __noinline__ helper that calls sk_sync_all makes the kernel sync).
   uint32_t usage = 0;
-  uint32_t registers = 0;       // the most of it and its callees; 0 when unknown (LTO-IR)
-  uint32_t static_shared = 0;   // static __shared__ bytes of it and its callees (0 for LTO-IR)
+  uint32_t registers = 0;  // the most of it and its callees; 0 when unknown (LTO-IR)
+  // Static __shared__ bytes of it and its callees (0 for LTO-IR): its part of the shared
+  // overlay, as its sk_launch_kernel entry lays it out, plus the variables that do not move
+  // (CubinSharedVar::overlay), which the linker places beside it.
+  uint32_t static_shared = 0;
   uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
 };
 

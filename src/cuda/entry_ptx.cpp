@@ -276,6 +276,11 @@ std::string generate_entry_ptx(const EntrySpec &spec) {
   v["THREADS"] = str(spec.threads);
   v["ARCH"] = spec.arch;
   v["SUBKERNEL_DECLARATIONS"] = subkernel_declarations(spec);
+  v["SHARED_OVERLAY"] = kSharedOverlaySymbol;
+  v["SHARED_OVERLAY_ALIGN"] = str(spec.shared_overlay_align);
+  // At least one byte: the linked modules' other functions may address it even when no
+  // sub-kernel does (no code the entry reaches does then, and the linker allocates nothing).
+  v["SHARED_OVERLAY_BYTES"] = str(spec.shared_overlay_bytes ? spec.shared_overlay_bytes : 1);
   const uint32_t slots = spec.arg_slots ? spec.arg_slots : 1;
   v["ARGS_PARAM"] = spec.args == ArgSource::Params ? "  .param .align 8 .b8 sk_args[" + str(8ull * slots) + "],"
                                                    : "  .param .u64 sk_args,";

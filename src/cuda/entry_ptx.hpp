@@ -75,12 +75,21 @@ struct EntrySpec {
   // `extern __shared__` bytes of the sub-kernel that needs the most (they run one after
   // another; every extern __shared__ array starts at the dynamic shared base).
   uint32_t dynamic_shared = 0;
+  // The shared overlay (kSharedOverlaySymbol): the static __shared__ bytes the largest call
+  // tree of a sub-kernel needs, and the largest alignment of its variables.
+  uint64_t shared_overlay_bytes = 0;
+  uint32_t shared_overlay_align = 1;
   std::vector<EntryStep> steps;
 };
 
+// The static __shared__ array the entry defines and the sub-kernels' cubins are rewritten to
+// address their static variables in (elf/cubin_shared_overlay.hpp): one array for every
+// sub-kernel, as they run one after another in a block, with a block barrier between them.
+constexpr char kSharedOverlaySymbol[] = "__sk_shared_overlay";
+
 // Dynamic shared memory each launch of the entry passes: the sub-kernels' bytes, then libsk's
-// per-block state (kept out of static shared memory, which the linker adds up over the
-// sub-kernels: two 24 KiB tiles already fill the 48 KiB a block has without opting in).
+// per-block state (kept out of static shared memory, which is at most 48 KiB a block and
+// holds the sub-kernels' static variables).
 uint32_t entry_dynamic_shared(const EntrySpec &spec);
 
 // The hardware barrier of every libsk block barrier (__sk_begin, __sk_end, the device API's

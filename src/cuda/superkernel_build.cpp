@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "common/error.hpp"
 #include "cuda/disk_cache.hpp"
 #include "cuda/nvjitlink.hpp"
+#include "elf/cubin_shared_overlay.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -33,20 +35,50 @@ std::map<LinkKey, CacheEntry> &cache() {
 std::atomic<uint64_t> g_links{0};
 
 // Everything that decides the linked cubin: libsk's version (it writes the entry and reads the
-// result), nvJitLink's options, and each input's kind, label and content hash, the entry's
-// PTX in full.
-std::string link_material(const std::vector<LinkInput> &inputs, const std::vector<const CudaModule *> &modules,
-                          const std::string &arch, uint32_t max_registers) {
+// result), nvJitLink's options, and each input's kind, label and the content hash of the bytes
+// linked (a cubin's after its shared overlay rewrite), the entry's PTX in full.
+std::string link_material(const std::vector<LinkInput> &inputs, const std::string &arch, uint32_t max_registers) {
   std::string m = std::string("libsk ") + sk_version_string() + "\n";
   for (const std::string &o : NvJitLink::link_options(inputs, arch, max_registers)) m += o + "\n";
-  for (const CudaModule *mod : modules) {
-    char h[64];
-    std::snprintf(h, sizeof h, "%d %016llx%016llx ", (int)mod->kind, (unsigned long long)mod->hash_hi,
-                  (unsigned long long)mod->hash_lo);
-    m += h + mod->label + "\n";
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const XXH128_hash_t h = XXH3_128bits(inputs[i].data, inputs[i].size);
+    char text[64];
+    std::snprintf(text, sizeof text, "%d %016llx%016llx ", (int)inputs[i].kind, (unsigned long long)h.high64,
+                  (unsigned long long)h.low64);
+    m += text + inputs[i].label + "\n";
   }
   m.append(static_cast<const char *>(inputs[0].data), inputs[0].size);
   return m;
+}
+
+// Each module of the kernels once, in first-use order.
+std::vector<const CudaModule *> linked_modules(const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
+  std::vector<const CudaModule *> modules;
+  for (const auto &k : kernels)
+    if (std::find(modules.begin(), modules.end(), k->module.get()) == modules.end())
+      modules.push_back(k->module.get());
+  return modules;
+}
+
+// The shared overlay of a link: the cubins' movable variables laid out for the sub-kernels'
+// call trees (none moves in a link with LTO-IR, whose calls are not known before the link).
+elf::SharedOverlayLayout overlay_layout(const std::vector<const CudaModule *> &modules,
+                                        const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
+  std::vector<const elf::Cubin *> cubins;
+  bool lto = false;
+  for (const CudaModule *m : modules) {
+    lto |= m->kind == InputKind::LtoIr;
+    if (m->kind == InputKind::Cubin) cubins.push_back(&m->cubin);
+  }
+  std::vector<elf::OverlayRoot> roots;
+  std::set<std::pair<uint32_t, std::string>> seen;
+  for (const auto &k : kernels) {
+    const auto at = std::find(cubins.begin(), cubins.end(), &k->module->cubin);
+    if (at == cubins.end()) continue;  // LTO-IR
+    const uint32_t cubin = (uint32_t)(at - cubins.begin());
+    if (seen.insert({cubin, k->symbol}).second) roots.push_back({cubin, k->symbol});
+  }
+  return elf::layout_shared_overlay(cubins, roots, lto);
 }
 
 LinkKey link_key(const std::string &material) {
@@ -81,9 +113,13 @@ sk_status agree_on_threads(const std::string &name, const std::vector<std::share
   return SK_OK;
 }
 
-sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *out) {
+sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *out,
+                          elf::SharedOverlayLayout *overlay) {
   const Plan &plan = *req.plan;
   EntrySpec spec;
+  elf::SharedOverlayLayout layout = overlay_layout(linked_modules(req.kernels), req.kernels);
+  spec.shared_overlay_bytes = layout.bytes;
+  spec.shared_overlay_align = layout.align;
   spec.arch = req.arch;
   spec.threads = threads;
   spec.timeout_ns = req.timeout_ns;
@@ -133,6 +169,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     spec.steps.push_back(std::move(s));
   }
   *out = std::move(spec);
+  if (overlay) *overlay = std::move(layout);
   return SK_OK;
 }
 
@@ -142,7 +179,8 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   uint32_t threads = 0;
   if (sk_status st = agree_on_threads(req.name, req.kernels, names, &threads); st != SK_OK) return st;
   EntrySpec spec;
-  if (sk_status st = make_entry_spec(req, threads, &spec); st != SK_OK) return st;
+  elf::SharedOverlayLayout overlay;
+  if (sk_status st = make_entry_spec(req, threads, &spec, &overlay); st != SK_OK) return st;
   BuiltImage img;
   img.ptx = generate_entry_ptx(spec);
   img.table = step_table(spec);
@@ -151,13 +189,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   img.args = spec.args;
   img.dynamic_shared = entry_dynamic_shared(spec);
 
-  // Each module once, in first-use order.
-  std::vector<const CudaModule *> modules;
-  for (const auto &k : req.kernels) {
-    bool seen = false;
-    for (const CudaModule *m : modules) seen |= m == k->module.get();
-    if (!seen) modules.push_back(k->module.get());
-  }
+  const std::vector<const CudaModule *> modules = linked_modules(req.kernels);
   // A cubin holds SASS for one architecture: say so before nvJitLink says "bad input".
   const unsigned target =
       (unsigned)std::strtoul(req.arch.c_str() + (req.arch.rfind("sm_", 0) == 0 ? 3 : 0), nullptr, 10);
@@ -167,11 +199,23 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                   "super kernel '%s': %s holds SASS for sm_%u, but the target is %s; rebuild it with -arch=%s "
                   "or ship LTO-IR (nvcc -dc -dlto -ltoir)",
                   req.name.c_str(), m->label.c_str(), m->cubin.sm, req.arch.c_str(), req.arch.c_str());
+  // The cubins with their static __shared__ variables moved into the entry's overlay.
+  std::vector<std::vector<uint8_t>> rewritten(modules.size());
+  for (size_t i = 0, c = 0; i < modules.size(); ++i) {
+    if (modules[i]->kind != InputKind::Cubin) continue;
+    if (sk_status st = elf::rewrite_shared_overlay(modules[i]->bytes, modules[i]->cubin, modules[i]->label,
+                                                   kSharedOverlaySymbol, overlay.offsets[c++], &rewritten[i]);
+        st != SK_OK)
+      return st;
+  }
   std::vector<LinkInput> inputs;
   inputs.push_back({InputKind::Ptx, img.ptx.data(), img.ptx.size(), req.name + " (generated entry)"});
-  for (const CudaModule *m : modules) inputs.push_back({m->kind, m->bytes.data(), m->bytes.size(), m->label});
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const std::vector<uint8_t> &bytes = rewritten[i].empty() ? modules[i]->bytes : rewritten[i];
+    inputs.push_back({modules[i]->kind, bytes.data(), bytes.size(), modules[i]->label});
+  }
   const uint32_t max_registers = entry_register_cap(req.kernels);
-  std::string material = link_material(inputs, modules, req.arch, max_registers);
+  std::string material = link_material(inputs, req.arch, max_registers);
   const LinkKey key = link_key(material);
   {
     std::lock_guard<std::mutex> lock(g_cache_mutex);

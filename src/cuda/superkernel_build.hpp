@@ -16,6 +16,7 @@
 #include "cuda/cuda_module.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "elf/cubin.hpp"
+#include "elf/shared_overlay_layout.hpp"
 
 namespace sk::cuda {
 
@@ -55,8 +56,10 @@ struct BuiltImage {
 sk_status agree_on_threads(const std::string &name, const std::vector<std::shared_ptr<CudaKernel>> &kernels,
                            const std::vector<std::string> &step_names, uint32_t *threads);
 
-// The entry description of a plan (exposed for tests).
-sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *out);
+// The entry description of a plan (exposed for tests), and where its shared overlay puts the
+// static __shared__ variables of the cubins it links.
+sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *out,
+                          elf::SharedOverlayLayout *overlay = nullptr);
 
 // Registers per thread libsk's own code (the entry, its waits and arrivals) may use at least:
 // the entry's count covers every function it calls, and uncapped the nested wait calls need

@@ -19,16 +19,13 @@ constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kF
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
                   kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
-// CUDA's own section types: SHT_CUDA_NOBITS sections (shared memory) occupy no file bytes,
-// and .nv.callgraph holds { caller, callee } symbol index pairs (negative callees are markers).
-constexpr uint32_t kShtCudaNobits = 0x7000000a;
-constexpr uint32_t kShtCudaCallgraph = 0x70000001;
-// st_other bit of shared-memory symbols (static variables and `extern __shared__` arrays).
-constexpr uint8_t kStoCudaShared = 0x40;
+// Where CUDA 13 puts the static __shared__ variables of a relocatable cubin: a NOBITS
+// section in which a variable's st_value is its alignment (it has no offset before the link).
+constexpr char kDebugShared[] = ".nv_debug.shared";
 
-bool is_shared_section(const std::string &name) {
-  return name == ".nv_debug.shared" || name.rfind(".nv.shared.", 0) == 0;
-}
+bool is_shared_section(const std::string &name) { return name == kDebugShared || name.rfind(".nv.shared.", 0) == 0; }
+
+bool power_of_two(uint64_t v) { return v && (v & (v - 1)) == 0; }
 
 // `bytes` of shared variables so far, then `var` at its alignment (saturating: the sizes come
 // from the file).
@@ -64,6 +61,7 @@ CubinReach Cubin::reach(std::string_view name) const {
     for (uint32_t v : f->shared_vars)
       if (!var_seen[v]) {
         var_seen[v] = true;
+        r.shared_vars.push_back(v);
         r.shared_bytes = append_shared(r.shared_bytes, shared_vars[v]);
       }
     auto note_extern = [&](const std::string &e) {
@@ -112,10 +110,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     return fail(SK_ERR_UNSUPPORTED, "%s: e_type %u is neither a relocatable (nvcc -dc -cubin) nor a linked cubin",
                 label.c_str(), eh.e_type);
   Object o;
-  if (sk_status st = parse_object(bytes, size, label, &o,
-                                  {.executable = true, .rel_sections = true, .nobits_type = kShtCudaNobits});
-      st != SK_OK)
-    return st;
+  if (sk_status st = parse_object(bytes, size, label, &o, kCubinParseOptions); st != SK_OK) return st;
   const std::vector<Section> &sections = o.sections;
   const std::vector<Symbol> &symbols = o.symbols;
   if (symbols.empty()) return fail(SK_ERR_BAD_BINARY, "%s: no symbol table", label.c_str());
@@ -141,6 +136,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     f.registers = sections[sym.shndx].info >> 24;  // cubins keep the count in sh_info's top byte
     // STO_CUDA_ENTRY (0x10) in st_other marks kernels.
     f.entry = (sym.other & 0x10) != 0;
+    f.local = sym.bind == STB_LOCAL;
     if (const int shared = o.find_section(".nv.shared." + f.name); shared >= 0)
       f.shared_bytes = (uint32_t)sections[shared].size;
     function_of_symbol[(uint32_t)s] = result.functions.size();
@@ -154,12 +150,36 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     if (sym.shndx == SHN_UNDEF || sym.shndx >= sections.size() || sym.type == STT_SECTION || sym.size == 0 ||
         !is_shared_section(sections[sym.shndx].name))
       continue;
-    const uint64_t align = sections[sym.shndx].align;
+    // In .nv_debug.shared st_value is the variable's alignment; in .nv.shared.<f>, an offset
+    // in a section whose alignment covers the variable.
+    const bool debug_shared = sections[sym.shndx].name == kDebugShared;
+    const uint64_t align = debug_shared ? sym.value : sections[sym.shndx].align;
+    if (!power_of_two(align) || align > kMaxSharedVarBytes)
+      return fail(SK_ERR_BAD_BINARY,
+                  "%s: shared variable '%s' (symbol %zu): alignment %llu (%s) is not a power of two of at most %llu",
+                  label.c_str(), sym.name.c_str(), s, (unsigned long long)align,
+                  debug_shared ? "st_value" : "sh_addralign", (unsigned long long)kMaxSharedVarBytes);
+    if (sym.size > kMaxSharedVarBytes)
+      return fail(SK_ERR_BAD_BINARY, "%s: shared variable '%s' (symbol %zu): st_size %llu is larger than %llu",
+                  label.c_str(), sym.name.c_str(), s, (unsigned long long)sym.size,
+                  (unsigned long long)kMaxSharedVarBytes);
     shared_of_symbol[(uint32_t)s] = result.shared_vars.size();
-    result.shared_vars.push_back(
-        {sym.name, (uint32_t)std::min<uint64_t>(sym.size, UINT32_MAX), align <= 4096 ? (uint32_t)align : 1u});
+    result.shared_vars.push_back({sym.name, (uint32_t)sym.size, (uint32_t)align, (uint32_t)s,
+                                  debug_shared && sym.bind == STB_LOCAL && eh.e_type == ET_REL && eh.e_phnum == 0});
   }
   for (const RelocationSection &rs : o.relocation_sections) {
+    const bool explicit_addends = sections[rs.index].type == SHT_RELA;
+    for (const Relocation &rel : rs.relocations) {
+      const Symbol &target = symbols[rel.symbol];
+      if (auto it = shared_of_symbol.find(rel.symbol); it != shared_of_symbol.end()) {
+        // An addend in the instruction's bits cannot take the variable's offset.
+        if (!explicit_addends) result.shared_vars[it->second].overlay = false;
+      } else if (target.type == STT_SECTION && target.shndx < sections.size() &&
+                 sections[target.shndx].name == kDebugShared) {
+        // "The section + addend" names no variable before the link: keep them all in place.
+        for (CubinSharedVar &v : result.shared_vars) v.overlay = false;
+      }
+    }
     CubinFunction *owner = nullptr;
     for (const auto &[sym, index] : function_of_symbol)
       if (symbols[sym].shndx == rs.target) owner = &result.functions[index];

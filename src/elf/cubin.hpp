@@ -13,13 +13,29 @@
 #include <string_view>
 #include <vector>
 
+#include "elf/elf_object.hpp"
+
 namespace sk::elf {
 
 constexpr uint16_t kMachineCuda = 190;  // EM_CUDA
+// CUDA's section types: SHT_CUDA_NOBITS sections (shared memory) occupy no file bytes, and
+// .nv.callgraph holds { caller, callee } symbol index pairs (negative callees are markers).
+constexpr uint32_t kShtCudaNobits = 0x7000000a;
+constexpr uint32_t kShtCudaCallgraph = 0x70000001;
+// The symbol type of CUDA's variables (STT_LOPROC) and the st_other bit of shared-memory
+// symbols (static variables and `extern __shared__` arrays).
+constexpr uint8_t kSttCudaObject = 13;
+constexpr uint8_t kStoCudaShared = 0x40;
+// A static __shared__ variable's size and alignment are at most this: more than any GPU's
+// shared memory, and far from overflowing a layout's offsets.
+constexpr uint64_t kMaxSharedVarBytes = 1u << 24;
+// How parse_object reads a cubin: relocatable or linked, REL sections too, and CUDA's NOBITS.
+constexpr ParseOptions kCubinParseOptions{.executable = true, .rel_sections = true, .nobits_type = kShtCudaNobits};
 
 struct CubinFunction {
   std::string name;
   bool entry = false;       // a kernel (.entry) rather than a device function
+  bool local = false;       // STB_LOCAL: other objects cannot call it
   uint32_t registers = 0;   // EIATTR_REGCOUNT (or the .text section's sh_info high byte)
   uint32_t frame_size = 0;  // EIATTR_FRAME_SIZE: per-thread local memory
   // Per-thread call stack: EIATTR_MIN_STACK_SIZE (what ptxas computed over the call graph, the
@@ -40,6 +56,12 @@ struct CubinFunction {
 struct CubinSharedVar {
   std::string name;
   uint32_t size = 0, align = 1;
+  uint32_t symbol = 0;  // its symbol index
+  // It may move into the shared overlay (cubin_shared_overlay.hpp): a local variable of
+  // `.nv_debug.shared`, whose st_value is its alignment, referenced only through relocations
+  // with explicit addends. Others (globals, which other objects may reference by name; older
+  // `.nv.shared.<function>` layouts) stay where the linker places them.
+  bool overlay = false;
 };
 
 // What a function and every function it reaches through the call graph use together.
@@ -47,6 +69,7 @@ struct CubinReach {
   std::vector<std::string> functions;  // defined functions reached, `name` first
   std::vector<std::string> externs;    // undefined functions any of them calls
   uint32_t shared_bytes = 0;           // distinct static __shared__ variables, each aligned
+  std::vector<uint32_t> shared_vars;   // those variables: indexes into Cubin::shared_vars
   bool dynamic_shared = false;
 };
 

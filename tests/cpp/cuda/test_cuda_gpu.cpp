@@ -1,6 +1,7 @@
 // CUDA super kernels on a GPU, through the public C API: fused == unfused on a 100-kernel
 // chain and a 1000-step one, sk_sync_all on fewer blocks than the super kernel (also from a __noinline__ helper),
-// task overlap, argument rebinding, static and dynamic shared memory, a hang and the launch
+// task overlap, argument rebinding, static and dynamic shared memory (static variables of two
+// modules in the shared overlay), a hang and the launch
 // after it, 30 KiB of arguments in the parameter space, a launch captured into a CUDA graph
 // and replayed, sub-kernels whose threads return early, sk_launch_repeat as one launch (n
 // runs == n launches, an early stop by a kernel that sets the flag).
@@ -348,6 +349,116 @@ TEST_F(CudaGpu, StaticTilesAndDynamicSharedFuse) {
   old = x;
   for (uint32_t t = 0; t < 128; ++t) x[t] = old[127 - t];
   EXPECT_EQ(read(dx, size), x);
+  sk_superkernel_destroy(sk);
+}
+
+namespace {
+
+// overlay.cu's and shared.cu's tile kernels on the CPU, one block of 128 threads, each phase
+// (between two __syncthreads) for every thread before the next: what the GPU must compute
+// when every variable one call tree reaches has its own place in the shared overlay.
+void model_tile(std::vector<float> &x, uint32_t n, float scale, float add, uint32_t stride) {
+  std::vector<float> tile(6144);
+  for (uint32_t i = 0; i < 6144; ++i) tile[i] = x[i % n] * scale + add;
+  for (uint32_t t = 0; t < 128; ++t) x[t] = tile[(t * stride) % 6144];
+}
+void model_two_arrays(std::vector<float> &x, uint32_t n) {
+  std::vector<float> p(4096), q(2048);
+  for (uint32_t i = 0; i < 4096; ++i) p[i] = x[i % n];
+  for (uint32_t i = 0; i < 2048; ++i) q[i] = -2.0f * x[(i + 1) % n];
+  for (uint32_t t = 0; t < 128; ++t) x[t] = p[4095 - t] + q[2047 - t] + p[t] * q[t];
+}
+// ring_a (b = false) and ring_b: their own array, then the helper's ring.
+void model_ring(std::vector<float> &x, bool b) {
+  const uint32_t size = b ? 3072 : 2048;
+  std::vector<float> own(size), ring(128), old(x.begin(), x.begin() + 128);
+  for (uint32_t k = 0; k < size; ++k) own[k] = b ? 2.0f * old[k % 128] - (float)k : old[k % 128] + (float)k;
+  for (uint32_t t = 0; t < 128; ++t) ring[t] = old[t];
+  for (uint32_t t = 0; t < 128; ++t) {
+    const float r = ring[(t + 1) % 128];
+    x[t] = b ? r * own[size - 1 - t] : r + own[size - 1 - t];
+  }
+}
+// tile_then_reverse, whose call reaches shared.cu's reverse_in_shared.
+void model_tile_then_reverse(std::vector<float> &x) {
+  std::vector<float> tile(6144), line(128), old(x.begin(), x.begin() + 128);
+  for (uint32_t k = 0; k < 6144; ++k) tile[k] = old[k % 128] * (float)(k & 7);
+  for (uint32_t t = 0; t < 128; ++t) line[t] = old[t];
+  for (uint32_t t = 0; t < 128; ++t) x[t] = line[127 - t] + tile[6143 - t];
+}
+
+}  // namespace
+
+// Six sub-kernels of two modules whose static variables share the overlay (the three 24 KiB
+// tiles lie over each other): fused == unfused == the CPU, one block each.
+TEST_F(CudaGpu, StaticVariablesInTheSharedOverlayFusedEqualsUnfused) {
+  sk_module *shared = nullptr, *overlay = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &shared), SK_OK)
+      << sk_last_error();
+  modules_.push_back(shared);
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("overlay.cubin").c_str(), &overlay), SK_OK)
+      << sk_last_error();
+  modules_.push_back(overlay);
+  const char *names[6] = {"tile_a", "tile_b", "tile_c", "two_arrays", "ring_a", "ring_b"};
+  sk_kernel *k[6] = {};
+  for (int i = 0; i < 6; ++i)
+    ASSERT_EQ(sk_module_get_kernel(i < 2 ? shared : overlay, names[i], &k[i]), SK_OK) << names[i];
+  const uint32_t size = 256, n = 128;
+  std::vector<float> x(size);
+  for (uint32_t i = 0; i < size; ++i) x[i] = (float)(i % 97);
+  float *fused = alloc(x), *unfused = alloc(x);
+  void *fused_two[] = {&fused, (void *)&n}, *fused_one[] = {&fused};
+  void *unfused_two[] = {&unfused, (void *)&n}, *unfused_one[] = {&unfused};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "shared_overlay", nullptr, &scope), SK_OK) << sk_last_error();
+  for (int i = 0; i < 6; ++i)
+    ASSERT_EQ(sk_add_kernel(scope, k[i], 1, i < 4 ? fused_two : fused_one, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  for (int i = 0; i < 6; ++i)
+    ASSERT_EQ(sk_launch_kernel(k[i], 1, i < 4 ? unfused_two : unfused_one, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  model_tile(x, n, 1.0f, 0.0f, 7);
+  model_tile(x, n, 2.0f, 0.0f, 5);
+  model_tile(x, n, 1.0f, 3.0f, 3);
+  model_two_arrays(x, n);
+  model_ring(x, false);
+  model_ring(x, true);
+  EXPECT_EQ(read(fused, size), x);
+  EXPECT_EQ(read(unfused, size), x);
+  sk_superkernel_destroy(sk);
+}
+
+// A call into another module: shared.cu's helper's line lies apart from the caller's tile
+// (tile_then_reverse links only beside a kernel of shared.cu, so fused only, against the CPU).
+TEST_F(CudaGpu, AnotherModulesHelperKeepsItsOwnPlaceInTheOverlay) {
+  sk_module *shared = nullptr, *overlay = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &shared), SK_OK)
+      << sk_last_error();
+  modules_.push_back(shared);
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("overlay.cubin").c_str(), &overlay), SK_OK)
+      << sk_last_error();
+  modules_.push_back(overlay);
+  sk_kernel *tile = nullptr, *caller = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(shared, "tile_a", &tile), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(overlay, "tile_then_reverse", &caller), SK_OK) << sk_last_error();
+  const uint32_t n = 128;
+  std::vector<float> x(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = (float)(i % 13) - 6.0f;
+  float *dx = alloc(x);
+  void *two[] = {&dx, (void *)&n}, *one[] = {&dx};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "helper_overlay", nullptr, &scope), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, tile, 1, two, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, caller, 1, one, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  model_tile(x, n, 1.0f, 0.0f, 7);
+  model_tile_then_reverse(x);
+  EXPECT_EQ(read(dx, n), x);
   sk_superkernel_destroy(sk);
 }
 

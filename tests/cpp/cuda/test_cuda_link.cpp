@@ -1,7 +1,7 @@
 // CUDA super kernels built without a GPU: the generated PTX (accepted by ptxas), the link
 // through nvJitLink for sm_90, the linked cubin read back with libelf, the link cache, and
-// the error paths (threads per block, missing symbols, architecture), shared memory and the
-// call graph of the kernels' cubins.
+// the error paths (threads per block, missing symbols, architecture) and the call graph of the
+// kernels' cubins (shared memory: test_cuda_shared.cpp).
 #include <gtest/gtest.h>
 #include <sk.h>
 #include <unistd.h>
@@ -23,6 +23,7 @@
 #include "cuda/cuda_module.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "cuda/superkernel_build.hpp"
+#include "cuda_link_support.hpp"
 #include "cuda_test_support.hpp"
 #include "elf/cubin.hpp"
 
@@ -34,72 +35,13 @@ namespace {
 
 using sk::cuda_test::contains;
 
-std::shared_ptr<const CudaModule> load(const std::string &file) {
-  std::vector<uint8_t> bytes = sk::cuda_test::kernel_bytes(file);
-  std::shared_ptr<const CudaModule> m;
-  EXPECT_EQ(load_cuda_module(bytes.data(), bytes.size(), file, &m), SK_OK) << sk::last_error();
-  return m;
-}
-
-std::shared_ptr<CudaKernel> kernel(const std::shared_ptr<const CudaModule> &m, const char *name,
-                                   const char *signature = nullptr) {
-  std::shared_ptr<CudaKernel> k;
-  EXPECT_EQ(make_cuda_kernel(m, name, signature, "test", &k), SK_OK) << sk::last_error();
-  return k;
-}
-
-// A scope of sub-kernels planned for `device_cores` co-resident blocks.
-struct Scope {
-  std::string name = "test_scope";
-  std::string options;
-  std::vector<std::shared_ptr<CudaKernel>> kernels;
-  std::vector<uint32_t> block_dims;
-  std::deque<std::string> texts;  // signature texts the plan's string_views point into
-  sk::Plan plan;
-  size_t slots = 0;
-
-  std::vector<uint32_t> streams;
-  std::vector<std::vector<uint32_t>> afters;
-  void add(const std::shared_ptr<CudaKernel> &k, uint32_t block_dim, uint32_t stream = 0,
-           std::vector<uint32_t> after = {}) {
-    kernels.push_back(k);
-    block_dims.push_back(block_dim);
-    streams.push_back(stream);
-    afters.push_back(std::move(after));
-  }
-  sk_status make_plan(uint32_t device_cores) {
-    sk::ScopeOptions opts;
-    if (sk_status st = sk::parse_scope_options(options.c_str(), &opts); st != SK_OK) return st;
-    std::vector<sk::PlanInput> inputs;
-    slots = 0;
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      sk::PlanInput in;
-      in.name = kernels[i]->symbol;
-      in.symbol = kernels[i]->symbol;
-      in.module = kernels[i]->module->label;
-      texts.push_back(sk::signature_to_string(kernels[i]->signature));
-      in.signature = texts.back();
-      in.core_type = "vector";
-      in.block_dim = block_dims[i];
-      in.usage = kernels[i]->usage;
-      in.stream = streams[i];
-      in.after = afters[i];
-      inputs.push_back(std::move(in));
-      slots += kernels[i]->signature.size();
-    }
-    return sk::build_plan(name, opts, std::move(inputs), device_cores, &plan);
-  }
-  BuildRequest request(const std::string &arch = "sm_90") const {
-    BuildRequest r;
-    r.name = name;
-    r.arch = arch;
-    r.id = 7;
-    r.plan = &plan;
-    r.kernels = kernels;
-    r.arg_slots = slots;
-    return r;
-  }
-};
+using sk::cuda_test::disassemble;
+using sk::cuda_test::kernel;
+using sk::cuda_test::kNoNvdisasm;
+using sk::cuda_test::load;
+using sk::cuda_test::nvdisasm_path;
+using sk::cuda_test::sass_function;
+using sk::cuda_test::Scope;
 
 // Runs ptxas on the PTX; returns its exit status and output.
 int ptxas(const std::string &ptx, const std::string &arch, std::string *output) {
@@ -550,62 +492,6 @@ TEST(CudaLink, DeviceApiLibraryCoversTheHeader) {
     EXPECT_NE(img.info.find(fn), nullptr) << fn;
 }
 
-TEST(CudaShared, StaticSharedIsReadPerKernelAndThroughItsCalls) {
-  // CUDA 13 keeps static __shared__ in a .nv_debug.shared section of type SHT_CUDA_NOBITS,
-  // which has no bytes in the file.
-  auto m = load("shared.cubin");
-  ASSERT_NE(m, nullptr);
-  const sk::elf::CubinFunction *tile = m->cubin.find("tile_a");
-  ASSERT_NE(tile, nullptr);
-  EXPECT_EQ(tile->shared_bytes, 24576u);
-  EXPECT_EQ(kernel(m, "tile_a")->static_shared, 24576u);
-  EXPECT_EQ(kernel(m, "tile_b")->static_shared, 24576u);
-  // The 4 KiB line belongs to the __noinline__ helper: found through .nv.callgraph.
-  EXPECT_EQ(m->cubin.find("tile_in_helper")->shared_bytes, 0u);
-  EXPECT_EQ(kernel(m, "tile_in_helper")->static_shared, 4096u);
-  auto big = kernel(m, "dyn_big");
-  EXPECT_EQ(big->static_shared, 0u);
-  EXPECT_EQ(big->dynamic_shared, 65536u);
-  EXPECT_EQ(kernel(m, "dyn_small")->dynamic_shared, 4096u);
-  EXPECT_EQ(kernel(m, "tile_a")->dynamic_shared, 0u);
-}
-
-TEST(CudaShared, AnUndeclaredExternSharedArrayIsRefused) {
-  auto m = load("shared.cubin");
-  std::shared_ptr<CudaKernel> k;
-  EXPECT_EQ(make_cuda_kernel(m, "dyn_undeclared", nullptr, "test", &k), SK_ERR_INCOMPATIBLE);
-  EXPECT_TRUE(contains(sk::last_error(), "dyn_undeclared")) << sk::last_error();
-  EXPECT_TRUE(contains(sk::last_error(), "SK_KERNEL_CUDA_SHARED")) << sk::last_error();
-}
-
-TEST(CudaShared, TwoTwentyFourKiBTilesFuseAndDynamicSharedIsTheLargest) {
-  auto m = load("shared.cubin");
-  Scope s;
-  s.add(kernel(m, "tile_a"), 4);
-  s.add(kernel(m, "tile_b"), 4);
-  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
-  BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-  // The linker gives each static tile its own place; the entry adds no static shared memory
-  // beyond the architecture's reserved part (1 KiB on sm_90): its block state is dynamic.
-  EXPECT_GE(img.static_shared, 2u * 24576);
-  EXPECT_LE(img.static_shared, 2u * 24576 + 1024);
-  EXPECT_GT(img.dynamic_shared, 0u);
-  EXPECT_LT(img.dynamic_shared, 1024u);
-
-  Scope d;
-  d.add(kernel(m, "dyn_small"), 4);
-  d.add(kernel(m, "dyn_big"), 4);
-  d.add(kernel(m, "tile_a"), 4);
-  ASSERT_EQ(d.make_plan(8), SK_OK) << sk::last_error();
-  BuiltImage dyn;
-  ASSERT_EQ(build_superkernel(d.request(), &dyn), SK_OK) << sk::last_error();
-  EXPECT_GE(dyn.dynamic_shared, 65536u);
-  EXPECT_LT(dyn.dynamic_shared, 65536u + 1024);  // the largest, not the 69632-byte sum
-  EXPECT_GE(dyn.static_shared, 24576u);
-  EXPECT_LE(dyn.static_shared, 24576u + 1024);
-}
-
 TEST(CudaCallGraph, SyncAllInANoinlineHelperMakesTheKernelSync) {
   auto m = load("callgraph.cubin");
   const sk::elf::CubinFunction *fn = m->cubin.find("sync_in_helper");
@@ -765,35 +651,6 @@ TEST(CudaEntryPtx, LibsksBlockBarriersAreBarrier15AndEveryThreadCallsTheSubKerne
 
 namespace {
 
-// nvdisasm: $SK_NVDISASM, else the one CMake found (the CUDA toolkit's, or the PyPI wheel
-// nvidia-cuda-nvdisasm's), else "".
-std::string nvdisasm_path() {
-  const char *p = std::getenv("SK_NVDISASM");
-  if (p && *p) return p;
-  return SK_NVDISASM;
-}
-
-// The linked cubin's SASS (nvdisasm -c), or nvdisasm's output after *rc != 0.
-std::string disassemble(const BuiltImage &img, int *rc) {
-  char dir[] = "/tmp/sk-nvdisasm-XXXXXX";
-  if (!mkdtemp(dir)) {
-    *rc = -1;
-    return "mkdtemp failed";
-  }
-  const std::string cubin = std::string(dir) + "/entry.cubin", out = std::string(dir) + "/sass";
-  FILE *f = std::fopen(cubin.c_str(), "wb");
-  if (f) {
-    std::fwrite(img.cubin->data(), 1, img.cubin->size(), f);
-    std::fclose(f);
-  }
-  *rc = std::system((nvdisasm_path() + " -c " + cubin + " > " + out + " 2>&1").c_str());
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(out);
-  std::remove(cubin.c_str());
-  std::remove(out.c_str());
-  rmdir(dir);
-  return std::string(bytes.begin(), bytes.end());
-}
-
 // Plans `s` on `grid` blocks, links it and disassembles the linked cubin into *sass.
 void linked_sass(Scope &s, uint32_t grid, std::string *sass) {
   ASSERT_EQ(s.make_plan(grid), SK_OK) << sk::last_error();
@@ -802,16 +659,6 @@ void linked_sass(Scope &s, uint32_t grid, std::string *sass) {
   int rc = 0;
   *sass = disassemble(img, &rc);
   ASSERT_EQ(rc, 0) << *sass;
-}
-
-constexpr const char *kNoNvdisasm = "no nvdisasm (set SK_NVDISASM, or pip install nvidia-cuda-nvdisasm)";
-
-// The SASS of function `name`: from its .text section's label to the next section.
-std::string sass_function(const std::string &sass, const std::string &name) {
-  const size_t at = sass.find(".section\t.text." + name + ",");
-  if (at == std::string::npos) return "";
-  const size_t end = sass.find(".section", at + 1);
-  return sass.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
 }  // namespace
