@@ -31,7 +31,7 @@
 // Block counts: 1, 8, 32 and one per SM (--blocks overrides them), clipped to the blocks a
 // cooperative launch of the grid-sync kernel can have co-resident. Chain lengths: 10, 100, 1000
 // steps. us per step: the host's wall time of R chains queued back to back and then synchronized,
-// / (R x steps), so launch costs count; R = S / steps (S = 10000 steps by default). Median of 5
+// / (R x steps), so launch costs count; R = S / steps (--steps S, 10000 by default). Median of 5
 // rounds (--rounds); in each round the methods run one after another, each to its end.
 //
 // Budget: scripts/gpu-check runs this once and has to stay under 5 minutes in all, so this aims
@@ -84,7 +84,7 @@ __global__ void step_kernel(uint32_t *buf, uint32_t n, uint32_t step) {
 // wrote or overwrites the ones it read. Then it lets the next step be scheduled at once
 // (griddepcontrol.launch_dependents): that step's blocks start, and wait for this one to
 // complete, while this one runs, which hides its launch latency. The trigger gives no memory
-// visibility; the wait does. Off sm_90 the calls do not exist and the method is not run.
+// visibility; the wait does. Before sm_90 the calls do not exist and the method is not run.
 __global__ void step_kernel_pdl(uint32_t *buf, uint32_t n, uint32_t step) {
 #if __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();
