@@ -1,51 +1,144 @@
-// bench_cuda: the per-kernel cost of a static chain of tiny kernels on one GPU, measured side
-// by side in one run: plain stream launches, CUDA Graph replay of the same launches, and one
-// libsk super kernel (the same kernel body fused from a relocatable cubin) per chain; then the
-// per-run cost of 16 runs of a super kernel as 16 sk_launch vs one sk_launch_repeat (one
-// launch whose entry loops, with a stop flag nobody sets).
+// bench_cuda: what one step of a static chain of small dependent kernels costs on one GPU, five
+// ways, measured side by side in one process (issue #22):
 //
-//   bench_cuda <tiny.cubin> [--rounds R] [--blocks B]
+//   stream     one cudaLaunchKernel per step, on one stream
+//   graph      a CUDA Graph captured from those launches: one cudaGraphLaunch per chain
+//   graph-pdl  a CUDA Graph captured from launches with programmatic dependent launch
+//              (cudaLaunchKernelEx, cudaLaunchAttributeProgrammaticStreamSerialization = 1): a step
+//              may be scheduled while the one before still runs, and waits for it in
+//              cudaGridDependencySynchronize() before it reads anything
+//   super      one libsk super kernel per chain (sk_launch): the steps are calls of the sub-kernel
+//              bench_chain_step of bench_chain.cubin, with libsk's barrier between two
+//   grid-sync  one cooperative kernel per chain (cudaLaunchCooperativeKernel) that runs every step,
+//              with a cooperative_groups grid.sync() between two: the floor a fused step can reach
 //
-// tiny.cubin is tests/kernels/cuda/tiny.cu built with nvcc -dc -cubin for this GPU. Each
-// chain has N kernels (10, 100, 1000) of B blocks x 128 threads doing x[i] += 1; every method
-// is checked against the count of increments it made. Prints one table (ratios are what to
-// read: these numbers move with clocks and drivers).
+// then the per-run cost of 16 runs of a super kernel as 16 sk_launch against one sk_launch_repeat
+// of 16 (one launch whose entry loops, with a stop flag nobody sets).
+//
+//   bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...]
+//
+// bench_chain.cubin is tests/kernels/cuda/bench_chain.cu built with nvcc -dc -cubin for this GPU.
+// Every method runs the step of tests/kernels/cuda/bench_chain.cuh, one word per thread, 128
+// threads per block, on a buffer of its own: each word a step writes mixes a word that another
+// block wrote in the step before (one block: another thread), so a step that starts before the
+// one before it has ended everywhere, or a launch that is not ordered after the one before, gives
+// wrong words. After its timed runs each method's buffer is compared, word for word, with a CPU
+// reference that runs the same chain as many times (every method runs it from the same start,
+// the same number of times); a mismatch names the method, the block count and the chain length,
+// and makes the run exit 1 at the end. A control (a kernel that runs the chain with no grid
+// barrier) shows that the check sees a missing barrier: "caught" when its words are wrong.
+//
+// Block counts: 1, 8, 32 and one per SM (--blocks overrides them), clipped to the blocks a
+// cooperative launch of the grid-sync kernel can have co-resident. Chain lengths: 10, 100, 1000
+// steps. us per step: the host's wall time of R chains queued back to back and then synchronized,
+// / (R x steps), so launch costs count; R = S / steps (--steps S, 10000 by default). Median of 5
+// rounds (--rounds); in each round the methods run one after another, each to its end.
+//
+// Budget: scripts/gpu-check runs this once and has to stay under 5 minutes in all, so this aims
+// at well under 2. The timed part is 4 block counts x 3 chain lengths x 5 methods x 5 rounds x
+// 10000 steps = 3 million steps: 3-9 s at 1-3 us a step (a stream launch, the slowest method,
+// costs a few us). The warm-ups add one chain per method and configuration. Captures and
+// instantiations of graphs of up to 1000 nodes take milliseconds. Every finalize links the
+// entry with nvJitLink unless libsk's link cache has it, and the entry's PTX differs with the
+// step count and the block count: about 13 links (one per configuration), 0.1-0.2 s each on a
+// 2-CPU VM. The CPU reference is the largest part: each method runs 1 + 5 x R chains, about
+// 50000 steps, per configuration, so the reference updates (1 + 8 + 32 + 132) x 128 words x
+// 50000 steps x 3 chain lengths = 3.3 billion words, and the sk_launch_repeat table (2 methods,
+// 3 chain lengths, 5 rounds of about 5000 steps: under 1 s of GPU time) 1.3 billion more: at the
+// 1.7 ns a word one core of that VM takes, 8 s. About 20-30 s in all, and still about a minute
+// if every step were three times slower than assumed.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <sk.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_chain.cuh"
+
+namespace cg = cooperative_groups;
+
 namespace {
 
-constexpr uint32_t kThreads = 128;
+constexpr uint32_t kThreads = BENCH_CHAIN_THREADS;
+constexpr uint32_t kChainSteps[] = {10, 100, 1000};
+constexpr uint32_t kRepeatRuns = 16;
+constexpr uint32_t kRepeatChainSteps[] = {2, 10, 100};
 
-__global__ void tiny_global(uint32_t *x, uint32_t n) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] += 1;
+// ---- The baselines' kernels: bench_chain_body on blockIdx/gridDim ------------------------------
+
+// stream and graph: one step.
+__global__ void step_kernel(uint32_t *buf, uint32_t n, uint32_t step) {
+  bench_chain_body(buf, n, step, blockIdx.x, gridDim.x);
 }
 
-#define CHECK_CUDA(call)                                                                      \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "bench_cuda: %s failed: %s\n", #call, cudaGetErrorString(e_));     \
-      std::exit(1);                                                                           \
-    }                                                                                         \
+// graph-pdl: one step, launched with programmatic stream serialization. It waits until the step
+// before has completed and its writes are visible (griddepcontrol.wait: the prerequisite grid
+// completed and its memory operations were made visible), before it reads the words that step
+// wrote or overwrites the ones it read. Then it lets the next step be scheduled at once
+// (griddepcontrol.launch_dependents): that step's blocks start, and wait for this one to
+// complete, while this one runs, which hides its launch latency. The trigger gives no memory
+// visibility; the wait does. Before sm_90 the calls do not exist and the method is not run.
+__global__ void step_kernel_pdl(uint32_t *buf, uint32_t n, uint32_t step) {
+#if __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+  bench_chain_body(buf, n, step, blockIdx.x, gridDim.x);
+}
+
+// grid-sync: the whole chain in one cooperative launch, one grid barrier between two steps.
+__global__ void chain_kernel_grid_sync(uint32_t *buf, uint32_t n, uint32_t steps) {
+  cg::grid_group grid = cg::this_grid();
+  for (uint32_t s = 0; s < steps; ++s) {
+    if (s) grid.sync();
+    bench_chain_body(buf, n, s, blockIdx.x, gridDim.x);
+  }
+}
+
+// The control: the whole chain with a block barrier only, so on more than one block a step reads
+// words other blocks have not written yet, or have already overwritten. Its words must differ.
+__global__ void chain_kernel_no_grid_barrier(uint32_t *buf, uint32_t n, uint32_t steps) {
+  for (uint32_t s = 0; s < steps; ++s) {
+    if (s) __syncthreads();
+    bench_chain_body(buf, n, s, blockIdx.x, gridDim.x);
+  }
+}
+
+// ---- Errors ------------------------------------------------------------------------------------
+
+char g_where[200] = "setup";  // what runs now (method, blocks, steps), for the error messages
+
+void where(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(g_where, sizeof g_where, fmt, ap);
+  va_end(ap);
+}
+
+#define CHECK_CUDA(call)                                                                                   \
+  do {                                                                                                     \
+    cudaError_t e_ = (call);                                                                               \
+    if (e_ != cudaSuccess) {                                                                               \
+      std::fprintf(stderr, "bench_cuda: %s: %s failed: %s (%s)\n", g_where, #call, cudaGetErrorString(e_), \
+                   cudaGetErrorName(e_));                                                                  \
+      std::exit(1);                                                                                        \
+    }                                                                                                      \
   } while (0)
-#define CHECK_SK(call)                                                                        \
-  do {                                                                                        \
-    sk_status s_ = (call);                                                                    \
-    if (s_ != SK_OK) {                                                                        \
-      std::fprintf(stderr, "bench_cuda: %s failed: %s: %s\n", #call, sk_status_name(s_),      \
-                   sk_last_error());                                                          \
-      std::exit(1);                                                                           \
-    }                                                                                         \
+#define CHECK_SK(call)                                                                                \
+  do {                                                                                                \
+    sk_status s_ = (call);                                                                            \
+    if (s_ != SK_OK) {                                                                                \
+      std::fprintf(stderr, "bench_cuda: %s: %s failed: %s: %s\n", g_where, #call, sk_status_name(s_), \
+                   sk_last_error());                                                                  \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
   } while (0)
 
 double now_us() {
@@ -57,149 +150,464 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// ---- The CPU reference -------------------------------------------------------------------------
+
+// The words every method starts from (both halves: a step that read the half the step before
+// had not written yet would read these).
+std::vector<uint32_t> initial_words(uint32_t n) {
+  std::vector<uint32_t> w(2 * size_t{n});
+  for (size_t i = 0; i < w.size(); ++i) w[i] = uint32_t(i) * 0x27D4EB2Fu + 0x165667B1u;
+  return w;
+}
+
+// Runs the chain of `steps` steps `chains` times on w (2n words), as bench_chain_body does.
+void reference_chains(std::vector<uint32_t> &w, uint32_t blocks, uint32_t steps, uint64_t chains) {
+  const uint32_t n = blocks * kThreads;
+  for (uint64_t c = 0; c < chains; ++c)
+    for (uint32_t s = 0; s < steps; ++s) {
+      const uint32_t *__restrict__ in = w.data() + (s & 1u) * size_t{n};
+      uint32_t *__restrict__ out = w.data() + ((s & 1u) ^ 1u) * size_t{n};
+      const uint32_t shift = bench_chain_shift(s, blocks, kThreads), split = n - shift;
+      for (uint32_t i = 0; i < split; ++i) out[i] = bench_chain_mix(in[i], in[i + shift], s);
+      for (uint32_t i = split; i < n; ++i) out[i] = bench_chain_mix(in[i], in[i - split], s);
+    }
+}
+
+struct Diff {
+  size_t count = 0, first = 0;
+  uint32_t got = 0, expected = 0;
+};
+
+Diff compare(sk_device *dev, const uint32_t *device_words, const std::vector<uint32_t> &expected) {
+  std::vector<uint32_t> got(expected.size());
+  CHECK_SK(sk_memcpy(dev, got.data(), device_words, got.size() * sizeof(uint32_t)));
+  Diff d;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != expected[i] && d.count++ == 0) {
+      d.first = i;
+      d.got = got[i];
+      d.expected = expected[i];
+    }
+  return d;
+}
+
+// ---- The benchmark -----------------------------------------------------------------------------
+
+enum Method { kStream, kGraph, kGraphPdl, kSuper, kGridSync, kMethods };
+const char *const kMethodName[kMethods] = {"stream", "graph", "graph-pdl", "super", "grid-sync"};
+
+struct Bench {
+  sk_device *dev = nullptr;
+  sk_kernel *step = nullptr;  // bench_chain_step
+  cudaStream_t stream = nullptr;
+  int rounds = 5;
+  uint32_t steps_per_sample = 10000;
+  bool pdl = true;  // sm_90 and later
+  std::vector<std::string> failures;
+  int checks = 0;
+};
+
+// One chain length on one block count: each method's buffer and what it launches.
+struct Chain {
+  uint32_t blocks = 0, n = 0, steps = 0;
+  uint32_t *buf[kMethods] = {};
+  cudaGraph_t graph = nullptr, graph_pdl = nullptr;
+  cudaGraphExec_t exec = nullptr, exec_pdl = nullptr;
+  sk_superkernel *super = nullptr;
+};
+
+void launch_step(uint32_t *buf, uint32_t n, uint32_t step, uint32_t blocks, cudaStream_t stream) {
+  void *args[] = {&buf, &n, &step};
+  CHECK_CUDA(cudaLaunchKernel((const void *)step_kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
+}
+
+void launch_step_pdl(uint32_t *buf, uint32_t n, uint32_t step, uint32_t blocks, cudaStream_t stream) {
+  cudaLaunchAttribute attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, step_kernel_pdl, buf, n, step));
+}
+
+void launch_chain_kernel(void (*kernel)(uint32_t *, uint32_t, uint32_t), bool cooperative, uint32_t *buf, uint32_t n,
+                         uint32_t steps, uint32_t blocks, cudaStream_t stream) {
+  void *args[] = {&buf, &n, &steps};
+  if (cooperative)
+    CHECK_CUDA(cudaLaunchCooperativeKernel((const void *)kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
+  else
+    CHECK_CUDA(cudaLaunchKernel((const void *)kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
+}
+
+// Queues `count` chains of method m, then waits for them.
+void run(const Bench &b, const Chain &c, Method m, int count) {
+  switch (m) {
+    case kStream:
+      for (int r = 0; r < count; ++r)
+        for (uint32_t s = 0; s < c.steps; ++s) launch_step(c.buf[m], c.n, s, c.blocks, b.stream);
+      break;
+    case kGraph:
+    case kGraphPdl:
+      for (int r = 0; r < count; ++r) CHECK_CUDA(cudaGraphLaunch(m == kGraph ? c.exec : c.exec_pdl, b.stream));
+      break;
+    case kSuper:
+      for (int r = 0; r < count; ++r) CHECK_SK(sk_launch(c.super, nullptr));
+      CHECK_SK(sk_stream_synchronize(nullptr));
+      return;
+    case kGridSync:
+      for (int r = 0; r < count; ++r)
+        launch_chain_kernel(chain_kernel_grid_sync, true, c.buf[m], c.n, c.steps, c.blocks, b.stream);
+      break;
+    case kMethods: break;
+  }
+  CHECK_CUDA(cudaStreamSynchronize(b.stream));
+}
+
+// How many of a captured graph's edges are programmatic (PDL kept by the capture), of all.
+std::string programmatic_edges(cudaGraph_t graph, uint32_t steps) {
+  std::vector<cudaGraphNode_t> from(steps + 8), to(steps + 8);
+  std::vector<cudaGraphEdgeData> data(steps + 8);
+  size_t count = from.size();
+  if (cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count) != cudaSuccess) {
+    (void)cudaGetLastError();  // informational only
+    return "?";
+  }
+  size_t programmatic = 0;
+  for (size_t i = 0; i < count; ++i) programmatic += data[i].type == cudaGraphDependencyTypeProgrammatic;
+  return std::to_string(programmatic) + "/" + std::to_string(count);
+}
+
+// The number after "key": in explain's JSON, or -1.
+long json_number(const std::string &json, const char *key) {
+  size_t at = json.find(std::string("\"") + key + "\"");
+  if (at == std::string::npos) return -1;
+  at += std::strlen(key) + 2;
+  while (at < json.size() && (json[at] == ':' || json[at] == ' ')) ++at;
+  return std::strtol(json.c_str() + at, nullptr, 10);
+}
+
+sk_superkernel *build_super(Bench &b, uint32_t *buf, uint32_t n, uint32_t blocks, uint32_t steps, double *ms) {
+  sk_scope *scope = nullptr;
+  CHECK_SK(sk_scope_begin(b.dev, "bench_chain", nullptr, &scope));
+  for (uint32_t s = 0; s < steps; ++s) {
+    void *args[] = {&buf, &n, &s};
+    CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, nullptr));
+  }
+  sk_superkernel *sk = nullptr;
+  const double t0 = now_us();
+  CHECK_SK(sk_finalize(scope, &sk));
+  if (ms) *ms = (now_us() - t0) / 1000;
+  return sk;
+}
+
+// Records a mismatch of `what`'s words with the reference.
+void check(Bench &b, const char *what, uint32_t blocks, uint32_t steps, uint64_t chains, const uint32_t *words,
+           const std::vector<uint32_t> &expected) {
+  ++b.checks;
+  const Diff d = compare(b.dev, words, expected);
+  if (!d.count) return;
+  const size_t n = expected.size() / 2;
+  char msg[400];
+  std::snprintf(msg, sizeof msg,
+                "%s, %u blocks, %u-step chain (run %llu times): word %zu (half %zu, index %zu) is 0x%08x, "
+                "expected 0x%08x; %zu of %zu words differ",
+                what, blocks, steps, (unsigned long long)chains, d.first, d.first / n, d.first % n, d.got,
+                d.expected, d.count, expected.size());
+  std::fprintf(stderr, "bench_cuda: MISMATCH: %s\n", msg);
+  b.failures.push_back(msg);
+}
+
+void bench_blocks(Bench &b, uint32_t blocks, bool first) {
+  const uint32_t n = blocks * kThreads;
+  const std::vector<uint32_t> start = initial_words(n);
+  const size_t words = 2 * size_t{n};
+  void *raw = nullptr;
+  where("%u blocks: sk_mem_alloc", blocks);
+  CHECK_SK(sk_mem_alloc(b.dev, kMethods * words * sizeof(uint32_t), &raw));
+  Chain c;
+  c.blocks = blocks;
+  c.n = n;
+  for (int m = 0; m < kMethods; ++m) c.buf[m] = static_cast<uint32_t *>(raw) + m * words;
+
+  std::printf("\n%u block%s x %u threads (%u words a step): us per step, median of %d rounds\n", blocks,
+              blocks == 1 ? "" : "s", kThreads, n, b.rounds);
+  std::printf("%6s | %8s %8s %9s %8s %9s | %12s %11s %9s %11s | %11s %8s %9s %7s\n", "steps", "stream", "graph",
+              "graph-pdl", "super", "grid-sync", "stream/super", "graph/super", "pdl/super", "super/floor",
+              "finalize ms", "graph ms", "pdl edges", "control");
+  std::fflush(stdout);
+  char entry_note[160] = "";
+  for (uint32_t steps : kChainSteps) {
+    c.steps = steps;
+    const int reps = (int)std::max<uint32_t>(1, b.steps_per_sample / steps);
+    const uint64_t chains = 1 + uint64_t(b.rounds) * reps;  // the warm-up, then every round's
+    where("%u blocks, %u steps: reset", blocks, steps);
+    for (int m = 0; m < kMethods; ++m) CHECK_SK(sk_memcpy(b.dev, c.buf[m], start.data(), words * sizeof(uint32_t)));
+
+    // graph: captured from the stream launches; graph-pdl: from the PDL launches.
+    where("graph, %u blocks, %u steps: capture", blocks, steps);
+    const double g0 = now_us();
+    CHECK_CUDA(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+    for (uint32_t s = 0; s < steps; ++s) launch_step(c.buf[kGraph], n, s, blocks, b.stream);
+    CHECK_CUDA(cudaStreamEndCapture(b.stream, &c.graph));
+    CHECK_CUDA(cudaGraphInstantiate(&c.exec, c.graph, 0));
+    const double graph_ms = (now_us() - g0) / 1000;
+    std::string pdl_edges = "-";
+    if (b.pdl) {
+      where("graph-pdl, %u blocks, %u steps: capture", blocks, steps);
+      CHECK_CUDA(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+      for (uint32_t s = 0; s < steps; ++s) launch_step_pdl(c.buf[kGraphPdl], n, s, blocks, b.stream);
+      CHECK_CUDA(cudaStreamEndCapture(b.stream, &c.graph_pdl));
+      pdl_edges = programmatic_edges(c.graph_pdl, steps);
+      CHECK_CUDA(cudaGraphInstantiate(&c.exec_pdl, c.graph_pdl, 0));
+    }
+    // super: one sub-kernel call per step.
+    where("super, %u blocks, %u steps: finalize", blocks, steps);
+    double finalize_ms = 0;
+    c.super = build_super(b, c.buf[kSuper], n, blocks, steps, &finalize_ms);
+    if (first && steps == kChainSteps[0]) {
+      std::string json(1 << 16, '\0');  // context only: no line if explain does not answer
+      if (sk_superkernel_explain(c.super, json.data(), json.size(), nullptr) == SK_OK)
+        std::snprintf(entry_note, sizeof entry_note,
+                      "super kernel entry: %ld registers per thread, %ld blocks per SM\n",
+                      json_number(json, "registers"), json_number(json, "blocks_per_sm"));
+    }
+
+    std::vector<double> per_step[kMethods];
+    for (int r = -1; r < b.rounds; ++r)  // round -1: the warm-up, one chain each
+      for (int m = 0; m < kMethods; ++m) {
+        if (m == kGraphPdl && !b.pdl) continue;
+        where("%s, %u blocks, %u steps: %s", kMethodName[m], blocks, steps, r < 0 ? "warm-up" : "timed runs");
+        const int count = r < 0 ? 1 : reps;
+        const double t0 = now_us();
+        run(b, c, Method(m), count);
+        if (r >= 0) per_step[m].push_back((now_us() - t0) / (count * double(steps)));
+      }
+
+    // Every method ran the chain `chains` times from `start`.
+    where("%u blocks, %u steps: reference", blocks, steps);
+    std::vector<uint32_t> once = start;
+    reference_chains(once, blocks, steps, 1);
+    std::vector<uint32_t> expected = once;
+    reference_chains(expected, blocks, steps, chains - 1);
+    bool ok = true;
+    for (int m = 0; m < kMethods; ++m) {
+      if (m == kGraphPdl && !b.pdl) continue;
+      where("%s, %u blocks, %u steps: check", kMethodName[m], blocks, steps);
+      const size_t before = b.failures.size();
+      check(b, kMethodName[m], blocks, steps, chains, c.buf[m], expected);
+      ok = ok && b.failures.size() == before;
+    }
+    // The control, on the grid-sync buffer (checked above): one chain with no grid barrier.
+    const char *control = "-";
+    if (blocks > 1) {
+      where("control, %u blocks, %u steps", blocks, steps);
+      CHECK_SK(sk_memcpy(b.dev, c.buf[kGridSync], start.data(), words * sizeof(uint32_t)));
+      launch_chain_kernel(chain_kernel_no_grid_barrier, false, c.buf[kGridSync], n, steps, blocks, b.stream);
+      CHECK_CUDA(cudaStreamSynchronize(b.stream));
+      control = compare(b.dev, c.buf[kGridSync], once).count ? "caught" : "MISSED";
+    }
+
+    double t[kMethods];
+    for (int m = 0; m < kMethods; ++m) t[m] = per_step[m].empty() ? 0 : median(per_step[m]);
+    char pdl_t[16] = "-", pdl_ratio[16] = "-";
+    if (b.pdl) {
+      std::snprintf(pdl_t, sizeof pdl_t, "%.3f", t[kGraphPdl]);
+      std::snprintf(pdl_ratio, sizeof pdl_ratio, "%.2f", t[kGraphPdl] / t[kSuper]);
+    }
+    std::printf("%6u | %8.3f %8.3f %9s %8.3f %9.3f | %12.2f %11.2f %9s %11.2f | %11.1f %8.1f %9s %7s%s\n", steps,
+                t[kStream], t[kGraph], pdl_t, t[kSuper], t[kGridSync], t[kStream] / t[kSuper], t[kGraph] / t[kSuper],
+                pdl_ratio, t[kSuper] / t[kGridSync], finalize_ms, graph_ms, pdl_edges.c_str(), control,
+                ok ? "" : "  MISMATCH (see below)");
+    std::fflush(stdout);
+
+    sk_superkernel_destroy(c.super);
+    c.super = nullptr;
+    CHECK_CUDA(cudaGraphExecDestroy(c.exec));
+    CHECK_CUDA(cudaGraphDestroy(c.graph));
+    if (b.pdl) {
+      CHECK_CUDA(cudaGraphExecDestroy(c.exec_pdl));
+      CHECK_CUDA(cudaGraphDestroy(c.graph_pdl));
+    }
+  }
+  std::printf("%s", entry_note);
+  sk_mem_free(b.dev, raw);
+}
+
+// 16 sk_launch against one sk_launch_repeat of 16, each on a super kernel and buffer of its own.
+void bench_repeat(Bench &b, uint32_t blocks) {
+  const uint32_t n = blocks * kThreads;
+  const std::vector<uint32_t> start = initial_words(n);
+  const size_t words = 2 * size_t{n};
+  void *raw = nullptr, *flag = nullptr;
+  where("sk_launch_repeat, %u blocks: sk_mem_alloc", blocks);
+  CHECK_SK(sk_mem_alloc(b.dev, 2 * words * sizeof(uint32_t), &raw));
+  CHECK_SK(sk_mem_alloc(b.dev, sizeof(uint32_t), &flag));
+  const uint32_t zero = 0;
+  CHECK_SK(sk_memcpy(b.dev, flag, &zero, sizeof zero));
+  const uint32_t *stop = static_cast<const uint32_t *>(flag);
+  uint32_t *buf_launches = static_cast<uint32_t *>(raw), *buf_repeat = buf_launches + words;
+  const uint32_t steps_per_sample = std::max<uint32_t>(1, b.steps_per_sample / 2);
+
+  std::printf(
+      "\nsk_launch_repeat on %u blocks: %u runs of a chain as %u sk_launch or one sk_launch_repeat, "
+      "us per run, median of %d rounds\n",
+      blocks, kRepeatRuns, kRepeatRuns, b.rounds);
+  std::printf("%6s | %12s %12s | %15s\n", "steps", "launches us", "repeat us", "launches/repeat");
+  for (uint32_t steps : kRepeatChainSteps) {
+    const int reps = (int)std::max<uint32_t>(1, steps_per_sample / (steps * kRepeatRuns));
+    const uint64_t runs = kRepeatRuns * (1 + uint64_t(b.rounds) * reps);
+    where("sk_launch_repeat, %u blocks, %u steps: setup", blocks, steps);
+    CHECK_SK(sk_memcpy(b.dev, buf_launches, start.data(), words * sizeof(uint32_t)));
+    CHECK_SK(sk_memcpy(b.dev, buf_repeat, start.data(), words * sizeof(uint32_t)));
+    sk_superkernel *launches = build_super(b, buf_launches, n, blocks, steps, nullptr);
+    sk_superkernel *repeat = build_super(b, buf_repeat, n, blocks, steps, nullptr);
+    std::vector<double> launches_t, repeat_t;
+    for (int r = -1; r < b.rounds; ++r) {  // round -1: the warm-up
+      const int count = r < 0 ? 1 : reps;
+      where("sk_launch, %u blocks, %u steps: %s", blocks, steps, r < 0 ? "warm-up" : "timed runs");
+      double t0 = now_us();
+      for (int i = 0; i < count; ++i)
+        for (uint32_t k = 0; k < kRepeatRuns; ++k) CHECK_SK(sk_launch(launches, nullptr));
+      CHECK_SK(sk_stream_synchronize(nullptr));
+      if (r >= 0) launches_t.push_back((now_us() - t0) / (count * double(kRepeatRuns)));
+      where("sk_launch_repeat, %u blocks, %u steps: %s", blocks, steps, r < 0 ? "warm-up" : "timed runs");
+      t0 = now_us();
+      for (int i = 0; i < count; ++i) CHECK_SK(sk_launch_repeat(repeat, kRepeatRuns, stop, nullptr));
+      CHECK_SK(sk_stream_synchronize(nullptr));
+      if (r >= 0) repeat_t.push_back((now_us() - t0) / (count * double(kRepeatRuns)));
+    }
+    where("sk_launch_repeat, %u blocks, %u steps: check", blocks, steps);
+    std::vector<uint32_t> expected = start;
+    reference_chains(expected, blocks, steps, runs);
+    const size_t before = b.failures.size();
+    check(b, "sk_launch x16", blocks, steps, runs, buf_launches, expected);
+    check(b, "sk_launch_repeat(16)", blocks, steps, runs, buf_repeat, expected);
+    const double l = median(launches_t), rp = median(repeat_t);
+    std::printf("%6u | %12.3f %12.3f | %15.2f%s\n", steps, l, rp, l / rp,
+                b.failures.size() == before ? "" : "  MISMATCH (see below)");
+    std::fflush(stdout);
+    sk_superkernel_destroy(launches);
+    sk_superkernel_destroy(repeat);
+  }
+  sk_mem_free(b.dev, flag);
+  sk_mem_free(b.dev, raw);
+}
+
+std::vector<uint32_t> parse_blocks(const char *list) {
+  std::vector<uint32_t> out;
+  for (const char *p = list; *p;) {
+    char *end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    if (end == p || v < 1) return {};
+    out.push_back((uint32_t)v);
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return {};
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_cuda <tiny.cubin> [--rounds R] [--blocks B]\n");
+  const char *usage = "usage: bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...]\n";
+  if (argc < 2 || argv[1][0] == '-') {
+    std::fprintf(stderr, "%s", usage);
     return 2;
   }
+  Bench b;
   const char *cubin = argv[1];
-  int rounds = 5;
-  uint32_t blocks = 4;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--blocks")) blocks = (uint32_t)std::max(1, std::atoi(argv[i + 1]));
+  std::vector<uint32_t> blocks;
+  for (int i = 2; i < argc; i += 2) {
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "bench_cuda: %s needs a value\n%s", argv[i], usage);
+      return 2;
+    }
+    if (!std::strcmp(argv[i], "--rounds")) {
+      b.rounds = std::max(1, std::atoi(argv[i + 1]));
+    } else if (!std::strcmp(argv[i], "--steps")) {
+      b.steps_per_sample = (uint32_t)std::max(1, std::atoi(argv[i + 1]));
+    } else if (!std::strcmp(argv[i], "--blocks")) {
+      blocks = parse_blocks(argv[i + 1]);
+      if (blocks.empty()) {
+        std::fprintf(stderr, "bench_cuda: --blocks takes counts like 1,8,32, not '%s'\n", argv[i + 1]);
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "bench_cuda: unknown option %s\n%s", argv[i], usage);
+      return 2;
+    }
   }
-  sk_device *dev = nullptr;
-  CHECK_SK(sk_device_open("cuda:0", &dev));
+
+  CHECK_SK(sk_device_open("cuda:0", &b.dev));
+  CHECK_CUDA(cudaSetDevice(0));
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  int driver = 0;
+  CHECK_CUDA(cudaDriverGetVersion(&driver));
+  b.pdl = prop.major >= 9;
   sk_module *mod = nullptr;
-  CHECK_SK(sk_module_load_file(dev, cubin, &mod));
-  sk_kernel *tiny = nullptr;
-  CHECK_SK(sk_module_get_kernel(mod, "tiny_add", &tiny));
+  where("loading %s", cubin);
+  CHECK_SK(sk_module_load_file(b.dev, cubin, &mod));
+  CHECK_SK(sk_module_get_kernel(mod, "bench_chain_step", &b.step));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
 
-  const uint32_t n = blocks * kThreads;
-  void *raw = nullptr;
-  CHECK_SK(sk_mem_alloc(dev, n * sizeof(uint32_t), &raw));
-  uint32_t *x = static_cast<uint32_t *>(raw);
-  CHECK_CUDA(cudaMemset(x, 0, n * sizeof(uint32_t)));
-  uint64_t expected = 0;  // increments every element received
-
-  cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::printf("CUDA per-kernel cost on %s (sm_%d%d, %d SMs): chains of tiny kernels, %u blocks x %u threads "
-              "each, median of %d rounds\n",
-              prop.name, prop.major, prop.minor, prop.multiProcessorCount, blocks, kThreads, rounds);
-  std::printf("%8s | %14s | %14s | %14s | %12s | %12s | %10s\n", "kernels", "stream us/kern", "graph us/kern",
-              "super us/kern", "stream/super", "graph/super", "build ms");
-  bool ok = true;
-  for (uint32_t chain : {10u, 100u, 1000u}) {
-    const int reps = std::max(3, (int)(20000 / chain));
-    // CUDA Graph of the chain.
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    for (uint32_t k = 0; k < chain; ++k) tiny_global<<<blocks, kThreads, 0, stream>>>(x, n);
-    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    // Super kernel of the chain.
-    const double build0 = now_us();
-    sk_scope *scope = nullptr;
-    CHECK_SK(sk_scope_begin(dev, "bench_chain", nullptr, &scope));
-    for (uint32_t k = 0; k < chain; ++k) {
-      void *args[] = {&x, (void *)&n};
-      CHECK_SK(sk_add_kernel(scope, tiny, blocks, args, nullptr));
-    }
-    sk_superkernel *sk = nullptr;
-    CHECK_SK(sk_finalize(scope, &sk));
-    const double build_ms = (now_us() - build0) / 1000;
-    // Warm up each.
-    tiny_global<<<blocks, kThreads, 0, stream>>>(x, n);
-    CHECK_CUDA(cudaGraphLaunch(exec, stream));
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    CHECK_SK(sk_launch(sk, nullptr));
-    CHECK_SK(sk_stream_synchronize(nullptr));
-    expected += 1 + 2 * chain;
-    std::vector<double> plain_t, graph_t, super_t;
-    for (int r = 0; r < rounds; ++r) {
-      double t0 = now_us();
-      for (int i = 0; i < reps; ++i)
-        for (uint32_t k = 0; k < chain; ++k) tiny_global<<<blocks, kThreads, 0, stream>>>(x, n);
-      CHECK_CUDA(cudaStreamSynchronize(stream));
-      plain_t.push_back((now_us() - t0) / (reps * (double)chain));
-      t0 = now_us();
-      for (int i = 0; i < reps; ++i) CHECK_CUDA(cudaGraphLaunch(exec, stream));
-      CHECK_CUDA(cudaStreamSynchronize(stream));
-      graph_t.push_back((now_us() - t0) / (reps * (double)chain));
-      t0 = now_us();
-      for (int i = 0; i < reps; ++i) CHECK_SK(sk_launch(sk, nullptr));
-      CHECK_SK(sk_stream_synchronize(nullptr));
-      super_t.push_back((now_us() - t0) / (reps * (double)chain));
-      expected += 3ull * reps * chain;
-    }
-    const double p = median(plain_t), g = median(graph_t), s = median(super_t);
-    std::printf("%8u | %14.3f | %14.3f | %14.3f | %11.2fx | %11.2fx | %10.1f\n", chain, p, g, s, p / s, g / s,
-                build_ms);
-    std::fflush(stdout);
-    sk_superkernel_destroy(sk);
-    CHECK_CUDA(cudaGraphExecDestroy(exec));
-    CHECK_CUDA(cudaGraphDestroy(graph));
+  // Block counts: 1, 8, 32 and one per SM, clipped to what the grid-sync kernel can have
+  // co-resident (its cooperative launch needs them all at once).
+  const uint32_t sms = (uint32_t)prop.multiProcessorCount;
+  int per_sm = 0;
+  where("setup");
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chain_kernel_grid_sync, (int)kThreads, 0));
+  const uint32_t co_resident = (uint32_t)per_sm * sms;
+  if (co_resident == 0) {
+    std::fprintf(stderr, "bench_cuda: the grid-sync kernel cannot run a block of %u threads here\n", kThreads);
+    return 1;
   }
-  // A decode loop of kRuns steps: kRuns launches, or one launch that runs kRuns times.
-  constexpr uint32_t kRuns = 16;
-  void *flag = nullptr;
-  CHECK_SK(sk_mem_alloc(dev, sizeof(uint32_t), &flag));
-  CHECK_CUDA(cudaMemset(flag, 0, sizeof(uint32_t)));
-  std::printf("\nsk_launch_repeat: %u runs of a chain, us per run, median of %d rounds\n", kRuns, rounds);
-  std::printf("%8s | %14s | %14s | %14s\n", "kernels", "launches us", "repeat us", "launches/repeat");
-  for (uint32_t chain : {1u, 10u, 100u}) {
-    sk_scope *scope = nullptr;
-    CHECK_SK(sk_scope_begin(dev, "bench_repeat", nullptr, &scope));
-    for (uint32_t k = 0; k < chain; ++k) {
-      void *args[] = {&x, (void *)&n};
-      CHECK_SK(sk_add_kernel(scope, tiny, blocks, args, nullptr));
-    }
-    sk_superkernel *sk = nullptr;
-    CHECK_SK(sk_finalize(scope, &sk));
-    CHECK_SK(sk_launch_repeat(sk, kRuns, static_cast<const uint32_t *>(flag), nullptr));  // warm-up
-    CHECK_SK(sk_stream_synchronize(nullptr));
-    expected += (uint64_t)kRuns * chain;
-    const int reps = std::max(3, (int)(2000 / chain));
-    std::vector<double> launches_t, repeat_t;
-    for (int r = 0; r < rounds; ++r) {
-      double t0 = now_us();
-      for (int i = 0; i < reps; ++i)
-        for (uint32_t k = 0; k < kRuns; ++k) CHECK_SK(sk_launch(sk, nullptr));
-      CHECK_SK(sk_stream_synchronize(nullptr));
-      launches_t.push_back((now_us() - t0) / (reps * (double)kRuns));
-      t0 = now_us();
-      for (int i = 0; i < reps; ++i)
-        CHECK_SK(sk_launch_repeat(sk, kRuns, static_cast<const uint32_t *>(flag), nullptr));
-      CHECK_SK(sk_stream_synchronize(nullptr));
-      repeat_t.push_back((now_us() - t0) / (reps * (double)kRuns));
-      expected += 2ull * reps * kRuns * chain;
-    }
-    const double l = median(launches_t), rp = median(repeat_t);
-    std::printf("%8u | %14.3f | %14.3f | %14.2fx\n", chain, l, rp, l / rp);
-    std::fflush(stdout);
-    sk_superkernel_destroy(sk);
-  }
-  sk_mem_free(dev, flag);
+  if (blocks.empty()) blocks = {1, 8, 32, sms};
+  for (uint32_t &x : blocks) x = std::min(x, co_resident);
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
 
-  std::vector<uint32_t> host(n);
-  CHECK_SK(sk_memcpy(dev, host.data(), x, n * sizeof(uint32_t)));
-  for (uint32_t i = 0; i < n; ++i)
-    if (host[i] != (uint32_t)expected) {
-      std::printf("check: FAILED: x[%u] = %u, expected %u\n", i, host[i], (uint32_t)expected);
-      ok = false;
-      break;
-    }
-  if (ok) std::printf("check: every element was incremented %llu times, as expected\n", (unsigned long long)expected);
-  CHECK_CUDA(cudaStreamDestroy(stream));
-  sk_mem_free(dev, x);
+  std::printf("bench_cuda: %s (sm_%d%d, %u SMs), driver %d.%d, libsk %s\n", prop.name, prop.major, prop.minor, sms,
+              driver / 1000, driver % 1000 / 10, sk_version_string());
+  std::printf("a chain of K steps, each a kernel of B blocks x %u threads; every word a step writes mixes one\n",
+              kThreads);
+  std::printf("that another block wrote in the step before (one block: another thread). Each method runs it from\n");
+  std::printf(
+      "the same words and is checked against a CPU reference after its timed runs. us per step: host time\n");
+  std::printf("of R chains queued and synchronized / (R x K), R x K ~ %u; the methods take turns in each round\n",
+              b.steps_per_sample);
+  std::printf("  stream     one cudaLaunchKernel per step\n");
+  std::printf("  graph      a CUDA Graph of those launches, one cudaGraphLaunch per chain (graph ms: capture and\n");
+  std::printf("             instantiate)\n");
+  std::printf("  graph-pdl  a CUDA Graph of launches with programmatic dependent launch (pdl edges: programmatic\n");
+  std::printf("             edges / all edges of the captured graph)%s\n", b.pdl ? "" : ": not run, needs sm_90");
+  std::printf("  super      a libsk super kernel, one sk_launch per chain (finalize ms: sk_finalize)\n");
+  std::printf("  grid-sync  one cooperative kernel per chain, grid.sync() between two steps: the floor\n");
+  std::printf("  control    one kernel running the chain with no grid barrier: 'caught' when the check finds it\n");
+  std::printf("             wrong\n");
+  std::printf("block counts clipped to %u, the blocks of the grid-sync kernel that fit at once (%d per SM)\n",
+              co_resident, per_sm);
+  std::fflush(stdout);
+
+  for (size_t i = 0; i < blocks.size(); ++i) bench_blocks(b, blocks[i], i == 0);
+  bench_repeat(b, blocks.back());
+
+  where("teardown");
+  CHECK_CUDA(cudaStreamDestroy(b.stream));
   sk_module_unload(mod);
-  sk_device_close(dev);
-  return ok ? 0 : 1;
+  sk_device_close(b.dev);
+  if (!b.failures.empty()) {
+    std::printf("\ncheck: FAILED: %zu of %d runs differ from the CPU reference:\n", b.failures.size(), b.checks);
+    for (const std::string &f : b.failures) std::printf("  %s\n", f.c_str());
+    return 1;
+  }
+  std::printf("\ncheck: every method's words equal the CPU reference's (%d checks)\n", b.checks);
+  return 0;
 }
