@@ -14,7 +14,8 @@ namespace sk::elf {
 namespace {
 
 // .nv.info attribute records: a format byte, an attribute byte, then either a 2-byte value
-// (EIFMT_HVAL) or a 2-byte size and that many bytes (EIFMT_SVAL); EIFMT_NVAL has no value.
+// (EIFMT_HVAL; EIFMT_BVAL's byte and EIFMT_NVAL's nothing are padded to 2 bytes too, as the
+// records of `nvcc -G` cubins show) or a 2-byte size and that many bytes (EIFMT_SVAL).
 constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
                   kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f;
@@ -225,9 +226,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
       p += 2;
       const uint8_t *value = p;
       size_t length = 0;
-      if (format == kFormatNone)
-        length = 0;
-      else if (format == kFormatByte || format == kFormatHalf)
+      if (format == kFormatNone || format == kFormatByte || format == kFormatHalf)
         length = 2;
       else if (format == kFormatSized) {
         if (end - p < 2) break;

@@ -1075,7 +1075,7 @@ ImageResources image_resources(const std::vector<uint8_t> &img, const std::strin
       const uint8_t format = p[0], id = p[1];
       uint16_t size = 0;
       if (format == 0x04) std::memcpy(&size, p + 2, 2);
-      const size_t step = format == 0x04 ? 4u + size : format == 0x03 ? 4u : 2u;
+      const size_t step = format == 0x04 ? 4u + size : 4u;  // the others pad their value to 2 bytes
       uint32_t words[2] = {0, 0};
       if (format == 0x04 && size == 8) std::memcpy(words, p + 4, 8);
       if (words[0] == symbol && id == 0x2f) r.registers = words[1];

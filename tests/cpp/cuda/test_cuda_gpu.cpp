@@ -317,39 +317,42 @@ TEST_F(CudaGpu, AHangAbortsOnlyItsLaunchAndTheNextOneRuns) {
 
 TEST_F(CudaGpu, StaticTilesAndDynamicSharedFuse) {
   // Two 24 KiB static tiles (48 KiB together), then 64 KiB and 4 KiB extern __shared__ arrays
-  // (one launch-wide 64 KiB region past the opt-in), one block each, in one super kernel.
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(mod);
-  sk_kernel *k[4] = {};
-  const char *names[4] = {"tile_a", "tile_b", "dyn_big", "dyn_small"};
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(sk_module_get_kernel(mod, names[i], &k[i]), SK_OK) << sk_last_error();
-  const uint32_t size = 16384, n = 128;
-  std::vector<float> x(size);
-  for (uint32_t i = 0; i < size; ++i) x[i] = (float)i;
-  float *dx = alloc(x);
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "shared_memory", nullptr, &scope), SK_OK) << sk_last_error();
-  void *two[] = {&dx, (void *)&n};
-  void *one[] = {&dx};
-  for (int i = 0; i < 4; ++i)
-    ASSERT_EQ(sk_add_kernel(scope, k[i], 1, i < 2 ? two : one, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-  // The same four steps on the CPU (tile_a / tile_b read the first n values, 128 threads).
-  std::vector<float> old = x;
-  for (uint32_t t = 0; t < 128; ++t) x[t] = old[(t * 7) % n];
-  old = x;
-  for (uint32_t t = 0; t < 128; ++t) x[t] = 2.0f * old[(t * 5) % n];
-  old = x;
-  for (uint32_t t = 0; t < 128; ++t) x[t] = old[size - 1 - t];
-  old = x;
-  for (uint32_t t = 0; t < 128; ++t) x[t] = old[127 - t];
-  EXPECT_EQ(read(dx, size), x);
-  sk_superkernel_destroy(sk);
+  // (one launch-wide 64 KiB region past the opt-in), one block each, in one super kernel; from
+  // the optimized build of shared.cu and from its device debug build (nvcc -G).
+  for (const char *file : {"shared.cubin", "shared_debug.cubin"}) {
+    SCOPED_TRACE(file);
+    sk_module *mod = nullptr;
+    ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path(file).c_str(), &mod), SK_OK) << sk_last_error();
+    modules_.push_back(mod);
+    sk_kernel *k[4] = {};
+    const char *names[4] = {"tile_a", "tile_b", "dyn_big", "dyn_small"};
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(sk_module_get_kernel(mod, names[i], &k[i]), SK_OK) << sk_last_error();
+    const uint32_t size = 16384, n = 128;
+    std::vector<float> x(size);
+    for (uint32_t i = 0; i < size; ++i) x[i] = (float)i;
+    float *dx = alloc(x);
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "shared_memory", nullptr, &scope), SK_OK) << sk_last_error();
+    void *two[] = {&dx, (void *)&n};
+    void *one[] = {&dx};
+    for (int i = 0; i < 4; ++i)
+      ASSERT_EQ(sk_add_kernel(scope, k[i], 1, i < 2 ? two : one, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    // The same four steps on the CPU (tile_a / tile_b read the first n values, 128 threads).
+    std::vector<float> old = x;
+    for (uint32_t t = 0; t < 128; ++t) x[t] = old[(t * 7) % n];
+    old = x;
+    for (uint32_t t = 0; t < 128; ++t) x[t] = 2.0f * old[(t * 5) % n];
+    old = x;
+    for (uint32_t t = 0; t < 128; ++t) x[t] = old[size - 1 - t];
+    old = x;
+    for (uint32_t t = 0; t < 128; ++t) x[t] = old[127 - t];
+    EXPECT_EQ(read(dx, size), x);
+    sk_superkernel_destroy(sk);
+  }
 }
 
 namespace {

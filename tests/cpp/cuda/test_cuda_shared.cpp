@@ -309,6 +309,59 @@ TEST(CudaShared, AHelperOfAnotherModuleStaysApartFromTheCallersTile) {
 
 // sk_launch_kernel's entry (a one-step plan) holds its kernel's bytes; a kernel without static
 // shared memory gets a one-byte overlay that nothing reaches, which the linker leaves out.
+// A device debug build (nvcc -G) as it was compiled: its .nv.info records (EIFMT_NVAL ones
+// among them) read, its kernels' tiles and the helper's line laid out in the overlay as in the
+// optimized build, its debug sections' relocations of the variables rewritten too, and the
+// whole linked beside an optimized cubin.
+TEST(CudaShared, ADebugBuildCubinLoadsAndFusesInTheOverlay) {
+  auto debug = load("shared_debug.cubin");
+  auto chain = load("chain.cubin");
+  ASSERT_TRUE(debug);
+  const sk::elf::CubinFunction *a = debug->cubin.find("tile_a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_GT(a->registers, 0u);
+  EXPECT_EQ(kernel(debug, "tile_a")->static_shared, kTile);
+  EXPECT_EQ(kernel(debug, "tile_in_helper")->static_shared, 4096u);
+  Scope s;
+  s.add(kernel(debug, "tile_a"), 4);
+  s.add(kernel(debug, "tile_b"), 4);
+  s.add(kernel(debug, "tile_in_helper"), 4);
+  s.add(kernel(chain, "chain_step"), 4);
+  const Laid l = lay_out(s, 8);
+  EXPECT_EQ(l.spec.shared_overlay_bytes, kTile);
+  EXPECT_EQ(extent(l, 0, *debug, "ZZ6tile_aE4tile").begin, 0u);
+  EXPECT_EQ(extent(l, 0, *debug, "ZZ6tile_bE4tile").begin, 0u);
+  // The debug info's references to the variables move with the code's.
+  std::vector<uint8_t> rewritten;
+  ASSERT_EQ(sk::elf::rewrite_shared_overlay(debug->bytes, debug->cubin, debug->label, kSharedOverlaySymbol,
+                                            l.layout.offsets[0], &rewritten),
+            SK_OK)
+      << sk::last_error();
+  sk::elf::Object o;
+  ASSERT_EQ(sk::elf::parse_object(rewritten.data(), rewritten.size(), "rewritten", &o, sk::elf::kCubinParseOptions),
+            SK_OK)
+      << sk::last_error();
+  uint32_t overlay = 0;
+  for (uint32_t i = 1; i < o.symbols.size(); ++i)
+    if (o.symbols[i].name == kSharedOverlaySymbol) overlay = i;
+  ASSERT_NE(overlay, 0u);
+  size_t to_variables = 0;
+  std::set<std::string> moved_in;  // sections whose relocations now name the overlay
+  for (const sk::elf::RelocationSection &rs : o.relocation_sections)
+    for (const sk::elf::Relocation &r : rs.relocations) {
+      for (const sk::elf::CubinSharedVar &v : debug->cubin.shared_vars)
+        to_variables += v.overlay && r.symbol == v.symbol;
+      if (r.symbol == overlay) moved_in.insert(o.sections[rs.target].name);
+    }
+  EXPECT_EQ(to_variables, 0u);
+  EXPECT_TRUE(moved_in.count(".text.tile_a")) << moved_in.size();
+  EXPECT_TRUE(moved_in.count(".debug_info")) << moved_in.size();
+  const BuiltImage img = build(s, 8);
+  EXPECT_GE(img.static_shared, kTile);
+  EXPECT_LE(img.static_shared, kTile + kReserved);
+  ASSERT_NE(img.info.find(img.entry), nullptr);
+}
+
 TEST(CudaShared, TheUnfusedEntryGetsItsKernelsBytes) {
   auto shared = load("shared.cubin");
   auto overlay = load("overlay.cubin");
