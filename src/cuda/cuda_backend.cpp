@@ -142,8 +142,7 @@ sk_status CudaBackend::load_module(const std::vector<backend::ModuleImage> &imag
                 call, images.size());
   if (sk_status st = gpu_->usable("sk_module_load"); st != SK_OK) return st;
   std::shared_ptr<const CudaModule> m;
-  if (sk_status st = load_cuda_module(images[0].bytes, images[0].size, images[0].label, &m, gpu_->arch());
-      st != SK_OK)
+  if (sk_status st = modules_.load(images[0].bytes, images[0].size, images[0].label, gpu_->arch(), &m); st != SK_OK)
     return st;
   *out = std::make_unique<CudaBackendModule>(shared_from_this(), gpu_, std::move(m));
   return SK_OK;

@@ -48,6 +48,7 @@ class CudaBackend final : public backend::Device {
 
  private:
   std::shared_ptr<CudaDevice> gpu_;
+  CudaModuleCache modules_;
 };
 
 class CudaEvent final : public backend::Event {

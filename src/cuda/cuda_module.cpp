@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <xxhash.h>
+
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "elf/shared_overlay_layout.hpp"
@@ -113,6 +115,28 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
                 label.c_str(), size);
   }
   m->bytes.assign(b, b + size);
+  *out = std::move(m);
+  return SK_OK;
+}
+
+sk_status CudaModuleCache::load(const void *image, size_t size, const std::string &label, const std::string &arch,
+                                std::shared_ptr<const CudaModule> *out) {
+  const uint64_t key = XXH3_64bits(image, size);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto [it, end] = modules_.equal_range(key); it != end; ++it) {
+    std::shared_ptr<const CudaModule> m = it->second.lock();
+    if (m && m->bytes.size() == size && std::memcmp(m->bytes.data(), image, size) == 0) {
+      *out = std::move(m);
+      return SK_OK;
+    }
+  }
+  std::shared_ptr<const CudaModule> m;
+  if (sk_status st = load_cuda_module(image, size, label, &m, arch); st != SK_OK) return st;
+  if (modules_.size() >= sweep_at_) {
+    std::erase_if(modules_, [](const auto &entry) { return entry.second.expired(); });
+    sweep_at_ = std::max<size_t>(64, 2 * modules_.size());
+  }
+  modules_.emplace(key, m);
   *out = std::move(m);
   return SK_OK;
 }

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/kernel_metadata.hpp"
@@ -53,6 +55,21 @@ struct CudaKernel {
 // for `arch` (the device's); without nvJitLink, or when that fails, the module has none.
 sk_status load_cuda_module(const void *image, size_t size, const std::string &label,
                            std::shared_ptr<const CudaModule> *out, const std::string &arch = "sm_90");
+
+// A device's modules by content: bytes already loaded, whose module is still alive, give that
+// module again, so that kernels of both loads link it once (nvJitLink refuses a second
+// definition of each function), as the host device links the same bytes once.
+class CudaModuleCache {
+ public:
+  // load_cuda_module, or the live module of the same bytes (then `label` is the first load's).
+  sk_status load(const void *image, size_t size, const std::string &label, const std::string &arch,
+                 std::shared_ptr<const CudaModule> *out);
+
+ private:
+  std::mutex mutex_;  // held over lookup and parse: the same bytes parse once
+  std::unordered_multimap<uint64_t, std::weak_ptr<const CudaModule>> modules_;  // by XXH3-64 of the bytes
+  size_t sweep_at_ = 64;  // entries of unloaded modules go when the map has grown to this
+};
 
 // The sk_kernel_meta_* strings in PTX text (`.b8 sk_kernel_meta_f[N] = {115, 107, ...};`).
 std::vector<std::string> ptx_metadata_records(const std::string &ptx);

@@ -199,6 +199,17 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                   "super kernel '%s': %s holds SASS for sm_%u, but the target is %s; rebuild it with -arch=%s "
                   "or ship LTO-IR (nvcc -dc -dlto -ltoir)",
                   req.name.c_str(), m->label.c_str(), m->cubin.sm, req.arch.c_str(), req.arch.c_str());
+  // One function defined by two cubins: nvJitLink refuses the link with an internal error that
+  // names neither the function nor the cubins.
+  std::map<std::string_view, const CudaModule *> defined;
+  for (const CudaModule *m : modules)
+    for (const elf::CubinFunction &f : m->cubin.functions)
+      if (!f.local && !f.weak)
+        if (auto [it, fresh] = defined.emplace(f.name, m); !fresh)
+          return fail(SK_ERR_INCOMPATIBLE,
+                      "super kernel '%s': function '%s' is defined by %s and by %s; a link holds one definition "
+                      "of each function (make one static, rename it, or fuse kernels of one of the two)",
+                      req.name.c_str(), f.name.c_str(), it->second->label.c_str(), m->label.c_str());
   // The cubins with their static __shared__ variables moved into the entry's overlay.
   std::vector<std::vector<uint8_t>> rewritten(modules.size());
   for (size_t i = 0, c = 0; i < modules.size(); ++i) {

@@ -138,6 +138,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     // STO_CUDA_ENTRY (0x10) in st_other marks kernels.
     f.entry = (sym.other & 0x10) != 0;
     f.local = sym.bind == STB_LOCAL;
+    f.weak = sym.bind == STB_WEAK;
     if (const int shared = o.find_section(".nv.shared." + f.name); shared >= 0)
       f.shared_bytes = (uint32_t)sections[shared].size;
     function_of_symbol[(uint32_t)s] = result.functions.size();

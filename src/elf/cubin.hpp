@@ -36,6 +36,7 @@ struct CubinFunction {
   std::string name;
   bool entry = false;       // a kernel (.entry) rather than a device function
   bool local = false;       // STB_LOCAL: other objects cannot call it
+  bool weak = false;        // STB_WEAK: a link keeps one of the same name (inline, template)
   uint32_t registers = 0;   // EIATTR_REGCOUNT (or the .text section's sh_info high byte)
   uint32_t frame_size = 0;  // EIATTR_FRAME_SIZE: per-thread local memory
   // Per-thread call stack: EIATTR_MIN_STACK_SIZE (what ptxas computed over the call graph, the

@@ -243,6 +243,37 @@ TEST_F(CudaFakeDriver, MemoryGoesThroughTheDriver) {
   sk_mem_free(dev_, p);
 }
 
+// The same cubin loaded twice (two sk_module_load calls, one from a copy of the file's bytes)
+// is one module: kernels of both fuse, and the link has the cubin once (nvJitLink refuses two
+// definitions of each function), as it would for kernels of one load.
+TEST_F(CudaFakeDriver, TheSameBytesLoadedTwiceLinkOnce) {
+  sk_kernel *a = kernel("chain.cubin", "chain_step");
+  const std::vector<uint8_t> bytes = sk::cuda_test::kernel_bytes("chain.cubin");
+  sk_module *copy = nullptr;
+  ASSERT_EQ(sk_module_load(dev_, bytes.data(), bytes.size(), &copy), SK_OK) << sk_last_error();
+  modules_.push_back(copy);
+  sk_kernel *b = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(copy, "chain_step", &b), SK_OK) << sk_last_error();
+  ASSERT_NE(a, nullptr);
+  uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
+  uint32_t n = 100, i0 = 0, i1 = 1;
+  void *first[] = {&x, &n, &i0}, *second[] = {&x, &n, &i1};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "twice", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, a, 2, first, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, b, 2, second, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(sk);
+  // Unloading one of them leaves the other's kernels whole.
+  sk_module_unload(modules_.front());
+  modules_.erase(modules_.begin());
+  ASSERT_EQ(sk_launch_kernel(b, 2, second, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+}
+
 TEST_F(CudaFakeDriver, TheDeviceCountsItsMultiprocessorsAsCores) {
   uint32_t cores = 0;
   ASSERT_EQ(sk_device_cores(dev_, &cores), SK_OK) << sk_last_error();

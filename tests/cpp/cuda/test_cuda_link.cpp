@@ -437,6 +437,38 @@ TEST(CudaLink, MismatchedThreadsPerBlockNameBothKernels) {
   EXPECT_TRUE(contains(msg, "128") && contains(msg, "256")) << msg;
 }
 
+// A build with line information (-lineinfo) fuses as it was compiled; beside the plain build of
+// the same source, which defines the same functions, it is refused naming the function and
+// both files, before nvJitLink would fail with an internal error that names neither.
+TEST(CudaLink, OneFunctionDefinedByTwoCubinsIsNamed) {
+  auto chain = load("chain.cubin");
+  auto lineinfo = load("chain_lineinfo.cubin");
+  ASSERT_NE(chain->bytes, lineinfo->bytes);
+  {
+    Scope s;
+    s.add(kernel(lineinfo, "chain_step"), 4);
+    s.add(kernel(lineinfo, "chain_axpy"), 4);
+    ASSERT_EQ(s.make_plan(8), SK_OK);
+    BuiltImage img;
+    EXPECT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  }
+  Scope s;
+  s.add(kernel(chain, "chain_step"), 4);
+  s.add(kernel(lineinfo, "chain_axpy"), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK);
+  BuiltImage img;
+  EXPECT_EQ(build_superkernel(s.request(), &img), SK_ERR_INCOMPATIBLE);
+  const std::string msg = sk::last_error();
+  bool named = false;  // one of chain.cu's functions
+  for (const char *f : {"chain_step", "chain_axpy", "mark_blocks"})
+    named |= contains(msg, std::string("'") + f + "'");
+  EXPECT_TRUE(named) << msg;
+  EXPECT_TRUE(contains(msg, "defined by " + sk::cuda_test::kernel_path("chain.cubin")) ||
+              contains(msg, "defined by chain.cubin"))
+      << msg;
+  EXPECT_TRUE(contains(msg, "chain_lineinfo.cubin")) << msg;
+}
+
 TEST(CudaLink, MissingSymbolIsNamed) {
   auto misc = load("misc.cubin");
   Scope s;
