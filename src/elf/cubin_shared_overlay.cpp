@@ -13,6 +13,8 @@
 namespace sk::elf {
 namespace {
 
+constexpr uint64_t kMaxSectionAlign = 1 << 16;
+
 template <class T>
 T load(const uint8_t *p) {
   T v;
@@ -105,6 +107,9 @@ sk_status rewrite_shared_overlay(const std::vector<uint8_t> &image, const Cubin 
       continue;
     }
     const uint64_t align = h.sh_addralign ? h.sh_addralign : 1;
+    if (align > kMaxSectionAlign)  // a cubin's are at most 128 bytes: this one would pad the file by gigabytes
+      return fail(SK_ERR_BAD_BINARY, "%s: section '%s': sh_addralign %llu is larger than %llu", label.c_str(),
+                  o.sections[i].name.c_str(), (unsigned long long)align, (unsigned long long)kMaxSectionAlign);
     file.resize((file.size() + align - 1) / align * align);
     h.sh_offset = file.size();
     if (!edited[i].empty()) {

@@ -478,4 +478,21 @@ TEST(CudaShared, ACorruptSharedVariableIsRefusedByName) {
     EXPECT_TRUE(contains(error, "ZZ6tile_aE4tile")) << error;
     EXPECT_TRUE(contains(error, c.named)) << error;
   }
+  // A section aligned to 1 GiB loads (a power of two), but the rewrite of a link would pad the
+  // file to it: refused by name, before any allocation.
+  std::vector<uint8_t> bad = good;
+  const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(good.data());
+  const size_t shdr = eh->e_shoff + (size_t)symtab * sizeof(Elf64_Shdr);
+  const uint64_t huge = 1ull << 30;
+  std::memcpy(bad.data() + shdr + offsetof(Elf64_Shdr, sh_addralign), &huge, sizeof huge);
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(load_cuda_module(bad.data(), bad.size(), "aligned.cubin", &m), SK_OK) << sk::last_error();
+  Scope scope;
+  scope.add(kernel(m, "tile_a"), 1);
+  ASSERT_EQ(scope.make_plan(1), SK_OK) << sk::last_error();
+  BuiltImage img;
+  EXPECT_EQ(build_superkernel(scope.request(), &img), SK_ERR_BAD_BINARY);
+  const std::string error = sk::last_error();
+  EXPECT_TRUE(contains(error, "aligned.cubin") && contains(error, "sh_addralign") && contains(error, ".symtab"))
+      << error;
 }
