@@ -92,6 +92,24 @@ std::string overlay_definition(uint64_t bytes, uint32_t align = 4) {
          "];";
 }
 
+// m's cubin rewritten for the layout l (its module `cubin` among the link's cubins), read back
+// into *o; *overlay: the index of the overlay's symbol in it.
+void rewritten_object(const Laid &l, size_t cubin, const CudaModule &m, sk::elf::Object *o, uint32_t *overlay) {
+  std::vector<uint8_t> rewritten;
+  ASSERT_EQ(sk::elf::rewrite_shared_overlay(m.bytes, m.cubin, m.label, kSharedOverlaySymbol, l.layout.offsets[cubin],
+                                            &rewritten),
+            SK_OK)
+      << sk::last_error();
+  ASSERT_FALSE(rewritten.empty());
+  ASSERT_EQ(sk::elf::parse_object(rewritten.data(), rewritten.size(), "rewritten", o, sk::elf::kCubinParseOptions),
+            SK_OK)
+      << sk::last_error();
+  *overlay = 0;
+  for (uint32_t k = 1; k < o->symbols.size(); ++k)
+    if (o->symbols[k].name == kSharedOverlaySymbol) *overlay = k;
+  ASSERT_NE(*overlay, 0u);
+}
+
 }  // namespace
 
 TEST(CudaShared, StaticSharedIsReadPerKernelAndThroughItsCalls) {
@@ -185,20 +203,9 @@ TEST(CudaShared, AKernelsTwoArraysStayApart) {
   EXPECT_TRUE(tile.overlaps(p) && tile.overlaps(q));
   EXPECT_EQ(l.layout.bytes, kTile);
 
-  std::vector<uint8_t> rewritten;
-  ASSERT_EQ(sk::elf::rewrite_shared_overlay(m->bytes, m->cubin, m->label, kSharedOverlaySymbol, l.layout.offsets[0],
-                                            &rewritten),
-            SK_OK)
-      << sk::last_error();
-  ASSERT_FALSE(rewritten.empty());
   sk::elf::Object o;
-  ASSERT_EQ(sk::elf::parse_object(rewritten.data(), rewritten.size(), "rewritten", &o, sk::elf::kCubinParseOptions),
-            SK_OK)
-      << sk::last_error();
   uint32_t overlay = 0;
-  for (uint32_t i = 1; i < o.symbols.size(); ++i)
-    if (o.symbols[i].name == kSharedOverlaySymbol) overlay = i;
-  ASSERT_NE(overlay, 0u);
+  ASSERT_NO_FATAL_FAILURE(rewritten_object(l, 0, *m, &o, &overlay));
   const sk::elf::Symbol &sym = o.symbols[overlay];
   EXPECT_EQ(sym.shndx, (uint32_t)SHN_UNDEF);
   EXPECT_EQ(sym.bind, STB_GLOBAL);
@@ -332,19 +339,9 @@ TEST(CudaShared, ADebugBuildCubinLoadsAndFusesInTheOverlay) {
   EXPECT_EQ(extent(l, 0, *debug, "ZZ6tile_aE4tile").begin, 0u);
   EXPECT_EQ(extent(l, 0, *debug, "ZZ6tile_bE4tile").begin, 0u);
   // The debug info's references to the variables move with the code's.
-  std::vector<uint8_t> rewritten;
-  ASSERT_EQ(sk::elf::rewrite_shared_overlay(debug->bytes, debug->cubin, debug->label, kSharedOverlaySymbol,
-                                            l.layout.offsets[0], &rewritten),
-            SK_OK)
-      << sk::last_error();
   sk::elf::Object o;
-  ASSERT_EQ(sk::elf::parse_object(rewritten.data(), rewritten.size(), "rewritten", &o, sk::elf::kCubinParseOptions),
-            SK_OK)
-      << sk::last_error();
   uint32_t overlay = 0;
-  for (uint32_t i = 1; i < o.symbols.size(); ++i)
-    if (o.symbols[i].name == kSharedOverlaySymbol) overlay = i;
-  ASSERT_NE(overlay, 0u);
+  ASSERT_NO_FATAL_FAILURE(rewritten_object(l, 0, *debug, &o, &overlay));
   size_t to_variables = 0;
   std::set<std::string> moved_in;  // sections whose relocations now name the overlay
   for (const sk::elf::RelocationSection &rs : o.relocation_sections)
