@@ -152,7 +152,26 @@ sk_status read_sections(Elf *elf, Object *o, const ParseOptions &options) {
   }
   for (size_t i = 1; i < count; ++i)
     if (sk_status st = place(i)) return st;
+  // Compressed sections (-gz) are debug info, never code or data the linker places.
+  for (size_t i = 1; i < count; ++i) {
+    const Section &s = o->sections[i];
+    if (!(s.flags & SHF_COMPRESSED)) continue;
+    if (s.flags & SHF_ALLOC)
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s' is compressed (SHF_COMPRESSED) and allocated (SHF_ALLOC)",
+                  o->label.c_str(), i, s.name.c_str());
+    if (!s.data || s.size < sizeof(Elf64_Chdr))
+      return fail(SK_ERR_BAD_BINARY, "%s: section %zu '%s' is compressed but has no compression header",
+                  o->label.c_str(), i, s.name.c_str());
+  }
   return SK_OK;
+}
+
+// The bytes of section s its relocations address: a compressed section's uncompressed size.
+uint64_t relocatable_size(const Section &s) {
+  if (!(s.flags & SHF_COMPRESSED)) return s.size;
+  Elf64_Chdr ch;
+  std::memcpy(&ch, s.data, sizeof ch);  // read_sections checked it is there
+  return ch.ch_size;
 }
 
 sk_status read_symbols(Elf *elf, Object *o) {
@@ -269,12 +288,12 @@ sk_status read_relocations(Elf *elf, Object *o, const ParseOptions &options) {
         return fail(SK_ERR_BAD_BINARY,
                     "%s: section %zu '%s': relocation %zu: symbol index %llu is past the %zu symbols",
                     o->label.c_str(), i, name, k, (unsigned long long)GELF_R_SYM(r.r_info), o->symbols.size());
-      if (rel.offset >= target.size)
+      if (rel.offset >= relocatable_size(target))
         return fail(SK_ERR_BAD_BINARY,
                     "%s: section %zu '%s': relocation %zu: r_offset 0x%llx is past the end of section %u '%s' "
                     "(0x%llx bytes)",
                     o->label.c_str(), i, name, k, (unsigned long long)rel.offset, rs.info, target.name.c_str(),
-                    (unsigned long long)target.size);
+                    (unsigned long long)relocatable_size(target));
     }
     o->relocation_sections.push_back(std::move(out));
   }

@@ -1,7 +1,8 @@
-/* Code shapes from plain C: -mcmodel=large and medium objects of gcc and clang at -O0/-O2 run
- * fused and unfused with the results of the default-model build of the same source; LTO objects
- * without machine code are refused naming the flag (fat ones load); the host device key
- * perf_map=1 writes perf's map of the loaded functions, and nothing is written without it. */
+/* Code shapes from plain C: -mcmodel=large and medium objects of gcc and clang at -O0/-O2, and
+ * objects built with distributions' flags (-gz, hardening), run fused and unfused with the
+ * results of the default-model build of the same source; LTO objects without machine code are
+ * refused naming the flag (fat ones load); the host device key perf_map=1 writes perf's map of
+ * the loaded functions, and nothing is written without it. */
 #define _POSIX_C_SOURCE 200809L /* strtok_r, unsetenv, getpid */
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +62,24 @@ static void test_code_models_equal_the_default_model(void **state) {
     if (memcmp(fused, unfused, sizeof want) != 0) fail_msg("%s: fused differs from unfused", v);
   }
   assert_true(count >= 4); /* gcc and clang, -O0 and -O2, at least the large model */
+}
+
+/* Objects built with distributions' flags compute what the default build does, fused and
+   unfused: compressed debug sections (-gz; their relocations address the uncompressed bytes),
+   and Ubuntu's hardening defaults (stack protector, clash protection, CET or PAC/BTI, fortified
+   calls). */
+static void test_distribution_build_flags(void **state) {
+  static uint32_t want[2 * N], unfused[2 * N], fused[2 * N];
+  const char *variants[] = {"gcc-O2-gz", "clang-O2-gz", "gcc-O2-hardened", "clang-O2-hardened"};
+  size_t i;
+  (void)state;
+  run_chain(TEST_VARIANT, 0, want);
+  for (i = 0; i < sizeof variants / sizeof variants[0]; ++i) {
+    run_chain(variants[i], 0, unfused);
+    run_chain(variants[i], 1, fused);
+    if (memcmp(unfused, want, sizeof want) != 0) fail_msg("%s: unfused differs from %s", variants[i], TEST_VARIANT);
+    if (memcmp(fused, unfused, sizeof want) != 0) fail_msg("%s: fused differs from unfused", variants[i]);
+  }
 }
 
 static void test_lto_objects(void **state) {
@@ -142,6 +161,7 @@ static void test_perf_map(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_code_models_equal_the_default_model),
+      cmocka_unit_test(test_distribution_build_flags),
       cmocka_unit_test(test_lto_objects),
       cmocka_unit_test(test_perf_map),
   };

@@ -276,6 +276,38 @@ TEST_F(ElfMalformed, ParseOptionsAcceptMoreOnlyWhenAsked) {
   EXPECT_TRUE(found);
 }
 
+// -gz: debug sections compressed (SHF_COMPRESSED), whose relocations address the uncompressed
+// bytes (the compression header's ch_size); a compressed section without that header, or one
+// the linker would have to place (SHF_ALLOC), is refused by name.
+TEST(ElfCompressed, RelocationsOfCompressedDebugSectionsAddressTheUncompressedBytes) {
+  const std::vector<uint8_t> good = kernel_bytes("gcc-O2-gz", "shape_models");
+  elf::Object o;
+  ASSERT_EQ(elf::parse_object(good.data(), good.size(), "gz.o", &o), SK_OK) << last_error();
+  int compressed = -1;
+  bool past_compressed_size = false;
+  for (const elf::RelocationSection &rs : o.relocation_sections) {
+    const elf::Section &t = o.sections[rs.target];
+    if (!(t.flags & SHF_COMPRESSED)) continue;
+    compressed = (int)rs.target;
+    for (const elf::Relocation &r : rs.relocations) past_compressed_size |= r.offset >= t.size;
+  }
+  ASSERT_GE(compressed, 0) << "no relocated compressed section in gcc -gz's object";
+  EXPECT_TRUE(past_compressed_size);  // what the reader refused when it bounded them by sh_size
+  auto header = [](std::vector<uint8_t> &b, int i) -> Elf64_Shdr & {
+    const auto &eh = *reinterpret_cast<const Elf64_Ehdr *>(b.data());
+    return *reinterpret_cast<Elf64_Shdr *>(b.data() + eh.e_shoff + i * sizeof(Elf64_Shdr));
+  };
+  std::vector<uint8_t> bad = good;
+  header(bad, compressed).sh_flags |= SHF_ALLOC;
+  EXPECT_EQ(elf::parse_object(bad.data(), bad.size(), "gz.o", &o), SK_ERR_BAD_BINARY);
+  EXPECT_NE(std::strstr(last_error(), "SHF_ALLOC"), nullptr) << last_error();
+  EXPECT_NE(std::strstr(last_error(), "'.debug"), nullptr) << last_error();
+  bad = good;
+  header(bad, compressed).sh_size = 4;
+  EXPECT_EQ(elf::parse_object(bad.data(), bad.size(), "gz.o", &o), SK_ERR_BAD_BINARY);
+  EXPECT_NE(std::strstr(last_error(), "compression header"), nullptr) << last_error();
+}
+
 TEST_F(ElfMalformed, NullImage) {
   elf::Object o;
   EXPECT_EQ(elf::parse_object(nullptr, 10, "null.o", &o), SK_ERR_INVALID_ARGUMENT);
