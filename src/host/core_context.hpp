@@ -54,8 +54,11 @@ struct TaskFailure {
 struct alignas(64) CoreProgress {
   std::atomic<uint64_t> task{0};
   std::atomic<uint64_t> position{0};
-  // In a runtime wait of the task (wait_in_task): left to that wait's own deadline.
-  std::atomic<uint32_t> waiting{0};
+  // Runtime waits of the task (wait_in_task) entered and left: odd while in one, which ends at
+  // its own deadline. A count, not a flag: a watch that looked before a wait began and looks
+  // again just after it timed out must not see the same value, as if the core had stood still.
+  std::atomic<uint32_t> waits{0};
+  bool in_wait() const { return waits.load(std::memory_order_relaxed) & 1u; }
 };
 
 struct CoreContext {
@@ -98,9 +101,10 @@ extern constinit thread_local CoreContext *t_core __attribute__((tls_model("init
 template <class Pred>
 WaitResult wait_in_task(CoreContext &ctx, const std::atomic<uint32_t> &word, Pred pred) {
   if (pred(word.load(std::memory_order_acquire))) return WaitResult::Ok;
-  ctx.progress->waiting.store(1, std::memory_order_relaxed);
+  std::atomic<uint32_t> &waits = ctx.progress->waits;  // this core alone writes it
+  waits.store(waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const WaitResult r = wait_for(word, *ctx.channel, *ctx.policy, pred);
-  ctx.progress->waiting.store(0, std::memory_order_relaxed);
+  waits.store(waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return r;
 }
 

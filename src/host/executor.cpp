@@ -413,7 +413,7 @@ void Executor::watch_for_stuck_cores() {
   for (uint32_t c = 0; c < config_.cores; ++c) {
     now.push_back(progress_[c].task.load(std::memory_order_relaxed));
     now.push_back(progress_[c].position.load(std::memory_order_relaxed));
-    now.push_back(progress_[c].waiting.load(std::memory_order_relaxed));
+    now.push_back(progress_[c].waits.load(std::memory_order_relaxed));
   }
   const auto t = std::chrono::steady_clock::now();
   if (now != watch_seen_) {
@@ -435,7 +435,7 @@ void Executor::declare_lost(uint64_t seq) {
     std::sort(task.failure.waits.begin(), task.failure.waits.end());
     for (uint32_t c = 0; c < config_.cores; ++c) {
       if (progress_[c].task.load(std::memory_order_relaxed) != seq) continue;
-      bool waiting = progress_[c].waiting.load(std::memory_order_relaxed) != 0;
+      bool waiting = progress_[c].in_wait();
       for (const auto &w : task.failure.waits) waiting |= w.first == c;
       if (waiting) continue;
       const uint64_t at = progress_[c].position.load(std::memory_order_relaxed);

@@ -21,7 +21,7 @@ struct fixture {
 static int setup(void **state) {
   struct fixture *f = (struct fixture *)calloc(1, sizeof *f);
   if (!f) return -1;
-  if (sk_device_open("host:cores=2,timeout_ms=200", &f->dev) != SK_OK) return -1;
+  if (sk_device_open(SK_TEST_HANG_DEVICE, &f->dev) != SK_OK) return -1;
   f->chain = load_kernels(f->dev, TEST_VARIANT, "capi_chain");
   f->sync = load_kernels(f->dev, "clang-O2-pic", "capi_sync");
   f->fill = get_kernel(f->chain, "capi_fill");
@@ -233,7 +233,7 @@ struct lost {
 };
 
 static void lost_open(struct lost *l, const char *kernel, uint32_t stuck, uint32_t *release) {
-  l->dev = open_device("host:cores=2,timeout_ms=200");
+  l->dev = open_device(SK_TEST_HANG_DEVICE);
   l->mod = load_kernels(l->dev, TEST_VARIANT, "capi_spin");
   l->kernel = get_kernel(l->mod, kernel);
   l->out = (uint32_t *)mem_alloc(l->dev, 2 * sizeof(uint32_t));

@@ -302,7 +302,7 @@ static void test_hang_ends_the_loop(void **state) {
   uint32_t *counts, at = 3, never = 0;
   void *count_args[1], *hang_args[2];
   (void)state;
-  SK_CHECK(sk_device_open("host:cores=2,timeout_ms=200", &dev));
+  SK_CHECK(sk_device_open(SK_TEST_HANG_DEVICE, &dev));
   mod = load_kernels(dev, TEST_VARIANT, "capi_repeat");
   count = get_kernel(mod, "capi_count_runs");
   hang_at = get_kernel(mod, "capi_hang_at");
@@ -351,7 +351,7 @@ static void test_kernel_that_never_returns(void **state) {
   void *count_args[1], *spin_args[4];
   sk_status st;
   (void)state;
-  SK_CHECK(sk_device_open("host:cores=2,timeout_ms=200", &dev));
+  SK_CHECK(sk_device_open(SK_TEST_HANG_DEVICE, &dev));
   mod = load_kernels(dev, TEST_VARIANT, "capi_repeat");
   SK_CHECK(sk_mem_alloc(dev, 2 * sizeof(uint32_t), (void **)&counts));
   counts[0] = counts[1] = 0;

@@ -21,6 +21,15 @@
 /* The variant the tests that do not loop over variants use. */
 #define TEST_VARIANT "gcc-O2-pie"
 
+/* A two-core host device with a short deadline, for the tests of hangs and lost devices. Under
+ * qemu-user, with another test beside it, a core thread can go without a CPU for longer than
+ * 200 ms, and the device would take it for one that never came back from its kernel. */
+#if defined(SK_TEST_EMULATED)
+#define SK_TEST_HANG_DEVICE "host:cores=2,timeout_ms=1000"
+#else
+#define SK_TEST_HANG_DEVICE "host:cores=2,timeout_ms=200"
+#endif
+
 /* A call that must succeed; on failure the test fails with the status and sk_last_error(). */
 #define SK_CHECK(call)                                                                                        \
   do {                                                                                                        \
