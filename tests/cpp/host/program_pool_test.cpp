@@ -141,12 +141,20 @@ TEST(ProgramPool, RecycleDropsTheKernelHoldAfterThePoolIsDoneWith) {
   EXPECT_TRUE(watch.expired());
 }
 
+// A short deadline for the hang below; under qemu-user a core thread can go without a CPU for
+// longer than 200 ms, and the device would take it for one stuck in its kernel.
+#if defined(SK_TEST_EMULATED)
+constexpr const char *kHangDevice = "host:cores=2,timeout_ms=1000";
+#else
+constexpr const char *kHangDevice = "host:cores=2,timeout_ms=200";
+#endif
+
 struct Unfused : ::testing::Test {
   sk_device *dev = nullptr;
   sk_module *chain = nullptr, *sync = nullptr;
   sk_kernel *fill = nullptr, *hang_if = nullptr;
   void SetUp() override {
-    ASSERT_SK(sk_device_open("host:cores=2,timeout_ms=200", &dev));
+    ASSERT_SK(sk_device_open(kHangDevice, &dev));
     ASSERT_SK(sk_module_load_file(dev, kernel_path("gcc-O2-pie", "capi_chain").c_str(), &chain));
     ASSERT_SK(sk_module_load_file(dev, kernel_path("clang-O2-pie", "capi_sync").c_str(), &sync));
     ASSERT_SK(sk_module_get_kernel(chain, "capi_fill", &fill));
