@@ -8,6 +8,7 @@
 
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
+#include "elf/fatbin.hpp"
 #include "elf/shared_overlay_layout.hpp"
 
 namespace sk::cuda {
@@ -34,6 +35,14 @@ sk_status record_number(const std::string &record, const std::string &label, con
                 kernel.c_str(), field.c_str(), value.c_str(), low, high);
   *out = (uint32_t)v;
   return SK_OK;
+}
+
+// A 64-bit little-endian ELF object for another machine than EM_CUDA: a host object, which may
+// carry a fatbinary (nvcc -dc).
+bool host_elf(const void *image, size_t size) {
+  const auto *b = static_cast<const uint8_t *>(image);
+  return size >= 64 && std::memcmp(b, "\177ELF", 4) == 0 && b[4] == 2 /* ELFCLASS64 */ &&
+         b[5] == 1 /* ELFDATA2LSB */ && !elf::looks_like_cubin(image, size);
 }
 
 std::string record_kernel(const std::string &record) {
@@ -90,31 +99,48 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
   auto m = std::make_shared<CudaModule>();
   m->label = label;
   const auto *b = static_cast<const uint8_t *>(image);
+  // What nvcc -dc writes by default (a host object whose __nv_relfatbin holds the cubins) and
+  // nvcc -dc -fatbin: the cubin for the device's architecture, then read as if given alone.
+  std::vector<uint8_t> extracted;
+  if (elf::looks_like_fatbin(image, size) || host_elf(image, size)) {
+    std::string what;
+    if (sk_status st = elf::extract_fatbin_cubin(image, size, label, arch, &extracted, &what); st != SK_OK)
+      return st;
+    m->given.assign(b, b + size);
+    m->label = label + " (" + what + ")";
+    image = extracted.data();
+    size = extracted.size();
+    b = extracted.data();
+  }
   if (size >= 4 && std::memcmp(b, kLtoIrMagic, 4) == 0) {
     m->kind = InputKind::LtoIr;
     std::shared_ptr<const NvJitLink> linker;
     std::string ptx;
     if (NvJitLink::get(&linker) == SK_OK &&
-        linker->lto_to_ptx({InputKind::LtoIr, image, size, label}, arch, &ptx) == SK_OK) {
+        linker->lto_to_ptx({InputKind::LtoIr, image, size, m->label}, arch, &ptx) == SK_OK) {
       if (sk_status st = take_records(ptx_metadata_records(ptx), m.get()); st != SK_OK) return st;
     } else {
       m->metadata_note = last_error();
     }
   } else if (size >= 4 && std::memcmp(b, "\177ELF", 4) == 0) {
     m->kind = InputKind::Cubin;
-    if (sk_status st = elf::parse_cubin(image, size, label, &m->cubin); st != SK_OK) return st;
+    if (sk_status st = elf::parse_cubin(image, size, m->label, &m->cubin); st != SK_OK) return st;
     if (m->cubin.type != 1 /* ET_REL */)
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: a linked cubin cannot be fused; build the kernels relocatable (nvcc -dc -cubin)",
-                  label.c_str());
+                  "%s: a linked cubin cannot be fused; build the kernels relocatable: nvcc -dc (or -rdc=true), "
+                  "e.g. nvcc -dc -cubin, or CMake's CUDA_SEPARABLE_COMPILATION",
+                  m->label.c_str());
     if (sk_status st = take_records(m->cubin.metadata_records, m.get()); st != SK_OK) return st;
   } else {
     return fail(SK_ERR_BAD_BINARY,
                 "%s: neither a cubin (ELF) nor LTO-IR (%zu bytes); build CUDA kernels with nvcc -dc -cubin or "
                 "nvcc -dc -dlto -ltoir",
-                label.c_str(), size);
+                m->label.c_str(), size);
   }
-  m->bytes.assign(b, b + size);
+  if (!extracted.empty())
+    m->bytes = std::move(extracted);
+  else
+    m->bytes.assign(b, b + size);
   *out = std::move(m);
   return SK_OK;
 }
@@ -125,7 +151,9 @@ sk_status CudaModuleCache::load(const void *image, size_t size, const std::strin
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto [it, end] = modules_.equal_range(key); it != end; ++it) {
     std::shared_ptr<const CudaModule> m = it->second.lock();
-    if (m && m->bytes.size() == size && std::memcmp(m->bytes.data(), image, size) == 0) {
+    if (!m) continue;
+    const std::vector<uint8_t> &given = m->given.empty() ? m->bytes : m->given;
+    if (given.size() == size && std::memcmp(given.data(), image, size) == 0) {
       *out = std::move(m);
       return SK_OK;
     }

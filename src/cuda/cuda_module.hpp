@@ -1,6 +1,8 @@
 // A CUDA kernel module: a relocatable cubin (`nvcc -dc -cubin`) or LTO-IR (`nvcc -dc -dlto
-// -ltoir`), and the kernels taken from it. Loading needs no GPU: it reads the binary (symbols,
-// `.nv.info*` attributes, sk_kernel.h's metadata); nvJitLink links it later, per super kernel.
+// -ltoir`), or the cubin for the device's architecture in a fatbinary (`nvcc -dc -fatbin`) or
+// in a host object of `nvcc -dc` (elf/fatbin.hpp), and the kernels taken from it. Loading
+// needs no GPU: it reads the binary (symbols, `.nv.info*` attributes, sk_kernel.h's metadata);
+// nvJitLink links it later, per super kernel.
 #pragma once
 #include <sk.h>
 
@@ -27,6 +29,9 @@ struct CudaModule {
   InputKind kind = InputKind::Cubin;
   std::vector<uint8_t> bytes;  // as loaded: a link rewrites a cubin's copy (its shared overlay)
   elf::Cubin cubin;            // cubins only
+  // The bytes given, where they were a fatbinary or a host object of nvcc -dc and `bytes` the
+  // cubin taken from it (empty otherwise): what CudaModuleCache compares.
+  std::vector<uint8_t> given;
   std::vector<KernelMetadata> metadata;
   std::map<std::string, uint32_t> threads;         // metadata "threads=" per kernel
   std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
@@ -50,9 +55,12 @@ struct CudaKernel {
   uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
 };
 
-// Parses a cubin or LTO-IR image (copied). Anything else is SK_ERR_BAD_BINARY; an ELF for
-// another machine SK_ERR_UNSUPPORTED. LTO-IR metadata is read by linking the IR alone to PTX
-// for `arch` (the device's); without nvJitLink, or when that fails, the module has none.
+// Parses a cubin or LTO-IR image (copied), or a fatbinary or host object holding a relocatable
+// cubin for `arch` (the label then names the cubin: "foo.o (sm_90 cubin)"; one without SASS for
+// `arch` is SK_ERR_INCOMPATIBLE). Anything else is SK_ERR_BAD_BINARY; an ELF for another
+// machine without a fatbinary SK_ERR_UNSUPPORTED. LTO-IR metadata is read by linking the IR
+// alone to PTX for `arch` (the device's); without nvJitLink, or when that fails, the module
+// has none.
 sk_status load_cuda_module(const void *image, size_t size, const std::string &label,
                            std::shared_ptr<const CudaModule> *out, const std::string &arch = "sm_90");
 

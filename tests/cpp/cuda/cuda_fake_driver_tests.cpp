@@ -274,6 +274,50 @@ TEST_F(CudaFakeDriver, TheSameBytesLoadedTwiceLinkOnce) {
   EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
 }
 
+// What nvcc -dc writes by default (a host object), and its fatbinaries (two architectures,
+// zstd; plain; LZ4) load through the C API as the cubin inside, and fuse and launch; the same
+// host object loaded twice is one module (the link has its cubin once). The linked cubin of
+// nvcc -c is refused with the advice to build relocatable code.
+TEST_F(CudaFakeDriver, WhatNvccWritesWithoutCubinFusesAndLaunches) {
+  for (const char *file : {"chain_host.o", "chain_multi.fatbin", "chain_plain.fatbin", "chain_lz4.fatbin"}) {
+    SCOPED_TRACE(file);
+    const size_t before = fake_.all().size();
+    sk_kernel *step = kernel(file, "chain_step"), *axpy = kernel(file, "chain_axpy");
+    const std::vector<uint8_t> bytes = sk::cuda_test::kernel_bytes(file);
+    sk_module *again = nullptr;
+    ASSERT_EQ(sk_module_load(dev_, bytes.data(), bytes.size(), &again), SK_OK) << sk_last_error();
+    modules_.push_back(again);
+    sk_kernel *step2 = nullptr;
+    ASSERT_EQ(sk_module_get_kernel(again, "chain_step", &step2), SK_OK) << sk_last_error();
+    ASSERT_TRUE(step && axpy);
+    uint32_t *x = reinterpret_cast<uint32_t *>(0x1234000);
+    float *y = reinterpret_cast<float *>(0x1235000), alpha = 2;
+    uint32_t n = 100, i0 = 0, i1 = 1;
+    void *first[] = {&x, &n, &i0}, *second[] = {&x, &n, &i1}, *third[] = {&y, &alpha, &x, &n};
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, file, nullptr, &scope), SK_OK);
+    ASSERT_EQ(sk_add_kernel(scope, step, 2, first, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(scope, step2, 2, second, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(scope, axpy, 4, third, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    const std::vector<FakeLaunch> launches = fake_.all();
+    ASSERT_EQ(launches.size(), before + 1);
+    EXPECT_EQ(launches.back().grid, 4u);
+    sk_superkernel_destroy(sk);
+    ASSERT_EQ(sk_launch_kernel(axpy, 4, third, nullptr), SK_OK) << sk_last_error();  // unfused too
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  }
+  sk_module *mod = reinterpret_cast<sk_module *>(0x1);
+  EXPECT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("chain_whole.o").c_str(), &mod),
+            SK_ERR_UNSUPPORTED);
+  EXPECT_EQ(mod, reinterpret_cast<sk_module *>(0x1));
+  EXPECT_TRUE(contains(sk_last_error(), "chain_whole.o")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "-rdc=true")) << sk_last_error();
+}
+
 TEST_F(CudaFakeDriver, TheDeviceCountsItsMultiprocessorsAsCores) {
   uint32_t cores = 0;
   ASSERT_EQ(sk_device_cores(dev_, &cores), SK_OK) << sk_last_error();
