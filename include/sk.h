@@ -303,13 +303,15 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
 
 /**
  * Loads a kernel object from memory: on the host device an ELF relocatable object as `cc -c`
- * writes it, on a CUDA device a relocatable cubin or LTO-IR (`nvcc -dc`). The same bytes loaded
- * twice on one device are linked once.
+ * writes it, on a CUDA device a relocatable cubin or LTO-IR (`nvcc -dc`), or what `nvcc -dc`
+ * writes without -cubin (a host object, or a fatbinary with -fatbin), whose cubin for the
+ * device's architecture is loaded. The same bytes loaded twice on one device are linked once.
  * - Errors: SK_ERR_BAD_BINARY for bytes that are not a well-formed object (empty ones included)
  *   or malformed `.sk.kernels` metadata; SK_ERR_UNSUPPORTED for a well-formed object libsk cannot
  *   honour (another machine, TLS, a relocation type it does not know, 1 GiB or more, an undefined
  *   symbol symbols=strict does not allow, a call to libsk's host API: kernels may call only the
- *   device API of sk_kernel.h); SK_ERR_NOT_FOUND for an undefined symbol that cannot be bound;
+ *   device API of sk_kernel.h); SK_ERR_INCOMPATIBLE for a CUDA fatbinary without SASS for the
+ *   device's architecture; SK_ERR_NOT_FOUND for an undefined symbol that cannot be bound;
  *   SK_ERR_OUT_OF_MEMORY when memory or the process's memory mappings run out (the message
  *   names vm.max_map_count when that is the limit hit); SK_ERR_KERNEL when one of the
  *   object's static constructors throws (the ones that ran are undone).

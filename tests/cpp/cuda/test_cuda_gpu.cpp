@@ -4,7 +4,8 @@
 // modules in the shared overlay), a hang and the launch
 // after it, 30 KiB of arguments in the parameter space, a launch captured into a CUDA graph
 // and replayed, sub-kernels whose threads return early, sk_launch_repeat as one launch (n
-// runs == n launches, an early stop by a kernel that sets the flag).
+// runs == n launches, an early stop by a kernel that sets the flag), kernels loaded from a host
+// object of nvcc -dc and from a fatbinary.
 // Every test skips (never passes) when no CUDA device can be opened.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -101,6 +102,42 @@ TEST_F(CudaGpu, HundredKernelChainFusedEqualsUnfused) {
   ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
   EXPECT_NE(std::string(json).find("\"cuda\""), std::string::npos) << json;
   sk_superkernel_destroy(sk);
+}
+
+// chain.cu as nvcc -dc writes it by default (a host object) and as a fatbinary for two
+// architectures: fused from them == unfused launches of chain.cubin's kernel == the CPU.
+TEST_F(CudaGpu, KernelsFromAHostObjectAndAFatbinFusedEqualUnfused) {
+  sk_kernel *plain = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(plain, nullptr);
+  for (const char *file : {"chain_host.o", "chain_multi.fatbin"}) {
+    SCOPED_TRACE(file);
+    sk_kernel *step = kernel(file, "chain_step");
+    ASSERT_NE(step, nullptr);
+    const uint32_t n = 3000;
+    std::vector<uint32_t> init(n);
+    for (uint32_t i = 0; i < n; ++i) init[i] = i;
+    uint32_t *fused = alloc(init), *unfused = alloc(init);
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, file, nullptr, &scope), SK_OK) << sk_last_error();
+    for (uint32_t i = 0; i < 20; ++i) {
+      void *args[] = {&fused, (void *)&n, &i};
+      ASSERT_EQ(sk_add_kernel(scope, step, 1 + (i * 5) % 24, args, nullptr), SK_OK) << sk_last_error();
+    }
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t i = 0; i < 20; ++i) {
+      void *args[] = {&unfused, (void *)&n, &i};
+      ASSERT_EQ(sk_launch_kernel(plain, 1 + (i * 5) % 24, args, nullptr), SK_OK) << sk_last_error();
+    }
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    std::vector<uint32_t> expect = init;
+    for (uint32_t i = 0; i < 20; ++i)
+      for (uint32_t &x : expect) x = x * 3u + i;
+    EXPECT_EQ(read(fused, n), expect);
+    EXPECT_EQ(read(unfused, n), expect);
+    sk_superkernel_destroy(sk);
+  }
 }
 
 // 1000 steps walk the step table of one small entry (two call sites, two argument shapes:
