@@ -137,9 +137,8 @@ sk_status parse_fatbin(const void *bytes, size_t size, std::string_view label, s
       entry.offset = e;
       const std::string name = "fatbinary entry " + std::to_string(entry.index) + " (at " + hex(e) + ")";
       if (end - e < kEntryHeaderMin)
-        return bad(label, name + ": " + std::to_string(end - e) +
-                              " bytes left in its container, less than an "
-                              "entry header (64)");
+        return bad(label,
+                   name + ": " + std::to_string(end - e) + " bytes left in its container, less than a header");
       const uint32_t entry_header = read<uint32_t>(b + e + 0x04);
       entry.kind = read<uint16_t>(b + e);
       entry.payload_size = read<uint64_t>(b + e + 0x08);
