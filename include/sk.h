@@ -830,9 +830,10 @@ SK_API sk_status sk_stream_wait_event(sk_stream *stream, sk_event *event);
 *  launch of a kernel or super kernel of another device on it, sk_launch_repeat on it (a stop
 *  flag's runs are known only on the device), sk_superkernel_set_arg of a super kernel the
 *  capture recorded, a wait on an event of another capture (or none) and the destruction of a
-*  joined stream. A launch that fails its own checks (block_dim, arguments) is
-*  not made and leaves the capture valid, as outside a capture. Destroying the origin stream
-*  drops its capture.
+*  joined stream. A launch that fails its own checks (block_dim, arguments, a kernel that
+*  synchronises its blocks on more than the device can run at once) fails at the call as outside
+*  a capture, is not recorded and leaves the capture valid. Destroying the origin stream drops
+*  its capture.
 **********************************************************************************************/
 
 /**

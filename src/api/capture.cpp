@@ -81,8 +81,10 @@ sk_status capture_kernel(sk_stream *stream, sk_kernel *kernel, uint32_t block_di
   }
   if (!c->invalidated_by.empty()) return refuse_invalidated(*c, "sk_launch_kernel");
   if (k.device() != c->scope->device.get()) return refuse_other_device(c, "sk_launch_kernel", "kernel", k.symbol);
-  // A launch that fails its checks is not made, captured or not: it leaves the capture valid.
+  // A launch that fails its checks is not made, captured or not: it leaves the capture valid. It
+  // is checked as the launch would be, so that end-capture does not fail on it.
   if (sk_status st = check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
+  if (sk_status st = k.check_launch(block_dim); st != SK_OK) return st;
   ScopeLaunch e;
   e.kernel = kernel->backend;
   e.name = k.symbol;

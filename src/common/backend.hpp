@@ -68,6 +68,10 @@ class Kernel : public DeviceChild {
   // sk_launch_kernel, unfused: `block_dim` checked, `args` not yet (copy_args), `stream` of
   // this device or nullptr (its default stream).
   virtual sk_status launch(uint32_t block_dim, void *const *args, Stream *stream) = 0;
+  // What `launch` would refuse about running on `block_dim` blocks (a kernel that synchronises
+  // on more blocks than the device can hold), without launching: a captured launch is checked
+  // at the call, as an unfused one is. `block_dim` checked.
+  virtual sk_status check_launch(uint32_t block_dim) = 0;
 
   // Copies the values args[i] points to into 8-byte slots, by the signature's sizes: into
   // signature.size() slots at `out` (some may be written on failure), or into *out (untouched

@@ -114,7 +114,7 @@ CoreSlot core_slot(const CoreLayout &layout, uint32_t core) {
 }
 
 sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const ScopeOptions &options,
-                     const std::string &scope, CoreLayout *out, std::string *note) {
+                     const std::string &subject, CoreLayout *out, std::string *note) {
   CoreLayout l = nominal;
   // The planner's per-kernel checks pass no note: they want the layout only.
   if (note) note->clear();
@@ -123,9 +123,9 @@ sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const Sco
     const uint32_t fit = device_cores / per_group;
     if (fit == 0)
       return fail(SK_ERR_INCOMPATIBLE,
-                  "scope '%s': a %s super kernel needs groups of %u cores (1 cube + %u vector); the device "
+                  "%s: a %s super kernel needs groups of %u cores (1 cube + %u vector); the device "
                   "has %u cores (open it with more, e.g. \"host:cores=%u\")",
-                  scope.c_str(), l.ratio_name(), per_group, l.vectors_per_group, device_cores, per_group);
+                  subject.c_str(), l.ratio_name(), per_group, l.vectors_per_group, device_cores, per_group);
     if (l.groups > fit) {
       if (note)
         *note = "groups clipped from " + std::to_string(l.groups) + " to the device's " + std::to_string(fit);
@@ -151,9 +151,9 @@ sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const Sco
                                   : (l.cube ? aiv == 0 && aic > 0 : aic == 0 && aiv > 0);
   if (!ratio_ok)
     return fail(SK_ERR_INCOMPATIBLE,
-                "scope '%s': debug-aic-num=%u, debug-aiv-num=%u do not fit the kernels' %s super kernel "
+                "%s: debug-aic-num=%u, debug-aiv-num=%u do not fit the kernels' %s super kernel "
                 "(it needs %s)",
-                scope.c_str(), aic, aiv, l.ratio_name(),
+                subject.c_str(), aic, aiv, l.ratio_name(),
                 l.mixed() ? (l.vectors_per_group == 1 ? "aiv = aic > 0" : "aiv = 2 * aic > 0")
                           : (l.cube ? "aiv = 0 and aic > 0" : "aic = 0 and aiv > 0"));
   if (aic > l.cube || aiv > l.vector) {

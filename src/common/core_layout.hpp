@@ -73,10 +73,10 @@ inline uint32_t unit_class(KernelKind kind) {
 }
 
 // Clips a nominal layout to the device's cores and applies debug-aic-num / debug-aiv-num
-// (ratios 1:0, 0:1, 1:1, 1:2 only; never above the nominal counts). Fails naming the scope and
-// the option or the limit; *note (if not null) gets what was clipped or forced ("" if nothing).
+// (ratios 1:0, 0:1, 1:1, 1:2 only; never above the nominal counts). Fails naming `subject` (the
+// scope, as Plan::subject) and the option or the limit; *note (if not null) gets what was clipped or forced ("" if nothing).
 struct ScopeOptions;
 sk_status fit_layout(const CoreLayout &nominal, uint32_t device_cores, const ScopeOptions &options,
-                     const std::string &scope, CoreLayout *out, std::string *note);
+                     const std::string &subject, CoreLayout *out, std::string *note);
 
 }  // namespace sk

@@ -60,15 +60,17 @@ std::string describe_split(const std::vector<PlanInput> &kernels, uint32_t i, co
 }
 
 // Splits the kernels into segments (dispatches) by the hard-sync rule and gives each its layout.
-sk_status plan_segments(const std::string &name, const ScopeOptions &options, const std::vector<PlanInput> &kernels,
-                        uint32_t device_cores, std::vector<PlanSegment> *out) {
+sk_status plan_segments(const Plan &plan, const std::vector<PlanInput> &kernels, std::vector<PlanSegment> *out) {
+  const ScopeOptions &options = plan.options;
+  const uint32_t device_cores = plan.device_cores;
   LayoutDemand demand;
   HardSyncDemand hard;
   PlanSegment seg;
   std::string reason;
   // Ends the segment being built before kernel `end`, with the layout of what it holds.
   auto close_segment = [&](uint32_t end) {
-    if (sk_status st = fit_layout(demand.nominal(), device_cores, options, name, &seg.layout, &seg.layout_note);
+    if (sk_status st =
+            fit_layout(demand.nominal(), device_cores, options, plan.subject, &seg.layout, &seg.layout_note);
         st != SK_OK)
       return st;
     seg.end = end;
@@ -80,10 +82,9 @@ sk_status plan_segments(const std::string &name, const ScopeOptions &options, co
     const PlanInput &k = kernels[i];
     if ((k.usage & kUsesGroupFlags) && !is_mixed(k.kind))
       return fail(SK_ERR_INCOMPATIBLE,
-                  "scope '%s': kernel %u '%s' is a %s kernel but uses group flags (sk_cross_core_set_flag / "
-                  "sk_cross_core_wait_flag), which pair a group's cube core with its vector cores: declare it "
-                  "mixed (mix_1_1 or mix_1_2)",
-                  name.c_str(), i, k.name.c_str(), kernel_kind_name(k.kind));
+                  "%s is a %s kernel but uses group flags (sk_cross_core_set_flag / sk_cross_core_wait_flag), "
+                  "which pair a group's cube core with its vector cores: declare it mixed (mix_1_1 or mix_1_2)",
+                  step_subject(plan, i, k).c_str(), kernel_kind_name(k.kind));
     LayoutDemand next = demand;
     next.add(k.kind, k.block_dim);
     // Most kernels change neither the layout nor the hard-sync demand: nothing to check again.
@@ -91,15 +92,16 @@ sk_status plan_segments(const std::string &name, const ScopeOptions &options, co
     HardSyncDemand next_hard = hard;
     if (k.usage & kUsesHardSync) next_hard.add(k, i);
     CoreLayout layout;
-    if (sk_status st = fit_layout(next.nominal(), device_cores, options, name, &layout, nullptr); st != SK_OK)
+    if (sk_status st = fit_layout(next.nominal(), device_cores, options, plan.subject, &layout, nullptr);
+        st != SK_OK)
       return st;
     const int kind = next_hard.conflict(layout);
     if (kind >= 0 && i > seg.first) {
       std::string why = describe_split(kernels, i, hard, layout, kind);
       if (options.strict_scope_abort)
         return fail(SK_ERR_INCOMPATIBLE,
-                    "scope '%s': %s (strict-scope-check=abort; with bypass the scope is split before kernel %u)",
-                    name.c_str(), why.c_str(), i);
+                    "%s: %s (strict-scope-check=abort; with bypass the scope is split before kernel %u)",
+                    plan.subject.c_str(), why.c_str(), i);
       if (sk_status st = close_segment(i); st != SK_OK) return st;
       seg = PlanSegment{};
       seg.first = i;
@@ -116,19 +118,20 @@ sk_status plan_segments(const std::string &name, const ScopeOptions &options, co
 }
 
 // Maps a step onto its segment's cores.
-sk_status map_step(const std::string &name, uint32_t i, const PlanSegment &seg, PlanStep *step) {
+sk_status map_step(const Plan &plan, uint32_t i, const PlanSegment &seg, PlanStep *step) {
   const PlanInput &k = step->kernel;
   const uint32_t available = seg.layout.units_for(k.kind);
   if (available == 0)
-    return fail(SK_ERR_INCOMPATIBLE, "scope '%s': kernel %u '%s' (%s) cannot run in a %s super kernel", name.c_str(),
-                i, k.name.c_str(), kernel_kind_name(k.kind), seg.layout.ratio_name());
+    return fail(SK_ERR_INCOMPATIBLE, "%s (%s) cannot run in a %s super kernel", step_subject(plan, i, k).c_str(),
+                kernel_kind_name(k.kind), seg.layout.ratio_name());
   step->units = std::min(k.block_dim, available);
   if ((k.usage & (kUsesSyncAll | kUsesHardSync)) && step->units < k.block_dim)
     return fail(SK_ERR_INCOMPATIBLE,
-                "scope '%s': kernel %u '%s' synchronises its cores (%s) on block_dim %u, more than the %u %s the "
-                "super kernel has on this device (blocks of a kernel that synchronises cannot be multiplexed)",
-                name.c_str(), i, k.name.c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
-                k.block_dim, available, kernel_unit_name(k.kind));
+                "%s synchronises its cores (%s) on block_dim %u, more than the %u %s %s (blocks of a kernel that "
+                "synchronises cannot be multiplexed)",
+                step_subject(plan, i, k).c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
+                k.block_dim, available, kernel_unit_name(k.kind),
+                plan.unfused ? "of this device" : "the super kernel has on this device");
   step->cores = seg.layout.cores_for(k.kind, step->units);
   step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
   return SK_OK;
@@ -176,16 +179,23 @@ void link_steps(Plan &plan) {
 
 }  // namespace
 
+std::string step_subject(const Plan &plan, uint32_t i, const PlanInput &k) {
+  if (plan.unfused) return plan.subject + ": kernel '" + k.name + "'";
+  return plan.subject + ": kernel " + std::to_string(i) + " '" + k.name + "'";
+}
+
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
-                     uint32_t device_cores, Plan *out) {
+                     uint32_t device_cores, Plan *out, const char *unfused_call) {
   if (kernels.empty())
     return fail(SK_ERR_STATE, "scope '%s': no kernel was added; nothing to finalize", name.c_str());
   Plan plan;
   plan.name = name;
+  plan.unfused = unfused_call != nullptr;
+  plan.subject = plan.unfused ? std::string(unfused_call) : "scope '" + name + "'";
   plan.options = options;
   plan.device_cores = device_cores;
   for (const PlanInput &k : kernels) plan.max_block_dim = std::max(plan.max_block_dim, k.block_dim);
-  if (sk_status st = plan_segments(name, options, kernels, device_cores, &plan.segments); st != SK_OK) return st;
+  if (sk_status st = plan_segments(plan, kernels, &plan.segments); st != SK_OK) return st;
   plan.steps.reserve(kernels.size());
   for (uint32_t s = 0; s < plan.segments.size(); ++s) {
     const PlanSegment &seg = plan.segments[s];
@@ -194,7 +204,7 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
       PlanStep step;
       step.kernel = std::move(kernels[i]);
       step.segment = s;
-      if (sk_status st = map_step(name, i, seg, &step); st != SK_OK) return st;
+      if (sk_status st = map_step(plan, i, seg, &step); st != SK_OK) return st;
       plan.steps.push_back(std::move(step));
     }
   }

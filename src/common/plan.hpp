@@ -75,6 +75,10 @@ struct PlanSegment {
 
 struct Plan {
   std::string name;
+  // Who its errors name: "scope 'decode'", or the call of an unfused launch, whose one-step
+  // plan has no scope ("sk_launch_kernel").
+  std::string subject;
+  bool unfused = false;
   ScopeOptions options;
   uint32_t device_cores = 0;   // what the device has
   uint32_t max_block_dim = 0;  // max(block_dim)
@@ -88,9 +92,14 @@ struct Plan {
 // Checks and maps the sub-kernels. Fails naming the kernel with SK_ERR_INCOMPATIBLE when a
 // kernel that synchronises (sk_sync_all, cross-core flags) would have its blocks multiplexed,
 // when a kernel with hard sync would need a split and strict-scope-check=abort, or when core
-// types and counts cannot fit; SK_ERR_STATE for an empty scope.
+// types and counts cannot fit; SK_ERR_STATE for an empty scope. `unfused_call` names the call
+// of an unfused launch planned as one step (its errors then name that call, not a scope).
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
-                     uint32_t device_cores, Plan *out);
+                     uint32_t device_cores, Plan *out, const char *unfused_call = nullptr);
+
+// "scope 'decode': kernel 3 'rmsnorm'", or "sk_launch_kernel: kernel 'rmsnorm'" in an unfused
+// launch's plan: how planning errors name step i.
+std::string step_subject(const Plan &plan, uint32_t i, const PlanInput &k);
 
 class JsonWriter;
 

@@ -44,20 +44,19 @@ sk_status pin_step(const Plan &plan, const std::vector<bool> &widens, uint32_t i
   const char *units = kernel_unit_name(k.kind);
   if ((k.usage & kUsesHardSync) && k.first_core != 0)
     return fail(SK_ERR_INCOMPATIBLE,
-                "scope '%s': kernel %u '%s' uses hard cross-core sync, which counts the super kernel's %s from the "
-                "first: its first_core must be 0, not %u",
-                plan.name.c_str(), i, k.name.c_str(), units, k.first_core);
+                "%s uses hard cross-core sync, which counts the super kernel's %s from the first: its first_core "
+                "must be 0, not %u",
+                step_subject(plan, i, k).c_str(), units, k.first_core);
   if (k.first_core >= limit || k.core_count > limit - k.first_core)
     return fail(SK_ERR_INCOMPATIBLE,
-                "scope '%s': kernel %u '%s' is pinned to first_core %u, core_count %u, beyond the %u %s it can run "
-                "on%s",
-                plan.name.c_str(), i, k.name.c_str(), k.first_core, k.core_count, limit, units,
+                "%s is pinned to first_core %u, core_count %u, beyond the %u %s it can run on%s",
+                step_subject(plan, i, k).c_str(), k.first_core, k.core_count, limit, units,
                 limit == plan.device_cores ? " (the device's)" : " (this dispatch's layout, which cannot widen)");
   if (syncs(k) && k.core_count < k.block_dim)
     return fail(SK_ERR_INCOMPATIBLE,
-                "scope '%s': kernel %u '%s' synchronises its cores (%s) on block_dim %u, but its core_count is %u "
-                "(blocks of a kernel that synchronises cannot be multiplexed)",
-                plan.name.c_str(), i, k.name.c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
+                "%s synchronises its cores (%s) on block_dim %u, but its core_count is %u (blocks of a kernel "
+                "that synchronises cannot be multiplexed)",
+                step_subject(plan, i, k).c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
                 k.block_dim, k.core_count);
   s->first_unit = k.first_core;
   s->units = std::min(k.block_dim, k.core_count);

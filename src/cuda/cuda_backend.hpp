@@ -98,6 +98,10 @@ class CudaBackendKernel final : public backend::Kernel {
   using Kernel::Kernel;
   std::string_view module_label() const override { return kernel->module->label; }
   sk_status launch(uint32_t block_dim, void *const *args, backend::Stream *stream) override;
+  sk_status check_launch(uint32_t block_dim) override;
+  // The linked program of its unfused launches on block_dim blocks (`slots` argument slots),
+  // built and kept on first use.
+  sk_status unfused_program(uint32_t block_dim, size_t slots, std::shared_ptr<UnfusedProgram> *out);
 
   std::shared_ptr<CudaDevice> gpu;
   std::shared_ptr<CudaKernel> kernel;

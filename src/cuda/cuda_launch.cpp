@@ -161,48 +161,64 @@ sk_status CudaSuperKernel::last_profile(const char *call, std::vector<sk_profile
               call, plan.name.c_str());
 }
 
+sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
+                                             std::shared_ptr<UnfusedProgram> *out) {
+  {
+    std::lock_guard<std::mutex> lock(unfused_mutex);
+    if (auto it = unfused.find(block_dim); it != unfused.end()) {
+      *out = it->second;
+      return SK_OK;
+    }
+  }
+  const std::shared_ptr<CudaDevice> &dev = gpu;
+  // A one-step plan over block_dim blocks: one block per block, no multiplexing, launched
+  // cooperatively only when the kernel waits on other blocks.
+  PlanInput in;
+  in.name = symbol;
+  in.symbol = symbol;
+  in.module = kernel->module->label;
+  in.signature = signature_text;
+  in.core_type = "vector";
+  in.block_dim = block_dim;
+  in.usage = usage;
+  Plan plan;
+  if (sk_status st = build_plan(symbol, ScopeOptions{}, {in}, block_dim, &plan, "sk_launch_kernel"); st != SK_OK)
+    return st;
+  ContextScope ctx(*dev, "sk_launch_kernel");
+  if (ctx.status() != SK_OK) return ctx.status();
+  auto made = std::make_shared<UnfusedProgram>();
+  const uint64_t id = dev->register_name(symbol + " (single)", {symbol});
+  BuiltImage image;
+  if (sk_status st = build_and_load(dev, build_request(*dev, plan, {kernel}, slots, id), &image, &made->linked);
+      st != SK_OK)
+    return st;
+  const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
+  if (waits && block_dim > made->linked->max_coresident())
+    return fail(SK_ERR_INCOMPATIBLE,
+                "sk_launch_kernel: kernel '%s' synchronises its blocks, but block_dim %u exceeds the %u blocks "
+                "that can be co-resident on %s",
+                symbol.c_str(), block_dim, made->linked->max_coresident(), dev->name().c_str());
+  // Every launch sets the slots before it runs.
+  if (sk_status st = made->linked->configure(std::vector<uint64_t>(slots, 0), block_dim, waits); st != SK_OK)
+    return st;
+  std::lock_guard<std::mutex> lock(unfused_mutex);
+  *out = unfused.emplace(block_dim, made).first->second;
+  return SK_OK;
+}
+
+sk_status CudaBackendKernel::check_launch(uint32_t block_dim) {
+  if (sk_status st = gpu->usable("sk_launch_kernel"); st != SK_OK) return st;
+  std::shared_ptr<UnfusedProgram> program;
+  return unfused_program(block_dim, signature.size(), &program);
+}
+
 sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
   const std::shared_ptr<CudaDevice> &dev = gpu;
   if (sk_status st = dev->usable("sk_launch_kernel"); st != SK_OK) return st;
   std::vector<uint64_t> slots;
   if (sk_status st = copy_args(args, "sk_launch_kernel", &slots); st != SK_OK) return st;
   std::shared_ptr<UnfusedProgram> program;
-  {
-    std::lock_guard<std::mutex> lock(unfused_mutex);
-    if (auto it = unfused.find(block_dim); it != unfused.end()) program = it->second;
-  }
-  if (!program) {
-    // A one-step plan over block_dim blocks: one block per block, no multiplexing, launched
-    // cooperatively only when the kernel waits on other blocks.
-    PlanInput in;
-    in.name = symbol;
-    in.symbol = symbol;
-    in.module = kernel->module->label;
-    in.signature = signature_text;
-    in.core_type = "vector";
-    in.block_dim = block_dim;
-    in.usage = usage;
-    Plan plan;
-    if (sk_status st = build_plan(symbol, ScopeOptions{}, {in}, block_dim, &plan); st != SK_OK) return st;
-    ContextScope ctx(*dev, "sk_launch_kernel");
-    if (ctx.status() != SK_OK) return ctx.status();
-    auto made = std::make_shared<UnfusedProgram>();
-    const uint64_t id = dev->register_name(symbol + " (single)", {symbol});
-    BuiltImage image;
-    if (sk_status st =
-            build_and_load(dev, build_request(*dev, plan, {kernel}, slots.size(), id), &image, &made->linked);
-        st != SK_OK)
-      return st;
-    const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
-    if (waits && block_dim > made->linked->max_coresident())
-      return fail(SK_ERR_INCOMPATIBLE,
-                  "sk_launch_kernel: kernel '%s' synchronises its blocks, but block_dim %u exceeds the %u blocks "
-                  "that can be co-resident on %s",
-                  symbol.c_str(), block_dim, made->linked->max_coresident(), dev->name().c_str());
-    if (sk_status st = made->linked->configure(slots, block_dim, waits); st != SK_OK) return st;
-    std::lock_guard<std::mutex> lock(unfused_mutex);
-    program = unfused.emplace(block_dim, made).first->second;
-  }
+  if (sk_status st = unfused_program(block_dim, slots.size(), &program); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(program->mutex);
   for (size_t i = 0; i < slots.size(); ++i)
     if (sk_status st = program->linked->set_slot(i, slots[i]); st != SK_OK) return st;

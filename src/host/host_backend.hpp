@@ -84,6 +84,7 @@ class HostKernel final : public backend::Kernel, public std::enable_shared_from_
   using Kernel::Kernel;
   std::string_view module_label() const override { return module->label; }
   sk_status launch(uint32_t block_dim, void *const *args, backend::Stream *stream) override;
+  sk_status check_launch(uint32_t block_dim) override;
 
   std::shared_ptr<HostDevice> host;
   std::shared_ptr<LinkedModule> module;

@@ -21,10 +21,9 @@ std::vector<const HostKernel *> host_kernels(const std::vector<std::shared_ptr<b
   return out;
 }
 
-// The one-step program of an unfused launch over block_dim blocks: a plan like a super kernel's,
-// so that the same checks and the same executor path apply. Its argument slots are zero; a
-// launch writes them to the block Program::args names (no rebind ever changes which).
-sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::unique_ptr<Program> *out) {
+// The one-step plan of an unfused launch over block_dim blocks: a plan like a super kernel's,
+// so that the same checks and the same executor path apply.
+sk_status build_unfused_plan(const HostKernel &k, uint32_t block_dim, Plan *plan) {
   PlanInput in;
   in.name = in.symbol = k.symbol;
   in.module = k.module->label;
@@ -32,8 +31,14 @@ sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::un
   in.kind = k.kind;
   in.block_dim = block_dim;
   in.usage = k.usage;
+  return build_plan(k.symbol, ScopeOptions{}, {in}, k.host->cores(), plan, "sk_launch_kernel");
+}
+
+// Its program. The argument slots are zero; a launch writes them to the block Program::args
+// names (no rebind ever changes which).
+sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::unique_ptr<Program> *out) {
   Plan plan;
-  if (sk_status st = build_plan(k.symbol, ScopeOptions{}, {in}, k.host->cores(), &plan); st != SK_OK) return st;
+  if (sk_status st = build_unfused_plan(k, block_dim, &plan); st != SK_OK) return st;
   auto program = std::make_unique<Program>();
   lower_plan(plan, {&k}, {std::vector<uint64_t>(k.signature.size(), 0)}, k.host->executor().release_group(),
              program.get());
@@ -105,6 +110,11 @@ sk_status HostSuperKernel::last_profile(const char *call, std::vector<sk_profile
                 call, plan.name.c_str());
   *id = prof->id();
   return SK_OK;
+}
+
+sk_status HostKernel::check_launch(uint32_t block_dim) {
+  Plan plan;
+  return build_unfused_plan(*this, block_dim, &plan);
 }
 
 sk_status HostKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {

@@ -457,6 +457,45 @@ static void test_capture_misuse(void **state) {
   SK_CHECK(sk_device_synchronize(f->dev)); /* no capture left on the device */
 }
 
+/* A captured launch is checked as the unfused launch is, at the call: a kernel that
+ * synchronises its blocks on more blocks than the device's 2 cores is refused naming the call
+ * and the kernel (no scope: none exists), and the capture stays valid. */
+static void test_capture_checks_launch_as_unfused(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_module *sync = load_kernels(f->dev, TEST_VARIANT, "capi_sync");
+  sk_kernel *sum = get_kernel(sync, "capi_sync_sum");
+  uint32_t n = N, seed = 5;
+  void *fill_args[] = {&f->a, &n, &seed};
+  void *sum_args[] = {&f->a, &f->b, &f->c, &n};
+  static const char expected[] =
+      "sk_launch_kernel: kernel 'capi_sync_sum' synchronises its cores (sk_sync_all) on block_dim 3, more than "
+      "the 2 vector cores of this device";
+
+  SK_EXPECT_ERR(sk_launch_kernel(sum, 3, sum_args, f->s0), SK_ERR_INCOMPATIBLE, expected);
+  assert_null(strstr(sk_last_error(), "scope"));
+
+  SK_CHECK(sk_stream_begin_capture(f->s0, "checked", NULL));
+  SK_CHECK(sk_launch_kernel(f->fill, 2, fill_args, f->s0));
+  SK_EXPECT_ERR(sk_launch_kernel(sum, 3, sum_args, f->s0), SK_ERR_INCOMPATIBLE, expected);
+  assert_null(strstr(sk_last_error(), "scope"));
+  SK_CHECK(sk_launch_kernel(sum, 2, sum_args, f->s0));
+  sk_superkernel *captured = NULL;
+  SK_CHECK(sk_stream_end_capture(f->s0, &captured));
+
+  /* What the capture built is the two launches it kept, run unfused. */
+  uint32_t *fused = run(f, captured);
+  clear(f);
+  SK_CHECK(sk_launch_kernel(f->fill, 2, fill_args, f->s0));
+  SK_CHECK(sk_launch_kernel(sum, 2, sum_args, f->s0));
+  SK_CHECK(sk_stream_synchronize(f->s0));
+  uint32_t *unfused = snapshot(f);
+  assert_memory_equal(fused, unfused, 4 * N * sizeof(uint32_t));
+  free(fused);
+  free(unfused);
+  sk_superkernel_destroy(captured);
+  sk_module_unload(sync);
+}
+
 static void test_multi_stream_misuse(void **state) {
   struct fixture *f = (struct fixture *)*state;
   uint32_t n = N, seed = 5;
@@ -743,6 +782,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_captured_stream_fused_superkernel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_uncapturable_calls_invalidate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_misuse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_capture_checks_launch_as_unfused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_multi_stream_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_update_from_capture, setup, teardown),
       cmocka_unit_test_setup_teardown(test_update_compares_pins, setup, teardown),

@@ -1754,6 +1754,35 @@ TEST_F(CudaFakeDriver, ACaptureRecordsLaunchesAndFinalizesAsTheScope) {
   sk_stream_destroy(s);
 }
 
+// A captured launch is checked as the unfused one: a kernel that waits on its blocks past the
+// co-resident ones fails at the call, naming it, and the capture stays valid.
+TEST_F(CudaFakeDriver, ACapturedLaunchIsCheckedAsTheUnfusedOne) {
+  sk_kernel *sum = kernel("sync.cubin", "sync_sum");
+  ASSERT_NE(sum, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8;
+  void *args[] = {&x, &x, &n};
+  EXPECT_EQ(sk_launch_kernel(sum, 12, args, nullptr), SK_ERR_INCOMPATIBLE);
+  const std::string unfused = sk_last_error();
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s), SK_OK);
+  ASSERT_EQ(sk_stream_begin_capture(s, "captured", nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(sum, 4, args, s), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_launch_kernel(sum, 12, args, s), SK_ERR_INCOMPATIBLE);
+  EXPECT_EQ(sk_last_error(), unfused);
+  EXPECT_TRUE(contains(unfused, "sk_launch_kernel: kernel 'sync_sum'")) << unfused;
+  EXPECT_TRUE(contains(unfused, "co-resident")) << unfused;
+  sk_superkernel *captured = nullptr;
+  ASSERT_EQ(sk_stream_end_capture(s, &captured), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(captured, s), SK_OK) << sk_last_error();
+  const std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].grid, 4u);
+  EXPECT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(captured);
+  sk_stream_destroy(s);
+}
+
 TEST_F(CudaFakeDriver, EventsOutsideACaptureAreDriverEvents) {
   sk_stream *s1 = nullptr, *s2 = nullptr;
   sk_event *e = nullptr;
