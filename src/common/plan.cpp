@@ -127,8 +127,8 @@ sk_status map_step(const std::string &name, uint32_t i, const PlanSegment &seg, 
     return fail(SK_ERR_INCOMPATIBLE,
                 "scope '%s': kernel %u '%s' synchronises its cores (%s) on block_dim %u, more than the %u %s the "
                 "super kernel has on this device (blocks of a kernel that synchronises cannot be multiplexed)",
-                name.c_str(), i, k.name.c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
-                k.block_dim, available, kernel_unit_name(k.kind));
+                name.c_str(), i, k.name.c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim, available,
+                kernel_unit_name(k.kind));
   step->cores = seg.layout.cores_for(k.kind, step->units);
   step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
   return SK_OK;

@@ -182,6 +182,7 @@ sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backe
     in.core_type = "vector";
     in.block_dim = block_dim;
     in.usage = usage;
+    in.usage_paths = usage_paths;
     Plan plan;
     if (sk_status st = build_plan(symbol, ScopeOptions{}, {in}, block_dim, &plan); st != SK_OK) return st;
     ContextScope ctx(*dev, "sk_launch_kernel");
@@ -196,9 +197,10 @@ sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backe
     const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
     if (waits && block_dim > made->linked->max_coresident())
       return fail(SK_ERR_INCOMPATIBLE,
-                  "sk_launch_kernel: kernel '%s' synchronises its blocks, but block_dim %u exceeds the %u blocks "
-                  "that can be co-resident on %s",
-                  symbol.c_str(), block_dim, made->linked->max_coresident(), dev->name().c_str());
+                  "sk_launch_kernel: kernel '%s' synchronises its blocks (%s), but block_dim %u exceeds the %u "
+                  "blocks that can be co-resident on %s",
+                  symbol.c_str(), sync_reason(usage, usage_paths).c_str(), block_dim, made->linked->max_coresident(),
+                  dev->name().c_str());
     if (sk_status st = made->linked->configure(slots, block_dim, waits); st != SK_OK) return st;
     std::lock_guard<std::mutex> lock(unfused_mutex);
     program = unfused.emplace(block_dim, made).first->second;

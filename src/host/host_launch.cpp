@@ -32,6 +32,7 @@ sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::un
   in.kind = k.kind;
   in.block_dim = block_dim;
   in.usage = k.usage;
+  in.usage_paths = k.usage_paths;
   Plan plan;
   if (sk_status st = build_plan(k.symbol, ScopeOptions{}, {in}, k.host->cores(), &plan); st != SK_OK) return st;
   auto program = std::make_unique<Program>();
