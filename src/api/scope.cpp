@@ -36,6 +36,7 @@ sk_status finalize_scope(sk_scope *scope, sk_superkernel **out) {
     in.after = std::move(l.after);
     in.block_dim = l.block_dim;
     in.usage = l.kernel->usage;
+    in.usage_paths = l.kernel->usage_paths;
     in.flags = l.flags;
     inputs.push_back(std::move(in));
     kernels.push_back(l.kernel);

@@ -62,7 +62,8 @@ class Kernel : public DeviceChild {
   KernelKind kind = KernelKind::Vector;  // core_type parsed
   Signature signature;
   std::string signature_text;
-  uint32_t usage = 0;  // DeviceApiBit set, from the device-API calls its code can reach
+  uint32_t usage = 0;                      // DeviceApiBit set, from the device-API calls its code can reach
+  std::vector<DeviceApiPath> usage_paths;  // how it reaches those it does not call itself
 
   virtual std::string_view module_label() const = 0;
   // sk_launch_kernel, unfused: `block_dim` checked, `args` not yet (copy_args), `stream` of

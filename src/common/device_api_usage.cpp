@@ -45,4 +45,25 @@ std::vector<const char *> device_api_names(uint32_t usage) {
   return names;
 }
 
+std::vector<DeviceApiPath> device_api_paths(const std::map<std::string, std::vector<ReachStep>> &paths) {
+  std::vector<DeviceApiPath> out;
+  for (const Entry &e : kEntries) {
+    auto it = paths.find(e.name);
+    if (it == paths.end() || it->second.empty()) continue;
+    if (it->second.size() == 1 && !conservative(it->second)) continue;  // the kernel calls it itself
+    out.push_back({e.name, it->second});
+  }
+  return out;
+}
+
+std::string sync_reason(uint32_t usage, std::span<const DeviceApiPath> paths) {
+  const bool sync_all = usage & kUsesSyncAll;
+  if (!sync_all && !(usage & kUsesHardSync)) return "";
+  std::string out = sync_all ? "sk_sync_all" : "cross-core flags";
+  for (const DeviceApiPath &p : paths)
+    if (sync_all ? device_api_bit(p.function) == kUsesSyncAll : (device_api_bit(p.function) & kUsesHardSync) != 0)
+      return out + ": " + describe(p.steps);
+  return out;
+}
+
 }  // namespace sk

@@ -2,9 +2,13 @@
 // binary itself tells the planner whether it syncs all cores or overlaps tasks.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/reach_path.hpp"
 
 namespace sk {
 
@@ -36,5 +40,19 @@ uint32_t device_api_bit(std::string_view symbol);
 uint32_t device_api_usage(const std::vector<std::string> &undefined_symbols);
 // Function names of the bits set, in a fixed order.
 std::vector<const char *> device_api_names(uint32_t usage);
+
+// How a kernel reaches a device-API function that it does not call itself: through helpers, or
+// through a pointer (then it is taken to call it although it may not).
+struct DeviceApiPath {
+  std::string function;
+  std::vector<ReachStep> steps;
+};
+// The paths a binary reader found, by symbol, kept for the device-API functions the kernel does
+// not call directly, in device_api_names' order.
+std::vector<DeviceApiPath> device_api_paths(const std::map<std::string, std::vector<ReachStep>> &paths);
+// What makes a kernel with `usage` synchronise its cores, for messages: "sk_sync_all", or
+// "sk_sync_all: 'k' jumps to 'helper', which calls sk_sync_all" when it reaches it through
+// another function; the same for the cross-core flags. "" if it does not synchronise.
+std::string sync_reason(uint32_t usage, std::span<const DeviceApiPath> paths);
 
 }  // namespace sk

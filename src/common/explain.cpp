@@ -73,6 +73,21 @@ std::string explain_json(const Plan &plan, const std::string &backend,
     j.key("device_api").begin_array();
     for (const char *n : device_api_names(s.kernel.usage)) j.value(n);
     j.end_array();
+    // How it reaches what it does not call itself: which function brings each one in.
+    if (!s.kernel.usage_paths.empty()) {
+      j.key("device_api_paths").begin_array();
+      for (const DeviceApiPath &p : s.kernel.usage_paths) {
+        j.begin_object();
+        j.key("function").value(p.function);
+        j.key("chain").begin_array();
+        for (const ReachStep &step : p.steps) j.value(step.from);
+        j.end_array();
+        j.key("path").value(describe(p.steps));
+        j.key("conservative").value(conservative(p.steps));
+        j.end_object();
+      }
+      j.end_array();
+    }
     // Where this step waits for the previous one, and lets the next one start.
     if (s.pred >= 0) j.key("previous_step").value(uint64_t(s.pred));
     j.key("wait_previous").value(s.pred < 0 ? "launch" : s.wait_in_kernel ? "sk_wait_pre_task_end" : "kernel start");

@@ -129,9 +129,8 @@ sk_status map_step(const Plan &plan, uint32_t i, const PlanSegment &seg, PlanSte
     return fail(SK_ERR_INCOMPATIBLE,
                 "%s synchronises its cores (%s) on block_dim %u, more than the %u %s %s (blocks of a kernel that "
                 "synchronises cannot be multiplexed)",
-                step_subject(plan, i, k).c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
-                k.block_dim, available, kernel_unit_name(k.kind),
-                plan.unfused ? "of this device" : "the super kernel has on this device");
+                step_subject(plan, i, k).c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim,
+                available, kernel_unit_name(k.kind), plan.unfused ? "of this device" : "the super kernel has on this device");
   step->cores = seg.layout.cores_for(k.kind, step->units);
   step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
   return SK_OK;

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/cache_plan.hpp"
 #include "common/core_layout.hpp"
+#include "common/device_api_usage.hpp"
 #include "common/scope_options.hpp"
 
 namespace sk {
@@ -23,12 +25,13 @@ struct PlanInput {
   std::string_view module;     // label of the object it comes from
   std::string_view signature;  // "ptr,ptr,u32"
   std::string_view core_type;
-  KernelKind kind = KernelKind::Vector;  // from core_type
-  uint32_t block_dim = 1;                // blocks: cores of its type, or groups for mixed kernels
-  uint32_t usage = 0;                    // DeviceApiBit set
-  uint32_t flags = 0;                    // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
-  uint32_t stream = 0;                   // scope stream (stream-fusion=1)
-  std::vector<uint32_t> after;           // earlier steps it waits for (scope events); copied into PlanStep::after
+  KernelKind kind = KernelKind::Vector;        // from core_type
+  uint32_t block_dim = 1;                      // blocks: cores of its type, or groups for mixed kernels
+  uint32_t usage = 0;                          // DeviceApiBit set
+  std::span<const DeviceApiPath> usage_paths;  // borrowed too: how it reaches what it does not call itself
+  uint32_t flags = 0;                          // sk_kernel_options.flags (SK_KERNEL_FLAG_*)
+  uint32_t stream = 0;                         // scope stream (stream-fusion=1)
+  std::vector<uint32_t> after;  // earlier steps it waits for (scope events); copied into PlanStep::after
   // sk_kernel_options.first_core / core_count: the units its blocks run on, in units of its
   // kind (common/step_placement.hpp); core_count 0: the planner places it.
   uint32_t first_core = 0, core_count = 0;

@@ -56,8 +56,8 @@ sk_status pin_step(const Plan &plan, const std::vector<bool> &widens, uint32_t i
     return fail(SK_ERR_INCOMPATIBLE,
                 "%s synchronises its cores (%s) on block_dim %u, but its core_count is %u (blocks of a kernel "
                 "that synchronises cannot be multiplexed)",
-                step_subject(plan, i, k).c_str(), (k.usage & kUsesSyncAll) ? "sk_sync_all" : "cross-core flags",
-                k.block_dim, k.core_count);
+                step_subject(plan, i, k).c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim,
+                k.core_count);
   s->first_unit = k.first_core;
   s->units = std::min(k.block_dim, k.core_count);
   s->cores = seg.layout.cores_for(k.kind, s->units);

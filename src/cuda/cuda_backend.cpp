@@ -159,6 +159,7 @@ sk_status CudaBackendModule::get_kernel(const char *name, const char *signature,
   k->signature = ck->signature;
   k->signature_text = signature_to_string(ck->signature);
   k->usage = ck->usage;
+  k->usage_paths = ck->usage_paths;
   k->gpu = gpu;
   k->kernel = std::move(ck);
   *out = std::move(k);

@@ -181,6 +181,7 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   in.core_type = "vector";
   in.block_dim = block_dim;
   in.usage = usage;
+  in.usage_paths = usage_paths;
   Plan plan;
   if (sk_status st = build_plan(symbol, ScopeOptions{}, {in}, block_dim, &plan, "sk_launch_kernel"); st != SK_OK)
     return st;
@@ -195,9 +196,10 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
   if (waits && block_dim > made->linked->max_coresident())
     return fail(SK_ERR_INCOMPATIBLE,
-                "sk_launch_kernel: kernel '%s' synchronises its blocks, but block_dim %u exceeds the %u blocks "
+                "sk_launch_kernel: kernel '%s' synchronises its blocks (%s), but block_dim %u exceeds the %u blocks "
                 "that can be co-resident on %s",
-                symbol.c_str(), block_dim, made->linked->max_coresident(), dev->name().c_str());
+                symbol.c_str(), sync_reason(usage, usage_paths).c_str(), block_dim, made->linked->max_coresident(),
+                dev->name().c_str());
   // Every launch sets the slots before it runs.
   if (sk_status st = made->linked->configure(std::vector<uint64_t>(slots, 0), block_dim, waits); st != SK_OK)
     return st;

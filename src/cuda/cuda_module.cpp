@@ -186,6 +186,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                   call, what.c_str());
     const elf::CubinReach reach = m.cubin.reach(name);
     k->usage = device_api_usage(reach.externs);
+    k->usage_paths = device_api_paths(reach.paths);
     for (const std::string &f : reach.functions) k->registers = std::max(k->registers, m.cubin.find(f)->registers);
     const elf::SharedOverlayLayout alone = elf::layout_shared_overlay({&m.cubin}, {{0, name}}, false);
     uint64_t in_place = 0;

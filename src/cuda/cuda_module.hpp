@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/device_api_usage.hpp"
 #include "common/kernel_metadata.hpp"
 #include "common/signature.hpp"
 #include "cuda/nvjitlink.hpp"
@@ -47,7 +48,8 @@ struct CudaKernel {
   // DeviceApiBit set, from the EIATTR_EXTERNS of the function and of every function it reaches
   // through .nv.callgraph (a __noinline__ helper that calls sk_sync_all makes the kernel sync).
   uint32_t usage = 0;
-  uint32_t registers = 0;  // the most of it and its callees; 0 when unknown (LTO-IR)
+  std::vector<DeviceApiPath> usage_paths;  // how it reaches those it does not call itself
+  uint32_t registers = 0;                  // the most of it and its callees; 0 when unknown (LTO-IR)
   // Static __shared__ bytes of it and its callees (0 for LTO-IR): its part of the shared
   // overlay, as its sk_launch_kernel entry lays it out, plus the variables that do not move
   // (CubinSharedVar::overlay), which the linker places beside it.

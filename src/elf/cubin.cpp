@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
 
 #include "common/error.hpp"
@@ -51,38 +52,66 @@ const CubinFunction *Cubin::find(std::string_view name) const {
 
 CubinReach Cubin::reach(std::string_view name) const {
   CubinReach r;
-  std::vector<bool> var_seen(shared_vars.size());
-  std::vector<const CubinFunction *> todo{find(name)};
-  r.functions.emplace_back(name);
-  while (!todo.empty()) {
-    const CubinFunction *f = todo.back();
-    todo.pop_back();
-    if (!f) continue;
-    r.dynamic_shared |= f->dynamic_shared;
-    for (uint32_t v : f->shared_vars)
-      if (!var_seen[v]) {
-        var_seen[v] = true;
-        r.shared_vars.push_back(v);
-        r.shared_bytes = append_shared(r.shared_bytes, shared_vars[v]);
-      }
-    auto note_extern = [&](const std::string &e) {
-      for (const std::string &x : r.externs)
-        if (x == e) return;
-      r.externs.push_back(e);
-    };
-    for (const std::string &e : f->externs) note_extern(e);
-    for (const std::string &c : f->callees) {
-      const CubinFunction *callee = find(c);
-      if (!callee) {
-        note_extern(c);
-        continue;
-      }
-      bool seen = false;
-      for (const std::string &x : r.functions) seen |= x == c;
-      if (seen) continue;
-      r.functions.push_back(c);
-      todo.push_back(callee);
+  std::map<std::string_view, size_t> index;
+  for (size_t i = 0; i < functions.size(); ++i) index.emplace(functions[i].name, i);
+  struct Visit {
+    long parent = -2;  // -2: not reached, -1: the root
+    ReachHow how = ReachHow::Call;
+  };
+  std::vector<Visit> v(functions.size());
+  std::deque<size_t> queue;
+  std::vector<size_t> order;
+  std::map<std::string, std::pair<size_t, ReachHow>> externs;  // name -> (first function reaching it, how)
+  auto visit = [&](size_t f, long parent, ReachHow how) {
+    if (v[f].parent != -2) return;
+    v[f] = {parent, how};
+    queue.push_back(f);
+  };
+  auto reach_name = [&](const std::string &callee, size_t from, ReachHow how) {
+    if (auto it = index.find(callee); it != index.end())
+      visit(it->second, static_cast<long>(from), how);
+    else if (externs.emplace(callee, std::make_pair(from, how)).second)
+      r.externs.push_back(callee);
+  };
+  const auto root = index.find(name);
+  if (root != index.end()) visit(root->second, -1, ReachHow::Call);
+  bool expanded = false;
+  for (;;) {
+    long pointer = -1;  // the first function reached that calls through a pointer
+    while (!queue.empty()) {
+      const size_t f = queue.front();
+      queue.pop_front();
+      order.push_back(f);
+      for (const std::string &e : functions[f].externs) reach_name(e, f, ReachHow::Call);
+      for (const std::string &c : functions[f].callees) reach_name(c, f, ReachHow::Call);
     }
+    for (size_t f : order)
+      if (functions[f].indirect_calls && pointer < 0) pointer = static_cast<long>(f);
+    // Only what the direct calls do not reach is reached through a pointer.
+    if (expanded || pointer < 0) break;
+    expanded = true;
+    for (const std::string &t : pointer_targets) reach_name(t, static_cast<size_t>(pointer), ReachHow::IndirectCall);
+  }
+  if (root == index.end()) r.functions.emplace_back(name);
+  for (size_t f : order) {
+    r.functions.push_back(functions[f].name);
+    r.dynamic_shared |= functions[f].dynamic_shared;
+  }
+  std::vector<bool> var_seen(shared_vars.size());
+  for (size_t f : order)
+    for (uint32_t var : functions[f].shared_vars)
+      if (var < shared_vars.size() && !var_seen[var]) {
+        var_seen[var] = true;
+        r.shared_vars.push_back(var);
+        r.shared_bytes = append_shared(r.shared_bytes, shared_vars[var]);
+      }
+  // How each extern is reached: the chain of functions from `name` to its caller.
+  for (const auto &[callee, from] : externs) {
+    std::vector<ReachStep> steps{{functions[from.first].name, callee, from.second}};
+    for (size_t f = from.first; v[f].parent >= 0; f = static_cast<size_t>(v[f].parent))
+      steps.push_back({functions[v[f].parent].name, functions[f].name, v[f].how});
+    std::reverse(steps.begin(), steps.end());
+    r.paths[callee] = std::move(steps);
   }
   return r;
 }
@@ -201,17 +230,32 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     if (f.shared_bytes == 0)
       for (uint32_t v : f.shared_vars) f.shared_bytes = append_shared(f.shared_bytes, result.shared_vars[v]);
 
-  // The call graph.
+  // The call graph: { caller, callee } pairs in parts that a { 0, marker } pair opens: -1 the
+  // direct calls; -2 the functions whose address is taken and -3 those that call through a
+  // pointer, each with a prototype number; -4 { a function, a function whose address it takes }.
+  bool address_taken_known = false;
   for (const Section &sec : sections) {
     if (sec.type != kShtCudaCallgraph || !sec.data) continue;
+    int32_t part = kCallgraphCalls;
     for (size_t off = 0; off + 8 <= sec.size; off += 8) {
       const uint32_t caller = read_u32(sec.data + off), callee = read_u32(sec.data + off + 4);
+      if (caller == 0 && static_cast<int32_t>(callee) < 0) {
+        part = static_cast<int32_t>(callee);
+        address_taken_known |= part == kCallgraphAddressTaken;
+        continue;
+      }
       auto it = function_of_symbol.find(caller);
-      if (it == function_of_symbol.end() || callee == 0 || callee >= symbols.size()) continue;
-      if (symbols[callee].type != STT_FUNC) continue;
-      result.functions[it->second].callees.push_back(symbols[callee].name);
+      if (it == function_of_symbol.end()) continue;
+      CubinFunction &f = result.functions[it->second];
+      if (part == kCallgraphAddressTaken) result.pointer_targets.push_back(f.name);
+      if (part == kCallgraphIndirect) f.indirect_calls = true;
+      if (part != kCallgraphCalls && part != kCallgraphTakes) continue;
+      if (callee == 0 || callee >= symbols.size() || symbols[callee].type != STT_FUNC) continue;
+      (part == kCallgraphCalls ? f.callees : result.pointer_targets).push_back(symbols[callee].name);
     }
   }
+  if (!address_taken_known)
+    for (const CubinFunction &f : result.functions) result.pointer_targets.push_back(f.name);
 
   // .nv.info (per module, attributes keyed by symbol) and .nv.info.<function>.
   for (const Section &sec : sections) {

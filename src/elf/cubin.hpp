@@ -9,19 +9,23 @@
 #include <sk.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/reach_path.hpp"
 #include "elf/elf_object.hpp"
 
 namespace sk::elf {
 
 constexpr uint16_t kMachineCuda = 190;  // EM_CUDA
 // CUDA's section types: SHT_CUDA_NOBITS sections (shared memory) occupy no file bytes, and
-// .nv.callgraph holds { caller, callee } symbol index pairs (negative callees are markers).
+// .nv.callgraph holds { caller, callee } symbol index pairs, in parts that a { 0, marker }
+// pair opens (parse_cubin says what each holds).
 constexpr uint32_t kShtCudaNobits = 0x7000000a;
 constexpr uint32_t kShtCudaCallgraph = 0x70000001;
+constexpr int32_t kCallgraphCalls = -1, kCallgraphAddressTaken = -2, kCallgraphIndirect = -3, kCallgraphTakes = -4;
 // The symbol type of CUDA's variables (STT_LOPROC) and the st_other bit of shared-memory
 // symbols (static variables and `extern __shared__` arrays).
 constexpr uint8_t kSttCudaObject = 13;
@@ -50,6 +54,7 @@ struct CubinFunction {
   uint32_t code_bytes = 0;            // size of .text.<name>
   std::vector<std::string> externs;   // functions it calls that are undefined in this object
   std::vector<std::string> callees;   // functions it calls (.nv.callgraph), defined or not
+  bool indirect_calls = false;        // it calls through a pointer (.nv.callgraph)
   std::vector<uint32_t> shared_vars;  // indexes into Cubin::shared_vars its code references
 };
 
@@ -65,12 +70,15 @@ struct CubinSharedVar {
   bool overlay = false;
 };
 
-// What a function and every function it reaches through the call graph use together.
+// What a function and every function it reaches through the call graph use together. A call
+// through a pointer reaches Cubin::pointer_targets, but only what the direct calls do not reach
+// already is said to be reached that way.
 struct CubinReach {
-  std::vector<std::string> functions;  // defined functions reached, `name` first
-  std::vector<std::string> externs;    // undefined functions any of them calls
-  uint32_t shared_bytes = 0;           // distinct static __shared__ variables, each aligned
-  std::vector<uint32_t> shared_vars;   // those variables: indexes into Cubin::shared_vars
+  std::vector<std::string> functions;                   // defined functions reached, `name` first
+  std::vector<std::string> externs;                     // undefined functions any of them calls
+  std::map<std::string, std::vector<ReachStep>> paths;  // how each extern is reached
+  uint32_t shared_bytes = 0;                            // distinct static __shared__ variables, each aligned
+  std::vector<uint32_t> shared_vars;                    // those variables: indexes into Cubin::shared_vars
   bool dynamic_shared = false;
 };
 
@@ -80,6 +88,9 @@ struct Cubin {
   uint32_t sm = 0;    // SASS architecture, 90 for sm_90
   std::vector<CubinFunction> functions;
   std::vector<std::string> undefined;  // undefined function symbols
+  // What a call through a pointer may reach: the functions whose address the code takes
+  // (.nv.callgraph), or every function where the cubin does not say.
+  std::vector<std::string> pointer_targets;
   // Strings of the `sk_kernel_meta_*` device constants sk_kernel.h's SK_KERNEL writes in CUDA
   // mode ("sk1;kernel=...;sig=...;type=...;threads=..."): a device compiler keeps no custom
   // section, so the records live in variables with a known name prefix.

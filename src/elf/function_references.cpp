@@ -3,9 +3,10 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <climits>
-#include <cstring>
+#include <deque>
 #include <set>
+
+#include "elf/code_scan.hpp"
 
 namespace sk::elf {
 namespace {
@@ -13,193 +14,314 @@ namespace {
 bool in_section(const Symbol &s, const Object &obj) {
   return s.size > 0 && s.shndx != SHN_UNDEF && s.shndx < obj.sections.size();
 }
-bool is_function(const Symbol &s, const Object &obj) { return s.type == STT_FUNC && in_section(s, obj); }
 // Functions and data objects with a size are nodes of their own; the rest of a section is one.
 bool is_sized(const Symbol &s, const Object &obj) {
   return (s.type == STT_FUNC || s.type == STT_OBJECT) && in_section(s, obj);
 }
+bool is_code(const Section &s) { return (s.flags & SHF_EXECINSTR) && s.type != SHT_NOBITS && s.data; }
+bool is_global(const Symbol &s) { return s.bind == STB_GLOBAL || s.bind == STB_WEAK || s.bind == STB_GNU_UNIQUE; }
 
-bool x86_64_pc_relative(uint32_t type) {
-  switch (type) {
-    case R_X86_64_PC32:
-    case R_X86_64_PLT32:
-    case R_X86_64_GOTPCREL:
-    case R_X86_64_PC64:
-    case R_X86_64_GOTPCRELX:
-    case R_X86_64_REX_GOTPCRELX:
-    case R_X86_64_PC16:
-    case R_X86_64_PC8: return true;
-  }
-  return false;
+// Whether a reference from section `shndx` lets code call the function through a pointer: not
+// from the unwinder's tables nor from the constructor lists the loader runs, nor from what is
+// not loaded (debug information).
+bool takes_addresses(const Object &obj, uint32_t shndx) {
+  const Section &s = obj.sections[shndx];
+  if (!(s.flags & SHF_ALLOC)) return false;
+  if (s.type == SHT_INIT_ARRAY || s.type == SHT_FINI_ARRAY || s.type == SHT_PREINIT_ARRAY) return false;
+  if (obj.machine == EM_X86_64 && s.type == SHT_X86_64_UNWIND) return false;
+  return s.name != ".eh_frame" && s.name.rfind(".ctors", 0) != 0 && s.name.rfind(".dtors", 0) != 0;
+}
+
+// How an instruction uses a relocation, from the relocation's type alone (where the code was not
+// decoded): AArch64's branch relocations say it; any other use may take the address.
+ReachHow how_by_type(const Object &obj, uint32_t type) {
+  if (obj.machine == EM_AARCH64) switch (type) {
+      case R_AARCH64_CALL26: return ReachHow::Call;
+      case R_AARCH64_JUMP26:
+      case R_AARCH64_CONDBR19:
+      case R_AARCH64_TSTBR14: return ReachHow::Jump;
+    }
+  return ReachHow::Reference;
 }
 
 class Graph {
  public:
-  explicit Graph(const Object &obj) : obj_(obj), nsym_(obj.symbols.size()) {
-    edges_.resize(nsym_ + obj.sections.size());
-    undefined_.resize(edges_.size());
-    for (size_t i = 0; i < nsym_; ++i)
-      if (is_sized(obj.symbols[i], obj)) by_section_[obj.symbols[i].shndx].push_back(i);
-    build();
+  explicit Graph(const Object &obj)
+      : obj_(obj),
+        index_(obj),
+        nsym_(static_cast<uint32_t>(obj.symbols.size())),
+        edges_(obj.symbols.size() + obj.sections.size()),
+        indirect_(edges_.size()),
+        taken_flag_(edges_.size()),
+        sized_(obj.sections.size()),
+        max_end_(obj.sections.size()) {
+    for (uint32_t i = 0; i < nsym_; ++i)
+      if (const Symbol &s = obj.symbols[i]; is_sized(s, obj)) {
+        const uint64_t end = s.value + std::min(s.size, ~uint64_t{0} - s.value);
+        sized_[s.shndx].push_back({s.value, end, i});
+      }
+    for (size_t sec = 0; sec < sized_.size(); ++sec) {
+      auto &v = sized_[sec];
+      std::stable_sort(v.begin(), v.end(), [](const Sized &a, const Sized &b) { return a.begin < b.begin; });
+      uint64_t m = 0;
+      for (const Sized &s : v) max_end_[sec].push_back(m = std::max(m, s.end));
+    }
+    scan_code();
+    link_relocations();
   }
 
-  std::vector<std::string> reach(size_t function_symbol) const {
-    std::vector<bool> seen(edges_.size(), false);
-    std::vector<size_t> stack{function_symbol};
-    std::set<std::string> names;
-    seen[function_symbol] = true;
-    while (!stack.empty()) {
-      size_t n = stack.back();
-      stack.pop_back();
-      names.insert(undefined_[n].begin(), undefined_[n].end());
-      for (size_t m : edges_[n])
-        if (!seen[m]) {
-          seen[m] = true;
-          stack.push_back(m);
-        }
-    }
-    return {names.begin(), names.end()};
-  }
+  uint32_t section_node(uint32_t shndx) const { return nsym_ + shndx; }
+
+  FunctionReach reach(uint32_t root, const Symbol &fn, const std::function<bool(std::string_view)> &want) const;
 
  private:
-  size_t section_node(uint32_t shndx) const { return nsym_ + shndx; }
+  struct Sized {
+    uint64_t begin, end;
+    uint32_t symbol;
+  };
+  struct Edge {
+    uint32_t to;
+    ReachHow how;
+    int64_t at;  // section offset of the instruction or relocation, -1 unknown
+  };
+  // The first call or jump through a pointer a node makes.
+  struct Indirect {
+    bool any = false;
+    ReachHow how = ReachHow::IndirectCall;
+    int64_t at = -1;
+  };
 
-  // The function or data object of section `shndx` holding `offset`, or none.
+  // The sized symbol of section `shndx` whose bytes hold `offset` (the lowest index when several
+  // do), or -1.
   long symbol_at(uint32_t shndx, uint64_t offset) const {
-    auto it = by_section_.find(shndx);
-    if (it == by_section_.end()) return -1;
-    for (size_t f : it->second) {
-      const Symbol &s = obj_.symbols[f];
-      if (offset >= s.value && offset - s.value < s.size) return static_cast<long>(f);
+    if (shndx >= sized_.size()) return -1;
+    const auto &v = sized_[shndx];
+    size_t i = std::upper_bound(v.begin(), v.end(), offset, [](uint64_t o, const Sized &s) { return o < s.begin; }) -
+               v.begin();
+    long best = -1;
+    while (i > 0 && max_end_[shndx][i - 1] > offset) {
+      --i;
+      if (v[i].end > offset && (best < 0 || v[i].symbol < static_cast<uint32_t>(best))) best = v[i].symbol;
     }
-    return -1;
+    return best;
   }
 
-  // Whether function f's bytes may refer to local function g of the same section without a
-  // relocation (the assembler resolved it). A false match only adds an edge (a safe
-  // over-approximation). Machines without a scan: assume every local may be reached.
-  bool may_reach_unrelocated(size_t f, size_t g) const {
-    const Section &sec = obj_.sections[obj_.symbols[f].shndx];
-    if (!sec.data) return true;
-    if (obj_.machine == EM_X86_64) return x86_64_may_reach(sec, obj_.symbols[f], obj_.symbols[g].value);
-    if (obj_.machine == EM_AARCH64) return aarch64_may_reach(sec, obj_.symbols[f], obj_.symbols[g].value);
+  void add_edge(uint32_t from, uint32_t to, ReachHow how, int64_t at) {
+    if (from != to) edges_[from].push_back({to, how, at});
+  }
+  void take(uint32_t node) {
+    if (!taken_flag_[node]) taken_flag_[node] = true, taken_.push_back(node);
+  }
+
+  // An edge from `owner` to what lies at `address` of section `shndx`; false when no sized
+  // symbol covers it. A reference to a label inside a function leads nowhere: only that
+  // function jumps to its own labels (switch cases, landing pads).
+  bool link_address(uint32_t owner, uint32_t shndx, uint64_t address, ReachHow how, int64_t at, bool taking) {
+    const long hit = symbol_at(shndx, address);
+    if (hit < 0) return false;
+    const Symbol &g = obj_.symbols[hit];
+    const bool function = g.type == STT_FUNC;
+    if (function && how == ReachHow::Reference && address != g.value) return true;
+    add_edge(owner, static_cast<uint32_t>(hit), function ? how : ReachHow::Reference, at);
+    if (function && taking && how == ReachHow::Reference) take(static_cast<uint32_t>(hit));
     return true;
   }
-
-  // x86-64: any 4-byte window that, read as a rel32 ending 0, 1, 2 or 4 bytes before the next
-  // instruction, lands on the target (call, jmp, jcc, lea/mov rip-relative), or a short
-  // jump/jcc whose rel8 lands on it.
-  static bool x86_64_may_reach(const Section &sec, const Symbol &fs, uint64_t g) {
-    const int64_t target = static_cast<int64_t>(g);
-    const uint64_t end = std::min<uint64_t>(fs.value + fs.size, sec.size);
-    for (uint64_t i = fs.value; i < end; ++i) {
-      if (i + 4 <= sec.size) {
-        int32_t rel;
-        std::memcpy(&rel, sec.data + i, 4);
-        for (int64_t imm : {0, 1, 2, 4})
-          if (static_cast<int64_t>(i) + 4 + imm + rel == target) return true;
-      }
-      if (i > fs.value) {
-        const uint8_t op = sec.data[i - 1];
-        const bool short_jump = op == 0xEB || (op >= 0x70 && op <= 0x7F) || op == 0xE3;
-        if (short_jump && static_cast<int64_t>(i) + 1 + static_cast<int8_t>(sec.data[i]) == target) return true;
-      }
-    }
-    return false;
+  // The same where nothing sized is there: the section's node (all its functions, for code).
+  void link_unnamed(uint32_t owner, uint32_t shndx, ReachHow how, int64_t at, bool taking) {
+    add_edge(owner, section_node(shndx), how, at);
+    if (taking && how == ReachHow::Reference && is_code(obj_.sections[shndx])) take(section_node(shndx));
   }
 
-  // AArch64: every instruction is 4 aligned bytes; a PC-relative one that lands on the target:
-  // B/BL (imm26), B.cond, CBZ/CBNZ (imm19), TBZ/TBNZ (imm14), ADR (address taken, imm21).
-  static bool aarch64_may_reach(const Section &sec, const Symbol &fs, uint64_t g) {
-    const int64_t target = static_cast<int64_t>(g);
-    const uint64_t end = std::min<uint64_t>(fs.value + fs.size, sec.size);
-    auto sext = [](uint32_t v, unsigned bits) {
-      return static_cast<int64_t>(static_cast<int32_t>(v << (32 - bits)) >> (32 - bits));
-    };
-    for (uint64_t i = (fs.value + 3) & ~uint64_t(3); i + 4 <= end; i += 4) {
-      uint32_t insn;
-      std::memcpy(&insn, sec.data + i, 4);
-      const int64_t pc = static_cast<int64_t>(i);
-      int64_t dest = INT64_MIN;
-      if ((insn & 0x7c000000u) == 0x14000000u)
-        dest = pc + 4 * sext(insn & 0x3ffffff, 26);
-      else if ((insn & 0xff000010u) == 0x54000000u || (insn & 0x7e000000u) == 0x34000000u)
-        dest = pc + 4 * sext((insn >> 5) & 0x7ffff, 19);
-      else if ((insn & 0x7e000000u) == 0x36000000u)
-        dest = pc + 4 * sext((insn >> 5) & 0x3fff, 14);
-      else if ((insn & 0x9f000000u) == 0x10000000u)
-        dest = pc + sext(((insn >> 5) & 0x7ffff) << 2 | ((insn >> 29) & 3), 21);
-      if (dest == target) return true;
-    }
-    return false;
+  void scan(const CodeRange &r, CodeScan *out) const {
+    if (r.begin >= r.end) return;
+    if (obj_.machine == EM_AARCH64) return scan_aarch64(index_, r, out);
+#if defined(SK_X86_64_DECODER)
+    if (obj_.machine == EM_X86_64) return scan_x86_64(index_, r, out);
+#endif
+    out->decoded = false;  // no decoder for this machine in this build
   }
 
-  void build() {
-    for (const auto &[shndx, nodes] : by_section_) {
-      // Code reached at an unnamed spot may be any of its functions; data reached at an unnamed
-      // spot reaches only the relocations outside its named objects. Each function reaches
-      // the local functions of its section that its code may call without a relocation.
-      const bool code = obj_.sections[shndx].flags & SHF_EXECINSTR;
-      for (size_t f : nodes) {
-        if (code) edges_[section_node(shndx)].push_back(f);
-        if (!is_function(obj_.symbols[f], obj_)) continue;
-        for (size_t g : nodes)
-          if (g != f && is_function(obj_.symbols[g], obj_) && obj_.symbols[g].bind == STB_LOCAL &&
-              may_reach_unrelocated(f, g))
-            edges_[f].push_back(g);
+  // Decodes every function of every code section, and the parts no function covers (which
+  // belong to the section's node), then turns what the code says into edges.
+  void scan_code() {
+    for (uint32_t sec = 0; sec < obj_.sections.size(); ++sec) {
+      const Section &s = obj_.sections[sec];
+      if (!is_code(s)) continue;
+      uint64_t covered = 0;
+      CodeScan &rest = scans_[section_node(sec)];
+      for (const Sized &z : sized_[sec]) {
+        const uint32_t f = z.symbol;
+        add_edge(section_node(sec), f, ReachHow::Member, -1);
+        const uint64_t end = std::min(z.end, s.size);
+        if (z.begin > covered) scan({sec, covered, std::min(z.begin, s.size)}, &rest);
+        covered = std::max(covered, end);
+        if (obj_.symbols[f].type == STT_FUNC && !scans_.count(f)) scan({sec, z.begin, end}, &scans_[f]);
       }
+      if (covered < s.size) scan({sec, covered, s.size}, &rest);
     }
+    for (auto &[node, sc] : scans_) {
+      const uint32_t sec = node >= nsym_ ? node - nsym_ : obj_.symbols[node].shndx;
+      const bool taking = takes_addresses(obj_, sec);
+      for (const CodeScan::Target &t : sc.targets)
+        if (!link_address(node, sec, t.to, t.how, static_cast<int64_t>(t.at), taking) &&
+            t.to < obj_.sections[sec].size)
+          link_unnamed(node, sec, t.how, static_cast<int64_t>(t.at), taking);
+      if (!sc.indirect.empty())
+        indirect_[node] = {true, sc.indirect[0].second, static_cast<int64_t>(sc.indirect[0].first)};
+      if (!sc.decoded) {
+        add_edge(node, section_node(sec), ReachHow::Undecoded, -1);
+        indirect_[node] = {true, ReachHow::Undecoded, -1};
+      }
+      consumed_.insert(sc.table_entries.begin(), sc.table_entries.end());
+    }
+  }
+
+  void link_relocations() {
+    const uint32_t nsec = static_cast<uint32_t>(obj_.sections.size());
     for (const RelocationSection &rs : obj_.relocation_sections) {
-      if (rs.target >= obj_.sections.size()) continue;
+      const uint32_t ts = rs.target;
+      if (ts >= nsec || !(obj_.sections[ts].flags & SHF_ALLOC)) continue;
+      const bool code = is_code(obj_.sections[ts]);
+      const bool taking_section = takes_addresses(obj_, ts);
       for (const Relocation &r : rs.relocations) {
-        long owner_fn = symbol_at(rs.target, r.offset);
-        size_t owner = owner_fn >= 0 ? static_cast<size_t>(owner_fn) : section_node(rs.target);
-        if (r.symbol >= nsym_) continue;
+        if (r.symbol == 0 || r.symbol >= nsym_ || consumed_.count({ts, r.offset})) continue;
+        const long o = symbol_at(ts, r.offset);
+        const uint32_t owner = o >= 0 ? static_cast<uint32_t>(o) : section_node(ts);
+        // How the instruction uses the address, and where it points: S + A + adjust. Without
+        // the decoder an x86-64 PC-relative field may be followed by an immediate of 0, 1, 2
+        // or 4 bytes: each is a candidate.
+        ReachHow how = how_by_type(obj_, r.type);
+        int64_t at = static_cast<int64_t>(r.offset);
+        std::vector<int64_t> adjusts{0};
+        const CodeScan::Use *use = nullptr;
+        if (auto sc = code ? scans_.find(owner) : scans_.end(); sc != scans_.end())
+          if (auto u = sc->second.relocated.find(r.offset); u != sc->second.relocated.end()) use = &u->second;
+        if (use) {
+          how = use->how;
+          at = static_cast<int64_t>(use->insn);
+          adjusts = {use->adjust};
+        } else if (code && obj_.machine == EM_X86_64 && x86_64_pc_relative(r.type)) {
+          adjusts = {4, 5, 6, 8};
+        }
+        const bool taking = taking_section && how == ReachHow::Reference;
         const Symbol &t = obj_.symbols[r.symbol];
         if (t.shndx == SHN_UNDEF) {
-          if (!t.name.empty()) undefined_[owner].push_back(t.name);
+          if (t.name.empty()) continue;
+          add_edge(owner, r.symbol, how, at);
+          if (taking) take(r.symbol);
           continue;
         }
-        if (t.shndx >= obj_.sections.size()) continue;  // SHN_ABS, SHN_COMMON: no code
+        if (t.shndx >= nsec) continue;  // SHN_ABS, SHN_COMMON: no code
         if (is_sized(t, obj_)) {
-          edges_[owner].push_back(r.symbol);
+          add_edge(owner, r.symbol, t.type == STT_FUNC ? how : ReachHow::Reference, at);
+          if (taking && t.type == STT_FUNC) take(r.symbol);
           continue;
         }
-        // Section symbol (or a label) + addend. An absolute field points at the addend; an
-        // x86-64 PC-relative field at addend + 4 plus the size of an immediate that may follow
-        // it in the instruction (0, 1, 2 or 4 bytes): every candidate is an edge.
-        const uint64_t at = t.value + static_cast<uint64_t>(r.addend);
-        bool hit_any = false;
-        auto reach_at = [&](uint64_t where) {
-          long hit = symbol_at(t.shndx, where);
-          if (hit >= 0) edges_[owner].push_back(static_cast<size_t>(hit));
-          hit_any |= hit >= 0;
-        };
-        if (obj_.machine == EM_X86_64 && x86_64_pc_relative(r.type)) {
-          for (uint64_t imm : {0, 1, 2, 4}) reach_at(at + 4 + imm);
-        } else {
-          reach_at(at);
-        }
-        if (!hit_any) edges_[owner].push_back(section_node(t.shndx));
+        // A section symbol or a label, + addend.
+        bool hit = false;
+        for (int64_t adjust : adjusts)
+          hit |= link_address(owner, t.shndx, t.value + static_cast<uint64_t>(r.addend + adjust), how, at, taking);
+        if (!hit) link_unnamed(owner, t.shndx, how, at, taking);
       }
     }
+  }
+
+  std::string name_of(uint32_t node) const {
+    if (node >= nsym_) return obj_.sections[node - nsym_].name;
+    const std::string &n = obj_.symbols[node].name;
+    return n.empty() ? "symbol #" + std::to_string(node) : n;
   }
 
   const Object &obj_;
-  size_t nsym_;
-  std::vector<std::vector<size_t>> edges_;
-  std::vector<std::vector<std::string>> undefined_;
-  std::map<uint32_t, std::vector<size_t>> by_section_;
+  ObjectIndex index_;
+  uint32_t nsym_;
+  std::vector<std::vector<Edge>> edges_;  // nodes: symbols, then one per section
+  std::vector<Indirect> indirect_;
+  std::vector<uint32_t> taken_;  // nodes whose address is taken, in the order met
+  std::vector<bool> taken_flag_;
+  std::vector<std::vector<Sized>> sized_;       // per section, by start
+  std::vector<std::vector<uint64_t>> max_end_;  // per section: the largest end of sized_[..i]
+  std::map<uint32_t, CodeScan> scans_;
+  std::set<std::pair<uint32_t, uint64_t>> consumed_;  // jump table entries: (section, offset)
 };
+
+FunctionReach Graph::reach(uint32_t root, const Symbol &fn,
+                           const std::function<bool(std::string_view)> &want) const {
+  struct Visit {
+    int64_t parent = -2;  // -2: not reached; -1: the root
+    ReachHow how = ReachHow::Call;
+    int64_t at = -1;
+  };
+  std::vector<Visit> v(edges_.size());
+  std::deque<uint32_t> queue;
+  std::vector<uint32_t> order;
+  auto visit = [&](uint32_t m, int64_t parent, ReachHow how, int64_t at) {
+    if (v[m].parent != -2) return;
+    v[m] = {parent, how, at};
+    queue.push_back(m);
+  };
+  visit(root, -1, ReachHow::Call, -1);
+  int64_t pointer = -1;  // the first node reached that calls or jumps through a pointer
+  bool expanded = false;
+  for (;;) {
+    while (!queue.empty()) {
+      const uint32_t m = queue.front();
+      queue.pop_front();
+      order.push_back(m);
+      for (const Edge &e : edges_[m]) visit(e.to, m, e.how, e.at);
+      if (indirect_[m].any && pointer < 0) pointer = m;
+    }
+    // Only what the direct edges do not reach is reached through a pointer.
+    if (expanded || pointer < 0) break;
+    expanded = true;
+    for (uint32_t a : taken_) visit(a, pointer, indirect_[pointer].how, indirect_[pointer].at);
+  }
+
+  FunctionReach out;
+  std::set<std::string> names;
+  for (uint32_t m : order)
+    if (m < nsym_ && obj_.symbols[m].shndx == SHN_UNDEF) names.insert(obj_.symbols[m].name);
+  out.undefined.assign(names.begin(), names.end());
+  if (!want) return out;
+  for (uint32_t m : order) {
+    if (m >= nsym_ || obj_.symbols[m].shndx != SHN_UNDEF || !want(obj_.symbols[m].name) ||
+        out.paths.count(obj_.symbols[m].name))
+      continue;
+    std::vector<ReachStep> steps;
+    for (uint32_t n = m; v[n].parent >= 0; n = static_cast<uint32_t>(v[n].parent)) {
+      const uint32_t p = static_cast<uint32_t>(v[n].parent);
+      ReachStep s;
+      s.how = v[n].how;
+      s.to = name_of(n);
+      s.to_section = n >= nsym_;
+      // The root is named as the function even when it is its section's node (no size).
+      const bool is_root = p == root;
+      s.from = is_root ? fn.name : name_of(p);
+      s.from_section = !is_root && p >= nsym_;
+      const uint64_t base = is_root ? fn.value : p < nsym_ ? obj_.symbols[p].value : 0;
+      if (v[n].at >= 0 && static_cast<uint64_t>(v[n].at) >= base) s.at = v[n].at - static_cast<int64_t>(base);
+      steps.push_back(std::move(s));
+    }
+    std::reverse(steps.begin(), steps.end());
+    out.paths[obj_.symbols[m].name] = std::move(steps);
+  }
+  return out;
+}
 
 }  // namespace
 
-std::map<std::string, std::vector<std::string>> undefined_references_by_function(const Object &obj) {
+std::map<std::string, FunctionReach> reach_by_function(const Object &obj,
+                                                       const std::function<bool(std::string_view)> &want_path) {
   Graph g(obj);
-  std::map<std::string, std::vector<std::string>> out;
-  for (size_t i = 0; i < obj.symbols.size(); ++i) {
+  std::map<std::string, FunctionReach> out;
+  for (uint32_t i = 0; i < obj.symbols.size(); ++i) {
     const Symbol &s = obj.symbols[i];
-    if (is_function(s, obj) && (s.bind == STB_GLOBAL || s.bind == STB_WEAK)) out[s.name] = g.reach(i);
+    if (!is_global(s) || s.name.empty() || s.shndx == SHN_UNDEF || s.shndx >= obj.sections.size()) continue;
+    const bool code = obj.sections[s.shndx].flags & SHF_EXECINSTR;
+    if (s.type != STT_FUNC && !(s.type == STT_NOTYPE && code)) continue;
+    // A function without a size is what its section's node reaches.
+    const uint32_t root = s.type == STT_FUNC && in_section(s, obj) ? i : g.section_node(s.shndx);
+    out[s.name] = g.reach(root, s, want_path);
   }
   return out;
 }

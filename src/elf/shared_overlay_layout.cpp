@@ -10,7 +10,8 @@ namespace {
 
 using VarRef = std::pair<uint32_t, uint32_t>;  // (cubin, index into its shared_vars)
 
-// The movable variables that `root`'s call tree reaches.
+// The movable variables that `root`'s call tree reaches (a call through a pointer: every
+// function of its cubin that such a call may reach).
 std::vector<VarRef> reached(const std::vector<const Cubin *> &cubins,
                             const std::multimap<std::string, uint32_t> &globals, const OverlayRoot &root) {
   std::set<std::pair<uint32_t, std::string>> seen;
@@ -35,6 +36,8 @@ std::vector<VarRef> reached(const std::vector<const Cubin *> &cubins,
       if (cubins[m]->shared_vars[v].overlay && var_seen.insert({m, v}).second) vars.push_back({m, v});
     for (const std::string &c : f->callees) call(m, c);
     for (const std::string &c : f->externs) call(m, c);
+    if (f->indirect_calls)
+      for (const std::string &c : cubins[m]->pointer_targets) visit(m, c);
   }
   return vars;
 }

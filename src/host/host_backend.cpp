@@ -78,6 +78,7 @@ sk_status HostModule::get_kernel(const char *name, const char *signature, const 
   parse_kernel_kind(k->core_type, &k->kind);  // the metadata reader admits only the four
   k->signature_text = signature_to_string(k->signature);
   k->usage = device_api_usage(fn->undefined_references);
+  k->usage_paths = device_api_paths(fn->device_api_paths);
   k->fn = fn->address;
   if (sk_status st = prepare_call(k->signature, name, &k->call); st != SK_OK) return st;
   *out = std::move(k);

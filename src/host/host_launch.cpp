@@ -31,6 +31,7 @@ sk_status build_unfused_plan(const HostKernel &k, uint32_t block_dim, Plan *plan
   in.kind = k.kind;
   in.block_dim = block_dim;
   in.usage = k.usage;
+  in.usage_paths = k.usage_paths;
   return build_plan(k.symbol, ScopeOptions{}, {in}, k.host->cores(), plan, "sk_launch_kernel");
 }
 

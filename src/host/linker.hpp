@@ -19,11 +19,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/reach_path.hpp"
 #include "elf/elf_object.hpp"
 #include "host/placement.hpp"
 
@@ -46,10 +48,10 @@ struct LinkedFunction {
   std::string name;
   void *address = nullptr;
   uint64_t size = 0;
-  // Undefined symbols that code reachable from this function may reference: the names of the
-  // undefined symbols referenced by relocations of the function's section and of every section
-  // reachable from it through relocations (an over-approximation when everything is in .text).
+  // Undefined symbols that code reachable from this function may reference
+  // (elf/function_references.hpp), and how it reaches those of the device API.
   std::vector<std::string> undefined_references;
+  std::map<std::string, std::vector<ReachStep>> device_api_paths;
 };
 
 // A function symbol of the object, local ones too: what debuggers and profilers name.

@@ -4,8 +4,8 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <set>
 
+#include "common/device_api_usage.hpp"
 #include "elf/function_references.hpp"
 #include "host/linker_impl.hpp"
 #include "host/linker_init.hpp"
@@ -20,40 +20,11 @@ bool is_global(const elf::Symbol &s) {
 }  // namespace
 
 void Linker::export_symbols(LinkedObject *lo) const {
-  // Per-function reachability (elf/function_references.cpp); functions it does not cover
-  // (no size, STT_NOTYPE labels in code) fall back to everything their section reaches.
-  const auto by_function = elf::undefined_references_by_function(o_);
+  // Per-function reachability (elf/function_references.hpp), with the paths to the device API
+  // that explain and the planner's messages show.
+  const auto by_function =
+      elf::reach_by_function(o_, [](std::string_view name) { return device_api_bit(name) != 0; });
   const size_t n = o_.sections.size();
-  std::vector<std::set<uint32_t>> edges(n);
-  std::vector<std::set<std::string>> undefined(n);
-  for (const elf::RelocationSection &rs : o_.relocation_sections) {
-    if (section_offset_[rs.target] == kNotLoaded) continue;
-    for (const elf::Relocation &r : rs.relocations) {
-      const elf::Symbol &s = o_.symbols[r.symbol];
-      if (r.symbol == 0) continue;
-      if (s.shndx == SHN_UNDEF)
-        undefined[rs.target].insert(s.name);
-      else if (s.shndx < n && s.shndx != SHN_ABS && s.shndx != SHN_COMMON)
-        edges[rs.target].insert(s.shndx);
-    }
-  }
-  auto reachable_undefined = [&](const elf::Symbol &fn) {
-    if (auto it = by_function.find(fn.name); it != by_function.end() && fn.type == STT_FUNC && fn.size > 0)
-      return it->second;
-    std::set<std::string> names;
-    std::vector<bool> seen(n, false);
-    std::vector<uint32_t> todo{fn.shndx};
-    seen[fn.shndx] = true;
-    while (!todo.empty()) {
-      uint32_t sec = todo.back();
-      todo.pop_back();
-      names.insert(undefined[sec].begin(), undefined[sec].end());
-      for (uint32_t next : edges[sec])
-        if (!seen[next]) seen[next] = true, todo.push_back(next);
-    }
-    return std::vector<std::string>(names.begin(), names.end());
-  };
-
   for (size_t i = 1; i < o_.symbols.size(); ++i) {
     const elf::Symbol &s = o_.symbols[i];
     if (s.type == STT_FUNC && s.shndx != SHN_UNDEF && s.shndx < n && !s.name.empty() &&
@@ -67,7 +38,8 @@ void Linker::export_symbols(LinkedObject *lo) const {
     lo->symbols_.emplace_back(s.name, address);
     bool code = in_section && (o_.sections[s.shndx].flags & SHF_EXECINSTR);
     if (in_section && (s.type == STT_FUNC || (s.type == STT_NOTYPE && code)))
-      lo->functions_.push_back({s.name, address, s.size, reachable_undefined(s)});
+      if (auto it = by_function.find(s.name); it != by_function.end())
+        lo->functions_.push_back({s.name, address, s.size, it->second.undefined, it->second.paths});
   }
 
   const uint64_t base = reinterpret_cast<uint64_t>(mapping_.address());

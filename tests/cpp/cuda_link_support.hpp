@@ -73,6 +73,7 @@ struct Scope {
       in.core_type = "vector";
       in.block_dim = block_dims[i];
       in.usage = kernels[i]->usage;
+      in.usage_paths = kernels[i]->usage_paths;
       in.stream = streams[i];
       in.after = afters[i];
       inputs.push_back(std::move(in));

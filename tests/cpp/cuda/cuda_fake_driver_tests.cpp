@@ -1089,6 +1089,44 @@ TEST_F(CudaFakeDriver, LaunchesPassTheLargestDynamicSharedAndOptInPast48KiB) {
   sk_superkernel_destroy(sk);
 }
 
+// sk_sync_all behind a call through a pointer: planned as a syncing kernel, and the refusal says
+// through what.
+TEST_F(CudaFakeDriver, SyncAllBehindAPointerIsPlannedAsSyncing) {
+  sk_kernel *k = kernel("reach.cubin", "reach_hook_call");
+  ASSERT_NE(k, nullptr);
+  uint32_t *partial = reinterpret_cast<uint32_t *>(0x1234000);
+  uint32_t v = 1;
+  void *args[] = {&partial, &v};
+  ASSERT_EQ(sk_launch_kernel(k, 4, args, nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].cooperative, 1);
+  EXPECT_EQ(sk_launch_kernel(k, 12, args, nullptr), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "synchronises its blocks")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "'reach_hook_call' may call")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "through a pointer")) << sk_last_error();
+
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "pointer_sync", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, k, 4, args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
+  EXPECT_TRUE(contains(json, "\"conservative\":true")) << json;
+  EXPECT_TRUE(contains(json, "\"sync_all_scope\":\"own cores\"")) << json;
+  sk_superkernel_destroy(sk);
+
+  // A kernel of the same cubin that calls nothing through a pointer is not cooperative.
+  sk_kernel *plain = kernel("reach.cubin", "reach_plain");
+  ASSERT_NE(plain, nullptr);
+  fake_.reset(2);
+  ASSERT_EQ(sk_launch_kernel(plain, 12, args, nullptr), SK_OK) << sk_last_error();
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].cooperative, 0);
+}
+
 TEST_F(CudaFakeDriver, SyncAllInAHelperIsPlannedAsSyncingAndLaunchedCooperatively) {
   sk_kernel *k = kernel("callgraph.cubin", "sync_in_helper");
   ASSERT_NE(k, nullptr);

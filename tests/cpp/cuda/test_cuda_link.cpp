@@ -542,6 +542,45 @@ TEST(CudaCallGraph, SyncAllInANoinlineHelperMakesTheKernelSync) {
   EXPECT_TRUE(contains(sk::last_error(), "sync_in_helper")) << sk::last_error();
 }
 
+// A tail call is an ordinary call in .nv.callgraph; a call through a pointer reaches every
+// function whose address the cubin takes (and says so), and a kernel that calls nothing
+// through a pointer stays what it is.
+TEST(CudaCallGraph, TailCallsAndPointerCallsReachTheHelperThatSyncs) {
+  auto m = load("reach.cubin");
+  const sk::elf::CubinReach tail = m->cubin.reach("reach_tail");
+  ASSERT_EQ(tail.paths.count("sk_sync_all"), 1u);
+  const auto &tail_path = tail.paths.at("sk_sync_all");
+  ASSERT_EQ(tail_path.size(), 2u) << sk::describe(tail_path);
+  EXPECT_EQ(tail_path[0].to, "_Z17reach_tail_helperPjj");
+  EXPECT_FALSE(sk::conservative(tail_path));
+
+  auto hook = kernel(m, "reach_hook_call");
+  EXPECT_NE(hook->usage & sk::kUsesSyncAll, 0u);
+  ASSERT_FALSE(hook->usage_paths.empty());
+  bool pointer = false;
+  for (const sk::DeviceApiPath &p : hook->usage_paths)
+    if (p.function == "sk_sync_all")
+      pointer = sk::conservative(p.steps) && p.steps[0].how == sk::ReachHow::IndirectCall;
+  EXPECT_TRUE(pointer);
+  // Taking a helper's address is not calling it; a kernel with no call through a pointer does not sync.
+  EXPECT_EQ(kernel(m, "reach_set_hook")->usage & sk::kUsesSyncAll, 0u);
+  EXPECT_EQ(kernel(m, "reach_plain")->usage & sk::kUsesSyncAll, 0u);
+
+  Scope s;
+  s.add(hook, 64);
+  EXPECT_EQ(s.make_plan(32), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "'reach_hook_call' may call '_Z17reach_tail_helperPjj' through a pointer"))
+      << sk::last_error();
+}
+
+TEST(CudaCallGraph, PointerCallsReachOnlyAddressTakenFunctions) {
+  auto m = load("reach_plain_pointer.cubin");
+  EXPECT_NE(kernel(m, "reach_plain_sync")->usage & sk::kUsesSyncAll, 0u);
+  auto k = kernel(m, "reach_plain_pointer_call");
+  EXPECT_EQ(k->usage & sk::kUsesSyncAll, 0u);
+  EXPECT_NE(k->usage & sk::kUsesBlockIdx, 0u);  // its helpers' call, through the pointer
+}
+
 // The fused entry needs no more registers per thread than its largest sub-kernel, and at most
 // kEntryRegisterFloor when the sub-kernels need no more: libsk's waits and arrivals, nested
 // calls included, fit under the cap.

@@ -144,6 +144,21 @@ TEST(CudaShared, StaticSharedIsReadPerKernelAndThroughItsCalls) {
   EXPECT_EQ(kernel(o, "tile_then_reverse")->static_shared, kTile);
 }
 
+// A call through a pointer may reach every function whose address the cubin takes: their
+// variables count in the caller's static shared memory and never overlap its own.
+TEST(CudaShared, VariablesOfWhatAPointerMayCallKeepTheirOwnPlace) {
+  auto m = load("reach.cubin");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(kernel(m, "reach_hook_call")->static_shared, 2048u + 1024u);
+  EXPECT_EQ(kernel(m, "reach_plain")->static_shared, 1024u);  // a direct call of the helper
+  Scope s;
+  s.add(kernel(m, "reach_hook_call"), 4);
+  const Laid l = lay_out(s, 8);
+  EXPECT_FALSE(
+      extent(l, 0, *m, "reach_hook_callE6before").overlaps(extent(l, 0, *m, "reach_hook_plainPjjE6staged")));
+  EXPECT_EQ(l.spec.shared_overlay_bytes, 2048u + 1024u);
+}
+
 TEST(CudaShared, AnUndeclaredExternSharedArrayIsRefused) {
   auto m = load("shared.cubin");
   std::shared_ptr<CudaKernel> k;
