@@ -262,3 +262,83 @@ def test_a_cuda_stream_needs_a_cuda_device(dev):
     with pytest.raises(sk.Unsupported) as e:
         dev.stream(cuda_stream=0x1234)
     assert "not a CUDA device" in str(e.value)
+
+def test_object_arrays_are_refused_as_pointers(dev, ops):
+    # A kernel writing over an array of PyObject* would crash the interpreter at collection.
+    axpy = ops.kernel("axpy")
+    y = np.zeros(4, np.float32)
+    boxes = np.array([object()] * 4, dtype=object)
+    records = np.zeros(4, dtype=[("a", np.float32), ("o", object)])
+    for bad, words in ((boxes, ["Python objects", "'O'"]),
+                       (records, ["Python objects"]),
+                       (np.zeros(4, "M8[D]"), ["cannot lend its memory"])):
+        with pytest.raises(ValueError) as e:
+            axpy.pack([1.0, bad, y, 4])
+        names(e, "axpy", "argument 1", *words)
+        with pytest.raises(ValueError) as e:
+            dev.buffer(bad)
+        names(e, "Device.buffer", *words)
+        with pytest.raises(ValueError) as e:
+            dev.memcpy(y, bad, 4)
+        names(e, "memcpy source", *words)
+    # Plain data of every kind is still taken: records of numbers, bytes, complex, half floats.
+    for good in (np.zeros(4, [("a", np.float32), ("b", np.int16)]), np.zeros(4, "S3"),
+                 np.zeros(4, np.complex64), np.zeros(4, np.float16), np.zeros(4, "U2")):
+        axpy.pack([1.0, good, y, 4])
+
+
+def malformed_exports():
+    """(FakeProducer keyword arguments, words the refusal names) of DLPack exports that are
+    malformed, or whose memory the address space cannot hold."""
+    big = 1 << 62
+    return [({"data": 0}, ["data", "NULL", "4 elements"]),
+            ({"ndim": 10 ** 6}, ["ndim", str(10 ** 6)]),
+            ({"ndim": -1}, ["ndim", "-1"]),
+            ({"shape": (-4,)}, ["shape[0]", "negative"]),
+            ({"shape": (2, -4)}, ["shape[1]", "negative"]),
+            ({"shape": (big,)}, ["shape", "address space"]),
+            ({"shape": (big // 2, 4), "dtype": (2, 64, 1)}, ["shape", "address space"]),
+            ({"shape": (big, big, big)}, ["shape", "address space"]),
+            ({"dtype": (2, 0, 1)}, ["dtype", "0 bits"]),
+            ({"dtype": (2, 32, 0)}, ["dtype", "0 lanes"]),
+            ({"byte_offset": (1 << 64) - 1}, ["byte_offset", "address space"]),
+            ({"byte_offset": 1 << 63}, ["byte_offset", "address space"])]
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["dlpack 1.0", "dlpack 0.x"])
+@pytest.mark.parametrize("fields,words", malformed_exports())
+def test_malformed_dlpack_exports(dev, ops, fields, words, legacy):
+    from test_buffers import FakeProducer
+    axpy = ops.kernel("axpy")
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+    producer = FakeProducer(x, legacy=legacy, **fields)
+    with pytest.raises(ValueError) as e:
+        axpy.pack([1.0, producer, y, 4])
+    names(e, "axpy", "argument 1", "DLPack", *words)
+    assert producer.exports == producer.deleted == 1  # consumed, and its deleter ran
+    with pytest.raises(ValueError) as e:
+        dev.buffer(FakeProducer(x, legacy=legacy, **fields))
+    names(e, "Device.buffer", *words)
+    assert list(y) == [0.0] * 4
+
+
+def test_a_bad_dlpack_device_is_named(dev, ops):
+    from test_buffers import FakeProducer
+    axpy = ops.kernel("axpy")
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+
+    class Failing(FakeProducer):
+        def __dlpack_device__(self):
+            raise RuntimeError("no device today")
+
+    for producer, error, words in ((FakeProducer(x, device="cpu"), TypeError, ["'cpu'"]),
+                                   (FakeProducer(x, device=(1,)), TypeError, ["(1,)"]),
+                                   (FakeProducer(x, device=(1, 0, 0)), TypeError, ["(1, 0, 0)"]),
+                                   (FakeProducer(x, device=(1.0, 0)), TypeError, ["(1.0, 0)"]),
+                                   (FakeProducer(x, device=(1, 2 ** 40)), TypeError, []),
+                                   (Failing(x), ValueError, ["RuntimeError", "no device today"])):
+        with pytest.raises(error) as e:
+            axpy.pack([1.0, producer, y, 4])
+        names(e, "axpy", "argument 1", "__dlpack_device__()", *words)
+        assert producer.exports == 0  # refused before an export
+
