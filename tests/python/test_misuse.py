@@ -62,8 +62,6 @@ def test_load(dev, tmp_path):
     with pytest.raises(sk.NotFound) as e:
         dev.load(str(tmp_path))
     names(e, str(tmp_path), "directory")
-    with pytest.raises(FileNotFoundError):
-        dev.load(str(tmp_path / "missing.o"))
     huge = tmp_path / "huge.o"
     with open(huge, "wb") as f:  # sparse: 1 GiB that takes no disk, refused before a read
         f.write(b"\x7fELF")
@@ -263,6 +261,19 @@ def test_a_cuda_stream_needs_a_cuda_device(dev):
         dev.stream(cuda_stream=0x1234)
     assert "not a CUDA device" in str(e.value)
 
+
+def test_load_a_missing_file(dev, ops_path, tmp_path):
+    # libsk's own verdict on a file it cannot open (sk_module_load_file): NotFound, also an
+    # OSError that carries the errno and the path.
+    missing = tmp_path / "missing.o"
+    for source in (str(missing), missing, [ops_path, str(missing)]):
+        with pytest.raises(sk.NotFound) as e:
+            dev.load(source)
+        names(e, "Device.load", "missing.o", "No such file")
+        assert isinstance(e.value, OSError)
+        assert e.value.errno == 2 and os.fsdecode(e.value.filename).endswith("missing.o")
+
+
 def test_object_arrays_are_refused_as_pointers(dev, ops):
     # A kernel writing over an array of PyObject* would crash the interpreter at collection.
     axpy = ops.kernel("axpy")
@@ -342,3 +353,58 @@ def test_a_bad_dlpack_device_is_named(dev, ops):
         names(e, "axpy", "argument 1", "__dlpack_device__()", *words)
         assert producer.exports == 0  # refused before an export
 
+
+SYMBOL = "scale_\\xff\\xfe"  # tests/kernels/names_not_utf8.c's symbol, bytes ff fe shown as \xNN
+
+
+def fused_and_unfused(dev, kernel, scope_name):
+    """Runs kernel twice on copies of one input, unfused and fused; asserts the results are
+    identical bit for bit and returns the super kernel's explain()."""
+    a = np.linspace(-7, 7, 1000, dtype=np.float32)
+    b = a.copy()
+    kernel.launch(3, a, 1000)
+    kernel.launch(2, a, 1000)
+    dev.synchronize()
+    with dev.scope(scope_name) as scope:
+        scope.add(kernel, 3, b, 1000)
+        scope.add(kernel, 2, b, 1000)
+    scope.superkernel.launch()
+    dev.synchronize()
+    assert a.tobytes() == b.tobytes()
+    plan = scope.superkernel.explain()
+    scope.superkernel.close()
+    return plan
+
+
+def test_names_that_are_not_utf8(dev, kernel_dir):
+    path = os.path.join(kernel_dir, "names_not_utf8.o")
+    mod = dev.load(path)
+    assert list(mod.kernels) == [SYMBOL]  # libsk's rule: a byte that is not UTF-8 is \xNN
+    plan = fused_and_unfused(dev, mod.kernel(SYMBOL), "s\xe9\n")
+    assert plan["name"] == "s\xe9\n"
+    assert [s["symbol"] for s in plan["steps"]] == [SYMBOL] * 2
+    with pytest.raises(sk.NotFound) as e:
+        mod.kernel("scale_\n")
+    names(e, "scale_\\n")
+    assert "\n" not in str(e.value)
+
+
+def test_module_paths_that_are_not_utf8(dev, kernel_dir, tmp_path):
+    # Paths are str (or os.PathLike); bytes that are not UTF-8 come in as surrogates (fsdecode).
+    raw_dir = os.fsencode(tmp_path)
+    path = raw_dir + b"/obj\xe9\nline.o"
+    with open(os.path.join(kernel_dir, "names_not_utf8.o"), "rb") as f, open(path, "wb") as g:
+        g.write(f.read())
+    mod = dev.load(os.fsdecode(path))
+    plan = fused_and_unfused(dev, mod.kernel(SYMBOL), "s")
+    assert plan["steps"][0]["module"].endswith("/obj\\xe9\nline.o")
+    with pytest.raises(sk.NotFound) as e:
+        dev.load(os.fsdecode(raw_dir + b"/gone\xff\r.o"))
+    names(e, "gone\\xff\\r.o", "No such file")
+    assert e.value.filename == os.fsdecode(raw_dir + b"/gone\xff\r.o")
+    with open(path, "rb") as f, open(raw_dir + b"/bad\xff\n.o", "wb") as g:
+        g.write(f.read(40))
+    with pytest.raises(sk.BadBinary) as e:
+        dev.load(os.fsdecode(raw_dir + b"/bad\xff\n.o"))
+    names(e, "bad\\xff\\n.o", "truncated ELF header")
+    assert "\n" not in str(e.value)
