@@ -91,6 +91,9 @@ typedef enum sk_status {
 
 /**
  * Message of the calling thread's last failure, naming the culprit; "" if none. Never NULL.
+ * One line of valid UTF-8: in the names it quotes, a byte that is not UTF-8 is written as the
+ * text \xNN, a newline, carriage return or tab as \n, \r, \t, other control characters as
+ * \xNN (C1 controls, U+2028 and U+2029 as a JSON-style escape of their code point).
  * - Ownership: libsk's; valid until the same thread's next failing call (successes keep it).
  * - Threads: per thread: no thread sees another's message.
  */
@@ -747,7 +750,9 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * "registers" and "local_bytes" / "stack_bytes" per thread, "static_shared_bytes" and
  * "dynamic_shared_bytes" per block, and the driver's "blocks_per_sm".
  * Its integer "schema_version" names the layout; sk_explain.schema.json (a JSON Schema, draft
- * 2020-12, installed beside this header) describes every key of that version.
+ * 2020-12, installed beside this header) describes every key of that version. The JSON is valid
+ * UTF-8 whatever bytes names hold: a byte that is not UTF-8 is the four characters \xNN (their
+ * backslash escaped in the JSON text), as in sk_last_error().
  * Writes the JSON and its terminating NUL to buf; *needed (if not NULL) receives that size.
  * A size query (buf NULL, cap 0, needed not NULL) returns SK_OK.
  * - Errors: SK_ERR_INVALID_ARGUMENT for a cap too small (with *needed set; a buf that is not NULL
@@ -943,7 +948,7 @@ SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *r
  * one track per core, one complete slice per sub-kernel named after it (args: step, blocks,
  * core type, waits) and a "wait" slice where the core waited for the previous sub-kernel; times
  * in microseconds from the launch's first ready time. Its "otherData" says which libsk wrote it
- * ("libsk_version", "trace_format_version").
+ * ("libsk_version", "trace_format_version"). Names are escaped as in sk_superkernel_explain.
  * - Errors: SK_ERR_STATE and SK_ERR_UNSUPPORTED as sk_superkernel_profile;
  *   SK_ERR_INVALID_ARGUMENT if path is NULL or empty or cannot be written (the message names it).
  * - Ownership: path is read during the call only.

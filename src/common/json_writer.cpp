@@ -1,5 +1,7 @@
 #include "common/json_writer.hpp"
 
+#include "common/text_escape.hpp"
+
 #include <cstdio>
 
 namespace sk {
@@ -38,23 +40,7 @@ JsonWriter &JsonWriter::key(std::string_view k) {
 JsonWriter &JsonWriter::value(std::string_view s) {
   separate();
   out_ += '"';
-  // Copy runs of characters that need no escape in one append.
-  size_t run = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char u = static_cast<unsigned char>(s[i]);
-    if (u >= 0x20 && s[i] != '"' && s[i] != '\\') continue;
-    out_.append(s.data() + run, i - run);
-    run = i + 1;
-    if (u >= 0x20) {
-      out_ += '\\';
-      out_ += s[i];
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out_ += buf;
-    }
-  }
-  out_.append(s.data() + run, s.size() - run);
+  append_json_string(out_, s);
   out_ += '"';
   need_comma_ = true;
   return *this;

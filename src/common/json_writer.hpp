@@ -1,4 +1,5 @@
 // A minimal JSON writer (objects, arrays, strings with escaping, numbers, booleans) for explain.
+// Strings may hold any bytes: they are escaped as common/text_escape.hpp says.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -4,11 +4,12 @@ naming the culprit, without reading an endless file to its end and without a tra
 import json
 import os
 import struct
+import subprocess
 import threading
 
 import pytest
 
-from test_cli import CHAIN, ops, run_sk, scope_file  # noqa: F401 (ops: a fixture)
+from test_cli import CHAIN, ROOT, ops, run_sk, scope_file  # noqa: F401 (ops: a fixture)
 
 EXIT_USAGE, EXIT_INPUT = 2, 3
 
@@ -153,6 +154,10 @@ def test_misuse_scope_files(tmp_path, ops, command):
     check(kernel_with(tmp_path, ops, args=["@y", 1.5]), "kernels[1].args", "u32")
     check(kernel_with(tmp_path, ops, args=["@y"]), "kernels[1].args", "takes 2 arguments")
     check(kernel_with(tmp_path, ops, signature="ptr,u33"), "kernels[1]", "u33")
+    # A number where a pointer goes would be an address the kernel writes to.
+    for address in (12345, 0, -1, 0.5, 2 ** 70):
+        check(kernel_with(tmp_path, ops, args=[address, 1000]), "kernels[1].args[0]",
+              "square_plus_one", "argument 0", "ptr", "@buffer")
     f32 = [dict(k) for k in CHAIN]
     f32[0]["args"] = [1e300, "@x", "@y", 1000]
     check(scope_with(tmp_path, ops, kernels=f32), "kernels[0].args", "does not fit f32")
@@ -176,6 +181,63 @@ def test_misuse_scope_file_contents(tmp_path, command):
     refused(run_sk([command, "/dev/zero"]), "/dev/zero", "larger than")
     feed_fifo(tmp_path / "fifo", b'{"kernels": 3}')
     refused(run_sk([command, tmp_path / "fifo"]), "fifo", "objects")
+
+
+@pytest.mark.parametrize("command", ["explain", "run"])
+def test_misuse_loose_json(tmp_path, ops, command):
+    """Numbers JSON has no C value for (1e400, NaN, Infinity) and keys given twice, which
+    Python's json would take silently (as inf, nan, the last value), are refused by field."""
+    def check(text, *culprits):
+        path = tmp_path / "loose.json"
+        path.write_text(text)
+        refused(run_sk([command, path]), "loose.json", *culprits)
+
+    kernels = [dict(k) for k in CHAIN]
+    kernels[0]["args"] = ["A0", "@x", "@y", 1000]
+    text = scope_with(tmp_path, ops, kernels=kernels,
+                      buffers={"x": {"type": "f64", "count": 1000, "fill": "FILL"},
+                               "y": {"type": "f32", "count": 1000}, "partials": {"count": 2},
+                               "sum": {"count": 1}}).read_text()
+    ok = text.replace('"A0"', "0.5").replace('"FILL"', "1")
+    for literal in ("1e400", "-1e400", "NaN", "Infinity", "-Infinity", "1E+309"):
+        check(ok.replace("0.5", literal, 1), "kernels[0].args[0]", literal, "finite")
+        check(text.replace('"A0"', "0.5").replace('"FILL"', literal), "buffers.x.fill", literal)
+    check(ok.replace("{", '{"repeat": 5, "repeat": 6, ', 1), "'repeat'", "more than once")
+    check(ok.replace('"name": "axpy.0"', '"name": "axpy.0", "name": "axpy.9"'), "kernels[0]",
+          "'name'", "more than once")
+    check(ok.replace('"count": 2', '"count": 2, "count": 3'), "buffers.partials", "'count'")
+    (tmp_path / "ok.json").write_text(ok)  # without them the file is fine
+    assert run_sk([command, tmp_path / "ok.json"]).returncode == 0
+
+
+def test_misuse_names_not_utf8(tmp_path):
+    """An object whose symbol is not UTF-8 (bytes ff fe): sk shows it as libsk does, with \\xNN,
+    a scope file names it so, and the explain JSON sk prints stays JSON."""
+    obj = tmp_path / "names.o"
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-fPIE", "-g0", "-std=gnu11",
+                    "-I", os.path.join(ROOT, "include"), "-c",
+                    os.path.join(ROOT, "tests", "kernels", "names_not_utf8.c"), "-o", str(obj)],
+                   check=True)
+    symbol = "scale_\\xff\\xfe"
+    r = run_sk(["inspect", obj])
+    assert r.returncode == 0 and symbol in r.stdout, r.stdout + r.stderr
+    r = run_sk(["inspect", "--load", "host", "--json", obj])
+    assert r.returncode == 0, r.stderr
+    assert [k["name"] for k in json.loads(r.stdout)["kernels"]] == [symbol]
+    doc = {"device": "host:cores=2", "name": "s\u00e9\n", "objects": {"o": "names.o"},
+           "buffers": {"x": {"type": "f32", "count": 100, "fill": "iota"}},
+           "kernels": [{"object": "o", "kernel": symbol, "block_dim": 2, "args": ["@x", 100]},
+                       {"object": "o", "kernel": symbol, "block_dim": 1, "args": ["@x", 100]}]}
+    (tmp_path / "names.json").write_text(json.dumps(doc))
+    r = run_sk(["explain", "--json", tmp_path / "names.json"])
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert [s["symbol"] for s in plan["steps"]] == [symbol] * 2 and plan["name"] == "s\u00e9\n"
+    r = run_sk(["run", tmp_path / "names.json"])
+    assert r.returncode == 0 and "bit-identical" in r.stdout, r.stdout + r.stderr
+    doc["kernels"][0]["kernel"] = "scale_\n"
+    (tmp_path / "names.json").write_text(json.dumps(doc))
+    refused(run_sk(["run", tmp_path / "names.json"]), "scale_\\n", code=4)
 
 
 def test_misuse_library_not_found(tmp_path, ops):

@@ -48,6 +48,8 @@ def kernel_dir(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("kernels"))
     compile_kernel(os.path.join(ROOT, "tests", "python", "kernels", "py_ops.c"), out)
     compile_kernel(os.path.join(ROOT, "examples", "quickstart_kernel.c"), out)
+    # A symbol that is not UTF-8 (bytes ff fe), shared with the C tests.
+    compile_kernel(os.path.join(ROOT, "tests", "kernels", "names_not_utf8.c"), out)
     return out
 
 

@@ -34,14 +34,19 @@ _DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 class FakeProducer:
     """Exports `array`'s memory (or `data`, an address) as DLPack tensors of `device`.
-    versioned: answer max_version with DLPack 1.0; legacy: __dlpack__ has no max_version."""
+    versioned: answer max_version with DLPack 1.0; legacy: __dlpack__ has no max_version.
+    ndim, dtype (code, bits, lanes) and byte_offset go into the tensor as given (ndim None: the
+    shape's length), so malformed exports can be made too."""
 
     def __init__(self, array=None, device=(KDL_CPU, 0), versioned=True, legacy=False,
-                 flags=0, shape=None, strides=None, data=None, dlpack_device=True):
+                 flags=0, shape=None, strides=None, data=None, dlpack_device=True, ndim=None,
+                 dtype=(2, 32, 1), byte_offset=0):
         self.array = array
         self.data = data if data is not None else array.ctypes.data
         self.shape = shape if shape is not None else (array.size,)
         self.strides, self.device, self.flags = strides, device, flags
+        self.ndim = len(self.shape) if ndim is None else ndim
+        self.dtype, self.byte_offset = dtype, byte_offset
         self.versioned = versioned and not legacy
         self.legacy = legacy
         self.exports = self.deleted = self.calls = 0
@@ -65,7 +70,8 @@ class FakeProducer:
         strides = (ctypes.c_int64 * len(self.shape))(*self.strides) if self.strides else None
         t = managed.dl_tensor
         t.data, t.device.device_type, t.device.device_id = self.data, *self.device
-        t.ndim, t.dtype.code, t.dtype.bits, t.dtype.lanes = len(self.shape), 2, 32, 1
+        t.ndim, (t.dtype.code, t.dtype.bits, t.dtype.lanes) = self.ndim, self.dtype
+        t.byte_offset = self.byte_offset
         t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
         if strides is not None:
             t.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))

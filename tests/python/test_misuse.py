@@ -62,8 +62,6 @@ def test_load(dev, tmp_path):
     with pytest.raises(sk.NotFound) as e:
         dev.load(str(tmp_path))
     names(e, str(tmp_path), "directory")
-    with pytest.raises(FileNotFoundError):
-        dev.load(str(tmp_path / "missing.o"))
     huge = tmp_path / "huge.o"
     with open(huge, "wb") as f:  # sparse: 1 GiB that takes no disk, refused before a read
         f.write(b"\x7fELF")
@@ -262,3 +260,151 @@ def test_a_cuda_stream_needs_a_cuda_device(dev):
     with pytest.raises(sk.Unsupported) as e:
         dev.stream(cuda_stream=0x1234)
     assert "not a CUDA device" in str(e.value)
+
+
+def test_load_a_missing_file(dev, ops_path, tmp_path):
+    # libsk's own verdict on a file it cannot open (sk_module_load_file): NotFound, also an
+    # OSError that carries the errno and the path.
+    missing = tmp_path / "missing.o"
+    for source in (str(missing), missing, [ops_path, str(missing)]):
+        with pytest.raises(sk.NotFound) as e:
+            dev.load(source)
+        names(e, "Device.load", "missing.o", "No such file")
+        assert isinstance(e.value, OSError)
+        assert e.value.errno == 2 and os.fsdecode(e.value.filename).endswith("missing.o")
+
+
+def test_object_arrays_are_refused_as_pointers(dev, ops):
+    # A kernel writing over an array of PyObject* would crash the interpreter at collection.
+    axpy = ops.kernel("axpy")
+    y = np.zeros(4, np.float32)
+    boxes = np.array([object()] * 4, dtype=object)
+    records = np.zeros(4, dtype=[("a", np.float32), ("o", object)])
+    for bad, words in ((boxes, ["Python objects", "'O'"]),
+                       (records, ["Python objects"]),
+                       (np.zeros(4, "M8[D]"), ["cannot lend its memory"])):
+        with pytest.raises(ValueError) as e:
+            axpy.pack([1.0, bad, y, 4])
+        names(e, "axpy", "argument 1", *words)
+        with pytest.raises(ValueError) as e:
+            dev.buffer(bad)
+        names(e, "Device.buffer", *words)
+        with pytest.raises(ValueError) as e:
+            dev.memcpy(y, bad, 4)
+        names(e, "memcpy source", *words)
+    # Plain data of every kind is still taken: records of numbers, bytes, complex, half floats.
+    for good in (np.zeros(4, [("a", np.float32), ("b", np.int16)]), np.zeros(4, "S3"),
+                 np.zeros(4, np.complex64), np.zeros(4, np.float16), np.zeros(4, "U2")):
+        axpy.pack([1.0, good, y, 4])
+
+
+def malformed_exports():
+    """(FakeProducer keyword arguments, words the refusal names) of DLPack exports that are
+    malformed, or whose memory the address space cannot hold."""
+    big = 1 << 62
+    return [({"data": 0}, ["data", "NULL", "4 elements"]),
+            ({"ndim": 10 ** 6}, ["ndim", str(10 ** 6)]),
+            ({"ndim": -1}, ["ndim", "-1"]),
+            ({"shape": (-4,)}, ["shape[0]", "negative"]),
+            ({"shape": (2, -4)}, ["shape[1]", "negative"]),
+            ({"shape": (big,)}, ["shape", "address space"]),
+            ({"shape": (big // 2, 4), "dtype": (2, 64, 1)}, ["shape", "address space"]),
+            ({"shape": (big, big, big)}, ["shape", "address space"]),
+            ({"dtype": (2, 0, 1)}, ["dtype", "0 bits"]),
+            ({"dtype": (2, 32, 0)}, ["dtype", "0 lanes"]),
+            ({"byte_offset": (1 << 64) - 1}, ["byte_offset", "address space"]),
+            ({"byte_offset": 1 << 63}, ["byte_offset", "address space"])]
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["dlpack 1.0", "dlpack 0.x"])
+@pytest.mark.parametrize("fields,words", malformed_exports())
+def test_malformed_dlpack_exports(dev, ops, fields, words, legacy):
+    from test_buffers import FakeProducer
+    axpy = ops.kernel("axpy")
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+    producer = FakeProducer(x, legacy=legacy, **fields)
+    with pytest.raises(ValueError) as e:
+        axpy.pack([1.0, producer, y, 4])
+    names(e, "axpy", "argument 1", "DLPack", *words)
+    assert producer.exports == producer.deleted == 1  # consumed, and its deleter ran
+    with pytest.raises(ValueError) as e:
+        dev.buffer(FakeProducer(x, legacy=legacy, **fields))
+    names(e, "Device.buffer", *words)
+    assert list(y) == [0.0] * 4
+
+
+def test_a_bad_dlpack_device_is_named(dev, ops):
+    from test_buffers import FakeProducer
+    axpy = ops.kernel("axpy")
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+
+    class Failing(FakeProducer):
+        def __dlpack_device__(self):
+            raise RuntimeError("no device today")
+
+    for producer, error, words in ((FakeProducer(x, device="cpu"), TypeError, ["'cpu'"]),
+                                   (FakeProducer(x, device=(1,)), TypeError, ["(1,)"]),
+                                   (FakeProducer(x, device=(1, 0, 0)), TypeError, ["(1, 0, 0)"]),
+                                   (FakeProducer(x, device=(1.0, 0)), TypeError, ["(1.0, 0)"]),
+                                   (FakeProducer(x, device=(1, 2 ** 40)), TypeError, []),
+                                   (Failing(x), ValueError, ["RuntimeError", "no device today"])):
+        with pytest.raises(error) as e:
+            axpy.pack([1.0, producer, y, 4])
+        names(e, "axpy", "argument 1", "__dlpack_device__()", *words)
+        assert producer.exports == 0  # refused before an export
+
+
+SYMBOL = "scale_\\xff\\xfe"  # tests/kernels/names_not_utf8.c's symbol, bytes ff fe shown as \xNN
+
+
+def fused_and_unfused(dev, kernel, scope_name):
+    """Runs kernel twice on copies of one input, unfused and fused; asserts the results are
+    identical bit for bit and returns the super kernel's explain()."""
+    a = np.linspace(-7, 7, 1000, dtype=np.float32)
+    b = a.copy()
+    kernel.launch(3, a, 1000)
+    kernel.launch(2, a, 1000)
+    dev.synchronize()
+    with dev.scope(scope_name) as scope:
+        scope.add(kernel, 3, b, 1000)
+        scope.add(kernel, 2, b, 1000)
+    scope.superkernel.launch()
+    dev.synchronize()
+    assert a.tobytes() == b.tobytes()
+    plan = scope.superkernel.explain()
+    scope.superkernel.close()
+    return plan
+
+
+def test_names_that_are_not_utf8(dev, kernel_dir):
+    path = os.path.join(kernel_dir, "names_not_utf8.o")
+    mod = dev.load(path)
+    assert list(mod.kernels) == [SYMBOL]  # libsk's rule: a byte that is not UTF-8 is \xNN
+    plan = fused_and_unfused(dev, mod.kernel(SYMBOL), "s\xe9\n")
+    assert plan["name"] == "s\xe9\n"
+    assert [s["symbol"] for s in plan["steps"]] == [SYMBOL] * 2
+    with pytest.raises(sk.NotFound) as e:
+        mod.kernel("scale_\n")
+    names(e, "scale_\\n")
+    assert "\n" not in str(e.value)
+
+
+def test_module_paths_that_are_not_utf8(dev, kernel_dir, tmp_path):
+    # Paths are str (or os.PathLike); bytes that are not UTF-8 come in as surrogates (fsdecode).
+    raw_dir = os.fsencode(tmp_path)
+    path = raw_dir + b"/obj\xe9\nline.o"
+    with open(os.path.join(kernel_dir, "names_not_utf8.o"), "rb") as f, open(path, "wb") as g:
+        g.write(f.read())
+    mod = dev.load(os.fsdecode(path))
+    plan = fused_and_unfused(dev, mod.kernel(SYMBOL), "s")
+    assert plan["steps"][0]["module"].endswith("/obj\\xe9\nline.o")
+    with pytest.raises(sk.NotFound) as e:
+        dev.load(os.fsdecode(raw_dir + b"/gone\xff\r.o"))
+    names(e, "gone\\xff\\r.o", "No such file")
+    assert e.value.filename == os.fsdecode(raw_dir + b"/gone\xff\r.o")
+    with open(path, "rb") as f, open(raw_dir + b"/bad\xff\n.o", "wb") as g:
+        g.write(f.read(40))
+    with pytest.raises(sk.BadBinary) as e:
+        dev.load(os.fsdecode(raw_dir + b"/bad\xff\n.o"))
+    names(e, "bad\\xff\\n.o", "truncated ELF header")
+    assert "\n" not in str(e.value)

@@ -16,9 +16,9 @@ from .args import SIGNATURE_TOKENS, parse_signature
 from .buffer import Buffer
 from .capture import Capture
 from .device import Device
-from .errors import (BadBinary, DeviceError, Error, Hang, Incompatible, InvalidArgument,
-                     KernelError, LibraryNotFound, NotFound, OutOfMemory, StateError, Unsupported,
-                     VersionMismatch)
+from .errors import (BadBinary, DeviceError, Error, FileNotReadable, Hang, Incompatible,
+                     InvalidArgument, KernelError, LibraryNotFound, NotFound, OutOfMemory,
+                     StateError, Unsupported, VersionMismatch)
 from .memory import ReadOnly, readonly
 from .module import Kernel, Module
 from .scope import Scope
@@ -59,12 +59,12 @@ def status_name(status):
 
 
 __all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Capture", "Device", "DeviceError", "Error",
-           "Event", "Hang", "Incompatible", "InvalidArgument", "Kernel", "KernelError",
-           "KernelOptions", "KERNEL_FLAG_TILING_SINK", "LibraryNotFound", "Module", "NotFound",
-           "OutOfMemory", "ProfileRecord", "ReadOnly", "Scope", "SIGNATURE_TOKENS", "StateError",
-           "Stream", "SuperKernel", "Unsupported", "VersionMismatch", "kernel_records",
-           "library_path", "parse_signature", "readonly", "status_name", "version",
-           "version_string"]
+           "Event", "FileNotReadable", "Hang", "Incompatible", "InvalidArgument", "Kernel",
+           "KernelError", "KernelOptions", "KERNEL_FLAG_TILING_SINK", "LibraryNotFound", "Module",
+           "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly", "Scope", "SIGNATURE_TOKENS",
+           "StateError", "Stream", "SuperKernel", "Unsupported", "VersionMismatch",
+           "kernel_records", "library_path", "parse_signature", "readonly", "status_name",
+           "version", "version_string"]
 
 # The library is loaded on first use (a Device, version()...), not at import, so that `sk` can
 # report a missing or mismatched libsk on one line and run what needs none (`sk inspect`).

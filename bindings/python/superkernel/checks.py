@@ -63,6 +63,24 @@ def c_string(value, what, optional=False):
     return value.encode()
 
 
+def c_text(raw):
+    """Bytes from C (names libsk or an object gives) as a str, with libsk's rule for text
+    (sk_last_error, explain JSON): a byte that is not UTF-8 becomes the text \\xNN."""
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
+# What libsk's messages escape to stay one line (one_line, src/common/text_escape.hpp).
+_ONE_LINE = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t",
+             **{c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A, 0x0D)},
+             **{c: f"\\u{c:04x}" for c in (*range(0x80, 0xA0), 0x2028, 0x2029)}}
+
+
+def message_text(raw):
+    """Bytes (a path, a name) as libsk's messages show them: c_text, kept on one line (newline,
+    carriage return and tab as \\n, \\r, \\t; other control characters escaped)."""
+    return c_text(raw).translate(_ONE_LINE)
+
+
 def c_path(value, what):
     """A path (str, bytes or os.PathLike) as the bytes of a C string, refused with a NUL."""
     try:

@@ -16,6 +16,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 from elftools.elf.structs import ELFStructs
 
+from .checks import c_text
+
 Section = namedtuple("Section", "index name type flags offset size link info entsize")
 Symbol = namedtuple("Symbol", "name value size type bind shndx")  # type, bind: "FUNC", "GLOBAL"
 Relocation = namedtuple("Relocation", "offset type symbol addend")
@@ -104,7 +106,7 @@ class ElfObject:
         start = section.offset + index
         end = -1 if section.type == SHT_NOBITS or index >= section.size else \
             self.image.find(b"\0", start, section.offset + section.size)
-        return f"<bad name {index}>" if end < 0 else self.image[start:end].decode(errors="replace")
+        return f"<bad name {index}>" if end < 0 else c_text(self.image[start:end])
 
     def section_type_name(self, section):
         t = section.type
@@ -236,7 +238,7 @@ class ElfObject:
         # What lies in the file of it: libsk's loader is the one that refuses a truncated one.
         data = self.image[section.offset:section.offset + section.size] if section else b""
         for raw in data.split(b"\0"):
-            fields = raw.decode(errors="replace").split(";")
+            fields = c_text(raw).split(";")
             if fields[0] != "sk1":
                 continue
             kv = dict(f.split("=", 1) for f in fields[1:] if "=" in f)

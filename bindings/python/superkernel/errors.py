@@ -1,4 +1,7 @@
 """Exceptions: one class per sk_status, each carrying the message of sk_last_error()."""
+import os
+
+from .checks import message_text
 
 
 class Error(Exception):
@@ -43,6 +46,17 @@ class Unsupported(Error):
 
 class NotFound(Error, LookupError):
     status = 4
+
+
+class FileNotReadable(NotFound, OSError):
+    """A kernel object file that cannot be opened or read: NotFound, as libsk's
+    sk_module_load_file says of it, and an OSError with the errno, strerror and filename (the
+    message shows the path's bytes that are not UTF-8 as \\xNN, as libsk's do)."""
+
+    def __init__(self, error, path, call=None):
+        name = message_text(os.fsencode(path))
+        super().__init__(f"{name}: {error.strerror or error}", status=self.status, call=call)
+        self.errno, self.strerror, self.filename = error.errno, error.strerror, os.fsdecode(path)
 
 
 class Incompatible(Error):

@@ -7,6 +7,9 @@ wraps it in readonly(). Memory is checked against the device: the host device ta
 a CUDA device memory of its own GPU (and host memory only where it copies, in Device.memcpy).
 """
 import ctypes
+import re
+
+from .checks import integer
 
 # DLDeviceType values (dlpack.h) the binding names or accepts.
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
@@ -49,6 +52,12 @@ class DLManagedTensorVersioned(ctypes.Structure):
 
 
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)  # may run without the GIL (the spec's rule)
+#: The most dimensions a DLPack tensor is taken with (numpy's limit): its shape array is read
+#: before anything else can be checked, so a corrupt ndim must not make it read far.
+MAX_DLPACK_NDIM = 64
+#: Memory must end at or below this address: user space is the lower half of the address space
+#: on the 64-bit machines libsk runs on, and Py_ssize_t (a buffer's size) cannot reach past it.
+ADDRESS_END = 1 << (8 * ctypes.sizeof(ctypes.c_void_p) - 1)
 
 
 def _capi(name, restype, *argtypes):
@@ -135,6 +144,23 @@ def check_device(what, kind, ordinal, device, host_memory):
                                                          else " or host memory"))
 
 
+# Buffer formats (the struct module's, PEP 3118's) of plain data: numbers, bytes, pointers,
+# structures and arrays of them. Anything else, Python objects ("O") above all, is refused:
+# a kernel writing over PyObject* slots corrupts the interpreter.
+_FORMAT_FIELD_NAME = re.compile(r":[^:]*:")
+_PLAIN_FORMAT_CHARS = frozenset("@=<>!^0123456789(),T{}&xcbB?hHiIlLqQnNefdgspPZwu")
+
+
+def _plain_format_error(fmt):
+    """Why a buffer of format `fmt` is not plain data; None if it is."""
+    codes = _FORMAT_FIELD_NAME.sub("", fmt or "B")
+    if "O" in codes:
+        return f"holds Python objects (buffer format {fmt!r})"
+    if not set(codes) <= _PLAIN_FORMAT_CHARS:
+        return f"has buffer format {fmt!r}, which is not plain data"
+    return None
+
+
 class BufferExport:
     """A held buffer-protocol export (a memoryview): the object cannot be resized or freed under
     the address until release()."""
@@ -148,8 +174,16 @@ class BufferExport:
             view = memoryview(obj)
         except TypeError:
             return None
+        except (ValueError, BufferError) as e:  # a buffer it cannot give (numpy's datetime64)
+            raise ValueError(f"{what}: the {type(obj).__name__} cannot lend its memory ({e})") \
+                from None
         export = cls()
         export._view = view
+        not_plain = _plain_format_error(view.format)
+        if not_plain:
+            export.release()
+            raise ValueError(f"{what}: the {type(obj).__name__} {not_plain}; kernels take "
+                             "plain data only (numbers, bytes)")
         if not view.c_contiguous:
             export.release()
             raise ValueError(f"{what}: the {type(obj).__name__} is not C-contiguous (kernels "
@@ -206,12 +240,33 @@ class DLPackImport:
             raise ValueError(f"{what}: DLPack version {managed.version.major}."
                              f"{managed.version.minor} (this binding reads 1.x)")
         t = managed.dl_tensor
-        if t.ndim < 0 or (t.ndim and not t.shape):
-            raise ValueError(f"{what}: malformed DLPack tensor (ndim {t.ndim})")
+
+        def malformed(field, why):
+            return ValueError(f"{what}: malformed DLPack tensor: {field} {why}")
+        if not 0 <= t.ndim <= MAX_DLPACK_NDIM:
+            raise malformed("ndim", f"is {t.ndim} (0..{MAX_DLPACK_NDIM} taken)")
+        if t.ndim and not t.shape:
+            raise malformed("shape", f"is NULL with ndim {t.ndim}")
         shape = [t.shape[i] for i in range(t.ndim)]
         count = 1
-        for n in shape:
+        for i, n in enumerate(shape):
+            if n < 0:
+                raise malformed(f"shape[{i}]", f"is negative ({n})")
             count *= n
+        bits, lanes = t.dtype.bits, t.dtype.lanes
+        if not bits or not lanes:
+            raise malformed("dtype", f"has {bits} bits and {lanes} lanes (both must be >= 1)")
+        # Python integers do not overflow: every sum below is exact, then checked against what
+        # a C address can hold (ctypes would wrap it without a word).
+        nbytes = (count * bits * lanes + 7) // 8
+        data = t.data or 0
+        if count and not data:
+            raise malformed("data", f"is NULL with {count} elements")
+        address = data + t.byte_offset if count else data
+        if address + nbytes > ADDRESS_END:
+            raise malformed("shape" if nbytes > ADDRESS_END else "byte_offset",
+                            f"puts the memory past the address space: data {data:#x} + "
+                            f"byte_offset {t.byte_offset:#x} + {nbytes} bytes > {ADDRESS_END:#x}")
         if t.strides and count > 1:
             expect = 1
             for n, stride in reversed(list(zip(shape, (t.strides[i] for i in range(t.ndim))))):
@@ -219,8 +274,7 @@ class DLPackImport:
                     raise ValueError(f"{what}: the DLPack tensor (shape {tuple(shape)}) is not "
                                      "C-contiguous (kernels see flat memory)")
                 expect *= n
-        self.address = ((t.data or 0) + t.byte_offset) if count else (t.data or 0)
-        self.nbytes = (count * t.dtype.bits * t.dtype.lanes + 7) // 8
+        self.address, self.nbytes = address, nbytes
         self.kind, self.ordinal = t.device.device_type, t.device.device_id
         self.readonly = bool(flags & DLPACK_FLAG_READ_ONLY)
         self.copied = bool(flags & DLPACK_FLAG_IS_COPIED)
@@ -250,6 +304,22 @@ def _export(producer, what):
         raise ValueError(f"{what}: {type(producer).__name__} cannot be exported ({e})") from None
 
 
+def _dlpack_device(obj, what):
+    """(device type, device id) of obj.__dlpack_device__(), checked: a producer's failure or
+    an answer that is not two integers is an error naming what."""
+    name = f"{type(obj).__name__}.__dlpack_device__()"
+    try:
+        answer = obj.__dlpack_device__()
+    except Exception as e:  # the producer's own failure: say which argument it was
+        raise ValueError(f"{what}: {name} failed: {type(e).__name__}: {e}") from None
+    try:
+        kind, ordinal = answer
+        return integer(kind, "i32", name), integer(ordinal, "i32", name)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: {name} returned {answer!r}, not (device_type, device_id), two "
+                        "integers") from None
+
+
 def borrow(value, what, device, writes=True, host_memory=False):
     """An export (BufferExport or DLPackImport) of an object with the buffer protocol (tried
     first: it is host memory, and cheaper) or DLPack, checked: C-contiguous, on a device that
@@ -261,9 +331,8 @@ def borrow(value, what, device, writes=True, host_memory=False):
     if export is None:
         if not hasattr(obj, "__dlpack__"):
             return None
-        dlpack_device = getattr(obj, "__dlpack_device__", None)
-        if dlpack_device is not None:  # refused before anything is exported
-            check_device(what, *dlpack_device(), device, host_memory)
+        if getattr(obj, "__dlpack_device__", None) is not None:  # refused before an export
+            check_device(what, *_dlpack_device(obj, what), device, host_memory)
         export = DLPackImport(obj, what)
     try:
         check_device(what, export.kind, export.ordinal, device, host_memory)

@@ -4,8 +4,8 @@ import os
 
 from ._lib import lib
 from .args import PackedArgs, parse_signature
-from .checks import c_path, c_string, instance, integer
-from .errors import BadBinary, Error, NotFound, StateError, Unsupported
+from .checks import c_path, c_string, c_text, instance, integer, message_text
+from .errors import BadBinary, Error, FileNotReadable, NotFound, StateError, Unsupported
 from .handle import Handle
 from .metadata import declared_kernels, kernel_core_type, kernel_signature
 from .module_set import load_set
@@ -22,6 +22,15 @@ def _read_for_load(path):
         return read_object(path)
     except ObjectFileError as e:
         raise _FILE_ERRORS[e.kind](str(e), call="Device.load") from None
+    except OSError as e:  # as libsk's sk_module_load_file: a file it cannot open is NOT_FOUND
+        raise FileNotReadable(e, path, call="Device.load") from None
+
+
+def _is_regular(path):
+    try:
+        return is_regular(path)
+    except OSError as e:
+        raise FileNotReadable(e, path, call="Device.load") from None
 
 
 class Module(Handle):
@@ -33,18 +42,19 @@ class Module(Handle):
         out = ctypes.c_void_p()
         if isinstance(source, (list, tuple)):  # several objects and archives as one module
             self.path = None
-            load_set(device, source, out, _read_for_load)
+            load_set(device, source, out, _read_for_load, _is_regular)
         elif isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             raw_path = c_path(source, "Device.load path")
-            if is_regular(raw_path):
+            shown = message_text(raw_path)
+            if _is_regular(raw_path):
                 # libsk checks the size before reading and its plan and messages name the file.
                 check(lib().sk_module_load_file(device.handle, raw_path, ctypes.byref(out)),
-                      f"sk_module_load_file ({self.path})")
+                      f"sk_module_load_file ({shown})")
             else:  # a pipe can be read once: read it here (bounded), hand libsk the bytes
                 image = _read_for_load(raw_path)
                 check(lib().sk_module_load(device.handle, image, len(image), ctypes.byref(out)),
-                      f"sk_module_load ({self.path})")
+                      f"sk_module_load ({shown})")
         else:
             try:
                 image = bytes(memoryview(source))
@@ -58,7 +68,13 @@ class Module(Handle):
                   "sk_module_load")
         super().__init__(out.value, device)
         self.kernels = {}
-        for name in declared_kernels(self.handle):
+        # Names that are not UTF-8 are shown with \xNN (as libsk shows them): the bytes of
+        # each such name, which Module.kernel passes on when given the name shown.
+        self._raw_names = {}
+        for raw in declared_kernels(self.handle):
+            name = c_text(raw)
+            if name.encode() != raw:
+                self._raw_names[name] = raw
             try:
                 kernel = self.kernel(name)
             except Error:  # declared but not linked: Module.kernel(name) raises why
@@ -73,6 +89,7 @@ class Module(Handle):
         for objects built without SK_KERNEL; it must agree with the metadata if both exist)."""
         out = ctypes.c_void_p()
         name_c = c_string(name, "Module.kernel name")
+        name_c = self._raw_names.get(name, name_c)
         if signature is None:
             check(lib().sk_module_get_kernel(self.handle, name_c, ctypes.byref(out)),
                   "sk_module_get_kernel")

@@ -6,13 +6,12 @@ import os
 from ._lib import lib
 from .checks import c_path
 from .errors import BadBinary
-from .object_file import is_regular
 from .status import check
 
 
-def load_set(device, sources, out, read_for_load):
+def load_set(device, sources, out, read_for_load, is_regular):
     """Loads `sources` (paths and bytes-like objects) into the module handle `out`; paths that
-    are not regular files are read with read_for_load (a pipe can be read once)."""
+    are not regular files (is_regular) are read with read_for_load (a pipe can be read once)."""
     if not sources:
         raise ValueError("Device.load: the list of objects is empty")
     items = []

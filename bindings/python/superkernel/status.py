@@ -1,5 +1,6 @@
 """Turning an sk_status into the exception of errors.py that carries sk_last_error()."""
 from ._lib import lib
+from .checks import c_text
 from .errors import BY_STATUS, Error
 
 
@@ -8,6 +9,6 @@ def check(status, call):
     if status == 0:
         return
     library = lib()
-    message = library.sk_last_error().decode(errors="replace")
+    message = c_text(library.sk_last_error())
     name = library.sk_status_name(status).decode()
     raise BY_STATUS.get(status, Error)(message, status=status, status_name=name, call=call)

@@ -5,7 +5,7 @@ from collections import namedtuple
 
 from ._lib import ProfileRecordC, lib
 from .args import address_of, one
-from .checks import c_path, instance, integer
+from .checks import c_path, c_text, instance, integer
 from .handle import Handle
 from .status import check
 from .stream import Stream
@@ -85,7 +85,7 @@ class SuperKernel(Handle):
         buf = ctypes.create_string_buffer(needed.value)
         check(lib().sk_superkernel_explain(self.handle, buf, needed.value, ctypes.byref(needed)),
               "sk_superkernel_explain")
-        return buf.value.decode()
+        return c_text(buf.value)
 
     def explain(self):
         """The plan as a dict (steps, kernel names, block dims, cores, syncs, options)."""

@@ -27,6 +27,7 @@ buffers; numbers are scalars converted by the kernel's signature. Every error na
 """
 import ctypes
 import json
+import math
 import os
 import random
 import stat
@@ -108,16 +109,62 @@ def read_text(path):
         raise SpecError(f"{path}: not UTF-8 text (byte {e.start}: {raw[e.start]:#04x})") from None
 
 
+class _NotFinite:
+    """A JSON number beyond a double (1e400) or a NaN / Infinity literal: Python's json would
+    make it inf or nan without a word; _refuse_loose_json refuses it, naming its field."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+class _JsonObject(dict):
+    """A JSON object that remembers the keys it was given more than once (json keeps the last)."""
+    repeated = ()
+
+
+def _json_object(pairs):
+    obj = _JsonObject(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        obj.repeated = [k for k, _ in pairs if k in seen or seen.add(k)]
+    return obj
+
+
+def _json_float(text):
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+def _refuse_loose_json(path, doc):
+    """Raises SpecError naming the field of the first repeated key or non-finite number."""
+    todo = [("", doc)]  # a loop, not recursion: the document may nest as deep as json allows
+    while todo:
+        field, value = todo.pop()
+        where = f"{path}: {field}" if field else path
+        if isinstance(value, _NotFinite):
+            raise SpecError(f"{where}: {value.text} is not a finite number (JSON has no "
+                            "infinity or NaN, and a scope file takes none)")
+        if isinstance(value, _JsonObject):
+            if value.repeated:
+                raise SpecError(f"{where}: key {value.repeated[0]!r} is given more than once")
+            todo.extend((f"{field}.{k}" if field else k, v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            todo.extend((f"{field}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+
+
 def parse_json(path):
     text = read_text(path)
     try:
-        return json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_json_object, parse_float=_json_float,
+                         parse_constant=_NotFinite)
     except json.JSONDecodeError as e:
         raise SpecError(f"{path}: not valid JSON: {e}") from None
     except RecursionError:
         raise SpecError(f"{path}: not valid JSON: nested too deeply") from None
     except ValueError as e:  # an integer of more digits than Python converts
         raise SpecError(f"{path}: not valid JSON: {e}") from None
+    _refuse_loose_json(path, doc)
+    return doc
 
 
 class ScopeSpec:
@@ -296,6 +343,14 @@ class Instance:
                 if isinstance(e, Error):  # libsk's own verdict: reported as a libsk error
                     raise
                 raise SpecError(f"{k['where']}: {e}") from None
+        for i, k in enumerate(self.kernels):
+            where = spec.kernels[i]["where"]
+            for j, (token, a) in enumerate(zip(k.signature_tokens, spec.kernels[i]["args"])):
+                # A number would be taken as an address, and a kernel writing there crashes the
+                # process: a scope file gives pointers only as its own buffers (or NULL).
+                _need(token != "ptr" or a is None or isinstance(a, str), f"{where}.args[{j}]",
+                      f"kernel {k.name!r} argument {j} is a pointer (ptr): {a!r} is no buffer; "
+                      "give \"@buffer\" or null (scope files pass no raw addresses)")
         self.sets = []
         for _ in range(copies):
             buffers = {}
