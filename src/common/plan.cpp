@@ -130,7 +130,8 @@ sk_status map_step(const Plan &plan, uint32_t i, const PlanSegment &seg, PlanSte
                 "%s synchronises its cores (%s) on block_dim %u, more than the %u %s %s (blocks of a kernel that "
                 "synchronises cannot be multiplexed)",
                 step_subject(plan, i, k).c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim,
-                available, kernel_unit_name(k.kind), plan.unfused ? "of this device" : "the super kernel has on this device");
+                available, kernel_unit_name(k.kind),
+                plan.unfused ? "of this device" : "the super kernel has on this device");
   step->cores = seg.layout.cores_for(k.kind, step->units);
   step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
   return SK_OK;
