@@ -22,31 +22,107 @@ SK_ALL_HELPERS
 }
 #endif
 
+#if defined(__x86_64__)
+// libgcc's cpuinfo.o (hidden in libgcc.a, so each program has its own): referencing them links
+// it into libsk, with the constructor that fills them in. Declared with libgcc's layout, for
+// their sizes: the vendor, type, subtype and first feature word, then the further feature words.
+extern "C" {
+extern struct { unsigned vendor, type, subtype, features[1]; } __cpu_model;
+extern unsigned __cpu_features2[3];
+int __cpu_indicator_init();
+}
+#endif
+
 namespace sk::host {
 namespace {
 
-#if defined(__aarch64__)
 struct Helper {
   const char *name;
   void *address;
 };
 const Helper kHelpers[] = {
+#if defined(__aarch64__)
 #define SK_HELPER(name) {"__aarch64_" #name, reinterpret_cast<void *>(&__aarch64_##name)},
     SK_ALL_HELPERS
 #undef SK_HELPER
-};
 #endif
+#if defined(__x86_64__)
+    {"__cpu_indicator_init", reinterpret_cast<void *>(&__cpu_indicator_init)},
+#endif
+    {nullptr, nullptr},
+};
+
+struct Variable {
+  const char *name;
+  const void *address;
+  size_t size;
+};
+const Variable kVariables[] = {
+#if defined(__x86_64__)
+    {"__cpu_model", &__cpu_model, sizeof __cpu_model},
+    {"__cpu_features2", __cpu_features2, sizeof __cpu_features2},
+#endif
+    {nullptr, nullptr, 0},
+};
+
+// glibc's libc_nonshared.a: atexit(f) is __cxa_atexit(f, NULL, __dso_handle) and
+// pthread_atfork(prepare, parent, child) is __register_atfork(..., __dso_handle), whose handlers
+// __cxa_finalize removes.
+const ModuleForward kForwards[] = {
+    {"atexit", "__cxa_atexit", 2, 1},
+    {"pthread_atfork", "__register_atfork", 3, 3},
+};
+
+constexpr const char *kLibcNonshared = "glibc's libc_nonshared.a";
+constexpr const char *kLibgcc = "libgcc.a (gcc's static runtime)";
+
+struct Origin {
+  std::string_view name;  // a whole name, or a prefix when it ends in '*'
+  const char *origin;
+};
+const Origin kOrigins[] = {
+    {"at_quick_exit", kLibcNonshared},
+    {"__stack_chk_fail_local", kLibcNonshared},
+    {"__libc_csu_init", kLibcNonshared},
+    {"__libc_csu_fini", kLibcNonshared},
+    {"__cpu_model", kLibgcc},
+    {"__cpu_features2", kLibgcc},
+    {"__cpu_indicator_init", kLibgcc},
+    {"__aarch64_*", kLibgcc},
+    {"__init_cpu_features*", kLibgcc},
+    {"__morestack", kLibgcc},
+};
 
 }  // namespace
 
 void *resolve_compiler_runtime(std::string_view name) {
-#if defined(__aarch64__)
-  if (name.substr(0, 10) != "__aarch64_") return nullptr;
+  if (name.substr(0, 2) != "__") return nullptr;
   for (const Helper &h : kHelpers)
-    if (name == h.name) return h.address;
-#else
-  (void)name;
-#endif
+    if (h.name && name == h.name) return h.address;
+  return nullptr;
+}
+
+const void *compiler_runtime_variable(std::string_view name, size_t *size) {
+  for (const Variable &v : kVariables)
+    if (v.name && name == v.name) {
+      *size = v.size;
+      return v.address;
+    }
+  return nullptr;
+}
+
+const ModuleForward *module_forward(std::string_view name) {
+  for (const ModuleForward &f : kForwards)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+const char *static_only_origin(std::string_view name) {
+  for (const Origin &o : kOrigins) {
+    const bool prefix = !o.name.empty() && o.name.back() == '*';
+    if (prefix ? name.substr(0, o.name.size() - 1) == o.name.substr(0, o.name.size() - 1) : name == o.name)
+      return o.origin;
+  }
   return nullptr;
 }
 

@@ -54,6 +54,7 @@ bool Linker::external(uint32_t sym) const {
   if (sym == 0) return true;
   uint32_t shndx = o_.symbols[sym].shndx;
   if (common_offset_[sym] != kNotLoaded) return false;  // common, or the linker's __dso_handle
+  if (forward_slot_.count(sym)) return false;           // a function the linker writes
   return shndx == SHN_UNDEF || shndx == SHN_ABS;
 }
 
@@ -97,11 +98,7 @@ sk_status Linker::check_object() {
   auto assembler_label = [](const elf::Symbol &s) { return s.name.empty() || s.name[0] == '$' || s.name[0] == '.'; };
   const elf::Symbol *tls = nullptr;
   for (const elf::Symbol &s : o_.symbols)
-    if (s.type == STT_TLS && (!tls || (assembler_label(*tls) && !assembler_label(s))))
-      tls = &s;
-    else if (s.type == STT_GNU_IFUNC && s.shndx != SHN_UNDEF)  // its resolver would have to run
-      return fail(SK_ERR_UNSUPPORTED, "%s: indirect function '%s' (STT_GNU_IFUNC) is not supported", label(),
-                  s.name.c_str());
+    if (s.type == STT_TLS && (!tls || (assembler_label(*tls) && !assembler_label(s)))) tls = &s;
   if (tls)
     return fail(SK_ERR_UNSUPPORTED, "%s: thread-local variable '%s' is not supported: %s", label(),
                 tls->name.c_str(), kTlsWhy);
@@ -189,7 +186,7 @@ sk_status Linker::scan_relocations() {
                     "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)", label(),
                     type_name.c_str(), where(rs.target, r.offset).c_str(), target.size);
       if (kind.none) continue;
-      bool in_section = !external(r.symbol) && common_offset_[r.symbol] == kNotLoaded;
+      bool in_section = sym.shndx != SHN_UNDEF && !external(r.symbol) && common_offset_[r.symbol] == kNotLoaded;
       if (in_section && section_offset_[sym.shndx] == kNotLoaded)
         return fail(SK_ERR_UNSUPPORTED,
                     "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded", label(),
@@ -221,22 +218,34 @@ sk_status Linker::bind_undefined() {
                   "the device API of sk_kernel.h (a host call would wait on the launch running it)",
                   who, s.name.c_str());
     }
-    if (!address && options_.allow_process_symbol && !options_.allow_process_symbol(s.name)) {
-      if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
+    const bool forward = forward_slot_.count(i) != 0;  // written into the module, for the process's
+    if ((!address || forward) && options_.allow_process_symbol && !options_.allow_process_symbol(s.name)) {
+      if (s.bind == STB_WEAK) {  // refused weak reference: unbound, as if absent
+        forward_slot_.erase(i);
+        continue;
+      }
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: undefined symbol '%s' is not allowed under %s (only the device API, libm, "
                   "the libc memory/string functions and the C++ ABI runtime listed in "
                   "docs/conventions.md)",
                   who, s.name.c_str(), options_.policy_name.c_str());
     }
+    if (forward) continue;  // symbol_address knows it after layout
     if (!address && !s.name.empty()) address = dlsym(RTLD_DEFAULT, s.name.c_str());
     if (const char *why = address ? nullptr : unbindable_runtime_symbol(s.name))
       return fail(SK_ERR_UNSUPPORTED, "%s: undefined symbol '%s' %s", who, s.name.c_str(), why);
-    if (!address && s.bind != STB_WEAK)
+    if (!address && s.bind != STB_WEAK) {
+      if (const char *origin = static_only_origin(s.name))
+        return fail(SK_ERR_NOT_FOUND,
+                    "%s: undefined symbol '%s' is neither a device API function nor a symbol of "
+                    "this process: a program links it from %s, which no shared library exports, "
+                    "and libsk does not provide it",
+                    who, s.name.c_str(), origin);
       return fail(SK_ERR_NOT_FOUND,
                   "%s: undefined symbol '%s' is neither a device API function nor a symbol of "
                   "this process",
                   who, s.name.c_str());
+    }
     resolved_[i] = reinterpret_cast<uint64_t>(address);  // unresolved weak: 0
   }
   return SK_OK;
@@ -280,6 +289,7 @@ sk_status Linker::collect_constraints(std::vector<PlacementConstraint> *out) {
 sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
   if (sk_status s = check_object()) return s;
   if (sk_status s = select_sections()) return s;
+  plan_module_functions();
   reserve_dso_handle();
   if (sk_status s = scan_relocations()) return s;
   if (sk_status s = bind_undefined()) return s;

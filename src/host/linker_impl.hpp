@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "host/compiler_runtime.hpp"
 #include "host/far_data.hpp"
 #include "host/linker.hpp"
 #include "host/linker_init.hpp"
@@ -35,11 +36,13 @@ class Linker {
   sk_status write_contents();
   sk_status relocate();
   sk_status seal(LinkedObject *lo);
+  sk_status resolve_ifuncs();
   // linker_exports.cpp
   void export_symbols(LinkedObject *lo) const;
   // linker_init.cpp
   sk_status check_eh_frame(size_t section, bool *load) const;
   void reserve_dso_handle();
+  void plan_module_functions();
   void drop_foreign_fdes();
   sk_status collect_runtime(LinkedObject *lo);
   // linker_far_data.cpp
@@ -53,6 +56,7 @@ class Linker {
   bool external(uint32_t sym) const;     // address fixed outside the mapping (undefined, absolute)
   bool is_got_base(uint32_t sym) const;  // _GLOBAL_OFFSET_TABLE_: the GOT's address
   uint64_t symbol_address(uint32_t sym) const;
+  uint64_t definition_address(uint32_t sym) const;  // an indirect function's: its resolver
   const std::string &symbol_name(uint32_t sym) const;
   std::string where(uint32_t section, uint64_t offset) const;  // ".text+0x1a"
   const char *label() const { return o_.label.c_str(); }
@@ -71,6 +75,23 @@ class Linker {
   uint64_t common_size_ = 0, common_align_ = 1;
   size_t part_begin_[kParts] = {}, part_end_[kParts] = {};
   size_t stubs_offset_ = 0, got_offset_ = 0, bss_offset_ = 0, total_ = 0;
+  int64_t dso_offset_ = kNotLoaded;  // the module's __dso_handle, in .bss
+  // Functions the linker writes into the module (compiler_runtime.hpp's ModuleForward), per
+  // undefined symbol bound to one; and the process functions they jump to.
+  std::map<uint32_t, size_t> forward_slot_;
+  std::vector<std::pair<const ModuleForward *, uint64_t>> forwards_;
+  size_t forwards_offset_ = 0;
+  // Indirect functions (STT_GNU_IFUNC) defined by the object: each reference goes to a jump
+  // through a slot (after the GOT) that holds what its resolver returned.
+  std::map<uint32_t, size_t> ifunc_slot_;
+  size_t ifunc_jumps_offset_ = 0, ifunc_slots_offset_ = 0;
+  // Compiler helper variables the module gets its own copy of, in .bss.
+  struct Copied {
+    uint32_t symbol;
+    const void *from;  // libsk's copy
+    size_t size;
+  };
+  std::vector<Copied> copied_;
   Mapping mapping_;
   // Rewritten far data references (linker_far_data.cpp).
   struct FarData {

@@ -203,34 +203,52 @@ void Linker::drop_foreign_fdes() {
   }
 }
 
+void Linker::plan_module_functions() {
+  for (size_t i = 1; i < o_.symbols.size(); ++i) {
+    const elf::Symbol &s = o_.symbols[i];
+    const uint32_t sym = static_cast<uint32_t>(i);
+    if (s.type == STT_GNU_IFUNC && s.shndx != SHN_UNDEF && s.shndx < o_.sections.size() &&
+        section_offset_[s.shndx] != kNotLoaded)
+      ifunc_slot_.emplace(sym, ifunc_slot_.size());
+    if (s.shndx != SHN_UNDEF) continue;
+    size_t size = 0;
+    if (const void *variable = compiler_runtime_variable(s.name, &size)) {  // like a common symbol
+      common_size_ = (common_size_ + 15) & ~uint64_t{15};
+      common_offset_[i] = static_cast<int64_t>(common_size_);
+      common_size_ += size;
+      common_align_ = std::max<uint64_t>(common_align_, 16);
+      max_align_ = std::max(max_align_, common_align_);
+      copied_.push_back({sym, variable, size});
+      continue;
+    }
+    const ModuleForward *f = module_forward(s.name);
+    void *target = f ? dlsym(RTLD_DEFAULT, f->target) : nullptr;  // absent: bound as any symbol
+    if (!target) continue;
+    forward_slot_.emplace(sym, forwards_.size());
+    forwards_.emplace_back(f, reinterpret_cast<uint64_t>(target));
+  }
+}
+
 void Linker::reserve_dso_handle() {
   // One handle per module, a byte of its own mapping (in .bss, after the common symbols):
   // __cxa_atexit only compares it. Every __dso_handle symbol of the object (one per input
-  // object when several were combined) shares it.
-  int64_t at = kNotLoaded;
-  for (size_t i = 1; i < o_.symbols.size(); ++i) {
-    const elf::Symbol &s = o_.symbols[i];
-    if (s.shndx != SHN_UNDEF || s.name != "__dso_handle") continue;
-    if (at == kNotLoaded) {
-      common_size_ = (common_size_ + 7) & ~uint64_t{7};
-      at = static_cast<int64_t>(common_size_);
-      common_size_ += 8;
-      common_align_ = std::max<uint64_t>(common_align_, 8);
-      max_align_ = std::max(max_align_, common_align_);
-    }
-    common_offset_[i] = at;
-  }
+  // object when several were combined) shares it, and so do the functions that pass it on.
+  auto is_handle = [](const elf::Symbol &s) { return s.shndx == SHN_UNDEF && s.name == "__dso_handle"; };
+  if (forwards_.empty() && std::none_of(o_.symbols.begin(), o_.symbols.end(), is_handle)) return;
+  common_size_ = (common_size_ + 7) & ~uint64_t{7};
+  dso_offset_ = static_cast<int64_t>(common_size_);
+  common_size_ += 8;
+  common_align_ = std::max<uint64_t>(common_align_, 8);
+  max_align_ = std::max(max_align_, common_align_);
+  for (size_t i = 1; i < o_.symbols.size(); ++i)
+    if (is_handle(o_.symbols[i])) common_offset_[i] = dso_offset_;
 }
 
 sk_status Linker::collect_runtime(LinkedObject *lo) {
   auto rt = std::make_unique<ModuleRuntime>();
   rt->label = o_.label;
   const uint64_t base = reinterpret_cast<uint64_t>(mapping_.address());
-  for (size_t i = 1; i < o_.symbols.size(); ++i)
-    if (o_.symbols[i].shndx == SHN_UNDEF && common_offset_[i] != kNotLoaded) {
-      rt->dso_handle = reinterpret_cast<void *>(symbol_address(static_cast<uint32_t>(i)));
-      break;
-    }
+  if (dso_offset_ != kNotLoaded) rt->dso_handle = mapping_.address() + bss_offset_ + dso_offset_;
   // Entries of each kind in ld's order: by priority, then in input (section index) order, each
   // .ctors/.dtors section reversed. Init runs that list forwards and fini backwards, so that
   // what was constructed first is destroyed last, as in a linked program and dlopen/dlclose.

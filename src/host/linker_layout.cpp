@@ -6,6 +6,7 @@
 // Each part starts on a page so that it can be sealed on its own; everything is written while
 // the whole mapping is still only read+write.
 #include <elf.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -28,6 +29,15 @@ uint64_t align_to(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 }  // namespace
 
 uint64_t Linker::symbol_address(uint32_t sym) const {
+  const uint64_t base = reinterpret_cast<uint64_t>(mapping_.address());
+  if (auto f = forward_slot_.find(sym); f != forward_slot_.end())
+    return base + forwards_offset_ + f->second * arch_->forward_stub_size;
+  if (auto i = ifunc_slot_.find(sym); i != ifunc_slot_.end())
+    return base + ifunc_jumps_offset_ + i->second * arch_->slot_jump_size;
+  return definition_address(sym);
+}
+
+uint64_t Linker::definition_address(uint32_t sym) const {
   if (sym == 0) return 0;
   const elf::Symbol &s = o_.symbols[sym];
   const uint64_t base = reinterpret_cast<uint64_t>(mapping_.address());
@@ -65,7 +75,10 @@ sk_status Linker::layout() {
     }
     if (part == kText) stubs_offset_ = add(16, arch_->stub_size * stub_slot_.size());
     if (part == kText) far_stubs_offset_ = add(16, far_stub_bytes());
+    if (part == kText) forwards_offset_ = add(16, arch_->forward_stub_size * forwards_.size());
+    if (part == kText) ifunc_jumps_offset_ = add(16, arch_->slot_jump_size * ifunc_slot_.size());
     if (part == kRodata) got_offset_ = add(kGotEntrySize, kGotEntrySize * got_slot_.size());
+    if (part == kRodata) ifunc_slots_offset_ = add(kGotEntrySize, kGotEntrySize * ifunc_slot_.size());
     if (part == kData) bss_offset_ = add(common_align_, common_size_);
     if (offset > kMaxTotal) return fail(SK_ERR_UNSUPPORTED, "%s: the loaded sections exceed 2 GiB", label());
     part_end_[part] = offset;
@@ -88,6 +101,42 @@ sk_status Linker::write_contents() {
   }
   for (const auto &[sym, slot] : stub_slot_)
     arch_->write_stub(base + stubs_offset_ + slot * arch_->stub_size, symbol_address(sym));
+  for (const Copied &c : copied_) std::memcpy(base + bss_offset_ + common_offset_[c.symbol], c.from, c.size);
+  const uint64_t dso = reinterpret_cast<uint64_t>(base + bss_offset_ + dso_offset_);
+  for (size_t k = 0; k < forwards_.size(); ++k)
+    arch_->write_forward_stub(base + forwards_offset_ + k * arch_->forward_stub_size, forwards_[k].second, dso,
+                              forwards_[k].first->dso_arg, forwards_[k].first->zero_from);
+  for (const auto &[sym, slot] : ifunc_slot_) {
+    const size_t at = ifunc_jumps_offset_ + slot * arch_->slot_jump_size;
+    arch_->write_slot_jump(base + at, reinterpret_cast<uint64_t>(base + at),
+                           reinterpret_cast<uint64_t>(base + ifunc_slots_offset_ + slot * kGotEntrySize));
+  }
+  return SK_OK;
+}
+
+sk_status Linker::resolve_ifuncs() {
+  // As ld.so does for IRELATIVE: the resolver runs once, on the relocated code, and picks the
+  // implementation for this CPU. AArch64 resolvers get the hardware capabilities, as glibc
+  // passes them; x86-64 ones ask the CPU themselves (__builtin_cpu_supports).
+#if defined(__aarch64__)
+  struct IfuncArg {
+    unsigned long size, hwcap, hwcap2;
+  } arg = {sizeof(IfuncArg), getauxval(AT_HWCAP), getauxval(AT_HWCAP2)};
+  constexpr unsigned long kIfuncArgHwcap = 1ul << 62;  // _IFUNC_ARG_HWCAP: the second argument is there
+#endif
+  for (const auto &[sym, slot] : ifunc_slot_) {
+    const uint64_t resolver = definition_address(sym);
+#if defined(__aarch64__)
+    const uint64_t chosen =
+        reinterpret_cast<uint64_t (*)(unsigned long, const IfuncArg *)>(resolver)(arg.hwcap | kIfuncArgHwcap, &arg);
+#else
+    const uint64_t chosen = reinterpret_cast<uint64_t (*)()>(resolver)();
+#endif
+    if (chosen == 0)
+      return fail(SK_ERR_UNSUPPORTED, "%s: the resolver of indirect function '%s' returned no function",
+                  o_.symbol_label(sym).c_str(), o_.symbols[sym].name.c_str());
+    std::memcpy(mapping_.address() + ifunc_slots_offset_ + slot * kGotEntrySize, &chosen, kGotEntrySize);
+  }
   return SK_OK;
 }
 
@@ -141,6 +190,9 @@ sk_status Linker::seal(LinkedObject *lo) {
                   label(), end - begin, mapping_failure_reason(err, Mapping::live() - 1).c_str());  // less this one
     }
     lo->regions_.push_back({at, end - begin, protection[part]});
+    // The resolvers are code: they run once it is executable, before the slots are sealed.
+    if (part == kText)
+      if (sk_status st = resolve_ifuncs()) return st;
   }
   return SK_OK;
 }

@@ -334,10 +334,46 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
 }
 
 namespace {
+
 RelocNeeds needs_at(uint32_t type, const uint8_t *, uint64_t) { return needs(type); }
+
+constexpr size_t kForwardStubSize = 48;
+constexpr uint32_t kBrX16 = 0xd61f0200u, kNop = 0xd503201fu;
+
+// LDR Xt, <literal `distance` bytes ahead>.
+uint32_t ldr_literal(unsigned reg, uint64_t distance) { return 0x58000000u | uint32_t(distance / 4) << 5 | reg; }
+
+// `mov xN, xzr` for the zeroed arguments, `ldr x<dso_arg>, =dso; ldr x16, =target; br x16`,
+// then the two literals, 8-byte aligned: 40 bytes at most.
+void write_forward_stub(uint8_t *at, uint64_t target, uint64_t dso, unsigned dso_arg, unsigned zero_from) {
+  uint32_t code[kForwardStubSize / 4];
+  for (uint32_t &c : code) c = kNop;
+  size_t n = 0;
+  for (unsigned a = zero_from; a < dso_arg; ++a) code[n++] = 0xaa1f03e0u | a;  // orr xA, xzr, xzr
+  const size_t literals = ((n + 3) * 4 + 7) / 8 * 8;
+  code[n] = ldr_literal(dso_arg, literals - n * 4);
+  ++n;
+  code[n] = ldr_literal(16, literals + 8 - n * 4);
+  ++n;
+  code[n++] = kBrX16;
+  std::memcpy(at, code, sizeof code);
+  std::memcpy(at + literals, &dso, 8);
+  std::memcpy(at + literals + 8, &target, 8);
+}
+
+// adrp x16, slot; ldr x16, [x16, :lo12:slot]; br x16 (x16: the veneers' scratch register).
+void write_slot_jump(uint8_t *at, uint64_t at_address, uint64_t slot) {
+  const int64_t pages = static_cast<int64_t>(page(slot) - page(at_address)) >> 12;
+  const uint32_t adrp = 0x90000000u | (uint32_t(pages) & 3) << 29 | (uint32_t(pages >> 2) & 0x7ffff) << 5 | 16;
+  const uint32_t ldr = 0xf9400000u | uint32_t((slot & 0xfff) / 8) << 10 | 16 << 5 | 16;
+  const uint32_t code[4] = {adrp, ldr, kBrX16, kNop};
+  std::memcpy(at, code, sizeof code);
+}
+
 }  // namespace
 
-const RelocArch kArch = {EM_AARCH64, "AArch64",  "EM_AARCH64", kStubSize, 128 * MiB,
-                         needs_at,   reloc_name, write_stub,   apply};
+const RelocArch kArch = {EM_AARCH64, "AArch64",       "EM_AARCH64", kStubSize,        128 * MiB,
+                         needs_at,   reloc_name,      write_stub,   kForwardStubSize, write_forward_stub,
+                         16,         write_slot_jump, apply};
 
 }  // namespace sk::host::aarch64

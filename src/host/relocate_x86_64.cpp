@@ -288,8 +288,39 @@ void write_stub(uint8_t *at, uint64_t target) {
   std::memcpy(at, stub, sizeof stub);
 }
 
+// xor %esi,%esi / %edx / %ecx, and movabs $imm64 to %rsi / %rdx / %rcx: arguments 1 to 3.
+constexpr uint8_t kZeroArg[4][2] = {{}, {0x31, 0xf6}, {0x31, 0xd2}, {0x31, 0xc9}};
+constexpr uint8_t kLoadArg[4][2] = {{}, {0x48, 0xbe}, {0x48, 0xba}, {0x48, 0xb9}};
+constexpr size_t kForwardStubSize = 32;
+
+// The zeroed arguments, the handle, then `movabs $target, %r11; jmp *%r11` (r11: scratch at a
+// call): 27 bytes at most, padded with int3.
+void write_forward_stub(uint8_t *at, uint64_t target, uint64_t dso, unsigned dso_arg, unsigned zero_from) {
+  uint8_t code[kForwardStubSize];
+  std::memset(code, 0xcc, sizeof code);
+  size_t n = 0;
+  for (unsigned a = zero_from; a < dso_arg; ++a) code[n++] = kZeroArg[a][0], code[n++] = kZeroArg[a][1];
+  code[n++] = kLoadArg[dso_arg][0], code[n++] = kLoadArg[dso_arg][1];
+  std::memcpy(code + n, &dso, 8);
+  n += 8;
+  code[n++] = 0x49, code[n++] = 0xbb;
+  std::memcpy(code + n, &target, 8);
+  n += 8;
+  code[n++] = 0x41, code[n++] = 0xff, code[n++] = 0xe3;
+  std::memcpy(at, code, sizeof code);
+}
+
+// jmp *disp32(%rip), padded to 8 bytes.
+void write_slot_jump(uint8_t *at, uint64_t at_address, uint64_t slot) {
+  uint8_t code[8] = {0xff, 0x25, 0, 0, 0, 0, 0xcc, 0xcc};
+  const int32_t disp = static_cast<int32_t>(static_cast<int64_t>(slot - (at_address + 6)));
+  std::memcpy(code + 2, &disp, 4);
+  std::memcpy(at, code, sizeof code);
+}
+
 }  // namespace
 
-const RelocArch kArch = {EM_X86_64, "x86-64", "EM_X86_64", 16, k2GiB, needs, reloc_name, write_stub, apply};
+const RelocArch kArch = {EM_X86_64,  "x86-64",         "EM_X86_64",        16, k2GiB,           needs, reloc_name,
+                         write_stub, kForwardStubSize, write_forward_stub, 8,  write_slot_jump, apply};
 
 }  // namespace sk::host::x86_64

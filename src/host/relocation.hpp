@@ -51,6 +51,16 @@ struct RelocArch {
   RelocNeeds (*needs)(uint32_t type, const uint8_t *section, uint64_t offset);
   std::string (*reloc_name)(uint32_t type);
   void (*write_stub)(uint8_t *at, uint64_t target);
+  // A function the linker writes into a module in place of one a static link would take from
+  // libc_nonshared.a (atexit, pthread_atfork): it zeroes arguments [zero_from, dso_arg), sets
+  // argument `dso_arg` (1 to 3) to `dso` (the module's __dso_handle) and jumps to `target`
+  // with the caller's other arguments and return address.
+  size_t forward_stub_size;
+  void (*write_forward_stub)(uint8_t *at, uint64_t target, uint64_t dso, unsigned dso_arg, unsigned zero_from);
+  // A jump through the 8-byte slot at `slot` (an indirect function's resolved address), written
+  // at `at`, whose run-time address is `at_address`; the slot lies within ±2 GiB.
+  size_t slot_jump_size;
+  void (*write_slot_jump)(uint8_t *at, uint64_t at_address, uint64_t slot);
   // Writes relocation `type` at `where`; SK_ERR_UNSUPPORTED when the value does not fit the field
   // or the type is not handled.
   sk_status (*apply)(uint32_t type, uint8_t *where, const RelocValues &v, const RelocSite &site);

@@ -35,4 +35,36 @@ TEST(CompilerRuntime, OutlineAtomicsOnAArch64Only) {
   EXPECT_EQ(resolve_compiler_runtime("memcpy"), nullptr);
 }
 
+TEST(CompilerRuntime, CpuModelVariablesOnX86_64Only) {
+  size_t size = 0;
+#if defined(__x86_64__)
+  // libgcc's layout: vendor, type, subtype, one feature word; libgcc's constructor set them.
+  const auto *model = static_cast<const unsigned *>(sk::host::compiler_runtime_variable("__cpu_model", &size));
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(size, 4 * sizeof(unsigned));
+  __builtin_cpu_init();
+  EXPECT_EQ(model[3] != 0, __builtin_cpu_supports("sse2") != 0);  // this build's own copy agrees
+  EXPECT_NE(sk::host::compiler_runtime_variable("__cpu_features2", &size), nullptr);
+  EXPECT_NE(resolve_compiler_runtime("__cpu_indicator_init"), nullptr);
+#else
+  EXPECT_EQ(sk::host::compiler_runtime_variable("__cpu_model", &size), nullptr);
+#endif
+  EXPECT_EQ(sk::host::compiler_runtime_variable("__cpu_indicator_init", &size), nullptr);  // a function
+}
+
+TEST(CompilerRuntime, LibcNonsharedFunctionsAreWrittenIntoTheModule) {
+  const sk::host::ModuleForward *atexit_forward = sk::host::module_forward("atexit");
+  ASSERT_NE(atexit_forward, nullptr);
+  EXPECT_STREQ(atexit_forward->target, "__cxa_atexit");
+  EXPECT_EQ(atexit_forward->dso_arg, 2u);  // __cxa_atexit(f, NULL, __dso_handle)
+  const sk::host::ModuleForward *atfork = sk::host::module_forward("pthread_atfork");
+  ASSERT_NE(atfork, nullptr);
+  EXPECT_STREQ(atfork->target, "__register_atfork");
+  EXPECT_EQ(atfork->dso_arg, 3u);
+  EXPECT_EQ(sk::host::module_forward("exit"), nullptr);
+  EXPECT_STREQ(sk::host::static_only_origin("at_quick_exit"), "glibc's libc_nonshared.a");
+  EXPECT_NE(sk::host::static_only_origin("__aarch64_have_lse_atomics"), nullptr);  // a prefix
+  EXPECT_EQ(sk::host::static_only_origin("printf"), nullptr);
+}
+
 }  // namespace

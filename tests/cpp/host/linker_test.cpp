@@ -132,6 +132,13 @@ TEST_P(LinkerVariant, RejectsThreadLocalStorage) {
   EXPECT_NE(l.message.find("reloc_tls.o"), std::string::npos) << l.message;
 }
 
+TEST_P(LinkerVariant, MissingStaticOnlySymbolSaysWhereItComesFrom) {
+  Loaded l;
+  EXPECT_EQ(load_kernel(GetParam(), "static_only_missing", resolver_.options(), &l), SK_ERR_NOT_FOUND);
+  EXPECT_NE(l.message.find("'at_quick_exit'"), std::string::npos) << l.message;
+  EXPECT_NE(l.message.find("glibc's libc_nonshared.a"), std::string::npos) << l.message;
+}
+
 extern "C" int reloc_ctor_hook_value() { return 42; }
 
 TEST_P(LinkerVariant, ConstructorsRunAtLoad) {
