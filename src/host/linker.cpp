@@ -25,11 +25,6 @@ constexpr uint64_t kMaxAlign = 1ull << 20;
 
 bool has_prefix(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
 
-// Why thread-local storage is refused, for every message that refuses it.
-constexpr const char *kTlsWhy =
-    "kernels run on the executor's threads, not the launching thread, so a thread-local would "
-    "not be the caller's; pass the value as a kernel argument";
-
 // 1ull << 31 -> "2 GiB", for placement messages.
 std::string size_text(uint64_t bytes) {
   const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -93,15 +88,12 @@ sk_status Linker::check_object() {
   if (o_.elf_class != ELFCLASS64 || o_.type != ET_REL)
     return fail(SK_ERR_UNSUPPORTED, "%s: ELF class %u / type %u: only 64-bit ET_REL objects load", label(),
                 o_.elf_class, o_.type);
-  // Name the thread-local variable itself rather than an assembler's label for its section
-  // (AArch64's mapping symbol `$d`, `.LANCHOR0`), which may come first.
-  auto assembler_label = [](const elf::Symbol &s) { return s.name.empty() || s.name[0] == '$' || s.name[0] == '.'; };
-  const elf::Symbol *tls = nullptr;
-  for (const elf::Symbol &s : o_.symbols)
-    if (s.type == STT_TLS && (!tls || (assembler_label(*tls) && !assembler_label(s)))) tls = &s;
-  if (tls)
-    return fail(SK_ERR_UNSUPPORTED, "%s: thread-local variable '%s' is not supported: %s", label(),
-                tls->name.c_str(), kTlsWhy);
+  for (size_t i = 1; i < o_.symbols.size(); ++i)
+    if (o_.symbols[i].type == STT_TLS && o_.symbols[i].shndx == SHN_COMMON)
+      return fail(SK_ERR_UNSUPPORTED,
+                  "%s: thread-local variable '%s' is a common symbol (a tentative definition): give "
+                  "it an initialiser or compile with -fno-common",
+                  o_.symbol_label(static_cast<uint32_t>(i)).c_str(), o_.symbols[i].name.c_str());
   return SK_OK;
 }
 
@@ -117,9 +109,7 @@ sk_status Linker::select_sections() {
                   "%s: section '%s' runs before the program's own constructors, which only an "
                   "executable can ask for; use __attribute__((constructor)) or .init_array",
                   label(), s.name.c_str());
-    if (s.flags & SHF_TLS)
-      return fail(SK_ERR_UNSUPPORTED, "%s: thread-local section '%s' is not supported: %s", label(), s.name.c_str(),
-                  kTlsWhy);
+    if (s.flags & SHF_TLS) continue;  // the TLS block's (linker_tls.cpp), not the mapping's
     // Unwind tables (.eh_frame) load: registered with the unwinder (linker_init.cpp).
     if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s) && !is_eh_frame(s)) continue;
     bool load = true;
@@ -174,9 +164,7 @@ sk_status Linker::scan_relocations() {
       const std::string &name = symbol_name(r.symbol);
       const RelocNeeds kind = arch_->needs(r.type, target.data, r.offset);
       const std::string type_name = arch_->reloc_name(r.type);
-      if (kind.tls)
-        return fail(SK_ERR_UNSUPPORTED, "%s: thread-local relocation %s at %s against '%s' is not supported: %s",
-                    label(), type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(), kTlsWhy);
+      if (kind.tls && !kind.known) return scan_tls_relocation(rs.target, r, kind);  // says why
       if (!kind.known)
         return fail(SK_ERR_UNSUPPORTED,
                     "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64, label(), r.type,
@@ -186,6 +174,10 @@ sk_status Linker::scan_relocations() {
                     "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)", label(),
                     type_name.c_str(), where(rs.target, r.offset).c_str(), target.size);
       if (kind.none) continue;
+      if (kind.tls) {
+        if (sk_status st = scan_tls_relocation(rs.target, r, kind)) return st;
+        continue;
+      }
       bool in_section = sym.shndx != SHN_UNDEF && !external(r.symbol) && common_offset_[r.symbol] == kNotLoaded;
       if (in_section && section_offset_[sym.shndx] == kNotLoaded)
         return fail(SK_ERR_UNSUPPORTED,
@@ -289,6 +281,7 @@ sk_status Linker::collect_constraints(std::vector<PlacementConstraint> *out) {
 sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
   if (sk_status s = check_object()) return s;
   if (sk_status s = select_sections()) return s;
+  plan_tls();
   plan_module_functions();
   reserve_dso_handle();
   if (sk_status s = scan_relocations()) return s;
@@ -305,6 +298,7 @@ sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
   if (sk_status s = place_mapping(total_, std::max(page, max_align_), constraints, prefer, o_.label, &mapping_))
     return s;
   if (sk_status s = write_contents()) return s;
+  if (sk_status s = create_tls()) return s;
   if (sk_status s = relocate()) return s;
   if (sk_status s = write_far_data()) return s;
   drop_foreign_fdes();
@@ -314,6 +308,7 @@ sk_status Linker::run(std::unique_ptr<LinkedObject> *out) {
   const size_t size = mapping_.size();
   if (sk_status s = collect_runtime(linked.get())) return s;
   linked->mapping_.reset(mapping_.release(), size);
+  linked->tls_ = std::move(tls_);
   // Constructors run last, on the finished module: one that fails destroys it, undoing them.
   if (sk_status s = linked->runtime_->start()) return s;
   *out = std::move(linked);

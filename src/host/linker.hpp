@@ -32,6 +32,7 @@
 namespace sk::host {
 
 class ModuleRuntime;
+class TlsBlock;
 
 struct LinkOptions {
   // Resolves an undefined symbol before the process's symbols are searched (the device API of
@@ -103,8 +104,10 @@ class LinkedObject {
   std::vector<CodeSymbol> code_symbols_;
   std::vector<std::pair<const void *, size_t>> unwind_tables_;
   Mapping mapping_;
-  // Constructors, destructors, unwind registration (linker_init.hpp); declared after mapping_,
-  // so destroyed before it: the destructors run while the code is still mapped.
+  std::unique_ptr<TlsBlock> tls_;  // its thread-locals (tls_block.hpp)
+  // Constructors, destructors, unwind registration (linker_init.hpp); declared after mapping_
+  // and tls_, so destroyed before them: the destructors run while the code and the
+  // thread-locals are still there.
   std::unique_ptr<ModuleRuntime> runtime_;
 };
 

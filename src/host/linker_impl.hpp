@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "host/compiler_runtime.hpp"
@@ -13,6 +14,7 @@
 #include "host/linker_init.hpp"
 #include "host/placement.hpp"
 #include "host/relocation.hpp"
+#include "host/tls_block.hpp"
 
 namespace sk::host {
 
@@ -45,6 +47,14 @@ class Linker {
   void plan_module_functions();
   void drop_foreign_fdes();
   sk_status collect_runtime(LinkedObject *lo);
+  // linker_tls.cpp
+  void plan_tls();
+  sk_status scan_tls_relocation(uint32_t section, const elf::Relocation &r, const RelocNeeds &kind);
+  sk_status create_tls();
+  bool is_tls_symbol(uint32_t sym) const;
+  uint64_t tls_symbol_offset(uint32_t sym) const;
+  uint64_t tls_entry_address(const RelocNeeds &kind, const elf::Relocation &r) const;
+  std::string tls_variable(uint32_t sym, int64_t addend) const;  // the variable's name, for messages
   // linker_far_data.cpp
   sk_status plan_far_data();
   sk_status write_far_data();
@@ -103,6 +113,26 @@ class Linker {
   std::vector<FarData> far_sites_;
   std::set<std::pair<uint32_t, uint64_t>> far_fields_;  // (section, offset) of their relocations
   size_t far_stubs_offset_ = 0;
+  // Thread-local storage (linker_tls.cpp): per section, its offset in the module's TLS block
+  // (or kNotLoaded); the block's size, alignment and initialised part.
+  std::vector<int64_t> tls_offset_;
+  uint64_t tls_size_ = 0, tls_align_ = 1, tls_image_size_ = 0;
+  // The TLS entries code reaches through the GOT (after the ifunc slots), by model, symbol and
+  // addend (only where the entry holds it): offset in their area.
+  struct TlsKey {
+    TlsUse use;
+    uint32_t symbol;
+    int64_t addend;
+    bool operator<(const TlsKey &o) const {
+      return std::tie(use, symbol, addend) < std::tie(o.use, o.symbol, o.addend);
+    }
+  };
+  std::map<TlsKey, size_t> tls_entry_;
+  size_t tls_entries_size_ = 0, tls_entries_offset_ = 0, tlsdesc_offset_ = 0;
+  // The first relocation whose model needs the block at a fixed offset from the thread pointer.
+  const elf::Relocation *static_tls_reloc_ = nullptr;
+  uint32_t static_tls_section_ = 0;
+  std::unique_ptr<TlsBlock> tls_;
 };
 
 }  // namespace sk::host

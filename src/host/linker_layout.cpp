@@ -77,8 +77,10 @@ sk_status Linker::layout() {
     if (part == kText) far_stubs_offset_ = add(16, far_stub_bytes());
     if (part == kText) forwards_offset_ = add(16, arch_->forward_stub_size * forwards_.size());
     if (part == kText) ifunc_jumps_offset_ = add(16, arch_->slot_jump_size * ifunc_slot_.size());
+    if (part == kText) tlsdesc_offset_ = add(16, tls_entry_.empty() ? 0 : arch_->tlsdesc_return_size);
     if (part == kRodata) got_offset_ = add(kGotEntrySize, kGotEntrySize * got_slot_.size());
     if (part == kRodata) ifunc_slots_offset_ = add(kGotEntrySize, kGotEntrySize * ifunc_slot_.size());
+    if (part == kRodata) tls_entries_offset_ = add(16, tls_entries_size_);
     if (part == kData) bss_offset_ = add(common_align_, common_size_);
     if (offset > kMaxTotal) return fail(SK_ERR_UNSUPPORTED, "%s: the loaded sections exceed 2 GiB", label());
     part_end_[part] = offset;
@@ -158,6 +160,12 @@ sk_status Linker::relocate() {
       v.Z = sym.size;
       auto got = got_slot_.find(r.symbol);
       if (got != got_slot_.end()) v.G = v.GOT + got->second * kGotEntrySize;
+      const RelocNeeds kind = arch_->needs(r.type, target.data, r.offset);
+      if (kind.tls) {
+        v.G = tls_entry_address(kind, r);
+        v.TLS = tls_symbol_offset(r.symbol);
+        v.TP = tls_ ? tls_->tp_offset() : 0;
+      }
       v.L = v.S;
       auto stub = stub_slot_.find(r.symbol);
       if (stub != stub_slot_.end() && arch_->needs(r.type, target.data, r.offset).branch) {

@@ -217,11 +217,68 @@ RelocNeeds needs(uint32_t type) {
       break;
     case R_AARCH64_ADR_GOT_PAGE:
     case R_AARCH64_LD64_GOT_LO12_NC: n.got_entry = true; break;
+    // Thread-local: the code sequences stay as compiled (no relaxation); the GOT entries they
+    // name are the module's TLS entries, one per symbol and addend.
+    case R_AARCH64_TLSGD_ADR_PAGE21:
+    case R_AARCH64_TLSGD_ADR_PREL21:
+    case R_AARCH64_TLSGD_ADD_LO12_NC: n.tls_use = TlsUse::GdEntry; break;
+    case R_AARCH64_TLSLD_ADR_PAGE21:
+    case R_AARCH64_TLSLD_ADR_PREL21:
+    case R_AARCH64_TLSLD_ADD_LO12_NC: n.tls_use = TlsUse::LdEntry; break;
+    case R_AARCH64_TLSIE_ADR_GOTTPREL_PAGE21:
+    case R_AARCH64_TLSIE_LD64_GOTTPREL_LO12_NC:
+    case R_AARCH64_TLSIE_LD_GOTTPREL_PREL19: n.tls_use = TlsUse::IeEntry; break;
+    case R_AARCH64_TLSDESC_ADR_PAGE21:
+    case R_AARCH64_TLSDESC_ADR_PREL21:
+    case R_AARCH64_TLSDESC_LD_PREL19:
+    case R_AARCH64_TLSDESC_LD64_LO12:
+    case R_AARCH64_TLSDESC_ADD_LO12: n.tls_use = TlsUse::DescEntry; break;
+    case R_AARCH64_TLSDESC_CALL:
+    case R_AARCH64_TLSDESC_LDR:
+    case R_AARCH64_TLSDESC_ADD: n.tls_use = TlsUse::Marker; break;
+    case R_AARCH64_TLSLE_ADD_TPREL_HI12:
+    case R_AARCH64_TLSLE_ADD_TPREL_LO12:
+    case R_AARCH64_TLSLE_ADD_TPREL_LO12_NC:
+    case R_AARCH64_TLSLE_LDST8_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST8_TPREL_LO12_NC:
+    case R_AARCH64_TLSLE_LDST16_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST16_TPREL_LO12_NC:
+    case R_AARCH64_TLSLE_LDST32_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST32_TPREL_LO12_NC:
+    case R_AARCH64_TLSLE_LDST64_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST64_TPREL_LO12_NC:
+    case R_AARCH64_TLSLE_LDST128_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST128_TPREL_LO12_NC:
+    case R_AARCH64_TLSLE_MOVW_TPREL_G0:
+    case R_AARCH64_TLSLE_MOVW_TPREL_G0_NC:
+    case R_AARCH64_TLSLE_MOVW_TPREL_G1:
+    case R_AARCH64_TLSLE_MOVW_TPREL_G1_NC:
+    case R_AARCH64_TLSLE_MOVW_TPREL_G2: n.tls_use = TlsUse::TpOffset; break;
+    case R_AARCH64_TLSLD_ADD_DTPREL_HI12:
+    case R_AARCH64_TLSLD_ADD_DTPREL_LO12:
+    case R_AARCH64_TLSLD_ADD_DTPREL_LO12_NC:
+    case R_AARCH64_TLSLD_LDST8_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST8_DTPREL_LO12_NC:
+    case R_AARCH64_TLSLD_LDST16_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST16_DTPREL_LO12_NC:
+    case R_AARCH64_TLSLD_LDST32_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST32_DTPREL_LO12_NC:
+    case R_AARCH64_TLSLD_LDST64_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST64_DTPREL_LO12_NC:
+    case R_AARCH64_TLSLD_LDST128_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST128_DTPREL_LO12_NC:
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G0:
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G0_NC:
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G1:
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G1_NC:
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G2: n.tls_use = TlsUse::DtpOffset; break;
+    case R_AARCH64_TLS_DTPREL: n.tls_use = TlsUse::DtpOffset, n.width = 8; break;  // debug info
     default:
       n = RelocNeeds();
       n.tls = is_tls(type);
       break;
   }
+  if (n.tls_use != TlsUse::None) n.tls = true, n.tls_addend_in_entry = true;
   return n;
 }
 
@@ -327,6 +384,85 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
     case R_AARCH64_MOVW_UABS_G2: return movw(S + A, 32, 1ull << 48, "[0, 2^48)");
     case R_AARCH64_MOVW_UABS_G2_NC: return movw(S + A, 32, 0, "");
     case R_AARCH64_MOVW_UABS_G3: return movw(S + A, 48, 0, "");
+    default: break;
+  }
+  // Thread-local: G is the TLS entry (which holds the addend), TPREL and DTPREL the offsets.
+  const uint64_t tprel = static_cast<uint64_t>(v.TP) + v.TLS + A, dtprel = v.TLS + A;
+  switch (type) {
+    case R_AARCH64_TLSGD_ADR_PAGE21:
+    case R_AARCH64_TLSLD_ADR_PAGE21:
+    case R_AARCH64_TLSIE_ADR_GOTTPREL_PAGE21:
+    case R_AARCH64_TLSDESC_ADR_PAGE21: {
+      const uint64_t x = page(G) - page(P);
+      if (!fits_signed(static_cast<int64_t>(x), 33)) return overflow(x, "±4 GiB");
+      set_adr_imm(where, static_cast<uint64_t>(static_cast<int64_t>(x) >> 12));
+      return SK_OK;
+    }
+    case R_AARCH64_TLSGD_ADR_PREL21:
+    case R_AARCH64_TLSLD_ADR_PREL21:
+    case R_AARCH64_TLSDESC_ADR_PREL21: {
+      const uint64_t x = G - P;
+      if (!fits_signed(static_cast<int64_t>(x), 21)) return overflow(x, "±1 MiB");
+      set_adr_imm(where, x);
+      return SK_OK;
+    }
+    case R_AARCH64_TLSIE_LD_GOTTPREL_PREL19:
+    case R_AARCH64_TLSDESC_LD_PREL19: return pc_field(G - P, 21, 4, 5, 19, "±1 MiB");
+    case R_AARCH64_TLSGD_ADD_LO12_NC:
+    case R_AARCH64_TLSLD_ADD_LO12_NC:
+    case R_AARCH64_TLSDESC_ADD_LO12: set_field(where, G & 0xfff, 10, 12); return SK_OK;
+    case R_AARCH64_TLSIE_LD64_GOTTPREL_LO12_NC:
+    case R_AARCH64_TLSDESC_LD64_LO12: return lo12(G, 8);
+    case R_AARCH64_TLSDESC_CALL:
+    case R_AARCH64_TLSDESC_LDR:
+    case R_AARCH64_TLSDESC_ADD: return SK_OK;
+    case R_AARCH64_TLSLE_ADD_TPREL_HI12:
+    case R_AARCH64_TLSLD_ADD_DTPREL_HI12: {
+      const uint64_t x = type == R_AARCH64_TLSLE_ADD_TPREL_HI12 ? tprel : dtprel;
+      if (x >= (1ull << 24)) return overflow(x, "[0, 2^24)");
+      set_field(where, (x >> 12) & 0xfff, 10, 12);
+      return SK_OK;
+    }
+    case R_AARCH64_TLSLE_ADD_TPREL_LO12:
+    case R_AARCH64_TLSLD_ADD_DTPREL_LO12: {
+      const uint64_t x = type == R_AARCH64_TLSLE_ADD_TPREL_LO12 ? tprel : dtprel;
+      if (x >= (1ull << 12)) return overflow(x, "[0, 2^12)");
+      set_field(where, x, 10, 12);
+      return SK_OK;
+    }
+    case R_AARCH64_TLSLE_ADD_TPREL_LO12_NC: set_field(where, tprel & 0xfff, 10, 12); return SK_OK;
+    case R_AARCH64_TLSLD_ADD_DTPREL_LO12_NC: set_field(where, dtprel & 0xfff, 10, 12); return SK_OK;
+    case R_AARCH64_TLSLE_LDST8_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST8_TPREL_LO12_NC: return lo12(tprel, 1);
+    case R_AARCH64_TLSLE_LDST16_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST16_TPREL_LO12_NC: return lo12(tprel, 2);
+    case R_AARCH64_TLSLE_LDST32_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST32_TPREL_LO12_NC: return lo12(tprel, 4);
+    case R_AARCH64_TLSLE_LDST64_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST64_TPREL_LO12_NC: return lo12(tprel, 8);
+    case R_AARCH64_TLSLE_LDST128_TPREL_LO12:
+    case R_AARCH64_TLSLE_LDST128_TPREL_LO12_NC: return lo12(tprel, 16);
+    case R_AARCH64_TLSLD_LDST8_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST8_DTPREL_LO12_NC: return lo12(dtprel, 1);
+    case R_AARCH64_TLSLD_LDST16_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST16_DTPREL_LO12_NC: return lo12(dtprel, 2);
+    case R_AARCH64_TLSLD_LDST32_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST32_DTPREL_LO12_NC: return lo12(dtprel, 4);
+    case R_AARCH64_TLSLD_LDST64_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST64_DTPREL_LO12_NC: return lo12(dtprel, 8);
+    case R_AARCH64_TLSLD_LDST128_DTPREL_LO12:
+    case R_AARCH64_TLSLD_LDST128_DTPREL_LO12_NC: return lo12(dtprel, 16);
+    case R_AARCH64_TLSLE_MOVW_TPREL_G0: return movw(tprel, 0, 1ull << 16, "[0, 2^16)");
+    case R_AARCH64_TLSLE_MOVW_TPREL_G0_NC: return movw(tprel, 0, 0, "");
+    case R_AARCH64_TLSLE_MOVW_TPREL_G1: return movw(tprel, 16, 1ull << 32, "[0, 2^32)");
+    case R_AARCH64_TLSLE_MOVW_TPREL_G1_NC: return movw(tprel, 16, 0, "");
+    case R_AARCH64_TLSLE_MOVW_TPREL_G2: return movw(tprel, 32, 1ull << 48, "[0, 2^48)");
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G0: return movw(dtprel, 0, 1ull << 16, "[0, 2^16)");
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G0_NC: return movw(dtprel, 0, 0, "");
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G1: return movw(dtprel, 16, 1ull << 32, "[0, 2^32)");
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G1_NC: return movw(dtprel, 16, 0, "");
+    case R_AARCH64_TLSLD_MOVW_DTPREL_G2: return movw(dtprel, 32, 1ull << 48, "[0, 2^48)");
+    case R_AARCH64_TLS_DTPREL: return data(dtprel, 8, "");
     default:
       return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation %s at %s+0x%llx against '%s'", site.label,
                   reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol);
@@ -370,10 +506,26 @@ void write_slot_jump(uint8_t *at, uint64_t at_address, uint64_t slot) {
   std::memcpy(at, code, sizeof code);
 }
 
+// ldr x0, [x0, #8]; ret (0xf9400400, 0xd65f03c0, little-endian): the descriptor's argument is
+// the offset (_dl_tlsdesc_return).
+constexpr uint8_t kTlsdescReturn[] = {0x00, 0x04, 0x40, 0xf9, 0xc0, 0x03, 0x5f, 0xd6};
+
 }  // namespace
 
-const RelocArch kArch = {EM_AARCH64, "AArch64",       "EM_AARCH64", kStubSize,        128 * MiB,
-                         needs_at,   reloc_name,      write_stub,   kForwardStubSize, write_forward_stub,
-                         16,         write_slot_jump, apply};
+const RelocArch kArch = {EM_AARCH64,
+                         "AArch64",
+                         "EM_AARCH64",
+                         kStubSize,
+                         128 * MiB,
+                         needs_at,
+                         reloc_name,
+                         write_stub,
+                         kForwardStubSize,
+                         write_forward_stub,
+                         16,
+                         write_slot_jump,
+                         kTlsdescReturn,
+                         sizeof kTlsdescReturn,
+                         apply};
 
 }  // namespace sk::host::aarch64

@@ -111,22 +111,25 @@ RelocKind classify(uint32_t type) {
     case R_X86_64_PC16: k.width = 2; break;
     case R_X86_64_8:
     case R_X86_64_PC8: k.width = 1; break;
-    case R_X86_64_DTPMOD64:
-    case R_X86_64_DTPOFF64:
-    case R_X86_64_TPOFF64:
-    case R_X86_64_TLSGD:
-    case R_X86_64_TLSLD:
-    case R_X86_64_DTPOFF32:
-    case R_X86_64_GOTTPOFF:
-    case R_X86_64_TPOFF32:
-    case R_X86_64_GOTPC32_TLSDESC:
-    case R_X86_64_TLSDESC_CALL:
+    // Thread-local: the code sequences stay as compiled (no relaxation); the GOT entries they
+    // name are the module's TLS entries.
+    case R_X86_64_TLSGD: k.tls_use = TlsUse::GdEntry, k.width = 4; break;
+    case R_X86_64_TLSLD: k.tls_use = TlsUse::LdEntry, k.width = 4; break;
+    case R_X86_64_GOTTPOFF: k.tls_use = TlsUse::IeEntry, k.width = 4; break;
+    case R_X86_64_GOTPC32_TLSDESC: k.tls_use = TlsUse::DescEntry, k.width = 4; break;
+    case R_X86_64_TPOFF32: k.tls_use = TlsUse::TpOffset, k.width = 4; break;
+    case R_X86_64_TPOFF64: k.tls_use = TlsUse::TpOffset, k.width = 8; break;
+    case R_X86_64_DTPOFF32: k.tls_use = TlsUse::DtpOffset, k.width = 4; break;
+    case R_X86_64_DTPOFF64: k.tls_use = TlsUse::DtpOffset, k.width = 8; break;
+    case R_X86_64_TLSDESC_CALL: k.tls_use = TlsUse::Marker; break;
+    case R_X86_64_DTPMOD64:  // dynamic relocations: not in objects
     case R_X86_64_TLSDESC:
       k.known = false;
       k.tls = true;
       break;
     default: k.known = false; break;
   }
+  k.tls = k.tls || k.tls_use != TlsUse::None;
   return k;
 }
 
@@ -241,6 +244,33 @@ sk_status apply(uint32_t type, uint8_t *where, const RelocValues &v, const Reloc
       width = 1;
       check = kSigned;
       break;
+    case R_X86_64_TLSGD:  // G: the TLS entry
+    case R_X86_64_TLSLD:
+    case R_X86_64_GOTTPOFF:
+    case R_X86_64_GOTPC32_TLSDESC:
+      value = G + A - P;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_TPOFF32:
+      value = static_cast<uint64_t>(v.TP) + v.TLS + A;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_TPOFF64:
+      value = static_cast<uint64_t>(v.TP) + v.TLS + A;
+      width = 8;
+      break;
+    case R_X86_64_DTPOFF32:
+      value = v.TLS + A;
+      width = 4;
+      check = kSigned;
+      break;
+    case R_X86_64_DTPOFF64:
+      value = v.TLS + A;
+      width = 8;
+      break;
+    case R_X86_64_TLSDESC_CALL: return SK_OK;
     default:
       return fail(SK_ERR_UNSUPPORTED, "%s: unsupported relocation %s at %s+0x%llx against '%s'", site.label,
                   reloc_name(type).c_str(), site.section, (unsigned long long)site.offset, site.symbol);
@@ -271,6 +301,7 @@ RelocNeeds needs(uint32_t type, const uint8_t *section, uint64_t offset) {
   RelocNeeds n;
   n.known = k.known;
   n.tls = k.tls;
+  n.tls_use = k.tls_use;
   n.none = type == R_X86_64_NONE;
   n.got_entry = k.got_entry;
   n.branch = k.branch || (type == R_X86_64_PC32 && is_branch_displacement(section, offset));
@@ -320,7 +351,12 @@ void write_slot_jump(uint8_t *at, uint64_t at_address, uint64_t slot) {
 
 }  // namespace
 
-const RelocArch kArch = {EM_X86_64,  "x86-64",         "EM_X86_64",        16, k2GiB,           needs, reloc_name,
-                         write_stub, kForwardStubSize, write_forward_stub, 8,  write_slot_jump, apply};
+// mov 8(%rax), %rax; ret: the descriptor's argument is the offset (_dl_tlsdesc_return).
+constexpr uint8_t kTlsdescReturn[] = {0x48, 0x8b, 0x40, 0x08, 0xc3};
+
+const RelocArch kArch = {
+    EM_X86_64,  "x86-64",         "EM_X86_64",        16, k2GiB,           needs,          reloc_name,
+    write_stub, kForwardStubSize, write_forward_stub, 8,  write_slot_jump, kTlsdescReturn, sizeof kTlsdescReturn,
+    apply};
 
 }  // namespace sk::host::x86_64

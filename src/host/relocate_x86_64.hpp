@@ -12,8 +12,9 @@ namespace sk::host::x86_64 {
 
 // What the linker must know about a relocation type before layout.
 struct RelocKind {
-  bool known = false;      // handled by apply()
-  bool tls = false;        // a thread-local relocation (never handled)
+  bool known = false;  // handled by apply()
+  bool tls = false;    // a thread-local relocation (tls_use says what it needs)
+  TlsUse tls_use = TlsUse::None;
   bool got_entry = false;  // needs a GOT entry for its symbol (G)
   bool branch = false;     // a call/jump target: a stub may stand in for a far symbol (L)
   bool pc32 = false;       // 32-bit PC-relative: the symbol must lie within ±2 GiB of the place

@@ -11,12 +11,33 @@
 namespace sk::host {
 
 // The psABI's symbols for one relocation. S: symbol value, A: addend, P: place, G: address of
-// the symbol's GOT entry, GOT: GOT base, L: the call target (S, or its stub when S is far),
-// Z: symbol size.
+// the symbol's GOT entry (for a thread-local relocation: of its TLS entry, below), GOT: GOT
+// base, L: the call target (S, or its stub when S is far), Z: symbol size. Thread-local ones:
+// TLS, the symbol's offset in the module's TLS block; TP, the block's offset from the thread
+// pointer (host/tls_block.hpp), so that S+A's is TP + TLS + A.
 struct RelocValues {
-  uint64_t S = 0, P = 0, G = 0, GOT = 0, L = 0, Z = 0;
-  int64_t A = 0;
+  uint64_t S = 0, P = 0, G = 0, GOT = 0, L = 0, Z = 0, TLS = 0;
+  int64_t A = 0, TP = 0;
 };
+
+// What a thread-local relocation needs, by the access model it belongs to.
+enum class TlsUse : uint8_t {
+  None,
+  GdEntry,    // general dynamic: a GOT pair {module id, offset of S+A} for __tls_get_addr
+  LdEntry,    // local dynamic: the module's GOT pair {module id, 0}
+  IeEntry,    // initial exec: a GOT entry holding S+A's offset from the thread pointer
+  DescEntry,  // TLS descriptor: a GOT pair {function, argument} whose call returns that offset
+  TpOffset,   // local exec: S+A's offset from the thread pointer, in the instruction
+  DtpOffset,  // local dynamic's second half: S+A's offset in the block
+  Marker,     // marks an instruction for a linker's relaxation: nothing to write
+};
+// "general dynamic" ... for messages.
+const char *tls_model_name(TlsUse use);
+// Whether code of this model reaches the block at an offset from the thread pointer fixed when
+// it is linked, so that every thread must have it at that offset (static TLS).
+inline bool needs_static_tls(TlsUse use) {
+  return use == TlsUse::IeEntry || use == TlsUse::DescEntry || use == TlsUse::TpOffset;
+}
 
 // For messages: "kernels.o: R_X86_64_PC32 at .text+0x1a against 'foo'".
 struct RelocSite {
@@ -28,8 +49,12 @@ struct RelocSite {
 
 // What the linker must know about one relocation before layout.
 struct RelocNeeds {
-  bool known = false;      // handled by apply()
-  bool tls = false;        // thread-local (never handled)
+  bool known = false;  // handled by apply()
+  bool tls = false;    // thread-local: see tls_use
+  TlsUse tls_use = TlsUse::None;
+  // For the TLS entries of AArch64 (and other RELA machines' GOT forms), the addend is part of
+  // the entry (one per symbol and addend); on x86-64 it only adjusts the PC-relative field.
+  bool tls_addend_in_entry = false;
   bool none = false;       // writes nothing (R_*_NONE)
   bool got_entry = false;  // needs a GOT entry for its symbol (G)
   bool branch = false;     // a call/jump: a stub may stand in for a far external symbol (L)
@@ -61,6 +86,10 @@ struct RelocArch {
   // at `at`, whose run-time address is `at_address`; the slot lies within ±2 GiB.
   size_t slot_jump_size;
   void (*write_slot_jump)(uint8_t *at, uint64_t at_address, uint64_t slot);
+  // The function of a TLS descriptor whose argument is already the thread-pointer offset
+  // (glibc's _dl_tlsdesc_return): it returns the descriptor's second word.
+  const uint8_t *tlsdesc_return;
+  size_t tlsdesc_return_size;
   // Writes relocation `type` at `where`; SK_ERR_UNSUPPORTED when the value does not fit the field
   // or the type is not handled.
   sk_status (*apply)(uint32_t type, uint8_t *where, const RelocValues &v, const RelocSite &site);

@@ -30,9 +30,10 @@ constexpr std::string_view kLibc[] = {
 // What compilers emit calls to on their own: 128-bit and complex arithmetic helpers, and the
 // stack protector's failure handler (it aborts).
 constexpr std::string_view kCompiler[] = {
-    "__divti3", "__udivti3", "__modti3",  "__umodti3", "__muldc3",         "__mulsc3",
-    "__divdc3", "__divsc3",  "__powisf2", "__powidf2", "__stack_chk_fail",
-    "atexit",  // written into the module: __cxa_atexit with its own handle (host/compiler_runtime.hpp)
+    "__divti3",       "__udivti3", "__modti3",  "__umodti3", "__muldc3",         "__mulsc3",
+    "__divdc3",       "__divsc3",  "__powisf2", "__powidf2", "__stack_chk_fail",
+    "atexit",          // written into the module: __cxa_atexit with its own handle (host/compiler_runtime.hpp)
+    "__tls_get_addr",  // what general and local dynamic thread-local code calls (host/tls_block.hpp)
 };
 
 // The C++ ABI's language support (libstdc++'s libsupc++ and the unwinder): static-object

@@ -5,8 +5,10 @@
 // in-memory ELF given to GDB's JIT interface, and perf's map.
 #include <elf.h>
 #include <gtest/gtest.h>
+
 #include <sk.h>
 #include <unistd.h>
+#include <thread>
 
 #include <cstdlib>
 #include <fstream>
@@ -190,13 +192,27 @@ TEST(Lto, FatGccObjectLoadsItsRegularCode) {
   EXPECT_EQ(fused, default_model_result());
 }
 
-TEST(ThreadLocal, RefusalNamesTheVariableAndSaysWhy) {
-  sk::test::Loaded l;
-  EXPECT_EQ(sk::test::load_kernel("gcc-O2-pie", "reloc_tls", sk::test::Resolver().options(), &l),
-            SK_ERR_UNSUPPORTED);
-  EXPECT_NE(l.message.find("'reloc_tls_counter'"), std::string::npos) << l.message;
-  EXPECT_NE(l.message.find("kernels run on the executor's threads, not the launching thread"), std::string::npos)
-      << l.message;
+// 1 MiB of thread-locals: beyond glibc's static TLS space for the models that need it there,
+// fine through __tls_get_addr.
+TEST(ThreadLocalSpace, StaticModelsRefusedNamingTheVariableDynamicOnesLoad) {
+  for (const std::string &variant : sk::test::kernel_variants()) {
+    sk::test::Loaded l;
+    const sk_status st = sk::test::load_kernel(variant, "tls_too_big", sk::test::Resolver().options(), &l);
+    if (variant.find("-pic") != std::string::npos) {
+      ASSERT_EQ(st, SK_OK) << variant << ": " << l.message;
+      auto touch = l.fn<int (*)(int)>("tls_too_big_touch");
+      EXPECT_EQ(touch(7), 1);
+      EXPECT_EQ(touch(7), 2);
+      int other = 0;
+      std::thread([&] { other = touch(7); }).join();
+      EXPECT_EQ(other, 1) << variant << ": another thread has its own";
+      continue;
+    }
+    EXPECT_EQ(st, SK_ERR_UNSUPPORTED) << variant;
+    for (const char *want : {"'tls_too_big_buffer'", "local exec", "static TLS", "tls_too_big.o",
+                             "glibc.rtld.optional_static_tls", "-fPIC"})
+      EXPECT_NE(l.message.find(want), std::string::npos) << variant << ": " << want << " in " << l.message;
+  }
 }
 
 // ---- debuggers and profilers ----

@@ -125,11 +125,17 @@ TEST_P(LinkerVariant, ComdatGroupsLoad) {
   EXPECT_EQ(sum(5), 10 + 10 + 5);
 }
 
-TEST_P(LinkerVariant, RejectsThreadLocalStorage) {
+TEST_P(LinkerVariant, ThreadLocalsArePerThread) {
   Loaded l;
-  EXPECT_EQ(load_kernel(GetParam(), "reloc_tls", resolver_.options(), &l), SK_ERR_UNSUPPORTED);
-  EXPECT_NE(l.message.find("reloc_tls_counter"), std::string::npos) << l.message;
-  EXPECT_NE(l.message.find("reloc_tls.o"), std::string::npos) << l.message;
+  ASSERT_EQ(load_kernel(GetParam(), "reloc_tls", resolver_.options(), &l), SK_OK) << l.message;
+  auto get = l.fn<int (*)()>("reloc_tls_get");
+  EXPECT_EQ(get(), 1);
+  EXPECT_EQ(get(), 2);
+  int other[2] = {};
+  std::thread([&] { other[0] = get(), other[1] = get(); }).join();  // a thread of its own: from 0
+  EXPECT_EQ(other[0], 1);
+  EXPECT_EQ(other[1], 2);
+  EXPECT_EQ(get(), 3);
 }
 
 TEST_P(LinkerVariant, MissingStaticOnlySymbolSaysWhereItComesFrom) {

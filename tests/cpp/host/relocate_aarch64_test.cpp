@@ -239,7 +239,11 @@ TEST(RelocateAArch64, NamesNeedsAndStub) {
   EXPECT_NE(std::string(last_error()).find("unsupported relocation type 200"), std::string::npos) << last_error();
   EXPECT_TRUE(a64::needs(R_AARCH64_TLSLE_ADD_TPREL_HI12).tls);
   EXPECT_TRUE(a64::needs(R_AARCH64_TLSDESC).tls);
-  EXPECT_FALSE(a64::needs(R_AARCH64_TLSGD_ADR_PAGE21).known);
+  EXPECT_EQ(a64::needs(R_AARCH64_TLSGD_ADR_PAGE21).tls_use, host::TlsUse::GdEntry);
+  EXPECT_EQ(a64::needs(R_AARCH64_TLSDESC_ADR_PAGE21).tls_use, host::TlsUse::DescEntry);
+  EXPECT_EQ(a64::needs(R_AARCH64_TLSIE_LD64_GOTTPREL_LO12_NC).tls_use, host::TlsUse::IeEntry);
+  EXPECT_TRUE(a64::needs(R_AARCH64_TLSLE_ADD_TPREL_LO12_NC).tls_addend_in_entry);
+  EXPECT_FALSE(a64::needs(R_AARCH64_TLSDESC).known);  // a dynamic relocation
   EXPECT_FALSE(a64::needs(R_AARCH64_MOVW_PREL_G0).known);
   EXPECT_FALSE(a64::needs(R_AARCH64_MOVW_PREL_G0).tls);
   EXPECT_TRUE(a64::needs(R_AARCH64_NONE).none);
@@ -520,8 +524,9 @@ TEST(RelocateAArch64Errors, MutatedRelocationTypes) {
   Loaded tls;
   EXPECT_EQ(load_bytes(with_type(R_AARCH64_TLSLE_ADD_TPREL_HI12), "m.o", Resolver().options(), &tls),
             SK_ERR_UNSUPPORTED);
-  EXPECT_NE(tls.message.find("thread-local relocation R_AARCH64_TLSLE_ADD_TPREL_HI12"), std::string::npos)
+  EXPECT_NE(tls.message.find("local exec, R_AARCH64_TLSLE_ADD_TPREL_HI12 at .text+0x"), std::string::npos)
       << tls.message;
+  EXPECT_NE(tls.message.find("is not defined by the module's objects"), std::string::npos) << tls.message;
 }
 #endif  // __aarch64__
 

@@ -163,7 +163,12 @@ TEST(RelocateX86_64, NamesKindsAndBranches) {
   EXPECT_EQ(run(200, values(0, 0, 0), &w), SK_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(last_error()).find("unsupported relocation type 200"), std::string::npos) << last_error();
   EXPECT_TRUE(host::x86_64::classify(R_X86_64_TPOFF32).tls);
-  EXPECT_FALSE(host::x86_64::classify(R_X86_64_TLSGD).known);
+  EXPECT_EQ(host::x86_64::classify(R_X86_64_TPOFF32).tls_use, host::TlsUse::TpOffset);
+  EXPECT_EQ(host::x86_64::classify(R_X86_64_TLSGD).tls_use, host::TlsUse::GdEntry);
+  EXPECT_EQ(host::x86_64::classify(R_X86_64_TLSLD).tls_use, host::TlsUse::LdEntry);
+  EXPECT_EQ(host::x86_64::classify(R_X86_64_GOTTPOFF).tls_use, host::TlsUse::IeEntry);
+  EXPECT_EQ(host::x86_64::classify(R_X86_64_GOTPC32_TLSDESC).tls_use, host::TlsUse::DescEntry);
+  EXPECT_FALSE(host::x86_64::classify(R_X86_64_DTPMOD64).known);  // a dynamic relocation
   EXPECT_FALSE(host::x86_64::classify(R_X86_64_GOTPLT64).known);
   EXPECT_TRUE(host::x86_64::classify(R_X86_64_GOTPCRELX).got_entry);
   EXPECT_TRUE(host::x86_64::classify(R_X86_64_PLT32).branch);
@@ -308,12 +313,14 @@ TEST(RelocateErrors, MutatedRelocationTypes) {
   char where[96];
   std::snprintf(where, sizeof where, "type 200 (type 200) in section '.text' at offset 0x%" PRIx64, first.offset);
   EXPECT_NE(unknown.message.find(where), std::string::npos) << unknown.message;
+  // A thread-local relocation against a symbol that is not a thread-local of the module.
   Loaded tls;
   EXPECT_EQ(load_bytes(with_type(R_X86_64_TPOFF32), "m.o", Resolver().options(), &tls), SK_ERR_UNSUPPORTED);
-  EXPECT_NE(tls.message.find("thread-local relocation R_X86_64_TPOFF32"), std::string::npos) << tls.message;
+  EXPECT_NE(tls.message.find("local exec, R_X86_64_TPOFF32 at .text+0x"), std::string::npos) << tls.message;
   const elf::Symbol &s = o.symbols[first.symbol];
   std::string name = s.type == STT_SECTION ? o.sections[s.shndx].name : s.name;
-  EXPECT_NE(tls.message.find("against '" + name + "'"), std::string::npos) << tls.message;
+  EXPECT_NE(tls.message.find("thread-local variable '" + name + "'"), std::string::npos) << tls.message;
+  EXPECT_NE(tls.message.find("is not defined by the module's objects"), std::string::npos) << tls.message;
 }
 
 #endif  // __x86_64__
