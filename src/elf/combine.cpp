@@ -4,9 +4,11 @@
 
 #include <elf.h>
 
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "elf/archive.hpp"
@@ -38,6 +40,7 @@ class Combiner {
 
  private:
   sk_status read_inputs(const std::vector<Input> &inputs);
+  sk_status pull(const std::string &name, const std::string &needed_by, bool *pulled);
   sk_status pull_members();
   sk_status drop_duplicate_groups();
   void number_sections(Object *c);
@@ -59,7 +62,71 @@ class Combiner {
   std::map<std::string, GlobalName, std::less<>> globals_;
   std::vector<std::string> global_order_;  // names in order of first appearance
   uint32_t symtab_ = 0;
+  std::vector<std::pair<std::string, std::string>> externs_;  // EXTERN(name) and its script
 };
+
+bool is_elf(const Input &in) {
+  return in.bytes && in.size >= SELFMAG && std::memcmp(in.bytes, ELFMAG, SELFMAG) == 0;
+}
+
+// Skips blanks and /* comments */ from `at`; false for a comment that does not end.
+bool skip_blanks(std::string_view text, size_t *at) {
+  while (*at < text.size()) {
+    if (std::isspace(static_cast<unsigned char>(text[*at]))) {
+      ++*at;
+    } else if (text.compare(*at, 2, "/*") == 0) {
+      const size_t end = text.find("*/", *at + 2);
+      if (end == std::string_view::npos) return false;
+      *at = end + 2;
+    } else {
+      break;
+    }
+  }
+  return true;
+}
+
+// A linker script of EXTERN commands only: does the text start with one?
+bool is_extern_script(const Input &in) {
+  if (!in.bytes || is_elf(in) || is_archive(in.bytes, in.size)) return false;
+  std::string_view text(static_cast<const char *>(in.bytes), in.size);
+  size_t at = 0;
+  return skip_blanks(text, &at) && text.compare(at, 6, "EXTERN") == 0;
+}
+
+// EXTERN(a b, c) EXTERN(d): the names, in order.
+sk_status read_extern_script(const Input &in, std::vector<std::pair<std::string, std::string>> *out) {
+  std::string_view text(static_cast<const char *>(in.bytes), in.size);
+  size_t at = 0;
+  auto bad = [&](const char *what) {
+    return fail(SK_ERR_BAD_BINARY,
+                "%s: at byte %zu: %s; a linker script input may hold only EXTERN(symbol ...) commands "
+                "and comments",
+                in.label.c_str(), at, what);
+  };
+  while (true) {
+    if (!skip_blanks(text, &at)) return bad("a comment does not end");
+    if (at == text.size()) return SK_OK;
+    if (text.compare(at, 6, "EXTERN") != 0) return bad("not an EXTERN command");
+    at += 6;
+    if (!skip_blanks(text, &at) || at == text.size() || text[at] != '(') return bad("EXTERN without '('");
+    ++at;
+    while (true) {
+      if (!skip_blanks(text, &at) || at == text.size()) return bad("EXTERN( without ')'");
+      if (text[at] == ')') break;
+      if (text[at] == ',') {
+        ++at;
+        continue;
+      }
+      const size_t begin = at;
+      while (at < text.size() && !std::isspace(static_cast<unsigned char>(text[at])) && text[at] != ',' &&
+             text[at] != ')' && text[at] != '(')
+        ++at;
+      if (at == begin) return bad("'(' inside EXTERN");
+      out->emplace_back(std::string(text.substr(begin, at - begin)), in.label);
+    }
+    ++at;
+  }
+}
 
 void add_definitions(const Object &o, std::set<std::string, std::less<>> *defined) {
   for (const Symbol &s : o.symbols)
@@ -68,6 +135,10 @@ void add_definitions(const Object &o, std::set<std::string, std::less<>> *define
 
 sk_status Combiner::read_inputs(const std::vector<Input> &inputs) {
   for (const Input &in : inputs) {
+    if (is_extern_script(in)) {
+      if (sk_status st = read_extern_script(in, &externs_)) return st;
+      continue;
+    }
     if (is_archive(in.bytes, in.size)) {
       Archive a;
       if (sk_status st = parse_archive(in.bytes, in.size, in.label, &a)) return st;
@@ -80,39 +151,56 @@ sk_status Combiner::read_inputs(const std::vector<Input> &inputs) {
     add_definitions(o, &defined_);
     parts_.push_back(std::move(o));
   }
-  if (parts_.empty())
+  if (parts_.empty() && externs_.empty())
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "%s: no object to link, only archives: an archive member is linked only when an "
                 "object of the set references a symbol it defines; add the objects that call into "
-                "the archives",
+                "the archives, or a linker script input holding EXTERN(symbol ...) naming what to "
+                "pull in (as ld -u does)",
                 label_.c_str());
   return SK_OK;
 }
 
+// Pulls in the first member (first archive first) that defines `name`, if one does.
+sk_status Combiner::pull(const std::string &name, const std::string &needed_by, bool *pulled) {
+  *pulled = false;
+  for (size_t a = 0; a < archives_.size(); ++a) {
+    auto it = archives_[a].symbols.find(name);
+    if (it == archives_[a].symbols.end() || pulled_[a][it->second]) continue;
+    pulled_[a][it->second] = true;
+    const ArchiveMember &m = archives_[a].members[it->second];
+    Object o;
+    if (sk_status st = parse_object(m.data, m.size, archives_[a].member_label(it->second), &o)) {
+      prefix_error(label_ + ": '" + name + "', needed by " + needed_by);
+      return st;
+    }
+    add_definitions(o, &defined_);
+    parts_.push_back(std::move(o));
+    *pulled = true;
+    return SK_OK;
+  }
+  return SK_OK;
+}
+
 sk_status Combiner::pull_members() {
+  bool pulled = false;
+  for (const auto &[name, script] : externs_)
+    if (!defined_.count(name))
+      if (sk_status st = pull(name, script + "'s EXTERN", &pulled)) return st;
   // One pass over a growing list: members pulled are scanned in their turn.
   for (size_t p = 0; p < parts_.size(); ++p) {
     for (size_t k = 1; k < parts_[p].symbols.size(); ++k) {
       const Symbol &s = parts_[p].symbols[k];
       // Weak references do not pull members, as in ld.
       if (s.shndx != SHN_UNDEF || s.bind != STB_GLOBAL || s.name.empty() || defined_.count(s.name)) continue;
-      const std::string name = s.name;  // parts_ may grow below
-      for (size_t a = 0; a < archives_.size(); ++a) {
-        auto it = archives_[a].symbols.find(name);
-        if (it == archives_[a].symbols.end() || pulled_[a][it->second]) continue;
-        pulled_[a][it->second] = true;
-        const ArchiveMember &m = archives_[a].members[it->second];
-        Object o;
-        if (sk_status st = parse_object(m.data, m.size, archives_[a].member_label(it->second), &o)) {
-          prefix_error(label_ + ": '" + name + "', needed by " + parts_[p].label);
-          return st;
-        }
-        add_definitions(o, &defined_);
-        parts_.push_back(std::move(o));
-        break;
-      }
+      const std::string name = s.name, needed_by = parts_[p].label;  // parts_ may grow below
+      if (sk_status st = pull(name, needed_by, &pulled)) return st;
     }
   }
+  for (const auto &[name, script] : externs_)
+    if (!defined_.count(name))
+      return fail(SK_ERR_NOT_FOUND, "%s: EXTERN(%s): no object or archive member of the set defines '%s'",
+                  script.c_str(), name.c_str(), name.c_str());
   for (size_t p = 1; p < parts_.size(); ++p)
     if (parts_[p].machine != parts_[0].machine)
       return fail(SK_ERR_UNSUPPORTED,
@@ -359,6 +447,10 @@ sk_status Combiner::run(const std::vector<Input> &inputs, Object *out) {
     c.part_images.push_back(std::move(o.image));  // moved, not copied: Section::data stays valid
   }
   gather_metadata(&c);
+  for (size_t a = 0; a < archives_.size(); ++a)
+    for (const auto &[name, member] : archives_[a].symbols)
+      if (!pulled_[a][member] && !defined_.count(name))
+        c.archive_definitions.emplace(name, archives_[a].member_label(member));
   *out = std::move(c);
   return SK_OK;
 }

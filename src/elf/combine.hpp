@@ -6,6 +6,10 @@
 //    only when a strong undefined symbol of what is already in has no definition there and the
 //    member defines it (the archive's index, first archive in input order first), repeated
 //    until nothing more is needed. The result does not depend on where the archives stand.
+//  - A linker script input that holds only EXTERN(symbol ...) commands (and comments) names
+//    symbols to pull in as if an object referenced them, as `ld -u symbol` does: an archive
+//    alone (a Rust staticlib) needs no object that calls into it. Each must be defined by the
+//    set (SK_ERR_NOT_FOUND naming the script and the symbol).
 //  - Global symbols are one per name: a strong definition beats common ones (the largest wins)
 //    and weak ones (the first wins); two strong definitions are SK_ERR_BAD_BINARY naming both
 //    objects. Local symbols stay each object's own.

@@ -5,6 +5,7 @@
 #include <sk.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,9 @@ struct Object {
   std::vector<uint32_t> section_part;
   std::vector<uint32_t> symbol_part;  // an undefined global's: the first part referencing it
   std::vector<std::vector<uint8_t>> part_images;
+  // Global symbols defined by archive members the set did not need, with the member's label
+  // ("libfoo.a(bar.o)"): what a refusal of such a name can point to.
+  std::map<std::string, std::string, std::less<>> archive_definitions;
 
   // Section index by exact name, or -1.
   int find_section(std::string_view name) const;

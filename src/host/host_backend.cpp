@@ -63,7 +63,15 @@ sk_status HostModule::get_kernel(const char *name, const char *signature, const 
                                  std::shared_ptr<backend::Kernel> *out) {
   const LinkedModule &lm = *linked;
   const LinkedFunction *fn = lm.object->find_function(name);
-  if (!fn) return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, lm.label.c_str());
+  if (!fn) {
+    if (auto it = lm.archive_definitions.find(name); it != lm.archive_definitions.end())
+      return fail(SK_ERR_NOT_FOUND,
+                  "%s: no function '%s' is defined in %s: %s defines it, but nothing in the set "
+                  "needed that member, so it was not linked; load the set with a linker script "
+                  "input holding EXTERN(%s) to pull it in (as ld -u %s does)",
+                  call, name, lm.label.c_str(), it->second.c_str(), name, name);
+    return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, lm.label.c_str());
+  }
   const KernelMetadata *meta = lm.find_metadata(name);
   const std::string what = std::string("kernel '") + name + "' of " + lm.label;
   auto k = std::make_shared<HostKernel>(device_);

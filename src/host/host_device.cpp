@@ -199,6 +199,7 @@ sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const v
   if (sk_status st = LinkedObject::link(object, options, &mod->object); st != SK_OK) return st;
   if (sk_status st = parse_kernel_metadata(mod->object->metadata_records(), label, &mod->metadata); st != SK_OK)
     return st;
+  mod->archive_definitions = std::move(object.archive_definitions);
   mod->debug = DebugRegistration::create(*mod->object);
   if (perf_map_) append_perf_map(*mod->object);
   const auto *bytes = static_cast<const unsigned char *>(image);

@@ -35,6 +35,8 @@ struct LinkedModule {
   std::unique_ptr<DebugRegistration> debug;  // after `object`: unregistered before it unmaps
   std::vector<KernelMetadata> metadata;
   const KernelMetadata *find_metadata(const std::string &name) const;
+  // What archive members left out of the link define (elf::Object::archive_definitions).
+  std::map<std::string, std::string, std::less<>> archive_definitions;
 };
 
 // Keeps `what` until the process exits, reachable from a global (so leak checkers see it held):

@@ -108,7 +108,7 @@ sk_status Linker::select_sections() {
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: section '%s' runs before the program's own constructors, which only an "
                   "executable can ask for; use __attribute__((constructor)) or .init_array",
-                  label(), s.name.c_str());
+                  o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str());
     if (s.flags & SHF_TLS) continue;  // the TLS block's (linker_tls.cpp), not the mapping's
     // Unwind tables (.eh_frame) load: registered with the unwinder (linker_init.cpp).
     if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s) && !is_eh_frame(s)) continue;
@@ -117,11 +117,11 @@ sk_status Linker::select_sections() {
       if (sk_status st = check_eh_frame(i, &load)) return st;
     if (!load) continue;
     if (s.size > kMaxSectionSize)
-      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)", label(), s.name.c_str(),
-                  s.size);
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)",
+                  o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), s.size);
     if (s.align > kMaxAlign)
-      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': alignment %" PRIu64 " is above %" PRIu64, label(),
-                  s.name.c_str(), s.align, kMaxAlign);
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': alignment %" PRIu64 " is above %" PRIu64,
+                  o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), s.align, kMaxAlign);
     if (s.flags & SHF_EXECINSTR) part_of_[i] = kText;
     // .data.rel.ro is writable only until relocated: seal it read-only, like RELRO.
     else if ((s.flags & SHF_WRITE) && !has_prefix(s.name, ".data.rel.ro"))
@@ -139,8 +139,8 @@ sk_status Linker::select_sections() {
     uint64_t align = s.value ? s.value : 1;
     if ((align & (align - 1)) || align > kMaxAlign || s.size > kMaxSectionSize)
       return fail(SK_ERR_BAD_BINARY,
-                  "%s: common symbol '%s': alignment %" PRIu64 " / size %" PRIu64 " is not usable", label(),
-                  s.name.c_str(), s.value, s.size);
+                  "%s: common symbol '%s': alignment %" PRIu64 " / size %" PRIu64 " is not usable",
+                  o_.symbol_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), s.value, s.size);
     common_size_ = (common_size_ + align - 1) & ~(align - 1);
     common_offset_[i] = static_cast<int64_t>(common_size_);
     common_size_ += s.size;
@@ -156,8 +156,9 @@ sk_status Linker::scan_relocations() {
   for (const elf::RelocationSection &rs : o_.relocation_sections) {
     if (section_offset_[rs.target] == kNotLoaded) continue;  // .eh_frame, debug info
     const elf::Section &target = o_.sections[rs.target];
+    const char *member = o_.section_label(rs.target).c_str();  // in a set: the object it came from
     if (target.type == SHT_NOBITS && !rs.relocations.empty())
-      return fail(SK_ERR_BAD_BINARY, "%s: relocations for section '%s', which has no contents", label(),
+      return fail(SK_ERR_BAD_BINARY, "%s: relocations for section '%s', which has no contents", member,
                   target.name.c_str());
     for (const elf::Relocation &r : rs.relocations) {
       const elf::Symbol &sym = o_.symbols[r.symbol];
@@ -167,11 +168,11 @@ sk_status Linker::scan_relocations() {
       if (kind.tls && !kind.known) return scan_tls_relocation(rs.target, r, kind);  // says why
       if (!kind.known)
         return fail(SK_ERR_UNSUPPORTED,
-                    "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64, label(), r.type,
+                    "%s: unsupported relocation type %u (%s) in section '%s' at offset 0x%" PRIx64, member, r.type,
                     type_name.c_str(), target.name.c_str(), r.offset);
       if (r.offset > target.size || kind.width > target.size - r.offset)
         return fail(SK_ERR_BAD_BINARY,
-                    "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)", label(),
+                    "%s: relocation %s at %s writes past the end of the section (0x%" PRIx64 " bytes)", member,
                     type_name.c_str(), where(rs.target, r.offset).c_str(), target.size);
       if (kind.none) continue;
       if (kind.tls) {
@@ -181,7 +182,7 @@ sk_status Linker::scan_relocations() {
       bool in_section = sym.shndx != SHN_UNDEF && !external(r.symbol) && common_offset_[r.symbol] == kNotLoaded;
       if (in_section && section_offset_[sym.shndx] == kNotLoaded)
         return fail(SK_ERR_UNSUPPORTED,
-                    "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded", label(),
+                    "%s: relocation %s at %s refers to '%s' in section '%s', which is not loaded", member,
                     type_name.c_str(), where(rs.target, r.offset).c_str(), name.c_str(),
                     o_.sections[sym.shndx].name.c_str());
       referenced_[r.symbol] = true;

@@ -117,9 +117,9 @@ sk_status Linker::plan_far_data() {
                     "), too far from the object's "
                     "other targets for its displacement, and %s (rebuild the object with -fPIC to "
                     "reach it through the GOT)",
-                    label(), arch_->reloc_name(r.type).c_str(), where(rs.target, r.offset).c_str(),
-                    start ? o_.symbols[start].name.c_str() : code.name.c_str(), symbol_name(r.symbol).c_str(),
-                    symbol_address(r.symbol), why.c_str());
+                    o_.section_label(rs.target).c_str(), arch_->reloc_name(r.type).c_str(),
+                    where(rs.target, r.offset).c_str(), start ? o_.symbols[start].name.c_str() : code.name.c_str(),
+                    symbol_name(r.symbol).c_str(), symbol_address(r.symbol), why.c_str());
       last_start = start, resume = site.offset + site.length;
       far_sites_.push_back({rs.target, &r, site});
       far_fields_.insert({rs.target, r.offset});
@@ -139,8 +139,9 @@ sk_status Linker::write_far_data() {
     std::string why;
     if (!far_->write(base + insn, b + insn, f.site, static_cast<unsigned>(f.reloc->offset - f.site.offset),
                      base + stub, b + stub, target, &why))
-      return fail(SK_ERR_UNSUPPORTED, "%s: rewriting the reference to '%s' at %s failed: %s", label(),
-                  symbol_name(f.reloc->symbol).c_str(), where(f.section, f.reloc->offset).c_str(), why.c_str());
+      return fail(SK_ERR_UNSUPPORTED, "%s: rewriting the reference to '%s' at %s failed: %s",
+                  o_.section_label(f.section).c_str(), symbol_name(f.reloc->symbol).c_str(),
+                  where(f.section, f.reloc->offset).c_str(), why.c_str());
   }
   return SK_OK;
 }

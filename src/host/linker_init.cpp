@@ -177,8 +177,8 @@ sk_status Linker::check_eh_frame(size_t section, bool *load) const {
                   "%s: it throws ('%s'), but its '%s' reaches '%s' with %s, a 32-bit absolute "
                   "address (-fno-pic), which the unwinder's table cannot have here: rebuild the "
                   "object with -fPIC or -fPIE",
-                  label(), s.name.c_str(), eh.name.c_str(), o_.symbols[absolute->symbol].name.c_str(),
-                  arch_->reloc_name(absolute->type).c_str());
+                  o_.section_label(static_cast<uint32_t>(section)).c_str(), s.name.c_str(), eh.name.c_str(),
+                  o_.symbols[absolute->symbol].name.c_str(), arch_->reloc_name(absolute->type).c_str());
   return SK_OK;
 }
 
@@ -289,7 +289,7 @@ sk_status Linker::collect_runtime(LinkedObject *lo) {
     }
     if (s.size % 8 != 0)
       return fail(SK_ERR_BAD_BINARY, "%s: section '%s' holds %" PRIu64 " bytes, not a list of 8-byte addresses",
-                  label(), s.name.c_str(), s.size);
+                  o_.section_label(static_cast<uint32_t>(p.section)).c_str(), s.name.c_str(), s.size);
     const auto *entries =
         reinterpret_cast<const uint64_t *>(base + static_cast<uint64_t>(section_offset_[p.section]));
     const size_t count = s.size / 8;
@@ -303,7 +303,7 @@ sk_status Linker::collect_runtime(LinkedObject *lo) {
                     "%s: entry %zu of '%s' (0x%" PRIx64
                     ") is not a function of the object or one it "
                     "binds: its constructors cannot run",
-                    label(), j, s.name.c_str(), fn);
+                    o_.section_label(static_cast<uint32_t>(p.section)).c_str(), j, s.name.c_str(), fn);
       list.push_back({reinterpret_cast<void (*)()>(fn), name_of(fn, s.name, j)});
     }
   }

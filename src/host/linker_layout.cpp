@@ -174,7 +174,7 @@ sk_status Linker::relocate() {
         if (direct < -reach || direct >= reach) v.L = b + stubs_offset_ + stub->second * arch_->stub_size;
       }
       const std::string &name = symbol_name(r.symbol);
-      RelocSite site{label(), target.name.c_str(), r.offset, name.c_str()};
+      RelocSite site{o_.section_label(rs.target).c_str(), target.name.c_str(), r.offset, name.c_str()};
       if (sk_status s = arch_->apply(r.type, base + section_at + r.offset, v, site)) return s;
     }
   }

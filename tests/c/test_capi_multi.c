@@ -1,6 +1,7 @@
 /* Public C API: several objects and archives as one module (sk_module_load_files and
- * sk_module_load_images), with objects built by gcc and clang (tests/kernels/multi) and
- * Debian's reference BLAS (libblas.a) used unmodified, compared with libblas.so. */
+ * sk_module_load_images), with objects built by gcc and clang (tests/kernels/multi), linker
+ * scripts of EXTERN commands, and Debian's reference BLAS (libblas.a) and OpenBLAS
+ * (libopenblas.a) used unmodified, compared with their shared libraries. */
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -8,6 +9,9 @@
 
 #ifndef SK_TEST_MULTI_VARIANTS
 #error "SK_TEST_MULTI_VARIANTS must list the variants of tests/kernels/multi"
+#endif
+#ifndef SK_TEST_OPENBLAS_DIR
+#error "SK_TEST_OPENBLAS_DIR must name the folder of Debian's libopenblas.a and libopenblas.so.0"
 #endif
 #ifndef SK_TEST_BLAS_DIR
 #error "SK_TEST_BLAS_DIR must name the folder of libblas.a and libblas.so.3"
@@ -168,6 +172,74 @@ static void test_need_only(void **state) {
   SK_CHECK(sk_module_load_files(dev, (const char *const *)paths + 1, 3, &mod));
   sk_module_unload(mod);
   free_paths(paths, 4);
+}
+
+/* A refusal inside a member names the member, not the set. */
+static void test_refusal_names_the_member(void **state) {
+  sk_device *dev = (sk_device *)*state;
+  char variants[MAX_VARIANTS][32];
+  char *paths[2];
+  sk_module *mod = SENTINEL(sk_module);
+  multi_variants(variants);
+  paths[0] = multi_path(variants[0], "multi_wants_tls_big.o");
+  paths[1] = multi_path(variants[0], "libmulti.a");
+  SK_EXPECT_ERR(sk_module_load_files(dev, (const char *const *)paths, 2, &mod), SK_ERR_UNSUPPORTED,
+                "libmulti.a(multi_tls_big.o): thread-local variable 'multi_tls_big_buffer'");
+  SK_EXPECT_MSG("local exec");
+  assert_null(strstr(sk_last_error(), " + "));
+  assert_ptr_equal(mod, SENTINEL(sk_module));
+  free_paths(paths, 2);
+}
+
+/* A file holding `contents`, for as long as the test needs it: its path in `path`. */
+static void temp_file(char *path, size_t cap, const char *contents) {
+  int fd;
+  size_t n = strlen(contents);
+  assert_true(cap > 32);
+  snprintf(path, cap, "/tmp/sk_multi_test_XXXXXX");
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, contents, n), (ssize_t)n);
+  close(fd);
+}
+
+/* An archive alone, with a linker script naming what to pull in (as ld -u): the members that
+ * define those symbols and what they need are linked; asking for a function a member left out
+ * defines says how to ask for it. */
+static void test_extern_script_pulls_members(void **state) {
+  sk_device *dev = (sk_device *)*state;
+  char variants[MAX_VARIANTS][32];
+  char script[64], bad[64];
+  const char *paths[2];
+  sk_module *mod = SENTINEL(sk_module);
+  sk_kernel *k = NULL;
+  int v = 5;
+  void *args[1];
+  multi_variants(variants);
+  temp_file(script, sizeof script, "/* what the kernels need */\nEXTERN(multi_offset)\n");
+  paths[0] = script;
+  paths[1] = multi_path(variants[0], "libmulti.a");
+  SK_CHECK(sk_module_load_files(dev, paths, 2, &mod));
+  SK_CHECK(sk_module_get_kernel_with_signature(mod, "multi_offset", "i32", &k));
+  args[0] = &v;
+  SK_CHECK(sk_launch_kernel(k, 1, args, NULL));
+  SK_CHECK(sk_stream_synchronize(NULL));
+  SK_EXPECT_ERR(sk_module_get_kernel_with_signature(mod, "multi_unused", "", &k), SK_ERR_NOT_FOUND,
+                "libmulti.a(multi_unused.o) defines it");
+  SK_EXPECT_MSG("EXTERN(multi_unused)");
+  sk_module_unload(mod);
+  mod = SENTINEL(sk_module);
+  temp_file(bad, sizeof bad, "EXTERN(multi_not_in_the_archive)");
+  paths[0] = bad;
+  SK_EXPECT_ERR(sk_module_load_files(dev, paths, 2, &mod), SK_ERR_NOT_FOUND, "EXTERN(multi_not_in_the_archive)");
+  SK_EXPECT_MSG(bad);
+  unlink(bad);
+  temp_file(bad, sizeof bad, "EXTERN(multi_offset) INPUT(libc.a)");
+  SK_EXPECT_ERR(sk_module_load_files(dev, paths, 2, &mod), SK_ERR_BAD_BINARY, "not an EXTERN command");
+  assert_ptr_equal(mod, SENTINEL(sk_module));
+  unlink(bad);
+  unlink(script);
+  free((char *)paths[1]);
 }
 
 /* Two strong definitions of one symbol: refused, naming both objects. */
@@ -364,16 +436,147 @@ static void test_blas_chain(void **state) {
   dlclose(lib);
 }
 
+/* CBLAS and Fortran signatures of Debian's OpenBLAS (CblasColMajor = 102, CblasNoTrans = 111). */
+typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                               float *, int);
+typedef void (*cblas_sgemv_fn)(int, int, int, int, float, const float *, int, const float *, int, float, float *,
+                               int);
+typedef void (*sgemm_fn)(const char *, const char *, const int *, const int *, const int *, const float *,
+                         const float *, const int *, const float *, const int *, const float *, float *,
+                         const int *);
+
+enum { OB_M = 37, OB_N = 29, OB_K = 41 };
+
+struct openblas_data {
+  int order, notrans, m, n, k, one;
+  char trans_n, trans_t;
+  float alpha, beta;
+  float a[OB_M * OB_K], b[OB_K * OB_N], c[OB_M * OB_N], x[OB_N], y[OB_M], d[OB_M * OB_N];
+};
+
+static void openblas_inputs(struct openblas_data *o) {
+  int i;
+  memset(o, 0, sizeof *o);
+  o->order = 102, o->notrans = 111, o->m = OB_M, o->n = OB_N, o->k = OB_K, o->one = 1;
+  o->trans_n = 'N', o->trans_t = 'T';
+  o->alpha = 0.625f, o->beta = -0.5f;
+  for (i = 0; i < OB_M * OB_K; ++i) o->a[i] = (float)((i * 29) % 97) / 31.0f - 1.5f;
+  for (i = 0; i < OB_K * OB_N; ++i) o->b[i] = (float)((i * 13) % 89) / 17.0f - 2.5f;
+  for (i = 0; i < OB_M * OB_N; ++i) o->c[i] = (float)(i % 11) * 0.25f, o->d[i] = (float)(i % 7) - 3.0f;
+  for (i = 0; i < OB_N; ++i) o->x[i] = (float)(i % 5) * 0.5f - 1.0f;
+  for (i = 0; i < OB_M; ++i) o->y[i] = (float)(i % 3);
+}
+
+/* Debian's unmodified libopenblas.a (thread-locals, pthread_atfork, CPU dispatch), pulled by a
+ * linker script alone: cblas_sgemm -> cblas_sgemv -> sgemm_ fused, and each unfused, equal the
+ * same calls through libopenblas.so (the same build), bit for bit. */
+static void test_openblas(void **state) {
+  sk_device *dev = (sk_device *)*state;
+  const char *archive = SK_TEST_OPENBLAS_DIR "/libopenblas.a", *shared = SK_TEST_OPENBLAS_DIR "/libopenblas.so.0";
+  char script[64];
+  const char *paths[2];
+  void *lib, *syms[3];
+  cblas_sgemm_fn gemm;
+  cblas_sgemv_fn gemv;
+  sgemm_fn fgemm;
+  struct openblas_data *want, *got[2];
+  sk_module *mod = NULL;
+  sk_kernel *k_gemm = NULL, *k_gemv = NULL, *k_fgemm = NULL;
+  int fused;
+  if (access(archive, R_OK) != 0 || access(shared, R_OK) != 0) {
+    print_message("skipped: %s or %s is missing (install libopenblas-pthread-dev: scripts/deps)\n", archive, shared);
+    skip();
+  }
+  lib = dlopen(shared, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) fail_msg("dlopen %s: %s", shared, dlerror());
+  syms[0] = dlsym(lib, "cblas_sgemm"), syms[1] = dlsym(lib, "cblas_sgemv"), syms[2] = dlsym(lib, "sgemm_");
+  assert_true(syms[0] && syms[1] && syms[2]);
+  memcpy(&gemm, &syms[0], sizeof gemm);
+  memcpy(&gemv, &syms[1], sizeof gemv);
+  memcpy(&fgemm, &syms[2], sizeof fgemm);
+  want = (struct openblas_data *)malloc(sizeof *want);
+  assert_non_null(want);
+  openblas_inputs(want);
+  gemm(want->order, want->notrans, want->notrans, want->m, want->n, want->k, want->alpha, want->a, want->m, want->b,
+       want->k, want->beta, want->c, want->m);
+  gemv(want->order, want->notrans, want->m, want->n, want->alpha, want->c, want->m, want->x, want->one, want->beta,
+       want->y, want->one);
+  fgemm(&want->trans_n, &want->trans_t, &want->m, &want->n, &want->n, &want->alpha, want->c, &want->m, want->c + 0,
+        &want->m, &want->beta, want->d, &want->m);
+
+  temp_file(script, sizeof script, "EXTERN(cblas_sgemm cblas_sgemv sgemm_)\n");
+  paths[0] = script;
+  paths[1] = archive;
+  SK_CHECK(sk_module_load_files(dev, paths, 2, &mod));
+  SK_CHECK(sk_module_get_kernel_with_signature(mod, "cblas_sgemm",
+                                               "i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32", &k_gemm));
+  SK_CHECK(sk_module_get_kernel_with_signature(mod, "cblas_sgemv", "i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32",
+                                               &k_gemv));
+  SK_CHECK(sk_module_get_kernel_with_signature(mod, "sgemm_", "ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr,ptr",
+                                               &k_fgemm));
+  for (fused = 0; fused < 2; ++fused) {
+    struct openblas_data *o = got[fused] = (struct openblas_data *)mem_alloc(dev, sizeof *got[fused]);
+    void *pa = o->a, *pb = o->b, *pc = o->c, *px = o->x, *py = o->y, *pd = o->d;
+    void *p_tn = &o->trans_n, *p_tt = &o->trans_t, *p_m = &o->m, *p_n = &o->n, *p_alpha = &o->alpha;
+    void *p_beta = &o->beta;
+    void *gemm_args[14], *gemv_args[12], *fgemm_args[13];
+    openblas_inputs(o);
+    gemm_args[0] = &o->order, gemm_args[1] = &o->notrans, gemm_args[2] = &o->notrans, gemm_args[3] = &o->m;
+    gemm_args[4] = &o->n, gemm_args[5] = &o->k, gemm_args[6] = &o->alpha, gemm_args[7] = &pa;
+    gemm_args[8] = &o->m, gemm_args[9] = &pb, gemm_args[10] = &o->k, gemm_args[11] = &o->beta;
+    gemm_args[12] = &pc, gemm_args[13] = &o->m;
+    gemv_args[0] = &o->order, gemv_args[1] = &o->notrans, gemv_args[2] = &o->m, gemv_args[3] = &o->n;
+    gemv_args[4] = &o->alpha, gemv_args[5] = &pc, gemv_args[6] = &o->m, gemv_args[7] = &px;
+    gemv_args[8] = &o->one, gemv_args[9] = &o->beta, gemv_args[10] = &py, gemv_args[11] = &o->one;
+    fgemm_args[0] = &p_tn, fgemm_args[1] = &p_tt, fgemm_args[2] = &p_m, fgemm_args[3] = &p_n;
+    fgemm_args[4] = &p_n, fgemm_args[5] = &p_alpha, fgemm_args[6] = &pc, fgemm_args[7] = &p_m;
+    fgemm_args[8] = &pc, fgemm_args[9] = &p_m, fgemm_args[10] = &p_beta, fgemm_args[11] = &pd;
+    fgemm_args[12] = &p_m;
+    if (fused) {
+      sk_scope *scope = NULL;
+      sk_superkernel *sk = NULL;
+      SK_CHECK(sk_scope_begin(dev, "openblas", NULL, &scope));
+      SK_CHECK(sk_add_kernel(scope, k_gemm, 1, gemm_args, NULL));
+      SK_CHECK(sk_add_kernel(scope, k_gemv, 1, gemv_args, NULL));
+      SK_CHECK(sk_add_kernel(scope, k_fgemm, 1, fgemm_args, NULL));
+      SK_CHECK(sk_finalize(scope, &sk));
+      SK_CHECK(sk_launch(sk, NULL));
+      SK_CHECK(sk_stream_synchronize(NULL));
+      sk_superkernel_destroy(sk);
+    } else {
+      SK_CHECK(sk_launch_kernel(k_gemm, 1, gemm_args, NULL));
+      SK_CHECK(sk_launch_kernel(k_gemv, 1, gemv_args, NULL));
+      SK_CHECK(sk_launch_kernel(k_fgemm, 1, fgemm_args, NULL));
+      SK_CHECK(sk_stream_synchronize(NULL));
+    }
+    /* The same machine code ran: bitwise equal. */
+    if (memcmp(o->c, want->c, sizeof o->c) != 0)
+      fail_msg("%s: cblas_sgemm differs from libopenblas.so", fused ? "fused" : "unfused");
+    if (memcmp(o->y, want->y, sizeof o->y) != 0)
+      fail_msg("%s: cblas_sgemv differs from libopenblas.so", fused ? "fused" : "unfused");
+    if (memcmp(o->d, want->d, sizeof o->d) != 0)
+      fail_msg("%s: sgemm_ differs from libopenblas.so", fused ? "fused" : "unfused");
+    sk_mem_free(dev, o);
+  }
+  sk_module_unload(mod);
+  unlink(script);
+  free(want);
+  dlclose(lib);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_objects_and_archive),
       cmocka_unit_test(test_mixed_compilers),
       cmocka_unit_test(test_images),
       cmocka_unit_test(test_need_only),
+      cmocka_unit_test(test_refusal_names_the_member),
+      cmocka_unit_test(test_extern_script_pulls_members),
       cmocka_unit_test(test_duplicate_definition),
       cmocka_unit_test(test_comdat_across_objects),
       cmocka_unit_test(test_bad_sets),
       cmocka_unit_test(test_blas_chain),
+      cmocka_unit_test(test_openblas),
   };
   return cmocka_run_group_tests(tests, setup_device, teardown_device);
 }
