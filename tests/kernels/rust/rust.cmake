@@ -1,0 +1,42 @@
+# tests/kernels/rust: sk_rust_kernels.rs built by rustc as a staticlib with std (what the test
+# loads) and as a cdylib (what it compares with), into <build>/tests/kernels/rust/. Only where
+# rustc builds for the kernels' target (a cross build needs the target's std); otherwise
+# SK_RUST_MISSING says why and the test skips with that message.
+find_program(SK_RUSTC NAMES rustc)
+set(SK_RUST_DIR ${CMAKE_CURRENT_BINARY_DIR}/rust)
+set(SK_RUST_MISSING "")
+set(sk_rust_flags -O --edition=2021)
+if(SK_KERNEL_TARGET)
+  string(REGEX REPLACE "^([^-]+)-linux-gnu$" "\\1-unknown-linux-gnu" sk_rust_target ${SK_KERNEL_TARGET})
+  list(APPEND sk_rust_flags --target=${sk_rust_target} -C linker=${SK_GCC})
+endif()
+if(NOT SK_RUSTC)
+  set(SK_RUST_MISSING "rustc was not found (scripts/deps installs Debian's rustc)")
+else()
+  # A probe: can this rustc build a staticlib and a cdylib with std for the target?
+  set(probe_dir ${CMAKE_CURRENT_BINARY_DIR}/rust-probe)
+  file(MAKE_DIRECTORY ${probe_dir})
+  file(WRITE ${probe_dir}/probe.rs "#[no_mangle]\npub extern \"C\" fn probe() -> usize { std::env::args().count() }\n")
+  execute_process(COMMAND ${SK_RUSTC} ${sk_rust_flags} --crate-type=staticlib --crate-type=cdylib
+                          --crate-name probe ${probe_dir}/probe.rs --out-dir ${probe_dir}
+                  RESULT_VARIABLE probe_result ERROR_VARIABLE probe_error OUTPUT_QUIET)
+  if(NOT probe_result EQUAL 0)
+    string(REGEX REPLACE "\n.*" "" probe_error "${probe_error}")
+    string(REPLACE "\"" "'" probe_error "${probe_error}")
+    set(SK_RUST_MISSING "${SK_RUSTC} cannot build for this target (${sk_rust_flags}): ${probe_error}")
+  endif()
+endif()
+if(SK_RUST_MISSING STREQUAL "")
+  set(src ${CMAKE_CURRENT_SOURCE_DIR}/rust/sk_rust_kernels.rs)
+  add_custom_command(OUTPUT ${SK_RUST_DIR}/libsk_rust_kernels.a ${SK_RUST_DIR}/libsk_rust_kernels.so
+                     COMMAND ${CMAKE_COMMAND} -E make_directory ${SK_RUST_DIR}
+                     COMMAND ${CMAKE_COMMAND} -E env --unset=MAKEFLAGS ${SK_RUSTC} ${sk_rust_flags}
+                             --crate-type=staticlib --crate-type=cdylib
+                             --crate-name sk_rust_kernels ${src} --out-dir ${SK_RUST_DIR}
+                     DEPENDS ${src} COMMENT "rust staticlib and cdylib sk_rust_kernels" VERBATIM)
+  list(APPEND SK_KERNEL_OBJECTS ${SK_RUST_DIR}/libsk_rust_kernels.a ${SK_RUST_DIR}/libsk_rust_kernels.so)
+else()
+  message(STATUS "Rust kernels: ${SK_RUST_MISSING}")
+endif()
+set(SK_RUST_DIR ${SK_RUST_DIR} PARENT_SCOPE)
+set(SK_RUST_MISSING "${SK_RUST_MISSING}" PARENT_SCOPE)
