@@ -16,6 +16,7 @@
 #include "host/linker_impl.hpp"
 #include "host/relocation.hpp"
 #include "host/symbol_policy.hpp"
+#include "host/thread_exit.hpp"
 
 namespace sk::host {
 namespace {
@@ -204,6 +205,8 @@ sk_status Linker::bind_undefined() {
     void *address = nullptr;
     if (options_.resolve_special) address = options_.resolve_special(s.name);
     if (!address) address = resolve_compiler_runtime(s.name);  // what libgcc.a would provide
+    if (!address && (s.name == "__cxa_thread_atexit" || s.name == "__cxa_thread_atexit_impl"))
+      address = thread_exit_registrar();  // thread_local destructors, dropped with the module
     if (!address && is_libsk_host_api(s.name)) {
       if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
       return fail(SK_ERR_UNSUPPORTED,

@@ -13,6 +13,7 @@
 #include "elf/eh_frame.hpp"
 #include "host/kernel_exception.hpp"
 #include "host/linker_impl.hpp"
+#include "host/thread_exit.hpp"
 
 // glibc: runs what __cxa_atexit registered with this handle.
 extern "C" void __cxa_finalize(void *dso_handle);
@@ -148,6 +149,8 @@ ModuleRuntime::~ModuleRuntime() {
            what.c_str());
     }
   }
+  // Destructors of its thread_local objects still pending on threads would run unmapped code.
+  if (dso_handle) drop_thread_exit_destructors(dso_handle);
   for (size_t i = registered; i-- > 0;) unwinder_function("__deregister_frame")(eh_frames[i]);
 }
 

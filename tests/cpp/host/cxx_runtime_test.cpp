@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <array>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "linker_test_support.hpp"
@@ -405,6 +408,44 @@ TEST(CxxRuntimeLink, UnwindTablesComeAndGo) {
   EXPECT_EQ(out[0], kTryCatch[2][0]);
   try_catch(out, -2);
   EXPECT_EQ(out[0], kTryCatch[0][0]);
+}
+
+// thread_local destructors run when a thread exits while the module is loaded; those still
+// pending when it is unloaded are dropped, not run from unmapped code when the thread exits.
+TEST(CxxThreadLocal, DestructorsAtThreadExitDroppedWithTheModule) {
+  for (const std::string &variant : kernel_variants()) {
+    sk::test::Loaded l;
+    ASSERT_EQ(sk::test::load_kernel(variant, "cxx_thread_local", sk::test::Resolver().options(), &l), SK_OK)
+        << variant << ": " << l.message;
+    auto count = l.fn<void (*)(int *)>("cxx_thread_local_count");
+    int sink = 0;
+    std::thread([&] {
+      for (int i = 0; i < 3; ++i) count(&sink);
+    }).join();
+    EXPECT_EQ(sink, 3) << variant << ": the thread's tally was not destroyed at its exit";
+    std::mutex m;
+    std::condition_variable cv;
+    bool counted = false, unloaded = false;
+    std::thread late([&] {
+      count(&sink);
+      std::unique_lock<std::mutex> lock(m);
+      counted = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return unloaded; });
+    });  // exits after the unload: its destructor must not run
+    {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return counted; });
+    }
+    l.linked.reset();
+    {
+      std::lock_guard<std::mutex> lock(m);
+      unloaded = true;
+    }
+    cv.notify_all();
+    late.join();
+    EXPECT_EQ(sink, 3) << variant;
+  }
 }
 
 }  // namespace

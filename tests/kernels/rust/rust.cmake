@@ -30,7 +30,7 @@ if(SK_RUST_MISSING STREQUAL "")
   set(src ${CMAKE_CURRENT_SOURCE_DIR}/rust/sk_rust_kernels.rs)
   add_custom_command(OUTPUT ${SK_RUST_DIR}/libsk_rust_kernels.a ${SK_RUST_DIR}/libsk_rust_kernels.so
                      COMMAND ${CMAKE_COMMAND} -E make_directory ${SK_RUST_DIR}
-                     COMMAND ${CMAKE_COMMAND} -E env --unset=MAKEFLAGS ${SK_RUSTC} ${sk_rust_flags}
+                     COMMAND ${CMAKE_COMMAND} -E env --unset=MAKEFLAGS --unset=MFLAGS ${SK_RUSTC} ${sk_rust_flags}
                              --crate-type=staticlib --crate-type=cdylib
                              --crate-name sk_rust_kernels ${src} --out-dir ${SK_RUST_DIR}
                      DEPENDS ${src} COMMENT "rust staticlib and cdylib sk_rust_kernels" VERBATIM)
