@@ -51,6 +51,21 @@ def test_inspect_archive_alone_is_described_not_linked(multi):
     assert "not linked: archives alone link nothing" in r.stdout
 
 
+def test_inspect_archive_with_extern_script_links_it(multi, tmp_path):
+    script = tmp_path / "pull.ld"
+    script.write_text("/* as ld -u */ EXTERN(multi_offset)\n")
+    r = sk("inspect", "--json", script, multi["libmulti"])
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["files"][0] == {"file": str(script), "script": True, "externs": ["multi_offset"]}
+    assert d["link"]["result"].startswith("loads and links as one module")
+    r = sk("inspect", script, multi["libmulti"])
+    assert f"{script}: linker script, EXTERN multi_offset" in r.stdout, r.stdout
+    script.write_text("EXTERN(multi_nowhere)")
+    r = sk("inspect", script, multi["libmulti"])
+    assert r.returncode != 0 and "EXTERN(multi_nowhere)" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_inspect_duplicate_definition_exit_4(multi):
     r = sk("inspect", multi["multi_main"], multi["multi_helper"], multi["multi_dup"])
     assert r.returncode == 4

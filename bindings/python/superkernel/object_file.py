@@ -9,6 +9,7 @@ import stat
 MAX_OBJECT_SIZE = 1 << 30
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"  # an archive, for a list given to Device.load
+_SCRIPT_START = b"EXTERN"  # a linker script of EXTERN commands, for a list given to Device.load
 _CHUNK = 1 << 16
 
 
@@ -49,7 +50,8 @@ def read_object(path):
                 raise _too_large(name, size)
             if len(head) < len(ELF_MAGIC):
                 head = (head + chunk)[:len(ELF_MAGIC)]
-                if not ELF_MAGIC.startswith(head) and not AR_MAGIC.startswith(head):
+                if not any(m.startswith(head) for m in (ELF_MAGIC, AR_MAGIC)) and \
+                        not _text(head):
                     raise ObjectFileError(f"{name}: not an ELF object (no \\x7fELF magic)",
                                           "not-elf")
     finally:
@@ -57,6 +59,39 @@ def read_object(path):
     if not size:
         raise ObjectFileError(f"{name}: file is empty", "empty")
     return b"".join(chunks)
+
+
+def _text(head):
+    """Bytes a linker script may begin with (libsk reads it: EXTERN commands and comments)."""
+    return all(32 <= b < 127 or b in b"\t\n\r" for b in head)
+
+
+def extern_names(image):
+    """The symbols a linker script of EXTERN commands names, or None when `image` is not one
+    (libsk's reading, elf/combine.cpp, is the one that counts; this is for describing it)."""
+    try:
+        text = image.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    names, rest = [], text
+    while True:
+        rest = rest.lstrip()
+        if rest.startswith("/*"):
+            end = rest.find("*/", 2)
+            if end < 0:
+                return None
+            rest = rest[end + 2:]
+            continue
+        if not rest:
+            return names
+        if not rest.startswith(_SCRIPT_START.decode()):
+            return None
+        rest = rest[len(_SCRIPT_START):].lstrip()
+        close = rest.find(")")
+        if not rest.startswith("(") or close < 0:
+            return None
+        names += rest[1:close].replace(",", " ").split()
+        rest = rest[close + 1:]
 
 
 def _too_large(name, size):

@@ -6,7 +6,7 @@ import json
 import superkernel as sk
 
 from ..elf_file import kernel_records
-from ..object_file import AR_MAGIC, is_regular, read_object
+from ..object_file import AR_MAGIC, extern_names, is_regular, read_object
 from .archive import archive_members
 from .errors import InputError
 from .inspect_object import content_hash, describe, print_text
@@ -32,6 +32,8 @@ def _describe_archive(path, image):
 def _link(files, sources, spec):
     names = []
     for f in files:
+        if f.get("script"):
+            continue
         names += [k for m in f["members"] for k in m["kernels"]] if f.get("archive") else \
             [k["name"] for k in f["kernels"]]
     linked, not_linked = [], []
@@ -51,8 +53,11 @@ def run_set(args, out):
     files, sources = [], []
     for path in args.files:
         regular, image = _read(path)
+        externs = None if image.startswith(AR_MAGIC) else extern_names(image)
         if image.startswith(AR_MAGIC):
             files.append(_describe_archive(path, image))
+        elif externs is not None:
+            files.append({"file": path, "script": True, "externs": externs})
         else:
             try:
                 d = describe(path, image)
@@ -61,7 +66,8 @@ def run_set(args, out):
             d["device_api_source"] = "relocations read by sk inspect"
             files.append(d)
         sources.append(path if regular else image)  # a pipe can be read only once
-    # Archives alone link nothing (members are linked when an object needs them): not loaded.
+    # Archives alone link nothing (members are linked when an object or a script's EXTERN
+    # needs them): not loaded.
     only_archives = all(f.get("archive") for f in files)
     result = {"files": files, "link": None if only_archives else _link(files, sources, args.load or "host")}
     if args.json:
@@ -69,7 +75,9 @@ def run_set(args, out):
         out.write("\n")
         return 0
     for f in files:
-        if f.get("archive"):
+        if f.get("script"):
+            out.write(f"{f['file']}: linker script, EXTERN {' '.join(f['externs'])}\n")
+        elif f.get("archive"):
             out.write(f"{f['file']}: ar archive, {len(f['members'])} members, {f['bytes']} bytes\n")
             out.write(f"content hash ({f['hash']['algorithm']}): {f['hash']['value']}\n")
             for m in f["members"]:
@@ -81,7 +89,8 @@ def run_set(args, out):
     link = result["link"]
     if link is None:
         out.write("not linked: archives alone link nothing (a member is linked when an object of "
-                  "the set needs it; name the objects too)\n")
+                  "the set needs it; name the objects too, or a linker script holding "
+                  "EXTERN(symbol ...))\n")
         return 0
     out.write(f"libsk ({link['spec']}), all {len(files)} file(s) as one module: {link['result']}\n")
     out.write(f"  kernels: {', '.join(link['kernels']) or 'none'}\n")
