@@ -79,7 +79,7 @@ typedef enum sk_status {
   SK_OK = 0,
   SK_ERR_INVALID_ARGUMENT = 1, /**< NULL where a handle is needed, bad spec, bad option... */
   SK_ERR_BAD_BINARY = 2,       /**< malformed ELF object or metadata */
-  SK_ERR_UNSUPPORTED = 3,      /**< well-formed but not supported (TLS, unknown relocation...) */
+  SK_ERR_UNSUPPORTED = 3,      /**< well-formed but not supported (unknown relocation...) */
   SK_ERR_NOT_FOUND = 4,        /**< kernel or symbol not found */
   SK_ERR_INCOMPATIBLE = 5,     /**< inputs that cannot work together (signature, block dims...) */
   SK_ERR_OUT_OF_MEMORY = 6,
@@ -311,7 +311,8 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
  * device's architecture is loaded. The same bytes loaded twice on one device are linked once.
  * - Errors: SK_ERR_BAD_BINARY for bytes that are not a well-formed object (empty ones included)
  *   or malformed `.sk.kernels` metadata; SK_ERR_UNSUPPORTED for a well-formed object libsk cannot
- *   honour (another machine, TLS, a relocation type it does not know, 1 GiB or more, an undefined
+ *   honour (another machine, thread-locals in a local- or initial-exec model when glibc has no
+ *   static TLS space left for them, a relocation type it does not know, 1 GiB or more, an undefined
  *   symbol symbols=strict does not allow, a call to libsk's host API: kernels may call only the
  *   device API of sk_kernel.h); SK_ERR_INCOMPATIBLE for a CUDA fatbinary without SASS for the
  *   device's architecture; SK_ERR_NOT_FOUND for an undefined symbol that cannot be bound;
@@ -344,12 +345,17 @@ SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module
  * not matter). One global symbol per name: a strong definition beats common and weak ones, the
  * first weak one beats later ones; COMDAT groups with one signature (C++ inline functions and
  * templates) are kept from the first object and dropped from the others, whose references bind
- * to the kept ones. Messages name the object inside the set (an archive member as
- * `libfoo.a(bar.o)`). count 1 is sk_module_load_file. The same files with the same bytes, in
- * the same order, are linked once per device.
+ * to the kept ones. An input that is a linker script holding only `EXTERN(symbol ...)` commands
+ * (and comments) names symbols to pull members in by, as `ld -u symbol` does, so that an archive
+ * alone (a Rust staticlib) loads with a script and no object. Messages name the object inside
+ * the set (an archive member as `libfoo.a(bar.o)`); asking for a function that a member no one
+ * needed defines says so and how to pull it in. count 1 is sk_module_load_file. The same files
+ * with the same bytes, in the same order, are linked once per device.
  * - Errors: SK_ERR_INVALID_ARGUMENT if paths is NULL, count is 0, a path is NULL, or the set
- *   holds archives only (members are linked only when an object needs them); SK_ERR_BAD_BINARY
- *   for a symbol defined strongly by two objects (naming both) or a malformed archive;
+ *   holds archives only (members are linked only when an object or a script needs them);
+ *   SK_ERR_BAD_BINARY for a symbol defined strongly by two objects (naming both), a malformed
+ *   archive or a script with anything but EXTERN commands; SK_ERR_NOT_FOUND for a symbol a
+ *   script names that nothing in the set defines;
  *   SK_ERR_UNSUPPORTED for a thin archive (its members are other files), objects of different
  *   machines, and count above 1 on a CUDA device (link device code into one cubin first:
  *   `nvcc -dlink`, nvlink); otherwise those of sk_module_load_file, naming the file.
@@ -358,8 +364,8 @@ SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module
  */
 SK_API sk_status sk_module_load_files(sk_device *dev, const char *const *paths, size_t count, sk_module **out);
 /**
- * sk_module_load_files on objects and archives in memory: images[i] holds sizes[i] bytes, named
- * `<memory #i>` in messages. count 1 is sk_module_load.
+ * sk_module_load_files on objects, archives and scripts in memory: images[i] holds sizes[i]
+ * bytes, named `<memory #i>` in messages. count 1 is sk_module_load.
  * - Errors: SK_ERR_INVALID_ARGUMENT if images or sizes is NULL, count is 0 or an image is NULL;
  *   SK_ERR_BAD_BINARY for an empty image; otherwise those of sk_module_load_files.
  * - Ownership: as sk_module_load (the bytes are copied).

@@ -96,6 +96,7 @@ def print_text(d, out):
     w(f"  process (bound to the process's symbols): "
       f"{', '.join(d['undefined']['process']) or 'none'}\n")
     if d["tls"]:
-        w("  thread-local storage: present (libsk refuses TLS)\n")
+        w("  thread-local storage: present (one copy per thread; local- and initial-exec code needs "
+          "glibc's static TLS space)\n")
     if "load" in d:
         w(f"\nlibsk ({d['load']['spec']}): {d['load']['result']}\n")
