@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "elf/archive.hpp"
+#include "elf/demangle.hpp"
 
 namespace sk::elf {
 namespace {
@@ -329,9 +330,9 @@ sk_status Combiner::resolve_globals(Object *) {
         const Symbol &first = parts_[g.strong.part].symbols[g.strong.symbol];
         if (first.bind == STB_GNU_UNIQUE && s.bind == STB_GNU_UNIQUE) continue;  // one instance, like COMDAT
         return fail(SK_ERR_BAD_BINARY,
-                    "symbol '%s' is defined in %s and again in %s; a module links its objects "
+                    "symbol %s is defined in %s and again in %s; a module links its objects "
                     "as one program: keep one definition (or make the other static, weak or inline)",
-                    s.name.c_str(), parts_[g.strong.part].label.c_str(), o.label.c_str());
+                    quoted_symbol(s.name).c_str(), parts_[g.strong.part].label.c_str(), o.label.c_str());
       }
     }
   }

@@ -7,6 +7,7 @@
 #include "common/device_spec.hpp"
 #include "common/error.hpp"
 #include "common/kernel_metadata.hpp"
+#include "elf/demangle.hpp"
 
 namespace sk::host {
 
@@ -70,7 +71,8 @@ sk_status HostModule::get_kernel(const char *name, const char *signature, const 
                   "needed that member, so it was not linked; load the set with a linker script "
                   "input holding EXTERN(%s) to pull it in (as ld -u %s does)",
                   call, name, lm.label.c_str(), it->second.c_str(), name, name);
-    return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, lm.label.c_str());
+    return fail(SK_ERR_NOT_FOUND, "%s: no function %s is defined in %s", call, elf::quoted_symbol(name).c_str(),
+                lm.label.c_str());
   }
   const KernelMetadata *meta = lm.find_metadata(name);
   const std::string what = std::string("kernel '") + name + "' of " + lm.label;

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "common/error.hpp"
+#include "elf/demangle.hpp"
 #include "elf/lto.hpp"
 #include "host/compiler_runtime.hpp"
 #include "host/linker_impl.hpp"
@@ -202,6 +203,7 @@ sk_status Linker::bind_undefined() {
     if (!referenced_[i] || s.shndx != SHN_UNDEF || common_offset_[i] != kNotLoaded) continue;
     if (is_got_base(i)) continue;  // the mapping's own GOT: symbol_address knows it after placement
     const char *who = o_.symbol_label(static_cast<uint32_t>(i)).c_str();  // the object needing it
+    const std::string shown = elf::quoted_symbol(s.name);                 // demangled too
     void *address = nullptr;
     if (options_.resolve_special) address = options_.resolve_special(s.name);
     if (!address) address = resolve_compiler_runtime(s.name);  // what libgcc.a would provide
@@ -210,9 +212,9 @@ sk_status Linker::bind_undefined() {
     if (!address && is_libsk_host_api(s.name)) {
       if (s.bind == STB_WEAK) continue;  // refused weak reference: unbound, as if absent
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: undefined symbol '%s' is a libsk host API function; kernels may call only "
+                  "%s: undefined symbol %s is a libsk host API function; kernels may call only "
                   "the device API of sk_kernel.h (a host call would wait on the launch running it)",
-                  who, s.name.c_str());
+                  who, shown.c_str());
     }
     const bool forward = forward_slot_.count(i) != 0;  // written into the module, for the process's
     if ((!address || forward) && options_.allow_process_symbol && !options_.allow_process_symbol(s.name)) {
@@ -221,26 +223,26 @@ sk_status Linker::bind_undefined() {
         continue;
       }
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: undefined symbol '%s' is not allowed under %s (only the device API, libm, "
+                  "%s: undefined symbol %s is not allowed under %s (only the device API, libm, "
                   "the libc memory/string functions and the C++ ABI runtime listed in "
                   "docs/conventions.md)",
-                  who, s.name.c_str(), options_.policy_name.c_str());
+                  who, shown.c_str(), options_.policy_name.c_str());
     }
     if (forward) continue;  // symbol_address knows it after layout
     if (!address && !s.name.empty()) address = dlsym(RTLD_DEFAULT, s.name.c_str());
     if (const char *why = address ? nullptr : unbindable_runtime_symbol(s.name))
-      return fail(SK_ERR_UNSUPPORTED, "%s: undefined symbol '%s' %s", who, s.name.c_str(), why);
+      return fail(SK_ERR_UNSUPPORTED, "%s: undefined symbol %s %s", who, shown.c_str(), why);
     if (!address && s.bind != STB_WEAK) {
       if (const char *origin = static_only_origin(s.name))
         return fail(SK_ERR_NOT_FOUND,
-                    "%s: undefined symbol '%s' is neither a device API function nor a symbol of "
+                    "%s: undefined symbol %s is neither a device API function nor a symbol of "
                     "this process: a program links it from %s, which no shared library exports, "
                     "and libsk does not provide it",
-                    who, s.name.c_str(), origin);
+                    who, shown.c_str(), origin);
       return fail(SK_ERR_NOT_FOUND,
-                  "%s: undefined symbol '%s' is neither a device API function nor a symbol of "
+                  "%s: undefined symbol %s is neither a device API function nor a symbol of "
                   "this process",
-                  who, s.name.c_str());
+                  who, shown.c_str());
     }
     resolved_[i] = reinterpret_cast<uint64_t>(address);  // unresolved weak: 0
   }

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "elf/demangle.hpp"
 #include "host/linker_impl.hpp"
 
 namespace sk::host {
@@ -75,10 +76,10 @@ sk_status Linker::scan_tls_relocation(uint32_t section, const elf::Relocation &r
   const bool module_wide = kind.tls_use == TlsUse::LdEntry;  // the block's base: no variable
   if (!module_wide && !is_tls_symbol(r.symbol))
     return fail(SK_ERR_UNSUPPORTED,
-                "%s: thread-local variable '%s' (%s, %s at %s) is not defined by the module's objects: "
+                "%s: thread-local variable %s (%s, %s at %s) is not defined by the module's objects: "
                 "the thread-locals of the process or of other libraries cannot be reached from a module",
-                o_.section_label(section).c_str(), symbol_name(r.symbol).c_str(), tls_model_name(kind.tls_use),
-                type_name.c_str(), where(section, r.offset).c_str());
+                o_.section_label(section).c_str(), elf::quoted_symbol(symbol_name(r.symbol)).c_str(),
+                tls_model_name(kind.tls_use), type_name.c_str(), where(section, r.offset).c_str());
   if (needs_static_tls(kind.tls_use) && !static_tls_reloc_) {
     static_tls_reloc_ = &r;
     static_tls_section_ = section;
@@ -134,14 +135,15 @@ sk_status Linker::create_tls() {
     const elf::Relocation &r = *static_tls_reloc_;
     const RelocNeeds kind = arch_->needs(r.type, o_.sections[static_tls_section_].data, r.offset);
     return fail(SK_ERR_UNSUPPORTED,
-                "%s: thread-local variable '%s' is reached with the %s model (%s at %s), which needs "
+                "%s: thread-local variable %s is reached with the %s model (%s at %s), which needs "
                 "the module's %" PRIu64
                 " bytes of thread-locals in glibc's static TLS space: %s; "
                 "raise it with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=BYTES, or compile the "
                 "object with -fPIC or -ftls-model=global-dynamic",
-                o_.section_label(static_tls_section_).c_str(), tls_variable(r.symbol, r.addend).c_str(),
-                tls_model_name(kind.tls_use), arch_->reloc_name(r.type).c_str(),
-                where(static_tls_section_, r.offset).c_str(), tls_size_, why.c_str());
+                o_.section_label(static_tls_section_).c_str(),
+                elf::quoted_symbol(tls_variable(r.symbol, r.addend)).c_str(), tls_model_name(kind.tls_use),
+                arch_->reloc_name(r.type).c_str(), where(static_tls_section_, r.offset).c_str(), tls_size_,
+                why.c_str());
   }
   uint8_t *base = mapping_.address();
   const uint64_t descriptor_function = reinterpret_cast<uint64_t>(base + tlsdesc_offset_);

@@ -145,6 +145,14 @@ TEST_P(LinkerVariant, MissingStaticOnlySymbolSaysWhereItComesFrom) {
   EXPECT_NE(l.message.find("glibc's libc_nonshared.a"), std::string::npos) << l.message;
 }
 
+TEST_P(LinkerVariant, MissingRustSymbolIsShownDemangled) {
+  Loaded l;
+  EXPECT_EQ(load_kernel(GetParam(), "rust_mangled_missing", resolver_.options(), &l), SK_ERR_NOT_FOUND);
+  EXPECT_NE(l.message.find("'_RNvNtCs1234_7mycrate6module12missing_func' (mycrate::module::missing_func)"),
+            std::string::npos)
+      << l.message;
+}
+
 extern "C" int reloc_ctor_hook_value() { return 42; }
 
 TEST_P(LinkerVariant, ConstructorsRunAtLoad) {
