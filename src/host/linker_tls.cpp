@@ -29,6 +29,9 @@ bool is_entry(TlsUse u) {
 
 bool assembler_label(const std::string &name) { return name.empty() || name[0] == '$' || name[0] == '.'; }
 
+// The block's start, which a linker defines for local-dynamic code through TLS descriptors.
+bool is_module_base(const elf::Symbol &s) { return s.shndx == SHN_UNDEF && s.name == "_TLS_MODULE_BASE_"; }
+
 }  // namespace
 
 void Linker::plan_tls() {
@@ -48,11 +51,13 @@ void Linker::plan_tls() {
 
 bool Linker::is_tls_symbol(uint32_t sym) const {
   const uint32_t shndx = o_.symbols[sym].shndx;
+  if (sym != 0 && is_module_base(o_.symbols[sym])) return true;
   return sym != 0 && shndx < tls_offset_.size() && tls_offset_[shndx] != kNotLoaded;
 }
 
 uint64_t Linker::tls_symbol_offset(uint32_t sym) const {
-  return is_tls_symbol(sym) ? static_cast<uint64_t>(tls_offset_[o_.symbols[sym].shndx]) + o_.symbols[sym].value : 0;
+  if (!is_tls_symbol(sym) || is_module_base(o_.symbols[sym])) return 0;
+  return static_cast<uint64_t>(tls_offset_[o_.symbols[sym].shndx]) + o_.symbols[sym].value;
 }
 
 std::string Linker::tls_variable(uint32_t sym, int64_t addend) const {

@@ -88,8 +88,14 @@ TEST_P(ThreadLocal, FusedStepsContinueEachCoresThreadLocals) {
   for (uint32_t c = 1; c < kCores; ++c) EXPECT_EQ(got[c], native(c, 2)) << "core " << c;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllVariants, ThreadLocal, ::testing::ValuesIn(sk::test::kernel_variants()),
-                         sk::test::variant_name);
+// Every variant, and x86-64's TLS-descriptor build (gcc -mtls-dialect=gnu2) where there is one.
+std::vector<std::string> tls_variants() {
+  std::vector<std::string> v = sk::test::kernel_variants();
+  if (std::string(SK_TEST_TLSDESC_VARIANTS) != "") v.push_back(SK_TEST_TLSDESC_VARIANTS);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, ThreadLocal, ::testing::ValuesIn(tls_variants()), sk::test::variant_name);
 
 // Modules with thread-locals come and go: glibc takes their static TLS back (a local-exec
 // object needs it), so loading one again and again does not run out.

@@ -109,10 +109,33 @@ TEST_P(MultiObject, ReadsTheArchiveIndex) {
   std::vector<std::string> names;
   for (const elf::ArchiveMember &m : a.members) names.push_back(m.name);
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"multi_base.o", "multi_offset.o", "multi_unused.o"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"multi_base.o", "multi_offset.o", "multi_tls_big.o", "multi_unused.o"}));
   ASSERT_EQ(a.symbols.count("multi_base"), 1u);
   EXPECT_EQ(a.member_label(a.symbols.find("multi_base")->second), "libmulti.a(multi_base.o)");
   EXPECT_EQ(a.symbols.count("multi_no_such_symbol"), 0u);  // an undefined symbol is not indexed
+}
+
+// A linker script's EXTERN names pull members in as an object's references would (ld -u); the
+// members left out are recorded with what they define.
+TEST_P(MultiObject, ExternScriptPullsMembers) {
+  Inputs in(GetParam(), {"libmulti.a"});
+  const std::string script = "/* as ld -u */\nEXTERN(multi_offset)";
+  in.inputs.insert(in.inputs.begin(), {"pull.ld", script.data(), script.size()});
+  elf::Object o;
+  ASSERT_EQ(elf::combine(in.inputs, "set", &o), SK_OK) << last_error();
+  EXPECT_EQ(o.part_labels, (std::vector<std::string>{"libmulti.a(multi_offset.o)", "libmulti.a(multi_base.o)"}));
+  ASSERT_EQ(o.archive_definitions.count("multi_unused"), 1u);
+  EXPECT_EQ(o.archive_definitions.at("multi_unused"), "libmulti.a(multi_unused.o)");
+  EXPECT_EQ(o.archive_definitions.count("multi_offset"), 0u);  // linked
+  for (const char *bad : {"EXTERN(multi_offset", "EXTERN multi_offset", "EXTERN(a) GROUP(b)", "EXTERN(a) /* open"}) {
+    Inputs again(GetParam(), {"libmulti.a"});
+    const std::string text = bad;
+    again.inputs.insert(again.inputs.begin(), {"bad.ld", text.data(), text.size()});
+    elf::Object none;
+    EXPECT_EQ(elf::combine(again.inputs, "set", &none), SK_ERR_BAD_BINARY) << bad;
+    EXPECT_NE(std::string(last_error()).find("bad.ld: at byte"), std::string::npos) << last_error();
+  }
 }
 
 // Members pulled by need, to a fixpoint: multi_offset.o (for multi_main.o), then multi_base.o
