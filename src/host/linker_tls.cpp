@@ -9,6 +9,7 @@
 // The last three need the block at one offset from every thread's pointer: glibc's static TLS.
 #include <elf.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
@@ -133,7 +134,10 @@ sk_status Linker::create_tls() {
     }
   }
   std::string why;
-  if (TlsBlock::create(image, tls_size_, tls_align_, static_tls_reloc_ != nullptr, &tls_, &why) != SK_OK) {
+  // At least a byte: glibc gives no module id to an empty TLS segment (code may still ask for
+  // the block's base, _TLS_MODULE_BASE_).
+  const uint64_t size = std::max<uint64_t>(tls_size_, 1);
+  if (TlsBlock::create(image, size, tls_align_, static_tls_reloc_ != nullptr, &tls_, &why) != SK_OK) {
     if (!static_tls_reloc_)
       return fail(SK_ERR_UNSUPPORTED, "%s: its thread-local storage (%" PRIu64 " bytes) could not be set up: %s",
                   label(), tls_size_, why.c_str());
