@@ -21,9 +21,11 @@ else()
                           --crate-name probe ${probe_dir}/probe.rs --out-dir ${probe_dir}
                   RESULT_VARIABLE probe_result ERROR_VARIABLE probe_error OUTPUT_QUIET)
   if(NOT probe_result EQUAL 0)
+    # rustc's first line, fit for a C string literal in a compile definition.
     string(REGEX REPLACE "\n.*" "" probe_error "${probe_error}")
-    string(REPLACE "\"" "'" probe_error "${probe_error}")
-    set(SK_RUST_MISSING "${SK_RUSTC} cannot build for this target (${sk_rust_flags}): ${probe_error}")
+    string(REGEX REPLACE "[\"'`;\\]" "" probe_error "${probe_error}")
+    string(JOIN " " flags_text ${sk_rust_flags})
+    set(SK_RUST_MISSING "${SK_RUSTC} cannot build for this target (${flags_text}): ${probe_error}")
   endif()
 endif()
 if(SK_RUST_MISSING STREQUAL "")
