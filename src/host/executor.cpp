@@ -398,6 +398,7 @@ void Executor::run_task(Core &core, Task &task) {
   ctx.core = core.index;
   ctx.epoch = task.epoch;
   ctx.failure = &task.failure;
+  ctx.fork_generation = created_in_generation_;
   ctx.channel = &step_channel_;
   WaitPolicy policy = task_policy_;
   policy.abort = &task.failure.aborted;
