@@ -180,8 +180,8 @@ typedef struct sk_event sk_event;
  *   sk_stream_synchronize returns SK_ERR_HANG within about `timeout_ms` for a kernel that never
  *   returns on any core, and the device is lost. The price is a hand-over at every synchronize
  *   (the waiting thread sleeps and is woken; with a core on every CPU, idle cores yield their
- *   CPU so that it gets one): 7-9 us a step at best on a 2-CPU machine, under 1% of a
- *   decode-shaped step, but a step 2-4 times as long where other processes keep the CPUs busy
+ *   CPU so that it gets one): 7-11 us a step on a 2-CPU machine, 1-2% of a decode-shaped step
+ *   there, but a step 2-4 times as long where other processes keep the CPUs busy
  *   (docs/benchmarks.md, "Core 0 on a thread of its own"): not the default without `timeout_ms`.
  * - `stack_kb=N` (128 to 1048576; default: the RLIMIT_STACK soft limit when the device opens,
  *   65536 when that is unlimited): the stack of each core's thread in KiB, what the main thread

@@ -102,11 +102,12 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   // where the thread shares the host's only CPU: each look would preempt the host).
   if (!crowded && config.spin_us && config.spin_max_us > config.spin_us && !config.core0_thread)
     core0_idle_polls_ = std::max<uint32_t>(1, config.spin_max_us / static_cast<uint32_t>(kCore0PollPeriod.count()));
-  // core0_thread: a host thread only waits. Where every CPU holds a core it does not spin: its
-  // spin would hold the CPU of a core with blocks to run until its time slice ends; asleep, it
-  // leaves the CPU to the core and gets one back when woken (the idle cores yield, above).
+  // core0_thread: a host thread only waits, and does not spin: its spin would hold a CPU that a
+  // core, core 0's unpinned thread included, may need for the rest of its time slice; asleep,
+  // it leaves the CPU to the cores and gets one back when woken (the idle cores yield, above;
+  // docs/benchmarks.md, "Core 0 on a thread of its own").
   host_wait_policy_ = completion_policy_;
-  if (config.cores >= cpus) host_wait_policy_.spin = std::chrono::nanoseconds(0);
+  host_wait_policy_.spin = std::chrono::nanoseconds(0);
   host_wait_policy_.timeout = watch_slice_;  // then it looks for a stuck core (drive_until)
 }
 
