@@ -244,11 +244,14 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   t.args = *program->args.load(std::memory_order_acquire);  // in turn: Executor::rebind_arg
   t.failure.reset();
   stream->last_seq.store(seq, std::memory_order_relaxed);
+  // What wait_program reads may now name this launch (all its iterations); before the task is
+  // published, after which it may complete at once and its program be recycled for another
+  // launch, or freed (an unfused launch's that its pool declined).
+  program->next_epoch.store(t.last_epoch(), std::memory_order_release);
   t.seq.store(seq, std::memory_order_release);
   published_.store(seq, std::memory_order_release);
   published_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
-  // Queued: what wait_program and wait_idle read may now name this launch (all its iterations).
-  program->next_epoch.store(t.last_epoch(), std::memory_order_release);
+  // Queued: wait_idle may now name this launch.
   submitted_.store(seq, std::memory_order_release);
   turn_.store(ticket + 1, std::memory_order_release);
   notify(&published_word_, idle_channel_);
