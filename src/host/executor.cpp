@@ -92,8 +92,8 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
     p->yield = crowded;
   // core0_thread with a core on every CPU: the host thread that waits for a launch sleeps, and
   // its wake-up at the completion finds every CPU held by a core spinning idle, which the
-  // scheduler lets run out its time slice first (milliseconds a step). Idle cores yield, so
-  // that it gets one at once (docs/benchmarks.md, "Core 0 on a thread of its own").
+  // scheduler lets run out its time slice first. Idle cores yield, so that it gets one at once
+  // (docs/benchmarks.md, "Core 0 on a thread of its own").
   if (config.core0_thread && config.cores >= cpus) core_idle_policy_.yield = true;
   // With more cores than CPUs an idle core's spin stays fixed: spinning holds a CPU another needs.
   if (config.spin_us && config.cores <= cpus) idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
@@ -108,6 +108,7 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   // docs/benchmarks.md, "Core 0 on a thread of its own").
   host_wait_policy_ = completion_policy_;
   host_wait_policy_.spin = std::chrono::nanoseconds(0);
+  host_wait_policy_.before_sleep = nullptr;  // core 0's thread needs no call
   host_wait_policy_.timeout = watch_slice_;  // then it looks for a stuck core (drive_until)
 }
 

@@ -3,9 +3,10 @@
 // each core runs its share of every step, synchronising split-phase between steps.
 //
 // Where it is: threads, the ring and the wiring of wait policies (executor.cpp), core 0's token
-// (core0_token.cpp: a host thread that waits for the device runs core 0 itself), pinning
-// (executor_pinning.cpp), argument rebinds (executor_args.cpp), the step loops
-// (executor_steps.cpp) and the waits between steps (executor_sync.cpp).
+// (core0_token.cpp: a host thread that waits for the device runs core 0 itself, unless core 0
+// has a thread of its own), pinning (executor_pinning.cpp), argument rebinds
+// (executor_args.cpp), the step loops (executor_steps.cpp) and the waits between steps
+// (executor_sync.cpp); the threads' stacks (core_thread.hpp), a kernel's fork (kernel_fork.hpp).
 #pragma once
 #include <sk.h>
 
@@ -147,7 +148,7 @@ class Executor {
   // cores spinning for each other on one CPU meet only when one yields).
   void keep_off_core0_cpu();
   // Core 0's token (core0_token.cpp, whose top comment is the protocol).
-  void core0_main();  // core 0 while no host thread holds it
+  void core0_main();  // core 0 while no host thread holds it; with core0_thread, always
   // The dedicated thread's look, while host threads drive a one-core device
   // (host_drives_core0_), for a launch they left standing: sleeps one kCore0PollPeriod or
   // until rung, and says what to do next: Keep polling; answer a Rung doorbell (or stop);
