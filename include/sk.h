@@ -169,7 +169,29 @@ typedef struct sk_event sk_event;
  *   it the launch fails with SK_ERR_HANG and a report naming the sub-kernel, the core and the
  *   sync point. A launch in which no core progresses for as long while one is in a kernel's
  *   code fails the same way, naming the core that never came back, and loses the device:
- *   everything after fails with SK_ERR_DEVICE (docs/conventions.md, "Lost devices").
+ *   everything after fails with SK_ERR_DEVICE (docs/conventions.md, "Lost devices"). Setting
+ *   it also sets the default of `core0` to `thread`, so that a synchronize reports a kernel
+ *   that never returns on any core.
+ * - `core0=caller|thread` (default `thread` when the spec sets `timeout_ms`, else `caller`):
+ *   which thread runs core 0's share of each launch. `caller`: a host thread that waits for
+ *   the device (sk_stream_synchronize, sk_device_synchronize, sk_superkernel_set_arg, a launch
+ *   that finds the queue full) runs it itself, so a synchronous launch loop adds no thread and
+ *   sees the completion in its own cache, and a thread of libsk's stands in for launches nobody
+ *   waits for; a block on core 0 that never returns then holds the synchronizing thread for
+ *   ever (only sk_stream_query, which runs no kernel, reports it). `thread`: core 0 has a
+ *   thread of its own, placed as a host thread would be, and a waiting host thread only waits:
+ *   sk_stream_synchronize returns SK_ERR_HANG within about `timeout_ms` for a kernel that never
+ *   returns on any core, and the device is lost. The price is a hand-over at every synchronize
+ *   (the waiting thread sleeps and is woken; with a core on every CPU, idle cores yield their
+ *   CPU so that it gets one): 7-11 us a step on a 2-CPU machine, 1-2% of a decode-shaped step
+ *   there, but a step 2-4 times as long where other processes keep the CPUs busy
+ *   (docs/benchmarks.md, "Core 0 on a thread of its own"): not the default without `timeout_ms`.
+ * - `stack_kb=N` (128 to 1048576; default: the RLIMIT_STACK soft limit when the device opens,
+ *   65536 when that is unlimited): the stack of each core's thread in KiB, what the main thread
+ *   may grow to, so that a kernel with large local arrays or deep recursion runs on a core as
+ *   it runs natively (glibc gives other threads the limit at process start, and on x86-64 2 MiB
+ *   when that is unlimited). A kernel that overflows it crashes the process, as on any thread. With
+ *   `core0=caller` core 0's blocks run on the stack of the thread that runs them.
  * - `symbols=process|strict` (default `process`): what kernel objects may bind their undefined
  *   symbols to. `process`: any symbol of the process, as the dynamic linker would bind it.
  *   `strict`: only sk_kernel.h's device API, the C99 `<math.h>` functions (with their `f` and
@@ -182,7 +204,8 @@ typedef struct sk_event sk_event;
  *   hardware thread of every physical core before a second thread of any (SMT siblings share
  *   one core's execution units), and keep the cores off the CPU of the host thread that runs
  *   core 0 (cores spinning for each other on one CPU cost a context switch per step); the
- *   dedicated core-0 thread runs on the CPUs no core holds. A second device open at the same
+ *   thread that stands in for host threads runs on the CPUs no core holds, and core 0's own
+ *   thread (`core0=thread`) where the scheduler puts it. A second device open at the same
  *   time takes the CPUs the first left free. With `pin=0` or more cores than CPUs a waiting core
  *   yields its CPU while it spins (the core it waits for may be queued there); otherwise it
  *   never does.

@@ -5,6 +5,7 @@
 #include "host/device_api_cache.hpp"
 #include "host/kernel_call.hpp"
 #include "host/kernel_exception.hpp"
+#include "host/kernel_fork.hpp"
 #include "host/profiler.hpp"
 
 namespace sk::host {
@@ -30,8 +31,10 @@ inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
         ffi_arg ret;
         ffi_call(s.cif, FFI_FN(s.fn), &ret, ctx.arg_pointers + s.first_slot);
       }
+      end_if_forked_in_kernel(ctx);
     }
   } catch (...) {
+    end_if_forked_in_kernel(ctx);
     record_kernel_exception(ctx);
   }
 }

@@ -157,9 +157,9 @@ struct Program {
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;
   // Launch epochs: next_epoch is the epoch of the last launch queued (written in the
-  // submitting thread's turn, once the launch is queued); completed_epoch is published when a
-  // launch completes. On their own cache line: they change at every launch, and the fields
-  // above are read by every core at every step.
+  // submitting thread's turn, just before the launch is published); completed_epoch is
+  // published when a launch completes. On their own cache line: they change at every launch,
+  // and the fields above are read by every core at every step.
   alignas(64) std::atomic<uint32_t> next_epoch{0};
   std::atomic<uint32_t> completed_epoch{0};
   // Argument values in two blocks: a launch runs with the block `args` names when it is queued

@@ -48,7 +48,7 @@ struct CoreAccess {
   // The same for the dedicated core-0 thread.
   static std::set<int> dedicated_core0_cpus(Executor &ex) {
     cpu_set_t set;
-    if (pthread_getaffinity_np(ex.threads_[0].native_handle(), sizeof set, &set) != 0) return {};
+    if (pthread_getaffinity_np(ex.threads_[0], sizeof set, &set) != 0) return {};
     return cpus_in(set);
   }
 };

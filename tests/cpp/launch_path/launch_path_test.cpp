@@ -256,6 +256,26 @@ TEST_F(LaunchPath, OneCoreDevice) {
   expect_quiet(finalize(chain_scope("one-core", "", 1, {1})));
 }
 
+// core0=thread: the host thread only waits (asleep) for core 0's thread, on 2 cores and on 1,
+// and a rebind waits the same way.
+TEST_F(LaunchPath, CoreZeroOnItsOwnThread) {
+  open_with_chain("host:cores=2,core0=thread");
+  expect_quiet(finalize(chain_scope("core0-thread", "", 2, {2, 1})));
+  sk_superkernel *sk = finalize(chain_scope("core0-thread-rebind", "", 2, {}));
+  ASSERT_NE(sk, nullptr);
+  expect_quiet([this, sk] {
+    ++seed;
+    const sk_status st = sk_superkernel_set_arg(sk, 0, 2, &seed);
+    return st != SK_OK ? st : sk_launch(sk, stream);
+  });
+  sk_superkernel_destroy(sk);
+}
+
+TEST_F(LaunchPath, OneCoreOnItsOwnThread) {
+  open_with_chain("host:cores=1,core0=thread");
+  expect_quiet(finalize(chain_scope("one-core-thread", "", 1, {1})));
+}
+
 // sk_launch_repeat: the runs and the barrier between them, on a chain with a stop flag nobody
 // sets and with one already set (one run), and with profiling (the general step loop).
 TEST_F(LaunchPath, RepeatedLaunches) {
