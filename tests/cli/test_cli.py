@@ -151,6 +151,32 @@ def test_inspect_hash_changes_with_content(ops, tmp_path):
     assert json.loads(sk("inspect", "--json", other).stdout)["hash"]["value"] != h1
 
 
+def test_inspect_compares_signatures_with_the_debug_information(tmp_path):
+    # Built with -g (and -gz), an object's DWARF says what each parameter is: a recorded
+    # signature that gives a struct's members instead of the struct is named, parameter and
+    # all; agreeing ones say so; a function without metadata gets the signature to give.
+    objs = {}
+    for name, flags in (("args_misdescribed", ["-g"]), ("args_aggregates", ["-g", "-gz"])):
+        objs[name] = tmp_path / (name + ".o")
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-fPIE", *flags, "-std=gnu11",
+                        "-I", os.path.join(ROOT, "include"), "-c",
+                        os.path.join(ROOT, "tests", "kernels", name + ".c"), "-o", str(objs[name])],
+                       check=True)
+    r = sk("inspect", objs["args_misdescribed"])
+    assert r.returncode == 0, r.stderr
+    assert ("WARNING: signature \"ptr,f32,f32,u32\" disagrees with the debug information: "
+            "parameter 1 'p' is {f32,f32} in the debug information, the signature says f32: it is "
+            "a struct passed by value, written {f32,f32}, not its members") in r.stdout, r.stdout
+    assert 'undescribed (debug information: "ptr,{f32,f32},i16")' in r.stdout
+    d = json.loads(sk("inspect", "--json", objs["args_misdescribed"]).stdout)
+    assert d["kernels"][0]["debug_info"]["signature"] == "ptr,{f32,f32},u32"
+    assert d["debug_info_signatures"] == {"undescribed": "ptr,{f32,f32},i16"}
+    d = json.loads(sk("inspect", "--json", objs["args_aggregates"]).stdout)
+    for k in d["kernels"]:
+        assert k["debug_info"] == {"signature": k["signature"], "mismatches": []}, k
+    assert "debug information: the same parameter types" in sk("inspect", objs["args_aggregates"]).stdout
+
+
 def test_inspect_bad_inputs_exit_3(tmp_path):
     r = sk("inspect", tmp_path / "missing.o")
     assert r.returncode == 3 and "missing.o" in r.stderr
