@@ -132,8 +132,11 @@ void call_mapped(void *fn, const uint64_t *a, const uint8_t *m, bool stack) {
 }
 
 void call_with_refs(void *fn, const uint64_t *a, const StepRefs &r) {
-  uint64_t v[kCallMapEntries + kDirectArgs] = {};  // a direct call reads kDirectArgs slots
-  std::memcpy(v, a, r.slots * sizeof(uint64_t));
+  // A direct call reads kDirectArgs slots (the blocks are padded past the last step's for it), a
+  // mapped one only those its map names: the copy needs no zeroing.
+  static_assert(kCallMapEntries >= kDirectArgs);
+  uint64_t v[kCallMapEntries];
+  std::memcpy(v, a, (r.kind == CallKind::Direct ? kDirectArgs : r.slots) * sizeof(uint64_t));
   for (const StepRefs::Ref &ref : r.refs)
     v[ref.slot] = to_slot(ref.type, reinterpret_cast<const void *>(a[ref.slot]));
   if (r.kind == CallKind::Direct)

@@ -157,6 +157,9 @@ static void test_refs_read_at_every_launch(void **state) {
     SK_CHECK(sk_superkernel_explain(sk, json, sizeof json, NULL));
     if (!strstr(json, "\"arguments_by_reference\":[2,3]"))
       fail_msg("explain does not list step 1's arguments read by reference: %s", json);
+    /* Reading by reference keeps the direct and register-map calls. */
+    if (!strstr(json, "\"calls\":{\"direct\":2,\"register map\":1,\"libffi\":1}"))
+      fail_msg("explain does not count the calls by the kernels' own kinds: %s", json);
     sk_superkernel_destroy(sk);
     sk_module_unload(k.mod);
     sk_device_close(dev);
