@@ -29,9 +29,16 @@ constexpr TypeInfo kTypes[] = {
     {"f32", ArgType::F32, 4},
     {"f64", ArgType::F64, 8},
 };
-constexpr char kExpected[] =
-    "expected one of ptr,i8,u8,i16,u16,i32,u32,i64,u64,f32,f64 or an aggregate {T,T...} (members may be arrays "
-    "T[N])";
+// What a type may be, for messages: the scalars of kTypes and the aggregate form.
+const std::string &expected_types() {
+  static const std::string text = [] {
+    std::string t = "expected one of ";
+    for (const TypeInfo &ti : kTypes) t += std::string(ti.name) + ",";
+    t.back() = ' ';
+    return t + "or an aggregate {T,T...} (members may be arrays T[N])";
+  }();
+  return text;
+}
 
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 
@@ -61,7 +68,8 @@ class Parser {
       skip_spaces();
       if (peek() == '[')
         return error(
-            "is an array '%s[...]': an array parameter is a pointer in C (pass 'ptr'), or wrap it in an aggregate "
+            "is an array '%.64s[...]': an array parameter is a pointer in C (pass 'ptr'), or wrap it in an "
+            "aggregate "
             "{T[N]} to pass its elements by value",
             type_to_string(t).c_str());
       sig.push_back(std::move(t));
@@ -82,7 +90,7 @@ class Parser {
 
   // Long texts are clipped in the message, so that the culprit (index and token) stays in it.
   sk_status error(const char *fmt, ...) __attribute__((format(printf, 2, 3))) {
-    char detail[256];
+    char detail[512];
     va_list ap;
     va_start(ap, fmt);
     std::vsnprintf(detail, sizeof detail, fmt, ap);
@@ -107,7 +115,7 @@ class Parser {
     }
     const char *where = depth == 0 ? "is" : "has a member";
     return error("%s '%.*s%s', %s", where, (int)std::min<size_t>(tok.size(), 64), tok.data(),
-                 tok.size() > 64 ? "..." : "", kExpected);
+                 tok.size() > 64 ? "..." : "", expected_types().c_str());
   }
 
   sk_status aggregate(size_t depth, ParamType *out) {
