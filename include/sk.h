@@ -410,7 +410,13 @@ SK_API void sk_module_unload(sk_module *mod);
 SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kernel **out);
 /**
  * Kernel by symbol name with a signature given by the host: a comma-separated list over
- * ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 ("" for none).
+ * ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 ("" for none), and aggregates passed by
+ * value: a C struct parameter is its members in braces, `{f32,f32}` for `struct {float x, y;}`,
+ * nested (`{{f32,f32},i32}`), a member array as `T[N]` (`{i32[5]}`), at most 1024 bytes and 8
+ * levels deep. An aggregate is laid out as C lays out that struct (each member at its natural
+ * alignment) and passed as the platform's C ABI passes it (SysV x86-64, AAPCS64, the PTX ABI);
+ * its argument value is the struct's bytes. Listing the members as parameters instead
+ * (`f32,f32`) describes another function: it is called with wrong values.
  * - Errors: SK_ERR_INVALID_ARGUMENT for a signature that does not parse; SK_ERR_NOT_FOUND if no
  *   function of that name is defined; SK_ERR_INCOMPATIBLE if the object's metadata for the
  *   kernel gives another signature.
@@ -628,6 +634,23 @@ typedef struct sk_kernel_options {
    */
   uint32_t first_core;
   uint32_t core_count;
+  /**
+   * Arguments read by reference: bit i (i < 64) makes parameter i's value be read from the
+   * address args[i] each time the sub-kernel is called (every launch, every block) instead of
+   * copied by sk_add_kernel. An engine keeps what changes from launch to launch (a decode
+   * step's token position) in memory and writes it there between launches: no
+   * sk_superkernel_set_arg, no step index to keep. The address must stay valid while the
+   * super kernel lives and hold a value of the parameter's type (an aggregate's bytes as C
+   * lays them out). It is read as the kernel reads its other inputs: write it before queuing
+   * the launch, or from an earlier sub-kernel of the same launch or run (each run of
+   * sk_launch_repeat reads it again), never while a launch that reads it runs. On a CUDA device
+   * the GPU reads it: memory it can read (sk_mem_alloc, or device, managed or page-locked
+   * memory of the driver), written with sk_memcpy. sk_superkernel_set_arg of such a parameter
+   * sets the address; a captured sk_launch records the address. sk_add_kernel fails with
+   * SK_ERR_INVALID_ARGUMENT for a bit past the kernel's parameters, naming it; sk_finalize on a
+   * CUDA device for an address the GPU cannot read, naming the kernel and the parameter.
+   */
+  uint64_t arg_refs;
 } sk_kernel_options;
 
 /**
@@ -637,7 +660,7 @@ typedef struct sk_kernel_options {
 #define SK_KERNEL_FLAG_TILING_SINK 0x1u
 
 #define SK_KERNEL_OPTIONS_INIT \
-  { sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0 }
+  { sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0, 0 }
 
 /**
  * Starts a scope: the kernels added to it become one super kernel. options uses the vendor
@@ -651,8 +674,9 @@ typedef struct sk_kernel_options {
 SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options, sk_scope **out);
 /**
  * Adds a kernel running on block_dim blocks, 1 <= block_dim <= 2^24. args[i] points to the
- * value of parameter i (as in cuLaunchKernel); args may be NULL for kernels without parameters.
- * opts may be NULL (the defaults of sk_kernel_options).
+ * value of parameter i (as in cuLaunchKernel; for an aggregate, to its bytes as C lays out the
+ * struct), or with opts->arg_refs to where it is read at each call; args may be NULL for
+ * kernels without parameters. opts may be NULL (the defaults of sk_kernel_options).
  * - Errors: SK_ERR_INVALID_ARGUMENT for block_dim out of range, args or an args[i] NULL where
  *   the signature has a parameter, opts->struct_size under 4, unknown opts->flags bits, an
  *   unknown opts->core_type, opts->stream above 63 or, without stream-fusion=1, other than 0;
@@ -756,9 +780,13 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
 /**
  * Rebinds argument `index` of sub-kernel `step` (0-based, in sk_add_kernel order) for launches
  * queued after this call. Launches of this super kernel already queued complete first with the
- * old value (the call waits for them).
- * - Errors: SK_ERR_INVALID_ARGUMENT for a step or an index that does not exist, or value NULL.
- * - Ownership: the value is copied.
+ * old value (the call waits for them). For an argument read by reference
+ * (sk_kernel_options.arg_refs), `value` is the address to read it from instead, as args[i]
+ * was; an engine that keeps the value there needs no rebinding at all.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a step or an index that does not exist, or value NULL;
+ *   on a CUDA device also for an address of an argument read by reference that the GPU cannot
+ *   read.
+ * - Ownership: the value is copied (an argument read by reference: the address is kept).
  * - Threads: any; order it against other threads' launches of this super kernel to know which
  *   value they get.
  */

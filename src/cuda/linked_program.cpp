@@ -239,12 +239,15 @@ void LinkedProgram::read_slots(size_t first, size_t count, uint64_t *out) {
   std::copy(slots_.begin() + first, slots_.begin() + first + count, out);
 }
 
-sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
+sk_status LinkedProgram::set_slots(size_t first, const uint64_t *values, size_t count) {
   if (sk_status st = device_->usable("sk_superkernel_set_arg"); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot >= slots_.size())
-    return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slot %zu does not exist", name_.c_str(), slot);
-  slots_[slot] = value;  // parameter mode: later launches copy the slots at launch
+  if (first + count > slots_.size())
+    return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slots %zu-%zu do not exist", name_.c_str(), first,
+                first + count - 1);
+  if (count == 0) return SK_OK;
+  // parameter mode: later launches copy the slots at launch
+  std::copy(values, values + count, slots_.begin() + first);
   if (source_ != ArgSource::Buffer) return SK_OK;
   // sk.h: launches already queued finish with the old value first, and the call waits for
   // them. The next launch writes the buffer, on its own stream.
@@ -256,25 +259,25 @@ sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
         st != SK_OK)
       return st;
   }
-  // A captured launch reads the buffer when the graph replays: the slot is written now, on
+  // A captured launch reads the buffer when the graph replays: the slots are written now, on
   // libsk's own stream (the application orders this after the replays it queued).
   if (captured_) {
     ContextScope ctx(*device_, "sk_superkernel_set_arg");
     if (ctx.status() != SK_OK) return ctx.status();
     const DriverApi &a = device_->api();
     const CUstream own = device_->default_stream();
-    if (sk_status st = device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + slot * 8, &slots_[slot], 8, own),
+    if (sk_status st = device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + first * 8, &slots_[first], 8 * count, own),
                                       "sk_superkernel_set_arg", "cuMemcpyHtoDAsync (arguments)");
         st != SK_OK)
       return st;
     return device_->check(a.cuStreamSynchronize(own), "sk_superkernel_set_arg", "cuStreamSynchronize");
   }
   if (dirty_end_ == dirty_begin_) {
-    dirty_begin_ = slot;
-    dirty_end_ = slot + 1;
+    dirty_begin_ = first;
+    dirty_end_ = first + count;
   } else {
-    dirty_begin_ = std::min(dirty_begin_, slot);
-    dirty_end_ = std::max(dirty_end_, slot + 1);
+    dirty_begin_ = std::min(dirty_begin_, first);
+    dirty_end_ = std::max(dirty_end_, first + count);
   }
   return SK_OK;
 }

@@ -89,10 +89,11 @@ class Executor {
   sk_status synchronize(StreamState *stream, const char *call = "sk_stream_synchronize");
   // Waits until every launch of `program` queued so far has ended.
   void wait_program(Program *program);
-  // Sets argument slot `slot` of `program` to `value` for the launches queued after the call;
-  // those queued before keep the old value, and the call waits for them (executor_args.cpp).
-  // Thread-safe against launches and other rebinds; takes no lock.
-  void rebind_arg(Program *program, uint32_t slot, uint64_t value);
+  // Sets parameter `param` of `program` (an index into Program::arg_params) to `values` (its
+  // slots) for the launches queued after the call; those queued before keep the old value, and
+  // the call waits for them (executor_args.cpp). Thread-safe against launches and other
+  // rebinds; takes no lock.
+  void rebind_arg(Program *program, uint32_t param, const uint64_t *values);
   // Waits until every queued task has ended.
   void wait_idle();
   // The process forked since this executor was created: its cores stayed in the parent

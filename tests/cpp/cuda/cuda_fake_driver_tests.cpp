@@ -581,6 +581,64 @@ TEST_F(CudaFakeDriver, RebindingArgumentsInParametersAndInABuffer) {
   }
 }
 
+// An argument read by reference keeps its address in its slot, which the GPU reads from at
+// each call: memory the driver does not know is refused at finalize and at set_arg, naming the
+// step and the argument. A struct takes its bytes' slots, and set_arg rebinds them all.
+TEST_F(CudaFakeDriver, ArgumentsReadByReferenceAndAggregatesInTheirSlots) {
+  reopen_on_driver(12000);  // a 4 KiB parameter space: 60 steps of 10 slots go to a buffer
+  sk_kernel *agg = kernel("aggregates.cubin", "cu_agg");
+  ASSERT_NE(agg, nullptr);
+  void *pos = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, 4, &pos), SK_OK) << sk_last_error();
+  uint64_t out = 0x1000;
+  int32_t host_pos = 0;  // pageable host memory: the GPU cannot read it
+  float p[2] = {1.5f, 2.5f}, p2[2] = {-4.0f, 8.0f};
+  double q[2] = {3.0, 0.0};
+  int32_t r[5] = {1, 2, 3, 4, 5};
+  int32_t cf[2] = {7, 0};
+  int16_t h = 9;
+  void *args[] = {&out, &host_pos, p, q, r, cf, &h};
+  sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+  o.arg_refs = 1u << 1;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "refs", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, agg, 2, args, &o), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sk_last_error()).find("step 0 'cu_agg' reads argument 1 by reference from 0x"),
+            std::string::npos)
+      << sk_last_error();
+  args[1] = pos;
+  ASSERT_EQ(sk_scope_begin(dev_, "refs", nullptr, &scope), SK_OK);
+  for (int k = 0; k < 60; ++k) ASSERT_EQ(sk_add_kernel(scope, agg, 2, args, &o), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_superkernel_set_arg(sk, 0, 1, &host_pos), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sk_last_error()).find("reads argument 1 by reference"), std::string::npos)
+      << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_superkernel_set_arg(sk, 0, 2, p2), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  ASSERT_NE(l[1].args_buffer, 0u);
+  EXPECT_EQ(l[1].first_slot, out);
+  // Step 0's slots as the second launch read them: out, the address, the rebound {f32,f32},
+  // {f64,i32} in two slots, {i32[5]} in three, {i8,f32}, i16; step 1 starts at slot 10.
+  uint64_t slots[11] = {0};
+  ASSERT_EQ(sk_memcpy(dev_, slots, reinterpret_cast<void *>(l[1].args_buffer), sizeof slots), SK_OK);
+  EXPECT_EQ(slots[1], reinterpret_cast<uint64_t>(pos));
+  EXPECT_EQ(std::memcmp(&slots[2], p2, sizeof p2), 0);
+  EXPECT_EQ(std::memcmp(&slots[3], q, sizeof q), 0);
+  EXPECT_EQ(std::memcmp(&slots[5], r, sizeof r), 0);
+  EXPECT_EQ(slots[7] >> 32, 0u);  // the struct's last 4 bytes of 24: zero
+  EXPECT_EQ(std::memcmp(&slots[8], cf, sizeof cf), 0);
+  EXPECT_EQ(slots[9], uint64_t(h));
+  EXPECT_EQ(slots[10], out);
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev_, pos);
+}
+
 TEST_F(CudaFakeDriver, LaunchesOnAnotherStreamWaitForThePrevious) {
   sk_kernel *step = kernel("chain.cubin", "chain_step");
   uint64_t x = 0x1000;

@@ -5,7 +5,7 @@
 // after it, 30 KiB of arguments in the parameter space, a launch captured into a CUDA graph
 // and replayed, sub-kernels whose threads return early, sk_launch_repeat as one launch (n
 // runs == n launches, an early stop by a kernel that sets the flag), kernels loaded from a host
-// object of nvcc -dc and from a fatbinary.
+// object of nvcc -dc and from a fatbinary, structs by value and a position read by reference.
 // Every test skips (never passes) when no CUDA device can be opened.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_support.hpp"
@@ -759,5 +761,58 @@ TEST_F(CudaGpu, RepeatStopsAfterTheRunThatSetTheFlag) {
   EXPECT_EQ(read(flag, 1)[0], 0u);
   expect_chain(&expect, blocks.size(), 4);
   EXPECT_EQ(read(x, n), expect);
+  sk_superkernel_destroy(sk);
+}
+
+// Structs by value (aggregates.cu: passed as the PTX ABI passes them) and a position read by
+// reference from device memory, written between launches: each launch's record equals an
+// unfused launch given the position directly and the record the host makes of the values.
+TEST_F(CudaGpu, AggregatesAndAPositionReadByReferenceFusedEqualUnfused) {
+  sk_kernel *agg = kernel("aggregates.cubin", "cu_agg");
+  ASSERT_NE(agg, nullptr);
+  struct F2 {
+    float x, y;
+  } p{1.5f, -2.25f};
+  struct DI {
+    double d;
+    int32_t i;
+  } q{-3.0e100, -77};
+  struct I5 {
+    int32_t a[5];
+  } r{{1, -20, 300, -4000, 50000}};
+  struct CF {
+    int8_t c;
+    float f;
+  } s{-9, 0.75f};
+  int16_t h = -300;
+  constexpr int32_t kLaunches = 4;
+  unsigned char *fused = alloc(std::vector<unsigned char>(64 * kLaunches, 0));
+  unsigned char *unfused = alloc(std::vector<unsigned char>(64 * kLaunches, 0));
+  int32_t *pos = alloc(std::vector<int32_t>{0});
+  void *args[] = {&fused, pos, &p, &q, &r, &s, &h};  // args[1]: where the position is read
+  sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+  o.arg_refs = 1u << 1;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "aggregates", nullptr, &scope), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, agg, 2, args, &o), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  std::vector<unsigned char> expect(64 * kLaunches, 0);
+  for (int32_t t = 0; t < kLaunches; ++t) {
+    ASSERT_EQ(sk_memcpy(dev_, pos, &t, sizeof t), SK_OK) << sk_last_error();  // after the launches queued
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    int32_t direct = t;
+    void *unfused_args[] = {&unfused, &direct, &p, &q, &r, &s, &h};
+    ASSERT_EQ(sk_launch_kernel(agg, 2, unfused_args, nullptr), SK_OK) << sk_last_error();
+    unsigned char *e = expect.data() + 64 * t;
+    for (const auto &[v, n] : std::initializer_list<std::pair<const void *, size_t>>{
+             {&p.x, 4}, {&p.y, 4}, {&q.d, 8}, {&q.i, 4}, {r.a, 20}, {&s.c, 1}, {&s.f, 4}, {&h, 2}}) {
+      std::memcpy(e, v, n);
+      e += n;
+    }
+  }
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(read(fused, expect.size()), expect);
+  EXPECT_EQ(read(unfused, expect.size()), expect);
   sk_superkernel_destroy(sk);
 }

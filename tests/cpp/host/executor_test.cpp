@@ -216,7 +216,7 @@ TEST(Executor, SyncAllWaitsForTheStepsOwnCoresOnly) {
     b.slots[0] = reinterpret_cast<uint64_t>(&s);
     b.slots[1] = reinterpret_cast<uint64_t>(&seen);
   }
-  tp.program.steps[0].first_slot = 1;
+  tp.program.steps[0].first_slot = tp.program.steps[0].first_param = 1;
   StreamState stream;
   for (int i = 0; i < 50; ++i) {
     ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);
