@@ -199,23 +199,24 @@ sk_status LinkedProgram::write_state(CUstream stream, const char *call) {
 
 sk_status LinkedProgram::launch_captured(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop) {
   const DriverApi &a = device_->api();
-  // The waits below are synchronous calls, which the capturing thread may make only in relaxed
-  // mode (a global-mode capture would fail them and be invalidated); the launch after is
-  // captured whatever the mode.
-  RelaxedCapture relaxed(a);
-  // A replay starts after the capture ends: launches queued before it, on any stream, are
-  // over by then once this waits for them. A captured stream may not wait for an event
-  // recorded outside its capture.
-  if (launched_)
-    if (sk_status st = device_->check(a.cuEventSynchronize(last_), call, "cuEventSynchronize"); st != SK_OK)
-      return st;
-  const bool writes = !sync_zeroed_ || !table_written_ || dirty_end_ > dirty_begin_;
-  if (writes) {
-    // libsk's own stream, which no application captures, then a wait for it.
-    const CUstream own = device_->default_stream();
-    if (sk_status st = write_state(own, call); st != SK_OK) return st;
-    if (sk_status st = device_->check(a.cuStreamSynchronize(own), call, "cuStreamSynchronize"); st != SK_OK)
-      return st;
+  {
+    // These waits are synchronous calls, which the capturing thread may make only in relaxed
+    // mode (a global-mode capture would fail them and be invalidated).
+    RelaxedCapture relaxed(a);
+    // A replay starts after the capture ends: launches queued before it, on any stream, are
+    // over by then once this waits for them. A captured stream may not wait for an event
+    // recorded outside its capture.
+    if (launched_)
+      if (sk_status st = device_->check(a.cuEventSynchronize(last_), call, "cuEventSynchronize"); st != SK_OK)
+        return st;
+    const bool writes = !sync_zeroed_ || !table_written_ || dirty_end_ > dirty_begin_;
+    if (writes) {
+      // libsk's own stream, which no application captures, then a wait for it.
+      const CUstream own = device_->default_stream();
+      if (sk_status st = write_state(own, call); st != SK_OK) return st;
+      if (sk_status st = device_->check(a.cuStreamSynchronize(own), call, "cuStreamSynchronize"); st != SK_OK)
+        return st;
+    }
   }
   if (sk_status st = launch_kernel(stream, call, runs, stop); st != SK_OK) return st;
   captured_ = true;
