@@ -229,18 +229,29 @@ typedef struct sk_event sk_event;
  * `cuda:1,timeout_ms=500` or `cuda:arch=sm_90`.
  *
  * - `device=N` (0 to 1023; default 0, or the leading number): the GPU's ordinal.
- * - `timeout_ms=N` (1 to 3600000; default 10000): deadline of every in-kernel wait; a passed
- *   deadline is reported as SK_ERR_HANG by the next sk_stream_synchronize, naming the super
- *   kernel, the step, the block and the sync point.
+ * - `timeout_ms=N` (1 to 3600000; default 10000, or `$SK_CUDA_TIMEOUT_MS` when it is set):
+ *   deadline of every in-kernel wait; a passed deadline is reported as SK_ERR_HANG by the next
+ *   sk_stream_synchronize, naming the super kernel, the step, the block and the sync point. A
+ *   `$SK_CUDA_TIMEOUT_MS` that is not such a number fails every `cuda` open, naming it.
  * - `arch=sm_XY` (default: the GPU's compute capability): the architecture super kernels are
  *   linked for.
+ * - `stack_bytes=N` (1 to 1048576; default: none): the call stack per thread, in bytes, of super
+ *   kernels (and sk_launch_kernel entries) whose need ptxas cannot bound: a sub-kernel that
+ *   recurses, or calls through a function pointer the link cannot follow. Without it their
+ *   sk_finalize (or sk_launch_kernel) fails with SK_ERR_INCOMPATIBLE naming the sub-kernel.
+ *   Every finalize raises the context's CU_LIMIT_STACK_SIZE to what its entry needs (the linked
+ *   entry's own figure, or N), never lowering it; a limit the driver cannot grant fails it with
+ *   SK_ERR_DEVICE.
  *
  * The driver (`libcuda.so.1`) and nvJitLink (`libnvJitLink.so.13`) are loaded at run time, so
  * libsk builds and loads on machines without CUDA; there, and without a GPU, opening fails with
  * SK_ERR_DEVICE saying what is missing. The environment variables `SK_CUDA_DRIVER_LIBRARY` and
  * `SK_CUDA_NVJITLINK_LIBRARY` name other copies to load. Linked super kernels are cached in
  * `$XDG_CACHE_HOME/libsk` (else `~/.cache/libsk`) for later processes; `SK_CUDA_LINK_CACHE=0`
- * turns that off.
+ * turns that off. `SK_CUDA_DUMP_DIR=DIR` (an existing directory) keeps what a failure on a GPU
+ * needs looked at: each linked cubin as it is loaded (`PID-ID-NAME.cubin`), and, when a
+ * synchronisation reports an aborted launch, the words of that super kernel's sync buffer
+ * (`PID-ID-NAME.sync.txt`); files it cannot write are left out.
  */
 
 /**
@@ -710,7 +721,10 @@ SK_API sk_status sk_scope_wait_event(sk_scope *scope, uint32_t stream, uint32_t 
  *   cannot be planned together (a kernel that syncs its cores on more blocks than the device
  *   has cores, strict-scope-check=abort, core counts that do not fit the layout); on a CUDA
  *   device also SK_ERR_INCOMPATIBLE for kernels that disagree on threads per block, more
- *   blocks that sync than are co-resident or a failed link, SK_ERR_UNSUPPORTED for a mixed
+ *   blocks that sync than are co-resident, a failed link, more shared memory per block than
+ *   the GPU allows (the message names the sub-kernels and the bytes the GPU reserves in every
+ *   block) or a call stack ptxas cannot bound without the `stack_bytes` device key,
+ *   SK_ERR_UNSUPPORTED for a mixed
  *   kernel, SK_ERR_NOT_FOUND for a symbol the link cannot resolve and SK_ERR_DEVICE when the
  *   GPU fails.
  * - Ownership: *out is the caller's, to destroy with sk_superkernel_destroy before the device

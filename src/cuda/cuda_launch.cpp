@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/entry_limits.hpp"
 #include "cuda/superkernel_build.hpp"
 
 namespace sk::cuda {
@@ -56,10 +57,15 @@ BuildRequest build_request(const CudaDevice &dev, const Plan &plan,
   return req;
 }
 
-// Builds, links and loads a request's plan; `image` keeps what was linked.
+// Builds, links and loads a request's plan; `image` keeps what was linked. What the entry needs
+// of the GPU is checked first, where the sub-kernels can be named.
 sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const BuildRequest &req, BuiltImage *image,
                          std::unique_ptr<LinkedProgram> *out) {
   if (sk_status st = build_superkernel(req, image); st != SK_OK) return st;
+  if (sk_status st = entry_stack_bytes(req, *image, dev->stack_bytes(), &image->stack_bytes); st != SK_OK) return st;
+  if (sk_status st = check_entry_shared(req, *image, dev->shared_optin(), dev->shared_reserved(), dev->name());
+      st != SK_OK)
+    return st;
   return LinkedProgram::load(dev, *image, req.name, req.plan->steps.size(), req.id, out);
 }
 

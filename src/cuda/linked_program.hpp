@@ -27,7 +27,7 @@ struct EntryResources {
   uint32_t sm = 0;              // SASS architecture (90: sm_90)
   uint32_t registers = 0;       // per thread
   uint32_t local_bytes = 0;     // per-thread local memory frame (EIATTR_FRAME_SIZE)
-  uint32_t stack_bytes = 0;     // per-thread call stack (CubinFunction::stack_size)
+  uint32_t stack_bytes = 0;     // per-thread call stack its launches get (BuiltImage::stack_bytes)
   uint32_t static_shared = 0;   // per block
   uint32_t dynamic_shared = 0;  // per block, passed by each launch
 };
