@@ -280,8 +280,9 @@ sk_status LinkedProgram::set_slots(size_t first, const uint64_t *values, size_t 
     // libsk's own stream (the application orders this after the replays it queued).
     if (captured_) {
       const CUstream own = device_->default_stream();
-      if (sk_status st = device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + first * 8, &slots_[first], 8 * count, own),
-                                        "sk_superkernel_set_arg", "cuMemcpyHtoDAsync (arguments)");
+      if (sk_status st =
+              device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + first * 8, &slots_[first], 8 * count, own),
+                             "sk_superkernel_set_arg", "cuMemcpyHtoDAsync (arguments)");
           st != SK_OK)
         return st;
       return device_->check(a.cuStreamSynchronize(own), "sk_superkernel_set_arg", "cuStreamSynchronize");
