@@ -7,36 +7,21 @@
 #include <cstring>
 #include <vector>
 
+#include "decode_step.hpp"
 #include "measure.hpp"
 #include "scenarios.hpp"
 
 namespace bench {
-namespace {
 
-constexpr uint32_t kLayers = 30, kStreams = 3, kDim = 128;
-
-struct StreamStep {
-  std::vector<float> m;  // kLayers * kStreams matrices of kDim x kDim
-  std::vector<float> y;  // (kLayers + 1) * kStreams vectors: y[0] is the input
-  float *matrix(uint32_t l, uint32_t s) { return m.data() + (size_t{l} * kStreams + s) * kDim * kDim; }
-  float *vec(uint32_t l, uint32_t s) { return y.data() + (size_t{l} * kStreams + s) * kDim; }
-  void reset() {
-    for (size_t i = 0; i < m.size(); ++i) m[i] = float(int(i % 23) - 11) * 0.01f;
-    std::memset(y.data(), 0, y.size() * sizeof(float));
-    for (uint32_t i = 0; i < kDim; ++i) vec(0, 0)[i] = float(i % 7) * 0.1f - 0.3f;
-  }
-};
-
-// mode 0: one stream; 1: three streams, every kernel pinned to core 0; 2: three streams, placed.
-sk_superkernel *build(sk_device *dev, sk_kernel *matvec, StreamStep &st, int mode) {
+sk_superkernel *build_decode_step(sk_device *dev, sk_kernel *matvec, DecodeStep &st, int mode) {
   static const char *const names[] = {"streams-off", "streams-on-core0", "streams-on-placed"};
   sk_scope *scope = nullptr;
   if (!sk_ok(sk_scope_begin(dev, names[mode], mode ? "stream-fusion=1" : nullptr, &scope), names[mode]))
     return nullptr;
-  uint32_t dim = kDim;
+  uint32_t dim = DecodeStep::kDim;
   bool ok = true;
-  for (uint32_t l = 0; l < kLayers && ok; ++l) {
-    for (uint32_t s = 0; s < kStreams && ok; ++s) {
+  for (uint32_t l = 0; l < DecodeStep::kLayers && ok; ++l) {
+    for (uint32_t s = 0; s < DecodeStep::kStreams && ok; ++s) {
       if (mode && s != 0 && l > 0) ok = sk_ok(sk_scope_wait_event(scope, s, l - 1), "sk_scope_wait_event");
       float *m = st.matrix(l, s), *x = st.vec(l, 0), *y = st.vec(l + 1, s);
       void *args[] = {&m, &x, &y, &dim, &dim};
@@ -55,6 +40,8 @@ sk_superkernel *build(sk_device *dev, sk_kernel *matvec, StreamStep &st, int mod
   return sk_ok(sk_finalize(scope, &sk), names[mode]) ? sk : nullptr;
 }
 
+namespace {
+
 void run(sk_superkernel *sk) {
   sk_launch(sk, nullptr);
   sk_stream_synchronize(nullptr);
@@ -68,11 +55,9 @@ bool run_streams(const Options &opt, uint32_t cores, Report &report) {
   sk_kernel *matvec = nullptr;
   if (!dev) return false;
   bool ok = load_kernel(dev, "bench_mixed", "bench_matvec", &mod, &matvec);
-  StreamStep st;
-  st.m.resize(size_t{kLayers} * kStreams * kDim * kDim);
-  st.y.resize(size_t{kLayers + 1} * kStreams * kDim);
+  DecodeStep st;
   sk_superkernel *sk[3] = {};
-  for (int mode = 0; mode < 3 && ok; ++mode) ok = (sk[mode] = build(dev, matvec, st, mode)) != nullptr;
+  for (int mode = 0; mode < 3 && ok; ++mode) ok = (sk[mode] = build_decode_step(dev, matvec, st, mode)) != nullptr;
   // Every method from the same state, outputs compared bit for bit with streams off.
   std::vector<float> ref;
   for (int mode = 0; mode < 3 && ok; ++mode) {
@@ -88,7 +73,7 @@ bool run_streams(const Options &opt, uint32_t cores, Report &report) {
   if (ok) {
     std::printf(
         "\nmulti-stream decode step on %u cores: %u layers x %u mat-vecs %ux%u, 1 block each (ns per kernel)\n",
-        cores, kLayers, kStreams, kDim, kDim);
+        cores, DecodeStep::kLayers, DecodeStep::kStreams, DecodeStep::kDim, DecodeStep::kDim);
     std::printf("%-22s %6s %9s %9s %9s | %11s %12s\n", "step", "K", "off", "on-core0", "on-placed", "off/placed",
                 "core0/placed");
     std::vector<Method> methods = {
@@ -96,7 +81,7 @@ bool run_streams(const Options &opt, uint32_t cores, Report &report) {
         {"streams on, core 0", [&] { run(sk[1]); }},
         {"streams on, placed", [&] { run(sk[2]); }},
     };
-    const size_t kernels = size_t{kLayers} * kStreams;
+    const size_t kernels = DecodeStep::kKernels;
     Row r = measure(methods, kernels, opt.rounds());
     const double *t = r.median_ns.data();
     std::printf("%-22s %6zu %9.0f %9.0f %9.0f | %11.2f %12.2f\n", "q/k/v x30", kernels, t[0], t[1], t[2],

@@ -17,6 +17,7 @@ bool run_kernel_calls(const Options &opt, uint32_t cores, Report &report);
 bool run_host_gaps(const Options &opt, uint32_t cores, Report &report);
 bool run_repeat(const Options &opt, uint32_t cores, Report &report);  // the decode loop, T steps
 bool run_streams(const Options &opt, uint32_t cores, Report &report);
+bool run_core0(const Options &opt, uint32_t cores, Report &report);  // core0=caller against core0=thread
 // Not in the default run: a diagnosis of the machine (--only core-sharing).
 bool run_core_sharing(const Options &opt, Report &report);
 

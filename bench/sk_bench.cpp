@@ -13,6 +13,8 @@
 //              sk_launch per step (synchronized, or queued), one sk_launch_repeat of T steps
 //   streams    a decode-shaped step of 90 1-block mat-vecs on three scope streams: streams
 //              off, on with every kernel on core 0, on as the planner places them
+//   core0      steps launched and synchronized one at a time with core 0 run by the caller
+//              (core0=caller) and on a thread of its own (core0=thread): what the thread costs
 //   build      scope build and finalize per sub-kernel (first and cached), link per KiB vs
 //              dlopen of the same code as a shared object, memory per sub-kernel, the cost of
 //              the first launch after the cores went to sleep
@@ -20,7 +22,7 @@
 //              core, round by round, with fused/floor for each answer: what the overhead
 //              table's floor depends on in a VM whose vCPUs move between SMT siblings
 //
-// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|repeat|streams|build|core-sharing]
+// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|repeat|streams|core0|build|core-sharing]
 //                 [--device KEYS] [--json FILE]
 // --device KEYS: more host device keys for every device the run opens (e.g. pin=0,spin_us=0).
 // The kernels are read from the build tree, or from $SK_BENCH_KERNELS when set.
@@ -49,6 +51,7 @@ int main(int argc, char **argv) {
                (!std::strcmp(argv[i + 1], "overhead") || !std::strcmp(argv[i + 1], "small-ops") ||
                 !std::strcmp(argv[i + 1], "calls") || !std::strcmp(argv[i + 1], "gaps") ||
                 !std::strcmp(argv[i + 1], "repeat") || !std::strcmp(argv[i + 1], "streams") ||
+                !std::strcmp(argv[i + 1], "core0") ||
                 !std::strcmp(argv[i + 1], "build") || !std::strcmp(argv[i + 1], "core-sharing"))) {
       opt.only = argv[++i];
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
@@ -59,7 +62,7 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: %s [--quick] [--cores 2,16] [--only "
-          "overhead|small-ops|calls|gaps|repeat|streams|build|core-sharing] [--device KEYS] [--json FILE]\n",
+          "overhead|small-ops|calls|gaps|repeat|streams|core0|build|core-sharing] [--device KEYS] [--json FILE]\n",
           argv[0]);
       return 2;
     }
@@ -88,6 +91,7 @@ int main(int argc, char **argv) {
     if (opt.runs("gaps")) ok &= bench::run_host_gaps(opt, cores, report);
     if (opt.runs("repeat")) ok &= bench::run_repeat(opt, cores, report);
     if (opt.runs("streams")) ok &= bench::run_streams(opt, cores, report);
+    if (opt.runs("core0")) ok &= bench::run_core0(opt, cores, report);
   }
   if (opt.runs("build")) ok &= bench::run_build_costs(opt, report);
   if (opt.only == "core-sharing") ok &= bench::run_core_sharing(opt, report);

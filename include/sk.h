@@ -169,7 +169,29 @@ typedef struct sk_event sk_event;
  *   it the launch fails with SK_ERR_HANG and a report naming the sub-kernel, the core and the
  *   sync point. A launch in which no core progresses for as long while one is in a kernel's
  *   code fails the same way, naming the core that never came back, and loses the device:
- *   everything after fails with SK_ERR_DEVICE (docs/conventions.md, "Lost devices").
+ *   everything after fails with SK_ERR_DEVICE (docs/conventions.md, "Lost devices"). Setting
+ *   it also sets the default of `core0` to `thread`, so that a synchronize reports a kernel
+ *   that never returns on any core.
+ * - `core0=caller|thread` (default `thread` when the spec sets `timeout_ms`, else `caller`):
+ *   which thread runs core 0's share of each launch. `caller`: a host thread that waits for
+ *   the device (sk_stream_synchronize, sk_device_synchronize, sk_superkernel_set_arg, a launch
+ *   that finds the queue full) runs it itself, so a synchronous launch loop adds no thread and
+ *   sees the completion in its own cache, and a thread of libsk's stands in for launches nobody
+ *   waits for; a block on core 0 that never returns then holds the synchronizing thread for
+ *   ever (only sk_stream_query, which runs no kernel, reports it). `thread`: core 0 has a
+ *   thread of its own, placed as a host thread would be, and a waiting host thread only waits:
+ *   sk_stream_synchronize returns SK_ERR_HANG within about `timeout_ms` for a kernel that never
+ *   returns on any core, and the device is lost. The price is a hand-over at every synchronize
+ *   (the waiting thread sleeps and is woken; with a core on every CPU, idle cores yield their
+ *   CPU so that it gets one): 7-11 us a step on a 2-CPU machine, 1-2% of a decode-shaped step
+ *   there, but a step 2-4 times as long where other processes keep the CPUs busy
+ *   (docs/benchmarks.md, "Core 0 on a thread of its own"): not the default without `timeout_ms`.
+ * - `stack_kb=N` (128 to 1048576; default: the RLIMIT_STACK soft limit when the device opens,
+ *   65536 when that is unlimited): the stack of each core's thread in KiB, what the main thread
+ *   may grow to, so that a kernel with large local arrays or deep recursion runs on a core as
+ *   it runs natively (glibc gives other threads the limit at process start, and on x86-64 2 MiB
+ *   when that is unlimited). A kernel that overflows it crashes the process, as on any thread. With
+ *   `core0=caller` core 0's blocks run on the stack of the thread that runs them.
  * - `symbols=process|strict` (default `process`): what kernel objects may bind their undefined
  *   symbols to. `process`: any symbol of the process, as the dynamic linker would bind it.
  *   `strict`: only sk_kernel.h's device API, the C99 `<math.h>` functions (with their `f` and
@@ -182,7 +204,8 @@ typedef struct sk_event sk_event;
  *   hardware thread of every physical core before a second thread of any (SMT siblings share
  *   one core's execution units), and keep the cores off the CPU of the host thread that runs
  *   core 0 (cores spinning for each other on one CPU cost a context switch per step); the
- *   dedicated core-0 thread runs on the CPUs no core holds. A second device open at the same
+ *   thread that stands in for host threads runs on the CPUs no core holds, and core 0's own
+ *   thread (`core0=thread`) where the scheduler puts it. A second device open at the same
  *   time takes the CPUs the first left free. With `pin=0` or more cores than CPUs a waiting core
  *   yields its CPU while it spins (the core it waits for may be queued there); otherwise it
  *   never does.
@@ -206,18 +229,29 @@ typedef struct sk_event sk_event;
  * `cuda:1,timeout_ms=500` or `cuda:arch=sm_90`.
  *
  * - `device=N` (0 to 1023; default 0, or the leading number): the GPU's ordinal.
- * - `timeout_ms=N` (1 to 3600000; default 10000): deadline of every in-kernel wait; a passed
- *   deadline is reported as SK_ERR_HANG by the next sk_stream_synchronize, naming the super
- *   kernel, the step, the block and the sync point.
+ * - `timeout_ms=N` (1 to 3600000; default 10000, or `$SK_CUDA_TIMEOUT_MS` when it is set):
+ *   deadline of every in-kernel wait; a passed deadline is reported as SK_ERR_HANG by the next
+ *   sk_stream_synchronize, naming the super kernel, the step, the block and the sync point. A
+ *   `$SK_CUDA_TIMEOUT_MS` that is not such a number fails every `cuda` open, naming it.
  * - `arch=sm_XY` (default: the GPU's compute capability): the architecture super kernels are
  *   linked for.
+ * - `stack_bytes=N` (1 to 1048576; default: none): the call stack per thread, in bytes, of super
+ *   kernels (and sk_launch_kernel entries) whose need ptxas cannot bound: a sub-kernel that
+ *   recurses, or calls through a function pointer the link cannot follow. Without it their
+ *   sk_finalize (or sk_launch_kernel) fails with SK_ERR_INCOMPATIBLE naming the sub-kernel.
+ *   Every finalize raises the context's CU_LIMIT_STACK_SIZE to what its entry needs (the linked
+ *   entry's own figure, or N), never lowering it; a limit the driver cannot grant fails it with
+ *   SK_ERR_DEVICE.
  *
  * The driver (`libcuda.so.1`) and nvJitLink (`libnvJitLink.so.13`) are loaded at run time, so
  * libsk builds and loads on machines without CUDA; there, and without a GPU, opening fails with
  * SK_ERR_DEVICE saying what is missing. The environment variables `SK_CUDA_DRIVER_LIBRARY` and
  * `SK_CUDA_NVJITLINK_LIBRARY` name other copies to load. Linked super kernels are cached in
  * `$XDG_CACHE_HOME/libsk` (else `~/.cache/libsk`) for later processes; `SK_CUDA_LINK_CACHE=0`
- * turns that off.
+ * turns that off. `SK_CUDA_DUMP_DIR=DIR` (an existing directory) keeps what a failure on a GPU
+ * needs looked at: each linked cubin as it is loaded (`PID-ID-NAME.cubin`), and, when a
+ * synchronisation reports an aborted launch, the words of that super kernel's sync buffer
+ * (`PID-ID-NAME.sync.txt`); files it cannot write are left out.
  */
 
 /**
@@ -393,7 +427,13 @@ SK_API void sk_module_unload(sk_module *mod);
 SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kernel **out);
 /**
  * Kernel by symbol name with a signature given by the host: a comma-separated list over
- * ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 ("" for none).
+ * ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 ("" for none), and aggregates passed by
+ * value: a C struct parameter is its members in braces, `{f32,f32}` for `struct {float x, y;}`,
+ * nested (`{{f32,f32},i32}`), a member array as `T[N]` (`{i32[5]}`), at most 1024 bytes and 8
+ * levels deep. An aggregate is laid out as C lays out that struct (each member at its natural
+ * alignment) and passed as the platform's C ABI passes it (SysV x86-64, AAPCS64, the PTX ABI);
+ * its argument value is the struct's bytes. Listing the members as parameters instead
+ * (`f32,f32`) describes another function: it is called with wrong values.
  * - Errors: SK_ERR_INVALID_ARGUMENT for a signature that does not parse; SK_ERR_NOT_FOUND if no
  *   function of that name is defined; SK_ERR_INCOMPATIBLE if the object's metadata for the
  *   kernel gives another signature.
@@ -611,6 +651,23 @@ typedef struct sk_kernel_options {
    */
   uint32_t first_core;
   uint32_t core_count;
+  /**
+   * Arguments read by reference: bit i (i < 64) makes parameter i's value be read from the
+   * address args[i] each time the sub-kernel is called (every launch, every block) instead of
+   * copied by sk_add_kernel. An engine keeps what changes from launch to launch (a decode
+   * step's token position) in memory and writes it there between launches: no
+   * sk_superkernel_set_arg, no step index to keep. The address must stay valid while the
+   * super kernel lives and hold a value of the parameter's type (an aggregate's bytes as C
+   * lays them out). It is read as the kernel reads its other inputs: write it before queuing
+   * the launch, or from an earlier sub-kernel of the same launch or run (each run of
+   * sk_launch_repeat reads it again), never while a launch that reads it runs. On a CUDA device
+   * the GPU reads it: memory it can read (sk_mem_alloc, or device, managed or page-locked
+   * memory of the driver), written with sk_memcpy. sk_superkernel_set_arg of such a parameter
+   * sets the address; a captured sk_launch records the address. sk_add_kernel fails with
+   * SK_ERR_INVALID_ARGUMENT for a bit past the kernel's parameters, naming it; sk_finalize on a
+   * CUDA device for an address the GPU cannot read, naming the kernel and the parameter.
+   */
+  uint64_t arg_refs;
 } sk_kernel_options;
 
 /**
@@ -620,7 +677,7 @@ typedef struct sk_kernel_options {
 #define SK_KERNEL_FLAG_TILING_SINK 0x1u
 
 #define SK_KERNEL_OPTIONS_INIT \
-  { sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0 }
+  { sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0, 0 }
 
 /**
  * Starts a scope: the kernels added to it become one super kernel. options uses the vendor
@@ -634,8 +691,9 @@ typedef struct sk_kernel_options {
 SK_API sk_status sk_scope_begin(sk_device *dev, const char *name, const char *options, sk_scope **out);
 /**
  * Adds a kernel running on block_dim blocks, 1 <= block_dim <= 2^24. args[i] points to the
- * value of parameter i (as in cuLaunchKernel); args may be NULL for kernels without parameters.
- * opts may be NULL (the defaults of sk_kernel_options).
+ * value of parameter i (as in cuLaunchKernel; for an aggregate, to its bytes as C lays out the
+ * struct), or with opts->arg_refs to where it is read at each call; args may be NULL for
+ * kernels without parameters. opts may be NULL (the defaults of sk_kernel_options).
  * - Errors: SK_ERR_INVALID_ARGUMENT for block_dim out of range, args or an args[i] NULL where
  *   the signature has a parameter, opts->struct_size under 4, unknown opts->flags bits, an
  *   unknown opts->core_type, opts->stream above 63 or, without stream-fusion=1, other than 0;
@@ -669,7 +727,10 @@ SK_API sk_status sk_scope_wait_event(sk_scope *scope, uint32_t stream, uint32_t 
  *   cannot be planned together (a kernel that syncs its cores on more blocks than the device
  *   has cores, strict-scope-check=abort, core counts that do not fit the layout); on a CUDA
  *   device also SK_ERR_INCOMPATIBLE for kernels that disagree on threads per block, more
- *   blocks that sync than are co-resident or a failed link, SK_ERR_UNSUPPORTED for a mixed
+ *   blocks that sync than are co-resident, a failed link, more shared memory per block than
+ *   the GPU allows (the message names the sub-kernels and the bytes the GPU reserves in every
+ *   block) or a call stack ptxas cannot bound without the `stack_bytes` device key,
+ *   SK_ERR_UNSUPPORTED for a mixed
  *   kernel, SK_ERR_NOT_FOUND for a symbol the link cannot resolve and SK_ERR_DEVICE when the
  *   GPU fails.
  * - Ownership: *out is the caller's, to destroy with sk_superkernel_destroy before the device
@@ -739,9 +800,13 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
 /**
  * Rebinds argument `index` of sub-kernel `step` (0-based, in sk_add_kernel order) for launches
  * queued after this call. Launches of this super kernel already queued complete first with the
- * old value (the call waits for them).
- * - Errors: SK_ERR_INVALID_ARGUMENT for a step or an index that does not exist, or value NULL.
- * - Ownership: the value is copied.
+ * old value (the call waits for them). For an argument read by reference
+ * (sk_kernel_options.arg_refs), `value` is the address to read it from instead, as args[i]
+ * was; an engine that keeps the value there needs no rebinding at all.
+ * - Errors: SK_ERR_INVALID_ARGUMENT for a step or an index that does not exist, or value NULL;
+ *   on a CUDA device also for an address of an argument read by reference that the GPU cannot
+ *   read.
+ * - Ownership: the value is copied (an argument read by reference: the address is kept).
  * - Threads: any; order it against other threads' launches of this super kernel to know which
  *   value they get.
  */

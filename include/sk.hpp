@@ -132,10 +132,11 @@ Args<sizeof...(T)> args(const T *...values) noexcept {
 
 /** sk_kernel_options as C++ values; an empty string means NULL (the default). */
 struct KernelOptions {
-  std::string name;         /**< sub-kernel name in scope options and explain; default: symbol */
-  std::string core_type;    /**< "vector", "cube", "mix_1_1", "mix_1_2"; default: metadata's */
-  std::uint32_t flags = 0;  /**< SK_KERNEL_FLAG_* bits */
-  std::uint32_t stream = 0; /**< stream inside the scope (scope option stream-fusion=1) */
+  std::string name;           /**< sub-kernel name in scope options and explain; default: symbol */
+  std::string core_type;      /**< "vector", "cube", "mix_1_1", "mix_1_2"; default: metadata's */
+  std::uint32_t flags = 0;    /**< SK_KERNEL_FLAG_* bits */
+  std::uint32_t stream = 0;   /**< stream inside the scope (scope option stream-fusion=1) */
+  std::uint64_t arg_refs = 0; /**< bit i: argument i read by reference, at every call */
 
   /** The C struct; its strings point into this object. */
   sk_kernel_options c_options() const noexcept {
@@ -145,6 +146,7 @@ struct KernelOptions {
     o.core_type = core_type.empty() ? nullptr : core_type.c_str();
     o.flags = flags;
     o.stream = stream;
+    o.arg_refs = arg_refs;
     return o;
   }
 };

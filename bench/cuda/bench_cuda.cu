@@ -25,7 +25,8 @@
 // wrong words. After its timed runs each method's buffer is compared, word for word, with a CPU
 // reference that runs the same chain as many times (every method runs it from the same start,
 // the same number of times); a mismatch names the method, the block count and the chain length,
-// and makes the run exit 1 at the end. A control (a kernel that runs the chain with no grid
+// and makes the run exit 1 at the end. So does a CUDA or libsk error, which ends only the
+// configuration it happens in (its row says ERROR and why): the other tables still come. A control (a kernel that runs the chain with no grid
 // barrier) shows that the check sees a missing barrier: "caught" when its words are wrong.
 //
 // Block counts: 1, 8, 32 and one per SM (--blocks overrides them), clipped to the blocks a
@@ -57,6 +58,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -122,23 +124,32 @@ void where(const char *fmt, ...) {
   va_end(ap);
 }
 
-#define CHECK_CUDA(call)                                                                                   \
-  do {                                                                                                     \
-    cudaError_t e_ = (call);                                                                               \
-    if (e_ != cudaSuccess) {                                                                               \
-      std::fprintf(stderr, "bench_cuda: %s: %s failed: %s (%s)\n", g_where, #call, cudaGetErrorString(e_), \
-                   cudaGetErrorName(e_));                                                                  \
-      std::exit(1);                                                                                        \
-    }                                                                                                      \
+// A CUDA or libsk error ends the configuration (block count and chain length) it happens in: the
+// run goes on with the next one, and exits 1 at the end. An error of the setup ends the run.
+struct BenchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void raise_error(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "bench_cuda: %s\n", msg);
+  throw BenchError(msg);
+}
+
+#define CHECK_CUDA(call)                                                                                          \
+  do {                                                                                                            \
+    cudaError_t e_ = (call);                                                                                      \
+    if (e_ != cudaSuccess)                                                                                        \
+      raise_error("%s: %s failed: %s (%s)", g_where, #call, cudaGetErrorString(e_), cudaGetErrorName(e_));       \
   } while (0)
-#define CHECK_SK(call)                                                                                \
-  do {                                                                                                \
-    sk_status s_ = (call);                                                                            \
-    if (s_ != SK_OK) {                                                                                \
-      std::fprintf(stderr, "bench_cuda: %s: %s failed: %s: %s\n", g_where, #call, sk_status_name(s_), \
-                   sk_last_error());                                                                  \
-      std::exit(1);                                                                                   \
-    }                                                                                                 \
+#define CHECK_SK(call)                                                                                            \
+  do {                                                                                                            \
+    sk_status s_ = (call);                                                                                        \
+    if (s_ != SK_OK) raise_error("%s: %s failed: %s: %s", g_where, #call, sk_status_name(s_), sk_last_error());   \
   } while (0)
 
 double now_us() {
@@ -324,6 +335,26 @@ void check(Bench &b, const char *what, uint32_t blocks, uint32_t steps, uint64_t
   b.failures.push_back(msg);
 }
 
+// Frees what a chain length made, after it ended or failed: a capture an error left open is
+// ended, and errors here are not reported again (the one that ended it was).
+void release(Bench &b, Chain &c) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(b.stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) {
+    cudaGraph_t open = nullptr;
+    if (cudaStreamEndCapture(b.stream, &open) == cudaSuccess && open) cudaGraphDestroy(open);
+  }
+  cudaStreamSynchronize(b.stream);
+  if (c.super) sk_superkernel_destroy(c.super);
+  if (c.exec) cudaGraphExecDestroy(c.exec);
+  if (c.graph) cudaGraphDestroy(c.graph);
+  if (c.exec_pdl) cudaGraphExecDestroy(c.exec_pdl);
+  if (c.graph_pdl) cudaGraphDestroy(c.graph_pdl);
+  c.super = nullptr;
+  c.exec = c.exec_pdl = nullptr;
+  c.graph = c.graph_pdl = nullptr;
+  (void)cudaGetLastError();  // a non-sticky error must not fail the next configuration's first call
+}
+
 void bench_blocks(Bench &b, uint32_t blocks, bool first) {
   const uint32_t n = blocks * kThreads;
   const std::vector<uint32_t> start = initial_words(n);
@@ -343,7 +374,7 @@ void bench_blocks(Bench &b, uint32_t blocks, bool first) {
               "finalize ms", "graph ms", "pdl edges", "control");
   std::fflush(stdout);
   char entry_note[160] = "";
-  for (uint32_t steps : kChainSteps) {
+  for (uint32_t steps : kChainSteps) try {
     c.steps = steps;
     const int reps = (int)std::max<uint32_t>(1, b.steps_per_sample / steps);
     const uint64_t chains = 1 + uint64_t(b.rounds) * reps;  // the warm-up, then every round's
@@ -426,15 +457,12 @@ void bench_blocks(Bench &b, uint32_t blocks, bool first) {
                 pdl_ratio, t[kSuper] / t[kGridSync], finalize_ms, graph_ms, pdl_edges.c_str(), control,
                 ok ? "" : "  MISMATCH (see below)");
     std::fflush(stdout);
-
-    sk_superkernel_destroy(c.super);
-    c.super = nullptr;
-    CHECK_CUDA(cudaGraphExecDestroy(c.exec));
-    CHECK_CUDA(cudaGraphDestroy(c.graph));
-    if (b.pdl) {
-      CHECK_CUDA(cudaGraphExecDestroy(c.exec_pdl));
-      CHECK_CUDA(cudaGraphDestroy(c.graph_pdl));
-    }
+    release(b, c);
+  } catch (const BenchError &e) {
+    std::printf("%6u | ERROR: %s\n", steps, e.what());
+    std::fflush(stdout);
+    b.failures.push_back(std::string("error: ") + e.what());
+    release(b, c);
   }
   std::printf("%s", entry_note);
   sk_mem_free(b.dev, raw);
@@ -461,38 +489,45 @@ void bench_repeat(Bench &b, uint32_t blocks) {
       blocks, kRepeatRuns, kRepeatRuns, b.rounds);
   std::printf("%6s | %12s %12s | %15s\n", "steps", "launches us", "repeat us", "launches/repeat");
   for (uint32_t steps : kRepeatChainSteps) {
-    const int reps = (int)std::max<uint32_t>(1, steps_per_sample / (steps * kRepeatRuns));
-    const uint64_t runs = kRepeatRuns * (1 + uint64_t(b.rounds) * reps);
-    where("sk_launch_repeat, %u blocks, %u steps: setup", blocks, steps);
-    CHECK_SK(sk_memcpy(b.dev, buf_launches, start.data(), words * sizeof(uint32_t)));
-    CHECK_SK(sk_memcpy(b.dev, buf_repeat, start.data(), words * sizeof(uint32_t)));
-    sk_superkernel *launches = build_super(b, buf_launches, n, blocks, steps, nullptr);
-    sk_superkernel *repeat = build_super(b, buf_repeat, n, blocks, steps, nullptr);
-    std::vector<double> launches_t, repeat_t;
-    for (int r = -1; r < b.rounds; ++r) {  // round -1: the warm-up
-      const int count = r < 0 ? 1 : reps;
-      where("sk_launch, %u blocks, %u steps: %s", blocks, steps, r < 0 ? "warm-up" : "timed runs");
-      double t0 = now_us();
-      for (int i = 0; i < count; ++i)
-        for (uint32_t k = 0; k < kRepeatRuns; ++k) CHECK_SK(sk_launch(launches, nullptr));
-      CHECK_SK(sk_stream_synchronize(nullptr));
-      if (r >= 0) launches_t.push_back((now_us() - t0) / (count * double(kRepeatRuns)));
-      where("sk_launch_repeat, %u blocks, %u steps: %s", blocks, steps, r < 0 ? "warm-up" : "timed runs");
-      t0 = now_us();
-      for (int i = 0; i < count; ++i) CHECK_SK(sk_launch_repeat(repeat, kRepeatRuns, stop, nullptr));
-      CHECK_SK(sk_stream_synchronize(nullptr));
-      if (r >= 0) repeat_t.push_back((now_us() - t0) / (count * double(kRepeatRuns)));
+    sk_superkernel *launches = nullptr, *repeat = nullptr;
+    try {
+      const int reps = (int)std::max<uint32_t>(1, steps_per_sample / (steps * kRepeatRuns));
+      const uint64_t runs = kRepeatRuns * (1 + uint64_t(b.rounds) * reps);
+      where("sk_launch_repeat, %u blocks, %u steps: setup", blocks, steps);
+      CHECK_SK(sk_memcpy(b.dev, buf_launches, start.data(), words * sizeof(uint32_t)));
+      CHECK_SK(sk_memcpy(b.dev, buf_repeat, start.data(), words * sizeof(uint32_t)));
+      launches = build_super(b, buf_launches, n, blocks, steps, nullptr);
+      repeat = build_super(b, buf_repeat, n, blocks, steps, nullptr);
+      std::vector<double> launches_t, repeat_t;
+      for (int r = -1; r < b.rounds; ++r) {  // round -1: the warm-up
+        const int count = r < 0 ? 1 : reps;
+        where("sk_launch, %u blocks, %u steps: %s", blocks, steps, r < 0 ? "warm-up" : "timed runs");
+        double t0 = now_us();
+        for (int i = 0; i < count; ++i)
+          for (uint32_t k = 0; k < kRepeatRuns; ++k) CHECK_SK(sk_launch(launches, nullptr));
+        CHECK_SK(sk_stream_synchronize(nullptr));
+        if (r >= 0) launches_t.push_back((now_us() - t0) / (count * double(kRepeatRuns)));
+        where("sk_launch_repeat, %u blocks, %u steps: %s", blocks, steps, r < 0 ? "warm-up" : "timed runs");
+        t0 = now_us();
+        for (int i = 0; i < count; ++i) CHECK_SK(sk_launch_repeat(repeat, kRepeatRuns, stop, nullptr));
+        CHECK_SK(sk_stream_synchronize(nullptr));
+        if (r >= 0) repeat_t.push_back((now_us() - t0) / (count * double(kRepeatRuns)));
+      }
+      where("sk_launch_repeat, %u blocks, %u steps: check", blocks, steps);
+      std::vector<uint32_t> expected = start;
+      reference_chains(expected, blocks, steps, runs);
+      const size_t before = b.failures.size();
+      check(b, "sk_launch x16", blocks, steps, runs, buf_launches, expected);
+      check(b, "sk_launch_repeat(16)", blocks, steps, runs, buf_repeat, expected);
+      const double l = median(launches_t), rp = median(repeat_t);
+      std::printf("%6u | %12.3f %12.3f | %15.2f%s\n", steps, l, rp, l / rp,
+                  b.failures.size() == before ? "" : "  MISMATCH (see below)");
+      std::fflush(stdout);
+    } catch (const BenchError &e) {
+      std::printf("%6u | ERROR: %s\n", steps, e.what());
+      std::fflush(stdout);
+      b.failures.push_back(std::string("error: ") + e.what());
     }
-    where("sk_launch_repeat, %u blocks, %u steps: check", blocks, steps);
-    std::vector<uint32_t> expected = start;
-    reference_chains(expected, blocks, steps, runs);
-    const size_t before = b.failures.size();
-    check(b, "sk_launch x16", blocks, steps, runs, buf_launches, expected);
-    check(b, "sk_launch_repeat(16)", blocks, steps, runs, buf_repeat, expected);
-    const double l = median(launches_t), rp = median(repeat_t);
-    std::printf("%6u | %12.3f %12.3f | %15.2f%s\n", steps, l, rp, l / rp,
-                b.failures.size() == before ? "" : "  MISMATCH (see below)");
-    std::fflush(stdout);
     sk_superkernel_destroy(launches);
     sk_superkernel_destroy(repeat);
   }
@@ -515,7 +550,7 @@ std::vector<uint32_t> parse_blocks(const char *list) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int bench_main(int argc, char **argv) {
   const char *usage = "usage: bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...]\n";
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr, "%s", usage);
@@ -596,18 +631,36 @@ int main(int argc, char **argv) {
               co_resident, per_sm);
   std::fflush(stdout);
 
-  for (size_t i = 0; i < blocks.size(); ++i) bench_blocks(b, blocks[i], i == 0);
-  bench_repeat(b, blocks.back());
+  // A block count whose buffers cannot even be made is one failed configuration too.
+  for (size_t i = 0; i <= blocks.size(); ++i) {
+    try {
+      if (i < blocks.size())
+        bench_blocks(b, blocks[i], i == 0);
+      else
+        bench_repeat(b, blocks.back());
+    } catch (const BenchError &e) {
+      b.failures.push_back(std::string("error: ") + e.what());
+    }
+  }
 
   where("teardown");
   CHECK_CUDA(cudaStreamDestroy(b.stream));
   sk_module_unload(mod);
   sk_device_close(b.dev);
   if (!b.failures.empty()) {
-    std::printf("\ncheck: FAILED: %zu of %d runs differ from the CPU reference:\n", b.failures.size(), b.checks);
+    std::printf("\ncheck: FAILED: %zu configurations failed or differ from the CPU reference (of %d checks):\n",
+                b.failures.size(), b.checks);
     for (const std::string &f : b.failures) std::printf("  %s\n", f.c_str());
     return 1;
   }
   std::printf("\ncheck: every method's words equal the CPU reference's (%d checks)\n", b.checks);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const BenchError &) {
+    return 1;  // the setup failed; raise_error said where
+  }
 }

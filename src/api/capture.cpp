@@ -156,7 +156,8 @@ sk_status capture_superkernel(sk_stream *stream, sk_superkernel *sk) {
     if (t != 0 && !started[e.stream]) e.after = entry;
     started[e.stream] = true;
     for (uint32_t d : in.after) e.after.push_back(base + d);
-    e.args.resize(e.kernel->signature.size());
+    e.arg_refs = in.arg_refs;  // the addresses are recorded, not the values behind them
+    e.args.resize(e.kernel->slots());
     b.current_args(i, e.args.data());
     if (sk_status st = add_launch(scope, std::move(e), "sk_launch"); st != SK_OK) return st;
   }

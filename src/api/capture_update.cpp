@@ -1,6 +1,7 @@
 // sk_superkernel_update_from_capture: a capture of the same launches with new argument values
 // rebinds an existing super kernel in place instead of building another (CUDA's
 // cudaGraphExecUpdate is the model). The structure must match step for step.
+#include <algorithm>
 #include <string>
 
 #include "api/capture.hpp"
@@ -18,6 +19,14 @@ std::string options_text(const sk::ScopeOptions &o) {
 std::string steps_text(const std::vector<uint32_t> &steps) {
   std::string text;
   for (uint32_t s : steps) text += (text.empty() ? "" : ",") + std::to_string(s);
+  return "[" + text + "]";
+}
+
+// sk_kernel_options.arg_refs as the messages show it: the parameter indices.
+std::string refs_text(uint64_t refs) {
+  std::string text;
+  for (uint32_t i = 0; i < 64; ++i)
+    if (refs >> i & 1) text += (text.empty() ? "" : ",") + std::to_string(i);
   return "[" + text + "]";
 }
 
@@ -66,6 +75,9 @@ std::string first_difference(const sk::backend::SuperKernel &b, const sk_scope &
       return named + "stream " + std::to_string(stream) + " where " + std::to_string(l.stream) + " was captured";
     if (l.after != in.after)
       return named + "waits for steps " + steps_text(in.after) + " where " + steps_text(l.after) + " was captured";
+    if (l.arg_refs != in.arg_refs)
+      return named + "arguments read by reference " + refs_text(in.arg_refs) + " where " + refs_text(l.arg_refs) +
+             " were captured";
   }
   return "";
 }
@@ -93,11 +105,12 @@ SK_API sk_status sk_superkernel_update_from_capture(sk_superkernel *sk, sk_strea
     std::vector<uint64_t> now;
     for (uint32_t i = 0; i < b.plan.steps.size(); ++i) {
       const std::vector<uint64_t> &captured = c->scope->launches[i].args;
+      const std::vector<uint32_t> &at = b.kernels[i]->arg_slots;
       now.resize(captured.size());
       b.current_args(i, now.data());
-      for (uint32_t a = 0; a < captured.size(); ++a)
-        if (captured[a] != now[a])
-          if (sk_status st = b.set_arg(i, a, captured[a]); st != SK_OK) return st;
+      for (uint32_t a = 0; a + 1 < at.size(); ++a)
+        if (!std::equal(captured.begin() + at[a], captured.begin() + at[a + 1], now.begin() + at[a]))
+          if (sk_status st = b.set_arg(i, a, captured.data() + at[a]); st != SK_OK) return st;
     }
     return SK_OK;
   });

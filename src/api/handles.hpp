@@ -109,7 +109,8 @@ struct ScopeLaunch {
   uint32_t stream = 0;                           // sk_kernel_options.stream
   uint32_t first_core = 0, core_count = 0;       // sk_kernel_options pin (0, 0: placed by the plan)
   std::vector<uint32_t> after;                   // launches it waits for (scope events)
-  std::vector<uint64_t> args;                    // one 8-byte slot per parameter
+  std::vector<uint64_t> args;                    // the kernel's slots() 8-byte argument slots
+  uint64_t arg_refs = 0;                         // sk_kernel_options.arg_refs: their slots hold addresses
 };
 
 struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {

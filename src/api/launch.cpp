@@ -85,7 +85,14 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
                 b.plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
   return sk::api::guarded("sk_superkernel_set_arg", [&] {
     if (sk_status st = sk::api::refuse_set_arg(sk)) return st;
-    return b.set_arg(step, index, sk::to_slot(k.signature[index], value));
+    // On the stack: a decode loop's rebind allocates nothing (tests/cpp/launch_path).
+    uint64_t slots[sk::kMaxAggregateBytes / 8] = {};
+    const uint64_t refs = b.plan.steps[step].kernel.arg_refs;
+    if (index < 64 && (refs >> index & 1))
+      slots[0] = reinterpret_cast<uintptr_t>(value);  // read by reference: the address is the value
+    else
+      sk::to_slots(k.signature[index], value, slots);
+    return b.set_arg(step, index, slots);
   });
 }
 

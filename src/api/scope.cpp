@@ -10,6 +10,18 @@ namespace {
 // sk_kernel_options.flags bits this version knows; others are refused, not silently ignored.
 constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK;
 
+// Every bit of opts->arg_refs names a parameter the kernel has.
+sk_status check_arg_refs(const sk::backend::Kernel &k, const std::string &name, uint64_t refs) {
+  const size_t n = k.signature.size();
+  if (n >= 64 || (refs >> n) == 0) return SK_OK;
+  const int bit = static_cast<int>(n) + __builtin_ctzll(refs >> n);
+  return fail(
+      SK_ERR_INVALID_ARGUMENT,
+      "sk_add_kernel: kernel '%s': opts->arg_refs 0x%llx has bit %d, but the kernel takes %zu parameters (%s)",
+      name.c_str(), static_cast<unsigned long long>(refs), bit, n,
+      k.signature_text.empty() ? "none" : k.signature_text.c_str());
+}
+
 }  // namespace
 
 namespace sk::api {
@@ -38,6 +50,7 @@ sk_status finalize_scope(sk_scope *scope, sk_superkernel **out) {
     in.usage = l.kernel->usage;
     in.usage_paths = l.kernel->usage_paths;
     in.flags = l.flags;
+    in.arg_refs = l.arg_refs;
     inputs.push_back(std::move(in));
     kernels.push_back(l.kernel);
     args.push_back(std::move(l.args));
@@ -116,7 +129,11 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
       e.first_core = opts->first_core;
       e.core_count = opts->core_count;
     }
-    if (sk_status st = k.copy_args(args, "sk_add_kernel", &e.args); st != SK_OK) return st;
+    if (SK_STRUCT_COVERS(opts, sk_kernel_options, arg_refs)) {
+      if (sk_status st = check_arg_refs(k, e.name, opts->arg_refs); st != SK_OK) return st;
+      e.arg_refs = opts->arg_refs;
+    }
+    if (sk_status st = k.copy_args(args, "sk_add_kernel", &e.args, e.arg_refs); st != SK_OK) return st;
     return sk::api::add_launch(scope, std::move(e), "sk_add_kernel");
   });
 }

@@ -2,27 +2,42 @@
 // optional device calls.
 #include "common/backend.hpp"
 
+#include <algorithm>
+
 #include "common/error.hpp"
 
 namespace sk::backend {
 
-sk_status Kernel::copy_args(void *const *args, const char *call, uint64_t *out) const {
+void Kernel::set_signature(Signature sig) {
+  signature = std::move(sig);
+  signature_text = signature_to_string(signature);
+  arg_slots = slot_offsets(signature);
+}
+
+sk_status Kernel::copy_args(void *const *args, const char *call, uint64_t *out, uint64_t refs) const {
   const size_t n = signature.size();
   if (n > 0 && !args)
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s' takes %zu parameters (%s) but args is NULL", call,
                 symbol.c_str(), n, signature_text.c_str());
   for (size_t i = 0; i < n; ++i) {
+    const bool ref = i < 64 && (refs >> i & 1);
     if (!args[i])
-      return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': args[%zu] (%s) is NULL", call, symbol.c_str(), i,
-                  arg_type_name(signature[i]));
-    out[i] = to_slot(signature[i], args[i]);
+      return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': args[%zu] (%s) is NULL%s", call, symbol.c_str(), i,
+                  type_to_string(signature[i]).c_str(),
+                  ref ? " (an argument read by reference needs an address)" : "");
+    if (ref) {
+      std::fill(out + arg_slots[i], out + arg_slots[i + 1], 0);
+      out[arg_slots[i]] = reinterpret_cast<uintptr_t>(args[i]);
+    } else {
+      to_slots(signature[i], args[i], out + arg_slots[i]);
+    }
   }
   return SK_OK;
 }
 
-sk_status Kernel::copy_args(void *const *args, const char *call, std::vector<uint64_t> *out) const {
-  std::vector<uint64_t> slots(signature.size(), 0);
-  if (sk_status st = copy_args(args, call, slots.data()); st != SK_OK) return st;
+sk_status Kernel::copy_args(void *const *args, const char *call, std::vector<uint64_t> *out, uint64_t refs) const {
+  std::vector<uint64_t> slots(this->slots(), 0);
+  if (sk_status st = copy_args(args, call, slots.data(), refs); st != SK_OK) return st;
   *out = std::move(slots);
   return SK_OK;
 }

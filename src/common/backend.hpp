@@ -62,8 +62,15 @@ class Kernel : public DeviceChild {
   KernelKind kind = KernelKind::Vector;  // core_type parsed
   Signature signature;
   std::string signature_text;
+  // Each parameter's first 8-byte argument slot (slot_offsets), then the slots in all: an
+  // aggregate takes several.
+  std::vector<uint32_t> arg_slots{0};
   uint32_t usage = 0;                      // DeviceApiBit set, from the device-API calls its code can reach
   std::vector<DeviceApiPath> usage_paths;  // how it reaches those it does not call itself
+
+  // Sets signature, signature_text and arg_slots.
+  void set_signature(Signature sig);
+  size_t slots() const { return arg_slots.back(); }
 
   virtual std::string_view module_label() const = 0;
   // sk_launch_kernel, unfused: `block_dim` checked, `args` not yet (copy_args), `stream` of
@@ -74,11 +81,13 @@ class Kernel : public DeviceChild {
   // at the call, as an unfused one is. `block_dim` checked.
   virtual sk_status check_launch(uint32_t block_dim) = 0;
 
-  // Copies the values args[i] points to into 8-byte slots, by the signature's sizes: into
-  // signature.size() slots at `out` (some may be written on failure), or into *out (untouched
-  // on failure). Fails naming `call` and the kernel on a NULL array or value.
-  sk_status copy_args(void *const *args, const char *call, uint64_t *out) const;
-  sk_status copy_args(void *const *args, const char *call, std::vector<uint64_t> *out) const;
+  // Copies the values args[i] points to into 8-byte slots, by the signature's types: into
+  // slots() slots at `out` (some may be written on failure), or into *out (untouched on
+  // failure). A parameter whose bit is set in `refs` (sk_kernel_options.arg_refs) is read at
+  // each call instead: its first slot keeps the address args[i] (the rest stay zero). Fails
+  // naming `call` and the kernel on a NULL array or value.
+  sk_status copy_args(void *const *args, const char *call, uint64_t *out, uint64_t refs = 0) const;
+  sk_status copy_args(void *const *args, const char *call, std::vector<uint64_t> *out, uint64_t refs = 0) const;
 };
 
 // A loaded module: its kernels, by name.
@@ -122,11 +131,12 @@ class SuperKernel : public DeviceChild {
   // sk_launch_repeat: up to `n` runs (n in [1, SK_LAUNCH_REPEAT_MAX]) back to back, stopping
   // after the run that left *stop_flag nonzero (stop_flag 4-byte aligned, or null: no early stop).
   virtual sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, Stream *stream) = 0;
-  // Rebinds argument `index` of `step` (both checked) to `slot` (to_slot of the value) for the
-  // launches queued after the call.
-  virtual sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) = 0;
-  // The argument slots `step` (checked) runs with now, one per parameter of kernels[step],
-  // into `out` (a captured sk_launch records them). Not while another thread rebinds them.
+  // Rebinds argument `index` of `step` (both checked) to `slots` (to_slots of the value, or
+  // the address of an argument read by reference; slot_count of its type) for the launches
+  // queued after the call.
+  virtual sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) = 0;
+  // The argument slots `step` (checked) runs with now, kernels[step]->slots() of them, into
+  // `out` (a captured sk_launch records them). Not while another thread rebinds them.
   virtual void current_args(uint32_t step, uint64_t *out) const = 0;
   // sk_superkernel_explain's JSON: the plan and what the backend made of it.
   virtual std::string explain() const = 0;

@@ -56,6 +56,12 @@ std::string explain_json(const Plan &plan, const std::string &backend,
     j.key("symbol").value(s.kernel.symbol);
     j.key("module").value(s.kernel.module);
     j.key("signature").value(s.kernel.signature);
+    if (s.kernel.arg_refs) {
+      j.key("arguments_by_reference").begin_array();
+      for (uint64_t a = 0; a < 64; ++a)
+        if (s.kernel.arg_refs >> a & 1) j.value(a);
+      j.end_array();
+    }
     j.key("core_type").value(s.kernel.core_type);
     j.key("block_dim").value(uint64_t{s.kernel.block_dim});
     j.key("segment").value(uint64_t{s.segment});

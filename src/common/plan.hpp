@@ -35,6 +35,9 @@ struct PlanInput {
   // sk_kernel_options.first_core / core_count: the units its blocks run on, in units of its
   // kind (common/step_placement.hpp); core_count 0: the planner places it.
   uint32_t first_core = 0, core_count = 0;
+  // sk_kernel_options.arg_refs: bit i, parameter i is read by reference, from the address its
+  // argument slot holds, each time the kernel is called.
+  uint64_t arg_refs = 0;
 };
 
 // How a step's first unit was chosen (explain's `placement`).

@@ -156,8 +156,7 @@ sk_status CudaBackendModule::get_kernel(const char *name, const char *signature,
   k->symbol = name;
   k->core_type = ck->core_type;
   parse_kernel_kind(k->core_type, &k->kind);
-  k->signature = ck->signature;
-  k->signature_text = signature_to_string(ck->signature);
+  k->set_signature(ck->signature);
   k->usage = ck->usage;
   k->usage_paths = ck->usage_paths;
   k->gpu = gpu;

@@ -2,17 +2,36 @@
 
 #include <sk_kernel.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "common/device_spec.hpp"
 #include "common/error.hpp"
+#include "cuda/diagnostic_dump.hpp"
 #include "cuda/entry_ptx.hpp"
 
 namespace sk::cuda {
 
+namespace {
+
+// timeout_ms's range, for the key and the environment variable alike.
+constexpr uint64_t kTimeoutMinMs = 1, kTimeoutMaxMs = 3'600'000;
+// stack_bytes's: the driver refuses what it cannot reserve, and says so.
+constexpr uint64_t kStackMaxBytes = 1u << 20;
+
+}  // namespace
+
 sk_status parse_cuda_spec(const char *text, CudaSpec *out) {
   std::string spec(text);
   CudaSpec result;
+  if (const char *env = std::getenv(kTimeoutEnv); env && *env) {
+    uint64_t v = 0;
+    if (parse_spec_uint(kTimeoutEnv, env, kTimeoutMinMs, kTimeoutMaxMs, &v) != SK_OK)
+      return fail(SK_ERR_INVALID_ARGUMENT,
+                  "device spec \"%s\": environment variable %s='%s' is not an integer in [%llu, %llu] (ms)", text,
+                  kTimeoutEnv, env, (unsigned long long)kTimeoutMinMs, (unsigned long long)kTimeoutMaxMs);
+    result.timeout_ms = v;
+  }
   // "cuda:N[,key=value...]": a leading bare number is the device ordinal.
   size_t colon = spec.find(':');
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -36,17 +55,21 @@ sk_status parse_cuda_spec(const char *text, CudaSpec *out) {
       if (sk_status st = parse_spec_uint(key, value, 0, 1023, &v); st != SK_OK) return st;
       result.ordinal = (int)v;
     } else if (key == "timeout_ms") {
-      if (sk_status st = parse_spec_uint(key, value, 1, 3'600'000, &v); st != SK_OK) return st;
+      if (sk_status st = parse_spec_uint(key, value, kTimeoutMinMs, kTimeoutMaxMs, &v); st != SK_OK) return st;
       result.timeout_ms = v;
+    } else if (key == "stack_bytes") {
+      if (sk_status st = parse_spec_uint(key, value, 1, kStackMaxBytes, &v); st != SK_OK) return st;
+      result.stack_bytes = (uint32_t)v;
     } else if (key == "arch") {
       if (value.rfind("sm_", 0) != 0 || value.size() < 5)
         return fail(SK_ERR_INVALID_ARGUMENT, "device spec \"%s\": arch '%s' is not of the form sm_XY", text,
                     value.c_str());
       result.arch = value;
     } else {
-      return fail(SK_ERR_INVALID_ARGUMENT,
-                  "device spec \"%s\": unknown key '%s' for the cuda backend (keys: device, timeout_ms, arch)", text,
-                  key.c_str());
+      return fail(
+          SK_ERR_INVALID_ARGUMENT,
+          "device spec \"%s\": unknown key '%s' for the cuda backend (keys: device, timeout_ms, arch, stack_bytes)",
+          text, key.c_str());
     }
   }
   *out = std::move(result);
@@ -92,6 +115,14 @@ sk_status CudaDevice::usable(const char *call) const {
               call, name_.c_str(), device_, lost_.c_str());
 }
 
+RelaxedCapture::RelaxedCapture(const DriverApi &api) : api_(api), mode_(CU_STREAM_CAPTURE_MODE_RELAXED) {
+  exchanged_ = api_.cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS;
+}
+
+RelaxedCapture::~RelaxedCapture() {
+  if (exchanged_) api_.cuThreadExchangeStreamCaptureMode(&mode_);
+}
+
 ContextScope::ContextScope(const CudaDevice &device, const char *call, bool teardown) : device_(device) {
   if (!teardown && (status_ = device.usable(call)) != SK_OK) return;
   status_ = device.check(device.api_->cuCtxPushCurrent(device.context_), call, "cuCtxPushCurrent");
@@ -118,6 +149,7 @@ sk_status CudaDevice::open(const CudaSpec &spec, std::shared_ptr<CudaDevice> *ou
   std::shared_ptr<CudaDevice> dev(new CudaDevice());
   dev->api_ = api;
   dev->timeout_ms_ = spec.timeout_ms;
+  dev->stack_bytes_ = spec.stack_bytes;
   const DriverApi &a = *api;
   if (CUresult r = a.cuDeviceGet(&dev->device_, spec.ordinal); r != CUDA_SUCCESS)
     return fail(SK_ERR_DEVICE, "cuda:%d: cuDeviceGet failed: %s", spec.ordinal, a.describe(r).c_str());
@@ -136,6 +168,15 @@ sk_status CudaDevice::open(const CudaSpec &spec, std::shared_ptr<CudaDevice> *ou
     return fail(SK_ERR_UNSUPPORTED, "cuda:%d (%s): no cooperative launch, which super kernels need", spec.ordinal,
                 name);
   dev->sms_ = (uint32_t)sms;
+  int optin = 0, reserved = 0;
+  if (a.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev->device_) ==
+          CUDA_SUCCESS &&
+      optin > 0)
+    dev->shared_optin_ = (uint32_t)optin;
+  if (a.cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev->device_) ==
+          CUDA_SUCCESS &&
+      reserved > 0)
+    dev->shared_reserved_ = (uint32_t)reserved;
   int driver = 0;
   if (a.cuDriverGetVersion(&driver) == CUDA_SUCCESS) dev->driver_version_ = driver;
   dev->arch_ = spec.arch.empty() ? "sm_" + std::to_string(major * 10 + minor) : spec.arch;
@@ -236,9 +277,30 @@ void CudaDevice::unregister_name(uint64_t id) {
   names_.erase(id);
 }
 
-void CudaDevice::add_report(uint64_t id, CUdeviceptr report) {
+sk_status CudaDevice::reserve_stack(uint32_t bytes, const char *call, const std::string &name) {
+  std::lock_guard<std::mutex> lock(stack_mutex_);
+  size_t current = 0;
+  if (sk_status st =
+          check(api_->cuCtxGetLimit(&current, CU_LIMIT_STACK_SIZE), call, "cuCtxGetLimit(CU_LIMIT_STACK_SIZE)");
+      st != SK_OK)
+    return st;
+  if (current >= bytes) return SK_OK;
+  const CUresult r = api_->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, bytes);
+  if (r == CUDA_SUCCESS) return SK_OK;
+  // The driver reserves the stack for every thread the GPU can hold at once.
+  const std::string what = "cuCtxSetLimit(CU_LIMIT_STACK_SIZE, " + std::to_string(bytes) + ") for '" + name +
+                           "', whose call stack needs " + std::to_string(bytes) +
+                           " bytes per thread (the limit is " + std::to_string(current) + ")";
+  return check(r, call, what.c_str());
+}
+
+void CudaDevice::add_report(uint64_t id, CUdeviceptr sync, size_t steps) {
   std::lock_guard<std::mutex> lock(mutex_);
-  reports_[id] = Report{report, {}, false};
+  Report r;
+  r.sync = sync;
+  r.address = sync + sync_layout(steps).report;
+  r.steps = steps;
+  reports_[id] = std::move(r);
 }
 
 void CudaDevice::remove_report(uint64_t id) {
@@ -259,6 +321,28 @@ bool CudaDevice::launching(uint64_t id, CUstream stream) {
 void CudaDevice::forget_stream(CUstream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto &[id, r] : reports_) r.pending.erase(stream);
+}
+
+void CudaDevice::dump_aborted_launch(uint64_t id, const std::string &message) {
+  if (!dumping()) return;
+  CUdeviceptr sync = 0;
+  std::vector<std::string> steps;
+  std::string name = "#" + std::to_string(id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = reports_.find(id);
+    if (it == reports_.end()) return;
+    sync = it->second.sync;
+    steps.resize(it->second.steps, "?");
+    if (auto n = names_.find(id); n != names_.end()) {
+      name = n->second.first;
+      for (size_t i = 0; i < steps.size() && i < n->second.second.size(); ++i) steps[i] = n->second.second[i];
+    }
+  }
+  std::vector<uint64_t> words(sync_layout(steps.size()).bytes / 8);
+  // A failed read leaves the dump out; the synchronisation's report stands as it is.
+  if (api_->cuMemcpyDtoH(words.data(), sync, words.size() * 8) == CUDA_SUCCESS)
+    dump_sync_buffer(id, name, steps, words, message);
 }
 
 sk_status CudaDevice::take_hang_report(CUstream stream, const char *call) {
@@ -295,20 +379,24 @@ sk_status CudaDevice::take_hang_report(CUstream stream, const char *call) {
       if (words[kReportStep] < it->second.second.size()) step = it->second.second[words[kReportStep]];
     }
   }
+  sk_status st;
   if (words[kReportPoint] == (uint64_t)SyncPoint::InvalidFlag)
-    return fail(SK_ERR_INVALID_ARGUMENT,
-                "%s: super kernel '%s' on %s: block %llu of step %llu '%s' called %s(%llu): flag ids are 0..%u; the "
-                "launch was aborted",
-                call, name.c_str(), name_.c_str(), (unsigned long long)words[kReportBlock],
-                (unsigned long long)words[kReportStep], step.c_str(), flag_call_name(words[kReportFlagCall]),
-                (unsigned long long)words[kReportFlagId], SK_CROSS_CORE_FLAGS - 1);
-  return fail(SK_ERR_HANG,
+    st = fail(SK_ERR_INVALID_ARGUMENT,
+              "%s: super kernel '%s' on %s: block %llu of step %llu '%s' called %s(%llu): flag ids are 0..%u; the "
+              "launch was aborted",
+              call, name.c_str(), name_.c_str(), (unsigned long long)words[kReportBlock],
+              (unsigned long long)words[kReportStep], step.c_str(), flag_call_name(words[kReportFlagCall]),
+              (unsigned long long)words[kReportFlagId], SK_CROSS_CORE_FLAGS - 1);
+  else
+    st = fail(SK_ERR_HANG,
               "%s: super kernel '%s' on %s: block %llu of step %llu '%s' waited past the %llu ms deadline at %s "
               "(counter %llu of %llu); the launch was aborted",
               call, name.c_str(), name_.c_str(), (unsigned long long)words[kReportBlock],
               (unsigned long long)words[kReportStep], step.c_str(), (unsigned long long)timeout_ms_,
               sync_point_name((uint32_t)words[kReportPoint]), (unsigned long long)words[kReportSeen],
               (unsigned long long)words[kReportTarget]);
+  dump_aborted_launch(id, sk_last_error());
+  return st;
 }
 
 }  // namespace sk::cuda

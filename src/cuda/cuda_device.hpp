@@ -15,17 +15,39 @@
 
 namespace sk::cuda {
 
+// The environment variable that changes timeout_ms's default (a device run lowers every
+// deadline at once, so that a broken barrier costs seconds).
+constexpr char kTimeoutEnv[] = "SK_CUDA_TIMEOUT_MS";
+
 struct CudaSpec {
   int ordinal = 0;
   uint64_t timeout_ms = 10000;  // deadline of every in-kernel wait
   std::string arch;             // override of the device's sm_XY (e.g. to test PTX JIT paths)
+  uint32_t stack_bytes = 0;     // call stack per thread where ptxas cannot bound it (0: refuse those)
 };
 
 // "cuda", "cuda:1", "cuda:0,timeout_ms=500", "cuda:timeout_ms=500,arch=sm_90". Unknown keys
-// fail with SK_ERR_INVALID_ARGUMENT naming them.
+// fail with SK_ERR_INVALID_ARGUMENT naming them; so does a bad $SK_CUDA_TIMEOUT_MS.
 sk_status parse_cuda_spec(const char *spec, CudaSpec *out);
 
 class CudaDevice;
+
+// Makes the calling thread's stream capture mode relaxed for the scope's life, then gives it
+// back (cuThreadExchangeStreamCaptureMode): what libsk does outside an application's capture
+// (zeroing its counters, copying from pageable memory, waiting for its own stream) is then
+// allowed while the application's thread captures in global mode, and leaves the capture valid.
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const DriverApi &api);
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture &) = delete;
+  RelaxedCapture &operator=(const RelaxedCapture &) = delete;
+
+ private:
+  const DriverApi &api_;
+  int mode_;
+  bool exchanged_ = false;
+};
 
 // Makes the device's context current on the calling thread for the scope's life, then gives
 // the caller back its own (cuCtxPushCurrent / cuCtxPopCurrent): libsk shares the thread with
@@ -65,6 +87,14 @@ class CudaDevice {
   uint32_t multiprocessors() const { return sms_; }
   int driver_version() const { return driver_version_; }  // cuDriverGetVersion: 12010 is 12.1
   uint64_t timeout_ns() const { return timeout_ms_ * 1'000'000ull; }
+  uint32_t stack_bytes() const { return stack_bytes_; }  // the device key; 0: not given
+  // Shared memory a block may use with the opt-in, and what the GPU reserves of every block
+  // (cuDeviceGetAttribute; 0 where the driver does not say).
+  uint32_t shared_optin() const { return shared_optin_; }
+  uint32_t shared_reserved() const { return shared_reserved_; }
+  // Raises the context's call stack per thread (CU_LIMIT_STACK_SIZE) to `bytes` when it is
+  // lower; never lowers it. Needs the device's context.
+  sk_status reserve_stack(uint32_t bytes, const char *call, const std::string &name);
   CUstream default_stream() const { return default_stream_; }
 
   sk_status mem_alloc(size_t size, void **out);
@@ -78,10 +108,11 @@ class CudaDevice {
   // naming the super kernel, step, block and sync point; SK_ERR_INVALID_ARGUMENT for a flag
   // id out of range), once; else SK_OK.
   sk_status take_hang_report(CUstream stream, const char *call);
-  // A super kernel's hang report (device memory, kReportWords words), under its id. Each
-  // launch tells the device its stream, and learns whether a sync has read a hang since the
-  // last launch (then it zeroes the report and the counters that launch left, first).
-  void add_report(uint64_t id, CUdeviceptr report);
+  // A super kernel's sync buffer of `steps` steps (sync_layout), its hang report at its end,
+  // under its id. Each launch tells the device its stream, and learns whether a sync has read
+  // a hang since the last launch (then it zeroes the report and the counters that launch
+  // left, first).
+  void add_report(uint64_t id, CUdeviceptr sync, size_t steps);
   void remove_report(uint64_t id);
   bool launching(uint64_t id, CUstream stream);
   void forget_stream(CUstream stream);  // the stream is destroyed
@@ -91,6 +122,8 @@ class CudaDevice {
 
  private:
   CudaDevice() = default;
+  // With $SK_CUDA_DUMP_DIR: super kernel `id`'s sync buffer and `message` into a file there.
+  void dump_aborted_launch(uint64_t id, const std::string &message);
   std::shared_ptr<const DriverApi> api_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
@@ -99,6 +132,8 @@ class CudaDevice {
   uint32_t sms_ = 0;
   int driver_version_ = 0;
   uint64_t timeout_ms_ = 10000;
+  uint32_t stack_bytes_ = 0, shared_optin_ = 0, shared_reserved_ = 0;
+  std::mutex stack_mutex_;  // a raise reads the limit, then sets it
   CUstream default_stream_ = nullptr;
   std::mutex mutex_;
   mutable std::mutex lost_mutex_;
@@ -106,7 +141,8 @@ class CudaDevice {
   std::set<uintptr_t> allocations_;
   std::map<uint64_t, std::pair<std::string, std::vector<std::string>>> names_;
   struct Report {
-    CUdeviceptr address = 0;
+    CUdeviceptr sync = 0, address = 0;  // the sync buffer; the hang report in it
+    size_t steps = 0;
     std::set<CUstream> pending;  // streams launched on since a sync of that stream looked
     bool taken = false;          // a sync reported it; the next launch clears it
   };

@@ -6,10 +6,23 @@
 #include "common/error.hpp"
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/entry_limits.hpp"
 #include "cuda/superkernel_build.hpp"
 
 namespace sk::cuda {
 namespace {
+
+// An argument read by reference is read by the GPU at each call: its address must be memory
+// the driver maps for it (the device's context current).
+sk_status check_ref(const CudaDevice &dev, const char *call, const std::string &sk, size_t step,
+                    const std::string &kernel, size_t param, uint64_t address) {
+  if (dev.driver_memory(reinterpret_cast<const void *>(address))) return SK_OK;
+  return fail(
+      SK_ERR_INVALID_ARGUMENT,
+      "%s: super kernel '%s': step %zu '%s' reads argument %zu by reference from 0x%llx, which is not memory "
+      "%s can read (sk_mem_alloc, or device, managed or page-locked memory of the CUDA driver)",
+      call, sk.c_str(), step, kernel.c_str(), param, static_cast<unsigned long long>(address), dev.name().c_str());
+}
 
 // Blocks per SM no architecture exceeds (32 on every sm_70+): the first plan's core bound,
 // before the linked entry's occupancy is known.
@@ -44,10 +57,15 @@ BuildRequest build_request(const CudaDevice &dev, const Plan &plan,
   return req;
 }
 
-// Builds, links and loads a request's plan; `image` keeps what was linked.
+// Builds, links and loads a request's plan; `image` keeps what was linked. What the entry needs
+// of the GPU is checked first, where the sub-kernels can be named.
 sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const BuildRequest &req, BuiltImage *image,
                          std::unique_ptr<LinkedProgram> *out) {
   if (sk_status st = build_superkernel(req, image); st != SK_OK) return st;
+  if (sk_status st = entry_stack_bytes(req, *image, dev->stack_bytes(), &image->stack_bytes); st != SK_OK) return st;
+  if (sk_status st = check_entry_shared(req, *image, dev->shared_optin(), dev->shared_reserved(), dev->name());
+      st != SK_OK)
+    return st;
   return LinkedProgram::load(dev, *image, req.name, req.plan->steps.size(), req.id, out);
 }
 
@@ -71,6 +89,13 @@ sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &opt
   }
   ContextScope ctx(*dev, "sk_finalize");
   if (ctx.status() != SK_OK) return ctx.status();
+  for (size_t i = 0; i < kernels.size(); ++i)
+    for (size_t a = 0; a + 1 < kernels[i]->arg_slots.size(); ++a)
+      if (a < 64 && (inputs[i].arg_refs >> a & 1))
+        if (sk_status st =
+                check_ref(*dev, "sk_finalize", name, i, inputs[i].name, a, args[i][kernels[i]->arg_slots[a]]);
+            st != SK_OK)
+          return st;
   auto sk = std::make_unique<CudaSuperKernel>(shared_from_this(), dev);
   sk->slot_base = slot_base;
   sk->id = dev->register_name(name, names);
@@ -129,12 +154,21 @@ sk_status CudaSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, 
                          reinterpret_cast<CUdeviceptr>(stop_flag));
 }
 
-sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot) {
-  return program->set_slot(slot_base[step] + index, slot);
+sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t *slots) {
+  const std::vector<uint32_t> &at = kernels[step]->arg_slots;
+  const PlanInput &in = plan.steps[step].kernel;
+  if (index < 64 && (in.arg_refs >> index & 1)) {
+    ContextScope ctx(*gpu, "sk_superkernel_set_arg");
+    if (ctx.status() != SK_OK) return ctx.status();
+    if (sk_status st = check_ref(*gpu, "sk_superkernel_set_arg", plan.name, step, in.name, index, slots[0]);
+        st != SK_OK)
+      return st;
+  }
+  return program->set_slots(slot_base[step] + at[index], slots, at[index + 1] - at[index]);
 }
 
 void CudaSuperKernel::current_args(uint32_t step, uint64_t *out) const {
-  program->read_slots(slot_base[step], kernels[step]->signature.size(), out);
+  program->read_slots(slot_base[step], kernels[step]->slots(), out);
 }
 
 std::string CudaSuperKernel::explain() const {
@@ -211,7 +245,7 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
 sk_status CudaBackendKernel::check_launch(uint32_t block_dim) {
   if (sk_status st = gpu->usable("sk_launch_kernel"); st != SK_OK) return st;
   std::shared_ptr<UnfusedProgram> program;
-  return unfused_program(block_dim, signature.size(), &program);
+  return unfused_program(block_dim, slots(), &program);
 }
 
 sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
@@ -222,8 +256,7 @@ sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backe
   std::shared_ptr<UnfusedProgram> program;
   if (sk_status st = unfused_program(block_dim, slots.size(), &program); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(program->mutex);
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (sk_status st = program->linked->set_slot(i, slots[i]); st != SK_OK) return st;
+  if (sk_status st = program->linked->set_slots(0, slots.data(), slots.size()); st != SK_OK) return st;
   return program->linked->launch(driver_stream(*dev, stream), "sk_launch_kernel");
 }
 

@@ -48,6 +48,8 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuCtxPushCurrent, "cuCtxPushCurrent_v2", &missing);
   bind(l, &api->cuCtxPopCurrent, "cuCtxPopCurrent_v2", &missing);
   bind(l, &api->cuCtxSynchronize, "cuCtxSynchronize", &missing);
+  bind(l, &api->cuCtxGetLimit, "cuCtxGetLimit", &missing);
+  bind(l, &api->cuCtxSetLimit, "cuCtxSetLimit", &missing);
   bind(l, &api->cuMemAlloc, "cuMemAlloc_v2", &missing);
   bind(l, &api->cuMemFree, "cuMemFree_v2", &missing);
   bind(l, &api->cuMemcpy, "cuMemcpy", &missing);
@@ -61,6 +63,7 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuStreamSynchronize, "cuStreamSynchronize", &missing);
   bind(l, &api->cuStreamWaitEvent, "cuStreamWaitEvent", &missing);
   bind(l, &api->cuStreamIsCapturing, "cuStreamIsCapturing", &missing);
+  bind(l, &api->cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", &missing);
   bind(l, &api->cuEventCreate, "cuEventCreate", &missing);
   bind(l, &api->cuEventDestroy, "cuEventDestroy_v2", &missing);
   bind(l, &api->cuEventRecord, "cuEventRecord", &missing);

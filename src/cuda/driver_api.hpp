@@ -31,6 +31,8 @@ constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95;
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+constexpr int CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK = 111;
 // cuFuncGetAttribute
 constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 constexpr int CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
@@ -44,6 +46,11 @@ constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 // cuStreamIsCapturing's CUstreamCaptureStatus
 constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+// CUstreamCaptureMode (cuStreamBeginCapture, cuThreadExchangeStreamCaptureMode)
+constexpr int CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+// CUlimit
+constexpr int CU_LIMIT_STACK_SIZE = 0;
 // CUlaunchAttributeID
 constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
 
@@ -80,6 +87,8 @@ struct DriverApi {
   CUresult (*cuCtxPushCurrent)(CUcontext);
   CUresult (*cuCtxPopCurrent)(CUcontext *);
   CUresult (*cuCtxSynchronize)();
+  CUresult (*cuCtxGetLimit)(size_t *, int);
+  CUresult (*cuCtxSetLimit)(int, size_t);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
@@ -93,6 +102,7 @@ struct DriverApi {
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*cuStreamIsCapturing)(CUstream, int *);
+  CUresult (*cuThreadExchangeStreamCaptureMode)(int *);
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuEventRecord)(CUevent, CUstream);

@@ -1,6 +1,7 @@
 #include "cuda/dynamic_library.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include "common/error.hpp"
 
@@ -27,5 +28,16 @@ sk_status DynamicLibrary::open(const std::string &name, const char *purpose) {
 }
 
 void *DynamicLibrary::find(const char *name) const { return handle_ ? dlsym(handle_, name) : nullptr; }
+
+}  // namespace sk::cuda
+
+namespace sk::cuda {
+
+std::string DynamicLibrary::path() const {
+  struct link_map *map = nullptr;
+  if (handle_ && dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
+    return map->l_name;
+  return name_;
+}
 
 }  // namespace sk::cuda

@@ -21,6 +21,9 @@ class DynamicLibrary {
   // The address of the first of `names` the library exports, or nullptr.
   void *find(const char *name) const;
   const std::string &name() const { return name_; }
+  // The file the dynamic loader opened for name() (a soname resolved to its path), or name()
+  // when it cannot say: what a device run reports as the library it used.
+  std::string path() const;
 
  private:
   void *handle_ = nullptr;

@@ -2,6 +2,8 @@
 
 #include <sk_kernel.h>
 
+#include <algorithm>
+
 #include "cuda/ptx_template.hpp"
 
 namespace sk::cuda {
@@ -143,32 +145,77 @@ PtxValues abi_values(const EntrySpec &spec) {
   return v;
 }
 
-std::string param_decl(const EntryStep &s, size_t j, const char *prefix) {
-  return std::string(".param .b") + (wide(s.signature[j]) ? "64 " : "32 ") + prefix + str(j);
+bool is_ref(const EntryStep &s, size_t j) { return j < 64 && (s.arg_refs >> j & 1); }
+
+// A parameter's declaration as nvcc writes the callee's: scalars in 32- or 64-bit parameters,
+// an aggregate as a byte array with its alignment (the PTX ABI passes it by value).
+std::string param_decl(const ParamType &t, size_t j, const char *prefix) {
+  if (t.is_struct()) return ".param .align " + str(t.align) + " .b8 " + prefix + str(j) + "[" + str(t.size) + "]";
+  return std::string(".param .b") + (wide(t.type) ? "64 " : "32 ") + prefix + str(j);
 }
 
 std::string subkernel_declarations(const EntrySpec &spec) {
   std::string o;
+  std::vector<std::string> declared;  // one declaration per function, whatever its call sites
   for (const EntryStep *s : distinct_kernels(spec)) {
+    if (std::find(declared.begin(), declared.end(), s->symbol) != declared.end()) continue;
+    declared.push_back(s->symbol);
     o += (o.empty() ? "" : "\n") + std::string(".extern .func ") + s->symbol + "(";
-    for (size_t j = 0; j < s->signature.size(); ++j) o += (j ? ", " : "") + param_decl(*s, j, "p");
+    for (size_t j = 0; j < s->signature.size(); ++j) o += (j ? ", " : "") + param_decl(s->signature[j], j, "p");
     o += ");";
   }
   return o;
 }
 
-// The sub-kernel's call: each argument loaded from its 8-byte slot at %t5 (the step's first
-// slot) and passed.
+// The load of a scalar read by reference, from the address in %a<j>: as wide as the type, and
+// extended as a slot holds it (a generic load: the address is any memory the GPU can read, and
+// not .nc, since a kernel of the same launch may write it).
+std::string ref_load(ArgType t) {
+  switch (t) {
+    case ArgType::I8: return "ld.s8";
+    case ArgType::U8: return "ld.u8";
+    case ArgType::I16: return "ld.s16";
+    case ArgType::U16: return "ld.u16";
+    case ArgType::I32:
+    case ArgType::U32:
+    case ArgType::F32: return "ld.u32";
+    default: return "ld.u64";
+  }
+}
+
+// The sub-kernel's call: each argument loaded from its 8-byte slots at %t5 (the step's first
+// slot), or for an argument read by reference from the address its slot holds, and passed.
+// An aggregate is copied in pieces of its alignment (at most 8 bytes).
 std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   const size_t n = s.signature.size();
+  const std::vector<uint32_t> at = slot_offsets(s.signature);
   std::string o = "  {\n";
-  if (n) o += "    .reg .b64 %x<" + str(n) + ">;\n    .reg .b32 %y<" + str(n) + ">;\n";
-  for (size_t j = 0; j < n; ++j) o += "    " + param_decl(s, j, "c") + ";\n";
+  if (n)
+    o += "    .reg .b64 %x<" + str(n) + ">;\n    .reg .b32 %y<" + str(n) + ">;\n    .reg .b64 %a<" + str(n) + ">;\n";
+  for (size_t j = 0; j < n; ++j) o += "    " + param_decl(s.signature[j], j, "c") + ";\n";
   const std::string load = spec.args == ArgSource::Params ? "ld.param." : "ld.global.nc.";
   for (size_t j = 0; j < n; ++j) {
-    const bool w = wide(s.signature[j]);
+    const ParamType &t = s.signature[j];
+    const std::string slot = "[%t5+" + str(8 * at[j]);
+    const bool ref = is_ref(s, j);
+    if (ref) o += "    " + load + "u64 %a" + str(j) + ", " + slot + "];\n";
+    const std::string from = ref ? "[%a" + str(j) : slot;  // a value's first byte
+    if (t.is_struct()) {
+      const uint32_t piece = std::min<uint32_t>(t.align, 8);
+      const std::string bits = str(8 * piece), reg = (piece == 8 ? "%x" : "%y") + str(j);
+      for (uint32_t b = 0; b < t.size; b += piece) {
+        o += "    " + (ref ? std::string("ld.") : load) + "u" + bits + " " + reg + ", " + from + "+" + str(b) +
+             "];\n";
+        o += "    st.param.b" + bits + " [c" + str(j) + "+" + str(b) + "], " + reg + ";\n";
+      }
+      continue;
+    }
+    const bool w = wide(t.type);
     const std::string reg = (w ? "%x" : "%y") + str(j);
-    o += "    " + load + (w ? "u64 " : "u32 ") + reg + ", [%t5+" + str(8 * j) + "];\n";
+    if (ref)
+      o += "    " + ref_load(t.type) + " " + reg + ", " + from + "];\n";
+    else
+      o += "    " + load + (w ? "u64 " : "u32 ") + reg + ", " + slot + "];\n";
     o += std::string("    st.param.b") + (w ? "64" : "32") + " [c" + str(j) + "], " + reg + ";\n";
   }
   o += "    call " + s.symbol + ", (";
@@ -210,11 +257,16 @@ SyncLayout sync_layout(size_t steps) {
   return l;
 }
 
+// Steps call at one site when they call one function with the same arguments read by reference.
+bool same_call_site(const EntryStep &a, const EntryStep &b) {
+  return a.symbol == b.symbol && a.arg_refs == b.arg_refs;
+}
+
 std::vector<const EntryStep *> distinct_kernels(const EntrySpec &spec) {
   std::vector<const EntryStep *> kernels;
   for (const EntryStep &s : spec.steps) {
     bool seen = false;
-    for (const EntryStep *k : kernels) seen |= k->symbol == s.symbol;
+    for (const EntryStep *k : kernels) seen |= same_call_site(*k, s);
     if (!seen) kernels.push_back(&s);
   }
   return kernels;
@@ -229,7 +281,7 @@ std::vector<uint32_t> step_table(const EntrySpec &spec) {
     const EntryStep &s = spec.steps[i];
     uint32_t *r = &t[records + kStepWords * i];
     for (uint32_t k = 0; k < kernels.size(); ++k)
-      if (kernels[k]->symbol == s.symbol) r[kStepKernel] = k;
+      if (same_call_site(*kernels[k], s)) r[kStepKernel] = k;
     r[kStepBlockDim] = s.block_dim;
     r[kStepCores] = s.cores;
     r[kStepFirst] = s.first;

@@ -54,6 +54,9 @@ struct EntryStep {
   bool dcci_after = false;
   bool gm_flush = true;   // sk_gm_load/store flush their access (else plain accesses)
   uint32_t arg_base = 0;  // first 8-byte argument slot of this step
+  // Bit j: parameter j is read by reference, from the address in its slot, at each call
+  // (sk_kernel_options.arg_refs). Steps of one function with other bits call at other sites.
+  uint64_t arg_refs = 0;
   // Earlier steps whose arrival it waits for (the previous step, or with stream fusion its
   // stream predecessor and the steps of the events it waits on). Empty: it waits for nothing.
   std::vector<uint32_t> deps;
@@ -150,8 +153,9 @@ constexpr uint32_t kStepFenceBefore = 1u << 9;  // dcci_before: a whole-cache fe
 constexpr uint32_t kStepFenceAfter = 1u << 10;  // dcci_after: after it
 // The step table of a spec, as the host writes it.
 std::vector<uint32_t> step_table(const EntrySpec &spec);
-// The distinct sub-kernels, in first-use order: a step's kStepKernel indexes this list, and the
-// entry has one call site for each.
+// The distinct call sites (a sub-kernel, and which of its arguments are read by reference), in
+// first-use order: a step's kStepKernel indexes this list, and the entry has one call site for
+// each.
 std::vector<const EntryStep *> distinct_kernels(const EntrySpec &spec);
 
 // Words of the hang report, one per super kernel: the epoch of the launch it reports (0:

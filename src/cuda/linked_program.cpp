@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "cuda/diagnostic_dump.hpp"
 
 namespace sk::cuda {
 
@@ -20,12 +21,17 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
   if (!fn)
     return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", name.c_str(),
                 image.entry.c_str());
-  p->resources_ = {image.entry,    image.info.sm,       fn->registers,       fn->frame_size,
-                   fn->stack_size, image.static_shared, image.dynamic_shared};
+  p->resources_ = {image.entry,       image.info.sm,       fn->registers,       fn->frame_size,
+                   image.stack_bytes, image.static_shared, image.dynamic_shared};
   const DriverApi &a = device->api();
   const char *call = "sk_finalize";
   ContextScope ctx(*device, call);
   if (ctx.status() != SK_OK) return ctx.status();
+  // An application may finalize while its thread captures a stream in global mode: these
+  // calls (a load, allocations, a limit) are not part of its graph, and must not end it.
+  RelaxedCapture relaxed(a);
+  dump_cubin(id, name, *image.cubin);
+  if (sk_status st = device->reserve_stack(image.stack_bytes, call, name); st != SK_OK) return st;
   if (sk_status st = device->check(a.cuModuleLoadData(&p->module_, image.cubin->data()), call,
                                    ("cuModuleLoadData of super kernel '" + name + "'").c_str());
       st != SK_OK)
@@ -74,7 +80,7 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
     return st;
   p->report_ = p->sync_ + layout.report;
   p->id_ = id;
-  device->add_report(id, p->report_);
+  device->add_report(id, p->sync_, steps);
   if (sk_status st = device->check(a.cuEventCreate(&p->last_, CU_EVENT_DISABLE_TIMING), call, "cuEventCreate");
       st != SK_OK)
     return st;
@@ -158,6 +164,10 @@ sk_status LinkedProgram::launch(CUstream stream, const char *call, uint32_t runs
 
 sk_status LinkedProgram::write_state(CUstream stream, const char *call) {
   const DriverApi &a = device_->api();
+  if (sync_zeroed_ && table_written_ && dirty_end_ <= dirty_begin_) return SK_OK;
+  // Copies from pageable memory are synchronous calls, which a thread that captures a stream
+  // in global mode may not make: these writes are libsk's own, outside any capture.
+  RelaxedCapture relaxed(a);
   if (!sync_zeroed_) {
     if (sk_status st =
             device_->check(a.cuMemsetD8Async(sync_, 0, sync_bytes_, stream), call, "cuMemsetD8Async (sync buffer)");
@@ -189,19 +199,24 @@ sk_status LinkedProgram::write_state(CUstream stream, const char *call) {
 
 sk_status LinkedProgram::launch_captured(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop) {
   const DriverApi &a = device_->api();
-  // A replay starts after the capture ends: launches queued before it, on any stream, are
-  // over by then once this waits for them. A captured stream may not wait for an event
-  // recorded outside its capture.
-  if (launched_)
-    if (sk_status st = device_->check(a.cuEventSynchronize(last_), call, "cuEventSynchronize"); st != SK_OK)
-      return st;
-  const bool writes = !sync_zeroed_ || !table_written_ || dirty_end_ > dirty_begin_;
-  if (writes) {
-    // libsk's own stream, which no application captures, then a wait for it.
-    const CUstream own = device_->default_stream();
-    if (sk_status st = write_state(own, call); st != SK_OK) return st;
-    if (sk_status st = device_->check(a.cuStreamSynchronize(own), call, "cuStreamSynchronize"); st != SK_OK)
-      return st;
+  {
+    // These waits are synchronous calls, which the capturing thread may make only in relaxed
+    // mode (a global-mode capture would fail them and be invalidated).
+    RelaxedCapture relaxed(a);
+    // A replay starts after the capture ends: launches queued before it, on any stream, are
+    // over by then once this waits for them. A captured stream may not wait for an event
+    // recorded outside its capture.
+    if (launched_)
+      if (sk_status st = device_->check(a.cuEventSynchronize(last_), call, "cuEventSynchronize"); st != SK_OK)
+        return st;
+    const bool writes = !sync_zeroed_ || !table_written_ || dirty_end_ > dirty_begin_;
+    if (writes) {
+      // libsk's own stream, which no application captures, then a wait for it.
+      const CUstream own = device_->default_stream();
+      if (sk_status st = write_state(own, call); st != SK_OK) return st;
+      if (sk_status st = device_->check(a.cuStreamSynchronize(own), call, "cuStreamSynchronize"); st != SK_OK)
+        return st;
+    }
   }
   if (sk_status st = launch_kernel(stream, call, runs, stop); st != SK_OK) return st;
   captured_ = true;
@@ -239,42 +254,46 @@ void LinkedProgram::read_slots(size_t first, size_t count, uint64_t *out) {
   std::copy(slots_.begin() + first, slots_.begin() + first + count, out);
 }
 
-sk_status LinkedProgram::set_slot(size_t slot, uint64_t value) {
+sk_status LinkedProgram::set_slots(size_t first, const uint64_t *values, size_t count) {
   if (sk_status st = device_->usable("sk_superkernel_set_arg"); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot >= slots_.size())
-    return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slot %zu does not exist", name_.c_str(), slot);
-  slots_[slot] = value;  // parameter mode: later launches copy the slots at launch
+  if (first + count > slots_.size())
+    return fail(SK_ERR_INVALID_ARGUMENT, "'%s': argument slots %zu-%zu do not exist", name_.c_str(), first,
+                first + count - 1);
+  if (count == 0) return SK_OK;
+  // parameter mode: later launches copy the slots at launch
+  std::copy(values, values + count, slots_.begin() + first);
   if (source_ != ArgSource::Buffer) return SK_OK;
   // sk.h: launches already queued finish with the old value first, and the call waits for
-  // them. The next launch writes the buffer, on its own stream.
-  if (launched_) {
-    ContextScope ctx(*device_, "sk_superkernel_set_arg");
-    if (ctx.status() != SK_OK) return ctx.status();
-    if (sk_status st =
-            device_->check(device_->api().cuEventSynchronize(last_), "sk_superkernel_set_arg", "cuEventSynchronize");
-        st != SK_OK)
-      return st;
-  }
-  // A captured launch reads the buffer when the graph replays: the slot is written now, on
-  // libsk's own stream (the application orders this after the replays it queued).
-  if (captured_) {
+  // them. The next launch writes the buffer, on its own stream. The waits are libsk's own,
+  // outside any capture the calling thread makes.
+  if (launched_ || captured_) {
     ContextScope ctx(*device_, "sk_superkernel_set_arg");
     if (ctx.status() != SK_OK) return ctx.status();
     const DriverApi &a = device_->api();
-    const CUstream own = device_->default_stream();
-    if (sk_status st = device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + slot * 8, &slots_[slot], 8, own),
-                                      "sk_superkernel_set_arg", "cuMemcpyHtoDAsync (arguments)");
-        st != SK_OK)
-      return st;
-    return device_->check(a.cuStreamSynchronize(own), "sk_superkernel_set_arg", "cuStreamSynchronize");
+    RelaxedCapture relaxed(a);
+    if (launched_)
+      if (sk_status st = device_->check(a.cuEventSynchronize(last_), "sk_superkernel_set_arg", "cuEventSynchronize");
+          st != SK_OK)
+        return st;
+    // A captured launch reads the buffer when the graph replays: the slots are written now, on
+    // libsk's own stream (the application orders this after the replays it queued).
+    if (captured_) {
+      const CUstream own = device_->default_stream();
+      if (sk_status st =
+              device_->check(a.cuMemcpyHtoDAsync(args_buffer_ + first * 8, &slots_[first], 8 * count, own),
+                             "sk_superkernel_set_arg", "cuMemcpyHtoDAsync (arguments)");
+          st != SK_OK)
+        return st;
+      return device_->check(a.cuStreamSynchronize(own), "sk_superkernel_set_arg", "cuStreamSynchronize");
+    }
   }
   if (dirty_end_ == dirty_begin_) {
-    dirty_begin_ = slot;
-    dirty_end_ = slot + 1;
+    dirty_begin_ = first;
+    dirty_end_ = first + count;
   } else {
-    dirty_begin_ = std::min(dirty_begin_, slot);
-    dirty_end_ = std::max(dirty_end_, slot + 1);
+    dirty_begin_ = std::min(dirty_begin_, first);
+    dirty_end_ = std::max(dirty_end_, first + count);
   }
   return SK_OK;
 }

@@ -27,7 +27,7 @@ struct EntryResources {
   uint32_t sm = 0;              // SASS architecture (90: sm_90)
   uint32_t registers = 0;       // per thread
   uint32_t local_bytes = 0;     // per-thread local memory frame (EIATTR_FRAME_SIZE)
-  uint32_t stack_bytes = 0;     // per-thread call stack (CubinFunction::stack_size)
+  uint32_t stack_bytes = 0;     // per-thread call stack its launches get (BuiltImage::stack_bytes)
   uint32_t static_shared = 0;   // per block
   uint32_t dynamic_shared = 0;  // per block, passed by each launch
 };
@@ -57,10 +57,10 @@ class LinkedProgram {
   // stream being captured into a CUDA graph (cuStreamBeginCapture), captures the kernel launch
   // alone (see launch_captured).
   sk_status launch(CUstream stream, const char *call, uint32_t runs = 1, CUdeviceptr stop = 0);
-  // Rebinds one slot for later launches (waits for queued launches in buffer mode, whose
-  // buffer the next launch then writes on its own stream; once a launch was captured, the
-  // buffer is written at once, for the graph's replays to read).
-  sk_status set_slot(size_t slot, uint64_t value);
+  // Rebinds `count` slots from `first` for later launches (waits for queued launches in
+  // buffer mode, whose buffer the next launch then writes on its own stream; once a launch was
+  // captured, the buffer is written at once, for the graph's replays to read).
+  sk_status set_slots(size_t first, const uint64_t *values, size_t count);
   // Copies `count` slots from `first` (in range) into `out`: the values later launches get.
   void read_slots(size_t first, size_t count, uint64_t *out);
   // Waits for every launch queued so far.

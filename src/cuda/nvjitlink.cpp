@@ -191,6 +191,8 @@ std::string NvJitLink::version() const {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+std::string NvJitLink::library_path() const { return api_->library.path(); }
+
 std::vector<std::string> NvJitLink::link_options(const std::vector<LinkInput> &inputs, const std::string &arch,
                                                  uint32_t max_registers) {
   std::vector<std::string> options{"-arch=" + arch};

@@ -48,6 +48,8 @@ class NvJitLink {
 
   // The library's version, "13.0".
   std::string version() const;
+  // The library file it was loaded from (DynamicLibrary::path).
+  std::string library_path() const;
 
   ~NvJitLink();
 

@@ -148,7 +148,8 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.dcci_before = ps.cache.flush_before;
     s.dcci_after = ps.cache.flush_after;
     s.arg_base = slot;
-    slot += (uint32_t)k.signature.size();
+    s.arg_refs = ps.kernel.arg_refs;
+    slot += (uint32_t)signature_slots(k.signature);
     // Without stream fusion a step waits for the one before it (which waited for its own
     // predecessor: the chain orders them all) and the scope events' steps; with it, for its
     // stream predecessor and the events' steps only.

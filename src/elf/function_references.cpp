@@ -33,8 +33,10 @@ bool takes_addresses(const Object &obj, uint32_t shndx) {
 }
 
 // How an instruction uses a relocation, from the relocation's type alone (where the code was not
-// decoded): AArch64's branch relocations say it; any other use may take the address.
-ReachHow how_by_type(const Object &obj, uint32_t type) {
+// decoded): AArch64's branch relocations say it, and x86-64's PLT32, which assemblers emit for
+// the field of a call or jmp (a tail call) in code; any other use may take the address.
+ReachHow how_by_type(const Object &obj, uint32_t type, bool in_code) {
+  if (obj.machine == EM_X86_64 && type == R_X86_64_PLT32 && in_code) return ReachHow::Call;
   if (obj.machine == EM_AARCH64) switch (type) {
       case R_AARCH64_CALL26: return ReachHow::Call;
       case R_AARCH64_JUMP26:
@@ -190,7 +192,7 @@ class Graph {
         // How the instruction uses the address, and where it points: S + A + adjust. Without
         // the decoder an x86-64 PC-relative field may be followed by an immediate of 0, 1, 2
         // or 4 bytes: each is a candidate.
-        ReachHow how = how_by_type(obj_, r.type);
+        ReachHow how = how_by_type(obj_, r.type, code);
         int64_t at = static_cast<int64_t>(r.offset);
         std::vector<int64_t> adjusts{0};
         const CodeScan::Use *use = nullptr;

@@ -56,6 +56,10 @@
 //  (4) polling: the dedicated thread clears host_drives_core0_, then reads published_; submit
 //      publishes, then reads host_drives_core0_. A launch that did not ring is seen.
 // Sleeping on a word and waking its sleepers follow wait.hpp.
+//
+// With core0_thread (device key core0=thread) the token never moves: create() gives it to core
+// 0's own thread, which runs core 0 as the other cores run theirs (core_loop); host threads only
+// wait (drive_until), and calls ring nothing, as the token is never Free.
 #include "host/core_context.hpp"
 #include "host/executor.hpp"
 
@@ -64,6 +68,15 @@ namespace sk::host {
 template <class Done>
 void Executor::drive_until(Done what) {
   auto done = [this, &what] { return what() || lost(); };
+  if (config_.core0_thread) {
+    // Core 0 has a thread of its own: wait, and watch for a core that does not come back from
+    // a kernel, whichever core it is.
+    while (!done())
+      if (wait_for(completed_word_, host_channel_, host_wait_policy_, [&done](uint32_t) { return done(); }) ==
+          WaitResult::TimedOut)
+        watch_for_stuck_cores();
+    return;
+  }
   while (!done()) {
     uint32_t expected = kCore0Free;
     if (core0_owner_.compare_exchange_strong(expected, kCore0Host, std::memory_order_acquire)) {
@@ -167,6 +180,7 @@ Executor::Core0Look Executor::core0_poll(uint32_t rung, Core0Poll &poll) {
 }
 
 void Executor::core0_main() {
+  if (config_.core0_thread) return core_loop(*core0_);  // it holds the token for good (create)
   // Kept to the CPUs no core holds (keep_dedicated_core0_off_cores), not to one: core 0 is
   // mostly run by host threads, which go where they go; this thread only stands in for them.
   t_core = &core0_->ctx;

@@ -80,6 +80,8 @@ struct CoreContext {
   uint32_t flag_waits[SK_CROSS_CORE_FLAGS] = {};
   uint32_t flag_all_waits[SK_CROSS_CORE_FLAGS] = {};
   TaskFailure *failure = nullptr;
+  // fork_generation() when the launch began: it moves only in a fork's child (kernel_fork.hpp).
+  uint32_t fork_generation = 0;
   CoreProgress *progress = nullptr;
   SleepChannel *channel = nullptr;
   const WaitPolicy *policy = nullptr;

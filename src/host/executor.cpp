@@ -5,11 +5,13 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cstddef>
-
 #include <cstdio>
+#include <cstring>
+#include <functional>
 
 #include "common/error.hpp"
 #include "host/core_context.hpp"
+#include "host/core_thread.hpp"
 #include "host/cpu_budget.hpp"
 #include "host/cpu_claims.hpp"
 #include "host/cpu_order.hpp"
@@ -43,6 +45,7 @@ struct alignas(64) Executor::Task {
 
 Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(requested), created_in_pid_(getpid()) {
   if (config_.cores == 0) config_.cores = cpus;  // the default: one core per usable CPU
+  if (config_.stack_kib == 0) config_.stack_kib = default_core_stack_kib();
   const ExecutorConfig &config = config_;
   uint32_t group = config.barrier_group;
   if (group == 0 && config.cores > kCentralBarrierCores)
@@ -87,13 +90,26 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
   for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
     p->yield = crowded;
+  // core0_thread with a core on every CPU: the host thread that waits for a launch sleeps, and
+  // its wake-up at the completion finds every CPU held by a core spinning idle, which the
+  // scheduler lets run out its time slice first. Idle cores yield, so that it gets one at once
+  // (docs/benchmarks.md, "Core 0 on a thread of its own").
+  if (config.core0_thread && config.cores >= cpus) core_idle_policy_.yield = true;
   // With more cores than CPUs an idle core's spin stays fixed: spinning holds a CPU another needs.
   if (config.spin_us && config.cores <= cpus) idle_spin_max_ = std::chrono::microseconds(config.spin_max_us);
   // One core: the dedicated thread polls while host threads drive the device, until it sits
   // idle spin_max_us, where an idle core's spin would grow (not where it stays fixed, nor
   // where the thread shares the host's only CPU: each look would preempt the host).
-  if (!crowded && config.spin_us && config.spin_max_us > config.spin_us)
+  if (!crowded && config.spin_us && config.spin_max_us > config.spin_us && !config.core0_thread)
     core0_idle_polls_ = std::max<uint32_t>(1, config.spin_max_us / static_cast<uint32_t>(kCore0PollPeriod.count()));
+  // core0_thread: a host thread only waits, and does not spin: its spin would hold a CPU that a
+  // core, core 0's unpinned thread included, may need for the rest of its time slice; asleep,
+  // it leaves the CPU to the cores and gets one back when woken (the idle cores yield, above;
+  // docs/benchmarks.md, "Core 0 on a thread of its own").
+  host_wait_policy_ = completion_policy_;
+  host_wait_policy_.spin = std::chrono::nanoseconds(0);
+  host_wait_policy_.before_sleep = nullptr;  // core 0's thread needs no call
+  host_wait_policy_.timeout = watch_slice_;  // then it looks for a stuck core (drive_until)
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
@@ -106,7 +122,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   ex->ring_ = std::make_unique<Task[]>(kRing);
   ex->core_cpu_.assign(cores, -1);
   ex->core_thread_.resize(cores);
-  std::vector<int> claimed;  // each core's CPU (core 0's is not pinned: host threads run it)
+  std::vector<int> claimed;  // each core's CPU (core 0's is not pinned: see pin_to_cpu)
   if (config.pin && !allowed.empty()) {
     ex->cpus_ = cpu_pinning_order(allowed);
     claimed = CpuClaims::process().claim(ex.get(), ex->cpus_, cores);
@@ -114,33 +130,36 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   ex->core0_ = std::make_unique<Core>();
   ex->progress_ = std::make_unique<CoreProgress[]>(cores);
   ex->core0_->ctx.progress = &ex->progress_[0];
-  try {
-    ex->threads_.emplace_back([e = ex.get()] { e->core0_main(); });
-    for (uint32_t c = 1; c < cores; ++c) ex->threads_.emplace_back([e = ex.get(), c] { e->core_main(c); });
-  } catch (const std::system_error &err) {
-    // The destructor stops the threads already started.
-    return fail(SK_ERR_DEVICE, "host device: cannot start core thread %zu of %u: %s", ex->threads_.size(), cores,
-                err.what());
+  // core0_thread: core 0's thread holds the token for good (host threads never take it).
+  if (config.core0_thread) ex->core0_owner_.store(kCore0Dedicated, std::memory_order_relaxed);
+  const uint64_t stack_kib = ex->config_.stack_kib;
+  for (uint32_t c = 0; c < cores; ++c) {
+    pthread_t thread;
+    Executor *e = ex.get();
+    const int err = start_core_thread(
+        stack_kib, c == 0 ? std::function<void()>([e] { e->core0_main(); }) : [e, c] { e->core_main(c); }, &thread);
+    if (err != 0)  // the destructor stops the threads already started
+      return fail(SK_ERR_DEVICE, "host device: cannot start core thread %u of %u (stack_kb=%llu): %s", c, cores,
+                  static_cast<unsigned long long>(stack_kib), std::strerror(err));
+    ex->threads_.push_back(thread);
   }
   for (size_t c = 0; c < ex->threads_.size(); ++c) {
     char name[16];  // the kernel keeps 15 characters of a thread name
     std::snprintf(name, sizeof name, "sk-core-%u", static_cast<unsigned>(c % 10000));
-    pthread_setname_np(ex->threads_[c].native_handle(), name);
+    pthread_setname_np(ex->threads_[c], name);
     // Pinned here, not by the thread itself: the first launch may come before a new thread
     // has run at all, and core 0's thread must then see where every core will be.
     if (c > 0 && !claimed.empty()) ex->pin_to_cpu(static_cast<uint32_t>(c), claimed[c]);
   }
-  ex->keep_dedicated_core0_off_cores();
+  if (!config.core0_thread) ex->keep_dedicated_core0_off_cores();
   *out = std::move(ex);
   return SK_OK;
 }
 
 Executor::~Executor() {
   if (forked_away()) {
-    // The threads are the parent's: joining them would wait forever. Their handles are kept
-    // where leak checkers see them reachable, and the claims went with the fork.
-    static auto *left_in_parent = new std::vector<std::thread>;
-    for (std::thread &t : threads_) left_in_parent->push_back(std::move(t));
+    // The threads are the parent's: joining them would wait forever (and the claims went
+    // with the fork).
     return;
   }
   if (lost()) {  // its owner must keep it (HostDevice's destructor): stuck threads use it
@@ -156,7 +175,7 @@ Executor::~Executor() {
   futex_wake_all(&core0_owner_);
   core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&core0_doorbell_);
-  for (std::thread &t : threads_) t.join();
+  for (pthread_t t : threads_) pthread_join(t, nullptr);
 }
 
 void Executor::abandon() {
@@ -168,8 +187,8 @@ void Executor::abandon() {
   core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&core0_doorbell_);
   // The cores that can stop do so on their own; those in a kernel may come back at any time.
-  for (std::thread &t : threads_)
-    if (t.joinable()) t.detach();
+  for (pthread_t t : threads_) pthread_detach(t);
+  threads_.clear();
 }
 
 sk_status Executor::refuse_lost(const std::string &what) const {
@@ -226,11 +245,14 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   t.args = *program->args.load(std::memory_order_acquire);  // in turn: Executor::rebind_arg
   t.failure.reset();
   stream->last_seq.store(seq, std::memory_order_relaxed);
+  // What wait_program reads may now name this launch (all its iterations); before the task is
+  // published, after which it may complete at once and its program be recycled for another
+  // launch, or freed (an unfused launch's that its pool declined).
+  program->next_epoch.store(t.last_epoch(), std::memory_order_release);
   t.seq.store(seq, std::memory_order_release);
   published_.store(seq, std::memory_order_release);
   published_word_.store(static_cast<uint32_t>(seq), std::memory_order_release);
-  // Queued: what wait_program and wait_idle read may now name this launch (all its iterations).
-  program->next_epoch.store(t.last_epoch(), std::memory_order_release);
+  // Queued: wait_idle may now name this launch.
   submitted_.store(seq, std::memory_order_release);
   turn_.store(ticket + 1, std::memory_order_release);
   notify(&published_word_, idle_channel_);
@@ -240,7 +262,8 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   // With one core nobody else would call core 0 for a launch the host does not wait for,
   // unless host threads have been running this device's launches (core0_main polls then).
   // After notify's fence: the publication comes before this look (core0_token.cpp, rule 4).
-  if (config_.cores == 1 && !host_drives_core0_.load(std::memory_order_seq_cst)) call_core0();
+  if (config_.cores == 1 && !config_.core0_thread && !host_drives_core0_.load(std::memory_order_seq_cst))
+    call_core0();
   return SK_OK;
 }
 
@@ -290,6 +313,10 @@ void Executor::core_main(uint32_t index) {
   Core core;
   core.index = index;
   core.ctx.progress = &progress_[index];
+  core_loop(core);
+}
+
+void Executor::core_loop(Core &core) {
   t_core = &core.ctx;
   IdleSpin spin(idle_policy_.spin, idle_spin_max_);
   WaitPolicy policy = core_idle_policy_;
@@ -311,10 +338,13 @@ void Executor::core_main(uint32_t index) {
       policy.spin = spin.window();
       const auto start = std::chrono::steady_clock::now();
       wait_for(published_word_, idle_channel_, policy, queued);
-      if (spin.observe(std::chrono::steady_clock::now() - start))
+      if (spin.observe(std::chrono::steady_clock::now() - start) && core.index != 0)
         idle_spins_run_out_.fetch_add(1, std::memory_order_relaxed);
     }
     if (slot.seq.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued
+    // Core 0's own thread (core0_thread) is placed as a host thread running core 0 would be:
+    // where the scheduler puts it, with the core pinned there moved away.
+    if (core.index == 0) keep_off_core0_cpu();
     process(core, next++);
   }
 }
@@ -373,6 +403,7 @@ void Executor::run_task(Core &core, Task &task) {
   ctx.core = core.index;
   ctx.epoch = task.epoch;
   ctx.failure = &task.failure;
+  ctx.fork_generation = created_in_generation_;
   ctx.channel = &step_channel_;
   WaitPolicy policy = task_policy_;
   policy.abort = &task.failure.aborted;

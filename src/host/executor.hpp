@@ -3,9 +3,10 @@
 // each core runs its share of every step, synchronising split-phase between steps.
 //
 // Where it is: threads, the ring and the wiring of wait policies (executor.cpp), core 0's token
-// (core0_token.cpp: a host thread that waits for the device runs core 0 itself), pinning
-// (executor_pinning.cpp), argument rebinds (executor_args.cpp), the step loops
-// (executor_steps.cpp) and the waits between steps (executor_sync.cpp).
+// (core0_token.cpp: a host thread that waits for the device runs core 0 itself, unless core 0
+// has a thread of its own), pinning (executor_pinning.cpp), argument rebinds
+// (executor_args.cpp), the step loops (executor_steps.cpp) and the waits between steps
+// (executor_sync.cpp); the threads' stacks (core_thread.hpp), a kernel's fork (kernel_fork.hpp).
 #pragma once
 #include <sk.h>
 
@@ -16,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "host/core_context.hpp"
@@ -54,6 +54,13 @@ struct ExecutorConfig {
   // (one central counter up to kCentralBarrierCores cores, groups of ceil(sqrt(cores)) above);
   // a group of all the cores or more is the central counter.
   uint32_t barrier_group = 0;
+  // Each thread's stack in KiB (core_thread.hpp); 0: default_core_stack_kib().
+  uint64_t stack_kib = 0;
+  // Core 0 on a thread of its own (device key core0=thread), which host threads never stand in
+  // for: a host thread waiting for the device only waits and watches, so that a kernel that
+  // never returns on core 0 is reported to it (SK_ERR_HANG) instead of holding it. Off
+  // (core0=caller): a host thread that waits runs core 0's share itself (core0_token.cpp).
+  bool core0_thread = false;
 };
 constexpr uint32_t kCentralBarrierCores = 8;
 
@@ -82,10 +89,11 @@ class Executor {
   sk_status synchronize(StreamState *stream, const char *call = "sk_stream_synchronize");
   // Waits until every launch of `program` queued so far has ended.
   void wait_program(Program *program);
-  // Sets argument slot `slot` of `program` to `value` for the launches queued after the call;
-  // those queued before keep the old value, and the call waits for them (executor_args.cpp).
-  // Thread-safe against launches and other rebinds; takes no lock.
-  void rebind_arg(Program *program, uint32_t slot, uint64_t value);
+  // Sets parameter `param` of `program` (an index into Program::arg_params) to `values` (its
+  // slots) for the launches queued after the call; those queued before keep the old value, and
+  // the call waits for them (executor_args.cpp). Thread-safe against launches and other
+  // rebinds; takes no lock.
+  void rebind_arg(Program *program, uint32_t param, const uint64_t *values);
   // Waits until every queued task has ended.
   void wait_idle();
   // The process forked since this executor was created: its cores stayed in the parent
@@ -126,7 +134,10 @@ class Executor {
   sk_status refuse_in_forked_child(const std::string &what) const;
   // Waits until every launch that took its ticket before this call has been queued.
   void wait_for_submitters();
-  void core_main(uint32_t core);            // cores 1 .. N-1
+  void core_main(uint32_t core);  // cores 1 .. N-1
+  // What a core's own thread does: polls the ring and runs each task in turn (cores 1 .. N-1,
+  // and core 0 with core0_thread).
+  void core_loop(Core &core);
   void pin_to_cpu(uint32_t core, int cpu);  // binds core's thread (cores 1 .. N-1), from create()
   bool core_holds(int cpu) const;           // a pinned core is bound to `cpu` (core_cpu_)
   // Binds the dedicated core-0 thread to the CPUs no core was pinned to (where host threads
@@ -138,7 +149,7 @@ class Executor {
   // cores spinning for each other on one CPU meet only when one yields).
   void keep_off_core0_cpu();
   // Core 0's token (core0_token.cpp, whose top comment is the protocol).
-  void core0_main();  // core 0 while no host thread holds it
+  void core0_main();  // core 0 while no host thread holds it; with core0_thread, always
   // The dedicated thread's look, while host threads drive a one-core device
   // (host_drives_core0_), for a launch they left standing: sleeps one kCore0PollPeriod or
   // until rung, and says what to do next: Keep polling; answer a Rung doorbell (or stop);
@@ -179,6 +190,7 @@ class Executor {
   const uint32_t created_in_generation_ = fork_generation();
   const int created_in_pid_;  // for the message of a launch in a forked child
   WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
+  WaitPolicy host_wait_policy_;  // a host thread waiting without core 0 (core0_thread; constructor)
   static constexpr uint32_t kRing = 256;
   static_assert(uint64_t{kRing} * kMaxRepeat < (uint64_t{1} << 31), "epochs in flight compare wrap-safely");
   static constexpr uint32_t kInLaunchSpin = 20;     // see the constructor
@@ -229,8 +241,8 @@ class Executor {
   SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;
   std::chrono::nanoseconds idle_spin_max_{0};  // IdleSpin's max for cores 1..N-1 (constructor)
   std::atomic<uint64_t> idle_spins_run_out_{0};
-  std::vector<std::thread> threads_;
-  std::vector<int> cpus_;  // the CPUs the process may run on, in cpu_pinning_order
+  std::vector<pthread_t> threads_;  // [0]: core 0's thread (core0_main); started by create()
+  std::vector<int> cpus_;           // the CPUs the process may run on, in cpu_pinning_order
   // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
   // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
   // lock, as the launch path takes none.

@@ -1,6 +1,6 @@
 // Where the executor's threads run (device key pin): each core's thread bound to the CPU claimed
-// for it, the dedicated core-0 thread kept to the CPUs no core holds, and a core moved off the
-// CPU of whichever thread runs core 0.
+// for it, the dedicated core-0 thread kept to the CPUs no core holds (core0=caller), and a core
+// moved off the CPU of whichever thread runs core 0.
 #include <pthread.h>
 #include <sched.h>
 
@@ -22,9 +22,10 @@ bool bind_to_cpu(pthread_t thread, int cpu) {
 
 void Executor::pin_to_cpu(uint32_t core, int cpu) {
   // `cpu` is the one claimed for the core: with this the only executor, the c-th of
-  // cpu_pinning_order; the first one is left to core 0, which host threads run
-  // (keep_off_core0_cpu moves a core that finds core 0's thread on its CPU).
-  core_thread_[core] = threads_[core].native_handle();
+  // cpu_pinning_order; the first one is left to core 0, whose thread (a host thread, or its own
+  // with core0_thread) goes where the scheduler puts it: keep_off_core0_cpu moves a core that
+  // finds it on its CPU. Unpinned, core 0 takes whichever CPU is free, as a host thread would.
+  core_thread_[core] = threads_[core];
   if (bind_to_cpu(core_thread_[core], cpu)) core_cpu_[core] = cpu;
 }
 
@@ -40,7 +41,7 @@ void Executor::keep_dedicated_core0_off_cores() {
     if (!core_holds(cpu)) CPU_SET(cpu, &set);
   if (CPU_COUNT(&set) == 0) return;  // a core on every CPU: let the scheduler place it
   // Best effort, like pinning.
-  pthread_setaffinity_np(threads_[0].native_handle(), sizeof set, &set);
+  pthread_setaffinity_np(threads_[0], sizeof set, &set);
 }
 
 void Executor::keep_off_core0_cpu() {

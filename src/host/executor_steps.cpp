@@ -5,6 +5,7 @@
 #include "host/device_api_cache.hpp"
 #include "host/kernel_call.hpp"
 #include "host/kernel_exception.hpp"
+#include "host/kernel_fork.hpp"
 #include "host/profiler.hpp"
 
 namespace sk::host {
@@ -26,12 +27,18 @@ inline void run_blocks(CoreContext &ctx, const StepExec &s, uint32_t first) {
         reinterpret_cast<DirectFn>(s.fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
       } else if (s.call_map) {
         call_mapped(s.fn, a, s.call_map, s.call_stack);
+      } else if (s.refs) {
+        call_with_refs(s.fn, a, *s.refs);
+      } else if (s.copy_avalues) {
+        call_libffi_copying(s.cif, s.fn, ctx.arg_pointers + s.first_param);
       } else {
         ffi_arg ret;
-        ffi_call(s.cif, FFI_FN(s.fn), &ret, ctx.arg_pointers + s.first_slot);
+        ffi_call(s.cif, FFI_FN(s.fn), &ret, ctx.arg_pointers + s.first_param);
       }
+      end_if_forked_in_kernel(ctx);
     }
   } catch (...) {
+    end_if_forked_in_kernel(ctx);
     record_kernel_exception(ctx);
   }
 }

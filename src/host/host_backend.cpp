@@ -77,16 +77,17 @@ sk_status HostModule::get_kernel(const char *name, const char *signature, const 
   const KernelMetadata *meta = lm.find_metadata(name);
   const std::string what = std::string("kernel '") + name + "' of " + lm.label;
   auto k = std::make_shared<HostKernel>(device_);
-  if (sk_status st = kernel_signature(signature, meta, what, call, ".sk.kernels metadata (built without SK_KERNEL?)",
-                                      &k->signature);
+  Signature sig;
+  if (sk_status st =
+          kernel_signature(signature, meta, what, call, ".sk.kernels metadata (built without SK_KERNEL?)", &sig);
       st != SK_OK)
     return st;
+  k->set_signature(std::move(sig));
   k->host = host;
   k->module = linked;
   k->symbol = name;
   k->core_type = meta ? meta->core_type : "vector";
   parse_kernel_kind(k->core_type, &k->kind);  // the metadata reader admits only the four
-  k->signature_text = signature_to_string(k->signature);
   k->usage = device_api_usage(fn->undefined_references);
   k->usage_paths = device_api_paths(fn->device_api_paths);
   k->fn = fn->address;

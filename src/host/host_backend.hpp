@@ -100,7 +100,7 @@ class HostSuperKernel final : public backend::SuperKernel {
   ~HostSuperKernel() override;
   sk_status launch(backend::Stream *stream) override;
   sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) override;
-  sk_status set_arg(uint32_t step, uint32_t index, uint64_t slot) override;
+  sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) override;
   void current_args(uint32_t step, uint64_t *out) const override;
   std::string explain() const override;
   sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;

@@ -14,6 +14,7 @@
 #include "elf/archive.hpp"
 #include "elf/combine.hpp"
 #include "elf/elf_object.hpp"
+#include "host/core_thread.hpp"
 #include "host/debug_registration.hpp"
 #include "host/device_api.hpp"
 #include "host/perf_map.hpp"
@@ -40,6 +41,11 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
   config.cores = 0;
   SymbolPolicy policy = SymbolPolicy::Process;
   bool perf_map = perf_map_from_environment();
+  // core0: unless the spec says, a thread of its own exactly when the spec sets timeout_ms: a
+  // caller that asks for a deadline is promised that a kernel that never returns is reported
+  // to it, which a thread running core 0's share itself cannot be (docs/benchmarks.md, "Core 0
+  // on a thread of its own", for what it costs).
+  bool core0_given = false, timeout_given = false;
   for (const auto &[key, value] : spec.keys) {
     uint64_t v = 0;
     sk_status st;
@@ -64,6 +70,16 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else if (key == "timeout_ms") {
       if ((st = parse_spec_uint(key, value, 1, 86'400'000, &v)) != SK_OK) return st;
       config.timeout_ms = static_cast<uint32_t>(v);
+      timeout_given = true;
+    } else if (key == "core0") {
+      if (value != "caller" && value != "thread")
+        return fail(SK_ERR_INVALID_ARGUMENT, "device spec key 'core0': value '%s' is not caller or thread",
+                    value.c_str());
+      config.core0_thread = value == "thread";
+      core0_given = true;
+    } else if (key == "stack_kb") {
+      if ((st = parse_spec_uint(key, value, kMinCoreStackKiB, kMaxCoreStackKiB, &v)) != SK_OK) return st;
+      config.stack_kib = v;
     } else if (key == "symbols") {
       if (value != "process" && value != "strict")
         return fail(SK_ERR_INVALID_ARGUMENT, "device spec key 'symbols': value '%s' is not process or strict",
@@ -75,10 +91,11 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     } else {
       return fail(SK_ERR_INVALID_ARGUMENT,
                   "device spec: unknown key '%s' for backend 'host' (known: cores, spin_us, "
-                  "spin_max_us, timeout_ms, symbols, pin, barrier_group, perf_map)",
+                  "spin_max_us, timeout_ms, core0, stack_kb, symbols, pin, barrier_group, perf_map)",
                   key.c_str());
     }
   }
+  if (!core0_given) config.core0_thread = timeout_given;
   std::unique_ptr<HostDevice> dev(new HostDevice());
   dev->symbol_policy_ = policy;
   dev->perf_map_ = perf_map;

@@ -41,8 +41,7 @@ sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::un
   Plan plan;
   if (sk_status st = build_unfused_plan(k, block_dim, &plan); st != SK_OK) return st;
   auto program = std::make_unique<Program>();
-  lower_plan(plan, {&k}, {std::vector<uint64_t>(k.signature.size(), 0)}, k.host->executor().release_group(),
-             program.get());
+  lower_plan(plan, {&k}, {std::vector<uint64_t>(k.slots(), 0)}, k.host->executor().release_group(), program.get());
   *out = std::move(program);
   return SK_OK;
 }
@@ -82,17 +81,17 @@ sk_status HostSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, 
   return host->executor().submit(program.get(), nullptr, stream_state(*host, stream), n, stop_flag);
 }
 
-sk_status HostSuperKernel::set_arg(uint32_t step, uint32_t index, uint64_t slot) {
+sk_status HostSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t *slots) {
   // A stuck launch may still read the spare argument block that a rebind would write.
   if (host->executor().lost()) return host->executor().refuse_lost("sk_superkernel_set_arg");
-  host->executor().rebind_arg(program.get(), program->steps[step].first_slot + index, slot);
+  host->executor().rebind_arg(program.get(), program->steps[step].first_param + index, slots);
   return SK_OK;
 }
 
 void HostSuperKernel::current_args(uint32_t step, uint64_t *out) const {
   const ArgBlock *args = program->args.load(std::memory_order_acquire);
   const uint64_t *first = args->slots + program->steps[step].first_slot;
-  std::copy(first, first + kernels[step]->signature.size(), out);
+  std::copy(first, first + kernels[step]->slots(), out);
 }
 
 std::string HostSuperKernel::explain() const {

@@ -1,6 +1,7 @@
 // How the host calls a kernel, decided once per kernel from its signature (kernels return
 // void; the return value, if any, is dropped): a direct call for the shapes the step loop can
-// call by itself, a libffi call interface for the rest.
+// call by itself, a libffi call interface for the rest (aggregates passed by value among them:
+// libffi classifies them as the SysV x86-64 and AAPCS64 conventions say).
 #pragma once
 #include <ffi.h>
 #include <sk.h>
@@ -48,11 +49,40 @@ struct CallInterface {
   uint8_t map[kCallMapEntries] = {};  // Mapped: integer registers, FP registers, stack words
   ffi_cif cif;
   std::vector<ffi_type *> types;  // cif points into this: the object never moves (heap only)
+  // The FFI_TYPE_STRUCT types of aggregate parameters and their element lists (an array
+  // member is its elements, as libffi describes arrays), which `types` points to.
+  std::vector<std::unique_ptr<ffi_type>> aggregates;
+  std::vector<std::unique_ptr<ffi_type *[]>> elements;
 };
+
+// libffi may replace the avalue entries of aggregates it passes in memory with pointers to
+// copies of its own (x86-64's libffi 3.4 does, for structs over 16 bytes), so a call of a
+// kernel with aggregates gets a copy of the step's pointers: the shared ones stay the block's,
+// and cores calling the kernel at once do not write them.
+void call_libffi_copying(ffi_cif *cif, void *fn, void *const *avalues);
 
 sk_status prepare_call(const Signature &sig, std::string_view kernel, std::unique_ptr<CallInterface> *out);
 
 const char *call_kind_name(CallKind kind);  // "direct", "register map", "libffi"
+
+// A step of a direct or mapped kernel with arguments read by reference
+// (sk_kernel_options.arg_refs): their slots hold addresses, and each call loads the values
+// into a copy of the step's slots first. (A libffi kernel needs none of this: libffi reads
+// each value through its pointer, which for those is the address.)
+struct StepRefs {
+  CallKind kind = CallKind::Direct;  // Direct or Mapped
+  const uint8_t *map = nullptr;      // Mapped: CallInterface::map
+  bool stack = false;                // Mapped: the kernel has stack parameters
+  uint32_t slots = 0;                // the step's slots: at most kCallMapEntries
+  struct Ref {
+    uint32_t slot;  // from the step's first
+    ArgType type;   // a scalar: direct and mapped kernels take no aggregates
+  };
+  std::vector<Ref> refs;
+};
+
+// Calls `fn` with the argument slots `a`, the references of `r` read now.
+void call_with_refs(void *fn, const uint64_t *a, const StepRefs &r);
 
 // A mapped call of `fn` with the argument slots `a` (see CallInterface::map). Out of line:
 // inlined into the step loop, its 22 loads and two call shapes make every step of a chain of

@@ -1,9 +1,27 @@
 #include "host/lower_plan.hpp"
 
 #include "common/device_api_usage.hpp"
+#include "host/kernel_call.hpp"
 #include "host/profiler.hpp"
 
 namespace sk::host {
+namespace {
+
+bool is_ref(const PlanInput &in, size_t param) { return param < 64 && (in.arg_refs >> param & 1); }
+
+// How a direct or mapped kernel's step loads its arguments read by reference.
+std::unique_ptr<StepRefs> step_refs(const PlanInput &in, const HostKernel &k) {
+  auto r = std::make_unique<StepRefs>();
+  r->kind = k.call->kind;
+  r->map = k.call->map;
+  r->stack = k.call->stack_words != 0;
+  r->slots = static_cast<uint32_t>(k.slots());
+  for (size_t a = 0; a < k.signature.size(); ++a)
+    if (is_ref(in, a)) r->refs.push_back({k.arg_slots[a], k.signature[a].type});
+  return r;
+}
+
+}  // namespace
 
 void lower_plan(const Plan &plan, const std::vector<const HostKernel *> &kernels,
                 const std::vector<std::vector<uint64_t>> &args, uint32_t release_group, Program *p) {
@@ -19,22 +37,37 @@ void lower_plan(const Plan &plan, const std::vector<const HostKernel *> &kernels
   size_t after_total = 0;
   for (const PlanStep &ps : plan.steps) after_total += ps.after.size();
   p->after_lists.reserve(after_total);  // never reallocated: steps point in
+  std::vector<ArgParam> params;
   size_t total = 0;
-  for (const auto &a : args) total += a.size();
-  p->allocate_args(total);
-  size_t slot = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const std::vector<uint32_t> &at = kernels[i]->arg_slots;
+    for (size_t a = 0; a + 1 < at.size(); ++a)
+      params.push_back({static_cast<uint32_t>(total + at[a]), at[a + 1] - at[a], is_ref(plan.steps[i].kernel, a)});
+    total += args[i].size();
+  }
+  p->allocate_args(std::move(params), total);
+  size_t slot = 0, param = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep &ps = plan.steps[i];
+    const HostKernel &k = *kernels[i];
     StepExec s;
     s.name = ps.kernel.name;
-    s.fn = kernels[i]->fn;
-    s.cif = &kernels[i]->call->cif;
-    s.direct = kernels[i]->call->kind == CallKind::Direct;
-    if (kernels[i]->call->kind == CallKind::Mapped) {
-      s.call_map = kernels[i]->call->map;
-      s.call_stack = kernels[i]->call->stack_words != 0;
+    s.fn = k.fn;
+    s.cif = &k.call->cif;
+    if (ps.kernel.arg_refs && k.call->kind != CallKind::Libffi) {
+      p->step_refs.push_back(step_refs(ps.kernel, k));
+      s.refs = p->step_refs.back().get();
+    } else {
+      s.copy_avalues = !k.call->aggregates.empty();
+      s.direct = k.call->kind == CallKind::Direct;
+      if (k.call->kind == CallKind::Mapped) {
+        s.call_map = k.call->map;
+        s.call_stack = k.call->stack_words != 0;
+      }
     }
     s.first_slot = static_cast<uint32_t>(slot);
+    s.first_param = static_cast<uint32_t>(param);
+    param += k.signature.size();
     s.block_dim = ps.kernel.block_dim;
     s.units = ps.units;
     s.cores = ps.cores;
@@ -64,6 +97,7 @@ void lower_plan(const Plan &plan, const std::vector<const HostKernel *> &kernels
     }
     p->steps.push_back(std::move(s));
   }
+  p->point_args();
   if (plan.options.profiling) p->profiler = std::make_shared<Profiler>(p->steps.size(), p->cores);
   if (!kernels.empty()) p->release_group = release_group;
   p->allocate_sync_state();

@@ -12,6 +12,7 @@
 
 #include "common/core_layout.hpp"
 #include "host/cross_core_flags.hpp"
+#include "host/kernel_call.hpp"
 #include "host/wait.hpp"
 
 namespace sk::host {
@@ -40,14 +41,16 @@ struct alignas(64) StepBarrier {
 // what a plain step needs.
 struct StepExec {
   void *fn = nullptr;
-  ffi_cif *cif = nullptr;   // prepared once per kernel
-  uint32_t first_slot = 0;  // its first argument slot in an ArgBlock
+  ffi_cif *cif = nullptr;    // prepared once per kernel
+  uint32_t first_slot = 0;   // its first argument slot in an ArgBlock
+  uint32_t first_param = 0;  // its first parameter's pointer in an ArgBlock (libffi's avalues)
   uint32_t block_dim = 1;
   uint32_t units = 1;             // cores of its type (groups, mixed) running blocks; the stride
   uint32_t cores = 1;             // cores taking part (units * (1 + R) for mixed kernels)
   int32_t pred = -1;              // the step it follows (common/plan.hpp)
   bool direct = false;            // call fn with kDirectArgs slots (see kernel_call.hpp)
   bool call_stack = false;        // call_map: the kernel has stack parameters
+  bool copy_avalues = false;      // libffi with aggregates: call_libffi_copying
   bool wait_in_kernel = false;    // previous step awaited at sk_wait_pre_task_end
   bool arrive_in_kernel = false;  // next step released at sk_set_next_task_start
   // Cache maintenance (common/cache_plan.hpp): whole-cache flushes around the step on each of
@@ -56,8 +59,11 @@ struct StepExec {
   bool flush_after = false;
   bool gm_flush = true;
   const uint8_t *call_map = nullptr;  // a mapped call (CallInterface::map); null: libffi
-  StepFlags *flags = nullptr;         // steps with hard cross-core sync
-  const uint32_t *after = nullptr;    // steps that must have ended first (Program::after_lists)
+  // A direct or mapped kernel with arguments read by reference: called by call_with_refs
+  // (direct and call_map are off). Null otherwise; libffi kernels read those through pointers.
+  const StepRefs *refs = nullptr;
+  StepFlags *flags = nullptr;       // steps with hard cross-core sync
+  const uint32_t *after = nullptr;  // steps that must have ended first (Program::after_lists)
   uint32_t after_count = 0;
   uint32_t unit_class = 0;  // CoreSlot::index it reads: 0 vector, 1 cube, 2 mixed
   uint32_t first_unit = 0;  // its blocks run on units first_unit .. first_unit + units - 1
@@ -76,11 +82,20 @@ struct SegmentExec {
   std::vector<CoreSlot> slots;  // by core; cores past the layout have none
 };
 
-// One copy of every argument value of a program: an 8-byte slot per parameter (every signature
-// type fits) and, for libffi, a pointer to each. Points into Program::arg_storage.
+// One copy of every argument value of a program: 8-byte slots (one per scalar parameter, an
+// aggregate's bytes in as many as it takes) and, for libffi, a pointer to each parameter's
+// value: its first slot, or for an argument read by reference the address its slot holds.
+// Points into Program::arg_storage.
 struct ArgBlock {
   uint64_t *slots = nullptr;
   void **pointers = nullptr;
+};
+
+// Where one parameter of a program lies in the argument blocks.
+struct ArgParam {
+  uint32_t first_slot = 0;
+  uint32_t slots = 1;
+  bool ref = false;  // read by reference: the slot holds the address (sk_kernel_options.arg_refs)
 };
 
 struct Program {
@@ -112,6 +127,8 @@ struct Program {
   // The two argument blocks' slots and pointers (allocate_args); never reallocated after.
   std::vector<uint64_t> arg_storage;
   std::vector<void *> arg_pointer_storage;
+  std::vector<ArgParam> arg_params;                  // every step's parameters, in step order
+  std::vector<std::unique_ptr<StepRefs>> step_refs;  // StepExec::refs point in
   // Sync state. Counters count up and are never reset in the hot path.
   //  released: one counter for the releases of every step (a core releases step i+1 at
   //    sk_set_next_task_start or at its end). A core releases step i only after step i-1 was
@@ -157,9 +174,9 @@ struct Program {
   // otherwise: the step loop's profiling hooks cost one branch on it.
   std::shared_ptr<Profiler> profiler;
   // Launch epochs: next_epoch is the epoch of the last launch queued (written in the
-  // submitting thread's turn, once the launch is queued); completed_epoch is published when a
-  // launch completes. On their own cache line: they change at every launch, and the fields
-  // above are read by every core at every step.
+  // submitting thread's turn, just before the launch is published); completed_epoch is
+  // published when a launch completes. On their own cache line: they change at every launch,
+  // and the fields above are read by every core at every step.
   alignas(64) std::atomic<uint32_t> next_epoch{0};
   std::atomic<uint32_t> completed_epoch{0};
   // Argument values in two blocks: a launch runs with the block `args` names when it is queued
@@ -170,18 +187,22 @@ struct Program {
   ArgBlock arg_blocks[2];
   // Rebinds (Executor::rebind_arg) take turns by ticket, like launches: no lock, so that a
   // decode loop's set_arg and launch take none. Their state is the rebinding thread's alone:
-  // the slot the two blocks differ in (the one the last rebind wrote; kNoSlot: none). On a
-  // line of their own, away from those the cores and the launching thread use at every launch.
-  static constexpr uint32_t kNoSlot = 0xffffffffu;
+  // the parameter the two blocks differ in (the one the last rebind wrote; kNoParam: none). On
+  // a line of their own, away from those the cores and the launching thread use at every launch.
+  static constexpr uint32_t kNoParam = 0xffffffffu;
   alignas(64) std::atomic<uint32_t> rebind_ticket{0};
   std::atomic<uint32_t> rebind_turn{0};
-  uint32_t arg_differs = kNoSlot;
+  uint32_t arg_differs = kNoParam;
   SleepChannel rebind_channel;
 
   // Sizes the sync state for steps.size() steps and sets plain, chain and ends_at_last_release
   // (program.cpp; call once the steps, the segments and the profiler are final).
   void allocate_sync_state();
-  // Sizes both argument blocks for `count` slots, all zero (executor_args.cpp).
+  // Sizes both argument blocks for `params` in `slots` slots, all zero (executor_args.cpp);
+  // point_args then points each parameter's pointers at its value, once the slots are written.
+  void allocate_args(std::vector<ArgParam> params, size_t slots);
+  void point_args();
+  // `count` scalar parameters, one slot each, pointed at.
   void allocate_args(size_t count);
 };
 

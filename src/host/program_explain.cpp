@@ -24,7 +24,10 @@ void write_execution_json(JsonWriter &j, const Program &p, uint32_t device_cores
   // than the two direct ways (docs/benchmarks.md, "Kernel calls").
   uint64_t calls[3] = {0, 0, 0};
   for (const StepExec &s : p.steps)
-    ++calls[static_cast<int>(s.direct ? CallKind::Direct : s.call_map ? CallKind::Mapped : CallKind::Libffi)];
+    ++calls[static_cast<int>(s.direct     ? CallKind::Direct
+                             : s.call_map ? CallKind::Mapped
+                             : s.refs     ? s.refs->kind  // loaded by reference, then called the same way
+                                          : CallKind::Libffi)];
   j.key("calls").begin_object();
   for (CallKind kind : {CallKind::Direct, CallKind::Mapped, CallKind::Libffi})
     j.key(call_kind_name(kind)).value(calls[static_cast<int>(kind)]);

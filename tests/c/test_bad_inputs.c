@@ -603,6 +603,11 @@ static void test_bad_signatures(void **state) {
   expect_bad_signature(f->misc, "PTR", SK_ERR_INVALID_ARGUMENT, "'PTR'");
   expect_bad_signature(f->misc, "ptr u32", SK_ERR_INVALID_ARGUMENT, "'ptr u32'");
   expect_bad_signature(f->misc, "\xff\xfe", SK_ERR_INVALID_ARGUMENT, "capi_plain_add");
+  /* Aggregates (structs by value) that do not parse name the parameter and the fault. */
+  expect_bad_signature(f->misc, "ptr,{u32,u32", SK_ERR_INVALID_ARGUMENT, "parameter 1 has a '{' at byte 4");
+  expect_bad_signature(f->misc, "ptr,{},u32", SK_ERR_INVALID_ARGUMENT, "empty aggregate");
+  expect_bad_signature(f->misc, "ptr,u32[2]", SK_ERR_INVALID_ARGUMENT, "an array parameter is a pointer");
+  expect_bad_signature(f->misc, "ptr,{u8[2048]}", SK_ERR_INVALID_ARGUMENT, "array length '2048'");
   longsig = (char *)malloc(400001);
   assert_non_null(longsig);
   for (i = 0; i < 100000; ++i) memcpy(longsig + 4 * i, "ptr,", 4);

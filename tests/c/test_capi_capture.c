@@ -74,6 +74,14 @@ static uint32_t *run(struct fixture *f, sk_superkernel *sk) {
   return snapshot(f);
 }
 
+/* The four buffers hold what `expected` (a snapshot, freed here) holds. */
+static void expect_snapshot(const struct fixture *f, uint32_t *expected) {
+  uint32_t *now = snapshot(f);
+  assert_memory_equal(expected, now, 4 * N * sizeof(uint32_t));
+  free(expected);
+  free(now);
+}
+
 static void expect_same_superkernel(struct fixture *f, sk_superkernel *captured, sk_superkernel *built) {
   char *x = explain_text(captured), *y = explain_text(built);
   assert_string_equal(x, y);
@@ -132,10 +140,7 @@ static void test_capture_equals_scope(void **state) {
   clear(f);
   chain(f, NULL, f->s1);
   SK_CHECK(sk_stream_synchronize(f->s1));
-  uint32_t *unfused = snapshot(f);
-  assert_memory_equal(fused, unfused, 4 * N * sizeof(uint32_t));
-  free(fused);
-  free(unfused);
+  expect_snapshot(f, fused);
   sk_superkernel_destroy(captured);
   sk_superkernel_destroy(built);
 }
@@ -250,10 +255,7 @@ static void test_multi_stream_capture_equals_stream_fusion(void **state) {
   multi_stream(f, NULL, e0, e1);
   SK_CHECK(sk_stream_synchronize(f->s0));
   SK_CHECK(sk_stream_synchronize(f->s1));
-  uint32_t *unfused = snapshot(f);
-  assert_memory_equal(fused, unfused, 4 * N * sizeof(uint32_t));
-  free(fused);
-  free(unfused);
+  expect_snapshot(f, fused);
   sk_superkernel_destroy(captured);
   sk_superkernel_destroy(built);
   sk_event_destroy(e0);
@@ -301,10 +303,7 @@ static void test_captured_stream_fused_superkernel(void **state) {
   SK_CHECK(sk_launch(inner, f->s1));
   SK_CHECK(sk_launch_kernel(f->rotate, 2, rotate_c, f->s1));
   SK_CHECK(sk_stream_synchronize(f->s1));
-  uint32_t *unfused = snapshot(f);
-  assert_memory_equal(fused, unfused, 4 * N * sizeof(uint32_t));
-  free(fused);
-  free(unfused);
+  expect_snapshot(f, fused);
   sk_superkernel_destroy(captured);
   sk_superkernel_destroy(inner);
 }
@@ -488,10 +487,7 @@ static void test_capture_checks_launch_as_unfused(void **state) {
   SK_CHECK(sk_launch_kernel(f->fill, 2, fill_args, f->s0));
   SK_CHECK(sk_launch_kernel(sum, 2, sum_args, f->s0));
   SK_CHECK(sk_stream_synchronize(f->s0));
-  uint32_t *unfused = snapshot(f);
-  assert_memory_equal(fused, unfused, 4 * N * sizeof(uint32_t));
-  free(fused);
-  free(unfused);
+  expect_snapshot(f, fused);
   sk_superkernel_destroy(captured);
   sk_module_unload(sync);
 }
@@ -765,10 +761,7 @@ static void test_other_thread_runs_during_capture(void **state) {
     clear(f);
     chain(f, NULL, f->s0);
     SK_CHECK(sk_stream_synchronize(f->s0));
-    uint32_t *unfused = snapshot(f);
-    assert_memory_equal(fused, unfused, 4 * N * sizeof(uint32_t));
-    free(fused);
-    free(unfused);
+    expect_snapshot(f, fused);
     sk_superkernel_destroy(captured);
   }
   sk_mem_free(f->dev, w.buf);

@@ -5,6 +5,7 @@
  * same way, and loses the device: launches, allocations and loads on it fail with
  * SK_ERR_DEVICE, closing it does not wait, and a new device works. */
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -358,6 +359,37 @@ static void test_lost_core0_polled(void **state) {
   check_lost(&l, "capi_spin", &release);
 }
 
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Both blocks, core 0's included, never return, and the caller synchronizes. The device was
+ * opened with timeout_ms (SK_TEST_HANG_DEVICE), so core 0 runs on a thread of its own and the
+ * synchronize reports the hang, naming both cores, within a few deadlines (it hung for ever
+ * when the synchronizing thread ran core 0's block itself). */
+static void test_lost_core0_synchronize_returns(void **state) {
+  static uint32_t release;
+  struct lost l;
+  sk_status st;
+  double start, took;
+  (void)state;
+  lost_open(&l, "capi_spin_all", 0, &release);
+  SK_CHECK(sk_launch_kernel(l.kernel, 2, l.args, NULL));
+  start = now_s();
+  st = sk_stream_synchronize(NULL);
+  took = now_s() - start;
+  if (st != SK_ERR_HANG)
+    fail_msg("sk_stream_synchronize returned %s (%s), expected SK_ERR_HANG", sk_status_name(st), sk_last_error());
+  expect_lost_report("capi_spin_all", 0);
+  SK_EXPECT_MSG("core 1 in step");
+  SK_EXPECT_MSG("lost");
+  /* The watch needs timeout_ms without progress, seen by a look every quarter of it. */
+  if (took > 20.0) fail_msg("the hang was reported after %.1f s", took);
+  check_lost(&l, "capi_spin_all", &release);
+}
+
 /* sk_stream_query on a healthy device: done once the launch ended, its failure reported once. */
 static void test_query(void **state) {
   struct fixture *f = (struct fixture *)*state;
@@ -387,6 +419,7 @@ int main(void) {
       cmocka_unit_test(test_lost_kernel_never_returns),
       cmocka_unit_test(test_lost_with_others_in_sync_all),
       cmocka_unit_test(test_lost_core0_polled),
+      cmocka_unit_test(test_lost_core0_synchronize_returns),
   };
   return cmocka_run_group_tests_name("c_api_hang", tests, setup, teardown);
 }

@@ -151,6 +151,32 @@ def test_inspect_hash_changes_with_content(ops, tmp_path):
     assert json.loads(sk("inspect", "--json", other).stdout)["hash"]["value"] != h1
 
 
+def test_inspect_compares_signatures_with_the_debug_information(tmp_path):
+    # Built with -g (and -gz), an object's DWARF says what each parameter is: a recorded
+    # signature that gives a struct's members instead of the struct is named, parameter and
+    # all; agreeing ones say so; a function without metadata gets the signature to give.
+    objs = {}
+    for name, flags in (("args_misdescribed", ["-g"]), ("args_aggregates", ["-g", "-gz"])):
+        objs[name] = tmp_path / (name + ".o")
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-fPIE", *flags, "-std=gnu11",
+                        "-I", os.path.join(ROOT, "include"), "-c",
+                        os.path.join(ROOT, "tests", "kernels", name + ".c"), "-o", str(objs[name])],
+                       check=True)
+    r = sk("inspect", objs["args_misdescribed"])
+    assert r.returncode == 0, r.stderr
+    assert ("WARNING: signature \"ptr,f32,f32,u32\" disagrees with the debug information: "
+            "parameter 1 'p' is {f32,f32} in the debug information, the signature says f32: it is "
+            "a struct passed by value, written {f32,f32}, not its members") in r.stdout, r.stdout
+    assert 'undescribed (debug information: "ptr,{f32,f32},i16")' in r.stdout
+    d = json.loads(sk("inspect", "--json", objs["args_misdescribed"]).stdout)
+    assert d["kernels"][0]["debug_info"]["signature"] == "ptr,{f32,f32},u32"
+    assert d["debug_info_signatures"] == {"undescribed": "ptr,{f32,f32},i16"}
+    d = json.loads(sk("inspect", "--json", objs["args_aggregates"]).stdout)
+    for k in d["kernels"]:
+        assert k["debug_info"] == {"signature": k["signature"], "mismatches": []}, k
+    assert "debug information: the same parameter types" in sk("inspect", objs["args_aggregates"]).stdout
+
+
 def test_inspect_bad_inputs_exit_3(tmp_path):
     r = sk("inspect", tmp_path / "missing.o")
     assert r.returncode == 3 and "missing.o" in r.stderr
@@ -289,6 +315,41 @@ def test_run_capture_equals_unfused(ops):
     assert r.returncode == 1 and "MISMATCH in buffer 'count' at element 0" in r.stdout
     r = sk("run", "--capture", scope_file(ops.parent, CHAIN))
     assert r.returncode == 3 and 'kernels[0]: "name" cannot be captured' in r.stderr
+
+
+def test_run_aggregates_and_arguments_read_by_reference(ops):
+    # Structs by value as JSON lists, a position read by reference from a buffer: fused and
+    # unfused agree; a reference cannot be captured; bad ones are named.
+    for name in ("args_aggregates", "args_refs"):
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-fPIE", "-g0", "-std=gnu11",
+                        "-I", os.path.join(ROOT, "include"), "-c",
+                        os.path.join(ROOT, "tests", "kernels", name + ".c"),
+                        "-o", str(ops.parent / (name + ".o"))], check=True)
+    buffers = {"rec": {"type": "u8", "count": 256}, "nest": {"type": "u8", "count": 256},
+               "pos": {"type": "i32", "count": 1, "fill": 2},
+               "out": {"type": "f32", "count": 64}, "inp": {"type": "f32", "count": 4, "fill": "iota"}}
+    kernels = [{"object": "agg", "kernel": "agg_f2", "args": ["@rec", [1.5, -2.0]]},
+               {"object": "agg", "kernel": "agg_nest", "args": ["@nest", [[[1, 2], [3, 4]], -5], 0.5]},
+               {"object": "refs", "kernel": "ref_scale_at", "block_dim": 4,
+                "args": ["@out", "@inp", {"ref": "@pos"}, 0.5]}]
+    objects = {"agg": "args_aggregates.o", "refs": "args_refs.o"}
+    path = scope_file(ops.parent, kernels, buffers, objects=objects, repeat=3)
+    r = sk("run", "--json", path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["identical"]
+    r = sk("explain", "--json", path)
+    assert json.loads(r.stdout)["steps"][2]["arguments_by_reference"] == [2]
+    r = sk("run", "--capture", path)
+    assert r.returncode == 3 and 'kernels[2].args[2]: {"ref": ...} cannot be captured' in r.stderr
+    for bad, needle in (({"ref": "@nope"}, "kernels[2].args[2]: {'ref': '@nope'} is not"),
+                        ([1.0], "kernels[2].args: kernel 'ref_scale_at' argument 2 (i32)")):
+        kernels[2]["args"][2] = bad
+        r = sk("run", scope_file(ops.parent, kernels, buffers, objects=objects))
+        assert r.returncode == 3 and needle in r.stderr, r.stderr
+    kernels[2]["args"][2] = {"ref": "@pos"}
+    kernels[0]["args"][1] = [1.5, 1e300]
+    r = sk("run", scope_file(ops.parent, kernels, buffers, objects=objects))
+    assert r.returncode == 3 and "argument 1 ({f32,f32}) member 1: 1e+300 does not fit f32" in r.stderr, r.stderr
 
 
 def test_run_demo_attention_block():

@@ -51,12 +51,14 @@ struct Scope {
 
   std::vector<uint32_t> streams;
   std::vector<std::vector<uint32_t>> afters;
+  std::vector<uint64_t> arg_refs;  // sk_kernel_options.arg_refs per sub-kernel
   void add(const std::shared_ptr<CudaKernel> &k, uint32_t block_dim, uint32_t stream = 0,
-           std::vector<uint32_t> after = {}) {
+           std::vector<uint32_t> after = {}, uint64_t refs = 0) {
     kernels.push_back(k);
     block_dims.push_back(block_dim);
     streams.push_back(stream);
     afters.push_back(std::move(after));
+    arg_refs.push_back(refs);
   }
   sk_status make_plan(uint32_t device_cores) {
     sk::ScopeOptions opts;
@@ -76,8 +78,9 @@ struct Scope {
       in.usage_paths = kernels[i]->usage_paths;
       in.stream = streams[i];
       in.after = afters[i];
+      in.arg_refs = arg_refs[i];
       inputs.push_back(std::move(in));
-      slots += kernels[i]->signature.size();
+      slots += sk::signature_slots(kernels[i]->signature);
     }
     return sk::build_plan(name, opts, std::move(inputs), device_cores, &plan);
   }

@@ -37,6 +37,10 @@ gtest_discover_tests(sk_cuda_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST 
                      ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp"
                      ${SK_EXPLAIN_COLLECT})
 
+# What a device run loaded (scripts/gpu-check prints it first; scripts/device-bundle ships it).
+add_executable(sk_cuda_info ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda_info.cpp)
+target_link_libraries(sk_cuda_info PRIVATE sk_internal)
+
 # The launch path against a stand-in driver (no GPU needed): fake_cuda_driver.cpp as a shared
 # library that the tests load through SK_CUDA_DRIVER_LIBRARY, in a process of their own.
 add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cuda/fake_cuda_driver.cpp)

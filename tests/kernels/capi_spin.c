@@ -22,3 +22,11 @@ void capi_spin_sync(const uint32_t *release, uint32_t *out, uint32_t stuck) {
   sk_sync_all();
   __atomic_store_n(&out[sk_block_idx()], sk_block_idx() + 1, __ATOMIC_RELEASE);
 }
+
+/* Every block spins: core 0's too, whichever thread runs it. */
+SK_KERNEL(capi_spin_all, "ptr,ptr,u32")
+void capi_spin_all(const uint32_t *release, uint32_t *out, uint32_t stuck) {
+  (void)stuck;
+  spin_until(release);
+  __atomic_store_n(&out[sk_block_idx()], sk_block_idx() + 1, __ATOMIC_RELEASE);
+}

@@ -25,6 +25,7 @@ class KernelOptions(ctypes.Structure):
         ("stream", ctypes.c_uint32),
         ("first_core", ctypes.c_uint32),
         ("core_count", ctypes.c_uint32),
+        ("arg_refs", ctypes.c_uint64),
     ]
 
 

@@ -8,30 +8,21 @@ index: their owner (a super kernel, a stream) holds them while the kernels may u
 """
 import ctypes
 
+from .aggregates import SCALAR_TYPES, aggregate, ctype_of, is_aggregate, parse_types
 from .buffer import Buffer
 from .checks import integer, real
 from .memory import DL_CPU, ReadOnly, borrow, check_device
+from .refs import Ref
 
-SIGNATURE_TOKENS = {
-    "ptr": ctypes.c_void_p,
-    "i8": ctypes.c_int8, "u8": ctypes.c_uint8,
-    "i16": ctypes.c_int16, "u16": ctypes.c_uint16,
-    "i32": ctypes.c_int32, "u32": ctypes.c_uint32,
-    "i64": ctypes.c_int64, "u64": ctypes.c_uint64,
-    "f32": ctypes.c_float, "f64": ctypes.c_double,
-}
+SIGNATURE_TOKENS = SCALAR_TYPES  # the scalar types; aggregates are written {T,T...}
 
 
 def parse_signature(signature):
-    """"f32,ptr,u32" -> ["f32", "ptr", "u32"]; "" -> []. Unknown tokens raise ValueError."""
+    """"f32,ptr,{f32,f32}" -> ["f32", "ptr", "{f32,f32}"]; "" -> []. A type that does not
+    parse raises ValueError naming the parameter."""
     if not isinstance(signature, str):
         raise TypeError(f"signature: needs a str, not {type(signature).__name__}")
-    tokens = [t.strip() for t in signature.split(",")] if signature.strip() else []
-    for t in tokens:
-        if t not in SIGNATURE_TOKENS:
-            raise ValueError(f"signature {signature!r}: unknown type {t!r} "
-                             f"(expected one of {', '.join(SIGNATURE_TOKENS)})")
-    return tokens
+    return parse_types(signature)
 
 
 def address_of(value, what, device, writes=True, host_memory=False):
@@ -60,6 +51,17 @@ def address_of(value, what, device, writes=True, host_memory=False):
     return export.address, export, export.nbytes
 
 
+def ref_address(ref, token, what, device):
+    """(address, object to keep alive) of the memory a Ref names, which must hold a `token`."""
+    address, keep, size = address_of(ref.target, f"{what} (Ref)", device, writes=False)
+    if address == 0:
+        raise ValueError(f"{what}: Ref(None) names no memory to read the argument from")
+    need = ctypes.sizeof(ctype_of(token))
+    if size is not None and size < need:
+        raise ValueError(f"{what}: Ref to {size} bytes, but a {token} takes {need}")
+    return address, keep
+
+
 def scalar(token, value, what):
     """The ctypes value of a scalar argument, range-checked (ctypes would wrap silently)."""
     ctype = SIGNATURE_TOKENS[token]
@@ -69,24 +71,35 @@ def scalar(token, value, what):
 
 
 class PackedArgs:
-    """One kernel call's arguments: `array` is the void*[] libsk reads (NULL if no arguments)."""
+    """One kernel call's arguments: `array` is the void*[] libsk reads (NULL if no arguments);
+    `refs` has bit i set where argument i is a Ref (its entry is then the address itself)."""
 
-    def __init__(self, kernel, values, device):
+    def __init__(self, kernel, values, device, refs_allowed=True):
         tokens = kernel.signature_tokens
         if len(values) != len(tokens):
             raise TypeError(f"kernel {kernel.name!r} ({kernel.signature or 'no parameters'}) "
                             f"takes {len(tokens)} arguments, {len(values)} given")
-        self.values, self.keepalive = [], {}
+        self.values, self.keepalive, self.refs, entries = [], {}, 0, []
         for i, (token, value) in enumerate(zip(tokens, values)):
             what = f"kernel {kernel.name!r} argument {i} ({token})"
-            value_c, keep = one(token, value, what, device)
-            self.values.append(value_c)
+            if isinstance(value, Ref):
+                if not refs_allowed:
+                    raise TypeError(f"{what}: a Ref is read by a super kernel's sub-kernel "
+                                    "(Scope.add); an unfused launch takes the value")
+                if i >= 64:
+                    raise ValueError(f"{what}: only arguments 0 to 63 may be read by reference")
+                address, keep = ref_address(value, token, what, device)
+                self.refs |= 1 << i
+                entries.append(address)
+            else:
+                value_c, keep = one(token, value, what, device)
+                self.values.append(value_c)
+                entries.append(ctypes.addressof(value_c))
             if keep is not None:
                 self.keepalive[i] = keep
-        self.array = (ctypes.c_void_p * max(1, len(self.values)))(
-            *[ctypes.addressof(v) for v in self.values])
+        self.array = (ctypes.c_void_p * max(1, len(entries)))(*entries)
         self.pointer = ctypes.cast(self.array, ctypes.POINTER(ctypes.c_void_p)) \
-            if self.values else None
+            if entries else None
 
 
 def one(token, value, what, device):
@@ -94,4 +107,8 @@ def one(token, value, what, device):
     if token == "ptr":
         address, keep, _ = address_of(value, what, device)
         return ctypes.c_void_p(address), keep
+    if is_aggregate(token):
+        value_c, keep = aggregate(token, value, what,
+                                  lambda v, w: address_of(v, w, device)[:2])
+        return value_c, keep or None
     return scalar(token, value, what), None

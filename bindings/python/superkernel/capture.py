@@ -28,7 +28,7 @@ class Capture:
         self.device = device
         self.name = name
         self.stream = stream if stream is not None else device.stream()
-        self.steps = []       # (kernel, sub-kernel name) per recorded step
+        self.steps = []       # (kernel, sub-kernel name, arg_refs) per recorded step
         self._keepalive = {}  # {(step, index): export} behind pointer arguments
         self.superkernel = None
         self.joined = []      # streams joined by Stream.wait_event: scope streams 1, 2, ...
@@ -52,7 +52,7 @@ class Capture:
     def _record_kernel(self, kernel, packed):
         step = len(self.steps)
         self._keepalive.update(((step, i), keep) for i, keep in packed.keepalive.items())
-        self.steps.append((kernel, kernel.name))
+        self.steps.append((kernel, kernel.name, 0))  # an unfused launch's values are copied
 
     def _record_superkernel(self, fused):
         base = len(self.steps)

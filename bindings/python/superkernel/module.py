@@ -123,15 +123,15 @@ class Kernel:
     def __repr__(self):
         return f"<Kernel {self.name}({self.signature}) {self.core_type}>"
 
-    def pack(self, args):
-        return PackedArgs(self, list(args), self.module.device)
+    def pack(self, args, refs_allowed=True):
+        return PackedArgs(self, list(args), self.module.device, refs_allowed)
 
     def launch(self, block_dim, *args, stream=None):
         """Queues this kernel alone, unfused (sk_launch_kernel), on `stream` (None: the default
         stream). Objects behind pointer arguments are kept until the stream is synchronized."""
         block_dim = integer(block_dim, "u32", f"Kernel.launch ({self.name}) block_dim")
         instance(stream, Stream, f"Kernel.launch ({self.name}) stream", optional=True)
-        packed = self.pack(args)
+        packed = self.pack(args, refs_allowed=False)
         check(lib().sk_launch_kernel(self.handle, block_dim, packed.pointer,
                                      stream.handle if stream is not None else None),
               f"sk_launch_kernel ({self.name})")

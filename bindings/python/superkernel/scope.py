@@ -33,16 +33,18 @@ class Scope(Handle):
               f"sk_scope_begin ({name})")
         self.device = device
         self.name = name
-        self.steps = []  # (kernel, name) per sub-kernel, in sk_add_kernel order
+        self.steps = []  # (kernel, name, arg_refs) per sub-kernel, in sk_add_kernel order
         self._keepalive = {}  # {(step, index): export} behind pointer arguments
         self.superkernel = None
         super().__init__(out.value, device)
 
     def add(self, kernel, block_dim, *args, name=None, core_type=None, flags=0, stream=0, cores=None):
         """Adds kernel on block_dim blocks with args (values converted by its signature; arrays
-        and Buffers by address, no copy). cores=(first, count) pins its blocks to cores first ..
-        first + count - 1 of its type (sk_kernel_options.first_core / core_count); None: the
-        planner places them. Returns the sub-kernel's step index."""
+        and Buffers by address, no copy; an aggregate as a tuple of its members; Ref(memory):
+        read from that memory at every launch, sk_kernel_options.arg_refs). cores=(first, count)
+        pins its blocks to cores first .. first + count - 1 of its type
+        (sk_kernel_options.first_core / core_count); None: the planner places them. Returns the
+        sub-kernel's step index."""
         instance(kernel, Kernel, "Scope.add kernel")
         what = f"Scope.add ({name or kernel.name})"
         block_dim = integer(block_dim, "u32", f"{what} block_dim")
@@ -54,18 +56,19 @@ class Scope(Handle):
             core_count = integer(cores[1], "u32", f"{what} cores[1] (count)")
             if core_count < 1:
                 raise ValueError(f"{what} cores: count is {core_count}; pin at least 1 core, or pass None")
+        packed = kernel.pack(args)
         opts = KernelOptions(ctypes.sizeof(KernelOptions),
                              c_string(name or None, f"{what} name", optional=True),
                              c_string(core_type or None, f"{what} core_type", optional=True),
                              integer(flags, "u32", f"{what} flags"),
-                             integer(stream, "u32", f"{what} stream"), first_core, core_count)
-        packed = kernel.pack(args)
+                             integer(stream, "u32", f"{what} stream"), first_core, core_count,
+                             packed.refs)
         check(lib().sk_add_kernel(self.handle, kernel.handle, block_dim, packed.pointer,
                                   ctypes.byref(opts)),
               f"sk_add_kernel ({name or kernel.name})")
         step = len(self.steps)
         self._keepalive.update(((step, i), keep) for i, keep in packed.keepalive.items())
-        self.steps.append((kernel, name or kernel.name))
+        self.steps.append((kernel, name or kernel.name, packed.refs))
         return len(self.steps) - 1
 
     def record_event(self, stream, event):

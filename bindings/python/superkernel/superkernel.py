@@ -4,7 +4,8 @@ import json
 from collections import namedtuple
 
 from ._lib import ProfileRecordC, lib
-from .args import address_of, one
+from .args import address_of, one, ref_address
+from .refs import Ref
 from .checks import c_path, c_text, instance, integer
 from .handle import Handle
 from .status import check
@@ -20,7 +21,7 @@ class SuperKernel(Handle):
     def __init__(self, device, handle, name, steps, keepalive):
         self.device = device
         self.name = name
-        self.steps = list(steps)           # (kernel, sub-kernel name)
+        self.steps = list(steps)           # (kernel, sub-kernel name, arg_refs)
         # {(step, index): export} of the memory each pointer argument's current binding uses
         self._keepalive = keepalive
         # {address: export} of the stop flags launch_repeat was given, kept until destroy: a
@@ -58,19 +59,29 @@ class SuperKernel(Handle):
             self._stop_flags[address] = keep
 
     def set_arg(self, step, index, value):
-        """Rebinds argument `index` of sub-kernel `step` for later launches (no rebuild)."""
+        """Rebinds argument `index` of sub-kernel `step` for later launches (no rebuild). An
+        argument added as a Ref takes a Ref: the memory it is read from from then on."""
         step = integer(step, "u32", f"set_arg ({self.name}) step")
         index = integer(index, "u32", f"set_arg ({self.name}) index")
         if step >= len(self.steps):
             raise IndexError(f"set_arg: super kernel {self.name!r} has {len(self.steps)} "
                              f"sub-kernels, no step {step}")
-        kernel, sub = self.steps[step]
+        kernel, sub, refs = self.steps[step]
         tokens = kernel.signature_tokens
         if not 0 <= index < len(tokens):
             raise IndexError(f"sub-kernel {step} ({sub}) has {len(tokens)} arguments, no {index}")
-        value_c, keep = one(tokens[index], value, f"sub-kernel {step} ({sub}) argument {index}",
-                            self.device)
-        check(lib().sk_superkernel_set_arg(self.handle, step, index, ctypes.addressof(value_c)),
+        what = f"sub-kernel {step} ({sub}) argument {index}"
+        if refs >> index & 1:
+            if not isinstance(value, Ref):
+                raise TypeError(f"{what} is read by reference: write the value into the memory "
+                                "it is read from, or pass Ref(memory) to read it elsewhere")
+            address, keep = ref_address(value, tokens[index], what, self.device)
+        else:
+            if isinstance(value, Ref):
+                raise TypeError(f"{what} was added as a value: it takes a value, not a Ref")
+            value_c, keep = one(tokens[index], value, what, self.device)
+            address = ctypes.addressof(value_c)
+        check(lib().sk_superkernel_set_arg(self.handle, step, index, address),
               f"sk_superkernel_set_arg ({self.name})")
         # The call waited for launches using the old binding: only the new one is kept.
         self._keepalive.pop((step, index), None)

@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 #include <sk.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/entry_ptx.hpp"
@@ -579,6 +581,64 @@ TEST_F(CudaFakeDriver, RebindingArgumentsInParametersAndInABuffer) {
     }
     sk_superkernel_destroy(sk);
   }
+}
+
+// An argument read by reference keeps its address in its slot, which the GPU reads from at
+// each call: memory the driver does not know is refused at finalize and at set_arg, naming the
+// step and the argument. A struct takes its bytes' slots, and set_arg rebinds them all.
+TEST_F(CudaFakeDriver, ArgumentsReadByReferenceAndAggregatesInTheirSlots) {
+  reopen_on_driver(12000);  // a 4 KiB parameter space: 60 steps of 10 slots go to a buffer
+  sk_kernel *agg = kernel("aggregates.cubin", "cu_agg");
+  ASSERT_NE(agg, nullptr);
+  void *pos = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, 4, &pos), SK_OK) << sk_last_error();
+  uint64_t out = 0x1000;
+  int32_t host_pos = 0;  // pageable host memory: the GPU cannot read it
+  float p[2] = {1.5f, 2.5f}, p2[2] = {-4.0f, 8.0f};
+  double q[2] = {3.0, 0.0};
+  int32_t r[5] = {1, 2, 3, 4, 5};
+  int32_t cf[2] = {7, 0};
+  int16_t h = 9;
+  void *args[] = {&out, &host_pos, p, q, r, cf, &h};
+  sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+  o.arg_refs = 1u << 1;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "refs", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, agg, 2, args, &o), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sk_last_error()).find("step 0 'cu_agg' reads argument 1 by reference from 0x"),
+            std::string::npos)
+      << sk_last_error();
+  args[1] = pos;
+  ASSERT_EQ(sk_scope_begin(dev_, "refs", nullptr, &scope), SK_OK);
+  for (int k = 0; k < 60; ++k) ASSERT_EQ(sk_add_kernel(scope, agg, 2, args, &o), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_superkernel_set_arg(sk, 0, 1, &host_pos), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sk_last_error()).find("reads argument 1 by reference"), std::string::npos)
+      << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_superkernel_set_arg(sk, 0, 2, p2), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  ASSERT_NE(l[1].args_buffer, 0u);
+  EXPECT_EQ(l[1].first_slot, out);
+  // Step 0's slots as the second launch read them: out, the address, the rebound {f32,f32},
+  // {f64,i32} in two slots, {i32[5]} in three, {i8,f32}, i16; step 1 starts at slot 10.
+  uint64_t slots[11] = {0};
+  ASSERT_EQ(sk_memcpy(dev_, slots, reinterpret_cast<void *>(l[1].args_buffer), sizeof slots), SK_OK);
+  EXPECT_EQ(slots[1], reinterpret_cast<uint64_t>(pos));
+  EXPECT_EQ(std::memcmp(&slots[2], p2, sizeof p2), 0);
+  EXPECT_EQ(std::memcmp(&slots[3], q, sizeof q), 0);
+  EXPECT_EQ(std::memcmp(&slots[5], r, sizeof r), 0);
+  EXPECT_EQ(slots[7] >> 32, 0u);  // the struct's last 4 bytes of 24: zero
+  EXPECT_EQ(std::memcmp(&slots[8], cf, sizeof cf), 0);
+  EXPECT_EQ(slots[9], uint64_t(h));
+  EXPECT_EQ(slots[10], out);
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev_, pos);
 }
 
 TEST_F(CudaFakeDriver, LaunchesOnAnotherStreamWaitForThePrevious) {
@@ -1842,4 +1902,320 @@ TEST_F(CudaFakeDriver, EventsOutsideACaptureAreDriverEvents) {
   sk_event_destroy(e);
   sk_stream_destroy(s1);
   sk_stream_destroy(s2);
+}
+
+namespace {
+
+// A hang report of step `step` (block 1, at the start of the step) that the next launch's first
+// run writes, as a wait past its deadline would.
+void inject_hang(void *lib, uint64_t step) {
+  const uint64_t words[sk::cuda::kReportWords] = {0, 1, step, 1, 0, 1, 2, 0};
+  reinterpret_cast<void (*)(unsigned, const uint64_t *)>(dlsym(lib, "fake_cuda_hang_in_run"))(0, words);
+}
+
+// The files of `dir` whose name ends with `suffix`.
+std::vector<std::filesystem::path> files_ending(const std::string &dir, const std::string &suffix) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      out.push_back(e.path());
+  }
+  return out;
+}
+
+std::string file_text(const std::filesystem::path &path) {
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(path.string());
+  return std::string(bytes.begin(), bytes.end());
+}
+
+}  // namespace
+
+// $SK_CUDA_TIMEOUT_MS changes timeout_ms's default (a device run lowers every deadline at once);
+// the key still overrides it, and a value that is no deadline fails the open, naming the variable.
+TEST_F(CudaFakeDriver, TheTimeoutVariableLowersTheDefaultDeadline) {
+  sk_device_close(dev_);
+  dev_ = nullptr;
+  setenv("SK_CUDA_TIMEOUT_MS", "1234", 1);
+  ASSERT_EQ(sk_device_open("cuda:0", &dev_), SK_OK) << sk_last_error();
+  sk_superkernel *sk = chain("deadline", 2, 2);
+  ASSERT_NE(sk, nullptr);
+  inject_hang(fake_.lib, 1);
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_ERR_HANG);
+  EXPECT_TRUE(contains(sk_last_error(), "past the 1234 ms deadline")) << sk_last_error();
+  sk_superkernel_destroy(sk);
+  for (sk_module *m : modules_) sk_module_unload(m);
+  modules_.clear();
+  sk_device_close(dev_);
+  dev_ = nullptr;
+  ASSERT_EQ(sk_device_open("cuda:0,timeout_ms=77", &dev_), SK_OK) << sk_last_error();
+  sk = chain("deadline_key", 2, 2);
+  ASSERT_NE(sk, nullptr);
+  inject_hang(fake_.lib, 1);
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_ERR_HANG);
+  EXPECT_TRUE(contains(sk_last_error(), "past the 77 ms deadline")) << sk_last_error();
+  sk_superkernel_destroy(sk);
+  for (const char *bad : {"0", "2s", "-5", "3600001"}) {
+    setenv("SK_CUDA_TIMEOUT_MS", bad, 1);
+    sk_device *other = nullptr;
+    EXPECT_EQ(sk_device_open("cuda:0", &other), SK_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_TRUE(contains(sk_last_error(), std::string("SK_CUDA_TIMEOUT_MS='") + bad + "'")) << sk_last_error();
+    EXPECT_EQ(other, nullptr);
+  }
+  unsetenv("SK_CUDA_TIMEOUT_MS");
+}
+
+// With $SK_CUDA_DUMP_DIR, each linked cubin is written there as it is loaded, and a hang's
+// synchronisation writes the super kernel's sync buffer, word by word, under its report.
+TEST_F(CudaFakeDriver, TheDumpDirectoryGetsTheLinkedCubinAndTheSyncBufferOfAHang) {
+  const std::string dir = std::string(sk::cuda_test::private_cache_home()) + "/dump";
+  std::filesystem::create_directories(dir);
+  setenv("SK_CUDA_DUMP_DIR", dir.c_str(), 1);
+  sk_superkernel *sk = chain("dumped one", 3, 2);
+  ASSERT_NE(sk, nullptr);
+  const std::vector<std::filesystem::path> cubins = files_ending(dir, "-dumped_one.cubin");
+  ASSERT_EQ(cubins.size(), 1u);
+  EXPECT_EQ(cubins[0].filename().string().rfind(std::to_string(getpid()) + "-", 0), 0u) << cubins[0];
+  std::vector<uint8_t> img(1 << 22);
+  img.resize(reinterpret_cast<size_t (*)(uint8_t *, size_t)>(dlsym(fake_.lib, "fake_cuda_last_image"))(img.data(),
+                                                                                                       img.size()));
+  EXPECT_EQ(sk::cuda_test::read_file(cubins[0].string()), img);
+  EXPECT_TRUE(files_ending(dir, ".sync.txt").empty());
+
+  inject_hang(fake_.lib, 2);
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_ERR_HANG);
+  const std::string message = sk_last_error();
+  const std::vector<std::filesystem::path> dumps = files_ending(dir, "-dumped_one.sync.txt");
+  ASSERT_EQ(dumps.size(), 1u);
+  const std::string text = file_text(dumps[0]);
+  EXPECT_EQ(text.rfind("# " + message + "\n", 0), 0u) << text;
+  EXPECT_TRUE(contains(text, "\nepoch 1\n")) << text;  // the launch that hung
+  EXPECT_TRUE(contains(text, "\narrivals[2] 0 'chain_step'\n")) << text;
+  EXPECT_TRUE(contains(text, "\nflag[15] 0\n")) << text;
+  EXPECT_TRUE(contains(text, "\nreport.step 2 'chain_step'\n")) << text;
+  EXPECT_TRUE(contains(text, "\nreport.block 1\n")) << text;
+  EXPECT_TRUE(contains(text, "\nreport.abort 1\n")) << text;
+  sk_superkernel_destroy(sk);
+
+  unsetenv("SK_CUDA_DUMP_DIR");
+  sk = chain("not dumped", 1, 2);
+  ASSERT_NE(sk, nullptr);
+  EXPECT_TRUE(files_ending(dir, "-not_dumped.cubin").empty());
+  sk_superkernel_destroy(sk);
+}
+
+// A sub-kernel whose helper recurses: ptxas cannot bound the entry's call stack, so finalize and
+// sk_launch_kernel refuse it, naming it and the way out, unless the device has stack_bytes; with
+// it the context's stack limit is raised to that, and explain reports it.
+TEST_F(CudaFakeDriver, AStackPtxasCannotBoundNeedsTheStackBytesKey) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  sk_kernel *rec = kernel("recursive.cubin", "recurse_sum");
+  ASSERT_TRUE(step && rec);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0, depth = 4;
+  void *a[] = {&x, &n, &i}, *r[] = {&x, &n, &depth};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "recursing", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 2, a, nullptr), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, rec, 2, r, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE);
+  const std::string msg = sk_last_error();
+  EXPECT_TRUE(contains(msg, "super kernel 'recursing'")) << msg;
+  EXPECT_TRUE(contains(msg, "'recurse_sum' (step 1) recurses through 'recurse_mix'")) << msg;
+  EXPECT_TRUE(contains(msg, "stack_bytes=")) << msg;
+  EXPECT_EQ(sk, nullptr);
+  EXPECT_EQ(sk_launch_kernel(rec, 2, r, nullptr), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "'recurse_sum' (step 0) recurses through 'recurse_mix'")) << sk_last_error();
+  EXPECT_EQ(fake_.all().size(), 0u);
+  for (const FakeCall &c : fake_.log()) EXPECT_FALSE(named(c, "cuCtxSetLimit"));
+
+  for (sk_module *m : modules_) sk_module_unload(m);
+  modules_.clear();
+  sk_device_close(dev_);
+  dev_ = nullptr;
+  ASSERT_EQ(sk_device_open("cuda:0,stack_bytes=16384", &dev_), SK_OK) << sk_last_error();
+  step = kernel("chain.cubin", "chain_step");
+  rec = kernel("recursive.cubin", "recurse_sum");
+  ASSERT_TRUE(step && rec);
+  ASSERT_EQ(sk_scope_begin(dev_, "recursing", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 2, a, nullptr), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, rec, 2, r, nullptr), SK_OK);
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  EXPECT_EQ(reinterpret_cast<size_t (*)()>(dlsym(fake_.lib, "fake_cuda_stack_limit"))(), 16384u);
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(entry_number(json, "stack_bytes"), 16384) << json;
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(rec, 2, r, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(sk);
+  // The key bounds only what ptxas cannot: a chain's own stack stays its own, and the limit is
+  // never lowered.
+  sk = chain("small_stack", 2, 2);
+  ASSERT_NE(sk, nullptr);
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
+  EXPECT_GT(entry_number(json, "stack_bytes"), 0) << json;
+  EXPECT_LT(entry_number(json, "stack_bytes"), 1024) << json;
+  EXPECT_EQ(reinterpret_cast<size_t (*)()>(dlsym(fake_.lib, "fake_cuda_stack_limit"))(), 16384u);
+  sk_superkernel_destroy(sk);
+  sk_device *bad = nullptr;
+  EXPECT_EQ(sk_device_open("cuda:0,stack_bytes=0", &bad), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "'stack_bytes'")) << sk_last_error();
+}
+
+// A call stack ptxas bounds above the context's limit (1 KiB per thread to begin with): finalize
+// raises the limit to the linked entry's need, as its cubin says; an entry within the limit
+// leaves it alone.
+TEST_F(CudaFakeDriver, AKnownStackAboveTheLimitRaisesIt) {
+  sk_superkernel *small = chain("small_stack", 2, 2);
+  ASSERT_NE(small, nullptr);
+  for (const FakeCall &c : fake_.log()) EXPECT_FALSE(named(c, "cuCtxSetLimit"));
+  sk_kernel *deep = kernel("deep_stack.cubin", "deep_frame");
+  ASSERT_NE(deep, nullptr);
+  uint64_t in = 0x1000, out = 0x2000;
+  uint32_t n = 8;
+  void *args[] = {&in, &out, &n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "deep", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, deep, 2, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  std::vector<uint8_t> img(1 << 22);
+  img.resize(reinterpret_cast<size_t (*)(uint8_t *, size_t)>(dlsym(fake_.lib, "fake_cuda_last_image"))(img.data(),
+                                                                                                       img.size()));
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
+  const std::string doc = json;
+  const size_t e = doc.find("\"entry\":\"");
+  ASSERT_NE(e, std::string::npos) << doc;
+  const ImageResources want = image_resources(img, doc.substr(e + 9, doc.find('"', e + 9) - e - 9));
+  EXPECT_GT(want.stack, 6144u);  // the helper's 6 KiB array, and the frames above it
+  EXPECT_EQ(entry_number(doc, "stack_bytes"), want.stack) << doc;
+  EXPECT_EQ(reinterpret_cast<size_t (*)()>(dlsym(fake_.lib, "fake_cuda_stack_limit"))(), want.stack);
+  sk_superkernel_destroy(sk);
+  sk_superkernel_destroy(small);
+}
+
+// A sub-kernel with a 48 KiB static tile (the most a block may hold statically) fuses: the tile
+// is the shared overlay, the sm_90 reservation comes on top, and libsk's block state, dynamic,
+// makes the launch opt in past 48 KiB. With a 180 KiB extern __shared__ array beside it the
+// block cannot fit the GPU's opt-in: finalize says so, naming both and the reservation.
+TEST_F(CudaFakeDriver, AFortyEightKiBTileFusesAndWhatCannotFitIsNamed) {
+  sk_kernel *tile = kernel("tile48.cubin", "tile48");
+  sk_kernel *huge = kernel("tile48.cubin", "dyn_huge");
+  sk_kernel *small = kernel("shared.cubin", "dyn_small");
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_TRUE(tile && huge && small && step);
+  float *x = reinterpret_cast<float *>(0x1234000);
+  uint32_t n = 128, s = 0;
+  void *two[] = {&x, &n}, *one[] = {&x}, *three[] = {&x, &n, &s};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "tile48", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 1, three, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, tile, 1, two, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, small, 1, one, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK) << sk_last_error();
+  const std::string doc = json;
+  const size_t e = doc.find("\"entry\":\"");
+  ASSERT_NE(e, std::string::npos) << doc;
+  const std::string entry = doc.substr(e + 9, doc.find('"', e + 9) - e - 9);
+  EXPECT_EQ(last_image_shared(fake_.lib, entry), 48u * 1024 + 1024);
+  EXPECT_EQ(entry_number(doc, "static_shared_bytes"), 48 * 1024 + 1024) << doc;
+  const long long dynamic = entry_number(doc, "dynamic_shared_bytes");
+  EXPECT_GT(dynamic, 4096) << doc;  // dyn_small's array and libsk's block state
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  FakeShared shared{};
+  reinterpret_cast<void (*)(FakeShared *)>(dlsym(fake_.lib, "fake_cuda_shared"))(&shared);
+  EXPECT_EQ(shared.max_dynamic, dynamic);
+  ASSERT_GE(shared.launches, 1u);
+  EXPECT_EQ(shared.launch_dynamic[shared.launches - 1], dynamic);
+  sk_superkernel_destroy(sk);
+  sk = nullptr;
+
+  ASSERT_EQ(sk_scope_begin(dev_, "too_much_shared", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, tile, 1, two, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, huge, 1, one, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE);
+  const std::string msg = sk_last_error();
+  EXPECT_TRUE(contains(msg, "super kernel 'too_much_shared'")) << msg;
+  EXPECT_TRUE(contains(msg, "may use 232448 besides the 1024 bytes the GPU reserves in every block")) << msg;
+  EXPECT_TRUE(contains(msg, "'tile48', step 0, 49152 bytes")) << msg;
+  EXPECT_TRUE(contains(msg, "'dyn_huge', step 1, 184320 bytes")) << msg;
+  EXPECT_EQ(sk, nullptr);
+}
+
+// An engine's thread captures its stream in global mode, the mode that forbids it synchronous
+// calls and copies from pageable memory (the stand-in refuses them as a driver does, and
+// invalidates the capture): libsk's first launch of a super kernel finalized inside the
+// capture, whose zeros and step table it writes outside the capture, leaves the capture valid
+// and the thread's mode as it was. The other order (the first launch before the capture) is
+// ACapturedLaunchReplaysAHundredTimesWithItsOwnEpochs.
+TEST_F(CudaFakeDriver, FinalizeAndAFirstLaunchInsideAGlobalModeCaptureKeepItValid) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  FakeGraphs cu{fake_.lib};
+  void *const ctx = reinterpret_cast<void *>(0x1000);
+  auto mode = reinterpret_cast<int (*)()>(dlsym(fake_.lib, "fake_cuda_capture_mode"));
+  void *engine = nullptr;
+  ASSERT_EQ(cu.push(ctx), 0);
+  ASSERT_EQ(cu.stream_create(&engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create_cuda(dev_, engine, &s), SK_OK) << sk_last_error();
+  ASSERT_EQ(cu.begin(engine), 0);  // CU_STREAM_CAPTURE_MODE_GLOBAL
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *args[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "inside", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK);
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  EXPECT_EQ(mode(), 0);
+  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+  EXPECT_EQ(mode(), 0);  // the application's mode again
+  void *graph = nullptr;
+  ASSERT_EQ(cu.end(engine, &graph), 0) << "the capture was invalidated";
+  const std::vector<FakeNode> nodes = cu.nodes(graph);
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_STREQ(nodes[0].name, "cuLaunchKernelEx");
+  EXPECT_EQ(cu.destroy(graph), 0);
+  sk_stream_destroy(s);
+  ASSERT_EQ(cu.push(ctx), 0);
+  EXPECT_EQ(cu.stream_destroy(engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  sk_superkernel_destroy(sk);
+}
+
+// Another thread's global-mode capture forbids this thread's unsafe calls too: libsk's first
+// launch on its own stream, which copies the step table from pageable memory, leaves that
+// capture valid.
+TEST_F(CudaFakeDriver, AGlobalCaptureOnAnotherThreadSurvivesAFirstLaunch) {
+  sk_superkernel *sk = chain("beside_a_capture", 2, 2);
+  ASSERT_NE(sk, nullptr);
+  FakeGraphs cu{fake_.lib};
+  void *const ctx = reinterpret_cast<void *>(0x1000);
+  void *engine = nullptr;
+  ASSERT_EQ(cu.push(ctx), 0);
+  ASSERT_EQ(cu.stream_create(&engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  std::thread([&] { EXPECT_EQ(cu.begin(engine), 0); }).join();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  void *graph = nullptr;
+  std::thread([&] { EXPECT_EQ(cu.end(engine, &graph), 0) << "the capture was invalidated"; }).join();
+  if (graph) EXPECT_EQ(cu.destroy(graph), 0);
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(cu.push(ctx), 0);
+  EXPECT_EQ(cu.stream_destroy(engine), 0);
+  ASSERT_EQ(cu.pop(), 0);
+  sk_superkernel_destroy(sk);
 }

@@ -10,8 +10,13 @@
 // do (read it, run as the next epoch and as many more as the launch's runs, stopping early on
 // a nonzero stop flag or this launch's abort word, write the last back). A stream being captured
 // (cuStreamBeginCapture) records its kernel launches, writes and event records as graph nodes
-// instead, with the parameters of the call; cuGraphLaunch runs them again, in order.
+// instead, with the parameters of the call; cuGraphLaunch runs them again, in order. As a
+// driver does, it refuses the calls a capture does not allow (a synchronous call, a copy from
+// pageable memory, an allocation, a module load) to a thread whose capture mode forbids them
+// (cuThreadExchangeStreamCaptureMode), and invalidates the captures concerned. It keeps the
+// context's stack limit (cuCtxSetLimit), and a test can make a call never return.
 #include <elf.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -66,11 +71,21 @@ struct Node {
 };
 struct Graph {
   std::vector<Node> nodes;
-  bool invalidated = false;  // a call the capture does not allow ended it
+  bool invalidated = false;     // a call the capture does not allow ended it
+  int mode = 0;                 // CUstreamCaptureMode: 0 global, 1 thread-local, 2 relaxed
+  const void *owner = nullptr;  // the thread that began it (its t_mode's address)
 };
 std::map<void *, Graph *> g_capturing;  // stream -> the graph it is capturing
 std::vector<void *> g_captured_events;  // events recorded in a capture
 constexpr int kCaptureUnsupported = 900, kCaptureInvalidated = 901, kCaptureIsolation = 905, kIllegalState = 401;
+constexpr int kGlobal = 0, kRelaxed = 2;                // CUstreamCaptureMode
+constexpr int kLimitStackSize = 0;                      // CUlimit CU_LIMIT_STACK_SIZE
+thread_local int t_mode = kGlobal;                      // the calling thread's (cuThreadExchangeStreamCaptureMode)
+size_t g_stack_limit = 1024;                            // CU_LIMIT_STACK_SIZE: the driver's default
+int g_shared_optin = 232448, g_shared_reserved = 1024;  // sm_90's shared memory per block
+// fake_cuda_fail_next's error that makes the call block for ever instead (a kernel that never
+// comes back, as the synchronisation sees it).
+constexpr int kNeverReturn = -1;
 
 // The graph `stream` is capturing, or nullptr. Called with g_mutex held.
 Graph *capturing(void *stream) {
@@ -121,15 +136,40 @@ constexpr int kInvalidContext = 201;  // CUDA_ERROR_INVALID_CONTEXT
 
 // Returns the error to fail `name` with: an injected one, or a missing context.
 int enter(const char *name, bool needs_context = true) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (auto it = g_fail.find(name); it != g_fail.end()) {
-    const int r = it->second;
-    g_fail.erase(it);
-    return r;
+  int injected = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (auto it = g_fail.find(name); it != g_fail.end()) {
+      injected = it->second;
+      g_fail.erase(it);
+    } else if (needs_context && (t_contexts.empty() || t_contexts.back() != kDeviceContext)) {
+      return kInvalidContext;
+    }
   }
-  if (needs_context && (t_contexts.empty() || t_contexts.back() != kDeviceContext)) return kInvalidContext;
-  return 0;
+  while (injected == kNeverReturn) pause();
+  return injected;
 }
+
+// A call a capture may forbid (cuda.h's "potentially unsafe API calls"): refused with
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the captures concerned invalidated, when the
+// calling thread captures in global or thread-local mode, or, in global mode, another thread
+// captures in global mode. A relaxed thread may make it.
+int unsafe_call() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (t_mode == kRelaxed) return 0;
+  bool refused = false;
+  for (auto &[stream, g] : g_capturing) {
+    if (g->mode == kRelaxed) continue;
+    if (g->owner == &t_mode || (t_mode == kGlobal && g->mode == kGlobal)) {
+      g->invalidated = true;
+      refused = true;
+    }
+  }
+  return refused ? kCaptureUnsupported : 0;
+}
+
+// Host memory the stand-in knows as page-locked: none, so every host source is pageable.
+bool pageable(const void *p) { return !g_allocations.count(reinterpret_cast<uint64_t>(p)); }
 
 void record(const char *name, void *stream, uint64_t address = 0, uint64_t size = 0) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -190,7 +230,22 @@ void fake_cuda_reset(int occupancy) {
   g_shared = {};
   g_hang = {};
   g_driver_version = 13000;
+  g_stack_limit = 1024;
+  g_shared_optin = 232448;
+  g_shared_reserved = 1024;
 }
+// The context's CU_LIMIT_STACK_SIZE, and the shared memory per block the device reports.
+size_t fake_cuda_stack_limit() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_stack_limit;
+}
+void fake_cuda_set_shared(int optin, int reserved) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_shared_optin = optin;
+  g_shared_reserved = reserved;
+}
+// The calling thread's capture mode (CUstreamCaptureMode).
+int fake_cuda_capture_mode() { return t_mode; }
 // What cuDriverGetVersion reports from now on (12000 is CUDA 12.0).
 void fake_cuda_set_driver_version(int version) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -244,6 +299,8 @@ int cuDeviceGetAttribute(int *v, int attr, int) {
     case 75: *v = 9; break;    // compute capability 9.0
     case 76: *v = 0; break;
     case 95: *v = 1; break;  // cooperative launch
+    case 97: *v = g_shared_optin; break;
+    case 111: *v = g_shared_reserved; break;
     default: *v = 0;
   }
   return 0;
@@ -273,11 +330,35 @@ int cuCtxPopCurrent_v2(void **ctx) {
 }
 int cuCtxSynchronize() {
   if (int r = enter("cuCtxSynchronize")) return r;
+  if (int r = unsafe_call()) return r;
   record("cuCtxSynchronize", nullptr);
+  return 0;
+}
+int cuCtxGetLimit(size_t *value, int limit) {
+  if (int r = enter("cuCtxGetLimit")) return r;
+  if (limit != kLimitStackSize) return 1;  // CUDA_ERROR_INVALID_VALUE: not modelled
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *value = g_stack_limit;
+  return 0;
+}
+int cuCtxSetLimit(int limit, size_t value) {
+  if (int r = enter("cuCtxSetLimit")) return r;
+  if (int r = unsafe_call()) return r;
+  if (limit != kLimitStackSize) return 1;
+  record("cuCtxSetLimit", nullptr, (uint64_t)limit, value);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_stack_limit = value;
+  return 0;
+}
+int cuThreadExchangeStreamCaptureMode(int *mode) {
+  const int old = t_mode;
+  t_mode = *mode;
+  *mode = old;
   return 0;
 }
 int cuMemAlloc_v2(uint64_t *p, size_t size) {
   if (int r = enter("cuMemAlloc_v2")) return r;
+  if (int r = unsafe_call()) return r;
   *p = reinterpret_cast<uint64_t>(std::calloc(1, size));
   if (!*p) return 2;
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -286,6 +367,7 @@ int cuMemAlloc_v2(uint64_t *p, size_t size) {
 }
 int cuMemFree_v2(uint64_t p) {
   if (int r = enter("cuMemFree_v2")) return r;
+  if (int r = unsafe_call()) return r;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_allocations.erase(p);
@@ -306,18 +388,21 @@ int cuPointerGetAttribute(void *out, int attr, uint64_t p) {
 }
 int cuMemcpy(uint64_t dst, uint64_t src, size_t n) {
   if (int r = enter("cuMemcpy")) return r;
+  if (int r = unsafe_call()) return r;
   record("cuMemcpy", nullptr, dst, n);
   std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src), n);
   return 0;
 }
 int cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
   if (int r = enter("cuMemcpyHtoD_v2")) return r;
+  if (int r = unsafe_call()) return r;
   record("cuMemcpyHtoD", nullptr, dst, n);
   std::memcpy(reinterpret_cast<void *>(dst), src, n);
   return 0;
 }
 int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
   if (int r = enter("cuMemcpyDtoH_v2")) return r;
+  if (int r = unsafe_call()) return r;
   std::memcpy(dst, reinterpret_cast<void *>(src), n);
   return 0;
 }
@@ -330,6 +415,14 @@ int cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
 // Async copies run at once: nothing runs on the "device" that could see the difference.
 int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream) {
   if (int r = enter("cuMemcpyHtoDAsync_v2")) return r;
+  bool from_pageable = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    from_pageable = pageable(src);
+  }
+  // From pageable memory the copy is synchronous (the driver stages it before returning).
+  if (from_pageable)
+    if (int r = unsafe_call()) return r;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (Graph *g = capturing(stream)) {
@@ -371,6 +464,7 @@ int cuStreamDestroy_v2(void *s) {
 }
 int cuStreamSynchronize(void *s) {
   if (int r = enter("cuStreamSynchronize")) return r;
+  if (int r = unsafe_call()) return r;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (Graph *g = capturing(s)) {  // the driver fails the call and the capture
@@ -422,9 +516,13 @@ int cuEventRecord(void *e, void *s) {
   record("cuEventRecord", s, reinterpret_cast<uint64_t>(e));
   return 0;
 }
-int cuEventSynchronize(void *) { return enter("cuEventSynchronize"); }
+int cuEventSynchronize(void *) {
+  if (int r = enter("cuEventSynchronize")) return r;
+  return unsafe_call();
+}
 int cuModuleLoadData(void **m, const void *image) {
   if (int r = enter("cuModuleLoadData")) return r;
+  if (int r = unsafe_call()) return r;
   if (std::memcmp(image, "\177ELF", 4) != 0) return 200;  // CUDA_ERROR_INVALID_IMAGE
   // The driver takes no size: an ELF64 image ends at its last section, segment or header table.
   const auto *eh = static_cast<const Elf64_Ehdr *>(image);
@@ -508,11 +606,14 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
 
 // ---- graph capture and replay --------------------------------------------------------------
 // The application's calls: they act in the stream's (or graph's) context, current or not.
-int cuStreamBeginCapture_v2(void *s, int) {
+int cuStreamBeginCapture_v2(void *s, int mode) {
   if (int r = enter("cuStreamBeginCapture_v2", false)) return r;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (capturing(s)) return kIllegalState;
-  g_capturing[s] = new Graph();
+  Graph *g = new Graph();
+  g->mode = mode;
+  g->owner = &t_mode;
+  g_capturing[s] = g;
   return 0;
 }
 int cuStreamIsCapturing(void *s, int *status) {
@@ -591,6 +692,7 @@ int cuGetErrorName(int r, const char **s) {
     case 200: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
     case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
     case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; break;
     default: *s = "CUDA_ERROR_FAKE";
   }
   return 0;

@@ -46,6 +46,15 @@ TEST(CudaAbi, MirroredTypesMatchCudaH) {
   EXPECT_EQ(sk::cuda::CU_MEMORYTYPE_HOST, (unsigned)::CU_MEMORYTYPE_HOST);
   EXPECT_EQ(sk::cuda::CU_STREAM_CAPTURE_STATUS_NONE, (int)::CU_STREAM_CAPTURE_STATUS_NONE);
   static_assert(sizeof(::CUstreamCaptureStatus) == sizeof(int));  // cuStreamIsCapturing's out
+  EXPECT_EQ(sk::cuda::CU_STREAM_CAPTURE_MODE_GLOBAL, (int)::CU_STREAM_CAPTURE_MODE_GLOBAL);
+  EXPECT_EQ(sk::cuda::CU_STREAM_CAPTURE_MODE_RELAXED, (int)::CU_STREAM_CAPTURE_MODE_RELAXED);
+  static_assert(sizeof(::CUstreamCaptureMode) == sizeof(int));  // cuThreadExchangeStreamCaptureMode's in/out
+  EXPECT_EQ(sk::cuda::CU_LIMIT_STACK_SIZE, (int)::CU_LIMIT_STACK_SIZE);
+  static_assert(sizeof(::CUlimit) == sizeof(int));
+  EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            (int)::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+            (int)::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
 }
 #else
 TEST(CudaAbi, MirroredTypesMatchCudaH) { GTEST_SKIP() << "cuda.h is not on the include path"; }

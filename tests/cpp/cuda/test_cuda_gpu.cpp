@@ -5,7 +5,11 @@
 // after it, 30 KiB of arguments in the parameter space, a launch captured into a CUDA graph
 // and replayed, sub-kernels whose threads return early, sk_launch_repeat as one launch (n
 // runs == n launches, an early stop by a kernel that sets the flag), kernels loaded from a host
-// object of nvcc -dc and from a fatbinary.
+// object of nvcc -dc and from a fatbinary, structs by value and a position read by reference,
+// call stacks past the default limit (known, and recursive with the stack_bytes key), a 48 KiB
+// static tile, and reads through the read-only path of what the step before wrote.
+// CudaGpu.Smoke... runs first on a device (scripts/gpu-check): when it fails, the rest is not
+// worth the device's time.
 // Every test skips (never passes) when no CUDA device can be opened.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -13,8 +17,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_support.hpp"
@@ -66,6 +73,43 @@ class CudaGpu : public ::testing::Test {
 };
 
 }  // namespace
+
+// The device run's first test: two steps of a chain on one block, then on one block per SM,
+// fused == unfused == the CPU. Each launch goes through libsk's whole path (link, load,
+// cooperative launch, the barrier between two steps, the epoch, the synchronisation).
+TEST_F(CudaGpu, SmokeTwoStepsOnOneBlockAndOneBlockPerSm) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint32_t sms = 0;
+  ASSERT_EQ(sk_device_cores(dev_, &sms), SK_OK) << sk_last_error();
+  for (const uint32_t blocks : {1u, sms}) {
+    SCOPED_TRACE(std::to_string(blocks) + " blocks");
+    const uint32_t n = blocks * 128;
+    std::vector<uint32_t> init(n);
+    for (uint32_t i = 0; i < n; ++i) init[i] = i * 2654435761u;
+    uint32_t *fused = alloc(init), *unfused = alloc(init);
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "smoke", nullptr, &scope), SK_OK) << sk_last_error();
+    for (uint32_t i = 0; i < 2; ++i) {
+      void *args[] = {&fused, (void *)&n, &i};
+      ASSERT_EQ(sk_add_kernel(scope, step, blocks, args, nullptr), SK_OK) << sk_last_error();
+    }
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t i = 0; i < 2; ++i) {
+      void *args[] = {&unfused, (void *)&n, &i};
+      ASSERT_EQ(sk_launch_kernel(step, blocks, args, nullptr), SK_OK) << sk_last_error();
+    }
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    std::vector<uint32_t> expect = init;
+    for (uint32_t i = 0; i < 2; ++i)
+      for (uint32_t &x : expect) x = x * 3u + i;
+    EXPECT_EQ(read(unfused, n), expect);
+    EXPECT_EQ(read(fused, n), expect);
+    sk_superkernel_destroy(sk);
+  }
+}
 
 TEST_F(CudaGpu, HundredKernelChainFusedEqualsUnfused) {
   sk_kernel *step = kernel("chain.cubin", "chain_step");
@@ -543,12 +587,16 @@ TEST_F(CudaGpu, ThirtyKiBOfArgumentsReachEverySubKernel) {
 }
 
 // An engine's decode step: a super kernel launched while the application captures its own
-// stream (through the driver API, as cudart would), the graph replayed 100 times, then one
-// more sk_launch; bit for bit what 101 runs of the same kernels unfused give.
+// stream in global mode (through the driver API, as cudart would; the driver libsk loaded,
+// $SK_CUDA_DRIVER_LIBRARY where scripts/gpu-check found it), the graph replayed 100 times,
+// then one more sk_launch; bit for bit what the same runs of the kernels unfused give. In both
+// orders: the super kernel's first launch inside the capture (libsk then zeroes its counters
+// and writes its step table while the thread captures), and before it.
 TEST_F(CudaGpu, ACapturedSuperKernelReplaysAHundredTimesAsUnfused) {
   sk_kernel *step = kernel("chain.cubin", "chain_step");
   ASSERT_NE(step, nullptr);
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char *driver = std::getenv("SK_CUDA_DRIVER_LIBRARY");
+  void *cuda = dlopen(driver && *driver ? driver : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(cuda, nullptr) << dlerror();
   auto fn = [cuda](const char *name) {
     void *f = dlsym(cuda, name);
@@ -573,51 +621,60 @@ TEST_F(CudaGpu, ACapturedSuperKernelReplaysAHundredTimesAsUnfused) {
   const uint32_t n = 5000, kernels = 10;
   std::vector<uint32_t> init(n);
   for (uint32_t i = 0; i < n; ++i) init[i] = i * 7u;
-  uint32_t *fused = alloc(init), *unfused = alloc(init);
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "captured_chain", nullptr, &scope), SK_OK) << sk_last_error();
-  for (uint32_t i = 0; i < kernels; ++i) {
-    const uint32_t blocks = 1 + (i * 7) % 40;
-    void *args[] = {&fused, (void *)&n, &i};
-    ASSERT_EQ(sk_add_kernel(scope, step, blocks, args, nullptr), SK_OK) << sk_last_error();
-  }
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-
-  Ptr ctx = nullptr, engine = nullptr, graph = nullptr, exec = nullptr;
-  ASSERT_EQ(retain(&ctx, 0), 0);
-  ASSERT_EQ(push(ctx), 0);
-  ASSERT_EQ(stream_create(&engine, 1 /* CU_STREAM_NON_BLOCKING */), 0);
-  sk_stream *s = nullptr;
-  ASSERT_EQ(sk_stream_create_cuda(dev_, engine, &s), SK_OK) << sk_last_error();
-  ASSERT_EQ(begin(engine, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */), 0);
-  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();  // the first launch: zeroes outside the graph
-  EXPECT_EQ(sk_stream_synchronize(s), SK_ERR_STATE);
-  ASSERT_EQ(end(engine, &graph), 0) << "the capture was invalidated";
-  ASSERT_EQ(instantiate(&exec, graph, 0), 0);
-  for (int r = 0; r < 100; ++r) ASSERT_EQ(graph_launch(exec, engine), 0);
-  ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
-  for (int run = 0; run < 101; ++run)
+  for (const bool first_inside : {true, false}) {
+    SCOPED_TRACE(first_inside ? "first launch inside the capture" : "first launch before the capture");
+    uint32_t *fused = alloc(init), *unfused = alloc(init);
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "captured_chain", nullptr, &scope), SK_OK) << sk_last_error();
     for (uint32_t i = 0; i < kernels; ++i) {
       const uint32_t blocks = 1 + (i * 7) % 40;
-      void *args[] = {&unfused, (void *)&n, &i};
-      ASSERT_EQ(sk_launch_kernel(step, blocks, args, nullptr), SK_OK) << sk_last_error();
+      void *args[] = {&fused, (void *)&n, &i};
+      ASSERT_EQ(sk_add_kernel(scope, step, blocks, args, nullptr), SK_OK) << sk_last_error();
     }
-  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-  std::vector<uint32_t> a = read(fused, n), b = read(unfused, n), expect = init;
-  for (int run = 0; run < 101; ++run)
-    for (uint32_t i = 0; i < kernels; ++i)
-      for (uint32_t &x : expect) x = x * 3u + i;
-  EXPECT_EQ(b, expect);
-  EXPECT_EQ(a, b);
-  sk_stream_destroy(s);
-  EXPECT_EQ(exec_destroy(exec), 0);
-  EXPECT_EQ(graph_destroy(graph), 0);
-  EXPECT_EQ(stream_destroy(engine), 0);
-  EXPECT_EQ(pop(&ctx), 0);
-  EXPECT_EQ(release(0), 0);
-  sk_superkernel_destroy(sk);
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+
+    Ptr ctx = nullptr, engine = nullptr, graph = nullptr, exec = nullptr;
+    ASSERT_EQ(retain(&ctx, 0), 0);
+    ASSERT_EQ(push(ctx), 0);
+    ASSERT_EQ(stream_create(&engine, 1 /* CU_STREAM_NON_BLOCKING */), 0);
+    sk_stream *s = nullptr;
+    ASSERT_EQ(sk_stream_create_cuda(dev_, engine, &s), SK_OK) << sk_last_error();
+    int runs = 101;
+    if (!first_inside) {
+      ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+      ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+      ++runs;
+    }
+    ASSERT_EQ(begin(engine, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */), 0);
+    ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(s), SK_ERR_STATE);
+    ASSERT_EQ(end(engine, &graph), 0) << "the capture was invalidated";
+    ASSERT_EQ(instantiate(&exec, graph, 0), 0);
+    for (int r = 0; r < 100; ++r) ASSERT_EQ(graph_launch(exec, engine), 0);
+    ASSERT_EQ(sk_launch(sk, s), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(s), SK_OK) << sk_last_error();
+    for (int run = 0; run < runs; ++run)
+      for (uint32_t i = 0; i < kernels; ++i) {
+        const uint32_t blocks = 1 + (i * 7) % 40;
+        void *args[] = {&unfused, (void *)&n, &i};
+        ASSERT_EQ(sk_launch_kernel(step, blocks, args, nullptr), SK_OK) << sk_last_error();
+      }
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    std::vector<uint32_t> a = read(fused, n), b = read(unfused, n), expect = init;
+    for (int run = 0; run < runs; ++run)
+      for (uint32_t i = 0; i < kernels; ++i)
+        for (uint32_t &x : expect) x = x * 3u + i;
+    EXPECT_EQ(b, expect);
+    EXPECT_EQ(a, b);
+    sk_stream_destroy(s);
+    EXPECT_EQ(exec_destroy(exec), 0);
+    EXPECT_EQ(graph_destroy(graph), 0);
+    EXPECT_EQ(stream_destroy(engine), 0);
+    EXPECT_EQ(pop(&ctx), 0);
+    EXPECT_EQ(release(0), 0);
+    sk_superkernel_destroy(sk);
+  }
 }
 
 // The guard idiom fused: threads past n return early and wait at libsk's barrier 15 while the
@@ -759,5 +816,221 @@ TEST_F(CudaGpu, RepeatStopsAfterTheRunThatSetTheFlag) {
   EXPECT_EQ(read(flag, 1)[0], 0u);
   expect_chain(&expect, blocks.size(), 4);
   EXPECT_EQ(read(x, n), expect);
+  sk_superkernel_destroy(sk);
+}
+
+// Structs by value (aggregates.cu: passed as the PTX ABI passes them) and a position read by
+// reference from device memory, written between launches: each launch's record equals an
+// unfused launch given the position directly and the record the host makes of the values.
+TEST_F(CudaGpu, AggregatesAndAPositionReadByReferenceFusedEqualUnfused) {
+  sk_kernel *agg = kernel("aggregates.cubin", "cu_agg");
+  ASSERT_NE(agg, nullptr);
+  struct F2 {
+    float x, y;
+  } p{1.5f, -2.25f};
+  struct DI {
+    double d;
+    int32_t i;
+  } q{-3.0e100, -77};
+  struct I5 {
+    int32_t a[5];
+  } r{{1, -20, 300, -4000, 50000}};
+  struct CF {
+    int8_t c;
+    float f;
+  } s{-9, 0.75f};
+  int16_t h = -300;
+  constexpr int32_t kLaunches = 4;
+  unsigned char *fused = alloc(std::vector<unsigned char>(64 * kLaunches, 0));
+  unsigned char *unfused = alloc(std::vector<unsigned char>(64 * kLaunches, 0));
+  int32_t *pos = alloc(std::vector<int32_t>{0});
+  void *args[] = {&fused, pos, &p, &q, &r, &s, &h};  // args[1]: where the position is read
+  sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+  o.arg_refs = 1u << 1;
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "aggregates", nullptr, &scope), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, agg, 2, args, &o), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  std::vector<unsigned char> expect(64 * kLaunches, 0);
+  for (int32_t t = 0; t < kLaunches; ++t) {
+    ASSERT_EQ(sk_memcpy(dev_, pos, &t, sizeof t), SK_OK) << sk_last_error();  // after the launches queued
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    int32_t direct = t;
+    void *unfused_args[] = {&unfused, &direct, &p, &q, &r, &s, &h};
+    ASSERT_EQ(sk_launch_kernel(agg, 2, unfused_args, nullptr), SK_OK) << sk_last_error();
+    unsigned char *e = expect.data() + 64 * t;
+    for (const auto &[v, n] : std::initializer_list<std::pair<const void *, size_t>>{
+             {&p.x, 4}, {&p.y, 4}, {&q.d, 8}, {&q.i, 4}, {r.a, 20}, {&s.c, 1}, {&s.f, 4}, {&h, 2}}) {
+      std::memcpy(e, v, n);
+      e += n;
+    }
+  }
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(read(fused, expect.size()), expect);
+  EXPECT_EQ(read(unfused, expect.size()), expect);
+  sk_superkernel_destroy(sk);
+}
+
+namespace {
+
+// recursive.cu's recurse_mix on the CPU.
+uint32_t recurse_mix(uint32_t depth, uint32_t v) {
+  return depth == 0 ? v : (v + (depth & 7u)) ^ recurse_mix(depth - 1, v * 3u + 1u);
+}
+
+// deep_stack.cu's deep_frame_mix on the CPU.
+uint32_t deep_frame_mix(const std::vector<uint32_t> &x, uint32_t i) {
+  const uint32_t n = (uint32_t)x.size();
+  std::vector<uint32_t> local(1536);
+  for (uint32_t k = 0; k < 1536; ++k) local[k] = x[(i + k) % n] * (k | 1u);
+  uint32_t s = 0;
+  for (uint32_t k = 0; k < 1536; k += 1 + (local[k] & 3u)) s += local[(k * 7u + i) % 1536u];
+  return s;
+}
+
+}  // namespace
+
+// A sub-kernel whose helper recurses 40 deep (about 4 KiB of call stack a thread, past the
+// 1 KiB a context starts with), fused after a chain step and launched unfused, on a device
+// opened with stack_bytes: libsk raises the context's stack limit to it. == the CPU.
+TEST_F(CudaGpu, ARecursiveSubKernelRunsWithTheStackBytesKey) {
+  sk_device_close(dev_);
+  ASSERT_EQ(sk_device_open("cuda:0,stack_bytes=8192", &dev_), SK_OK) << sk_last_error();
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  sk_kernel *rec = kernel("recursive.cubin", "recurse_sum");
+  ASSERT_TRUE(step && rec);
+  const uint32_t n = 128 * 24 + 5, depth = 40, zero = 0;
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i * 40503u + 7u;
+  uint32_t *fused = alloc(init), *unfused = alloc(init);
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "recursion", nullptr, &scope), SK_OK) << sk_last_error();
+  void *a[] = {&fused, (void *)&n, (void *)&zero}, *r[] = {&fused, (void *)&n, (void *)&depth};
+  ASSERT_EQ(sk_add_kernel(scope, step, 25, a, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, rec, 25, r, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  void *ua[] = {&unfused, (void *)&n, (void *)&zero}, *ur[] = {&unfused, (void *)&n, (void *)&depth};
+  ASSERT_EQ(sk_launch_kernel(step, 25, ua, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(rec, 25, ur, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<uint32_t> expect = init;
+  for (uint32_t &x : expect) x = recurse_mix(depth, x * 3u);
+  EXPECT_EQ(read(unfused, n), expect);
+  EXPECT_EQ(read(fused, n), expect);
+  sk_superkernel_destroy(sk);
+}
+
+// A helper with a 6 KiB local array: a call stack ptxas bounds, past the context's 1 KiB. The
+// entry runs with the limit libsk raised at finalize. == the CPU.
+TEST_F(CudaGpu, ADeepKnownStackRuns) {
+  sk_kernel *deep = kernel("deep_stack.cubin", "deep_frame");
+  ASSERT_NE(deep, nullptr);
+  const uint32_t n = 128 * 8;
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i * 2246822519u + 3u;
+  uint32_t *in = alloc(init), *out = alloc(std::vector<uint32_t>(n, 0));
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "deep_stack", nullptr, &scope), SK_OK) << sk_last_error();
+  void *args[] = {&in, &out, (void *)&n};
+  ASSERT_EQ(sk_add_kernel(scope, deep, 8, args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<uint32_t> expect(n);
+  for (uint32_t i = 0; i < n; ++i) expect[i] = deep_frame_mix(init, i);
+  EXPECT_EQ(read(out, n), expect);
+  sk_superkernel_destroy(sk);
+}
+
+// A 48 KiB static tile, the most a block holds statically, fused with an extern __shared__
+// kernel (the block opts in past 48 KiB) == unfused == the CPU; a 180 KiB extern array beside
+// the tile does not fit an sm_90 block, and finalize says so, naming the reservation.
+TEST_F(CudaGpu, AFortyEightKiBTileFusedEqualsUnfused) {
+  sk_kernel *tile = kernel("tile48.cubin", "tile48");
+  sk_kernel *huge = kernel("tile48.cubin", "dyn_huge");
+  sk_kernel *small = kernel("shared.cubin", "dyn_small");
+  ASSERT_TRUE(tile && huge && small);
+  const uint32_t n = 128;
+  std::vector<float> x(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = (float)(i % 29) - 3.0f;
+  float *fused = alloc(x), *unfused = alloc(x);
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "tile48", nullptr, &scope), SK_OK) << sk_last_error();
+  void *two[] = {&fused, (void *)&n}, *one[] = {&fused};
+  ASSERT_EQ(sk_add_kernel(scope, tile, 1, two, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, small, 1, one, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  void *utwo[] = {&unfused, (void *)&n}, *uone[] = {&unfused};
+  ASSERT_EQ(sk_launch_kernel(tile, 1, utwo, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(small, 1, uone, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<float> tile_words(12288), old = x;
+  for (uint32_t i = 0; i < 12288; ++i) tile_words[i] = old[i % n] + (float)(i / n);
+  for (uint32_t t = 0; t < 128; ++t) x[t] = tile_words[(t * 97u + 11u) % 12288u];
+  old = x;
+  for (uint32_t t = 0; t < 128; ++t) x[t] = old[127 - t];
+  EXPECT_EQ(read(unfused, n), x);
+  EXPECT_EQ(read(fused, n), x);
+  sk_superkernel_destroy(sk);
+  ASSERT_EQ(sk_scope_begin(dev_, "tile48_huge", nullptr, &scope), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, tile, 1, two, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, huge, 1, one, nullptr), SK_OK) << sk_last_error();
+  sk = nullptr;
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE);
+  EXPECT_NE(std::string(sk_last_error()).find("bytes the GPU reserves in every block"), std::string::npos)
+      << sk_last_error();
+  EXPECT_EQ(sk, nullptr);
+}
+
+// Each step reads, through the read-only path (__ldg, const __restrict__: ld.global.nc), words
+// other blocks wrote in the step before, on lines its SM read two steps before; two blocks per
+// SM, 24 steps, 3 launches. A stale line would make fused differ from unfused and the CPU: then
+// libsk's barrier does not cover the non-coherent path.
+TEST_F(CudaGpu, ReadOnlyLoadsSeeTheStepBeforesWrites) {
+  sk_kernel *rotate = kernel("readonly.cubin", "ro_rotate");
+  ASSERT_NE(rotate, nullptr);
+  uint32_t sms = 0;
+  ASSERT_EQ(sk_device_cores(dev_, &sms), SK_OK) << sk_last_error();
+  const uint32_t blocks = 2 * sms, n = blocks * 128, steps = 24, launches = 3;
+  std::vector<uint32_t> init(n);
+  for (uint32_t i = 0; i < n; ++i) init[i] = i * 0x9E3779B1u;
+  uint32_t *fa = alloc(init), *fb = alloc(init), *ua = alloc(init), *ub = alloc(init);
+  auto shift = [n](uint32_t s) { return (s * 37u + 1u) * 131u % n; };
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "readonly", nullptr, &scope), SK_OK) << sk_last_error();
+  std::vector<uint32_t> shifts(steps);
+  for (uint32_t s = 0; s < steps; ++s) {
+    shifts[s] = shift(s);
+    void *args[] = {s % 2 ? &fb : &fa, s % 2 ? &fa : &fb, (void *)&n, &shifts[s]};
+    ASSERT_EQ(sk_add_kernel(scope, rotate, blocks, args, nullptr), SK_OK) << sk_last_error();
+  }
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  for (uint32_t l = 0; l < launches; ++l) {
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    for (uint32_t s = 0; s < steps; ++s) {
+      void *args[] = {s % 2 ? &ub : &ua, s % 2 ? &ua : &ub, (void *)&n, &shifts[s]};
+      ASSERT_EQ(sk_launch_kernel(rotate, blocks, args, nullptr), SK_OK) << sk_last_error();
+    }
+  }
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<uint32_t> a = init, b = init;
+  for (uint32_t l = 0; l < launches; ++l)
+    for (uint32_t s = 0; s < steps; ++s) {
+      const std::vector<uint32_t> &in = s % 2 ? b : a;
+      std::vector<uint32_t> &out = s % 2 ? a : b;
+      for (uint32_t i = 0; i < n; ++i)
+        out[i] = in[(i + shifts[s]) % n] * 2654435761u + in[(i + 2u * shifts[s] + 1u) % n] + shifts[s];
+    }
+  EXPECT_EQ(read(ua, n), a);
+  EXPECT_EQ(read(ub, n), b);
+  EXPECT_EQ(read(fa, n), a);
+  EXPECT_EQ(read(fb, n), b);
   sk_superkernel_destroy(sk);
 }

@@ -290,6 +290,51 @@ TEST(CudaLink, LinkedCubinHasTheEntryAndEveryCallee) {
   EXPECT_EQ(link_cache_size(), 2u);
 }
 
+// Structs by value, declared and passed as nvcc declares the callee's (the PTX ABI: a byte
+// array with the struct's alignment), each copied from its argument slots in pieces of that
+// alignment; a position read by reference loaded from the address in its slot, at a call site
+// of its own. ptxas accepts the entry, and nvJitLink links it with the cubin.
+TEST(CudaLink, AggregatesAndArgumentsReadByReferenceFollowThePtxAbi) {
+  clear_link_cache();
+  auto agg = load("aggregates.cubin");
+  Scope s;
+  s.add(kernel(agg, "cu_agg"), 2);
+  s.add(kernel(agg, "cu_agg"), 2, 0, {}, 1u << 1 | 1u << 2);  // pos and p read by reference
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  EXPECT_EQ(s.slots, 2u * (1 + 1 + 1 + 2 + 3 + 1 + 1));
+  EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  EXPECT_EQ(spec.steps[1].arg_base, 10u);
+  const std::string ptx = generate_entry_ptx(spec);
+  EXPECT_TRUE(contains(ptx,
+                       ".extern .func cu_agg(.param .b64 p0, .param .b32 p1, .param .align 4 .b8 p2[8], "
+                       ".param .align 8 .b8 p3[16], .param .align 4 .b8 p4[20], .param .align 4 .b8 p5[8], "
+                       ".param .b32 p6);"))
+      << ptx;
+  EXPECT_EQ(count(ptx, ".extern .func cu_agg("), 1u) << ptx;
+  EXPECT_EQ(count(ptx, "call cu_agg, ("), 2u) << ptx;  // one site per set of references
+  // {f64,i32} from slots 3 and 4 in two 8-byte pieces; {i32[5]} from slots 5-7 in 4-byte ones.
+  EXPECT_TRUE(contains(ptx, "ld.param.u64 %x3, [%t5+24+8];")) << ptx;
+  EXPECT_TRUE(contains(ptx, "st.param.b64 [c3+8], %x3;")) << ptx;
+  EXPECT_TRUE(contains(ptx, "ld.param.u32 %y4, [%t5+40+16];")) << ptx;
+  // By reference: the address from the slot, the value through it (generic, not .nc).
+  EXPECT_TRUE(contains(ptx, "ld.param.u64 %a1, [%t5+8];")) << ptx;
+  EXPECT_TRUE(contains(ptx, "ld.u32 %y1, [%a1];")) << ptx;
+  EXPECT_TRUE(contains(ptx, "ld.u32 %y2, [%a2+4];")) << ptx;
+  std::string log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
+  BuildRequest r = s.request();
+  r.force_buffer = true;
+  ASSERT_EQ(make_entry_spec(r, 128, &spec), SK_OK);
+  const std::string buffered = generate_entry_ptx(spec);
+  EXPECT_TRUE(contains(buffered, "ld.global.nc.u32 %y5, [%t5+64+0];")) << buffered;  // {i8,f32}: align 4
+  EXPECT_EQ(ptxas(buffered, "sm_90", &log), 0) << log;
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_NE(img.info.find("cu_agg"), nullptr);
+  EXPECT_TRUE(img.info.undefined.empty());
+}
+
 TEST(CudaLink, ACubinLinkedOnceIsReadFromDiskWhenMemoryForgotIt) {
   const std::string home = std::string(sk::cuda_test::private_cache_home()) + "/memory";
   setenv("XDG_CACHE_HOME", home.c_str(), 1);

@@ -209,6 +209,24 @@ TEST_F(Fixture, StreamFusionAndProfile) {
   expect_error([&] { fused_chain.write_trace(""); }, SK_ERR_INVALID_ARGUMENT, "path");
 }
 
+// KernelOptions::arg_refs: the seed read from memory at every launch, as an unfused launch
+// given each value fills.
+TEST_F(Fixture, ArgumentsReadByReference) {
+  sk::Buffer a = dev.alloc(c.n * sizeof(uint32_t)), b = dev.alloc(c.n * sizeof(uint32_t));
+  uint32_t *pa = a.as<uint32_t>(), *pb = b.as<uint32_t>();
+  uint32_t seed = 0;
+  sk::KernelOptions by_ref;
+  by_ref.arg_refs = 1u << 2;
+  sk::SuperKernel fused = dev.scope("refs").add(fill, 2, sk::args(&pa, &c.n, &seed), by_ref).finalize();
+  for (uint32_t s : {3u, 77u}) {
+    seed = s;
+    fused.launch();
+    fill.launch(2, sk::args(&pb, &c.n, &s));
+    dev.synchronize();
+    EXPECT_EQ(read(a), read(b)) << "seed " << s;
+  }
+}
+
 TEST_F(Fixture, ErrorsThrowWithStatusAndCulprit) {
   expect_error([&] { mod.kernel("no_such_kernel"); }, SK_ERR_NOT_FOUND, "no_such_kernel");
   expect_error([&] { dev.scope("s", "early_start=1"); }, SK_ERR_INVALID_ARGUMENT, "early_start");

@@ -48,7 +48,7 @@ struct CoreAccess {
   // The same for the dedicated core-0 thread.
   static std::set<int> dedicated_core0_cpus(Executor &ex) {
     cpu_set_t set;
-    if (pthread_getaffinity_np(ex.threads_[0].native_handle(), sizeof set, &set) != 0) return {};
+    if (pthread_getaffinity_np(ex.threads_[0], sizeof set, &set) != 0) return {};
     return cpus_in(set);
   }
 };
@@ -216,7 +216,7 @@ TEST(Executor, SyncAllWaitsForTheStepsOwnCoresOnly) {
     b.slots[0] = reinterpret_cast<uint64_t>(&s);
     b.slots[1] = reinterpret_cast<uint64_t>(&seen);
   }
-  tp.program.steps[0].first_slot = 1;
+  tp.program.steps[0].first_slot = tp.program.steps[0].first_param = 1;
   StreamState stream;
   for (int i = 0; i < 50; ++i) {
     ASSERT_EQ(ex->submit(&tp.program, nullptr, &stream), SK_OK);

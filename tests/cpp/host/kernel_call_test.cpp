@@ -84,6 +84,24 @@ TEST(KernelCall, MoreStackWordsThanTheMappedCallPassesGoThroughLibffi) {
   EXPECT_EQ(ci->kind, CallKind::Libffi);
 }
 
+TEST(KernelCall, AggregatesGoThroughLibffiAsStructTypes) {
+  // libffi classifies a struct as the convention does; the register map knows no struct.
+  Signature sig;
+  ASSERT_EQ(parse_signature("ptr,{f32,f32},{i32[5]},{{f32,f32}[2],i16}", "k", &sig), SK_OK);
+  auto ci = plan(sig);
+  ASSERT_EQ(ci->kind, CallKind::Libffi);
+  ASSERT_EQ(ci->aggregates.size(), 4u);  // the nested {f32,f32} too
+  EXPECT_EQ(ci->types[1]->type, FFI_TYPE_STRUCT);
+  for (size_t i = 1; i < sig.size(); ++i) {
+    EXPECT_EQ(ci->types[i]->size, sig[i].size) << i;
+    EXPECT_EQ(ci->types[i]->alignment, sig[i].align) << i;
+  }
+  // {i32[5]}: an array member is its elements.
+  size_t n = 0;
+  while (ci->types[2]->elements[n]) ++n;
+  EXPECT_EQ(n, 5u);
+}
+
 TEST(KernelCall, KindsHaveNames) {
   EXPECT_STREQ(call_kind_name(CallKind::Direct), "direct");
   EXPECT_STREQ(call_kind_name(CallKind::Mapped), "register map");

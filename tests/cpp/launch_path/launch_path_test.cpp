@@ -2,7 +2,8 @@
 // unfused kernel has been launched a few times, launching it again and waiting for it makes no
 // heap call and takes no lock, on any core. Each super kernel below takes another of the step
 // loop's paths (direct, register-map and libffi calls; task overlap; sk_sync_all; profiling;
-// stream fusion with events; cache maintenance; mixed cores with hard sync).
+// stream fusion with events; cache maintenance; mixed cores with hard sync; arguments read by
+// reference and aggregates).
 #include <gtest/gtest.h>
 #include <sk.h>
 
@@ -256,6 +257,26 @@ TEST_F(LaunchPath, OneCoreDevice) {
   expect_quiet(finalize(chain_scope("one-core", "", 1, {1})));
 }
 
+// core0=thread: the host thread only waits (asleep) for core 0's thread, on 2 cores and on 1,
+// and a rebind waits the same way.
+TEST_F(LaunchPath, CoreZeroOnItsOwnThread) {
+  open_with_chain("host:cores=2,core0=thread");
+  expect_quiet(finalize(chain_scope("core0-thread", "", 2, {2, 1})));
+  sk_superkernel *sk = finalize(chain_scope("core0-thread-rebind", "", 2, {}));
+  ASSERT_NE(sk, nullptr);
+  expect_quiet([this, sk] {
+    ++seed;
+    const sk_status st = sk_superkernel_set_arg(sk, 0, 2, &seed);
+    return st != SK_OK ? st : sk_launch(sk, stream);
+  });
+  sk_superkernel_destroy(sk);
+}
+
+TEST_F(LaunchPath, OneCoreOnItsOwnThread) {
+  open_with_chain("host:cores=1,core0=thread");
+  expect_quiet(finalize(chain_scope("one-core-thread", "", 1, {1})));
+}
+
 // sk_launch_repeat: the runs and the barrier between them, on a chain with a stop flag nobody
 // sets and with one already set (one run), and with profiling (the general step loop).
 TEST_F(LaunchPath, RepeatedLaunches) {
@@ -281,6 +302,40 @@ TEST_F(LaunchPath, RebindingAnArgumentBetweenLaunches) {
   expect_quiet([this, sk] {
     ++seed;
     const sk_status st = sk_superkernel_set_arg(sk, 0, 2, &seed);
+    return st != SK_OK ? st : sk_launch(sk, stream);
+  });
+  sk_superkernel_destroy(sk);
+}
+
+// Arguments read by reference, through each call path (direct, register map, libffi), and
+// aggregates passed by value through libffi, one of them rebound at every launch.
+TEST_F(LaunchPath, ArgumentsReadByReferenceAndAggregates) {
+  open("host:cores=2");
+  sk_kernel *add = kernel("args_refs", "ref_add_at"), *scale = kernel("args_refs", "ref_scale_at"),
+            *point = kernel("args_refs", "ref_point_at"), *i5 = kernel("args_aggregates", "agg_i5");
+  void *out = buffer(), *in = buffer();
+  uint32_t upos = 1, v = 2;
+  int32_t pos = 3;
+  float scale_by = 0.5f, xy[2] = {1.0f, 2.0f};
+  int32_t five[5] = {1, 2, 3, 4, 5};
+  void *add_args[] = {&out, &upos, &v}, *scale_args[] = {&out, &in, &pos, &scale_by},
+       *point_args[] = {&out, &pos, xy}, *i5_args[] = {&out, five};
+  sk_scope *scope = nullptr;
+  ASSERT_SK(sk_scope_begin(dev, "refs", "", &scope));
+  sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+  o.arg_refs = 1u << 1;
+  ASSERT_SK(sk_add_kernel(scope, add, 2, add_args, &o));
+  o.arg_refs = 1u << 2 | 1u << 3;
+  ASSERT_SK(sk_add_kernel(scope, scale, 2, scale_args, &o));
+  o.arg_refs = 1u << 1 | 1u << 2;
+  ASSERT_SK(sk_add_kernel(scope, point, 2, point_args, &o));
+  ASSERT_SK(sk_add_kernel(scope, i5, 1, i5_args, nullptr));
+  sk_superkernel *sk = finalize(scope);
+  ASSERT_NE(sk, nullptr);
+  expect_quiet([this, sk, &pos, &five] {
+    pos = (pos + 1) % 8;
+    ++five[0];
+    const sk_status st = sk_superkernel_set_arg(sk, 3, 1, five);
     return st != SK_OK ? st : sk_launch(sk, stream);
   });
   sk_superkernel_destroy(sk);

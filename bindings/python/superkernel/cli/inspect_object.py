@@ -5,6 +5,7 @@ import ctypes
 import hashlib
 
 from ..elf_file import SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, ElfObject
+from .inspect_dwarf import implied_signature, mismatches, parameters
 
 DEVICE_API_PREFIX = "sk_"
 
@@ -41,6 +42,12 @@ def describe(path, image):
         kernels.append({"name": name, "signature": rec["sig"], "core_type": rec["type"],
                         "defined": fn is not None, "size": fn.size if fn else 0,
                         "device_api": api})
+    # Built with -g: what the debug information says each function's parameters are.
+    dwarf = parameters(image)
+    for k in kernels:
+        if k["name"] in dwarf:
+            k["debug_info"] = {"signature": implied_signature(dwarf[k["name"]]),
+                               "mismatches": mismatches(k["signature"], dwarf[k["name"]])}
     undefined = elf.undefined_symbols()
     algo, digest = content_hash(image)
     return {
@@ -51,6 +58,9 @@ def describe(path, image):
         "kernels": kernels,
         "functions_without_metadata": sorted(n for n, s in functions.items()
                                              if n not in records and s.bind != "LOCAL"),
+        # The signature their debug information implies: what to give libsk for them.
+        "debug_info_signatures": {n: implied_signature(dwarf[n]) for n, s in sorted(functions.items())
+                                  if n not in records and s.bind != "LOCAL" and n in dwarf},
         "sections": [{"name": s.name, "type": elf.section_type_name(s),
                       "size": s.size, "flags": _flags(s.flags)}
                      for s in elf.sections if s.index != 0],
@@ -79,8 +89,18 @@ def print_text(d, out):
         state = f"{k['size']} bytes of code" if k["defined"] else "NOT DEFINED in this object"
         w(f"  {k['name']}({k['signature']})  core type {k['core_type']}, {state}\n")
         w(f"    device API: {', '.join(k['device_api']) or 'none'}\n")
+        debug = k.get("debug_info")
+        if debug and debug["mismatches"]:
+            for m in debug["mismatches"]:
+                w(f"    WARNING: signature \"{k['signature']}\" disagrees with the debug "
+                  f"information: {m}\n")
+        elif debug:
+            w("    debug information: the same parameter types\n")
     if d["functions_without_metadata"]:
-        w(f"global functions without metadata: {', '.join(d['functions_without_metadata'])}\n")
+        implied = d.get("debug_info_signatures", {})
+        w("global functions without metadata: " + ", ".join(
+            f + (f" (debug information: \"{implied[f]}\")" if implied.get(f) is not None else "")
+            for f in d["functions_without_metadata"]) + "\n")
     w(f"\nsections ({len(d['sections'])}):\n")
     for s in d["sections"]:
         w(f"  {s['name']:<28} {s['type']:<14} {s['size']:>8}  {s['flags']}\n")

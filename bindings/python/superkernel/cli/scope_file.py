@@ -23,7 +23,11 @@
 
 fill: a number, a list of numbers, "iota" (0, 1, 2, ...), "random" (uniform over "range",
 default [-1, 1], from "seed", default 0: the same values every run). Arguments "@name" are
-buffers; numbers are scalars converted by the kernel's signature. Every error names the field.
+buffers; numbers are scalars converted by the kernel's signature; a list is an aggregate's
+members ("{f32,f32}": [1.5, 2.0], nested lists for nested aggregates and array members);
+{"ref": "@name"} is read by reference from the buffer's first bytes at every launch
+(sk_kernel_options.arg_refs; unfused launches are given the value it holds when they are
+prepared). Every error names the field.
 """
 import ctypes
 import json
@@ -275,18 +279,37 @@ class ScopeSpec:
         args = k.get("args", [])
         _need(isinstance(args, list), where, "args must be a list")
         for i, a in enumerate(args):
-            if isinstance(a, str):
-                _need(a.startswith("@") and a[1:] in self.buffers, f"{where}.args[{i}]",
-                      f"{a!r} is not \"@buffer\" of a buffer in \"buffers\"")
-            else:
-                _need(_is_number(a) or a is None,
-                      f"{where}.args[{i}]", f"{a!r} is not a number, null or \"@buffer\"")
+            self._arg(f"{where}.args[{i}]", a)
         return {"object": k["object"], "kernel": k["kernel"], "block_dim": block_dim,
                 "args": args, "name": _text(k.get("name"), where, "name"),
                 "signature": signature,
                 "core_type": _text(k.get("core_type"), where, "core_type"),
                 "flags": _u32(k.get("flags", 0), where, "flags"),
                 "stream": _u32(k.get("stream", 0), where, "stream"), "where": where}
+
+
+    def _arg(self, where, a, depth=0):
+        """An argument: a number, null, "@buffer", a list (an aggregate's members) or
+        {"ref": "@buffer"}."""
+        if isinstance(a, str):
+            _need(a.startswith("@") and a[1:] in self.buffers, where,
+                  f"{a!r} is not \"@buffer\" of a buffer in \"buffers\"")
+        elif isinstance(a, list):
+            _need(depth < 8, where, "aggregates nest at most 8 deep")
+            for j, m in enumerate(a):
+                self._arg(f"{where}[{j}]", m, depth + 1)
+        elif isinstance(a, dict) and depth == 0:
+            _need(set(a) == {"ref"} and isinstance(a["ref"], str) and a["ref"].startswith("@")
+                  and a["ref"][1:] in self.buffers, where,
+                  f"{a!r} is not {{\"ref\": \"@buffer\"}} of a buffer in \"buffers\"")
+        else:
+            _need(_is_number(a) or a is None, where,
+                  f"{a!r} is not a number, null, \"@buffer\", a list (an aggregate) or "
+                  f"{{\"ref\": \"@buffer\"}}")
+
+
+def _is_ref(a):
+    return isinstance(a, dict)
 
 
 def _value(typ, v, where, prefix=""):
@@ -368,9 +391,35 @@ class Instance:
                     raise
                 raise SpecError(f"{spec.kernels[i]['where']}.args: {e}") from None
 
-    def args(self, i, copy):
+    def args(self, i, copy, refs=True):
+        """Kernel i's arguments on buffer set `copy`; a {"ref": "@b"} argument as a Ref to b, or
+        with refs=False as the value b holds now (unfused launches copy their values)."""
+        from ..refs import Ref
         buffers = self.sets[copy]
-        return [buffers[a[1:]] if isinstance(a, str) else a for a in self.spec.kernels[i]["args"]]
+
+        def value(j, a):
+            if isinstance(a, str):
+                return buffers[a[1:]]
+            if isinstance(a, list):
+                return tuple(value(j, m) for m in a)
+            if _is_ref(a):
+                return Ref(buffers[a["ref"][1:]]) if refs else self._held(i, j, buffers[a["ref"][1:]])
+            return a
+        return [value(j, a) for j, a in enumerate(self.spec.kernels[i]["args"])]
+
+    def _held(self, i, j, buf):
+        """The value of kernel i's parameter j that buffer `buf` holds in its first bytes."""
+        from ..aggregates import ctype_of, is_aggregate
+        tokens = self.kernels[i].signature_tokens
+        if j >= len(tokens):
+            return None  # too many arguments: pack() says so
+        ctype = ctype_of(tokens[j])
+        host = ctype()
+        _need(buf.nbytes >= ctypes.sizeof(host), f"{self.spec.kernels[i]['where']}.args[{j}]",
+              f"the buffer read by reference holds {buf.nbytes} bytes, a {tokens[j]} takes "
+              f"{ctypes.sizeof(host)}")
+        self.dev.memcpy(host, buf, ctypes.sizeof(host))
+        return bytes(host) if is_aggregate(tokens[j]) else host.value
 
     def unfused_launcher(self, copy):
         """A function that queues every kernel once, unfused, on the default stream. Arguments
@@ -378,7 +427,7 @@ class Instance:
         Python-side argument work (a C caller would pay even less)."""
         from .._lib import lib
         from ..status import check
-        packed = [(k, self.spec.kernels[i]["block_dim"], k.pack(self.args(i, copy)))
+        packed = [(k, self.spec.kernels[i]["block_dim"], k.pack(self.args(i, copy, refs=False)))
                   for i, k in enumerate(self.kernels)]
         launch = lib().sk_launch_kernel
         calls = [(k.handle, b, p.pointer) for k, b, p in packed]
@@ -410,6 +459,10 @@ class Instance:
         stream s at its start and joined back at its end, so the plan is fuse()'s. A captured
         launch has no sk_kernel_options, so "name", "core_type" and "flags" are refused."""
         for d in self.spec.kernels:
+            for j, a in enumerate(d["args"]):
+                _need(not _is_ref(a), f"{d['where']}.args[{j}]",
+                      "{\"ref\": ...} cannot be captured (a captured launch copies its values): "
+                      "build without --capture")
             for field, unset in (("name", None), ("core_type", None), ("flags", 0)):
                 _need(d[field] == unset, d["where"],
                       f"\"{field}\" cannot be captured (a captured launch is named by its "
