@@ -5,8 +5,12 @@
 //   local dynamic: __tls_get_addr(&{module id, 0}) plus the variable's offset in the block;
 //   initial exec: a GOT entry holding the variable's offset from the thread pointer;
 //   local exec: that offset in the instruction;
-//   TLS descriptors: a GOT pair {function returning its argument, that offset}.
-// The last three need the block at one offset from every thread's pointer: glibc's static TLS.
+//   TLS descriptors: a GOT pair {function, argument} whose call returns that offset: where
+//     libsk has a dynamic function for them (host/tlsdesc_dynamic.hpp), the argument points to
+//     {module id, offset} and any block does; elsewhere, or when the module is in static TLS
+//     anyway, the function returns its argument, the offset itself.
+// Initial and local exec (and descriptors without the dynamic function) need the block at one
+// offset from every thread's pointer: glibc's static TLS.
 #include <elf.h>
 
 #include <algorithm>
@@ -16,6 +20,7 @@
 #include "common/error.hpp"
 #include "elf/demangle.hpp"
 #include "host/linker_impl.hpp"
+#include "host/tlsdesc_dynamic.hpp"
 
 namespace sk::host {
 namespace {
@@ -27,6 +32,12 @@ uint64_t align_to(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 bool is_entry(TlsUse u) {
   return u == TlsUse::GdEntry || u == TlsUse::LdEntry || u == TlsUse::IeEntry || u == TlsUse::DescEntry;
 }
+
+// Descriptors resolved at run time, through __tls_get_addr: they need no static TLS.
+bool dynamic_descriptors(const RelocArch &arch) { return arch.machine == kHostMachine && tlsdesc_dynamic() != 0; }
+
+// A descriptor's entry: its pair, then the {module id, offset} its dynamic argument points to.
+constexpr uint64_t kDescEntrySize = 4 * kEntrySize;
 
 bool assembler_label(const std::string &name) { return name.empty() || name[0] == '$' || name[0] == '.'; }
 
@@ -86,7 +97,8 @@ sk_status Linker::scan_tls_relocation(uint32_t section, const elf::Relocation &r
                 "the thread-locals of the process or of other libraries cannot be reached from a module",
                 o_.section_label(section).c_str(), elf::quoted_symbol(symbol_name(r.symbol)).c_str(),
                 tls_model_name(kind.tls_use), type_name.c_str(), where(section, r.offset).c_str());
-  if (needs_static_tls(kind.tls_use) && !static_tls_reloc_) {
+  const bool dynamic = kind.tls_use == TlsUse::DescEntry && dynamic_descriptors(*arch_);
+  if (needs_static_tls(kind.tls_use) && !dynamic && !static_tls_reloc_) {
     static_tls_reloc_ = &r;
     static_tls_section_ = section;
   }
@@ -95,7 +107,9 @@ sk_status Linker::scan_tls_relocation(uint32_t section, const elf::Relocation &r
                    kind.tls_addend_in_entry && !module_wide ? r.addend : 0};
   if (tls_entry_.count(key)) return SK_OK;
   tls_entry_.emplace(key, tls_entries_size_);
-  tls_entries_size_ += kind.tls_use == TlsUse::IeEntry ? kEntrySize : 2 * kEntrySize;
+  tls_entries_size_ += kind.tls_use == TlsUse::IeEntry     ? kEntrySize
+                       : kind.tls_use == TlsUse::DescEntry ? kDescEntrySize
+                                                           : 2 * kEntrySize;
   return SK_OK;
 }
 
@@ -161,18 +175,27 @@ sk_status Linker::create_tls() {
   for (const auto &[key, offset] : tls_entry_) {
     const uint64_t tp_offset =
         static_cast<uint64_t>(tls_->tp_offset()) + tls_symbol_offset(key.symbol) + static_cast<uint64_t>(key.addend);
-    uint64_t words[2] = {};
+    uint8_t *entry = base + tls_entries_offset_ + offset;
+    uint64_t words[4] = {};
+    size_t size = 2 * kEntrySize;
     switch (key.use) {
       case TlsUse::GdEntry:
         words[0] = tls_->module_id(), words[1] = tls_symbol_offset(key.symbol) + key.addend;
         break;
       case TlsUse::LdEntry: words[0] = tls_->module_id(); break;
-      case TlsUse::IeEntry: words[0] = tp_offset; break;
-      case TlsUse::DescEntry: words[0] = descriptor_function, words[1] = tp_offset; break;
+      case TlsUse::IeEntry: words[0] = tp_offset, size = kEntrySize; break;
+      case TlsUse::DescEntry:
+        size = kDescEntrySize;
+        if (static_tls_reloc_ || !dynamic_descriptors(*arch_)) {
+          words[0] = descriptor_function, words[1] = tp_offset;
+        } else {
+          words[0] = tlsdesc_dynamic(), words[1] = reinterpret_cast<uint64_t>(entry + 2 * kEntrySize);
+          words[2] = tls_->module_id(), words[3] = tls_symbol_offset(key.symbol) + key.addend;
+        }
+        break;
       default: break;
     }
-    std::memcpy(base + tls_entries_offset_ + offset, words,
-                key.use == TlsUse::IeEntry ? kEntrySize : 2 * kEntrySize);
+    std::memcpy(entry, words, size);
   }
   return SK_OK;
 }

@@ -34,7 +34,8 @@ enum class TlsUse : uint8_t {
 // "general dynamic" ... for messages.
 const char *tls_model_name(TlsUse use);
 // Whether code of this model reaches the block at an offset from the thread pointer fixed when
-// it is linked, so that every thread must have it at that offset (static TLS).
+// it is linked, so that every thread must have it at that offset (static TLS). Descriptors do
+// not where libsk resolves them at run time (host/tlsdesc_dynamic.hpp).
 inline bool needs_static_tls(TlsUse use) {
   return use == TlsUse::IeEntry || use == TlsUse::DescEntry || use == TlsUse::TpOffset;
 }
