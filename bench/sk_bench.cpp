@@ -22,8 +22,7 @@
 //              core, round by round, with fused/floor for each answer: what the overhead
 //              table's floor depends on in a VM whose vCPUs move between SMT siblings
 //
-// Usage: sk-bench [--quick] [--cores 2,16] [--only overhead|small-ops|calls|gaps|repeat|streams|core0|build|core-sharing]
-//                 [--device KEYS] [--json FILE]
+// Usage: sk-bench [--quick] [--cores 2,16] [--only SCENARIO] [--device KEYS] [--json FILE]
 // --device KEYS: more host device keys for every device the run opens (e.g. pin=0,spin_us=0).
 // The kernels are read from the build tree, or from $SK_BENCH_KERNELS when set.
 #include <sk.h>
@@ -38,6 +37,20 @@
 #include "bench_report.hpp"
 #include "scenarios.hpp"
 
+namespace {
+
+// The names --only takes, in the order a run prints them (core-sharing runs only when named).
+constexpr const char *kScenarios[] = {"overhead", "small-ops", "calls", "gaps",        "repeat",
+                                      "streams",  "core0",     "build", "core-sharing"};
+
+bool is_scenario(const char *name) {
+  for (const char *s : kScenarios)
+    if (!std::strcmp(s, name)) return true;
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char **argv) {
   bench::Options opt;
   opt.cores.clear();
@@ -47,23 +60,18 @@ int main(int argc, char **argv) {
     } else if (!std::strcmp(argv[i], "--cores") && i + 1 < argc) {
       for (char *tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
         opt.cores.push_back(static_cast<uint32_t>(std::strtoul(tok, nullptr, 10)));
-    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
-               (!std::strcmp(argv[i + 1], "overhead") || !std::strcmp(argv[i + 1], "small-ops") ||
-                !std::strcmp(argv[i + 1], "calls") || !std::strcmp(argv[i + 1], "gaps") ||
-                !std::strcmp(argv[i + 1], "repeat") || !std::strcmp(argv[i + 1], "streams") ||
-                !std::strcmp(argv[i + 1], "core0") ||
-                !std::strcmp(argv[i + 1], "build") || !std::strcmp(argv[i + 1], "core-sharing"))) {
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc && is_scenario(argv[i + 1])) {
       opt.only = argv[++i];
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       opt.json_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
       opt.device_keys = argv[++i];
     } else {
-      std::fprintf(
-          stderr,
-          "usage: %s [--quick] [--cores 2,16] [--only "
-          "overhead|small-ops|calls|gaps|repeat|streams|core0|build|core-sharing] [--device KEYS] [--json FILE]\n",
-          argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--cores 2,16] [--only SCENARIO] [--device KEYS] [--json FILE]\n",
+                   argv[0]);
+      std::fprintf(stderr, "SCENARIO:");
+      for (const char *name : kScenarios) std::fprintf(stderr, " %s", name);
+      std::fprintf(stderr, "\n");
       return 2;
     }
   }

@@ -815,8 +815,9 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * The plan as JSON (steps, kernel names, block dims, cores, sync points, device-API use). On
  * the host device its "execution" object says how the executor runs it: "barrier" ("central",
  * or "tree" with "barrier_group_cores" and "barrier_groups"), "step_loop" ("chain", the
- * leanest, or "general"), "completes_at" ("last release" or "core reports") and "calls" (how
- * many kernels it calls "direct", by "register map" and through "libffi", the slowest). On a
+ * leanest, or "general"), "completes_at" ("last release" or "core reports"), "core0" and
+ * "core_stack_kib" (the device keys core0 and stack_kb as the device resolved them) and "calls"
+ * (how many kernels it calls "direct", by "register map" and through "libffi", the slowest). On a
  * CUDA device its "cuda_entry" object gives the linked entry's resources as its cubin says:
  * "registers" and "local_bytes" / "stack_bytes" per thread, "static_shared_bytes" and
  * "dynamic_shared_bytes" per block, and the driver's "blocks_per_sm".

@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "host/relocation.hpp"
+#include "host/elf_image.hpp"
 
 // GDB's JIT interface. GDB sets a breakpoint in __jit_debug_register_code and, when it is hit,
 // reads __jit_debug_descriptor's relevant_entry; both are found by name, so they are exported
@@ -37,11 +37,6 @@ enum { kNoAction = 0, kRegister = 1, kUnregister = 2 };
 std::mutex &descriptor_mutex() {
   static std::mutex m;
   return m;
-}
-
-template <typename T>
-void put(std::vector<uint8_t> &out, size_t at, const T &v) {
-  std::memcpy(out.data() + at, &v, sizeof v);
 }
 
 // An ET_REL object of the host's machine: a NOBITS .text at the code's address (the code itself
@@ -77,16 +72,8 @@ std::vector<uint8_t> describe(const std::vector<CodeSymbol> &functions, uint64_t
   const size_t shdr_at = (eh_frame_at + eh_frame_size + 7) & ~size_t{7};
   std::vector<uint8_t> out(shdr_at + sections * sizeof(Elf64_Shdr), 0);
 
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_REL;
-  eh.e_machine = kHostMachine;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = host_elf_header(ET_REL);
   eh.e_shoff = shdr_at;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
   eh.e_shentsize = sizeof(Elf64_Shdr);
   eh.e_shnum = static_cast<uint16_t>(sections);
   eh.e_shstrndx = kShstrtab;

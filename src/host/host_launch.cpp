@@ -95,9 +95,8 @@ void HostSuperKernel::current_args(uint32_t step, uint64_t *out) const {
 }
 
 std::string HostSuperKernel::explain() const {
-  const uint32_t device_cores = host->executor().cores();
-  return explain_json(plan, "host",
-                      [this, device_cores](JsonWriter &j) { write_execution_json(j, *program, device_cores); });
+  const ExecutorConfig &device = host->executor().config();
+  return explain_json(plan, "host", [this, &device](JsonWriter &j) { write_execution_json(j, *program, device); });
 }
 
 sk_status HostSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const {

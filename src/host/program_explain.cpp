@@ -4,7 +4,8 @@
 
 namespace sk::host {
 
-void write_execution_json(JsonWriter &j, const Program &p, uint32_t device_cores) {
+void write_execution_json(JsonWriter &j, const Program &p, const ExecutorConfig &device) {
+  const uint32_t device_cores = device.cores;
   // Releases between sub-kernels: one shared counter, or a two-level combining tree (device
   // key barrier_group; the default above kCentralBarrierCores cores, plain programs only).
   if (p.release_groups != 0) {
@@ -20,6 +21,9 @@ void write_execution_json(JsonWriter &j, const Program &p, uint32_t device_cores
   // with it (Executor::process); otherwise once every other core has reported.
   const bool at_last_release = p.ends_at_last_release && p.cores == device_cores;
   j.key("completes_at").value(at_last_release ? "last release" : "core reports");
+  // The device's keys core0 and stack_kb, as the executor resolved them when it opened.
+  j.key("core0").value(device.core0_thread ? "thread" : "caller");
+  j.key("core_stack_kib").value(device.stack_kib);
   // How the step loop calls each step's kernel (host/kernel_call.hpp): libffi costs far more
   // than the two direct ways (docs/benchmarks.md, "Kernel calls").
   uint64_t calls[3] = {0, 0, 0};

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "host/elf_image.hpp"
 #include "host/relocation.hpp"
 
 namespace sk::host {
@@ -29,11 +30,6 @@ constexpr uint32_t kTpOffsetReloc = 0;
 #endif
 
 uint64_t align_to(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
-
-template <typename T>
-void put(std::vector<uint8_t> &out, uint64_t at, const T &value) {
-  std::memcpy(out.data() + at, &value, sizeof value);
-}
 
 // The shared object: ELF header, program headers, a symbol table with one local STT_TLS
 // symbol at the block's start (what the TPOFF relocation names), its hash table, the relocation
@@ -61,16 +57,8 @@ std::vector<uint8_t> shared_object(const std::vector<uint8_t> &image, uint64_t s
   const uint64_t end = tls + image.size();
   std::vector<uint8_t> out(end, 0);
 
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_DYN;
-  eh.e_machine = kHostMachine;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = host_elf_header(ET_DYN);
   eh.e_phoff = phdrs;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
   eh.e_phentsize = sizeof(Elf64_Phdr);
   eh.e_phnum = kPhdrs;
   put(out, 0, eh);

@@ -8,18 +8,6 @@ static const char *const all_variants[] = {
     "gcc-O3-pie",   "gcc-O3-pic",   "gcc-O3-nopic",   "clang-O0-pie", "clang-O0-pic", "clang-O0-nopic",
     "clang-O2-pie", "clang-O2-pic", "clang-O2-nopic", "clang-O3-pie", "clang-O3-pic", "clang-O3-nopic"};
 
-static int setup_device(void **state) {
-  sk_device *dev = NULL;
-  if (sk_device_open("host:cores=2", &dev) != SK_OK) return -1;
-  *state = dev;
-  return 0;
-}
-
-static int teardown_device(void **state) {
-  sk_device_close((sk_device *)*state);
-  return 0;
-}
-
 /* Writes `size` bytes to a fresh temporary file; returns its path in `path`. */
 static void write_temp(char *path, size_t cap, const void *data, size_t size) {
   int fd;
@@ -333,5 +321,5 @@ int main(void) {
       cmocka_unit_test(test_argument_types),
       cmocka_unit_test(test_thread_locals_per_core),
   };
-  return cmocka_run_group_tests_name("c_api_module", tests, setup_device, teardown_device);
+  return cmocka_run_group_tests_name("c_api_module", tests, test_setup_host_device, test_teardown_device);
 }

@@ -2,18 +2,6 @@
  * what a kernel takes (sk_kernel_signature, sk_kernel_core_type), with their buffer protocol. */
 #include "test_util.h"
 
-static int setup_device(void **state) {
-  sk_device *dev = NULL;
-  if (sk_device_open("host:cores=2", &dev) != SK_OK) return -1;
-  *state = dev;
-  return 0;
-}
-
-static int teardown_device(void **state) {
-  sk_device_close((sk_device *)*state);
-  return 0;
-}
-
 typedef sk_status (*kernel_string_fn)(sk_kernel *, char *, size_t, size_t *);
 
 /* The string a kernel call returns, after a size query; the caller frees it. */
@@ -122,9 +110,9 @@ static void test_buffer_protocol(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_declared_kernels, setup_device, teardown_device),
-      cmocka_unit_test_setup_teardown(test_signatures_and_core_types, setup_device, teardown_device),
-      cmocka_unit_test_setup_teardown(test_buffer_protocol, setup_device, teardown_device),
+      cmocka_unit_test_setup_teardown(test_declared_kernels, test_setup_host_device, test_teardown_device),
+      cmocka_unit_test_setup_teardown(test_signatures_and_core_types, test_setup_host_device, test_teardown_device),
+      cmocka_unit_test_setup_teardown(test_buffer_protocol, test_setup_host_device, test_teardown_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

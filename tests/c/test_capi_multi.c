@@ -48,18 +48,6 @@ static void free_paths(char **paths, size_t n) {
   for (i = 0; i < n; ++i) free(paths[i]);
 }
 
-static int setup_device(void **state) {
-  sk_device *dev = NULL;
-  if (sk_device_open("host:cores=2", &dev) != SK_OK) return -1;
-  *state = dev;
-  return 0;
-}
-
-static int teardown_device(void **state) {
-  sk_device_close((sk_device *)*state);
-  return 0;
-}
-
 /* multi_kernel on 8 values: (3 * v + 100) * 2 + 7 (multi_main.c's comment). */
 static void check_multi_kernel(sk_device *dev, sk_module *mod, const char *what) {
   int32_t *buf = (int32_t *)mem_alloc(dev, 8 * sizeof(int32_t));
@@ -578,5 +566,5 @@ int main(void) {
       cmocka_unit_test(test_blas_chain),
       cmocka_unit_test(test_openblas),
   };
-  return cmocka_run_group_tests(tests, setup_device, teardown_device);
+  return cmocka_run_group_tests(tests, test_setup_host_device, test_teardown_device);
 }

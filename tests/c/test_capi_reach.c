@@ -27,11 +27,6 @@ static int setup_device(void **state) {
   return 0;
 }
 
-static int teardown_device(void **state) {
-  sk_device_close((sk_device *)*state);
-  return 0;
-}
-
 /* A kernel taking (p, o) or (p, o, u32), with its third argument when it has one. */
 struct call {
   const char *name;
@@ -242,5 +237,5 @@ int main(void) {
       cmocka_unit_test(test_pointer_to_plain_helpers),
       cmocka_unit_test(test_helper_in_another_object),
   };
-  return cmocka_run_group_tests(tests, setup_device, teardown_device);
+  return cmocka_run_group_tests(tests, setup_device, test_teardown_device);
 }

@@ -107,21 +107,9 @@ static void test_rust_staticlib(void **state) {
   dlclose(lib);
 }
 
-static int setup_device(void **state) {
-  sk_device *dev = NULL;
-  if (sk_device_open("host:cores=2", &dev) != SK_OK) return -1;
-  *state = dev;
-  return 0;
-}
-
-static int teardown_device(void **state) {
-  sk_device_close((sk_device *)*state);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rust_staticlib),
   };
-  return cmocka_run_group_tests(tests, setup_device, teardown_device);
+  return cmocka_run_group_tests(tests, test_setup_host_device, test_teardown_device);
 }

@@ -113,6 +113,19 @@ static inline sk_device *open_device(const char *spec) {
   return dev;
 }
 
+/* cmocka fixtures: a "host:cores=2" device in *state, closed after the test or group. */
+static inline int test_setup_host_device(void **state) {
+  sk_device *dev = NULL;
+  if (sk_device_open("host:cores=2", &dev) != SK_OK) return -1;
+  *state = dev;
+  return 0;
+}
+
+static inline int test_teardown_device(void **state) {
+  sk_device_close((sk_device *)*state);
+  return 0;
+}
+
 static inline void *mem_alloc(sk_device *dev, size_t size) {
   void *p = NULL;
   SK_CHECK(sk_mem_alloc(dev, size, &p));

@@ -203,8 +203,9 @@ def test_explain_prints_the_plan(ops):
     lines = [l for l in r.stdout.splitlines() if l.strip().startswith(("0 ", "1 ", "2 ", "3 "))]
     assert [l.split()[1] for l in lines] == ["axpy.0", "square_plus_one", "reduce", "axpy.1"]
     assert "sk_sync_all" in lines[2]
-    assert ("execution: central barrier, chain step loop, complete at last release; "
-            "kernels called: 2 direct, 2 register map") in r.stdout  # axpy takes a float
+    assert ("execution: central barrier, chain step loop, complete at last release, core 0 run "
+            "by the caller, ") in r.stdout
+    assert "KiB core stacks; kernels called: 2 direct, 2 register map" in r.stdout  # axpy takes a float
     plan = json.loads(sk("explain", "--json", path).stdout)
     assert [s["block_dim"] for s in plan["steps"]] == [2, 3, 2, 4]
     assert plan["execution"]["barrier"] == "central"
@@ -413,6 +414,9 @@ def test_bench_runs_sk_bench():
     for args in (["--", "--bogus"], ["--bogus"]):
         r = sk("bench", *args, env={"SK_BENCH": exe})
         assert r.returncode == 2 and "usage:" in r.stderr and "sk-bench" in r.stderr, args
+        # The scenarios --only takes, listed from the one table that accepts them.
+        names = next(line for line in r.stderr.splitlines() if line.startswith("SCENARIO:")).split()[1:]
+        assert {"overhead", "repeat", "streams", "core0", "core-sharing"} <= set(names), r.stderr
 
 
 def test_bench_missing_exit_3(tmp_path):

@@ -1,13 +1,15 @@
 // sk_superkernel_explain's "execution" object on the host device: which barrier the releases
 // between sub-kernels go through (central counter or combining tree, by device core count and
-// barrier_group), which step loop runs, and when a launch completes. Each case is a small
-// scope whose expected choice follows from the executor's rules (host/program.cpp).
+// barrier_group), which step loop runs, when a launch completes, and the device's core 0 and
+// stack keys. Each case is a small scope whose expected choice follows from the executor's
+// rules (host/program.cpp).
 #include <gtest/gtest.h>
 #include <sk.h>
 
 #include <string>
 #include <vector>
 
+#include "host/core_thread.hpp"
 #include "linker_test_support.hpp"
 #include "sk_assert.hpp"
 
@@ -68,6 +70,11 @@ std::string explain_scope(const char *spec, const std::vector<Step> &steps) {
   return json;
 }
 
+// What a device opened without core0 or timeout_ms and without stack_kb says of them.
+std::string default_device() {
+  return "\"core0\":\"caller\",\"core_stack_kib\":" + std::to_string(sk::host::default_core_stack_kib()) + ",";
+}
+
 // The "execution" object of `json` is exactly {object}.
 ::testing::AssertionResult has_execution(const std::string &json, const std::string &object) {
   if (json.find("\"execution\":{" + object + "}") != std::string::npos) return ::testing::AssertionSuccess();
@@ -77,42 +84,42 @@ std::string explain_scope(const char *spec, const std::vector<Step> &steps) {
 TEST(ExplainExecution, PlainChainOnFewCoresUsesTheCentralCounterAndTheChainLoop) {
   const std::vector<Step> chain = {{"relu_strided", 2}, {"relu_strided", 4}, {"relu_strided", 2}};
   EXPECT_TRUE(has_execution(explain_scope("host:cores=2", chain),
-                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
-                            "\"calls\":{\"direct\":3,\"register map\":0,\"libffi\":0}"));
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\"," +
+                                default_device() + "\"calls\":{\"direct\":3,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, AProgramOnFewerCoresThanTheDeviceCompletesAtCoreReports) {
   // Block dims 1 on 2 cores: a one-core program. The device's other core walks each launch
   // too, without releasing anything, so its report ends the launch.
   EXPECT_TRUE(has_execution(explain_scope("host:cores=2", {{"relu_strided", 1}, {"relu_strided", 1}}),
-                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\","
-                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"core reports\"," +
+                                default_device() + "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, TaskOverlapRunsTheGeneralLoop) {
   EXPECT_TRUE(has_execution(
       explain_scope("host:cores=2", {{"produce_then_release", 2}, {"prologue_then_wait", 2}, {"relu_strided", 2}}),
-      "\"barrier\":\"central\",\"step_loop\":\"general\",\"completes_at\":\"core reports\","
-      "\"calls\":{\"direct\":3,\"register map\":0,\"libffi\":0}"));
+      "\"barrier\":\"central\",\"step_loop\":\"general\",\"completes_at\":\"core reports\"," + default_device() +
+          "\"calls\":{\"direct\":3,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, BarrierGroupMakesATree) {
   EXPECT_TRUE(
       has_execution(explain_scope("host:cores=4,barrier_group=2", {{"relu_strided", 4}, {"relu_strided", 4}}),
                     "\"barrier\":\"tree\",\"barrier_group_cores\":2,\"barrier_groups\":2,"
-                    "\"step_loop\":\"general\",\"completes_at\":\"last release\","
-                    "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
+                    "\"step_loop\":\"general\",\"completes_at\":\"last release\"," +
+                        default_device() + "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, TheTreeIsTheDefaultAbove8Cores) {
   // 8 cores: central; 10: groups of ceil(sqrt(10)) = 4 cores, 3 groups.
   EXPECT_TRUE(has_execution(explain_scope("host:cores=8", {{"relu_strided", 8}, {"relu_strided", 8}}),
-                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
-                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\"," +
+                                default_device() + "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
   EXPECT_TRUE(has_execution(explain_scope("host:cores=10", {{"relu_strided", 10}, {"relu_strided", 10}}),
                             "\"barrier\":\"tree\",\"barrier_group_cores\":4,\"barrier_groups\":3,"
-                            "\"step_loop\":\"general\",\"completes_at\":\"last release\","
-                            "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
+                            "\"step_loop\":\"general\",\"completes_at\":\"last release\"," +
+                                default_device() + "\"calls\":{\"direct\":2,\"register map\":0,\"libffi\":0}"));
 }
 
 TEST(ExplainExecution, CallsCountEachWayTheKernelsAreCalled) {
@@ -120,8 +127,15 @@ TEST(ExplainExecution, CallsCountEachWayTheKernelsAreCalled) {
   // 17 doubles): libffi.
   EXPECT_TRUE(
       has_execution(explain_scope("host:cores=2", {{"relu_strided", 2}, {"axpy", 2}, {"too_wide", 2}, {"axpy", 2}}),
-                    "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
-                    "\"calls\":{\"direct\":1,\"register map\":2,\"libffi\":1}"));
+                    "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\"," +
+                        default_device() + "\"calls\":{\"direct\":1,\"register map\":2,\"libffi\":1}"));
+}
+
+TEST(ExplainExecution, TheDeviceKeysCore0AndStackKbAreShown) {
+  EXPECT_TRUE(has_execution(explain_scope("host:cores=2,core0=thread,stack_kb=1024", {{"relu_strided", 2}}),
+                            "\"barrier\":\"central\",\"step_loop\":\"chain\",\"completes_at\":\"last release\","
+                            "\"core0\":\"thread\",\"core_stack_kib\":1024,"
+                            "\"calls\":{\"direct\":1,\"register map\":0,\"libffi\":0}"));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 """`sk bench [ARGS...]` (or `sk bench -- ARGS...`): runs sk-bench, the side-by-side benchmark (fused vs unfused vs OpenMP
 vs a condition-variable pool vs the spin-barrier floor), passing ARGS through (--quick,
---cores 2,16, --only overhead|small-ops|calls|gaps|build|core-sharing, --device KEYS, --json FILE). sk-bench is looked up in $SK_BENCH, beside the `sk` command, in the
-build tree the command came from, then on PATH."""
+--cores 2,16, --only SCENARIO, --device KEYS, --json FILE; `sk bench -- --help` lists the
+scenarios). sk-bench is looked up in $SK_BENCH, beside the `sk` command, in the build tree the
+command came from, then on PATH."""
 import os
 import shutil
 import subprocess

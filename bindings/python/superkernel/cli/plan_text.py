@@ -25,7 +25,8 @@ def print_plan(plan, out, limit=None):
                         f"{execution.get('barrier_group_cores', '?')} cores)")
         calls = ", ".join(f"{n} {kind}" for kind, n in (execution.get("calls") or {}).items() if n)
         w(f"execution: {barrier} barrier, {execution.get('step_loop', '?')} step loop, "
-          f"complete at {execution.get('completes_at', '?')}"
+          f"complete at {execution.get('completes_at', '?')}, core 0 run by the "
+          f"{execution.get('core0', '?')}, {execution.get('core_stack_kib', '?')} KiB core stacks"
           + (f"; kernels called: {calls}" if calls else "") + "\n")
     w(f"  {'#':>4} {'name':<22} {'kernel':<18} {'blocks':>6} {'cores':>5} {'on':>9}  "
       f"{'waits for':<22} {'device API'}\n")
