@@ -56,14 +56,19 @@ class HostStream final : public backend::Stream {
  public:
   HostStream(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
       : Stream(std::move(device)), host(std::move(host)) {}
-  ~HostStream() override { host->executor().synchronize(&state); }
+  ~HostStream() override {
+    host->executor().synchronize(state.get());
+    // A stuck core of a lost device may still complete a task of this stream, and write its
+    // failure here.
+    if (host->executor().lost()) keep_for_stuck_threads(state);
+  }
   std::shared_ptr<HostDevice> host;
-  StreamState state;
+  std::shared_ptr<StreamState> state = std::make_shared<StreamState>();
 };
 
 // The executor's queue for `stream` (a stream of a host device, or nullptr: its default one).
 inline StreamState *stream_state(HostDevice &host, backend::Stream *stream) {
-  return stream ? &static_cast<HostStream *>(stream)->state : &host.default_stream();
+  return stream ? static_cast<HostStream *>(stream)->state.get() : &host.default_stream();
 }
 
 class HostModule final : public backend::Module {

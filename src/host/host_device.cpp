@@ -112,6 +112,7 @@ HostDevice::~HostDevice() {
     executor_->abandon();
     keep_for_stuck_threads(std::shared_ptr<Executor>(std::move(executor_)));
     keep_for_stuck_threads(std::make_shared<std::set<void *>>(std::move(allocations_)));
+    keep_for_stuck_threads(default_stream_);
     return;
   }
   executor_.reset();  // drains the queue first

@@ -51,7 +51,7 @@ class HostDevice {
   uint32_t cores() const { return executor_->cores(); }
   SymbolPolicy symbol_policy() const { return symbol_policy_; }
   Executor &executor() { return *executor_; }
-  StreamState &default_stream() { return default_stream_; }
+  StreamState &default_stream() { return *default_stream_; }
 
   sk_status mem_alloc(size_t size, void **out);
   // false if ptr was not allocated by this device (nothing is freed then). On a lost device
@@ -81,7 +81,9 @@ class HostDevice {
   std::unique_ptr<Executor> executor_;
   SymbolPolicy symbol_policy_ = SymbolPolicy::Process;
   bool perf_map_ = false;  // perf_map=1: functions of each linked object go to perf_map.hpp's map
-  StreamState default_stream_;
+  // Shared, as every stream's state: a lost device's stuck cores may complete a task of it
+  // after the device is closed (keep_for_stuck_threads).
+  std::shared_ptr<StreamState> default_stream_ = std::make_shared<StreamState>();
   std::mutex alloc_mutex_;
   std::set<void *> allocations_;
   std::mutex module_mutex_;  // held over lookup and link: the same bytes link once

@@ -4,6 +4,7 @@
  * stream and even the super kernel stay usable. A kernel that never returns is reported the
  * same way, and loses the device: launches, allocations and loads on it fail with
  * SK_ERR_DEVICE, closing it does not wait, and a new device works. */
+#include <dirent.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,8 +255,42 @@ static void expect_lost_report(const char *kernel, uint32_t core) {
   SK_EXPECT_MSG(needle);
 }
 
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Threads of this process named as libsk's cores are ("sk-core-N") that are running, not
+ * asleep: a core that finished its work sleeps once its idle spin ran out. */
+static int running_core_threads(void) {
+  DIR *dir = opendir("/proc/self/task");
+  struct dirent *e;
+  int n = 0;
+  assert_non_null(dir);
+  while ((e = readdir(dir)) != NULL) {
+    char path[300], name[32] = "", stat[512] = "";
+    const char *end;
+    FILE *f;
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    if (!(f = fopen(path, "r"))) continue; /* it exited meanwhile */
+    if (!fgets(name, sizeof name, f)) name[0] = '\0';
+    fclose(f);
+    if (strncmp(name, "sk-core-", 8) != 0) continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    if (!(f = fopen(path, "r"))) continue;
+    if (fgets(stat, sizeof stat, f) && (end = strrchr(stat, ')')) != NULL && end[1] == ' ' && end[2] == 'R') ++n;
+    fclose(f);
+  }
+  closedir(dir);
+  return n;
+}
+
 /* Everything after the hang: refused with SK_ERR_DEVICE naming the loss, the kernel and the
- * core; close returns; a new device runs work; the stuck block, let go, finds its memory. */
+ * core; close returns; a new device runs work; the stuck block, let go, finds its memory, and
+ * its core completes the launch (writing its failure into the stream's state, which must still
+ * be there) before it goes to sleep. */
 static void check_lost(struct lost *l, const char *kernel, uint32_t *release) {
   char path[1024];
   sk_module *mod = SENTINEL(sk_module);
@@ -290,8 +325,15 @@ static void check_lost(struct lost *l, const char *kernel, uint32_t *release) {
   }
   /* Let the stuck block go: it returns into state its device kept (ASan would see a use after
    * free) and writes its mark. */
-  __atomic_store_n(release, 1u, __ATOMIC_RELEASE);
-  while (__atomic_load_n(&l->out[l->stuck], __ATOMIC_ACQUIRE) != l->stuck + 1) sched_yield();
+  {
+    const double deadline = now_s() + 30.0;
+    __atomic_store_n(release, 1u, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&l->out[l->stuck], __ATOMIC_ACQUIRE) != l->stuck + 1) sched_yield();
+    while (running_core_threads() > 0) {
+      if (now_s() > deadline) fail_msg("a core still runs 30 s after the stuck block was let go");
+      usleep(1000);
+    }
+  }
 }
 
 /* Block 1 never returns; sk_device_synchronize (whose thread runs core 0) reports it. */
@@ -359,10 +401,26 @@ static void test_lost_core0_polled(void **state) {
   check_lost(&l, "capi_spin", &release);
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+/* As above, on a stream of its own that is destroyed before the stuck block is let go: the
+ * block's core then completes the launch and records its failure in the stream's state, which
+ * must outlive the stream (ASan and TSan see a use after free otherwise). */
+static void test_lost_core0_stream_destroyed_first(void **state) {
+  static uint32_t release;
+  struct lost l;
+  sk_stream *stream = NULL;
+  sk_status st;
+  int done = 0;
+  (void)state;
+  lost_open(&l, "capi_spin", 0, &release);
+  SK_CHECK(sk_stream_create(l.dev, &stream));
+  SK_CHECK(sk_launch_kernel(l.kernel, 2, l.args, stream));
+  while ((st = sk_stream_query(l.dev, stream, &done)) == SK_OK && !done) usleep(1000);
+  if (st != SK_ERR_HANG)
+    fail_msg("sk_stream_query returned %s (%s, done %d), expected SK_ERR_HANG", sk_status_name(st), sk_last_error(),
+             done);
+  expect_lost_report("capi_spin", 0);
+  sk_stream_destroy(stream);
+  check_lost(&l, "capi_spin", &release);
 }
 
 /* Both blocks, core 0's included, never return, and the caller synchronizes. The device was
@@ -419,6 +477,7 @@ int main(void) {
       cmocka_unit_test(test_lost_kernel_never_returns),
       cmocka_unit_test(test_lost_with_others_in_sync_all),
       cmocka_unit_test(test_lost_core0_polled),
+      cmocka_unit_test(test_lost_core0_stream_destroyed_first),
       cmocka_unit_test(test_lost_core0_synchronize_returns),
   };
   return cmocka_run_group_tests_name("c_api_hang", tests, setup, teardown);

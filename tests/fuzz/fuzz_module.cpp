@@ -4,7 +4,7 @@
 // metadata and with a few given signatures. Nothing is launched: running an object's code is
 // what loading it is for (docs/conventions.md, trust model), not something a fuzzer can judge;
 // for the same reason objects with constructors or destructors, which loading and unloading
-// run, stop after the ELF reader.
+// run, and with indirect functions, whose resolvers loading runs, stop after the ELF reader.
 #include <elf.h>
 #include <sk.h>
 
@@ -34,6 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       const auto kind = sk::host::init_section(s).kind;
       if (s.size > 0 && (kind == sk::host::InitSection::Init || kind == sk::host::InitSection::Fini)) return 0;
     }
+    for (const sk::elf::Symbol &s : object.symbols)
+      if (s.type == STT_GNU_IFUNC) return 0;
     for (const sk::elf::Symbol &s : object.symbols)
       if (s.shndx != SHN_UNDEF && (s.bind == STB_GLOBAL || s.bind == STB_WEAK) && names.size() < 16)
         names.push_back(s.name);
