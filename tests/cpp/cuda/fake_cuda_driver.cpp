@@ -78,9 +78,12 @@ struct Graph {
 std::map<void *, Graph *> g_capturing;  // stream -> the graph it is capturing
 std::vector<void *> g_captured_events;  // events recorded in a capture
 constexpr int kCaptureUnsupported = 900, kCaptureInvalidated = 901, kCaptureIsolation = 905, kIllegalState = 401;
-constexpr int kGlobal = 0, kRelaxed = 2;                // CUstreamCaptureMode
-constexpr int kLimitStackSize = 0;                      // CUlimit CU_LIMIT_STACK_SIZE
-thread_local int t_mode = kGlobal;                      // the calling thread's (cuThreadExchangeStreamCaptureMode)
+constexpr int kGlobal = 0, kRelaxed = 2;  // CUstreamCaptureMode
+constexpr int kLimitStackSize = 0;        // CUlimit CU_LIMIT_STACK_SIZE
+// Initial exec: the library is dlopened, and LeakSanitizer's tracer (GCC 12's) crashes on the
+// dynamic TLS it records for __tls_get_addr there (the static space glibc keeps for dlopened
+// libraries holds these few bytes). The calling thread's cuThreadExchangeStreamCaptureMode:
+[[gnu::tls_model("initial-exec")]] thread_local int t_mode = kGlobal;
 size_t g_stack_limit = 1024;                            // CU_LIMIT_STACK_SIZE: the driver's default
 int g_shared_optin = 232448, g_shared_reserved = 1024;  // sm_90's shared memory per block
 // fake_cuda_fail_next's error that makes the call block for ever instead (a kernel that never
@@ -130,7 +133,8 @@ void run_launch(Launch l) {
 }
 
 void *const kDeviceContext = reinterpret_cast<void *>(0x1000);
-thread_local std::vector<void *> t_contexts;  // the calling thread's context stack
+[[gnu::tls_model("initial-exec")]] thread_local std::vector<void *>
+    t_contexts;  // the calling thread's context stack
 
 constexpr int kInvalidContext = 201;  // CUDA_ERROR_INVALID_CONTEXT
 
