@@ -1,0 +1,87 @@
+// CUDA C++ `extern "C" __global__` kernels, each with one construct libsk must refuse when it
+// fuses kernels from their PTX (refuse_global.ptx): a fused kernel runs as a sub-function of
+// one super kernel, so nothing may depend on the kernel's own launch, grid or block shape
+// beyond a 1-D block and a 1-D grid. Compiled with -rdc=true (the child launch needs it).
+#include <cooperative_groups.h>
+#include <cuda.h>  // CUtensorMap
+#include <cstdint>
+
+namespace cg = cooperative_groups;
+
+// Thread block clusters: blocks of a pair exchange a value through distributed shared memory.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) refuse_cluster(float *out) {
+  __shared__ float value;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) value = static_cast<float>(blockIdx.x);
+  cluster.sync();
+  float *peer = cluster.map_shared_rank(&value, cluster.block_rank() ^ 1);
+  if (threadIdx.x == 0) out[blockIdx.x] = *peer;
+  cluster.sync();  // the peer's shared memory stays alive until it was read
+}
+
+// A cooperative grid barrier: every block writes, the whole grid syncs, then reads a neighbour.
+extern "C" __global__ void refuse_grid_sync(float *data, float *out) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  data[i] = static_cast<float>(i);
+  cg::this_grid().sync();
+  out[i] = data[(i + blockDim.x) % (gridDim.x * blockDim.x)];
+}
+
+// Programmatic dependent launch (griddepcontrol): waits for the previous kernel's trigger, and
+// lets the next kernel start early.
+extern "C" __global__ void refuse_pdl(const float *in, float *out, int n) {
+  cudaGridDependencySynchronize();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * 2.0f;
+  cudaTriggerProgrammaticLaunchCompletion();
+}
+
+// Dynamic parallelism: a child grid launched from the device.
+extern "C" __global__ void refuse_child(float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] += 1.0f;
+}
+
+extern "C" __global__ void refuse_dynamic_parallelism(float *out, int n) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) refuse_child<<<(n + 127) / 128, 128>>>(out, n);
+}
+
+// A TMA copy: a __grid_constant__ CUtensorMap parameter (2-D, float, box 64 x 16) addressed in
+// place by cp.async.bulk.tensor, completing on a shared-memory mbarrier; block b copies the box at
+// row 16 * b to out. Launch: 128 threads per block.
+extern "C" __global__ void refuse_tma(const __grid_constant__ CUtensorMap tensor_map, float *out) {
+  constexpr uint32_t kBoxRows = 16, kBoxCols = 64, kBytes = kBoxRows * kBoxCols * sizeof(float);
+  __shared__ alignas(128) float tile[kBoxRows * kBoxCols];
+  __shared__ alignas(8) uint64_t barrier;
+  uint32_t tile_addr = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
+  uint32_t barrier_addr = static_cast<uint32_t>(__cvta_generic_to_shared(&barrier));
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(barrier_addr));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier_addr), "r"(kBytes) : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+            "r"(tile_addr),
+        "l"(&tensor_map), "r"(0), "r"(static_cast<int>(blockIdx.x * kBoxRows)), "r"(barrier_addr)
+        : "memory");
+  }
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(barrier_addr)
+        : "memory");
+  for (uint32_t i = threadIdx.x; i < kBoxRows * kBoxCols; i += blockDim.x)
+    out[blockIdx.x * kBoxRows * kBoxCols + i] = tile[i];
+}
+
+// A 2-D block: threads index a tile by threadIdx.y and blockDim.y.
+extern "C" __global__ void refuse_block2d(const float *in, float *out, int n_cols) {
+  int row = blockIdx.x * blockDim.y + threadIdx.y;
+  int col = threadIdx.x;
+  if (col < n_cols) out[row * n_cols + col] = in[row * n_cols + col] + 1.0f;
+}
