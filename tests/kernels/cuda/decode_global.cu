@@ -147,8 +147,8 @@ extern "C" __global__ void silu_mul_global(const float *gate, const float *up, f
 
 // Residual add: out[i] = x[i] + res[i], one element per thread (launch ceil(n / blockDim.x)
 // blocks of at most 256 threads).
-extern "C" __global__ void __launch_bounds__(256) residual_add_global(const float *x, const float *res, float *out,
-                                                                      int n) {
+extern "C" __global__ void __launch_bounds__(256)
+    residual_add_global(const float *x, const float *res, float *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = x[i] + res[i];
 }

@@ -61,20 +61,20 @@ extern "C" __global__ void refuse_tma(const __grid_constant__ CUtensorMap tensor
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier_addr), "r"(kBytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier_addr), "r"(kBytes)
+                 : "memory");
     asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-            "r"(tile_addr),
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+        "[%4];" ::"r"(tile_addr),
         "l"(&tensor_map), "r"(0), "r"(static_cast<int>(blockIdx.x * kBoxRows)), "r"(barrier_addr)
         : "memory");
   }
   uint32_t done = 0;
   while (!done)
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(barrier_addr)
-        : "memory");
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(barrier_addr)
+                 : "memory");
   for (uint32_t i = threadIdx.x; i < kBoxRows * kBoxCols; i += blockDim.x)
     out[blockIdx.x * kBoxRows * kBoxCols + i] = tile[i];
 }
