@@ -443,6 +443,40 @@ SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kerne
 SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name, const char *signature,
                                                      sk_kernel **out);
 /**
+ * What the caller says of a kernel when taking it (sk_module_get_kernel_desc): what a GPU
+ * kernel's binary may not say itself. Zero-initialise it and set struct_size to its sizeof.
+ */
+typedef struct sk_kernel_desc {
+  uint32_t struct_size;
+  /** Its signature, as sk_module_get_kernel_with_signature takes it; NULL: the kernel's own. */
+  const char *signature;
+  /**
+   * Threads per block of a CUDA kernel (1 to 1024); 0: its own (a PTX kernel's `.reqntid`, its
+   * SK_KERNEL_CUDA record, or its `.maxntid`). A `__global__` kernel whose PTX says none needs
+   * it. Checked against what the kernel says (.reqntid exactly, .maxntid at most). Every
+   * sub-kernel of a CUDA super kernel runs the same threads per block.
+   */
+  uint32_t threads;
+  /**
+   * Bytes of its `extern __shared__` (PTX `.extern .shared`) arrays, dynamic shared memory;
+   * 0: its own record (SK_KERNEL_CUDA_SHARED). A Triton kernel's is its metadata's `shared`.
+   */
+  uint32_t dynamic_shared;
+} sk_kernel_desc;
+/**
+ * Kernel by symbol name, with what desc says of it (NULL: as sk_module_get_kernel). Host
+ * kernels take a signature only: threads or dynamic_shared fail with SK_ERR_INVALID_ARGUMENT.
+ * - Errors: those of sk_module_get_kernel_with_signature; SK_ERR_INVALID_ARGUMENT for a
+ *   struct_size too small, threads above 1024 or dynamic_shared above 227 KiB;
+ *   SK_ERR_INCOMPATIBLE, naming the kernel and the directive, for threads the kernel's PTX
+ *   forbids, or a PTX kernel that needs threads or dynamic_shared and has neither.
+ * - Ownership: as sk_module_get_kernel. A module hands out one kernel per name, signature and
+ *   launch facts.
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, const sk_kernel_desc *desc,
+                                           sk_kernel **out);
+/**
  * How many kernels the module declares: the `.sk.kernels` records (SK_KERNEL) of a host module,
  * of every object linked into it, or the `sk_kernel_meta_*` strings (SK_KERNEL_CUDA) of a CUDA
  * module. A declared kernel whose function the module lacks fails sk_module_get_kernel.

@@ -1,9 +1,10 @@
-// sk_module_load(_file, _files, _images), sk_module_unload, sk_module_get_kernel(_with_signature).
+// sk_module_load(_file, _files, _images), sk_module_unload, sk_module_get_kernel(_with_signature, _desc).
 #include <cstdio>
 #include <vector>
 
 #include "api/handles.hpp"
 #include "api/object_file.hpp"
+#include "api/struct_size.hpp"
 
 using sk::fail;
 
@@ -21,19 +22,20 @@ sk_status load(sk_device *dev, const std::vector<sk::backend::ModuleImage> &imag
   return SK_OK;
 }
 
-sk_status get_kernel(sk_module *mod, const char *name, const char *signature, sk_kernel **out) {
-  const char *call = signature ? "sk_module_get_kernel_with_signature" : "sk_module_get_kernel";
+sk_status get_kernel(sk_module *mod, const char *name, const sk::backend::KernelRequest &request, const char *call,
+                     sk_kernel **out) {
   if (sk_status st = sk::api::check(mod, call)) return st;
   if (!name) return fail(SK_ERR_INVALID_ARGUMENT, "%s: name is NULL", call);
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
-  // A module hands out one handle per (name, signature).
-  const std::string key = std::string(name) + "|" + (signature ? signature : "<metadata>");
+  // A module hands out one handle per (name, signature, launch facts).
+  const std::string key = std::string(name) + "|" + (request.signature ? request.signature : "<metadata>") + "|" +
+                          std::to_string(request.threads) + "|" + std::to_string(request.dynamic_shared);
   if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
     *out = it->second.get();
     return SK_OK;
   }
   std::shared_ptr<sk::backend::Kernel> kernel;
-  if (sk_status st = mod->backend->get_kernel(name, signature, call, &kernel); st != SK_OK) return st;
+  if (sk_status st = mod->backend->get_kernel(name, request, call, &kernel); st != SK_OK) return st;
   auto handle = std::make_unique<sk_kernel>();
   handle->backend = std::move(kernel);
   handle->owner.attach(mod->owner.life(), sk::api::ChildKind::Module, false);
@@ -115,15 +117,30 @@ SK_API void sk_module_unload(sk_module *mod) {
 }
 
 SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kernel **out) {
-  return sk::api::guarded("sk_module_get_kernel", [&] { return get_kernel(mod, name, nullptr, out); });
+  return sk::api::guarded("sk_module_get_kernel",
+                          [&] { return get_kernel(mod, name, {}, "sk_module_get_kernel", out); });
 }
 
 SK_API sk_status sk_module_get_kernel_with_signature(sk_module *mod, const char *name, const char *signature,
                                                      sk_kernel **out) {
   if (sk_status st = sk::api::check(mod, "sk_module_get_kernel_with_signature")) return st;
   if (!signature) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_get_kernel_with_signature: signature is NULL");
-  return sk::api::guarded("sk_module_get_kernel_with_signature",
-                          [&] { return get_kernel(mod, name, signature, out); });
+  return sk::api::guarded("sk_module_get_kernel_with_signature", [&] {
+    return get_kernel(mod, name, {signature}, "sk_module_get_kernel_with_signature", out);
+  });
+}
+
+SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, const sk_kernel_desc *desc,
+                                           sk_kernel **out) {
+  const char *call = "sk_module_get_kernel_desc";
+  if (desc && desc->struct_size < offsetof(sk_kernel_desc, signature) + sizeof desc->signature)
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: desc->struct_size %u is too small (sizeof(sk_kernel_desc) is %zu)",
+                call, desc->struct_size, sizeof(sk_kernel_desc));
+  sk::backend::KernelRequest request;
+  if (desc) request.signature = desc->signature;
+  if (SK_STRUCT_COVERS(desc, sk_kernel_desc, threads)) request.threads = desc->threads;
+  if (SK_STRUCT_COVERS(desc, sk_kernel_desc, dynamic_shared)) request.dynamic_shared = desc->dynamic_shared;
+  return sk::api::guarded(call, [&] { return get_kernel(mod, name, request, call, out); });
 }
 
 }  // extern "C"

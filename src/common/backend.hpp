@@ -90,14 +90,22 @@ class Kernel : public DeviceChild {
   sk_status copy_args(void *const *args, const char *call, std::vector<uint64_t> *out, uint64_t refs = 0) const;
 };
 
+// What the caller says of a kernel when taking it (sk_kernel_desc): its signature (NULL: from
+// its metadata, else parsed and checked against it) and the launch facts a GPU kernel's binary
+// may lack (0: the kernel's own).
+struct KernelRequest {
+  const char *signature = nullptr;
+  uint32_t threads = 0;
+  uint32_t dynamic_shared = 0;
+};
+
 // A loaded module: its kernels, by name.
 class Module : public DeviceChild {
  public:
   using DeviceChild::DeviceChild;
   virtual ~Module() = default;
-  // `signature` NULL: from the kernel's metadata; else parsed and checked against it.
   // SK_ERR_NOT_FOUND names the kernel and the module.
-  virtual sk_status get_kernel(const char *name, const char *signature, const char *call,
+  virtual sk_status get_kernel(const char *name, const KernelRequest &request, const char *call,
                                std::shared_ptr<Kernel> *out) = 0;
   // The kernels its metadata declares, in the order it lists them.
   virtual const std::vector<KernelMetadata> &declared_kernels() const = 0;

@@ -148,10 +148,10 @@ sk_status CudaBackend::load_module(const std::vector<backend::ModuleImage> &imag
   return SK_OK;
 }
 
-sk_status CudaBackendModule::get_kernel(const char *name, const char *signature, const char *call,
+sk_status CudaBackendModule::get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
                                         std::shared_ptr<backend::Kernel> *out) {
   std::shared_ptr<CudaKernel> ck;
-  if (sk_status st = make_cuda_kernel(module, name, signature, call, &ck); st != SK_OK) return st;
+  if (sk_status st = make_cuda_kernel(module, name, request, call, &ck); st != SK_OK) return st;
   auto k = std::make_shared<CudaBackendKernel>(device_);
   k->symbol = name;
   k->core_type = ck->core_type;

@@ -14,6 +14,9 @@
 namespace sk::cuda {
 namespace {
 
+// 227 KiB: the most dynamic shared memory a block may opt in to on any architecture.
+constexpr uint32_t kMaxDynamicShared = 227 * 1024;
+
 // NVVM's LTO-IR starts with this magic (little-endian 0x7f4e43ed).
 constexpr uint8_t kLtoIrMagic[4] = {0xed, 0x43, 0x4e, 0x7f};
 
@@ -84,12 +87,37 @@ sk_status take_records(const std::vector<std::string> &records, CudaModule *m) {
     const std::string kernel = record_kernel(rec);
     uint32_t threads = 0, shared = 0;
     if (sk_status st = record_number(rec, m->label, kernel, "threads", 1, 1024, &threads); st != SK_OK) return st;
-    // 227 KiB: the most dynamic shared memory a block may opt in to on any architecture.
-    if (sk_status st = record_number(rec, m->label, kernel, "shared", 0, 227 * 1024, &shared); st != SK_OK)
+    if (sk_status st = record_number(rec, m->label, kernel, "shared", 0, kMaxDynamicShared, &shared); st != SK_OK)
       return st;
     if (threads) m->threads[kernel] = threads;
     if (shared) m->dynamic_shared[kernel] = shared;
   }
+  return SK_OK;
+}
+}  // namespace
+
+namespace {
+// A PTX module: rewritten for nvJitLink (cuda/ptx_module.hpp), its kernels declared from their
+// parameters where no sk_kernel.h record declares them.
+sk_status load_ptx_module(const uint8_t *text, size_t size, CudaModule *m, const std::string &arch) {
+  m->kind = InputKind::Ptx;
+  std::string max_version;
+  if (std::shared_ptr<const NvJitLink> linker; NvJitLink::get(&linker) == SK_OK)
+    max_version = ptx_isa_of_nvjitlink(linker->version());
+  auto ptx = std::make_shared<PtxModule>();
+  const std::string_view view(reinterpret_cast<const char *>(text), size);
+  if (sk_status st = read_ptx_module(view, m->label, arch, max_version, ptx.get()); st != SK_OK) return st;
+  if (sk_status st = take_records(ptx_metadata_records(std::string(view)), m); st != SK_OK) return st;
+  for (const PtxKernel &k : ptx->kernels) {
+    if (!k.entry) continue;
+    bool recorded = false;
+    for (const KernelMetadata &meta : m->metadata) recorded |= meta.name == k.name;
+    if (!recorded) m->metadata.push_back({k.name, signature_to_string(k.signature), "vector"});
+  }
+  m->cubin = ptx->graph;
+  // NUL-terminated: nvJitLink reads PTX as a C string, whatever size it is given.
+  m->bytes.assign(ptx->text.c_str(), ptx->text.c_str() + ptx->text.size() + 1);
+  m->ptx = std::move(ptx);
   return SK_OK;
 }
 }  // namespace
@@ -99,15 +127,37 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
   auto m = std::make_shared<CudaModule>();
   m->label = label;
   const auto *b = static_cast<const uint8_t *>(image);
-  // What nvcc -dc writes by default (a host object whose __nv_relfatbin holds the cubins) and
-  // nvcc -dc -fatbin: the cubin for the device's architecture, then read as if given alone.
+  if (looks_like_ptx(image, size)) {
+    if (sk_status st = load_ptx_module(b, size, m.get(), arch); st != SK_OK) return st;
+    m->given.assign(b, b + size);
+    *out = std::move(m);
+    return SK_OK;
+  }
+  // What nvcc writes by default (a host object whose __nv_relfatbin holds the cubins), nvcc
+  // -dc -fatbin, and nvcc -c (.nv_fatbin): the cubin for the device's architecture, then read
+  // as if given alone; else its PTX. A linked cubin cannot be fused: its PTX, if any, can.
   std::vector<uint8_t> extracted;
   if (elf::looks_like_fatbin(image, size) || host_elf(image, size)) {
     std::string what;
-    if (sk_status st = elf::extract_fatbin_cubin(image, size, label, arch, &extracted, &what); st != SK_OK)
+    bool ptx = false;
+    if (sk_status st = elf::extract_fatbin_code(image, size, label, arch, true, &extracted, &what, &ptx); st != SK_OK)
       return st;
+    if (!ptx && elf::looks_like_cubin(extracted.data(), extracted.size()) && extracted.size() > 16 &&
+        extracted[16] != 1 /* ET_REL */) {
+      std::vector<uint8_t> code;
+      std::string ptx_what;
+      if (elf::extract_fatbin_code(image, size, label, arch, false, &code, &ptx_what, &ptx) == SK_OK) {
+        extracted = std::move(code);
+        what = ptx_what;
+      }
+    }
     m->given.assign(b, b + size);
     m->label = label + " (" + what + ")";
+    if (ptx) {
+      if (sk_status st = load_ptx_module(extracted.data(), extracted.size(), m.get(), arch); st != SK_OK) return st;
+      *out = std::move(m);
+      return SK_OK;
+    }
     image = extracted.data();
     size = extracted.size();
     b = extracted.data();
@@ -133,8 +183,8 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     if (sk_status st = take_records(m->cubin.metadata_records, m.get()); st != SK_OK) return st;
   } else {
     return fail(SK_ERR_BAD_BINARY,
-                "%s: neither a cubin (ELF) nor LTO-IR (%zu bytes); build CUDA kernels with nvcc -dc -cubin or "
-                "nvcc -dc -dlto -ltoir",
+                "%s: neither a cubin (ELF), LTO-IR nor PTX (%zu bytes); build CUDA kernels with nvcc -dc -cubin, "
+                "nvcc -dc -dlto -ltoir or nvcc -ptx",
                 m->label.c_str(), size);
   }
   if (!extracted.empty())
@@ -169,50 +219,153 @@ sk_status CudaModuleCache::load(const void *image, size_t size, const std::strin
   return SK_OK;
 }
 
-sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name, const char *signature,
-                           const char *call, std::shared_ptr<CudaKernel> *out) {
+namespace {
+
+// A signature the caller gives for a PTX kernel: the same parameters in the same slots as its
+// PTX declares (a `.u64` may be a pointer or an integer, an aggregate's members any that fill
+// its bytes alike).
+sk_status check_ptx_signature(const Signature &given, const Signature &ptx, const std::string &what,
+                              const char *call) {
+  if (given.size() != ptx.size())
+    return fail(SK_ERR_INCOMPATIBLE, "%s: %s has %zu parameters in its PTX (%s), not %zu", call, what.c_str(),
+                ptx.size(), signature_to_string(ptx).c_str(), given.size());
+  for (size_t i = 0; i < given.size(); ++i) {
+    const ParamType &g = given[i], &p = ptx[i];
+    const bool same = g.is_struct() || p.is_struct() ? g.is_struct() && p.is_struct() && g.size == p.size && g.align == p.align
+                                                    : (arg_size(g) == 8) == (arg_size(p) == 8);
+    if (!same)
+      return fail(SK_ERR_INCOMPATIBLE, "%s: %s: parameter %zu is %s in its PTX, which %s does not pass", call,
+                  what.c_str(), i, type_to_string(p).c_str(), type_to_string(g).c_str());
+  }
+  return SK_OK;
+}
+
+// A PTX kernel's threads per block: the caller's (checked against its directives), its
+// `.reqntid`, its sk_kernel.h record, or its `.maxntid`; a `__global__` kernel that says none
+// of them needs the caller's.
+sk_status ptx_threads(const CudaModule &m, const PtxKernel &pk, uint32_t caller, const std::string &what,
+                      const char *call, CudaKernel *k) {
+  const uint32_t req = pk.reqntid[0] * pk.reqntid[1] * pk.reqntid[2];
+  const uint32_t max = pk.maxntid[0] * pk.maxntid[1] * pk.maxntid[2];
+  if (caller && req && caller != req)
+    return fail(SK_ERR_INCOMPATIBLE, "%s: %s requires %u threads per block (.reqntid %u, %u, %u), not %u", call,
+                what.c_str(), req, pk.reqntid[0], pk.reqntid[1], pk.reqntid[2], caller);
+  if (caller && max && caller > max)
+    return fail(SK_ERR_INCOMPATIBLE, "%s: %s runs at most %u threads per block (.maxntid %u, %u, %u), not %u", call,
+                what.c_str(), max, pk.maxntid[0], pk.maxntid[1], pk.maxntid[2], caller);
+  const auto recorded = m.threads.find(pk.name);
+  if (caller) {
+    k->threads = caller, k->threads_from = "caller";
+  } else if (req) {
+    k->threads = req, k->threads_from = ".reqntid";
+  } else if (recorded != m.threads.end()) {
+    k->threads = recorded->second, k->threads_from = "metadata";
+  } else if (max) {
+    k->threads = max, k->threads_from = ".maxntid";
+  } else if (pk.entry) {
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s does not say its threads per block (no .reqntid or .maxntid, as __launch_bounds__ writes): "
+                "give them when taking it (sk_kernel_desc.threads)",
+                call, what.c_str());
+  }
+  return SK_OK;
+}
+
+}  // namespace
+
+sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
+                           const backend::KernelRequest &request, const char *call, std::shared_ptr<CudaKernel> *out) {
   const CudaModule &m = *module;
+  const char *signature = request.signature;
   const std::string what = std::string("kernel '") + name + "' of " + m.label;
   const KernelMetadata *meta = nullptr;
   for (const KernelMetadata &k : m.metadata)
     if (k.name == name) meta = &k;
   auto k = std::make_shared<CudaKernel>();
-  if (m.kind == InputKind::Cubin) {
+  const PtxKernel *pk = m.ptx ? m.ptx->find(name) : nullptr;
+  if (request.threads > 1024)
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: threads %u is above 1024, the most a CUDA block has", call,
+                what.c_str(), request.threads);
+  if (request.dynamic_shared > kMaxDynamicShared)
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: dynamic_shared %u is above %u, the most a block may opt in to",
+                call, what.c_str(), request.dynamic_shared, kMaxDynamicShared);
+  if (m.kind == InputKind::Ptx) {
+    if (!pk) {
+      std::string names;
+      for (const PtxKernel &c : m.ptx->kernels) names += (names.empty() ? "" : ", ") + c.name;
+      return fail(SK_ERR_NOT_FOUND, "%s: no kernel '%s' is defined in %s (its kernels: %s)", call, name,
+                  m.label.c_str(), names.empty() ? "none" : names.c_str());
+    }
+    if (!pk->refusal.empty())
+      return fail(SK_ERR_UNSUPPORTED, "%s: %s cannot be fused: %s", call, what.c_str(), pk->refusal.c_str());
+    if (pk->entry) {
+      // Its signature is its parameters': a given one must pass them alike.
+      if (signature) {
+        Signature given;
+        if (sk_status st = parse_signature(signature, what, &given); st != SK_OK) return st;
+        if (sk_status st = check_ptx_signature(given, pk->signature, what, call); st != SK_OK) return st;
+      }
+      meta = nullptr;
+      k->signature = pk->signature;
+    }
+  }
+  if (m.kind == InputKind::Cubin || m.kind == InputKind::Ptx) {
     const elf::CubinFunction *fn = m.cubin.find(name);
     if (!fn) return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, m.label.c_str());
     if (fn->entry)
       return fail(SK_ERR_UNSUPPORTED,
-                  "%s: %s is a __global__ kernel; sub-kernels are extern \"C\" __device__ functions (sk_kernel.h)",
+                  "%s: %s is a __global__ kernel compiled to SASS, which cannot be called; load its PTX (nvcc -ptx, "
+                  "or a fatbinary with -gencode arch=compute_XY,code=compute_XY), or make it an extern \"C\" "
+                  "__device__ function (sk_kernel.h)",
                   call, what.c_str());
     const elf::CubinReach reach = m.cubin.reach(name);
     k->usage = device_api_usage(reach.externs);
     k->usage_paths = device_api_paths(reach.paths);
     for (const std::string &f : reach.functions) k->registers = std::max(k->registers, m.cubin.find(f)->registers);
-    const elf::SharedOverlayLayout alone = elf::layout_shared_overlay({&m.cubin}, {{0, name}}, false);
-    uint64_t in_place = 0;
-    for (uint32_t v : reach.shared_vars)
-      if (const elf::CubinSharedVar &var = m.cubin.shared_vars[v]; !var.overlay)
-        in_place = (in_place + var.align - 1) / var.align * var.align + var.size;
-    k->static_shared = (uint32_t)std::min<uint64_t>(alone.bytes + in_place, UINT32_MAX);
-    if (reach.dynamic_shared && !m.dynamic_shared.count(name))
+    if (m.kind == InputKind::Cubin) {
+      const elf::SharedOverlayLayout alone = elf::layout_shared_overlay({&m.cubin}, {{0, name}}, false);
+      uint64_t in_place = 0;
+      for (uint32_t v : reach.shared_vars)
+        if (const elf::CubinSharedVar &var = m.cubin.shared_vars[v]; !var.overlay)
+          in_place = (in_place + var.align - 1) / var.align * var.align + var.size;
+      k->static_shared = (uint32_t)std::min<uint64_t>(alone.bytes + in_place, UINT32_MAX);
+    }
+    if (reach.dynamic_shared && !m.dynamic_shared.count(name) && !request.dynamic_shared)
       return fail(SK_ERR_INCOMPATIBLE,
-                  "%s: %s uses an extern __shared__ array but declares no size for it; record it with "
-                  "SK_KERNEL_CUDA_SHARED(%s, signature, threads, bytes)",
+                  m.kind == InputKind::Ptx
+                      ? "%s: %s uses an .extern .shared array but its size is not known; give it when taking the "
+                        "kernel (sk_kernel_desc.dynamic_shared; a Triton kernel's is its metadata's 'shared')%.0s"
+                      : "%s: %s uses an extern __shared__ array but declares no size for it; record it with "
+                        "SK_KERNEL_CUDA_SHARED(%s, signature, threads, bytes)",
                   call, what.c_str(), name);
   }
   const std::string no_metadata =
       "sk_kernel.h metadata (" +
       (!m.metadata_note.empty() ? m.metadata_note : "no sk_kernel_meta_ variable: built without SK_KERNEL_CUDA?") +
       ")";
-  if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK)
-    return st;
+  if (!pk || !pk->entry)
+    if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK)
+      return st;
   if (m.kind == InputKind::LtoIr)
     // The calls an LTO-IR function makes are unknown before linking: assume it synchronises
     // its blocks, so the planner never multiplexes them (which would hang sk_sync_all).
     k->usage = kUsesSyncAll | kUsesBlockIdx | kUsesBlockNum;
   if (meta) k->core_type = meta->core_type;
-  if (auto it = m.threads.find(name); it != m.threads.end()) k->threads = it->second;
-  if (auto it = m.dynamic_shared.find(name); it != m.dynamic_shared.end()) k->dynamic_shared = it->second;
+  if (auto it = m.threads.find(name); it != m.threads.end()) k->threads = it->second, k->threads_from = "metadata";
+  if (auto it = m.dynamic_shared.find(name); it != m.dynamic_shared.end())
+    k->dynamic_shared = it->second, k->dynamic_shared_from = "metadata";
+  if (pk) {
+    if (sk_status st = ptx_threads(m, *pk, request.threads, what, call, k.get()); st != SK_OK) return st;
+    // .maxnreg bounds what the link compiles it to.
+    if (pk->max_registers) k->registers = pk->max_registers;
+    k->ptx = pk;
+  } else if (request.threads) {
+    if (auto it = m.threads.find(name); it != m.threads.end() && it->second != request.threads)
+      return fail(SK_ERR_INCOMPATIBLE, "%s: %s runs %u threads per block (SK_KERNEL_CUDA's threads), not %u", call,
+                  what.c_str(), it->second, request.threads);
+    k->threads = request.threads, k->threads_from = "caller";
+  }
+  if (request.dynamic_shared) k->dynamic_shared = request.dynamic_shared, k->dynamic_shared_from = "caller";
   k->module = module;
   k->symbol = name;
   *out = std::move(k);

@@ -17,7 +17,9 @@
 #include "common/device_api_usage.hpp"
 #include "common/kernel_metadata.hpp"
 #include "common/signature.hpp"
+#include "common/backend.hpp"
 #include "cuda/nvjitlink.hpp"
+#include "cuda/ptx_module.hpp"
 #include "elf/cubin.hpp"
 
 namespace sk::cuda {
@@ -28,10 +30,12 @@ constexpr uint32_t kDefaultThreads = 128;
 struct CudaModule {
   std::string label;
   InputKind kind = InputKind::Cubin;
-  std::vector<uint8_t> bytes;  // as loaded: a link rewrites a cubin's copy (its shared overlay)
-  elf::Cubin cubin;            // cubins only
-  // The bytes given, where they were a fatbinary or a host object of nvcc -dc and `bytes` the
-  // cubin taken from it (empty otherwise): what CudaModuleCache compares.
+  std::vector<uint8_t> bytes;  // as linked: a link rewrites a cubin's copy (its shared overlay); PTX rewritten
+  // A cubin's; for PTX, its functions and calls read from the text (PtxModule::graph).
+  elf::Cubin cubin;
+  std::shared_ptr<const PtxModule> ptx;  // PTX only: its kernels, launch facts and rewrites
+  // The bytes given, where they were a fatbinary or a host object of nvcc and `bytes` the code
+  // taken from it, or PTX before its rewrite (empty otherwise): what CudaModuleCache compares.
   std::vector<uint8_t> given;
   std::vector<KernelMetadata> metadata;
   std::map<std::string, uint32_t> threads;         // metadata "threads=" per kernel
@@ -55,6 +59,10 @@ struct CudaKernel {
   // (CubinSharedVar::overlay), which the linker places beside it.
   uint32_t static_shared = 0;
   uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
+  // Where `threads` came from, for explain: "metadata", ".reqntid", ".maxntid", "caller", "default".
+  std::string threads_from = "default";
+  std::string dynamic_shared_from;  // "metadata", "caller" ("" when it has none)
+  const PtxKernel *ptx = nullptr;   // a PTX module's kernel: its facts and rewrites (module-owned)
 };
 
 // Parses a cubin or LTO-IR image (copied), or a fatbinary or host object holding a relocatable
@@ -84,10 +92,15 @@ class CudaModuleCache {
 // The sk_kernel_meta_* strings in PTX text (`.b8 sk_kernel_meta_f[N] = {115, 107, ...};`).
 std::vector<std::string> ptx_metadata_records(const std::string &ptx);
 
-// Takes kernel `name`. `signature` NULL: from the metadata (SK_ERR_NOT_FOUND without it);
-// else parsed and checked against the metadata. A cubin must define the function
-// (SK_ERR_NOT_FOUND naming it); an LTO-IR symbol is checked when it is linked.
-sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name, const char *signature,
-                           const char *call, std::shared_ptr<CudaKernel> *out);
+// Takes kernel `name`. `request.signature` NULL: from the metadata, or a PTX kernel's
+// parameters (SK_ERR_NOT_FOUND without either); else parsed and checked against them. A cubin
+// or PTX must define the function (SK_ERR_NOT_FOUND naming it); an LTO-IR symbol is checked
+// when it is linked. The request's launch facts are checked against the kernel's own.
+sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
+                           const backend::KernelRequest &request, const char *call, std::shared_ptr<CudaKernel> *out);
+inline sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
+                                  const char *signature, const char *call, std::shared_ptr<CudaKernel> *out) {
+  return make_cuda_kernel(module, name, backend::KernelRequest{signature}, call, out);
+}
 
 }  // namespace sk::cuda

@@ -67,7 +67,9 @@ elf::SharedOverlayLayout overlay_layout(const std::vector<const CudaModule *> &m
   std::vector<const elf::Cubin *> cubins;
   bool lto = false;
   for (const CudaModule *m : modules) {
-    lto |= m->kind == InputKind::LtoIr;
+    // A call into another module from code compiled in the link: its callee's variables may
+    // meet its caller's (the overlay lays out call trees it can see).
+    lto |= m->kind == InputKind::LtoIr || (m->ptx && m->ptx->calls_outside);
     if (m->kind == InputKind::Cubin) cubins.push_back(&m->cubin);
   }
   std::vector<elf::OverlayRoot> roots;
@@ -79,6 +81,14 @@ elf::SharedOverlayLayout overlay_layout(const std::vector<const CudaModule *> &m
     if (seen.insert({cubin, k->symbol}).second) roots.push_back({cubin, k->symbol});
   }
   return elf::layout_shared_overlay(cubins, roots, lto);
+}
+
+// The architecture to link for: the device's, or its arch-specific variant (sm_90a) when a PTX
+// module targets it, which the device's other code links into.
+std::string link_arch(const std::string &arch, const std::vector<const CudaModule *> &modules) {
+  for (const CudaModule *m : modules)
+    if (m->ptx && m->ptx->link_arch != arch) return m->ptx->link_arch;
+  return arch;
 }
 
 LinkKey link_key(const std::string &material) {
@@ -117,10 +127,11 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
                           elf::SharedOverlayLayout *overlay) {
   const Plan &plan = *req.plan;
   EntrySpec spec;
-  elf::SharedOverlayLayout layout = overlay_layout(linked_modules(req.kernels), req.kernels);
+  const std::vector<const CudaModule *> modules = linked_modules(req.kernels);
+  elf::SharedOverlayLayout layout = overlay_layout(modules, req.kernels);
   spec.shared_overlay_bytes = layout.bytes;
   spec.shared_overlay_align = layout.align;
-  spec.arch = req.arch;
+  spec.arch = link_arch(req.arch, modules);
   spec.threads = threads;
   spec.timeout_ns = req.timeout_ns;
   spec.id = req.id;
@@ -227,7 +238,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
     inputs.push_back({modules[i]->kind, bytes.data(), bytes.size(), modules[i]->label});
   }
   const uint32_t max_registers = entry_register_cap(req.kernels);
-  std::string material = link_material(inputs, req.arch, max_registers);
+  std::string material = link_material(inputs, spec.arch, max_registers);
   const LinkKey key = link_key(material);
   {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
@@ -252,7 +263,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
       return st;
     }
     auto cubin = std::make_shared<std::vector<uint8_t>>();
-    if (sk_status st = linker->link(inputs, req.arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
+    if (sk_status st = linker->link(inputs, spec.arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
         st != SK_OK)
       return st;
     ++g_links;

@@ -219,8 +219,8 @@ sk_status fatbin_entry_bytes(const FatbinEntry &entry, std::string_view label, s
   return SK_OK;
 }
 
-sk_status extract_fatbin_cubin(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,
-                               std::vector<uint8_t> *cubin, std::string *what) {
+sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,
+                              bool sass, std::vector<uint8_t> *code, std::string *what, bool *ptx) {
   const std::string label(label_view);
   const void *fatbin = bytes;
   size_t fatbin_size = size;
@@ -259,19 +259,27 @@ sk_status extract_fatbin_cubin(const void *bytes, size_t size, std::string_view 
   const uint32_t want = arch_number(arch, &specific);
   const FatbinEntry *chosen = nullptr;
   for (const FatbinEntry &e : entries)
-    if (e.kind == kFatbinElf && e.arch == want) {
+    if (sass && e.kind == kFatbinElf && e.arch == want) {
       // sm_90 and sm_90a cubins may both be there: the one that names the device's variant.
       const bool match = ((e.flags & kFatbinArchSpecific) != 0) == specific;
       if (!chosen || (match && ((chosen->flags & kFatbinArchSpecific) != 0) != specific)) chosen = &e;
     }
+  // Else PTX the device runs: of its architecture or an older one (an arch-specific one only
+  // for the device's own), the newest.
+  *ptx = !chosen;
+  if (!chosen)
+    for (const FatbinEntry &e : entries)
+      if (e.kind == kFatbinPtx && e.arch <= want && (!(e.flags & kFatbinArchSpecific) || e.arch == want) &&
+          (!chosen || e.arch > chosen->arch))
+        chosen = &e;
   if (!chosen) {
     const std::string a(arch);
     return fail(SK_ERR_INCOMPATIBLE,
-                "%s: the %s holds %s; the device is %s: build with -arch=%s (or add -gencode "
-                "arch=compute_%u,code=%s) for its cubin; libsk fuses SASS (relocatable cubins), not PTX",
+                "%s: the %s holds %s; the device is %s, which runs neither: build with -arch=%s (or add -gencode "
+                "arch=compute_%u,code=%s)",
                 label.c_str(), origin.c_str(), holdings(entries).c_str(), a.c_str(), a.c_str(), want, a.c_str());
   }
-  if (sk_status st = fatbin_entry_bytes(*chosen, where, cubin); st != SK_OK) return st;
+  if (sk_status st = fatbin_entry_bytes(*chosen, where, code); st != SK_OK) return st;
   *what = chosen->describe();
   return SK_OK;
 }

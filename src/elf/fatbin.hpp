@@ -61,11 +61,12 @@ sk_status parse_fatbin(const void *bytes, size_t size, std::string_view label, s
 // An entry's bytes: the payload as stored, or decompressed (exactly `uncompressed_size` bytes).
 sk_status fatbin_entry_bytes(const FatbinEntry &entry, std::string_view label, std::vector<uint8_t> *out);
 
-// The cubin for `arch` ("sm_90") of a fatbinary or of a host ELF object that carries one (the
-// caller has seen a fatbinary magic or an ELF of a machine other than EM_CUDA). `what` says
-// where it came from ("sm_90 cubin of __nv_relfatbin"). An object without a fatbinary is
-// SK_ERR_UNSUPPORTED; one without SASS for `arch` SK_ERR_INCOMPATIBLE, listing what it holds.
-sk_status extract_fatbin_cubin(const void *bytes, size_t size, std::string_view label, std::string_view arch,
-                               std::vector<uint8_t> *cubin, std::string *what);
+// The code for `arch` ("sm_90") of a fatbinary or of a host ELF object that carries one (the
+// caller has seen a fatbinary magic or an ELF of a machine other than EM_CUDA): its cubin for
+// `arch` when `sass` and it has one, else the PTX of the newest architecture `arch` runs
+// (`*ptx` set). `what` says which ("sm_90 cubin", "compute_90 PTX"). An object without a
+// fatbinary is SK_ERR_UNSUPPORTED; one without either SK_ERR_INCOMPATIBLE, listing what it holds.
+sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label, std::string_view arch, bool sass,
+                              std::vector<uint8_t> *code, std::string *what, bool *ptx);
 
 }  // namespace sk::elf

@@ -60,8 +60,14 @@ sk_status HostBackend::load_module(const std::vector<backend::ModuleImage> &imag
   return SK_OK;
 }
 
-sk_status HostModule::get_kernel(const char *name, const char *signature, const char *call,
+sk_status HostModule::get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
                                  std::shared_ptr<backend::Kernel> *out) {
+  const char *signature = request.signature;
+  if (request.threads || request.dynamic_shared)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: kernel '%s': threads and dynamic_shared are launch facts of GPU kernels; on the host a block "
+                "is one call on one core",
+                call, name);
   const LinkedModule &lm = *linked;
   const LinkedFunction *fn = lm.object->find_function(name);
   if (!fn) {

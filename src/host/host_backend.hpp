@@ -76,7 +76,7 @@ class HostModule final : public backend::Module {
   HostModule(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host,
              std::shared_ptr<LinkedModule> linked)
       : Module(std::move(device)), host(std::move(host)), linked(std::move(linked)) {}
-  sk_status get_kernel(const char *name, const char *signature, const char *call,
+  sk_status get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
                        std::shared_ptr<backend::Kernel> *out) override;
   const std::vector<KernelMetadata> &declared_kernels() const override { return linked->metadata; }
   std::shared_ptr<HostDevice> host;

@@ -96,6 +96,30 @@ struct Scope {
   }
 };
 
+#ifdef SK_PTXAS
+// Runs ptxas on the PTX; returns its exit status and output.
+inline int ptxas(const std::string &ptx, const std::string &arch, std::string *output) {
+  char dir[] = "/tmp/sk-ptxas-XXXXXX";
+  if (!mkdtemp(dir)) return -1;
+  const std::string in = std::string(dir) + "/entry.ptx", out = std::string(dir) + "/entry.o",
+                    log = std::string(dir) + "/log";
+  FILE *f = std::fopen(in.c_str(), "w");
+  std::fwrite(ptx.data(), 1, ptx.size(), f);
+  std::fclose(f);
+  const std::string cmd =
+      ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  const std::vector<uint8_t> bytes = read_file(log);
+  output->assign(bytes.begin(), bytes.end());
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  std::remove(log.c_str());
+  rmdir(dir);
+  return rc;
+}
+
+#endif
+
 #ifdef SK_NVDISASM
 // nvdisasm: $SK_NVDISASM, else the one CMake found (the CUDA toolkit's, or the PyPI wheel
 // nvidia-cuda-nvdisasm's), else "".

@@ -39,6 +39,15 @@ inline std::vector<uint8_t> read_file(const std::string &path) {
 
 inline std::vector<uint8_t> kernel_bytes(const std::string &file) { return read_file(kernel_path(file)); }
 
+#ifdef SK_TRITON_PTX_DIR
+// A Triton kernel's checked-in PTX (tests/kernels/triton/ptx; $SK_TRITON_PTX overrides the
+// directory, as $SK_CUDA_KERNELS does the built kernels').
+inline std::string triton_path(const std::string &file) {
+  const char *dir = std::getenv("SK_TRITON_PTX");
+  return std::string(dir && *dir ? dir : SK_TRITON_PTX_DIR) + "/" + file;
+}
+#endif
+
 // The test process's own link cache (XDG_CACHE_HOME, src/cuda/disk_cache.hpp), removed at
 // exit: tests neither read the user's cached cubins nor leave theirs behind. Call it before
 // the first link; returns the directory XDG_CACHE_HOME names.

@@ -25,8 +25,10 @@ foreach(tool nvdisasm cuobjdump)
     set(SK_${var} "")
   endif()
 endforeach()
+# The Triton kernels' PTX is checked in (tests/kernels/triton: Triton is no build dependency).
 target_compile_definitions(sk_cuda_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}" SK_PTXAS="${SK_PTXAS}"
-                           SK_NVDISASM="${SK_NVDISASM}")
+                           SK_NVDISASM="${SK_NVDISASM}"
+                           SK_TRITON_PTX_DIR="${PROJECT_SOURCE_DIR}/tests/kernels/triton/ptx")
 # cuda.h only for test_cuda_abi.cpp's layout checks (libsk itself needs no CUDA header).
 get_filename_component(SK_CUDA_BIN_DIR ${SK_NVCC} DIRECTORY)
 if(EXISTS ${SK_CUDA_BIN_DIR}/../include/cuda.h)
@@ -53,6 +55,7 @@ target_include_directories(sk_cuda_fake_driver_tests PRIVATE ${CMAKE_CURRENT_SOU
 target_link_libraries(sk_cuda_fake_driver_tests PRIVATE sk GTest::gtest_main ${CMAKE_DL_LIBS} sk_explain_dump)
 target_compile_features(sk_cuda_fake_driver_tests PRIVATE cxx_std_20)
 target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR="${SK_CUDA_KERNEL_DIR}"
+                           SK_TRITON_PTX_DIR="${PROJECT_SOURCE_DIR}/tests/kernels/triton/ptx"
                            SK_CUOBJDUMP="${SK_CUOBJDUMP}"
                            SK_FAKE_CUDA_DRIVER="$<TARGET_FILE:sk_fake_cuda_driver>")
 add_dependencies(sk_cuda_fake_driver_tests sk_cuda_test_kernels sk_fake_cuda_driver)

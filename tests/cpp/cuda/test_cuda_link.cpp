@@ -40,29 +40,9 @@ using sk::cuda_test::kernel;
 using sk::cuda_test::kNoNvdisasm;
 using sk::cuda_test::load;
 using sk::cuda_test::nvdisasm_path;
+using sk::cuda_test::ptxas;
 using sk::cuda_test::sass_function;
 using sk::cuda_test::Scope;
-
-// Runs ptxas on the PTX; returns its exit status and output.
-int ptxas(const std::string &ptx, const std::string &arch, std::string *output) {
-  char dir[] = "/tmp/sk-ptxas-XXXXXX";
-  if (!mkdtemp(dir)) return -1;
-  const std::string in = std::string(dir) + "/entry.ptx", out = std::string(dir) + "/entry.o",
-                    log = std::string(dir) + "/log";
-  FILE *f = std::fopen(in.c_str(), "w");
-  std::fwrite(ptx.data(), 1, ptx.size(), f);
-  std::fclose(f);
-  const std::string cmd =
-      sk::cuda_test::ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(log);
-  output->assign(bytes.begin(), bytes.end());
-  std::remove(in.c_str());
-  std::remove(out.c_str());
-  std::remove(log.c_str());
-  rmdir(dir);
-  return rc;
-}
 
 // The body of PTX function `name` (from its `.func` line to the closing brace at column 0).
 std::string ptx_function(const std::string &ptx, const std::string &name) {

@@ -1,0 +1,713 @@
+#include "cuda/ptx_module.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "common/device_api_usage.hpp"
+#include "common/error.hpp"
+
+namespace sk::cuda {
+namespace {
+
+// ---- tokens ----------------------------------------------------------------------------------
+
+struct Tok {
+  std::string_view s;
+  size_t at = 0;     // offset in the text
+  size_t line = 1;   // for messages
+  bool bol = false;  // first token of its line: `.loc` and `.file` end at the line's end
+};
+
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+         c == '%' || c == '.';
+}
+
+// PTX's lexical structure as far as a rewrite needs it: words (directives, opcodes with their
+// type suffixes, registers, names, numbers, `.shared::cluster`), guards (`@!%p1`), strings and
+// single punctuation; comments skipped.
+std::vector<Tok> tokenize(std::string_view t) {
+  std::vector<Tok> out;
+  size_t line = 1;
+  bool bol = true;
+  for (size_t i = 0; i < t.size();) {
+    const char c = t[i];
+    if (c == '\n') {
+      ++line, ++i, bol = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < t.size() && t[i + 1] == '/') {
+      while (i < t.size() && t[i] != '\n') ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < t.size() && t[i + 1] == '*') {
+      const size_t end = t.find("*/", i + 2);
+      const size_t stop = end == std::string_view::npos ? t.size() : end + 2;
+      line += (size_t)std::count(t.begin() + (long)i, t.begin() + (long)stop, '\n');
+      i = stop;
+      continue;
+    }
+    size_t j = i + 1;
+    if (c == '"') {
+      while (j < t.size() && t[j] != '"' && t[j] != '\n') j += t[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, t.size());
+    } else if (c == '@' || word_char(c)) {
+      for (; j < t.size(); ++j) {
+        if (word_char(t[j]) || (c == '@' && t[j] == '!')) continue;
+        if (t[j] == ':' && j + 1 < t.size() && t[j + 1] == ':') {  // .shared::cluster
+          ++j;
+          continue;
+        }
+        break;
+      }
+    }
+    out.push_back({t.substr(i, j - i), i, line, bol});
+    bol = false;
+    i = j;
+  }
+  return out;
+}
+
+bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// ---- edits -----------------------------------------------------------------------------------
+
+struct Edit {
+  size_t at, len;
+  std::string text;
+};
+
+std::string apply(std::string_view text, std::vector<Edit> edits) {
+  std::sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
+  std::string out;
+  size_t pos = 0;
+  for (const Edit &e : edits) {
+    if (e.at < pos) continue;  // overlapping: the first wins (never made so)
+    out.append(text.substr(pos, e.at - pos));
+    out += e.text;
+    pos = e.at + e.len;
+  }
+  out.append(text.substr(pos));
+  return out;
+}
+
+// ---- the parse -------------------------------------------------------------------------------
+
+// What one function's text says, before deciding whether it is rewritten.
+struct Function {
+  std::string name;
+  bool entry = false, visible = false, weak = false, returns = false;
+  size_t line = 0;
+  Signature signature;
+  std::string signature_error;  // a parameter that has no signature type
+  std::vector<std::string> param_names;
+  uint32_t reqntid[3] = {0, 0, 0}, maxntid[3] = {0, 0, 0}, minnctapersm = 0, maxnreg = 0;
+  std::vector<Edit> header_edits;  // entry -> func, parameter types, directives out
+  std::vector<std::string> header_notes;
+  std::string refusal;  // a construct of its own code that cannot be fused
+  // Its reads of special registers that the rewrite replaces: statement range, guard, register
+  // written, special register read.
+  struct Special {
+    size_t at, len;
+    std::string guard, dst, reg;
+  };
+  std::vector<Special> specials;
+  std::vector<Edit> exits;  // `exit` -> `ret`
+  std::set<std::string> callees;
+  std::set<std::string> words;  // names its statements use otherwise than as a call target
+  bool indirect_calls = false, dynamic_shared = false;
+};
+
+constexpr const char *kDynamicParallelism[] = {"__cudaCDP2", "cudaLaunchDevice", "cudaGetParameterBuffer",
+                                               "cudaCGGetIntrinsicHandle", "cudaCGSynchronize"};
+
+// What a construct of a function body means for fusion, "" when nothing: the things a `.func`
+// called inside a super kernel cannot do.
+std::string refused_construct(std::string_view opcode, std::string_view token) {
+  if (starts(token, "%envreg")) return "a cooperative grid synchronisation (cg::this_grid(): reads " + std::string(token) + ")";
+  if (starts(token, "%cluster") || starts(token, "%nclusterid") || starts(token, "%is_explicit_cluster") ||
+      token.find("::cluster") != std::string_view::npos)
+    return "a thread block cluster (" + std::string(token) + ")";
+  if (starts(opcode, "griddepcontrol"))
+    return "programmatic dependent launch (" + std::string(opcode) + "): a super kernel's steps are ordered by libsk";
+  if (starts(opcode, "barrier.cluster") || starts(opcode, "mapa"))
+    return "a thread block cluster (" + std::string(opcode) + ")";
+  if (starts(opcode, "cp.async.bulk.tensor") || starts(opcode, "cp.reduce.async.bulk.tensor") ||
+      starts(opcode, "prefetch.tensormap") || starts(opcode, "prefetch.param.tensormap") ||
+      starts(opcode, "tensormap.") || starts(opcode, "cvta.param") || starts(opcode, "cvta.to.param"))
+    return "a TMA descriptor or other grid-constant parameter (" + std::string(opcode) + ")";
+  return "";
+}
+
+const std::set<std::string_view> kSpecials = {"%ctaid.x",  "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y",
+                                              "%nctaid.z", "%tid.x",   "%tid.y",   "%tid.z",    "%ntid.x",
+                                              "%ntid.y",   "%ntid.z"};
+
+// The signature type of a scalar PTX parameter type; `.u64`/`.b64` is a pointer unless the
+// kernel marks its pointers (`.ptr`, as Triton does), when it is an integer.
+bool scalar_type(std::string_view t, bool ptr_attr, bool marks_pointers, ArgType *out, std::string *decl) {
+  static const std::map<std::string_view, ArgType> narrow = {
+      {".u8", ArgType::U8},   {".b8", ArgType::U8},   {".s8", ArgType::I8},   {".u16", ArgType::U16},
+      {".b16", ArgType::U16}, {".f16", ArgType::U16}, {".bf16", ArgType::U16}, {".s16", ArgType::I16},
+      {".u32", ArgType::U32}, {".b32", ArgType::U32}, {".s32", ArgType::I32}, {".f32", ArgType::F32},
+      {".s64", ArgType::I64}, {".f64", ArgType::F64}};
+  if (t == ".u64" || t == ".b64") {
+    *out = ptr_attr || !marks_pointers ? ArgType::Ptr : ArgType::U64;
+    *decl = ".b64";
+    return true;
+  }
+  auto it = narrow.find(t);
+  if (it == narrow.end()) return false;
+  *out = it->second;
+  // libsk's call sites pass every scalar in a .b32 or .b64 parameter, as nvcc passes a
+  // __device__ function's; narrower parameters read their low bytes from it.
+  *decl = (t == ".s64" || t == ".f64") ? ".b64" : ".b32";
+  return true;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string &label) : text_(text), label_(label), toks_(tokenize(text)) {}
+
+  sk_status run();
+
+  std::string_view text_;
+  const std::string &label_;
+  std::vector<Tok> toks_;
+  std::string version, target;
+  size_t version_tok = SIZE_MAX, header_end = 0;
+  std::vector<Function> functions;
+  std::set<std::string> declared;       // function declarations and definitions
+  std::set<std::string> extern_shared;  // `.extern .shared` arrays (dynamic shared memory)
+
+ private:
+  sk_status bad(size_t i, const std::string &what) const {
+    const size_t line = i < toks_.size() ? toks_[i].line : (toks_.empty() ? 1 : toks_.back().line);
+    return fail(SK_ERR_BAD_BINARY, "%s: line %zu: %s", label_.c_str(), line, what.c_str());
+  }
+  const std::string_view tok(size_t i) const { return i < toks_.size() ? toks_[i].s : std::string_view(); }
+  size_t line_end(size_t i) const {
+    for (++i; i < toks_.size() && !toks_[i].bol;) ++i;
+    return i;
+  }
+  sk_status matching(size_t open, size_t *close) const;
+  sk_status function(size_t begin, size_t body, size_t close);
+  sk_status params(Function &f, size_t open, size_t close);
+  void directives(Function &f, size_t begin, size_t body);
+  void statement(Function &f, size_t begin, size_t end);
+};
+
+sk_status Parser::matching(size_t open, size_t *close) const {
+  int depth = 0;
+  for (size_t i = open; i < toks_.size(); ++i) {
+    const std::string_view s = toks_[i].s;
+    if (s == "{" || s == "(" || s == "[") ++depth;
+    if ((s == "}" || s == ")" || s == "]") && --depth == 0) {
+      *close = i;
+      return SK_OK;
+    }
+  }
+  return bad(open, "'" + std::string(tok(open)) + "' is never closed");
+}
+
+sk_status Parser::run() {
+  for (size_t i = 0; i < toks_.size();) {
+    const std::string_view s = tok(i);
+    if (s == ".version") {
+      version = std::string(tok(i + 1));
+      version_tok = i + 1;
+      header_end = std::max(header_end, toks_[std::min(i + 1, toks_.size() - 1)].at + tok(i + 1).size());
+      i += 2;
+      continue;
+    }
+    if (s == ".target" || s == ".address_size") {
+      if (s == ".target") target = std::string(tok(i + 1));
+      size_t j = i + 2;
+      while (tok(j) == ",") j += 2;
+      header_end = std::max(header_end, toks_[std::min(j - 1, toks_.size() - 1)].at + tok(j - 1).size());
+      i = j;
+      continue;
+    }
+    if (s == ".file" || s == ".loc") {
+      i = line_end(i);
+      continue;
+    }
+    if (s == ".section") {
+      size_t open = i + 1;
+      while (open < toks_.size() && tok(open) != "{") ++open;
+      size_t close = 0;
+      if (sk_status st = matching(open, &close); st != SK_OK) return st;
+      i = close + 1;
+      continue;
+    }
+    // A declaration, a variable or a function: up to `;`, or a function's body.
+    bool func = false, init = false;
+    int depth = 0;
+    size_t j = i;
+    for (; j < toks_.size(); ++j) {
+      const std::string_view t = tok(j);
+      if ((t == ".entry" || t == ".func") && depth == 0) func = true;
+      if (t == "=") init = true;
+      if (t == "{" && depth == 0 && func && !init) break;
+      if (t == "(" || t == "[" || t == "{") ++depth;
+      if (t == ")" || t == "]" || t == "}") --depth;
+      if (t == ";" && depth == 0) break;
+    }
+    if (j >= toks_.size()) return bad(i, "'" + std::string(s) + "' does not end");
+    if (tok(j) == "{") {
+      size_t close = 0;
+      if (sk_status st = matching(j, &close); st != SK_OK) return st;
+      if (sk_status st = function(i, j, close); st != SK_OK) return st;
+      i = close + 1;
+      continue;
+    }
+    bool shared = false, ext = false;
+    for (size_t k = i; k < j; ++k) {
+      shared |= tok(k) == ".shared";
+      ext |= tok(k) == ".extern";
+    }
+    if (func) {  // a declaration: the name is the word before the parameter list
+      for (size_t k = i; k < j; ++k)
+        if (tok(k) == "(" && k > i && word_char(tok(k - 1)[0]) && tok(k - 1)[0] != '.') {
+          declared.insert(std::string(tok(k - 1)));
+          break;
+        }
+    } else if (shared && ext) {
+      for (size_t k = j; k > i; --k)
+        if (tok(k - 1) != "]" && tok(k - 1) != "[" && word_char(tok(k - 1)[0]) && tok(k - 1)[0] != '.') {
+          extern_shared.insert(std::string(tok(k - 1)));
+          break;
+        }
+    }
+    i = j + 1;
+  }
+  if (version.empty()) return bad(0, "no .version directive: not PTX");
+  if (target.empty()) return bad(0, "no .target directive");
+  return SK_OK;
+}
+
+sk_status Parser::params(Function &f, size_t open, size_t close) {
+  bool marks = false;
+  for (size_t k = open; k < close; ++k) marks |= tok(k) == ".ptr";
+  for (size_t k = open + 1; k < close;) {
+    size_t end = k;
+    while (end < close && tok(end) != ",") ++end;
+    // .param TYPE... NAME [ '[' N ']' ]
+    if (tok(k) != ".param") return bad(k, "a parameter of '" + f.name + "' does not start with .param");
+    size_t name = k + 1;
+    uint32_t align = 0;
+    bool ptr = false;
+    std::string type;
+    for (; name < end && tok(name)[0] == '.'; ++name) {
+      const std::string_view a = tok(name);
+      if (a == ".ptr")
+        ptr = true;
+      else if (a == ".align")
+        align = (uint32_t)std::strtoul(std::string(tok(++name)).c_str(), nullptr, 10);
+      else if (a != ".global" && a != ".const" && a != ".shared" && a != ".local")
+        type = std::string(a);
+    }
+    if (name >= end) return bad(k, "a parameter of '" + f.name + "' has no name");
+    f.param_names.emplace_back(tok(name));
+    const std::string pname(tok(name));
+    if (tok(name + 1) == "[") {  // a byte array: an aggregate passed by value
+      const unsigned long bytes = std::strtoul(std::string(tok(name + 2)).c_str(), nullptr, 10);
+      const uint32_t a = align ? align : 1;
+      if (bytes == 0 || bytes % a || (a != 1 && a != 2 && a != 4 && a != 8 && a != 16)) {
+        f.signature_error = "parameter '" + pname + "' (" + std::to_string(bytes) + " bytes, aligned " +
+                            std::to_string(a) + ") has no signature type";
+      } else {
+        const uint32_t piece = std::min<uint32_t>(a, 8);
+        const std::string member = piece == 1 ? "u8" : piece == 2 ? "u16" : piece == 4 ? "u32" : "u64";
+        Signature one;
+        const std::string spelled = "{" + member + "[" + std::to_string(bytes / piece) + "]}";
+        if (parse_signature(spelled, "parameter '" + pname + "'", &one) != SK_OK || one[0].align != a) {
+          f.signature_error = "parameter '" + pname + "' (" + std::to_string(bytes) + " bytes, aligned " +
+                              std::to_string(a) + ") has no signature type";
+        } else {
+          f.signature.push_back(one[0]);
+        }
+      }
+    } else {
+      ArgType t{};
+      std::string decl;
+      if (!scalar_type(type, ptr, marks, &t, &decl)) {
+        f.signature_error = "parameter '" + pname + "' has PTX type '" + type + "', which no signature type holds";
+      } else {
+        f.signature.emplace_back(t);
+        if (f.entry) {  // `.param .u64 .ptr .global .align 1 x` -> `.param .b64 x`
+          const size_t from = toks_[k + 1].at, to = toks_[name].at;
+          f.header_edits.push_back({from, to - from, decl + " "});
+        }
+      }
+    }
+    k = end + 1;
+  }
+  return SK_OK;
+}
+
+// Entry directives between the parameter list and the body: launch facts, taken out.
+void Parser::directives(Function &f, size_t begin, size_t body) {
+  auto dims = [&](size_t k, uint32_t *d) {
+    for (int n = 0; n < 3 && k < body; ++n) {
+      d[n] = (uint32_t)std::strtoul(std::string(tok(k)).c_str(), nullptr, 10);
+      if (tok(k + 1) != ",") break;
+      k += 2;
+    }
+  };
+  for (size_t k = begin; k < body; ++k) {
+    const std::string_view d = tok(k);
+    if (d == ".reqntid") dims(k + 1, f.reqntid);
+    if (d == ".maxntid") dims(k + 1, f.maxntid);
+    if (d == ".minnctapersm") f.minnctapersm = (uint32_t)std::strtoul(std::string(tok(k + 1)).c_str(), nullptr, 10);
+    if (d == ".maxnreg") f.maxnreg = (uint32_t)std::strtoul(std::string(tok(k + 1)).c_str(), nullptr, 10);
+    if (d == ".explicitcluster" || d == ".reqnctapercluster" || d == ".maxclusterrank" || d == ".blocksareclusters")
+      f.refusal = "a thread block cluster (" + std::string(d) + ")";
+  }
+  for (size_t i : {0, 1, 2})
+    if (f.reqntid[i] == 0 && (f.reqntid[0] || f.reqntid[1] || f.reqntid[2])) f.reqntid[i] = 1;
+  for (size_t i : {0, 1, 2})
+    if (f.maxntid[i] == 0 && (f.maxntid[0] || f.maxntid[1] || f.maxntid[2])) f.maxntid[i] = 1;
+  if (f.entry && begin < body) {
+    const size_t from = toks_[begin].at, to = toks_[body].at;
+    f.header_edits.push_back({from, to - from, "\n"});
+    f.header_notes.push_back("entry directives '" + std::string(text_.substr(from, toks_[body - 1].at +
+                                                                                    toks_[body - 1].s.size() - from)) +
+                             "' taken as launch facts");
+  }
+}
+
+void Parser::statement(Function &f, size_t begin, size_t end) {
+  size_t op = begin;
+  std::string guard;
+  if (tok(op)[0] == '@') guard = std::string(tok(op++));
+  if (op >= end) return;
+  const std::string_view opcode = tok(op);
+  for (size_t k = op; k < end; ++k) {
+    const std::string_view t = tok(k);
+    if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
+    if (extern_shared.count(std::string(t))) f.dynamic_shared = true;
+    if (k > op && !starts(opcode, "call") && t[0] != '%' && t[0] != '.' && t[0] != '$' && word_char(t[0]) && !(t[0] >= '0' && t[0] <= '9'))
+      f.words.insert(std::string(t));
+  }
+  if (opcode == "exit") {
+    if (f.entry)
+      f.exits.push_back({toks_[op].at, opcode.size(), "ret"});
+    else if (f.refusal.empty())
+      f.refusal = "'" + f.name + "' ends its thread with exit";
+    return;
+  }
+  if (starts(opcode, "call")) {
+    size_t k = op + 1;
+    if (tok(k) == "(") {  // (return values),
+      while (k < end && tok(k) != ")") ++k;
+      k += 2;
+    }
+    const std::string callee(tok(k));
+    if (callee.empty() || callee[0] == '%') {
+      f.indirect_calls = true;
+    } else {
+      f.callees.insert(callee);
+      for (const char *p : kDynamicParallelism)
+        if (starts(callee, p) && f.refusal.empty()) f.refusal = "dynamic parallelism (calls " + callee + ")";
+    }
+    return;
+  }
+  if (starts(opcode, "mov.") && end == op + 4 && tok(op + 2) == ",") {
+    const std::string_view src = tok(op + 3);
+    if (kSpecials.count(src)) {
+      // The rewrite reads the grid through libsk's device API.
+      if (src == "%ctaid.x") f.callees.insert("sk_block_idx");
+      if (src == "%nctaid.x") f.callees.insert("sk_block_num");
+      const size_t from = toks_[begin].at;
+      f.specials.push_back({from, toks_[end].at + 1 - from, guard, std::string(tok(op + 1)), std::string(src)});
+      return;
+    }
+  }
+  for (size_t k = op; k < end; ++k) {
+    const std::string_view t = tok(k);
+    if ((starts(t, "%ctaid") || starts(t, "%nctaid") || starts(t, "%tid") || starts(t, "%ntid")) &&
+        f.refusal.empty() && !(t == "%tid.x" || t == "%ntid.x"))
+      f.refusal = "reads " + std::string(t) + " other than by a scalar mov";
+  }
+}
+
+sk_status Parser::function(size_t begin, size_t body, size_t close) {
+  Function f;
+  f.line = toks_[begin].line;
+  size_t k = begin;
+  for (; k < body && tok(k) != ".entry" && tok(k) != ".func"; ++k) {
+    f.visible |= tok(k) == ".visible";
+    f.weak |= tok(k) == ".weak";
+  }
+  f.entry = tok(k) == ".entry";
+  const size_t kind = k++;
+  if (tok(k) == "(") {  // a .func's return values
+    f.returns = true;
+    if (sk_status st = matching(k, &k); st != SK_OK) return st;
+    ++k;
+  }
+  f.name = std::string(tok(k));
+  if (f.name.empty() || f.name[0] == '.' || f.name == "(") return bad(kind, "a function without a name");
+  declared.insert(f.name);
+  size_t after = k + 1;
+  if (tok(after) == "(") {
+    size_t pclose = 0;
+    if (sk_status st = matching(after, &pclose); st != SK_OK) return st;
+    if (sk_status st = params(f, after, pclose); st != SK_OK) return st;
+    after = pclose + 1;
+  }
+  if (f.entry) f.header_edits.push_back({toks_[kind].at, 6, f.visible ? ".func" : ".visible .func"});
+  directives(f, after, body);
+  // The body: statements end at `;`; `{` `}` alone open and close scopes; labels end at `:`.
+  for (size_t i = body + 1; i < close;) {
+    const std::string_view s = tok(i);
+    if (s == "{" || s == "}") {
+      ++i;
+      continue;
+    }
+    if (s == ".loc" || s == ".file") {
+      i = std::min(line_end(i), close);
+      continue;
+    }
+    if (tok(i + 1) == ":" && s[0] != '@') {
+      i += 2;
+      continue;
+    }
+    int depth = 0;
+    size_t j = i;
+    for (; j < close; ++j) {
+      const std::string_view t = tok(j);
+      if (t == "(" || t == "[" || t == "{") ++depth;
+      if (t == ")" || t == "]" || t == "}") --depth;
+      if (t == ";" && depth <= 0) break;
+    }
+    if (j >= close) return bad(i, "a statement of '" + f.name + "' does not end with ';'");
+    statement(f, i, j);
+    i = j + 1;
+  }
+  functions.push_back(std::move(f));
+  return SK_OK;
+}
+
+// ---- the rewrite -----------------------------------------------------------------------------
+
+// Why a function's reads of special registers cannot be rewritten, "" if they can: libsk runs a
+// sub-kernel's blocks in one dimension, and a thread index beyond x needs the block's shape.
+std::string special_refusal(const Function &f, bool shape_known) {
+  for (const Function::Special &s : f.specials) {
+    const bool yz = s.reg.back() != 'x';
+    if (yz && (starts(s.reg, "%ctaid") || starts(s.reg, "%nctaid")))
+      return "a two- or three-dimensional grid (reads " + s.reg + "); libsk runs a sub-kernel's blocks in one dimension";
+    if (yz && !shape_known)
+      return "a multi-dimensional block (reads " + s.reg + ") whose shape its PTX does not give (no .reqntid)";
+  }
+  return "";
+}
+
+// A special register read, as the rewritten `.func` reads it: the block from libsk's device
+// API, a 3-D thread index rebuilt from the 1-D one of the super kernel's block.
+std::string special_read(const Function::Special &s, const uint32_t block[3]) {
+  const std::string g = s.guard.empty() ? "" : s.guard + " ";
+  const std::string axis = s.reg.substr(s.reg.size() - 1);
+  const int a = axis == "x" ? 0 : axis == "y" ? 1 : 2;
+  auto set = [&](const std::string &v) { return g + "mov.u32 " + s.dst + ", " + v + ";"; };
+  auto api = [&](const char *fn) {
+    return std::string("{ .param .b32 sk_r; call (sk_r), ") + fn + ", (); " + g + "ld.param.b32 " + s.dst +
+           ", [sk_r]; }";
+  };
+  if (starts(s.reg, "%ctaid")) return api("sk_block_idx");  // .y and .z are refused
+  if (starts(s.reg, "%nctaid")) return api("sk_block_num");
+  const bool flat = block[1] * block[2] <= 1;
+  if (starts(s.reg, "%ntid")) return a == 0 && (flat || !block[0]) ? "" : set(std::to_string(flat ? 1 : block[a]));
+  // %tid
+  if (flat) return a == 0 ? "" : set("0");
+  const std::string x = std::to_string(block[0]), xy = std::to_string(block[0] * block[1]);
+  const std::string head = "{ .reg .b32 %sk_t; mov.u32 %sk_t, %tid.x; ";
+  if (a == 0) return head + g + "rem.u32 " + s.dst + ", %sk_t, " + x + "; }";
+  if (a == 1)
+    return head + "div.u32 %sk_t, %sk_t, " + x + "; " + g + "rem.u32 " + s.dst + ", %sk_t, " +
+           std::to_string(block[1]) + "; }";
+  return head + g + "div.u32 " + s.dst + ", %sk_t, " + xy + "; }";
+}
+
+bool newer(const std::string &a, const std::string &b) {  // "9.4" > "9.0"
+  unsigned am = 0, an = 0, bm = 0, bn = 0;
+  std::sscanf(a.c_str(), "%u.%u", &am, &an);
+  std::sscanf(b.c_str(), "%u.%u", &bm, &bn);
+  return am != bm ? am > bm : an > bn;
+}
+
+}  // namespace
+
+const PtxKernel *PtxModule::find(std::string_view name) const {
+  for (const PtxKernel &k : kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+bool looks_like_ptx(const void *bytes, size_t size) {
+  const std::string_view t(static_cast<const char *>(bytes), size);
+  const size_t nul = t.find('\0');
+  if (nul != std::string_view::npos && t.find_first_not_of('\0', nul) != std::string_view::npos) return false;
+  for (const Tok &k : tokenize(t.substr(0, std::min<size_t>(nul, 4096)))) return k.s == ".version";
+  return false;
+}
+
+std::string ptx_isa_of_nvjitlink(const std::string &v) {
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(v.c_str(), "%u.%u", &major, &minor) != 2 || major < 12) return "";
+  // CUDA 12.x compiles PTX ISA 8.x (12.6 stayed at 8.5, 12.8 and 12.9 are 8.7 and 8.8);
+  // CUDA 13.x compiles 9.x.
+  if (major == 12) {
+    static const unsigned isa12[] = {0, 1, 2, 3, 4, 5, 5, 6, 7, 8};
+    return "8." + std::to_string(isa12[std::min(minor, 9u)]);
+  }
+  return std::to_string(major - 4) + "." + std::to_string(minor);
+}
+
+sk_status read_ptx_module(std::string_view text, const std::string &label, const std::string &arch,
+                          const std::string &max_version, PtxModule *out) {
+  while (!text.empty() && text.back() == '\0') text.remove_suffix(1);
+  Parser p(text, label);
+  if (sk_status st = p.run(); st != SK_OK) return st;
+  PtxModule m;
+  m.version = p.version;
+  m.target = p.target;
+  // The target: PTX for the device's architecture or an older one; `sm_90a` features need the
+  // link to be for sm_90a.
+  const unsigned device = (unsigned)std::strtoul(arch.c_str() + 3, nullptr, 10);
+  char *end = nullptr;
+  const unsigned sm = starts(m.target, "sm_") ? (unsigned)std::strtoul(m.target.c_str() + 3, &end, 10) : 0;
+  if (!sm)
+    return fail(SK_ERR_BAD_BINARY, "%s: .target %s is not an sm_XY architecture", label.c_str(), m.target.c_str());
+  const std::string suffix = end ? end : "";
+  if (sm > device || (!suffix.empty() && sm != device))
+    return fail(SK_ERR_INCOMPATIBLE, "%s: the PTX is for %s (.target), which a %s device cannot run%s", label.c_str(),
+                m.target.c_str(), arch.c_str(),
+                suffix.empty() ? "" : ": its architecture-specific features are that GPU's only");
+  m.link_arch = suffix.empty() ? arch : arch + suffix;
+  std::vector<Edit> edits;
+  if (!max_version.empty() && newer(m.version, max_version)) {
+    edits.push_back({p.toks_[p.version_tok].at, p.version.size(), max_version});
+    m.rewrites.push_back(".version " + m.version + " lowered to " + max_version +
+                         ", the newest the installed nvJitLink compiles");
+  }
+
+  // The call graph, in the cubin reader's form: a call through a pointer may reach any
+  // function whose name the code uses otherwise than in a call.
+  m.graph.label = label;
+  m.graph.type = 1;  // relocatable: compiled and linked with the others
+  std::set<std::string> defined, named;
+  for (const Function &f : p.functions) {
+    defined.insert(f.name);
+    named.insert(f.words.begin(), f.words.end());
+  }
+  for (const Function &f : p.functions) {
+    elf::CubinFunction g;
+    g.name = f.name;
+    g.local = !f.visible && !f.entry;
+    g.weak = f.weak;
+    g.indirect_calls = f.indirect_calls;
+    g.dynamic_shared = f.dynamic_shared;
+    for (const std::string &c : f.callees) {
+      g.callees.push_back(c);
+      if (!defined.count(c)) {
+        g.externs.push_back(c);
+        if (!device_api_bit(c)) m.calls_outside = true;
+      }
+    }
+    m.graph.functions.push_back(std::move(g));
+    if (named.count(f.name)) m.graph.pointer_targets.push_back(f.name);
+  }
+
+  std::set<std::string> api_needed;
+  // A helper's (a function no other module can call) block index and grid size are its
+  // kernel's: read like the kernel's own, as a one-dimensional block's.
+  for (const Function &f : p.functions) {
+    if (f.entry || f.visible) continue;
+    const uint32_t flat[3] = {0, 1, 1};
+    for (const Function::Special &s : f.specials) {
+      const std::string with = special_read(s, flat);
+      if (with.empty()) continue;
+      edits.push_back({s.at, s.len, with});
+      if (s.reg == "%ctaid.x") api_needed.insert("sk_block_idx");
+      if (s.reg == "%nctaid.x") api_needed.insert("sk_block_num");
+    }
+  }
+  for (const Function &f : p.functions) {
+    if ((!f.entry && !f.visible) || f.returns) continue;  // a helper, never a sub-kernel
+    PtxKernel k;
+    k.name = f.name;
+    k.entry = f.entry;
+    std::copy(f.reqntid, f.reqntid + 3, k.reqntid);
+    std::copy(f.maxntid, f.maxntid + 3, k.maxntid);
+    k.min_blocks_per_sm = f.minnctapersm;
+    k.max_registers = f.maxnreg;
+    k.signature = f.signature;
+    const uint32_t *block = f.reqntid[0] ? f.reqntid : f.maxntid;
+    const bool flat = !block[0] || block[1] * block[2] <= 1;
+    // Refused when any function it reaches does what a called function cannot.
+    const elf::CubinReach reach = m.graph.reach(f.name);
+    for (const std::string &r : reach.functions)
+      for (const Function &g : p.functions) {
+        if (g.name != r || !k.refusal.empty()) continue;
+        std::string why = g.refusal;
+        if (why.empty() && (g.entry || !g.visible)) why = special_refusal(g, g.name == f.name && f.reqntid[0]);
+        if (why.empty() && g.name != f.name && !flat && !g.visible)
+          for (const Function::Special &s : g.specials)
+            if (starts(s.reg, "%tid") || starts(s.reg, "%ntid")) why = "reads " + s.reg + " of a multi-dimensional block";
+        if (!why.empty()) k.refusal = g.name == f.name ? why : why + ", in '" + g.name + "', which it calls";
+      }
+    if (k.refusal.empty()) k.refusal = f.signature_error;  // the construct first, if both
+    if (k.entry && k.refusal.empty()) {
+      std::vector<Edit> mine = f.header_edits;
+      std::vector<std::string> notes{".entry made a .func; parameters declared as a callee's"};
+      if (!f.visible) notes[0] += "; made .visible";
+      notes.insert(notes.end(), f.header_notes.begin(), f.header_notes.end());
+      std::set<std::string> seen, api;
+      const uint32_t one_d[3] = {block[0], 1, 1};
+      for (const Function::Special &s : f.specials) {
+        if (!flat && !f.reqntid[0] && !starts(s.reg, "%ctaid") && !starts(s.reg, "%nctaid")) {
+          k.refusal = "a " + std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
+                      std::to_string(block[2]) + " block (.maxntid) without .reqntid: its shape is not known";
+          break;
+        }
+        const std::string with = special_read(s, flat ? one_d : block);
+        if (with.empty()) continue;
+        mine.push_back({s.at, s.len, with});
+        if (s.reg == "%ctaid.x") api.insert("sk_block_idx");
+        if (s.reg == "%nctaid.x") api.insert("sk_block_num");
+        if (seen.insert(s.reg).second)
+          notes.push_back(s.reg + (s.reg == "%ctaid.x"    ? " read as sk_block_idx()"
+                                   : s.reg == "%nctaid.x" ? " read as sk_block_num()"
+                                   : " rebuilt from the block's thread index"));
+      }
+      if (!f.exits.empty()) notes.push_back("exit made ret");
+      if (k.refusal.empty()) {  // else it stays an .entry, as written
+        edits.insert(edits.end(), mine.begin(), mine.end());
+        edits.insert(edits.end(), f.exits.begin(), f.exits.end());
+        api_needed.insert(api.begin(), api.end());
+        k.rewrites = std::move(notes);
+      }
+    }
+    m.kernels.push_back(std::move(k));
+  }
+  // libsk's device API, declared where the rewrite calls it and the text does not.
+  std::string decls;
+  for (const std::string &fn : api_needed)
+    if (!p.declared.count(fn)) decls += "\n.extern .func (.param .b32 sk_r) " + fn + "\n()\n;";
+  if (!decls.empty()) edits.push_back({p.header_end, 0, decls + "\n"});
+  m.text = apply(text, std::move(edits));
+  *out = std::move(m);
+  return SK_OK;
+}
+
+}  // namespace sk::cuda

@@ -1,0 +1,70 @@
+// PTX text as a module of sub-kernels: what nvcc -ptx, a fatbinary's PTX and Triton write.
+// Every `.entry` (a `__global__` kernel, a Triton kernel) becomes a `.func` a super kernel calls,
+// by a mechanical rewrite of the text: the block index and grid size read through libsk's
+// device API (the virtual block of sk_block_idx / sk_block_num), `exit` as `ret`, the entry
+// directives (.reqntid, .maxntid, .minnctapersm, .maxnreg) taken out as the kernel's launch
+// facts, parameter attributes of kernels only (.ptr .global .align N) dropped, and `.version`
+// lowered to what the installed nvJitLink accepts. The text is compiled in the link; nothing
+// here needs a GPU or nvJitLink. Each change is recorded, for sk_module_inspect and explain.
+#pragma once
+#include <sk.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/signature.hpp"
+#include "elf/cubin.hpp"
+
+namespace sk::cuda {
+
+// A kernel of a PTX module: a rewritten `.entry`, or a visible `.func` (a libsk sub-kernel
+// compiled to PTX).
+struct PtxKernel {
+  std::string name;
+  bool entry = false;
+  Signature signature;               // from the parameter list
+  uint32_t reqntid[3] = {0, 0, 0};   // .reqntid (0: not given)
+  uint32_t maxntid[3] = {0, 0, 0};   // .maxntid
+  uint32_t min_blocks_per_sm = 0;    // .minnctapersm
+  uint32_t max_registers = 0;        // .maxnreg
+  std::vector<std::string> rewrites;  // what loading changed in it, one line each
+  // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
+  // `.entry` in the text, as it was written, so that the other kernels still link.
+  std::string refusal;
+};
+
+struct PtxModule {
+  std::string version;  // `.version` as written ("9.4")
+  std::string target;   // `.target`'s architecture as written ("sm_90a")
+  // The architecture nvJitLink must link it for: the device's, with the `a` suffix when the
+  // PTX targets the device's arch-specific features (Triton writes sm_90a on sm_90).
+  std::string link_arch;
+  std::string text;                   // rewritten, ready for nvJitLink
+  std::vector<std::string> rewrites;  // of the module (the version), one line each
+  std::vector<PtxKernel> kernels;     // in text order
+  // Its functions and their calls, in the form the cubin reader gives a cubin's, so that one
+  // walk (elf::Cubin::reach) finds what a kernel reaches: device API calls, `exit` and the
+  // refused constructs of the functions it calls.
+  elf::Cubin graph;
+  // It calls a function it neither defines nor is libsk's device API (another module's).
+  bool calls_outside = false;
+
+  const PtxKernel *find(std::string_view name) const;
+};
+
+// True for bytes that read as PTX text: a `.version` directive before any NUL, past comments.
+bool looks_like_ptx(const void *bytes, size_t size);
+
+// The newest PTX ISA version ("9.0") an nvJitLink of version "13.0" compiles; "" when unknown.
+std::string ptx_isa_of_nvjitlink(const std::string &nvjitlink_version);
+
+// Reads and rewrites PTX text for a device of architecture `arch` ("sm_90"). `max_version` is
+// the newest `.version` the linker takes ("" to leave it). A module for another GPU (a newer
+// architecture, or another one's arch-specific features) is SK_ERR_INCOMPATIBLE; text that is
+// not PTX as the grammar below reads it is SK_ERR_BAD_BINARY naming `label` and the line.
+sk_status read_ptx_module(std::string_view text, const std::string &label, const std::string &arch,
+                          const std::string &max_version, PtxModule *out);
+
+}  // namespace sk::cuda

@@ -1,0 +1,383 @@
+// Kernels from PTX as their compilers wrote it (cuda/ptx_module.hpp): Triton's decode-step
+// kernels (tests/kernels/triton, checked in), the same as CUDA C++ `__global__` kernels (nvcc
+// -ptx, and PTX-only fatbinaries), and kernels whose constructs cannot be fused. Each loads,
+// its rewrite compiles, and they fuse with each other and with `__device__` sub-kernels in a
+// real nvJitLink link, checked in the linked SASS.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "common/device_api_usage.hpp"
+#include "cuda/nvjitlink.hpp"
+#include "cuda/ptx_module.hpp"
+#include "cuda_link_support.hpp"
+
+using sk::cuda::BuiltImage;
+using sk::cuda::CudaKernel;
+using sk::cuda::CudaModule;
+using sk::cuda::PtxModule;
+using sk::cuda_test::contains;
+using sk::cuda_test::kernel_bytes;
+using sk::cuda_test::load;
+using sk::cuda_test::read_file;
+using sk::cuda_test::Scope;
+using sk::cuda_test::triton_path;
+
+namespace {
+
+// The six kernels of the decode step, as Triton 3.9 compiled them (scripts/ptx-fixtures), with
+// the threads and dynamic shared bytes its metadata gives (.json beside each).
+struct TritonFixture {
+  const char *file, *kernel, *signature;
+  uint32_t threads, shared;
+};
+const TritonFixture kTriton[] = {
+    {"rmsnorm", "rmsnorm_kernel", "ptr,ptr,ptr,u32,f32,ptr,ptr", 128, 16},
+    {"rope", "rope_kernel", "ptr,ptr,ptr,ptr,u32,u32,ptr,ptr", 32, 0},
+    {"decode_attention", "decode_attention_kernel", "ptr,ptr,ptr,ptr,u32,u32,u32,u32,f32,ptr,ptr", 128, 2048},
+    {"silu_mul", "silu_mul_kernel", "ptr,ptr,ptr,u32,ptr,ptr", 128, 0},
+    {"residual_add", "residual_add_kernel", "ptr,ptr,ptr,u32,ptr,ptr", 128, 0},
+    {"gemv", "gemv_kernel", "ptr,ptr,ptr,u32,u32,ptr,ptr", 128, 512},
+};
+
+// The same operations as nvcc `__global__` kernels (tests/kernels/cuda/decode_global.cu).
+const char *const kGlobal[] = {"rmsnorm_global",  "rope_global",         "decode_attention_global",
+                               "silu_mul_global", "residual_add_global", "gemv_global"};
+
+// A module's text, without the NUL its bytes end with (nvJitLink reads PTX as a C string).
+std::string text_of(const std::vector<uint8_t> &b) {
+  std::string t(b.begin(), b.end());
+  while (!t.empty() && t.back() == '\0') t.pop_back();
+  return t;
+}
+
+std::shared_ptr<const CudaModule> load_triton(const std::string &name) {
+  const std::vector<uint8_t> bytes = read_file(triton_path(name + ".ptx"));
+  EXPECT_FALSE(bytes.empty()) << triton_path(name + ".ptx");
+  std::shared_ptr<const CudaModule> m;
+  EXPECT_EQ(sk::cuda::load_cuda_module(bytes.data(), bytes.size(), name + ".ptx", &m), SK_OK) << sk::last_error();
+  return m;
+}
+
+std::shared_ptr<CudaKernel> take(const std::shared_ptr<const CudaModule> &m, const char *name, uint32_t threads = 0,
+                                 uint32_t shared = 0) {
+  std::shared_ptr<CudaKernel> k;
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(m, name, sk::backend::KernelRequest{nullptr, threads, shared}, "test", &k),
+            SK_OK)
+      << sk::last_error();
+  return k;
+}
+
+sk_status refused(const std::shared_ptr<const CudaModule> &m, const char *name, uint32_t threads = 0,
+                  uint32_t shared = 0) {
+  std::shared_ptr<CudaKernel> k;
+  return sk::cuda::make_cuda_kernel(m, name, sk::backend::KernelRequest{nullptr, threads, shared}, "test", &k);
+}
+
+bool has_rewrite(const std::vector<std::string> &rewrites, const std::string &what) {
+  for (const std::string &r : rewrites)
+    if (contains(r, what)) return true;
+  return false;
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Each Triton kernel: its signature from the parameter list (the two scratch pointers Triton
+// appends included), its threads from .reqntid, the dynamic shared memory its metadata gives
+// required where it uses global_smem, and the rewrites recorded.
+TEST(CudaPtx, TritonKernelsLoadWithTheirLaunchFacts) {
+  for (const TritonFixture &f : kTriton) {
+    SCOPED_TRACE(f.file);
+    auto m = load_triton(f.file);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->kind, sk::cuda::InputKind::Ptx);
+    ASSERT_TRUE(m->ptx);
+    EXPECT_EQ(m->ptx->version, "9.4");
+    EXPECT_EQ(m->ptx->target, "sm_90a");
+    EXPECT_EQ(m->ptx->link_arch, "sm_90a");
+    // Declared from its entry: sk_module_kernel_count and _name list it.
+    ASSERT_EQ(m->metadata.size(), 1u);
+    EXPECT_EQ(m->metadata[0].name, f.kernel);
+    EXPECT_EQ(m->metadata[0].signature, f.signature);
+    if (f.shared) {
+      EXPECT_EQ(refused(m, f.kernel), SK_ERR_INCOMPATIBLE);
+      EXPECT_TRUE(contains(sk::last_error(), ".extern .shared")) << sk::last_error();
+      EXPECT_TRUE(contains(sk::last_error(), f.kernel)) << sk::last_error();
+    }
+    auto k = take(m, f.kernel, 0, f.shared);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(sk::signature_to_string(k->signature), f.signature);
+    EXPECT_EQ(k->threads, f.threads);
+    EXPECT_EQ(k->threads_from, ".reqntid");
+    EXPECT_EQ(k->dynamic_shared, f.shared);
+    EXPECT_EQ(k->usage, sk::kUsesBlockIdx) << "the rewrite reads the block index through sk_block_idx()";
+    ASSERT_TRUE(k->ptx);
+    EXPECT_TRUE(k->ptx->entry);
+    EXPECT_TRUE(has_rewrite(k->ptx->rewrites, ".entry made a .func")) << k->ptx->rewrites.front();
+    EXPECT_TRUE(has_rewrite(k->ptx->rewrites, "%ctaid.x read as sk_block_idx()"));
+    EXPECT_TRUE(has_rewrite(k->ptx->rewrites, ".reqntid " + std::to_string(f.threads)));
+    // The threads it requires, and no other.
+    EXPECT_EQ(refused(m, f.kernel, f.threads * 2, f.shared), SK_ERR_INCOMPATIBLE);
+    EXPECT_TRUE(contains(sk::last_error(), ".reqntid")) << sk::last_error();
+    const std::string text = text_of(m->bytes);
+    EXPECT_FALSE(contains(text, ".entry")) << "every entry is a function now";
+    EXPECT_FALSE(contains(text, "%ctaid")) << "the grid is libsk's";
+    EXPECT_FALSE(contains(text, ".ptr")) << "kernel parameter attributes are gone";
+    EXPECT_TRUE(contains(text, "call (sk_r), sk_block_idx, ();"));
+  }
+}
+
+// What the version lowering depends on: the installed nvJitLink's PTX ISA.
+TEST(CudaPtx, TheVersionIsLoweredToTheInstalledNvJitLinks) {
+  EXPECT_EQ(sk::cuda::ptx_isa_of_nvjitlink("13.0"), "9.0");
+  EXPECT_EQ(sk::cuda::ptx_isa_of_nvjitlink("13.1"), "9.1");
+  EXPECT_EQ(sk::cuda::ptx_isa_of_nvjitlink("12.4"), "8.4");
+  EXPECT_EQ(sk::cuda::ptx_isa_of_nvjitlink("12.8"), "8.7");
+  EXPECT_EQ(sk::cuda::ptx_isa_of_nvjitlink("unknown"), "");
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load_triton("rmsnorm");
+  ASSERT_TRUE(m);
+  const std::string isa = sk::cuda::ptx_isa_of_nvjitlink(linker->version());
+  ASSERT_FALSE(isa.empty()) << linker->version();
+  EXPECT_TRUE(contains(text_of(m->bytes), ".version " + isa + "\n")) << isa;
+  ASSERT_EQ(m->ptx->rewrites.size(), 1u);
+  EXPECT_TRUE(contains(m->ptx->rewrites[0], ".version 9.4 lowered to " + isa)) << m->ptx->rewrites[0];
+}
+
+// The rewritten text of every fixture is a relocatable module ptxas compiles for the link's
+// architecture: the kernels as functions, nothing an entry alone may hold.
+TEST(CudaPtx, EveryRewriteCompilesAsRelocatableCode) {
+  std::vector<std::pair<std::string, std::shared_ptr<const CudaModule>>> modules;
+  for (const TritonFixture &f : kTriton) modules.push_back({f.file, load_triton(f.file)});
+  modules.push_back({"decode_global.ptx", load("decode_global.ptx")});
+  modules.push_back({"refuse_global.ptx", load("refuse_global.ptx")});
+  for (const auto &[name, m] : modules) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(m);
+    std::string log;
+    EXPECT_EQ(sk::cuda_test::ptxas(text_of(m->bytes), m->ptx->link_arch, &log), 0) << log;
+  }
+}
+
+// nvcc's __global__ kernels: pointers are plain .u64 (pointers, then), a struct by value is a
+// byte array, threads come from __launch_bounds__ (.maxntid) or the caller, the grid-stride
+// loops read gridDim.x through sk_block_num(), and the attention kernel's extern __shared__
+// scores need their size.
+TEST(CudaPtx, GlobalKernelsLoadWithTheirLaunchFacts) {
+  auto m = load("decode_global.ptx");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->ptx->link_arch, "sm_90");
+  auto rms = take(m, "rmsnorm_global");
+  ASSERT_TRUE(rms);
+  EXPECT_EQ(rms->threads, 256u);
+  EXPECT_EQ(rms->threads_from, ".maxntid");
+  EXPECT_EQ(rms->ptx->min_blocks_per_sm, 2u);
+  EXPECT_EQ(sk::signature_to_string(rms->signature), "ptr,ptr,ptr,u32,f32");
+  // At most the launch bounds' threads.
+  EXPECT_EQ(refused(m, "rmsnorm_global", 512), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), ".maxntid 256, 1, 1")) << sk::last_error();
+  auto small = take(m, "rmsnorm_global", 128);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->threads, 128u);
+  EXPECT_EQ(small->threads_from, "caller");
+  // No launch bounds: the caller says.
+  EXPECT_EQ(refused(m, "silu_mul_global"), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "silu_mul_global")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "sk_kernel_desc.threads")) << sk::last_error();
+  auto silu = take(m, "silu_mul_global", 128);
+  ASSERT_TRUE(silu);
+  EXPECT_EQ(silu->usage, sk::kUsesBlockIdx | sk::kUsesBlockNum);
+  EXPECT_TRUE(has_rewrite(silu->ptx->rewrites, "%nctaid.x read as sk_block_num()"));
+  auto rope = take(m, "rope_global", 64);
+  ASSERT_TRUE(rope);
+  EXPECT_EQ(sk::signature_to_string(rope->signature), "ptr,ptr,ptr,ptr,{u32[3]}");
+  EXPECT_EQ(refused(m, "decode_attention_global"), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "sk_kernel_desc.dynamic_shared")) << sk::last_error();
+  auto attn = take(m, "decode_attention_global", 0, 1024);
+  ASSERT_TRUE(attn);
+  EXPECT_EQ(attn->dynamic_shared, 1024u);
+  EXPECT_EQ(attn->dynamic_shared_from, "caller");
+  // A given signature must pass the parameters alike: the struct as any 12 bytes aligned 4.
+  std::shared_ptr<CudaKernel> k;
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(m, "rope_global", {"ptr,ptr,ptr,ptr,{f32,f32,f32}", 64}, "test", &k), SK_OK)
+      << sk::last_error();
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(m, "rope_global", {"ptr,ptr,ptr,ptr,{f64,f32}", 64}, "test", &k),
+            SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "parameter 4")) << sk::last_error();
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(m, "rope_global", {"ptr,ptr,ptr", 64}, "test", &k), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "5 parameters")) << sk::last_error();
+  EXPECT_EQ(refused(m, "no_such_kernel"), SK_ERR_NOT_FOUND);
+  EXPECT_TRUE(contains(sk::last_error(), "rmsnorm_global")) << "lists the kernels there are: " << sk::last_error();
+}
+
+// What cannot be fused is refused by name, saying which construct; the module's other kernels
+// still load, link and compile (the refused entries stay entries, as written).
+TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
+  auto m = load("refuse_global.ptx");
+  ASSERT_TRUE(m);
+  const std::map<std::string, std::string> expect = {
+      {"refuse_cluster", "thread block cluster"},
+      {"refuse_grid_sync", "cooperative grid synchronisation"},
+      {"refuse_pdl", "programmatic dependent launch (griddepcontrol"},
+      {"refuse_dynamic_parallelism", "dynamic parallelism (calls __cudaCDP2"},
+      {"refuse_tma", "TMA descriptor"},
+      {"refuse_block2d", "multi-dimensional block (reads %tid.y)"},
+  };
+  for (const auto &[name, why] : expect) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(refused(m, name.c_str(), 128), SK_ERR_UNSUPPORTED);
+    EXPECT_TRUE(contains(sk::last_error(), "'" + name + "'")) << sk::last_error();
+    EXPECT_TRUE(contains(sk::last_error(), why)) << sk::last_error();
+    EXPECT_TRUE(m->ptx->find(name)->rewrites.empty());
+  }
+  EXPECT_TRUE(take(m, "refuse_child", 32));
+  auto grid2d = load_triton("grid2d");
+  ASSERT_TRUE(grid2d);
+  EXPECT_EQ(refused(grid2d, "grid2d_kernel"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "two- or three-dimensional grid (reads %ctaid.y)")) << sk::last_error();
+  auto tma = load_triton("tma_copy");
+  ASSERT_TRUE(tma);
+  EXPECT_EQ(refused(tma, "tma_copy_kernel", 0, 4104), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "tma_copy_kernel")) << sk::last_error();
+}
+
+// PTX for another GPU, and text that is not PTX as far as the rewrite reads it.
+TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
+  const std::string rms = text_of(read_file(triton_path("rmsnorm.ptx")));
+  auto load_text = [](const std::string &t, const char *label, const std::string &arch = "sm_90") {
+    std::shared_ptr<const CudaModule> m;
+    return sk::cuda::load_cuda_module(t.data(), t.size(), label, &m, arch);
+  };
+  EXPECT_EQ(load_text(rms, "rms.ptx", "sm_80"), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "rms.ptx")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "sm_90a")) << sk::last_error();
+  EXPECT_EQ(load_text(rms, "rms.ptx", "sm_100"), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "architecture-specific")) << sk::last_error();
+  std::string newer = rms;
+  newer.replace(newer.find("sm_90a"), 6, "sm_100");
+  EXPECT_EQ(load_text(newer, "new.ptx"), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "sm_100")) << sk::last_error();
+  std::string open = rms.substr(0, rms.rfind("\tret;"));
+  EXPECT_EQ(load_text(open, "cut.ptx"), SK_ERR_BAD_BINARY);
+  EXPECT_TRUE(contains(sk::last_error(), "cut.ptx: line ")) << sk::last_error();
+  EXPECT_EQ(load_text(".version 9.0\n.address_size 64\n", "notarget.ptx"), SK_ERR_BAD_BINARY);
+  EXPECT_TRUE(contains(sk::last_error(), "no .target")) << sk::last_error();
+  // Any prefix of the text: a clear refusal or a module, never a crash.
+  for (size_t n = 1; n < rms.size(); n += 97) {
+    const std::string cut = rms.substr(0, n);
+    std::shared_ptr<const CudaModule> m;
+    const sk_status st = sk::cuda::load_cuda_module(cut.data(), cut.size(), "prefix.ptx", &m, "sm_90");
+    EXPECT_TRUE(st == SK_OK || st == SK_ERR_BAD_BINARY) << n << ": " << sk::last_error();
+  }
+}
+
+// nvcc -fatbin with PTX only (code=compute_90) and for an older architecture (compute_80): the
+// PTX the device runs is taken, as the driver's JIT would take it.
+TEST(CudaPtx, AFatbinaryWithoutTheDevicesSassGivesItsPtx) {
+  for (const char *file : {"decode_global_ptx.fatbin", "decode_global_sm80.fatbin"}) {
+    SCOPED_TRACE(file);
+    auto m = load(file);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->kind, sk::cuda::InputKind::Ptx);
+    EXPECT_TRUE(contains(m->label, std::string(file) + " (compute_")) << m->label;
+    EXPECT_TRUE(contains(m->label, " PTX)")) << m->label;
+    EXPECT_TRUE(take(m, "residual_add_global"));
+  }
+}
+
+namespace {
+
+// The step's SASS of a linked super kernel: its entry calls each sub-kernel from one site, and
+// no sub-kernel's code ends its thread (EXIT belongs to the entry alone).
+void expect_called_once_and_returning(const std::string &sass, const std::vector<std::string> &subkernels) {
+  const std::string entry = sk::cuda_test::sass_function(sass, "sk_superkernel_entry");
+  ASSERT_FALSE(entry.empty()) << sass;
+  const std::regex call("\\bCALL\\.[A-Z.]*\\s+`?\\(?([A-Za-z0-9_$.]+)\\)?");
+  std::map<std::string, size_t> calls;
+  for (auto it = std::sregex_iterator(entry.begin(), entry.end(), call); it != std::sregex_iterator(); ++it)
+    ++calls[(*it)[1].str()];
+  for (const std::string &k : subkernels) {
+    EXPECT_EQ(calls[k], 1u) << k << " in:\n" << entry;
+    const std::string body = sk::cuda_test::sass_function(sass, k);
+    ASSERT_FALSE(body.empty()) << k;
+    EXPECT_EQ(count(body, "EXIT"), 0u) << k << ":\n" << body;
+    EXPECT_GT(count(body, "RET"), 0u) << k << ":\n" << body;
+  }
+}
+
+}  // namespace
+
+// The decode step as one super kernel: Triton's five 128-thread kernels, nvcc's six __global__
+// kernels at 128 threads, and a libsk `__device__` sub-kernel, linked by nvJitLink for sm_90a
+// (Triton's target), which the sm_90 cubin links into.
+TEST(CudaPtx, TritonGlobalAndDeviceSubKernelsFuseInOneLink) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  Scope s;
+  s.name = "decode_step";
+  std::vector<std::string> names;
+  for (const TritonFixture &f : kTriton) {
+    if (f.threads != 128) continue;
+    s.add(take(load_triton(f.file), f.kernel, 0, f.shared), 4);
+    names.push_back(f.kernel);
+  }
+  auto global = load("decode_global.ptx");
+  for (const char *g : kGlobal) {
+    s.add(take(global, g, 128, std::string(g) == "decode_attention_global" ? 1024 : 0), 4);
+    names.push_back(g);
+  }
+  s.add(sk::cuda_test::kernel(load("chain.cubin"), "chain_step"), 4);
+  names.push_back("chain_step");
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(contains(img.ptx, ".target sm_90a")) << "the entry is linked for Triton's sm_90a";
+  EXPECT_EQ(img.dynamic_shared >= 2048u, true) << "the largest extern shared need: " << img.dynamic_shared;
+  if (sk::cuda_test::nvdisasm_path().empty()) GTEST_SKIP() << sk::cuda_test::kNoNvdisasm;
+  int rc = 0;
+  const std::string sass = sk::cuda_test::disassemble(img, &rc);
+  ASSERT_EQ(rc, 0) << sass;
+  expect_called_once_and_returning(sass, names);
+}
+
+// Triton's rope runs 32 threads: it fuses with kernels of its own width (here nvcc's, told 32),
+// and a super kernel of two widths is refused by name.
+TEST(CudaPtx, ThreadsPerBlockAgreeAcrossPtxKernels) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto rope = take(load_triton("rope"), "rope_kernel");
+  auto global = load("decode_global.ptx");
+  Scope narrow;
+  narrow.add(rope, 8);
+  narrow.add(take(global, "residual_add_global", 32), 8);
+  ASSERT_EQ(narrow.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  EXPECT_EQ(build_superkernel(narrow.request(), &img), SK_OK) << sk::last_error();
+  Scope mixed;
+  mixed.add(rope, 8);
+  mixed.add(take(load_triton("silu_mul"), "silu_mul_kernel"), 8);
+  ASSERT_EQ(mixed.make_plan(8), SK_OK) << sk::last_error();
+  EXPECT_EQ(build_superkernel(mixed.request(), &img), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "silu_mul_kernel")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "rope_kernel")) << sk::last_error();
+}
+
+// A __global__ kernel in SASS cannot be called: the refusal says to load its PTX.
+TEST(CudaPtx, AGlobalKernelInSassPointsAtItsPtx) {
+  auto m = load("misc.cubin");
+  ASSERT_TRUE(m);
+  std::shared_ptr<CudaKernel> k;
+  ASSERT_EQ(sk::cuda::make_cuda_kernel(m, "a_global_kernel", nullptr, "sk_module_get_kernel", &k),
+            SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "load its PTX")) << sk::last_error();
+}
