@@ -146,9 +146,11 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
         extracted[16] != 1 /* ET_REL */) {
       std::vector<uint8_t> code;
       std::string ptx_what;
-      if (elf::extract_fatbin_code(image, size, label, arch, false, &code, &ptx_what, &ptx) == SK_OK) {
+      bool is_ptx = false;
+      if (elf::extract_fatbin_code(image, size, label, arch, false, &code, &ptx_what, &is_ptx) == SK_OK) {
         extracted = std::move(code);
         what = ptx_what;
+        ptx = true;
       }
     }
     m->given.assign(b, b + size);
