@@ -477,6 +477,22 @@ typedef struct sk_kernel_desc {
 SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, const sk_kernel_desc *desc,
                                            sk_kernel **out);
 /**
+ * What a device of `spec` would read from a module image, without opening one (no GPU
+ * needed), as one JSON object: for `cuda:arch=sm_XY` the module's kind (cubin, PTX, LTO-IR,
+ * or what a fatbinary or host object holds for that architecture), a PTX module's version,
+ * target and the architecture it links for, and each kernel it declares (a PTX module: each
+ * `.entry` and visible function) with its signature, threads per block, dynamic shared bytes
+ * and where each came from, the device API it reaches, a PTX kernel's directives and every
+ * rewrite loading made, or, for a kernel sk_module_get_kernel would refuse, its error. `sk
+ * inspect` prints it. Buffer protocol as sk_superkernel_explain's.
+ * - Errors: those of sk_module_load for the image; SK_ERR_INVALID_ARGUMENT for a spec that does
+ *   not parse or a cuda spec without arch; SK_ERR_UNSUPPORTED for the host backend (sk inspect
+ *   reads host objects itself).
+ * - Threads: any.
+ */
+SK_API sk_status sk_module_inspect(const char *spec, const void *image, size_t size, char *buf, size_t cap,
+                                   size_t *needed);
+/**
  * How many kernels the module declares: the `.sk.kernels` records (SK_KERNEL) of a host module,
  * of every object linked into it, or the `sk_kernel_meta_*` strings (SK_KERNEL_CUDA) of a CUDA
  * module. A declared kernel whose function the module lacks fails sk_module_get_kernel.

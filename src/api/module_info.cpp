@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api/backend_list.hpp"
 #include "api/handles.hpp"
 
 using sk::fail;
@@ -35,6 +36,19 @@ std::string kernel_what(const sk::backend::Kernel &k) { return "kernel '" + k.sy
 }  // namespace
 
 extern "C" {
+
+SK_API sk_status sk_module_inspect(const char *spec, const void *image, size_t size, char *buf, size_t cap,
+                                   size_t *needed) {
+  const char *call = "sk_module_inspect";
+  if (!spec) return fail(SK_ERR_INVALID_ARGUMENT, "%s: spec is NULL", call);
+  if (!image) return fail(SK_ERR_INVALID_ARGUMENT, "%s: image is NULL", call);
+  if (size == 0) return fail(SK_ERR_BAD_BINARY, "%s: image is empty (0 bytes)", call);
+  return sk::api::guarded(call, [&]() -> sk_status {
+    std::string json;
+    if (sk_status st = sk::api::inspect_module(spec, image, size, &json); st != SK_OK) return st;
+    return copy_out(call, "the module's description", json, buf, cap, needed);
+  });
+}
 
 SK_API sk_status sk_module_kernel_count(sk_module *mod, size_t *out) {
   if (sk_status st = sk::api::check(mod, "sk_module_kernel_count")) return st;

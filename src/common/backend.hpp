@@ -200,6 +200,9 @@ class Device : public std::enable_shared_from_this<Device> {
 struct Registration {
   const char *name;
   sk_status (*open)(const char *spec, std::shared_ptr<Device> *out);
+  // sk_module_inspect: what a device of `spec` would read from a module image, as JSON,
+  // without opening one. NULL where the backend has none (refused in one place).
+  sk_status (*inspect)(const char *spec, const void *image, size_t size, std::string *json) = nullptr;
 };
 
 }  // namespace sk::backend

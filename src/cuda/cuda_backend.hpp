@@ -20,6 +20,8 @@ namespace sk::cuda {
 
 // Opens "cuda", "cuda:N[,key=value...]" (the registration in api/backend_list.cpp).
 sk_status open_cuda_backend(const char *spec, std::shared_ptr<backend::Device> *out);
+// sk_module_inspect for "cuda:arch=sm_XY" (cuda/module_inspect.cpp): no GPU needed.
+sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, std::string *json);
 
 class CudaBackend final : public backend::Device {
  public:

@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/kernel_facts_json.hpp"
 #include "cuda/entry_limits.hpp"
 #include "cuda/superkernel_build.hpp"
 
@@ -173,9 +174,15 @@ void CudaSuperKernel::current_args(uint32_t step, uint64_t *out) const {
 
 std::string CudaSuperKernel::explain() const {
   const LinkedProgram &p = *program;
+  // Each distinct sub-kernel once, in step order.
+  std::vector<const CudaKernel *> distinct;
+  for (const auto &k : kernels) {
+    const CudaKernel *ck = static_cast<const CudaBackendKernel &>(*k).kernel.get();
+    if (std::find(distinct.begin(), distinct.end(), ck) == distinct.end()) distinct.push_back(ck);
+  }
   return explain_json(
       plan, "cuda",
-      [&p](JsonWriter &j) {
+      [&p, &distinct](JsonWriter &j) {
     const EntryResources &r = p.resources();
     j.key("entry").value(r.entry);
     j.key("arch").value("sm_" + std::to_string(r.sm));
@@ -185,6 +192,13 @@ std::string CudaSuperKernel::explain() const {
     j.key("static_shared_bytes").value(uint64_t{r.static_shared});
     j.key("dynamic_shared_bytes").value(uint64_t{r.dynamic_shared});
     j.key("blocks_per_sm").value(uint64_t{p.occupancy_per_sm()});
+    j.key("sub_kernels").begin_array();
+    for (const CudaKernel *k : distinct) {
+      j.begin_object();
+      write_kernel_facts(j, *k);
+      j.end_object();
+    }
+    j.end_array();
       },
       "cuda_entry");
 }

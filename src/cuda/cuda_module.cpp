@@ -142,8 +142,12 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     bool ptx = false;
     if (sk_status st = elf::extract_fatbin_code(image, size, label, arch, true, &extracted, &what, &ptx); st != SK_OK)
       return st;
-    if (!ptx && elf::looks_like_cubin(extracted.data(), extracted.size()) && extracted.size() > 16 &&
-        extracted[16] != 1 /* ET_REL */) {
+    const bool linked = !ptx && elf::looks_like_cubin(extracted.data(), extracted.size()) && extracted.size() > 16 &&
+                        extracted[16] != 1 /* ET_REL */;
+    std::vector<uint8_t> linked_cubin;
+    const std::string linked_what = what;
+    if (linked) {
+      linked_cubin = extracted;
       std::vector<uint8_t> code;
       std::string ptx_what;
       bool is_ptx = false;
@@ -157,8 +161,13 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     m->label = label + " (" + what + ")";
     if (ptx) {
       if (sk_status st = load_ptx_module(extracted.data(), extracted.size(), m.get(), arch); st != SK_OK) return st;
-      *out = std::move(m);
-      return SK_OK;
+      // Whole-program PTX beside a linked cubin keeps only its __global__ kernels: with none,
+      // the linked cubin's refusal says what to do.
+      if (!linked || !m->ptx->kernels.empty()) {
+        *out = std::move(m);
+        return SK_OK;
+      }
+      return load_cuda_module(linked_cubin.data(), linked_cubin.size(), label + " (" + linked_what + ")", out, arch);
     }
     image = extracted.data();
     size = extracted.size();

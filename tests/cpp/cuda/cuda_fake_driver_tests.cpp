@@ -2219,3 +2219,113 @@ TEST_F(CudaFakeDriver, AGlobalCaptureOnAnotherThreadSurvivesAFirstLaunch) {
   ASSERT_EQ(cu.pop(), 0);
   sk_superkernel_destroy(sk);
 }
+
+// Kernels as their compilers wrote them, through the C API: Triton's decode-step kernels (PTX,
+// checked in) with the dynamic shared bytes of their metadata, nvcc's __global__ kernels from a
+// plain nvcc -c object at the threads the caller gives, and a libsk __device__ sub-kernel, in
+// one super kernel that finalizes (a real nvJitLink link) and launches, and unfused; explain
+// names each sub-kernel's launch facts and rewrites.
+TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
+  sk_module *rms_mod = nullptr, *gemv_mod = nullptr, *global = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::triton_path("rmsnorm.ptx").c_str(), &rms_mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(rms_mod);
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::triton_path("gemv.ptx").c_str(), &gemv_mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(gemv_mod);
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("decode_global.o").c_str(), &global), SK_OK)
+      << sk_last_error();
+  modules_.push_back(global);
+  size_t count = 0;
+  ASSERT_EQ(sk_module_kernel_count(rms_mod, &count), SK_OK);
+  EXPECT_EQ(count, 1u);
+  sk_kernel *rms = nullptr, *gemv = nullptr, *add = nullptr;
+  // Triton's rmsnorm uses global_smem: without its metadata's 16 bytes it cannot be taken.
+  EXPECT_EQ(sk_module_get_kernel(rms_mod, "rmsnorm_kernel", &rms), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "dynamic_shared")) << sk_last_error();
+  sk_kernel_desc desc{sizeof desc, nullptr, 0, 16};
+  ASSERT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &desc, &rms), SK_OK) << sk_last_error();
+  desc.dynamic_shared = 512;
+  ASSERT_EQ(sk_module_get_kernel_desc(gemv_mod, "gemv_kernel", &desc, &gemv), SK_OK) << sk_last_error();
+  sk_kernel_desc threads{sizeof threads, nullptr, 128, 0};
+  ASSERT_EQ(sk_module_get_kernel_desc(global, "residual_add_global", &threads, &add), SK_OK) << sk_last_error();
+  char sig[64];
+  ASSERT_EQ(sk_kernel_signature(rms, sig, sizeof sig, nullptr), SK_OK);
+  EXPECT_STREQ(sig, "ptr,ptr,ptr,u32,f32,ptr,ptr");
+  // Refused facts name the kernel and the directive.
+  sk_kernel *bad = nullptr;
+  sk_kernel_desc wide{sizeof wide, nullptr, 256, 16};
+  EXPECT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &wide, &bad), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "rmsnorm_kernel") && contains(sk_last_error(), ".reqntid 128"))
+      << sk_last_error();
+  wide.threads = 2048;
+  EXPECT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &wide, &bad), SK_ERR_INVALID_ARGUMENT);
+  sk_kernel_desc tiny{4, nullptr, 0, 0};
+  EXPECT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &tiny, &bad), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "struct_size")) << sk_last_error();
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+
+  float *x = reinterpret_cast<float *>(0x1234000), *w = x + 4096, *y = x + 8192, eps = 1e-6f;
+  void *null = nullptr;
+  uint32_t n = 1024, m = 1024, i0 = 0;
+  void *rms_args[] = {&x, &w, &y, &n, &eps, &null, &null};
+  void *gemv_args[] = {&w, &y, &x, &n, &m, &null, &null};
+  void *add_args[] = {&x, &y, &w, &n};
+  void *step_args[] = {&x, &n, &i0};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "decode_step", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, gemv, 8, gemv_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, add, 8, add_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, step, 8, step_args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  size_t need = 0;
+  ASSERT_EQ(sk_superkernel_explain(sk, nullptr, 0, &need), SK_OK);
+  std::string json(need, '\0');
+  ASSERT_EQ(sk_superkernel_explain(sk, json.data(), need, nullptr), SK_OK) << sk_last_error();
+  for (const char *fact : {R"("name":"rmsnorm_kernel")", R"("threads_from":".reqntid")",
+                           R"("dynamic_shared_bytes":512)", R"("dynamic_shared_from":"caller")",
+                           R"("name":"residual_add_global")", R"("threads_from":"caller")",
+                           R"("threads_from":"metadata")", R"("reqntid":[128,1,1])", R"("maxntid":[256,1,1])",
+                           "%ctaid.x read as sk_block_idx()", ".entry made a .func", R"("arch":"sm_90")",
+                           "decode_global.o (compute_"})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  sk_superkernel_destroy(sk);
+  // Unfused, each as its own launch.
+  ASSERT_EQ(sk_launch_kernel(rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(add, 8, add_args, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+}
+
+// sk_module_inspect: what a module holds for an architecture, without a GPU, and its refusals.
+TEST(CudaModuleInspect, SaysWhatEachKernelWouldBeOrWhyNot) {
+  const std::vector<uint8_t> rms = sk::cuda_test::read_file(sk::cuda_test::triton_path("rmsnorm.ptx"));
+  size_t need = 0;
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", rms.data(), rms.size(), nullptr, 0, &need), SK_OK)
+      << sk_last_error();
+  std::string json(need, '\0');
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", rms.data(), rms.size(), json.data(), need, nullptr), SK_OK);
+  for (const char *fact : {R"("kind":"ptx")", R"("version":"9.4")", R"("link_arch":"sm_90a")",
+                           R"("name":"rmsnorm_kernel")", "sk_kernel_desc.dynamic_shared"})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  const std::vector<uint8_t> global = sk::cuda_test::kernel_bytes("decode_global.ptx");
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", global.data(), global.size(), nullptr, 0, &need), SK_OK);
+  json.assign(need, '\0');
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", global.data(), global.size(), json.data(), need, nullptr), SK_OK);
+  for (const char *fact : {R"("name":"rmsnorm_global")", R"("maxntid":[256,1,1])", R"("min_blocks_per_sm":2)",
+                           "%nctaid.x read as sk_block_num()", "sk_kernel_desc.threads"})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  EXPECT_EQ(sk_module_inspect("cuda", rms.data(), rms.size(), nullptr, 0, &need), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "arch=sm_XY")) << sk_last_error();
+  EXPECT_EQ(sk_module_inspect("host", rms.data(), rms.size(), nullptr, 0, &need), SK_ERR_UNSUPPORTED);
+  EXPECT_EQ(sk_module_inspect("nope", rms.data(), rms.size(), nullptr, 0, &need), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sk_module_inspect("cuda:arch=sm_80", rms.data(), rms.size(), nullptr, 0, &need), SK_ERR_INCOMPATIBLE);
+  EXPECT_EQ(sk_module_inspect("cuda:arch=sm_90", rms.data(), 0, nullptr, 0, &need), SK_ERR_BAD_BINARY);
+  char small[8];
+  EXPECT_EQ(sk_module_inspect("cuda:arch=sm_90", rms.data(), rms.size(), small, sizeof small, nullptr),
+            SK_ERR_INVALID_ARGUMENT);
+}

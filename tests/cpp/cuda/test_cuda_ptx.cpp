@@ -282,9 +282,10 @@ TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
 }
 
 // nvcc -fatbin with PTX only (code=compute_90) and for an older architecture (compute_80): the
-// PTX the device runs is taken, as the driver's JIT would take it.
+// PTX the device runs is taken, as the driver's JIT would take it. A plain nvcc -c object (what
+// a build without -rdc compiles) holds a linked cubin, which cannot be called, and its PTX.
 TEST(CudaPtx, AFatbinaryWithoutTheDevicesSassGivesItsPtx) {
-  for (const char *file : {"decode_global_ptx.fatbin", "decode_global_sm80.fatbin"}) {
+  for (const char *file : {"decode_global_ptx.fatbin", "decode_global_sm80.fatbin", "decode_global.o"}) {
     SCOPED_TRACE(file);
     auto m = load(file);
     ASSERT_TRUE(m);

@@ -1,0 +1,67 @@
+// sk_module_inspect on the CUDA backend: a module read as a device of the spec's architecture
+// reads it, and each kernel it declares taken as sk_module_get_kernel takes it, without a GPU:
+// launch facts, device API, and for PTX its rewrites; a kernel that cannot be taken says why.
+#include "common/error.hpp"
+#include "common/json_writer.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/kernel_facts_json.hpp"
+
+namespace sk::cuda {
+namespace {
+
+const char *kind_name(InputKind k) {
+  switch (k) {
+    case InputKind::Cubin: return "cubin";
+    case InputKind::Ptx: return "ptx";
+    case InputKind::LtoIr: return "lto-ir";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, std::string *json) {
+  CudaSpec parsed;
+  if (sk_status st = parse_cuda_spec(spec, &parsed); st != SK_OK) return st;
+  if (parsed.arch.empty())
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "sk_module_inspect: device spec \"%s\" names no architecture; without a GPU give it (arch=sm_XY)",
+                spec);
+  char label[64];
+  std::snprintf(label, sizeof label, "<memory image of %zu bytes>", size);
+  std::shared_ptr<const CudaModule> m;
+  if (sk_status st = load_cuda_module(image, size, label, &m, parsed.arch); st != SK_OK) return st;
+  std::vector<std::string> names;
+  for (const KernelMetadata &k : m->metadata) names.push_back(k.name);
+  if (m->ptx)
+    for (const PtxKernel &k : m->ptx->kernels)
+      if (std::find(names.begin(), names.end(), k.name) == names.end()) names.push_back(k.name);
+  JsonWriter j;
+  j.begin_object();
+  j.key("module").value(m->label);
+  j.key("kind").value(kind_name(m->kind));
+  j.key("arch").value(parsed.arch);
+  if (m->ptx) {
+    j.key("ptx").begin_object();
+    write_ptx_module_facts(j, *m->ptx);
+    j.end_object();
+  }
+  j.key("kernels").begin_array();
+  for (const std::string &name : names) {
+    std::shared_ptr<CudaKernel> k;
+    j.begin_object();
+    if (make_cuda_kernel(m, name.c_str(), backend::KernelRequest{}, "sk_module_get_kernel", &k) == SK_OK) {
+      write_kernel_facts(j, *k);
+    } else {
+      j.key("name").value(name);
+      j.key("error").value(last_error());
+    }
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  *json = j.str();
+  return SK_OK;
+}
+
+}  // namespace sk::cuda
