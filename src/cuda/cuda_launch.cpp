@@ -6,8 +6,8 @@
 #include "common/error.hpp"
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/kernel_facts_json.hpp"
 #include "cuda/entry_limits.hpp"
+#include "cuda/kernel_facts_json.hpp"
 #include "cuda/superkernel_build.hpp"
 
 namespace sk::cuda {

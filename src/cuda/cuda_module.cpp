@@ -140,7 +140,8 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
   if (elf::looks_like_fatbin(image, size) || host_elf(image, size)) {
     std::string what;
     bool ptx = false;
-    if (sk_status st = elf::extract_fatbin_code(image, size, label, arch, true, &extracted, &what, &ptx); st != SK_OK)
+    if (sk_status st = elf::extract_fatbin_code(image, size, label, arch, true, &extracted, &what, &ptx);
+        st != SK_OK)
       return st;
     const bool linked = !ptx && elf::looks_like_cubin(extracted.data(), extracted.size()) && extracted.size() > 16 &&
                         extracted[16] != 1 /* ET_REL */;
@@ -242,8 +243,9 @@ sk_status check_ptx_signature(const Signature &given, const Signature &ptx, cons
                 ptx.size(), signature_to_string(ptx).c_str(), given.size());
   for (size_t i = 0; i < given.size(); ++i) {
     const ParamType &g = given[i], &p = ptx[i];
-    const bool same = g.is_struct() || p.is_struct() ? g.is_struct() && p.is_struct() && g.size == p.size && g.align == p.align
-                                                    : (arg_size(g) == 8) == (arg_size(p) == 8);
+    const bool same = g.is_struct() || p.is_struct()
+                          ? g.is_struct() && p.is_struct() && g.size == p.size && g.align == p.align
+                          : (arg_size(g) == 8) == (arg_size(p) == 8);
     if (!same)
       return fail(SK_ERR_INCOMPATIBLE, "%s: %s: parameter %zu is %s in its PTX, which %s does not pass", call,
                   what.c_str(), i, type_to_string(p).c_str(), type_to_string(g).c_str());
@@ -285,7 +287,8 @@ sk_status ptx_threads(const CudaModule &m, const PtxKernel &pk, uint32_t caller,
 }  // namespace
 
 sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
-                           const backend::KernelRequest &request, const char *call, std::shared_ptr<CudaKernel> *out) {
+                           const backend::KernelRequest &request, const char *call,
+                           std::shared_ptr<CudaKernel> *out) {
   const CudaModule &m = *module;
   const char *signature = request.signature;
   const std::string what = std::string("kernel '") + name + "' of " + m.label;

@@ -14,10 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/backend.hpp"
 #include "common/device_api_usage.hpp"
 #include "common/kernel_metadata.hpp"
 #include "common/signature.hpp"
-#include "common/backend.hpp"
 #include "cuda/nvjitlink.hpp"
 #include "cuda/ptx_module.hpp"
 #include "elf/cubin.hpp"
@@ -97,7 +97,8 @@ std::vector<std::string> ptx_metadata_records(const std::string &ptx);
 // or PTX must define the function (SK_ERR_NOT_FOUND naming it); an LTO-IR symbol is checked
 // when it is linked. The request's launch facts are checked against the kernel's own.
 sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
-                           const backend::KernelRequest &request, const char *call, std::shared_ptr<CudaKernel> *out);
+                           const backend::KernelRequest &request, const char *call,
+                           std::shared_ptr<CudaKernel> *out);
 inline sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
                                   const char *signature, const char *call, std::shared_ptr<CudaKernel> *out) {
   return make_cuda_kernel(module, name, backend::KernelRequest{signature}, call, out);

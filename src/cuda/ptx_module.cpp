@@ -131,12 +131,14 @@ constexpr const char *kDynamicParallelism[] = {"__cudaCDP2", "cudaLaunchDevice",
 // What a construct of a function body means for fusion, "" when nothing: the things a `.func`
 // called inside a super kernel cannot do.
 std::string refused_construct(std::string_view opcode, std::string_view token) {
-  if (starts(token, "%envreg")) return "a cooperative grid synchronisation (cg::this_grid(): reads " + std::string(token) + ")";
+  if (starts(token, "%envreg"))
+    return "a cooperative grid synchronisation (cg::this_grid(): reads " + std::string(token) + ")";
   if (starts(token, "%cluster") || starts(token, "%nclusterid") || starts(token, "%is_explicit_cluster") ||
       token.find("::cluster") != std::string_view::npos)
     return "a thread block cluster (" + std::string(token) + ")";
   if (starts(opcode, "griddepcontrol"))
-    return "programmatic dependent launch (" + std::string(opcode) + "): a super kernel's steps are ordered by libsk";
+    return "programmatic dependent launch (" + std::string(opcode) +
+           "): a super kernel's steps are ordered by libsk";
   if (starts(opcode, "barrier.cluster") || starts(opcode, "mapa"))
     return "a thread block cluster (" + std::string(opcode) + ")";
   if (starts(opcode, "cp.async.bulk.tensor") || starts(opcode, "cp.reduce.async.bulk.tensor") ||
@@ -146,17 +148,17 @@ std::string refused_construct(std::string_view opcode, std::string_view token) {
   return "";
 }
 
-const std::set<std::string_view> kSpecials = {"%ctaid.x",  "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y",
-                                              "%nctaid.z", "%tid.x",   "%tid.y",   "%tid.z",    "%ntid.x",
-                                              "%ntid.y",   "%ntid.z"};
+const std::set<std::string_view> kSpecials = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z", "%nctaid.x",
+                                              "%nctaid.y", "%nctaid.z", "%tid.x",   "%tid.y",
+                                              "%tid.z",    "%ntid.x",   "%ntid.y",  "%ntid.z"};
 
 // The signature type of a scalar PTX parameter type; `.u64`/`.b64` is a pointer unless the
 // kernel marks its pointers (`.ptr`, as Triton does), when it is an integer.
 bool scalar_type(std::string_view t, bool ptr_attr, bool marks_pointers, ArgType *out, std::string *decl) {
   static const std::map<std::string_view, ArgType> narrow = {
-      {".u8", ArgType::U8},   {".b8", ArgType::U8},   {".s8", ArgType::I8},   {".u16", ArgType::U16},
+      {".u8", ArgType::U8},   {".b8", ArgType::U8},   {".s8", ArgType::I8},    {".u16", ArgType::U16},
       {".b16", ArgType::U16}, {".f16", ArgType::U16}, {".bf16", ArgType::U16}, {".s16", ArgType::I16},
-      {".u32", ArgType::U32}, {".b32", ArgType::U32}, {".s32", ArgType::I32}, {".f32", ArgType::F32},
+      {".u32", ArgType::U32}, {".b32", ArgType::U32}, {".s32", ArgType::I32},  {".f32", ArgType::F32},
       {".s64", ArgType::I64}, {".f64", ArgType::F64}};
   if (t == ".u64" || t == ".b64") {
     *out = ptr_attr || !marks_pointers ? ArgType::Ptr : ArgType::U64;
@@ -378,8 +380,8 @@ void Parser::directives(Function &f, size_t begin, size_t body) {
   if (f.entry && begin < body) {
     const size_t from = toks_[begin].at, to = toks_[body].at;
     f.header_edits.push_back({from, to - from, "\n"});
-    f.header_notes.push_back("entry directives '" + std::string(text_.substr(from, toks_[body - 1].at +
-                                                                                    toks_[body - 1].s.size() - from)) +
+    f.header_notes.push_back("entry directives '" +
+                             std::string(text_.substr(from, toks_[body - 1].at + toks_[body - 1].s.size() - from)) +
                              "' taken as launch facts");
   }
 }
@@ -394,7 +396,8 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     const std::string_view t = tok(k);
     if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
     if (extern_shared.count(std::string(t))) f.dynamic_shared = true;
-    if (k > op && !starts(opcode, "call") && t[0] != '%' && t[0] != '.' && t[0] != '$' && word_char(t[0]) && !(t[0] >= '0' && t[0] <= '9'))
+    if (k > op && !starts(opcode, "call") && t[0] != '%' && t[0] != '.' && t[0] != '$' && word_char(t[0]) &&
+        !(t[0] >= '0' && t[0] <= '9'))
       f.words.insert(std::string(t));
   }
   if (opcode == "exit") {
@@ -505,7 +508,8 @@ std::string special_refusal(const Function &f, bool shape_known) {
   for (const Function::Special &s : f.specials) {
     const bool yz = s.reg.back() != 'x';
     if (yz && (starts(s.reg, "%ctaid") || starts(s.reg, "%nctaid")))
-      return "a two- or three-dimensional grid (reads " + s.reg + "); libsk runs a sub-kernel's blocks in one dimension";
+      return "a two- or three-dimensional grid (reads " + s.reg +
+             "); libsk runs a sub-kernel's blocks in one dimension";
     if (yz && !shape_known)
       return "a multi-dimensional block (reads " + s.reg + ") whose shape its PTX does not give (no .reqntid)";
   }
@@ -590,8 +594,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     return fail(SK_ERR_BAD_BINARY, "%s: .target %s is not an sm_XY architecture", label.c_str(), m.target.c_str());
   const std::string suffix = end ? end : "";
   if (sm > device || (!suffix.empty() && sm != device))
-    return fail(SK_ERR_INCOMPATIBLE, "%s: the PTX is for %s (.target), which a %s device cannot run%s", label.c_str(),
-                m.target.c_str(), arch.c_str(),
+    return fail(SK_ERR_INCOMPATIBLE, "%s: the PTX is for %s (.target), which a %s device cannot run%s",
+                label.c_str(), m.target.c_str(), arch.c_str(),
                 suffix.empty() ? "" : ": its architecture-specific features are that GPU's only");
   m.link_arch = suffix.empty() ? arch : arch + suffix;
   std::vector<Edit> edits;
@@ -663,7 +667,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         if (why.empty() && (g.entry || !g.visible)) why = special_refusal(g, g.name == f.name && f.reqntid[0]);
         if (why.empty() && g.name != f.name && !flat && !g.visible)
           for (const Function::Special &s : g.specials)
-            if (starts(s.reg, "%tid") || starts(s.reg, "%ntid")) why = "reads " + s.reg + " of a multi-dimensional block";
+            if (starts(s.reg, "%tid") || starts(s.reg, "%ntid"))
+              why = "reads " + s.reg + " of a multi-dimensional block";
         if (!why.empty()) k.refusal = g.name == f.name ? why : why + ", in '" + g.name + "', which it calls";
       }
     if (k.refusal.empty()) k.refusal = f.signature_error;  // the construct first, if both
@@ -688,7 +693,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         if (seen.insert(s.reg).second)
           notes.push_back(s.reg + (s.reg == "%ctaid.x"    ? " read as sk_block_idx()"
                                    : s.reg == "%nctaid.x" ? " read as sk_block_num()"
-                                   : " rebuilt from the block's thread index"));
+                                                          : " rebuilt from the block's thread index"));
       }
       if (!f.exits.empty()) notes.push_back("exit made ret");
       if (k.refusal.empty()) {  // else it stays an .entry, as written

@@ -24,11 +24,11 @@ namespace sk::cuda {
 struct PtxKernel {
   std::string name;
   bool entry = false;
-  Signature signature;               // from the parameter list
-  uint32_t reqntid[3] = {0, 0, 0};   // .reqntid (0: not given)
-  uint32_t maxntid[3] = {0, 0, 0};   // .maxntid
-  uint32_t min_blocks_per_sm = 0;    // .minnctapersm
-  uint32_t max_registers = 0;        // .maxnreg
+  Signature signature;                // from the parameter list
+  uint32_t reqntid[3] = {0, 0, 0};    // .reqntid (0: not given)
+  uint32_t maxntid[3] = {0, 0, 0};    // .maxntid
+  uint32_t min_blocks_per_sm = 0;     // .minnctapersm
+  uint32_t max_registers = 0;         // .maxnreg
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
   // `.entry` in the text, as it was written, so that the other kernels still link.

@@ -263,7 +263,8 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
       return st;
     }
     auto cubin = std::make_shared<std::vector<uint8_t>>();
-    if (sk_status st = linker->link(inputs, spec.arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
+    if (sk_status st =
+            linker->link(inputs, spec.arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
         st != SK_OK)
       return st;
     ++g_links;

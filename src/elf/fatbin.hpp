@@ -66,7 +66,7 @@ sk_status fatbin_entry_bytes(const FatbinEntry &entry, std::string_view label, s
 // `arch` when `sass` and it has one, else the PTX of the newest architecture `arch` runs
 // (`*ptx` set). `what` says which ("sm_90 cubin", "compute_90 PTX"). An object without a
 // fatbinary is SK_ERR_UNSUPPORTED; one without either SK_ERR_INCOMPATIBLE, listing what it holds.
-sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label, std::string_view arch, bool sass,
-                              std::vector<uint8_t> *code, std::string *what, bool *ptx);
+sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label, std::string_view arch,
+                              bool sass, std::vector<uint8_t> *code, std::string *what, bool *ptx);
 
 }  // namespace sk::elf

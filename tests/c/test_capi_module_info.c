@@ -76,6 +76,39 @@ static void test_signatures_and_core_types(void **state) {
   sk_module_unload(misc);
 }
 
+/* sk_module_get_kernel_desc on the host: a signature is taken as with _with_signature, the
+ * GPU launch facts are refused by name, a NULL desc is sk_module_get_kernel. */
+static void test_kernel_desc(void **state) {
+  sk_module *misc = load_kernels((sk_device *)*state, TEST_VARIANT, "capi_misc");
+  sk_kernel *plain = NULL, *again = NULL, *types = NULL, *bad = (sk_kernel *)0x1;
+  sk_kernel_desc desc;
+  char *text;
+  memset(&desc, 0, sizeof desc);
+  desc.struct_size = sizeof desc;
+  desc.signature = "ptr,u32,u32";
+  SK_CHECK(sk_module_get_kernel_desc(misc, "capi_plain_add", &desc, &plain));
+  SK_CHECK(sk_module_get_kernel_with_signature(misc, "capi_plain_add", "ptr,u32,u32", &again));
+  assert_ptr_equal(plain, again); /* one handle per name and signature */
+  text = kernel_string(sk_kernel_signature, plain);
+  assert_string_equal(text, "ptr,u32,u32");
+  free(text);
+  SK_CHECK(sk_module_get_kernel_desc(misc, "capi_types", NULL, &types));
+  assert_ptr_equal(types, get_kernel(misc, "capi_types"));
+  desc.signature = NULL;
+  desc.threads = 128;
+  assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(sk_last_error(), "capi_types"));
+  assert_non_null(strstr(sk_last_error(), "threads and dynamic_shared"));
+  desc.threads = 0;
+  desc.dynamic_shared = 64;
+  assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
+  desc.struct_size = 4;
+  assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(sk_last_error(), "struct_size"));
+  assert_ptr_equal(bad, (sk_kernel *)0x1);
+  sk_module_unload(misc);
+}
+
 static void test_buffer_protocol(void **state) {
   sk_module *mod = load_kernels((sk_device *)*state, TEST_VARIANT, "capi_misc");
   sk_kernel *k = get_kernel(mod, "capi_types");
@@ -113,6 +146,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_declared_kernels, test_setup_host_device, test_teardown_device),
       cmocka_unit_test_setup_teardown(test_signatures_and_core_types, test_setup_host_device, test_teardown_device),
       cmocka_unit_test_setup_teardown(test_buffer_protocol, test_setup_host_device, test_teardown_device),
+      cmocka_unit_test_setup_teardown(test_kernel_desc, test_setup_host_device, test_teardown_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,8 +106,7 @@ inline int ptxas(const std::string &ptx, const std::string &arch, std::string *o
   FILE *f = std::fopen(in.c_str(), "w");
   std::fwrite(ptx.data(), 1, ptx.size(), f);
   std::fclose(f);
-  const std::string cmd =
-      ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
+  const std::string cmd = ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
   const std::vector<uint8_t> bytes = read_file(log);
   output->assign(bytes.begin(), bytes.end());

@@ -2287,12 +2287,11 @@ TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
   ASSERT_EQ(sk_superkernel_explain(sk, nullptr, 0, &need), SK_OK);
   std::string json(need, '\0');
   ASSERT_EQ(sk_superkernel_explain(sk, json.data(), need, nullptr), SK_OK) << sk_last_error();
-  for (const char *fact : {R"("name":"rmsnorm_kernel")", R"("threads_from":".reqntid")",
-                           R"("dynamic_shared_bytes":512)", R"("dynamic_shared_from":"caller")",
-                           R"("name":"residual_add_global")", R"("threads_from":"caller")",
-                           R"("threads_from":"metadata")", R"("reqntid":[128,1,1])", R"("maxntid":[256,1,1])",
-                           "%ctaid.x read as sk_block_idx()", ".entry made a .func", R"("arch":"sm_90")",
-                           "decode_global.o (compute_"})
+  for (const char *fact :
+       {R"("name":"rmsnorm_kernel")", R"("threads_from":".reqntid")", R"("dynamic_shared_bytes":512)",
+        R"("dynamic_shared_from":"caller")", R"("name":"residual_add_global")", R"("threads_from":"caller")",
+        R"("threads_from":"metadata")", R"("reqntid":[128,1,1])", R"("maxntid":[256,1,1])",
+        "%ctaid.x read as sk_block_idx()", ".entry made a .func", R"("arch":"sm_90")", "decode_global.o (compute_"})
     EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
   sk_superkernel_destroy(sk);
   // Unfused, each as its own launch.
