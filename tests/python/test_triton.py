@@ -281,7 +281,8 @@ def test_device_load_takes_ptx_text_a_ptx_file_and_ptx_bytes(fake_gpu, tmp_path)
 
 
 def test_ptx_text_on_the_host_device_is_refused(dev):
-    with pytest.raises(sk.BadBinary):
+    with pytest.raises(sk.BadBinary, match=r"^Device.load: PTX text loads on a CUDA device \(cuda:N\), "
+                                           r"not 'host:cores=2,timeout_ms=5000'$"):
         dev.load(fixture("rope")[1])
 
 

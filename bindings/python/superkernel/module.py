@@ -73,6 +73,9 @@ class Module(Handle):
         out = ctypes.c_void_p()
         text = ptx_source(source, kind)
         if text is not None:  # PTX text: libsk tells it from an object by its `.version`
+            if device.is_host:  # where libsk would only say it is no ELF object
+                raise BadBinary(f"PTX text loads on a CUDA device (cuda:N), not {device.spec!r}",
+                                call="Device.load")
             self.path = None
             check(lib().sk_module_load(device.handle, text, len(text), ctypes.byref(out)),
                   "sk_module_load (PTX text)")
