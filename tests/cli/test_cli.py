@@ -271,6 +271,77 @@ def test_explain_capture_refuses_what_a_launch_cannot_say(ops):
     assert "Traceback" not in r.stderr
 
 
+# Triton's PTX as scope-file objects, on the stand-in CUDA driver (it links for real and runs
+# no kernel code): threads and dynamic_shared as sk_kernel_desc takes them, the scratch pointers
+# Triton appends as null.
+needs_fake_cuda = pytest.mark.skipif(not os.environ.get("SK_FAKE_CUDA_DRIVER"),
+                                     reason="no stand-in CUDA driver in this build (CUDA tests not built)")
+TRITON_PTX = os.path.join(ROOT, "tests", "kernels", "triton", "ptx")
+TRITON_STEP = [
+    {"object": "rms", "kernel": "rmsnorm_kernel", "block_dim": 1, "threads": 128, "dynamic_shared": 16,
+     "args": ["@x", "@w", "@y", 256, 1e-6, None, None]},
+    {"object": "gemv", "kernel": "gemv_kernel", "block_dim": 4, "dynamic_shared": 512,
+     "args": ["@m", "@y", "@out", 16, 256, None, None]}]
+TRITON_BUFFERS = {"x": {"type": "f32", "count": 256, "fill": "random"},
+                  "w": {"type": "f32", "count": 256, "fill": 1}, "y": {"type": "f32", "count": 256},
+                  "m": {"type": "f32", "count": 4096, "fill": "random"},
+                  "out": {"type": "f32", "count": 16}}
+
+
+def triton_scope(directory, kernels, device="cuda:0"):
+    return scope_file(directory, kernels, TRITON_BUFFERS, device=device, name="triton_step",
+                      objects={"rms": os.path.join(TRITON_PTX, "rmsnorm.ptx"),
+                               "gemv": os.path.join(TRITON_PTX, "gemv.ptx")})
+
+
+def fake_cuda_env(tmp_path):
+    return {"SK_CUDA_DRIVER_LIBRARY": os.environ["SK_FAKE_CUDA_DRIVER"], "XDG_CACHE_HOME": str(tmp_path)}
+
+
+@needs_fake_cuda
+def test_explain_a_scope_of_triton_ptx_with_its_launch_facts(tmp_path):
+    env = fake_cuda_env(tmp_path)
+    path = triton_scope(tmp_path, TRITON_STEP)
+    r = sk("explain", path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "super kernel 'triton_step' on cuda: 2 sub-kernels" in r.stdout
+    plan = json.loads(sk("explain", "--json", path, env=env).stdout)
+    assert [(s["name"], s["block_dim"]) for s in plan["steps"]] == [("rmsnorm_kernel", 1), ("gemv_kernel", 4)]
+    assert plan["steps"][1]["module"].endswith("gemv.ptx")
+    assert plan["cuda_entry"]["dynamic_shared_bytes"] >= 512
+
+
+@needs_fake_cuda
+def test_explain_names_the_field_of_a_triton_kernels_launch_facts(tmp_path):
+    env = fake_cuda_env(tmp_path)
+    # Without dynamic_shared: libsk's refusal, at the kernel's entry, naming what to give.
+    no_shared = [TRITON_STEP[0], {k: v for k, v in TRITON_STEP[1].items() if k != "dynamic_shared"}]
+    r = sk("explain", triton_scope(tmp_path, no_shared), env=env)
+    assert r.returncode == 4 and "kernels[1]: " in r.stderr and "sk_kernel_desc.dynamic_shared" in r.stderr
+    # Threads its .reqntid contradicts.
+    r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], threads=64)]), env=env)
+    assert r.returncode == 4 and "kernels[0]: " in r.stderr and "requires 128 threads per block" in r.stderr
+    for field, value in (("threads", 0), ("threads", True), ("dynamic_shared", -1), ("dynamic_shared", 1.5)):
+        r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], **{field: value})]), env=env)
+        assert r.returncode == 3 and f"kernels[0]: {field} must be an integer" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    # The scratch pointers are arguments of the PTX kernel: leaving them out is a count mismatch.
+    r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], args=TRITON_STEP[0]["args"][:5])]),
+           env=env)
+    assert r.returncode == 3 and "takes 7 arguments, 5 given" in r.stderr
+    # PTX on the host device: libsk's refusal names the file.
+    r = sk("explain", triton_scope(tmp_path, TRITON_STEP, device="host"), env=env)
+    assert r.returncode == 4 and "rmsnorm.ptx: not an ELF object" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+@needs_fake_cuda
+def test_run_a_scope_of_triton_ptx_fused_and_unfused(tmp_path):
+    r = sk("run", "--repeat", 1, triton_scope(tmp_path, TRITON_STEP), env=fake_cuda_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "bit-identical" in r.stdout  # the stand-in runs no kernel: both leave the buffers
+
+
 # ---- run ---------------------------------------------------------------------------------------
 def test_run_fused_equals_unfused(ops):
     path = scope_file(ops.parent, CHAIN, repeat=5)

@@ -67,3 +67,21 @@ def dev():
 @pytest.fixture
 def ops(dev, ops_path):
     return dev.load(ops_path)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, tmp_path):
+    """cuda:0 on the stand-in driver the C++ tests build (no GPU needed): its "device memory"
+    is host memory, so copies through it can be checked."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(sk.library_path())))
+    driver = os.path.join(build, "tests", "cpp", "libsk_fake_cuda_driver.so")
+    if not os.path.exists(driver):
+        pytest.skip(f"no stand-in CUDA driver at {driver} (the CUDA tests were not built)")
+    monkeypatch.setenv("SK_CUDA_DRIVER_LIBRARY", driver)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # super kernels linked here stay here
+    try:
+        gpu = sk.Device("cuda:0")
+    except sk.Error as e:
+        pytest.skip(f"cuda:0 does not open on the stand-in driver: {e}")
+    with gpu:
+        yield gpu

@@ -8,7 +8,6 @@ import array
 import ctypes
 import gc
 import mmap
-import os
 import sys
 import weakref
 
@@ -324,23 +323,6 @@ def test_check_device_rules():
             check_device("p", kind, ordinal, device, False)
     assert [cuda_ordinal(s) for s in ("cuda", "cuda:2", "cuda:3,timeout_ms=5",
                                       "cuda:timeout_ms=5,device=4")] == [0, 2, 3, 4]
-
-
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    """cuda:0 on the stand-in driver the C++ tests build (no GPU needed): its "device memory"
-    is host memory, so copies through it can be checked."""
-    build = os.path.dirname(os.path.dirname(os.path.abspath(sk.library_path())))
-    driver = os.path.join(build, "tests", "cpp", "libsk_fake_cuda_driver.so")
-    if not os.path.exists(driver):
-        pytest.skip(f"no stand-in CUDA driver at {driver} (the CUDA tests were not built)")
-    monkeypatch.setenv("SK_CUDA_DRIVER_LIBRARY", driver)
-    try:
-        gpu = sk.Device("cuda:0")
-    except sk.Error as e:
-        pytest.skip(f"cuda:0 does not open on the stand-in driver: {e}")
-    with gpu:
-        yield gpu
 
 
 def test_a_gpu_takes_its_own_memory_by_dlpack(fake_gpu):

@@ -25,6 +25,7 @@ from .refs import Ref
 from .scope import Scope
 from .stream import Event, Stream
 from .superkernel import ProfileRecord, SuperKernel
+from .triton import TritonKernel
 
 __version__ = ".".join(map(str, BINDING_VERSION))
 
@@ -63,7 +64,7 @@ __all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Capture", "Device", "Devic
            "Event", "FileNotReadable", "Hang", "Incompatible", "InvalidArgument", "Kernel",
            "KernelError", "KernelOptions", "KERNEL_FLAG_TILING_SINK", "LibraryNotFound", "Module",
            "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly", "Ref", "Scope", "SIGNATURE_TOKENS",
-           "StateError", "Stream", "SuperKernel", "Unsupported", "VersionMismatch",
+           "StateError", "Stream", "SuperKernel", "TritonKernel", "Unsupported", "VersionMismatch",
            "kernel_records", "library_path", "parse_signature", "readonly", "status_name",
            "version", "version_string"]
 

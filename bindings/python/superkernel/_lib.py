@@ -29,6 +29,17 @@ class KernelOptions(ctypes.Structure):
     ]
 
 
+class KernelDesc(ctypes.Structure):
+    """sk_kernel_desc (sk.h): what the caller says of a kernel its binary may not say."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("signature", ctypes.c_char_p),
+        ("threads", ctypes.c_uint32),
+        ("dynamic_shared", ctypes.c_uint32),
+    ]
+
+
 class ProfileRecordC(ctypes.Structure):
     """sk_profile_record (sk.h); struct_size of the first record tells libsk the array's stride."""
 
@@ -72,6 +83,7 @@ PROTOTYPES = {
     "sk_module_unload": (None, [_p]),
     "sk_module_get_kernel": (_st, [_p, _s, _pp]),
     "sk_module_get_kernel_with_signature": (_st, [_p, _s, _s, _pp]),
+    "sk_module_get_kernel_desc": (_st, [_p, _s, ctypes.POINTER(KernelDesc), _pp]),
     "sk_module_kernel_count": (_st, [_p, ctypes.POINTER(_size)]),
     "sk_module_kernel_name": (_st, [_p, _size, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     "sk_kernel_signature": (_st, [_p, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),

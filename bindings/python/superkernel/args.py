@@ -75,13 +75,14 @@ class PackedArgs:
     `refs` has bit i set where argument i is a Ref (its entry is then the address itself)."""
 
     def __init__(self, kernel, values, device, refs_allowed=True):
-        tokens = kernel.signature_tokens
+        tokens, names = kernel.signature_tokens, kernel.param_names
         if len(values) != len(tokens):
-            raise TypeError(f"kernel {kernel.name!r} ({kernel.signature or 'no parameters'}) "
-                            f"takes {len(tokens)} arguments, {len(values)} given")
+            takes = ", ".join(names) if names else kernel.signature or "no parameters"
+            raise TypeError(f"kernel {kernel.name!r} ({takes}) takes {len(tokens)} arguments, "
+                            f"{len(values)} given")
         self.values, self.keepalive, self.refs, entries = [], {}, 0, []
         for i, (token, value) in enumerate(zip(tokens, values)):
-            what = f"kernel {kernel.name!r} argument {i} ({token})"
+            what = f"kernel {kernel.name!r} argument {i}{f' {names[i]!r}' if names else ''} ({token})"
             if isinstance(value, Ref):
                 if not refs_allowed:
                     raise TypeError(f"{what}: a Ref is read by a super kernel's sub-kernel "
@@ -97,6 +98,9 @@ class PackedArgs:
                 entries.append(ctypes.addressof(value_c))
             if keep is not None:
                 self.keepalive[i] = keep
+        for _ in range(kernel.null_tail):
+            self.values.append(ctypes.c_void_p(0))
+            entries.append(ctypes.addressof(self.values[-1]))
         self.array = (ctypes.c_void_p * max(1, len(entries)))(*entries)
         self.pointer = ctypes.cast(self.array, ctypes.POINTER(ctypes.c_void_p)) \
             if entries else None

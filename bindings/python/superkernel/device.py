@@ -12,6 +12,7 @@ from .module import Module
 from .scope import Scope
 from .status import check
 from .stream import Event, Stream
+from .triton import load_triton
 from .waiting import wait_for_stream
 
 
@@ -61,10 +62,18 @@ class Device(Handle):
         the GPU on a CUDA device. The Buffer holds the export until it is closed."""
         return Buffer._wrap(self, obj)
 
-    def load(self, source):
+    def load(self, source, kind=None):
         """Loads a kernel object: a path (str or os.PathLike) or its bytes; or a list of them,
-        objects and `ar` archives linked as one module (sk_module_load_files)."""
-        return Module(self, source)
+        objects and `ar` archives linked as one module (sk_module_load_files); or PTX text (on
+        a CUDA device): a str that begins, past comments, with `.version` is text, any other
+        str a path; kind="ptx" says the str or bytes is PTX text."""
+        return Module(self, source, kind)
+
+    def load_triton(self, compiled):
+        """A Triton kernel as triton.compile returns it (duck-typed: .asm["ptx"], .metadata):
+        a TritonKernel taking the Triton kernel's arguments, its launch facts from the
+        metadata; what a super kernel cannot run is refused naming the field (triton.py)."""
+        return load_triton(self, compiled)
 
     def stream(self, cuda_stream=None):
         """A new stream; or, given cuda_stream (a CUstream / cudaStream_t as an int, such as

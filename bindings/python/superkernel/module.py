@@ -2,7 +2,7 @@
 import ctypes
 import os
 
-from ._lib import lib
+from ._lib import KernelDesc, lib
 from .args import PackedArgs, parse_signature
 from .checks import c_path, c_string, c_text, instance, integer, message_text
 from .errors import BadBinary, Error, FileNotReadable, NotFound, StateError, Unsupported
@@ -10,6 +10,7 @@ from .handle import Handle
 from .metadata import declared_kernels, kernel_core_type, kernel_signature
 from .module_set import load_set
 from .object_file import ObjectFileError, is_regular, read_object
+from .ptx import looks_like_ptx
 from .status import check
 from .stream import Stream
 
@@ -33,14 +34,52 @@ def _is_regular(path):
         raise FileNotReadable(e, path, call="Device.load") from None
 
 
+#: What Device.load's `kind` may say: None (told from the source) or "ptx" (PTX text).
+LOAD_KINDS = (None, "ptx")
+
+
+def ptx_source(source, kind):
+    """The bytes of PTX text Device.load was given, or None when `source` is an object, a path
+    or a list. A str is PTX text when it reads as PTX (ptx.looks_like_ptx), else a path;
+    kind="ptx" says it is text (a str or bytes), and text that does not read as PTX is refused."""
+    if kind not in LOAD_KINDS:
+        raise ValueError(f"Device.load kind: {kind!r} is not one of "
+                         f"{', '.join(map(repr, LOAD_KINDS))}")
+    if kind is None:
+        return source.encode() if isinstance(source, str) and looks_like_ptx(source) else None
+    if isinstance(source, str):
+        text = source
+    else:
+        try:
+            text = bytes(memoryview(source)).decode("utf-8")
+        except TypeError:
+            raise TypeError(f"Device.load: kind='ptx' takes PTX text (str or bytes), not "
+                            f"{type(source).__name__}") from None
+        except UnicodeDecodeError as e:
+            raise BadBinary(f"kind='ptx' but byte {e.start} is not UTF-8 text",
+                            call="Device.load") from None
+    if not looks_like_ptx(text):
+        raise BadBinary("kind='ptx' but the text does not begin with a .version "
+                        "directive (PTX does)", call="Device.load")
+    return text.encode()
+
+
 class Module(Handle):
     """A kernel object loaded on a device (sk_module_load). `kernels` maps each kernel the module
     declares (SK_KERNEL metadata, as libsk read it) and defines to {"sig", "type"}."""
 
-    def __init__(self, device, source):
+    def __init__(self, device, source, kind=None):
         self.device = device
         out = ctypes.c_void_p()
-        if isinstance(source, (list, tuple)):  # several objects and archives as one module
+        text = ptx_source(source, kind)
+        if text is not None:  # PTX text: libsk tells it from an object by its `.version`
+            if device.is_host:  # where libsk would only say it is no ELF object
+                raise BadBinary(f"PTX text loads on a CUDA device (cuda:N), not {device.spec!r}",
+                                call="Device.load")
+            self.path = None
+            check(lib().sk_module_load(device.handle, text, len(text), ctypes.byref(out)),
+                  "sk_module_load (PTX text)")
+        elif isinstance(source, (list, tuple)):  # several objects and archives as one module
             self.path = None
             load_set(device, source, out, _read_for_load, _is_regular)
         elif isinstance(source, (str, os.PathLike)):
@@ -84,26 +123,48 @@ class Module(Handle):
     def _destroy(self, handle):
         lib().sk_module_unload(handle)
 
-    def kernel(self, name, signature=None):
+    def kernel(self, name, signature=None, threads=None, dynamic_shared=None):
         """Kernel `name`; its signature from the object's metadata, or the one given (needed
-        for objects built without SK_KERNEL; it must agree with the metadata if both exist)."""
+        for objects built without SK_KERNEL; it must agree with the metadata if both exist).
+        `threads` (threads per block) and `dynamic_shared` (bytes of its `extern __shared__`
+        arrays) are what a CUDA kernel's binary may not say (sk_kernel_desc); None: its own."""
         out = ctypes.c_void_p()
         name_c = c_string(name, "Module.kernel name")
         name_c = self._raw_names.get(name, name_c)
-        if signature is None:
+        signature_c = c_string(signature, "Module.kernel signature", optional=True)
+        if threads is not None or dynamic_shared is not None:
+            what = f"Module.kernel ({name})"
+            desc = KernelDesc(ctypes.sizeof(KernelDesc), signature_c,
+                              0 if threads is None else integer(threads, "u32", f"{what} threads"),
+                              0 if dynamic_shared is None else
+                              integer(dynamic_shared, "u32", f"{what} dynamic_shared"))
+            check(lib().sk_module_get_kernel_desc(self.handle, name_c, ctypes.byref(desc),
+                                                  ctypes.byref(out)),
+                  "sk_module_get_kernel_desc")
+        elif signature is None:
             check(lib().sk_module_get_kernel(self.handle, name_c, ctypes.byref(out)),
                   "sk_module_get_kernel")
-            signature = kernel_signature(out.value)
         else:
-            signature_c = c_string(signature, "Module.kernel signature")
             check(lib().sk_module_get_kernel_with_signature(
                 self.handle, name_c, signature_c, ctypes.byref(out)),
                 "sk_module_get_kernel_with_signature")
-        return Kernel(self, out.value, name, signature, kernel_core_type(out.value))
+        if signature is None:
+            signature = kernel_signature(out.value)
+        kernel = Kernel(self, out.value, name, signature, kernel_core_type(out.value))
+        kernel.threads, kernel.dynamic_shared = threads, dynamic_shared
+        return kernel
 
 
 class Kernel:
     """One kernel of a module (owned by it: no close)."""
+
+    #: Threads per block and dynamic shared bytes given to Module.kernel (None: its own).
+    threads = dynamic_shared = None
+    #: The names of the parameters the caller passes, for messages (None: by index).
+    param_names = None
+    #: Trailing pointer parameters libsk's signature has that the binding passes as NULL
+    #: (a Triton kernel's scratch pointers): not in signature_tokens, not the caller's to give.
+    null_tail = 0
 
     def __init__(self, module, handle, name, signature, core_type):
         self.module = module

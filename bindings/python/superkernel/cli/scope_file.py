@@ -15,8 +15,9 @@
       "kernels": [
         {"object": "ops", "kernel": "axpy", "block_dim": 4, "args": [2.0, "@x", "@y", 1024],
          "name": "axpy.0", "signature": "f32,ptr,ptr,u32", "core_type": "vector",
-         "flags": 0, "stream": 0}
-      ],
+         "flags": 0, "stream": 0,
+         "threads": 128, "dynamic_shared": 2048}  (a CUDA kernel's launch facts its binary may
+      ],                                          not say: sk_kernel_desc)
       "repeat": 20,                             (runs timed; --repeat overrides it)
       "compare": ["y"]                          (buffers compared; default: all)
     }
@@ -27,7 +28,9 @@ buffers; numbers are scalars converted by the kernel's signature; a list is an a
 members ("{f32,f32}": [1.5, 2.0], nested lists for nested aggregates and array members);
 {"ref": "@name"} is read by reference from the buffer's first bytes at every launch
 (sk_kernel_options.arg_refs; unfused launches are given the value it holds when they are
-prepared). Every error names the field.
+prepared). An object may be PTX text (a .ptx file: nvcc -ptx, Triton's asm["ptx"]) on a CUDA
+device; a Triton kernel's args end with its two scratch pointers, given as null. Every error
+names the field.
 """
 import ctypes
 import json
@@ -285,7 +288,11 @@ class ScopeSpec:
                 "signature": signature,
                 "core_type": _text(k.get("core_type"), where, "core_type"),
                 "flags": _u32(k.get("flags", 0), where, "flags"),
-                "stream": _u32(k.get("stream", 0), where, "stream"), "where": where}
+                "stream": _u32(k.get("stream", 0), where, "stream"),
+                # None: the kernel's own (libsk checks the range and what the kernel says).
+                **{field: None if k.get(field) is None else _u32(k[field], where, field, lo=lo)
+                   for field, lo in (("threads", 1), ("dynamic_shared", 0))},
+                "where": where}
 
 
     def _arg(self, where, a, depth=0):
@@ -361,10 +368,12 @@ class Instance:
         for k in spec.kernels:
             mod = self.modules[k["object"]]
             try:
-                self.kernels.append(mod.kernel(k["kernel"], k["signature"]))
+                self.kernels.append(mod.kernel(k["kernel"], k["signature"], k["threads"],
+                                               k["dynamic_shared"]))
+            except Error as e:  # libsk's own verdict: reported as a libsk error, where it arose
+                raise type(e)(f"{k['where']}: {e.message}", e.status, e.status_name,
+                              call=e.call) from None
             except (LookupError, TypeError, ValueError) as e:
-                if isinstance(e, Error):  # libsk's own verdict: reported as a libsk error
-                    raise
                 raise SpecError(f"{k['where']}: {e}") from None
         for i, k in enumerate(self.kernels):
             where = spec.kernels[i]["where"]

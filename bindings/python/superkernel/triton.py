@@ -1,0 +1,152 @@
+"""Device.load_triton: a kernel as `triton.compile` returns it, its PTX loaded with the launch
+facts of its metadata, taking the Triton kernel's own arguments.
+
+Duck-typed (Triton is not imported): `compiled.asm["ptx"]` is the PTX text and
+`compiled.metadata` (a namedtuple, a dataclass or a dict) has `name`, `num_warps`, `shared` and,
+where that Triton writes them, `target`, `global_scratch_size`, `profile_scratch_size`,
+`num_ctas`, `launch_cooperative_grid` and `launch_pdl`. `compiled.src.signature` (the
+`{name: type}` Triton compiled) names the arguments and types the integers; without it the PTX's
+parameters do.
+"""
+import ctypes
+from collections.abc import Mapping
+
+from .aggregates import ctype_of
+from .checks import integer
+from .errors import BadBinary, Error, Unsupported
+from .module import Kernel, Module
+from .ptx import entry_params
+
+#: The per-program scratch memory Triton may ask for, in the order of the pointer parameters it
+#: appends to the kernel's own: one for each of these the metadata has.
+SCRATCH_FIELDS = ("global_scratch_size", "profile_scratch_size")
+#: Launch features a super kernel's sub-kernel cannot have: metadata field, what it means.
+REFUSED_FLAGS = (("launch_cooperative_grid", "a cooperative grid launch"),
+                 ("launch_pdl", "programmatic dependent launch"))
+#: Triton's scalar types that are a signature token's C type. An argument of such a type is
+#: range-checked as Triton declares it (i32 where the PTX says .u32) when the sizes agree;
+#: other types (i1, fp16, bf16...) are passed as the PTX parameter says.
+TRITON_TOKENS = {"i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "u8",
+                 "u16": "u16", "u32": "u32", "u64": "u64", "fp32": "f32", "fp64": "f64"}
+_MISSING = object()
+
+
+def _get(obj, key, default=_MISSING):
+    """obj[key] of a mapping, else attribute `key` (a namedtuple's, a dataclass's)."""
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+class TritonKernel(Kernel):
+    """A Triton kernel loaded by Device.load_triton. `signature` and `param_names` are the
+    arguments Scope.add and launch take (the Triton kernel's, constexprs compiled in);
+    `ptx_signature` is libsk's, with the scratch pointers the binding passes as NULL;
+    `threads` is num_warps x warp size, `dynamic_shared` the metadata's `shared`; `metadata`
+    is the compiled metadata; `module` the Module of its PTX."""
+
+    def __repr__(self):
+        return f"<TritonKernel {self.name}({', '.join(self.param_names)}) {self.threads} threads>"
+
+
+def load_triton(device, compiled):
+    """The TritonKernel of `compiled` (what triton.compile returns) on CUDA device `device`."""
+    call = "Device.load_triton"
+    meta = _get(compiled, "metadata")
+    if meta is _MISSING:
+        raise TypeError(f"{call}: needs what triton.compile returns (with .asm and .metadata), "
+                        f"not {type(compiled).__name__}")
+    name = _get(meta, "name")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{call}: metadata name: needs the kernel's name (a str), not {name!r}")
+    what = f"{call} ({name})"
+
+    def refuse(field, why):
+        raise Unsupported(f"Triton kernel {name!r}: metadata {field}: {why}", call=call)
+
+    target = _get(meta, "target", None)
+    warp_size = _get(meta, "warp_size", 32)
+    if target is not None:
+        backend = _get(target, "backend", None)
+        if backend != "cuda":
+            refuse("target", f"backend {backend!r} is not 'cuda' (libsk loads NVIDIA PTX)")
+        warp_size = _get(target, "warp_size", warp_size)
+    warp_size = integer(warp_size, "u32", f"{what} metadata warp_size")
+    num_warps = integer(_get(meta, "num_warps", None), "u32", f"{what} metadata num_warps")
+    if not num_warps or not warp_size:
+        raise ValueError(f"{what}: metadata num_warps {num_warps} x warp_size {warp_size} is no "
+                         "thread")
+    shared = integer(_get(meta, "shared", None), "u32", f"{what} metadata shared")
+    for field in SCRATCH_FIELDS:
+        size = integer(_get(meta, field, 0), "u64", f"{what} metadata {field}")
+        if size:
+            refuse(field, f"{size} bytes of per-program scratch memory: libsk cannot give a "
+                          "sub-kernel scratch memory yet")
+    num_ctas = integer(_get(meta, "num_ctas", 1), "u32", f"{what} metadata num_ctas")
+    if num_ctas > 1:
+        refuse("num_ctas", f"{num_ctas} CTAs per program is a thread block cluster, which a super "
+                           "kernel's sub-kernel cannot run")
+    for field, feature in REFUSED_FLAGS:
+        if _get(meta, field, False):
+            refuse(field, f"{feature}, which a super kernel's sub-kernel cannot use")
+    if device.is_host:
+        raise Unsupported(f"Triton kernel {name!r}: device {device.spec!r} is not a CUDA device "
+                          "(Triton's PTX loads on cuda:N)", call=call)
+    asm = _get(compiled, "asm", None)
+    try:
+        ptx = asm["ptx"]
+    except (KeyError, TypeError, IndexError):
+        raise TypeError(f"{what}: compiled.asm has no 'ptx' (compile for a CUDA target)") from None
+    if isinstance(ptx, (bytes, bytearray)):
+        ptx = bytes(ptx).decode("utf-8", errors="replace")
+    if not isinstance(ptx, str):
+        raise TypeError(f"{what}: compiled.asm['ptx'] needs PTX text, not {type(ptx).__name__}")
+
+    try:
+        module = Module(device, ptx, kind="ptx")
+    except Error as e:
+        e.call = f"{what}: {e.call}" if e.call else what
+        raise
+    try:
+        kernel = module.kernel(name, threads=num_warps * warp_size, dynamic_shared=shared)
+        tokens = kernel.signature_tokens
+        tail = sum(_get(meta, field, _MISSING) is not _MISSING for field in SCRATCH_FIELDS)
+        if len(tokens) < tail or any(t != "ptr" for t in tokens[len(tokens) - tail:]):
+            raise BadBinary(f"Triton kernel {name!r}: its PTX parameters ({kernel.signature}) do "
+                            f"not end with the {tail} scratch pointers its metadata implies",
+                            call=call)
+        tokens = tokens[:len(tokens) - tail]
+        names, tokens = _arguments(compiled, ptx, name, tokens)
+    except Error as e:
+        module.close()
+        if e.call != call:
+            e.call = f"{what}: {e.call}" if e.call else what
+        raise
+    except BaseException:
+        module.close()
+        raise
+    triton = TritonKernel(module, kernel._handle, name, ",".join(tokens), kernel.core_type)
+    triton.ptx_signature = kernel.signature
+    triton.param_names, triton.null_tail = names, tail
+    triton.threads, triton.dynamic_shared = num_warps * warp_size, shared
+    triton.metadata = meta
+    return triton
+
+
+def _arguments(compiled, ptx, name, ptx_tokens):
+    """(names, signature tokens) of the arguments the caller passes: Triton's own where
+    compiled.src.signature has as many runtime arguments as the PTX, else the PTX's."""
+    signature = _get(_get(compiled, "src", None), "signature", None)
+    if isinstance(signature, Mapping):
+        runtime = [(n, t) for n, t in signature.items() if t != "constexpr"]
+        if len(runtime) == len(ptx_tokens) and all(isinstance(t, str) for _, t in runtime):
+            tokens = []
+            for (_, kind), token in zip(runtime, ptx_tokens):
+                mine = TRITON_TOKENS.get(kind)
+                same = mine and ctypes.sizeof(ctype_of(mine)) == ctypes.sizeof(ctype_of(token))
+                tokens.append(mine if same else token)
+            return [str(n) for n, _ in runtime], tokens
+    params = entry_params(ptx, name)
+    if params is None or len(params) < len(ptx_tokens):
+        params = [f"param_{i}" for i in range(len(ptx_tokens))]
+    return params[:len(ptx_tokens)], list(ptx_tokens)

@@ -1,0 +1,314 @@
+"""Triton kernels as triton.compile returns them (Device.load_triton), PTX text given to
+Device.load, and the launch facts of Module.kernel (threads, dynamic_shared), on the stand-in
+CUDA driver (it links for real and runs no kernel code).
+
+The compiled objects are duck-typed from the checked-in fixtures (tests/kernels/triton/ptx:
+each .ptx is Triton's asm["ptx"], each .json its metadata); one test compiles with Triton
+itself where it is installed (CI has none).
+"""
+import collections
+import ctypes
+import json
+import os
+import types
+
+import pytest
+
+import superkernel as sk
+from conftest import ROOT
+from superkernel.ptx import entry_params, looks_like_ptx
+
+FIXTURES = os.path.join(ROOT, "tests", "kernels", "triton", "ptx")
+NAMES = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json"))
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(FIXTURES, name + ".ptx")) as f:
+        return meta, f.read()
+
+
+def compiled(fixture_name, src=True, as_tuple=False, **changes):
+    """What triton.compile returns for a fixture: asm["ptx"], the metadata (a dict, or a
+    namedtuple as Triton makes it) with `changes`, and src.signature, the arguments compiled."""
+    meta, ptx = fixture(fixture_name)
+    signature = dict(meta["signature"])
+    meta.update(changes)
+    if as_tuple:
+        meta = collections.namedtuple("KernelMetadata", sorted(meta))(**meta)
+    return types.SimpleNamespace(asm={"ptx": ptx}, metadata=meta,
+                                 src=types.SimpleNamespace(signature=signature) if src else None)
+
+
+def arguments(kernel, buffer):
+    """Arguments for `kernel`: `buffer` for each pointer, 1 for each scalar."""
+    return [buffer if t == "ptr" else 1 for t in kernel.signature_tokens]
+
+
+# ---- Device.load_triton ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_every_fixture_loads_with_its_metadata_or_is_refused_by_name(fake_gpu, name):
+    meta, ptx = fixture(name)
+    if meta["refused"]:
+        with pytest.raises(sk.Unsupported) as e:
+            fake_gpu.load_triton(compiled(name))
+        assert str(e.value).startswith("Device.load_triton") and meta["name"] in str(e.value)
+        assert "\n" not in str(e.value)
+        return
+    for as_tuple in (False, True):
+        k = fake_gpu.load_triton(compiled(name, as_tuple=as_tuple))
+        assert isinstance(k, sk.TritonKernel) and k.name == meta["name"]
+        # The Triton kernel's own arguments; the PTX's two scratch pointers are the binding's.
+        assert k.param_names == [n for n, _ in meta["signature"]]
+        assert k.signature_tokens == [
+            "ptr" if t.startswith("*") else {"i32": "i32", "fp32": "f32"}[t]
+            for _, t in meta["signature"]]
+        assert k.ptx_signature == ",".join(
+            "ptr" if t.startswith("*") else {"i32": "u32", "fp32": "f32"}[t]
+            for _, t in meta["signature"]) + ",ptr,ptr"
+        assert (k.threads, k.dynamic_shared, k.null_tail) == (meta["num_warps"] * 32, meta["shared"], 2)
+        assert not k.module.closed
+
+
+def test_the_refused_fixtures_say_why(fake_gpu):
+    with pytest.raises(sk.Unsupported, match=r"grid2d_kernel.*two- or three-dimensional grid"):
+        fake_gpu.load_triton(compiled("grid2d"))
+    with pytest.raises(sk.Unsupported, match=r"^Device.load_triton: Triton kernel 'tma_copy_kernel': "
+                                             r"metadata global_scratch_size: 256 bytes of per-program "
+                                             r"scratch memory: libsk cannot give"):
+        fake_gpu.load_triton(compiled("tma_copy"))
+
+
+def test_without_src_the_ptx_names_and_types_the_arguments(fake_gpu):
+    k = fake_gpu.load_triton(compiled("rmsnorm", src=False))
+    assert k.param_names == [f"rmsnorm_kernel_param_{i}" for i in range(5)]
+    assert k.signature == "ptr,ptr,ptr,u32,f32"
+    # A src whose runtime arguments are not the PTX's (another specialisation) is not trusted.
+    other = compiled("rmsnorm")
+    other.src.signature["extra"] = "i32"
+    assert fake_gpu.load_triton(other).param_names == k.param_names
+    # Constexprs are compiled in: not arguments.
+    with_constexpr = compiled("rmsnorm")
+    with_constexpr.src.signature["BLOCK"] = "constexpr"
+    assert fake_gpu.load_triton(with_constexpr).param_names[-1] == "eps"
+
+
+def test_the_scratch_pointers_are_passed_as_null(fake_gpu):
+    k = fake_gpu.load_triton(compiled("silu_mul"))
+    x = fake_gpu.alloc(1024)
+    packed = k.pack([x, x, x, 256])
+    entries = list(packed.array)
+    assert len(entries) == 6
+    assert [ctypes.c_void_p.from_address(e).value for e in entries[:3]] == [x.address] * 3
+    assert ctypes.c_uint32.from_address(entries[3]).value == 256
+    assert [ctypes.c_void_p.from_address(e).value for e in entries[4:]] == [None, None]
+
+
+def test_a_decode_step_of_triton_kernels_fuses_and_launches(fake_gpu):
+    # The decode step's 128-thread kernels, in its order (rope runs 32 threads).
+    wide = ["rmsnorm", "decode_attention", "silu_mul", "residual_add", "gemv"]
+    assert all(fixture(n)[0]["num_warps"] == 4 for n in wide)
+    kernels = [fake_gpu.load_triton(compiled(n)) for n in wide]
+    x = fake_gpu.alloc(1 << 16)
+    with fake_gpu.scope("decode_step") as scope:
+        for k in kernels:
+            scope.add(k, 4, *arguments(k, x))
+    fused = scope.superkernel
+    plan = fused.explain()
+    assert [s["name"] for s in plan["steps"]] == [k.name for k in kernels]
+    assert [s["signature"] for s in plan["steps"]] == [k.ptx_signature for k in kernels]
+    # The largest dynamic shared memory of its sub-kernels (decode attention's) is launched.
+    assert plan["cuda_entry"]["dynamic_shared_bytes"] >= max(k.dynamic_shared for k in kernels)
+    fused.launch()
+    fused.set_arg(0, 3, 7)  # n_cols, an i32
+    with pytest.raises(IndexError, match="has 5 arguments, no 5"):
+        fused.set_arg(0, 5, None)  # a scratch pointer is not the caller's
+    fake_gpu.synchronize()
+    kernels[0].launch(4, *arguments(kernels[0], x))  # unfused
+    fake_gpu.synchronize()
+
+
+def test_kernels_of_other_widths_do_not_fuse(fake_gpu):
+    rope, silu = fake_gpu.load_triton(compiled("rope")), fake_gpu.load_triton(compiled("silu_mul"))
+    assert (rope.threads, silu.threads) == (32, 128)
+    x = fake_gpu.alloc(4096)
+    scope = fake_gpu.scope("mixed")
+    scope.add(rope, 2, *arguments(rope, x))
+    scope.add(silu, 2, *arguments(silu, x))
+    with pytest.raises(sk.Incompatible, match=r"silu_mul_kernel.*rope_kernel|rope_kernel.*silu_mul_kernel"):
+        scope.finalize()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"global_scratch_size": 64}, "metadata global_scratch_size: 64 bytes of per-program scratch memory"),
+    ({"profile_scratch_size": 8}, "metadata profile_scratch_size: 8 bytes of per-program scratch memory"),
+    ({"num_ctas": 2}, "metadata num_ctas: 2 CTAs per program is a thread block cluster"),
+    ({"launch_cooperative_grid": True}, "metadata launch_cooperative_grid: a cooperative grid launch"),
+    ({"launch_pdl": True}, "metadata launch_pdl: programmatic dependent launch"),
+    ({"target": {"backend": "hip", "arch": "gfx942", "warp_size": 64}},
+     "metadata target: backend 'hip' is not 'cuda'"),
+])
+def test_what_a_sub_kernel_cannot_be_is_refused_naming_the_field(fake_gpu, change, message):
+    with pytest.raises(sk.Unsupported) as e:
+        fake_gpu.load_triton(compiled("rmsnorm", **change))
+    assert str(e.value).startswith("Device.load_triton: Triton kernel 'rmsnorm_kernel': " + message)
+    assert "\n" not in str(e.value)
+
+
+def test_what_libsk_refuses_names_the_triton_kernel(fake_gpu):
+    # num_warps that the PTX's .reqntid contradicts.
+    with pytest.raises(sk.Incompatible, match=r"^Device.load_triton \(rmsnorm_kernel\): .*"
+                                              r"requires 128 threads per block \(.reqntid"):
+        fake_gpu.load_triton(compiled("rmsnorm", num_warps=8))
+    # PTX for a GPU the device (sm_90) is not.
+    newer = compiled("rmsnorm")
+    newer.asm["ptx"] = newer.asm["ptx"].replace(".target sm_90a", ".target sm_100a")
+    with pytest.raises(sk.Incompatible, match=r"^Device.load_triton \(rmsnorm_kernel\): .*sm_100a"):
+        fake_gpu.load_triton(newer)
+    # A name the PTX does not define.
+    with pytest.raises(sk.NotFound, match=r"^Device.load_triton \(other_kernel\): .*rmsnorm_kernel"):
+        fake_gpu.load_triton(compiled("rmsnorm", name="other_kernel"))
+    # Shared memory beyond what a block may have.
+    with pytest.raises(sk.InvalidArgument, match=r"rmsnorm_kernel.*dynamic_shared 300000"):
+        fake_gpu.load_triton(compiled("rmsnorm", shared=300000))
+
+
+def test_wrong_arguments_are_named_by_the_triton_kernels_parameters(fake_gpu):
+    k = fake_gpu.load_triton(compiled("rmsnorm"))
+    x = fake_gpu.alloc(1024)
+    with pytest.raises(TypeError, match=r"^kernel 'rmsnorm_kernel' \(x_ptr, w_ptr, out_ptr, n_cols, "
+                                        r"eps\) takes 5 arguments, 7 given$"):
+        k.launch(1, x, x, x, 4, 1e-6, None, None)
+    with pytest.raises(TypeError, match=r"takes 5 arguments, 3 given"):
+        fake_gpu.scope("s").add(k, 1, x, x, x)
+    with pytest.raises(ValueError, match=r"argument 3 'n_cols' \(i32\): -2147483649 does not fit i32"):
+        k.launch(1, x, x, x, -(1 << 31) - 1, 1e-6)
+    k.launch(1, x, x, x, -1, 1e-6)  # i32 as Triton declares it, though the PTX says .u32
+    fake_gpu.synchronize()
+
+
+def test_malformed_compiled_objects_are_refused_naming_the_field(fake_gpu, dev):
+    with pytest.raises(TypeError, match=r"^Device.load_triton: needs what triton.compile returns"):
+        fake_gpu.load_triton("rmsnorm.ptx")
+    with pytest.raises(TypeError, match=r"metadata name: needs the kernel's name"):
+        fake_gpu.load_triton(compiled("rmsnorm", name=None))
+    meta = fixture("rmsnorm")[0]
+    del meta["num_warps"]
+    no_warps = types.SimpleNamespace(asm={"ptx": fixture("rmsnorm")[1]}, metadata=meta)
+    with pytest.raises(TypeError, match=r"\(rmsnorm_kernel\) metadata num_warps: u32 needs an int"):
+        fake_gpu.load_triton(no_warps)
+    with pytest.raises(ValueError, match=r"metadata num_warps 0 x warp_size 32 is no thread"):
+        fake_gpu.load_triton(compiled("rmsnorm", num_warps=0))
+    no_ptx = compiled("rmsnorm")
+    no_ptx.asm = {"cubin": b""}
+    with pytest.raises(TypeError, match=r"compiled.asm has no 'ptx'"):
+        fake_gpu.load_triton(no_ptx)
+    with pytest.raises(sk.Unsupported, match=r"device 'host:cores=2,timeout_ms=5000' is not a CUDA "
+                                             r"device"):
+        dev.load_triton(compiled("rmsnorm"))
+
+
+def test_triton_compiles_a_kernel_that_loads_and_fuses(fake_gpu, tmp_path, monkeypatch):
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+
+    @triton.jit
+    def scaled_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = i < n
+        tl.store(out_ptr + i, tl.load(x_ptr + i, mask=mask) * alpha + tl.load(y_ptr + i, mask=mask),
+                 mask=mask)
+
+    source = ASTSource(scaled_add, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+                                    "n": "i32", "alpha": "fp32", "BLOCK": "constexpr"},
+                       {"BLOCK": 256})
+    c = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 2})
+    k = fake_gpu.load_triton(c)
+    assert k.param_names == ["x_ptr", "y_ptr", "out_ptr", "n", "alpha"]
+    assert (k.signature, k.threads) == ("ptr,ptr,ptr,i32,f32", 64)
+    x = fake_gpu.alloc(4096)
+    with fake_gpu.scope("triton") as scope:
+        scope.add(k, 4, x, x, x, 1024, 2.0)
+        scope.add(k, 4, x, x, x, 1024, 0.5)
+    assert [s["name"] for s in scope.superkernel.explain()["steps"]] == ["scaled_add"] * 2
+    scope.superkernel.launch()
+    fake_gpu.synchronize()
+
+
+# ---- PTX text in Device.load; Module.kernel's launch facts --------------------------------------
+def test_a_str_is_ptx_text_when_it_begins_with_a_version_directive():
+    assert looks_like_ptx(".version 9.4\n.target sm_90a\n")
+    assert looks_like_ptx("//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 8.0\n")
+    assert looks_like_ptx("/* a\n comment */ .version 8.0")
+    for path in ("rmsnorm.ptx", "/tmp/x.ptx", "//tmp/x.ptx", ".versions/x.ptx", ".version", " .version.ptx",
+                 "/* x */", ""):
+        assert looks_like_ptx(path) == (path == ".version"), path
+    text = fixture("decode_attention")[1]
+    assert entry_params(text, "decode_attention_kernel") == [f"decode_attention_kernel_param_{i}"
+                                                             for i in range(11)]
+    assert entry_params(text, "other") is None
+    assert entry_params(".entry k()\n{", "k") == []
+    assert entry_params(".entry k(.param .align 4 .b8 k_param_0[12])", "k") == ["k_param_0"]
+
+
+def test_device_load_takes_ptx_text_a_ptx_file_and_ptx_bytes(fake_gpu, tmp_path):
+    meta, text = fixture("rope")
+    path = os.path.join(FIXTURES, "rope.ptx")
+    for source, kind in ((text, None), (text, "ptx"), (text.encode(), None), (text.encode(), "ptx"),
+                         (bytearray(text.encode()), "ptx"), (path, None)):
+        mod = fake_gpu.load(source, kind=kind)
+        assert mod.kernels == {"rope_kernel": {"sig": "ptr,ptr,ptr,ptr,u32,u32,ptr,ptr", "type": "vector"}}
+        assert mod.path == (path if source is path else None)
+        mod.close()
+    with pytest.raises(sk.BadBinary, match=r"^Device.load: kind='ptx' but the text does not begin "
+                                           r"with a .version directive"):
+        fake_gpu.load(path, kind="ptx")
+    with pytest.raises(sk.BadBinary, match=r"kind='ptx' but byte 0 is not UTF-8"):
+        fake_gpu.load(b"\xff.version", kind="ptx")
+    with pytest.raises(TypeError, match=r"kind='ptx' takes PTX text \(str or bytes\), not int"):
+        fake_gpu.load(3, kind="ptx")
+    with pytest.raises(ValueError, match=r"^Device.load kind: 'cubin' is not one of None, 'ptx'"):
+        fake_gpu.load(text, kind="cubin")
+    # Text libsk cannot read is refused by libsk, naming where.
+    with pytest.raises(sk.BadBinary, match=r"no .target"):
+        fake_gpu.load(".version 9.0\n.address_size 64\n")
+
+
+def test_ptx_text_on_the_host_device_is_refused(dev):
+    with pytest.raises(sk.BadBinary, match=r"^Device.load: PTX text loads on a CUDA device \(cuda:N\), "
+                                           r"not 'host:cores=2,timeout_ms=5000'$"):
+        dev.load(fixture("rope")[1])
+
+
+def test_module_kernel_takes_threads_and_dynamic_shared(fake_gpu, dev, ops):
+    mod = fake_gpu.load(fixture("rmsnorm")[1])
+    assert "rmsnorm_kernel" not in mod.kernels  # it needs its dynamic shared memory said
+    with pytest.raises(sk.Incompatible, match=r"sk_kernel_desc.dynamic_shared"):
+        mod.kernel("rmsnorm_kernel")
+    k = mod.kernel("rmsnorm_kernel", dynamic_shared=16)
+    assert (k.signature, k.threads, k.dynamic_shared) == ("ptr,ptr,ptr,u32,f32,ptr,ptr", None, 16)
+    assert mod.kernel("rmsnorm_kernel", threads=128, dynamic_shared=16).threads == 128
+    with pytest.raises(sk.Incompatible, match=r"requires 128 threads per block \(.reqntid 128, 1, 1\), "
+                                              r"not 64"):
+        mod.kernel("rmsnorm_kernel", threads=64, dynamic_shared=16)
+    with pytest.raises(sk.InvalidArgument, match=r"threads 2048 is above 1024"):
+        mod.kernel("rmsnorm_kernel", threads=2048, dynamic_shared=16)
+    with pytest.raises(OverflowError,
+                       match=r"Module.kernel \(rmsnorm_kernel\) threads: 4294967296 does not fit u32"):
+        mod.kernel("rmsnorm_kernel", threads=1 << 32)
+    with pytest.raises(TypeError, match=r"Module.kernel \(rmsnorm_kernel\) dynamic_shared: u32 needs an int"):
+        mod.kernel("rmsnorm_kernel", dynamic_shared=1.5)
+    # A signature with them: it must pass the PTX's parameters alike.
+    given = mod.kernel("rmsnorm_kernel", "ptr,ptr,ptr,i32,f32,ptr,ptr", dynamic_shared=16)
+    assert given.signature == "ptr,ptr,ptr,i32,f32,ptr,ptr"
+    with pytest.raises(sk.Incompatible, match=r"7 parameters in its PTX"):
+        mod.kernel("rmsnorm_kernel", "ptr,ptr", dynamic_shared=16)
+    # Host kernels take neither.
+    with pytest.raises(sk.InvalidArgument):
+        ops.kernel("fill_index", threads=32)
