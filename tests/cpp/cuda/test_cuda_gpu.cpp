@@ -21,9 +21,11 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "cuda/ptx_module.hpp"
 #include "cuda_test_support.hpp"
 
 namespace {
@@ -1033,4 +1035,259 @@ TEST_F(CudaGpu, ReadOnlyLoadsSeeTheStepBeforesWrites) {
   EXPECT_EQ(read(fa, n), a);
   EXPECT_EQ(read(fb, n), b);
   sk_superkernel_destroy(sk);
+}
+
+namespace {
+
+// The driver, for launching PTX unfused as an engine does (cuModuleLoadData JIT-compiles it):
+// the baseline a fused PTX kernel must equal bit for bit.
+struct PtxDriver {
+  void *lib = nullptr;
+  int (*cuDeviceGet)(int *, int) = nullptr;
+  int (*cuDevicePrimaryCtxRetain)(void **, int) = nullptr;
+  int (*cuDevicePrimaryCtxRelease)(int) = nullptr;
+  int (*cuCtxPushCurrent)(void *) = nullptr;
+  int (*cuCtxPopCurrent)(void **) = nullptr;
+  int (*cuModuleLoadData)(void **, const void *) = nullptr;
+  int (*cuModuleUnload)(void *) = nullptr;
+  int (*cuModuleGetFunction)(void **, void *, const char *) = nullptr;
+  int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                        void **, void **) = nullptr;
+  int (*cuCtxSynchronize)() = nullptr;
+  int (*cuDriverGetVersion)(int *) = nullptr;
+  void *ctx = nullptr;
+  std::vector<void *> modules;
+
+  bool open() {
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    auto get = [&](auto *fn, const char *name) {
+      *fn = reinterpret_cast<std::decay_t<decltype(*fn)>>(dlsym(lib, name));
+    };
+    get(&cuDeviceGet, "cuDeviceGet");
+    get(&cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    get(&cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    get(&cuCtxPushCurrent, "cuCtxPushCurrent_v2");
+    get(&cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    get(&cuModuleLoadData, "cuModuleLoadData");
+    get(&cuModuleUnload, "cuModuleUnload");
+    get(&cuModuleGetFunction, "cuModuleGetFunction");
+    get(&cuLaunchKernel, "cuLaunchKernel");
+    get(&cuCtxSynchronize, "cuCtxSynchronize");
+    get(&cuDriverGetVersion, "cuDriverGetVersion");
+    int dev = 0;
+    return cuDeviceGet && cuDriverGetVersion && cuDeviceGet(&dev, 0) == 0 &&
+           cuDevicePrimaryCtxRetain(&ctx, dev) == 0;
+  }
+  ~PtxDriver() {
+    if (!lib) return;
+    if (ctx && cuCtxPushCurrent(ctx) == 0) {
+      for (void *m : modules) cuModuleUnload(m);
+      void *popped = nullptr;
+      cuCtxPopCurrent(&popped);
+      cuDevicePrimaryCtxRelease(0);
+    }
+  }
+  // The text as written, its .version lowered to what this driver's JIT compiles (the one change
+  // libsk makes too, for nvJitLink).
+  std::string for_jit(std::string text) const {
+    int v = 0;
+    cuDriverGetVersion(&v);
+    const std::string isa =
+        sk::cuda::ptx_isa_of_nvjitlink(std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10));
+    const size_t at = text.find(".version ");
+    if (!isa.empty() && at != std::string::npos) {
+      const size_t end = text.find('\n', at);
+      const std::string written = text.substr(at + 9, end - at - 9);
+      if (std::stod(written) > std::stod(isa)) text.replace(at + 9, end - at - 9, isa);
+    }
+    return text;
+  }
+  // Launches kernel `name` of `ptx` unfused (args as sk_add_kernel takes them), on the legacy
+  // stream, within the primary context.
+  int launch(const std::string &ptx, const char *name, uint32_t grid, uint32_t threads, uint32_t shared,
+             void **args) {
+    if (cuCtxPushCurrent(ctx) != 0) return -1;
+    const std::string text = for_jit(ptx);
+    void *module = nullptr, *fn = nullptr;
+    int r = cuModuleLoadData(&module, text.c_str());
+    if (r == 0) modules.push_back(module);
+    if (r == 0) r = cuModuleGetFunction(&fn, module, name);
+    if (r == 0) r = cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, nullptr, args, nullptr);
+    if (r == 0) r = cuCtxSynchronize();
+    void *popped = nullptr;
+    cuCtxPopCurrent(&popped);
+    return r;
+  }
+};
+
+// One launch of a decode-step kernel: its PTX, launch shape, and argument values (8-byte slots:
+// a pointer, or a 4-byte scalar in the low bytes, or a struct's bytes).
+struct PtxStep {
+  std::string ptx;
+  const char *name;
+  uint32_t grid, threads, shared;
+  std::vector<uint64_t> slots;
+  std::vector<void *> args() {
+    std::vector<void *> a;
+    for (uint64_t &s : slots) a.push_back(&s);
+    return a;
+  }
+};
+
+uint64_t f32_slot(float f) {
+  uint64_t s = 0;
+  std::memcpy(&s, &f, 4);
+  return s;
+}
+uint64_t ptr_slot(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+
+}  // namespace
+
+// Each decode-step kernel as Triton and nvcc compiled it: fused from its PTX (Triton's five
+// 128-thread kernels in one super kernel, gemv reading what rmsnorm wrote; rope alone at 32
+// threads; nvcc's six __global__ kernels from a plain nvcc -c object) == the same PTX launched
+// unfused through the driver, bit for bit.
+TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr uint32_t B = 4, H = 1024, HEADS = 8, HD = 128, KV = 256, OUT = 1024, SEQ = 200;
+  uint32_t seed = 12345;
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &f : v) f = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
+    return v;
+  };
+  const float *x = alloc(random(B * H)), *w = alloc(random(H)), *gate = alloc(random(B * H)),
+              *up = alloc(random(B * H)), *q = alloc(random(B * HEADS * HD)),
+              *k = alloc(random((size_t)B * KV * HEADS * HD)), *v = alloc(random((size_t)B * KV * HEADS * HD)),
+              *wg = alloc(random((size_t)OUT * H)), *cs = alloc(random(B * HD / 2)), *sn = alloc(random(B * HD / 2));
+  const float eps = 1e-6f, scale = 0.08838834764f;
+  auto text = [](const std::string &path) {
+    const std::vector<uint8_t> b = sk::cuda_test::read_file(path);
+    return std::string(b.begin(), b.end());
+  };
+  const std::string triton = sk::cuda_test::triton_path(""),
+                    nvcc = text(sk::cuda_test::kernel_path("decode_global.ptx"));
+  struct Outputs {
+    float *rms, *gemv, *silu, *add, *attn, *rope;
+  };
+  auto outputs = [&] {
+    return Outputs{alloc(std::vector<float>(B * H)),          alloc(std::vector<float>(OUT)),
+                   alloc(std::vector<float>(B * H)),          alloc(std::vector<float>(B * H)),
+                   alloc(std::vector<float>(B * HEADS * HD)), alloc(std::vector<float>(B * HEADS * HD))};
+  };
+  const uint64_t null = 0;
+  auto triton_steps = [&](const Outputs &o) {
+    return std::vector<PtxStep>{
+        {text(triton + "rmsnorm.ptx"),
+         "rmsnorm_kernel",
+         B,
+         128,
+         16,
+         {ptr_slot(x), ptr_slot(w), ptr_slot(o.rms), H, f32_slot(eps), null, null}},
+        {text(triton + "gemv.ptx"),
+         "gemv_kernel",
+         OUT / 16,
+         128,
+         512,
+         {ptr_slot(wg), ptr_slot(o.rms), ptr_slot(o.gemv), OUT, H, null, null}},
+        {text(triton + "silu_mul.ptx"),
+         "silu_mul_kernel",
+         B * H / 512,
+         128,
+         0,
+         {ptr_slot(gate), ptr_slot(up), ptr_slot(o.silu), B * H, null, null}},
+        {text(triton + "residual_add.ptx"),
+         "residual_add_kernel",
+         B * H / 512,
+         128,
+         0,
+         {ptr_slot(x), ptr_slot(gate), ptr_slot(o.add), B * H, null, null}},
+        {text(triton + "decode_attention.ptx"),
+         "decode_attention_kernel",
+         B * HEADS,
+         128,
+         2048,
+         {ptr_slot(q), ptr_slot(k), ptr_slot(v), ptr_slot(o.attn), SEQ, HEADS, HD, KV, f32_slot(scale), null, null}},
+    };
+  };
+  auto rope_steps = [&](const Outputs &o) {
+    return std::vector<PtxStep>{
+        {text(triton + "rope.ptx"),
+         "rope_kernel",
+         B * HEADS,
+         32,
+         0,
+         {ptr_slot(q), ptr_slot(cs), ptr_slot(sn), ptr_slot(o.rope), HEADS, HD, null, null}}};
+  };
+  auto nvcc_steps = [&](const Outputs &o) {
+    uint64_t rope_shape[2] = {0, 0};
+    const int32_t shape[3] = {(int32_t)HEADS, (int32_t)HD, (int32_t)B};
+    std::memcpy(rope_shape, shape, sizeof shape);
+    return std::vector<PtxStep>{
+        {nvcc, "rmsnorm_global", B, 128, 0, {ptr_slot(x), ptr_slot(w), ptr_slot(o.rms), H, f32_slot(eps)}},
+        {nvcc, "gemv_global", 32, 128, 0, {ptr_slot(wg), ptr_slot(o.rms), ptr_slot(o.gemv), OUT, H}},
+        {nvcc, "silu_mul_global", 16, 128, 0, {ptr_slot(gate), ptr_slot(up), ptr_slot(o.silu), B * H}},
+        {nvcc, "residual_add_global", B * H / 128, 128, 0, {ptr_slot(x), ptr_slot(gate), ptr_slot(o.add), B * H}},
+        {nvcc,
+         "decode_attention_global",
+         B * HEADS,
+         128,
+         SEQ * 4,
+         {ptr_slot(q), ptr_slot(k), ptr_slot(v), ptr_slot(o.attn), SEQ, HEADS, HD, KV, f32_slot(scale)}},
+        {nvcc,
+         "rope_global",
+         B * HEADS,
+         128,
+         0,
+         {ptr_slot(q), ptr_slot(cs), ptr_slot(sn), ptr_slot(o.rope), rope_shape[0], rope_shape[1]}},
+    };
+  };
+  auto compare = [&](const Outputs &a, const Outputs &b, const char *what) {
+    const std::pair<const float *, const float *> pairs[] = {{a.rms, b.rms}, {a.gemv, b.gemv}, {a.silu, b.silu},
+                                                             {a.add, b.add}, {a.attn, b.attn}, {a.rope, b.rope}};
+    const size_t sizes[] = {B * H, OUT, B * H, B * H, B * HEADS * HD, B * HEADS * HD};
+    for (size_t i = 0; i < 6; ++i) {
+      const std::vector<float> fa = read(pairs[i].first, sizes[i]), fb = read(pairs[i].second, sizes[i]);
+      EXPECT_EQ(std::memcmp(fa.data(), fb.data(), sizes[i] * 4), 0) << what << ": output " << i;
+    }
+  };
+  // The fused runs: each group of one thread width is one super kernel.
+  auto fuse = [&](std::vector<PtxStep> steps, const char *name) {
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
+    for (PtxStep &s : steps) {
+      sk_module *mod = nullptr;
+      ASSERT_EQ(sk_module_load(dev_, s.ptx.data(), s.ptx.size(), &mod), SK_OK) << s.name << ": " << sk_last_error();
+      modules_.push_back(mod);
+      sk_kernel_desc desc{sizeof desc, nullptr, s.threads, s.shared};
+      sk_kernel *kernel = nullptr;
+      ASSERT_EQ(sk_module_get_kernel_desc(mod, s.name, &desc, &kernel), SK_OK) << sk_last_error();
+      std::vector<void *> args = s.args();
+      ASSERT_EQ(sk_add_kernel(scope, kernel, s.grid, args.data(), nullptr), SK_OK)
+          << s.name << ": " << sk_last_error();
+    }
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    sk_superkernel_destroy(sk);
+  };
+  auto unfused = [&](std::vector<PtxStep> steps) {
+    for (PtxStep &s : steps) {
+      std::vector<void *> args = s.args();
+      ASSERT_EQ(drv.launch(s.ptx, s.name, s.grid, s.threads, s.shared, args.data()), 0) << s.name;
+    }
+  };
+  const Outputs fused = outputs(), alone = outputs();
+  ASSERT_NO_FATAL_FAILURE(fuse(triton_steps(fused), "triton_decode_step"));
+  ASSERT_NO_FATAL_FAILURE(fuse(rope_steps(fused), "triton_rope"));
+  ASSERT_NO_FATAL_FAILURE(unfused(triton_steps(alone)));
+  ASSERT_NO_FATAL_FAILURE(unfused(rope_steps(alone)));
+  compare(fused, alone, "Triton");
+  const Outputs fused_nvcc = outputs(), alone_nvcc = outputs();
+  ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc), "global_decode_step"));
+  ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc)));
+  compare(fused_nvcc, alone_nvcc, "nvcc __global__");
 }
