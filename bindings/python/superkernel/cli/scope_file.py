@@ -15,7 +15,7 @@
       "kernels": [
         {"object": "ops", "kernel": "axpy", "block_dim": 4, "args": [2.0, "@x", "@y", 1024],
          "name": "axpy.0", "signature": "f32,ptr,ptr,u32", "core_type": "vector",
-         "flags": 0, "stream": 0}
+         "flags": 0, "stream": 0, "block_local": false}
       ],
       "repeat": 20,                             (runs timed; --repeat overrides it)
       "compare": ["y"]                          (buffers compared; default: all)
@@ -27,7 +27,9 @@ buffers; numbers are scalars converted by the kernel's signature; a list is an a
 members ("{f32,f32}": [1.5, 2.0], nested lists for nested aggregates and array members);
 {"ref": "@name"} is read by reference from the buffer's first bytes at every launch
 (sk_kernel_options.arg_refs; unfused launches are given the value it holds when they are
-prepared). Every error names the field.
+prepared). "block_local": true adds the kernel with SK_KERNEL_FLAG_BLOCK_LOCAL: its block i
+reads and writes only what block i of the kernel before it wrote, so it waits for no other
+block. Every error names the field.
 """
 import ctypes
 import json
@@ -48,7 +50,8 @@ U32_MAX = INTEGER_RANGES["u32"][1]
 #: The --capture option of the commands that build a scope file's super kernel (Instance.build).
 CAPTURE_HELP = ("build the super kernel by capturing the kernels launched unfused "
                 "(Device.capture; each \"stream\" a stream joined to the capture), not by "
-                "sk_add_kernel; \"name\", \"core_type\" and \"flags\" cannot be captured")
+                "sk_add_kernel; \"name\", \"core_type\", \"flags\" and \"block_local\" cannot be "
+                "captured")
 
 
 class SpecError(ValueError):
@@ -74,6 +77,11 @@ def _text(v, where, what, optional=True):
         return None
     _need(isinstance(v, str), where, f"{what} must be a string")
     _need("\0" not in v, where, f"{what} contains a NUL character")
+    return v
+
+
+def _bool(v, where, what):
+    _need(isinstance(v, bool), where, f"{what} must be true or false, not {json.dumps(v)}")
     return v
 
 
@@ -285,7 +293,8 @@ class ScopeSpec:
                 "signature": signature,
                 "core_type": _text(k.get("core_type"), where, "core_type"),
                 "flags": _u32(k.get("flags", 0), where, "flags"),
-                "stream": _u32(k.get("stream", 0), where, "stream"), "where": where}
+                "stream": _u32(k.get("stream", 0), where, "stream"),
+                "block_local": _bool(k.get("block_local", False), where, "block_local"), "where": where}
 
 
     def _arg(self, where, a, depth=0):
@@ -446,7 +455,8 @@ class Instance:
             for i, k in enumerate(self.kernels):
                 d = self.spec.kernels[i]
                 scope.add(k, d["block_dim"], *self.args(i, copy), name=d["name"],
-                          core_type=d["core_type"], flags=d["flags"], stream=d["stream"])
+                          core_type=d["core_type"], flags=d["flags"], stream=d["stream"],
+                          block_local=d["block_local"])
         return scope.superkernel
 
     def build(self, copy, capture=False, extra_options=""):
@@ -457,7 +467,8 @@ class Instance:
         """The super kernel captured from the kernels launched unfused, in file order, inside
         Device.capture: scope-file stream s (s > 0) is a stream joined to the capture as scope
         stream s at its start and joined back at its end, so the plan is fuse()'s. A captured
-        launch has no sk_kernel_options, so "name", "core_type" and "flags" are refused."""
+        launch has no sk_kernel_options, so "name", "core_type", "flags" and "block_local" are
+        refused."""
         for d in self.spec.kernels:
             for j, a in enumerate(d["args"]):
                 _need(not _is_ref(a), f"{d['where']}.args[{j}]",
@@ -468,6 +479,9 @@ class Instance:
                       f"\"{field}\" cannot be captured (a captured launch is named by its "
                       f"symbol, with the kernel's core type and no flags): drop it, or build "
                       f"without --capture")
+            _need(not d["block_local"], d["where"],
+                  "\"block_local\" cannot be captured (a captured launch has no flags): name its "
+                  "kernels in the scope option block-local=LIST instead, or build without --capture")
         options = ":".join(o for o in (self.spec.options, extra_options) if o)
         top = max(d["stream"] for d in self.spec.kernels)
         streams, events = [], []
