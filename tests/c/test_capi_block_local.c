@@ -68,8 +68,11 @@ struct bufs {
 
 /* The chain on buffers `u`: fill a and b, block-local axpbs on a, a gather of a into b (a
  * barrier: it reads other blocks' elements), block-local axpbs on b, a rotate of b into c
- * (barrier), block-local axpbs on c. `salt` varies the constants between chains. */
-static void put_chain(struct sink *s, const struct kernels *k, struct bufs *u, uint32_t bd, uint32_t salt) {
+ * (barrier), block-local axpbs on c. `salt` varies the constants between chains. With
+ * `event`, scope event `event` is recorded after the first fill (whose successor is
+ * block-local): a kernel that waits for it waits for every block of that fill. */
+static void put_chain_event(struct sink *s, const struct kernels *k, struct bufs *u, uint32_t bd, uint32_t salt,
+                            int event) {
   static uint32_t n = N, seeds[2] = {7u, 1234567u}, stride = 17u;
   static int32_t ab[2 * LINKS];
   void *fa[] = {&u->a, &n, &seeds[0]}, *fb[] = {&u->b, &n, &seeds[1]};
@@ -77,6 +80,7 @@ static void put_chain(struct sink *s, const struct kernels *k, struct bufs *u, u
   uint32_t i;
   for (i = 0; i < 2 * LINKS; ++i) ab[i] = (int32_t)(i * 2654435761u + salt) | 1;
   put(s, k->fill, bd, fa, 0);
+  if (event >= 0) SK_CHECK(sk_scope_record_event(s->scope, s->stream, (uint32_t)event));
   put(s, k->fill, bd, fb, 1); /* touches only b, which fill(a) does not touch */
   for (i = 0; i < LINKS; ++i) {
     uint32_t **buf = i < LINKS / 3 ? &u->a : i < 2 * LINKS / 3 ? &u->b : &u->c;
@@ -85,6 +89,10 @@ static void put_chain(struct sink *s, const struct kernels *k, struct bufs *u, u
     if (i == 2 * LINKS / 3) put(s, k->rotate, bd, rotate, 0);
     put(s, k->axpb, bd, args, 1);
   }
+}
+
+static void put_chain(struct sink *s, const struct kernels *k, struct bufs *u, uint32_t bd, uint32_t salt) {
+  put_chain_event(s, k, u, bd, salt, -1);
 }
 
 static struct bufs alloc_bufs(sk_device *dev) {
@@ -163,7 +171,8 @@ static void test_chain_matches_unfused(void **state) {
 }
 
 /* Stream fusion: two block-local chains on two streams side by side (each packed on cores of
- * its own, its block-local steps on its cores), joined by an event; and a capture whose
+ * its own, its block-local steps on its cores), joined by events, one of them recorded after a
+ * kernel whose successor is block-local (it must still count its end); and a capture whose
  * block-local edges come from the scope option block-local, as its launches carry no flags. */
 static void test_streams_and_capture(void **state) {
   sk_device *dev = open_device("host:cores=4");
@@ -190,8 +199,9 @@ static void test_streams_and_capture(void **state) {
   SK_CHECK(sk_scope_begin(dev, "bl_streams", "stream-fusion=1", &s0.scope));
   s1.scope = s0.scope;
   put_chain(&s0, &k, &u[0], 2, 1);
-  put_chain(&s1, &k, &u[1], 2, 2);
+  put_chain_event(&s1, &k, &u[1], 2, 2, 1);
   SK_CHECK(sk_scope_record_event(s0.scope, 1, 0));
+  SK_CHECK(sk_scope_wait_event(s0.scope, 0, 1));
   SK_CHECK(sk_scope_wait_event(s0.scope, 0, 0));
   put(&s0, k.gather, 2, join, 0);
   SK_CHECK(sk_finalize(s0.scope, &sk));
@@ -319,6 +329,60 @@ static void test_explain(void **state) {
   sk_device_close(dev);
 }
 
+/* Task overlap around a block-local edge: produce, produce (block-local), consume. The first
+ * produce lets nothing start (nothing waits for it); the second releases consume at its
+ * sk_set_next_task_start, once every core ran both produces' blocks; consume waits at its
+ * start, as its sk_wait_pre_task_end would need the first produce ended, which no arrival
+ * tells. Fused == unfused, on 2 blocks and on 5 (multiplexed). */
+static void test_task_overlap_around_the_edge(void **state) {
+  sk_device *dev = open_device("host:cores=2");
+  sk_module *ov = load_kernels(dev, TEST_VARIANT, "capi_overlap");
+  sk_kernel *produce = get_kernel(ov, "capi_ov_produce"), *consume = get_kernel(ov, "capi_ov_consume");
+  uint32_t *a = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t)),
+           *side = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t));
+  uint32_t *pre = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t)),
+           *b = (uint32_t *)mem_alloc(dev, N * sizeof(uint32_t));
+  uint32_t *want = (uint32_t *)malloc(N * sizeof(uint32_t)), n = N, seeds[2] = {5, 9}, bd;
+  void *p0[] = {&a, &side, &n, &seeds[0]}, *p1[] = {&a, &side, &n, &seeds[1]}, *c[] = {&a, &pre, &b, &n};
+  (void)state;
+  assert_non_null(want);
+  for (bd = 2; bd <= 5; bd += 3) {
+    struct sink unfused = {NULL, 0}, fused = {NULL, 0};
+    sk_superkernel *sk = NULL;
+    uint32_t i, run;
+    for (i = 0; i < N; ++i) a[i] = i, pre[i] = 3 * i;
+    put(&unfused, produce, bd, p0, 0);
+    put(&unfused, produce, bd, p1, 0);
+    put(&unfused, consume, bd, c, 0);
+    SK_CHECK(sk_stream_synchronize(NULL));
+    memcpy(want, b, N * sizeof(uint32_t));
+    SK_CHECK(sk_scope_begin(dev, "bl_overlap", "early-start=1", &fused.scope));
+    put(&fused, produce, bd, p0, 0);
+    put(&fused, produce, bd, p1, 1);
+    put(&fused, consume, bd, c, 0);
+    SK_CHECK(sk_finalize(fused.scope, &sk));
+    SK_EXPECT_EXPLAIN(sk, "\"wait_previous\":\"launch\",\"release_next\":\"none\"");
+    SK_EXPECT_EXPLAIN(sk,
+                      "\"edge\":\"block-local\",\"wait_previous\":\"none\",\"release_next\":"
+                      "\"sk_set_next_task_start\"");
+    SK_EXPECT_EXPLAIN(sk, "\"edge\":\"barrier\",\"wait_previous\":\"kernel start\"");
+    for (run = 0; run < 3; ++run) {
+      for (i = 0; i < N; ++i) a[i] = i, pre[i] = 3 * i, b[i] = 0;
+      SK_CHECK(sk_launch(sk, NULL));
+      SK_CHECK(sk_stream_synchronize(NULL));
+      assert_memory_equal(b, want, N * sizeof(uint32_t));
+    }
+    sk_superkernel_destroy(sk);
+  }
+  sk_mem_free(dev, a);
+  sk_mem_free(dev, side);
+  sk_mem_free(dev, pre);
+  sk_mem_free(dev, b);
+  free(want);
+  sk_module_unload(ov);
+  sk_device_close(dev);
+}
+
 /* Finalizing a scope of two kernels (the second block-local, with these options) fails with
  * SK_ERR_INCOMPATIBLE naming both kernels and `what`. */
 static void expect_refused(sk_device *dev, const char *options, sk_kernel *first, uint32_t bd0, sk_kernel_options o0,
@@ -408,6 +472,7 @@ int main(void) {
       cmocka_unit_test(test_chain_matches_unfused),
       cmocka_unit_test(test_streams_and_capture),
       cmocka_unit_test(test_edge_waits_for_no_other_block),
+      cmocka_unit_test(test_task_overlap_around_the_edge),
       cmocka_unit_test(test_explain),
       cmocka_unit_test(test_refusals),
   };

@@ -276,7 +276,7 @@ def test_explain_capture_refuses_what_a_launch_cannot_say(ops):
 BLOCK_LOCAL = [dict(UNNAMED_CHAIN[0]), dict(UNNAMED_CHAIN[1], block_dim=2, block_local=True)]
 
 
-def test_block_local_kernels(ops):
+def test_explain_and_run_block_local_kernels(ops):
     path = scope_file(ops.parent, BLOCK_LOCAL, repeat=3)
     r = sk("explain", path)
     assert r.returncode == 0, r.stderr
