@@ -121,14 +121,15 @@ static void keep(const struct bufs *u, uint32_t *out) {
   memcpy(out + 2 * N, u->c, N * sizeof(uint32_t));
 }
 
-/* Fused with block-local edges == unfused, bit for bit, on devices of 1 to 4 cores, with as
- * many blocks as cores and with blocks multiplexed (more blocks than cores, and not a multiple
- * of them), launched several times (each launch a new epoch of the counters). */
+/* Fused with block-local edges == unfused, bit for bit, on devices of 1 to 4 cores (and 4 whose
+ * releases go through the two-level tree, barrier_group=2), with as many blocks as cores and
+ * with blocks multiplexed (more blocks than cores, and not a multiple of them), launched
+ * several times (each launch a new epoch of the counters). */
 static void test_chain_matches_unfused(void **state) {
-  static const uint32_t core_counts[] = {1, 2, 3, 4};
+  static const uint32_t core_counts[] = {1, 2, 3, 4, 4};
   uint32_t ci, bi, run;
   (void)state;
-  for (ci = 0; ci < 4; ++ci) {
+  for (ci = 0; ci < 5; ++ci) {
     char spec[64];
     const uint32_t cores = core_counts[ci];
     const uint32_t block_dims[2] = {cores, 2 * cores + 1};
@@ -137,7 +138,7 @@ static void test_chain_matches_unfused(void **state) {
     struct bufs u;
     uint32_t *want = (uint32_t *)malloc(3 * N * sizeof(uint32_t));
     assert_non_null(want);
-    snprintf(spec, sizeof spec, "host:cores=%u", cores);
+    snprintf(spec, sizeof spec, "host:cores=%u%s", cores, ci == 4 ? ",barrier_group=2" : "");
     dev = open_device(spec);
     load(dev, &k);
     u = alloc_bufs(dev);
@@ -151,6 +152,7 @@ static void test_chain_matches_unfused(void **state) {
       put_chain(&fused, &k, &u, block_dims[bi], cores + bi);
       SK_CHECK(sk_finalize(fused.scope, &sk));
       SK_EXPECT_EXPLAIN(sk, "\"edge\":\"block-local\"");
+      if (ci == 4) SK_EXPECT_EXPLAIN(sk, "\"barrier\":\"tree\"");
       for (run = 0; run < 3; ++run) {
         memset(u.a, 0, N * sizeof(uint32_t));
         memset(u.c, 0, N * sizeof(uint32_t));
