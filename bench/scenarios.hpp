@@ -12,6 +12,7 @@ namespace bench {
 
 bool run_overhead(const Options &opt, uint32_t cores, Report &report);
 bool run_small_ops(const Options &opt, uint32_t cores, Report &report);
+bool run_block_local(const Options &opt, uint32_t cores, Report &report);  // 256 axpy: block-local vs barrier
 bool run_build_costs(const Options &opt, Report &report);
 bool run_kernel_calls(const Options &opt, uint32_t cores, Report &report);
 bool run_host_gaps(const Options &opt, uint32_t cores, Report &report);

@@ -5,6 +5,8 @@
 //              barriers among the same number of threads)
 //   small-ops  256 axpy kernels on 16 Ki floats, and a mixed norm / mat-vec / softmax chain:
 //              fused vs unfused vs OpenMP, outputs checked equal
+//   block-local 256 axpy kernels fused with block-local edges, with a barrier per kernel,
+//              and unfused, at three sizes, outputs checked equal
 //   calls      K empty kernels whose parameters take each way the host calls a kernel (direct,
 //              register map, libffi), fused
 //   gaps       the decode loop: a step of 256 empty kernels after G us of host work, for G
@@ -40,8 +42,8 @@
 namespace {
 
 // The names --only takes, in the order a run prints them (core-sharing runs only when named).
-constexpr const char *kScenarios[] = {"overhead", "small-ops", "calls", "gaps",        "repeat",
-                                      "streams",  "core0",     "build", "core-sharing"};
+constexpr const char *kScenarios[] = {"overhead", "small-ops", "block-local", "calls", "gaps",
+                                      "repeat",   "streams",   "core0",       "build", "core-sharing"};
 
 bool is_scenario(const char *name) {
   for (const char *s : kScenarios)
@@ -95,6 +97,7 @@ int main(int argc, char **argv) {
   for (uint32_t cores : opt.cores) {
     if (opt.runs("overhead")) ok &= bench::run_overhead(opt, cores, report);
     if (opt.runs("small-ops")) ok &= bench::run_small_ops(opt, cores, report);
+    if (opt.runs("block-local")) ok &= bench::run_block_local(opt, cores, report);
     if (opt.runs("calls")) ok &= bench::run_kernel_calls(opt, cores, report);
     if (opt.runs("gaps")) ok &= bench::run_host_gaps(opt, cores, report);
     if (opt.runs("repeat")) ok &= bench::run_repeat(opt, cores, report);

@@ -646,6 +646,9 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * - `profiling=0|1` (default 0): record, per core and per kernel, when the core reached the
  *   kernel, when its code started and ended, and its time in runtime waits ("Profiled launches"
  *   below).
+ * - `block-local=LIST` (default: no kernel): these kernels are block-local to the kernel before
+ *   them, as if added with SK_KERNEL_FLAG_BLOCK_LOCAL (the way to say so for the launches of a
+ *   stream capture, which carry no options), with the same checks.
  * - `split-mode`, `preload-code`, `func-align` (any non-empty value; default: none): vendor
  *   tuning knobs, accepted and reported; no libsk device has them.
  *
@@ -660,7 +663,8 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * was split, from `strict-scope-check` and `debug-aic-num` / `debug-aiv-num`) and each step's
  * `cache` object (`per_access_flush`, `flush_before`, `flush_after` and the `rules` that
  * decided them). A CUDA device builds its entry from the same plan (`early-start`,
- * `debug-sync-all`, `stream-fusion` and the cache keys shape it); it accepts `profiling=1` but
+ * `debug-sync-all`, `stream-fusion`, `block-local` and the cache keys shape it); it accepts
+ * `profiling=1` but
  * does not profile.
  */
 
@@ -725,6 +729,30 @@ typedef struct sk_kernel_options {
  * flush before and after it, and no per-access flush.
  */
 #define SK_KERNEL_FLAG_TILING_SINK 0x1u
+/**
+ * Block-local edge: this kernel (B) needs no barrier over all cores after the kernel before it
+ * (A: the previous kernel of the scope, or of B's stream with stream fusion), because B's block
+ * i touches (reads or writes) only memory that A's block i wrote or that no other block of A
+ * touches: no read-after-write and no write-after-read across blocks (element-wise ops, norms by
+ * row, epilogues). B's block i then starts once A's block i has ended, on the same core (on a
+ * CUDA device the same block of the grid, after the block barrier every step has), without
+ * waiting for A's other blocks; B is still after everything A waited for, and a kernel after B
+ * without the flag waits for every block of both. A kernel that waits for A through an event
+ * keeps waiting for all of A.
+ * - Checked at sk_finalize, SK_ERR_INCOMPATIBLE naming both kernels and what differs: equal
+ *   block_dim; the same core type, vector or cube (a mixed kernel's group spans several cores);
+ *   the same placement (an unpinned B runs on A's cores; a pinned B must be pinned as A runs);
+ *   the same dispatch (no split between them); no sk_scope_wait_event between them. A kernel that
+ *   synchronises (sk_sync_all, cross-core flags) may be block-local; its blocks must then not be
+ *   multiplexed on A's cores either.
+ * - The first kernel of a scope, or of its stream, waits for nothing: the flag changes nothing
+ *   there. debug-sync-all=1 keeps the barrier. Task overlap across the edge has nothing to
+ *   overlap: B does not wait, A's sk_set_next_task_start lets nothing start, and the kernel after
+ *   B waits for B at its start (its sk_wait_pre_task_end waits for nothing more).
+ * - Scope option block-local=LIST says the same for kernels by name (a capture's launches).
+ * - Explain shows each step's `edge` ("barrier" or "block-local"); `sk explain` marks it.
+ */
+#define SK_KERNEL_FLAG_BLOCK_LOCAL 0x2u
 
 #define SK_KERNEL_OPTIONS_INIT \
   { sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0, 0 }

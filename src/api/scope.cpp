@@ -8,7 +8,7 @@ using sk::fail;
 
 namespace {
 // sk_kernel_options.flags bits this version knows; others are refused, not silently ignored.
-constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK;
+constexpr uint32_t kKnownKernelFlags = SK_KERNEL_FLAG_TILING_SINK | SK_KERNEL_FLAG_BLOCK_LOCAL;
 
 // Every bit of opts->arg_refs names a parameter the kernel has.
 sk_status check_arg_refs(const sk::backend::Kernel &k, const std::string &name, uint64_t refs) {

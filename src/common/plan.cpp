@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/block_local.hpp"
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "common/step_placement.hpp"
@@ -209,6 +210,7 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
     }
   }
   link_steps(plan);
+  if (sk_status st = link_block_local(&plan); st != SK_OK) return st;
   if (sk_status st = place_steps(&plan); st != SK_OK) return st;
   place_cache(&plan);  // common/cache_plan.cpp
   *out = std::move(plan);

@@ -45,6 +45,7 @@ enum class StepPlacement : uint8_t {
   Default,  // from unit 0: nothing runs beside it, or the plan places no step (one stream)
   Packed,   // beside the steps that may run at the same time (stream fusion)
   Pinned,   // sk_kernel_options.first_core / core_count
+  Follows,  // on the units of the step it is block-local to (PlanStep::block_local)
 };
 
 struct PlanStep {
@@ -62,6 +63,12 @@ struct PlanStep {
   // Earlier steps that must have ended before it starts: scope events, and with stream fusion
   // the last steps of the previous segment.
   std::vector<uint32_t> after;
+  // Its edge to `pred` is block-local (SK_KERNEL_FLAG_BLOCK_LOCAL, scope option block-local):
+  // its block i runs after pred's block i on the same core, and it waits for no other.
+  bool block_local = false;
+  // Some step waits for its arrivals (all but a step whose only waiter is a block-local
+  // successor): a step that does not arrive counts nothing, and nothing waits for it.
+  bool arrives = true;
   // Split-phase inter-task sync: where this step waits for the previous one, and where it lets
   // the next one start. "start"/"end" of the kernel, or "in-kernel" at its overlap call.
   bool wait_in_kernel = false;    // at sk_wait_pre_task_end (early-start=1 and the kernel calls it)

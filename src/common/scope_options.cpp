@@ -68,6 +68,7 @@ sk_status apply(ScopeOptions &o, const std::string &key, const std::string &valu
   if (key == "dcci-after-kernel-end" || key == "dcci-after-kernel-start")
     return NameList::parse(key, value, &o.dcci_after_kernel_end);
   if (key == "dcci-disable-on-kernel") return NameList::parse(key, value, &o.dcci_disable_on_kernel);
+  if (key == "block-local") return NameList::parse(key, value, &o.block_local);
   if (key == "debug-aic-num") return parse_count(key, value, &o.debug_aic_num);
   if (key == "debug-aiv-num") return parse_count(key, value, &o.debug_aiv_num);
   if (key == "debug-sync-all") return parse_bool(key, value, &o.debug_sync_all);

@@ -35,6 +35,7 @@ struct ScopeOptions {
   bool stream_fusion = false;
   bool strict_scope_abort = false;  // strict-scope-check=abort
   NameList dcci_before_kernel_start, dcci_after_kernel_end, dcci_disable_on_kernel;
+  NameList block_local;  // kernels block-local to the one before them (SK_KERNEL_FLAG_BLOCK_LOCAL)
   std::optional<uint32_t> debug_aic_num, debug_aiv_num;
   bool debug_sync_all = false;
   bool debug_dcci_all = false;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/block_local.hpp"
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 
@@ -64,6 +65,36 @@ sk_status pin_step(const Plan &plan, const std::vector<bool> &widens, uint32_t i
   s->blocks_per_core = (k.block_dim + s->units - 1) / s->units;
   s->placement = StepPlacement::Pinned;
   return SK_OK;
+}
+
+// An unpinned block-local step runs its blocks where its predecessor runs them, on the same
+// units (pack_steps moves it with its predecessor).
+sk_status follow_step(const Plan &plan, uint32_t i, PlanStep *s) {
+  const PlanStep &p = plan.steps[static_cast<uint32_t>(s->pred)];
+  const PlanInput &k = s->kernel;
+  if (syncs(k) && p.units < k.block_dim)
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s, but it synchronises its cores (%s) on block_dim %u, and its predecessor runs on %u %s (blocks "
+                "of a kernel that synchronises cannot be multiplexed)",
+                block_local_subject(plan, i).c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim,
+                p.units, kernel_unit_name(k.kind));
+  s->first_unit = p.first_unit;
+  s->units = p.units;
+  s->cores = p.cores;
+  s->blocks_per_core = p.blocks_per_core;
+  s->placement = StepPlacement::Follows;
+  return SK_OK;
+}
+
+// A pinned block-local step must be pinned where its predecessor runs (once every step is
+// placed).
+sk_status check_pinned_follower(const Plan &plan, uint32_t i) {
+  const PlanStep &s = plan.steps[i];
+  const PlanStep &p = plan.steps[static_cast<uint32_t>(s.pred)];
+  if (s.first_unit == p.first_unit && s.units == p.units) return SK_OK;
+  return fail(SK_ERR_INCOMPATIBLE, "%s, but their placements differ (%s %u..%u vs %u..%u)",
+              block_local_subject(plan, i).c_str(), kernel_unit_name(s.kernel.kind), s.first_unit,
+              s.first_unit + s.units - 1, p.first_unit, p.first_unit + p.units - 1);
 }
 
 struct Interval {
@@ -129,6 +160,11 @@ void pack_steps(Plan &plan, const std::vector<bool> &widens) {
     }
     const uint32_t stream = s.kernel.stream;
     const PlanSegment &seg = plan.segments[segment];
+    if (s.placement == StepPlacement::Follows) {
+      s.first_unit = plan.steps[static_cast<uint32_t>(s.pred)].first_unit;  // packed since follow_step
+      members[stream].push_back(i);
+      continue;
+    }
     const bool packable =
         s.placement != StepPlacement::Pinned && !(s.kernel.usage & kUsesHardSync) && !seg.layout.mixed();
     if (packable) {
@@ -183,6 +219,7 @@ const char *placement_name(StepPlacement placement) {
   switch (placement) {
     case StepPlacement::Packed: return "packed";
     case StepPlacement::Pinned: return "pinned";
+    case StepPlacement::Follows: return "follows";
     case StepPlacement::Default: break;
   }
   return "default";
@@ -193,7 +230,13 @@ sk_status place_steps(Plan *plan) {
   for (uint32_t i = 0; i < plan->steps.size(); ++i)
     if (plan->steps[i].kernel.core_count != 0)
       if (sk_status st = pin_step(*plan, widens, i, &plan->steps[i]); st != SK_OK) return st;
+  for (uint32_t i = 0; i < plan->steps.size(); ++i)
+    if (plan->steps[i].block_local && plan->steps[i].placement != StepPlacement::Pinned)
+      if (sk_status st = follow_step(*plan, i, &plan->steps[i]); st != SK_OK) return st;
   if (plan->streams) pack_steps(*plan, widens);
+  for (uint32_t i = 0; i < plan->steps.size(); ++i)
+    if (plan->steps[i].block_local && plan->steps[i].placement == StepPlacement::Pinned)
+      if (sk_status st = check_pinned_follower(*plan, i); st != SK_OK) return st;
   widen_segments(*plan, widens);
   return SK_OK;
 }

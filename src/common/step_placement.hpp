@@ -9,14 +9,15 @@
 
 namespace sk {
 
-// "default", "packed", "pinned".
+// "default", "packed", "pinned", "follows".
 const char *placement_name(StepPlacement placement);
 
 // Sets every step's first_unit and placement, and for pinned steps units, cores and
 // blocks_per_core; widens a segment (up to the device's cores) whose steps need more units
 // than its layout has, and plan->cores with it. Runs after the steps are linked (pred,
-// after). Fails with SK_ERR_INCOMPATIBLE naming the kernel and the field when a pin does not
-// fit the device or the kernel's synchronisation.
+// after). A block-local step (PlanStep::block_local) runs on its predecessor's units. Fails
+// with SK_ERR_INCOMPATIBLE naming the kernel and the field when a pin does not fit the device
+// or the kernel's synchronisation, or a block-local step cannot run where its predecessor does.
 sk_status place_steps(Plan *plan);
 
 }  // namespace sk

@@ -18,9 +18,9 @@ constexpr unsigned kWaited = 1, kArrived = 2, kLast = 4, kMayArrive = 8;
 constexpr unsigned kFirst = 1, kLastBlock = 2, kWaitNow = 4, kGmFlush = 8, kNoDeps = 16, kArriveInKernel = 32;
 // Of them, those a step's table flags pass to every block of the step; the step loop's own
 // bits (kStep*, entry_ptx.hpp) lie above them.
-constexpr unsigned kStepBeginBits = kGmFlush | kNoDeps | kArriveInKernel;
-static_assert(((kFirst | kLastBlock | kWaitNow | kStepBeginBits) &
-               (kStepWaitNow | kStepFenceBefore | kStepFenceAfter)) == 0);
+constexpr unsigned kStepBeginBits = kGmFlush | kNoDeps | kArriveInKernel | kStepNoArrive;
+static_assert(((kFirst | kLastBlock | kWaitNow | kGmFlush | kNoDeps | kArriveInKernel) &
+               (kStepWaitNow | kStepFenceBefore | kStepFenceAfter | kStepNoArrive)) == 0);
 
 constexpr unsigned kCrossCoreFlags = SK_CROSS_CORE_FLAGS;
 
@@ -127,6 +127,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["BEGIN_GM_FLUSH"] = str(kGmFlush);
   v["BEGIN_NO_DEPS"] = str(kNoDeps);
   v["BEGIN_ARRIVE_IN_KERNEL"] = str(kArriveInKernel);
+  v["BEGIN_NO_ARRIVE"] = str(kStepNoArrive);
   v["POINT_TASK_START"] = str((unsigned)SyncPoint::TaskStart);
   v["POINT_TASK_END"] = str((unsigned)SyncPoint::TaskEnd);
   v["POINT_WAIT_PRE_TASK_END"] = str((unsigned)SyncPoint::WaitPreTaskEnd);
@@ -285,10 +286,10 @@ std::vector<uint32_t> step_table(const EntrySpec &spec) {
     r[kStepBlockDim] = s.block_dim;
     r[kStepCores] = s.cores;
     r[kStepFirst] = s.first;
-    r[kStepFlags] = (s.gm_flush ? kGmFlush : 0) | (s.deps.empty() ? kNoDeps : 0) |
-                    (s.arrive_in_kernel ? kArriveInKernel : 0) |
-                    (!s.deps.empty() && !s.wait_in_kernel ? kStepWaitNow : 0) |
-                    (s.dcci_before ? kStepFenceBefore : 0) | (s.dcci_after ? kStepFenceAfter : 0);
+    r[kStepFlags] =
+        (s.gm_flush ? kGmFlush : 0) | (s.deps.empty() ? kNoDeps : 0) | (s.arrive_in_kernel ? kArriveInKernel : 0) |
+        (!s.deps.empty() && !s.wait_in_kernel ? kStepWaitNow : 0) | (s.dcci_before ? kStepFenceBefore : 0) |
+        (s.dcci_after ? kStepFenceAfter : 0) | (s.arrives ? 0 : kStepNoArrive);
     r[kStepArgBase] = s.arg_base;
     r[kStepDepBegin] = (uint32_t)t.size();
     for (uint32_t d : s.deps) {

@@ -50,6 +50,7 @@ struct EntryStep {
   uint32_t first = 0;             // the first of them (PlanStep::first_unit): first .. first + cores - 1
   bool wait_in_kernel = false;    // wait for the previous step at sk_wait_pre_task_end
   bool arrive_in_kernel = false;  // arrive at sk_set_next_task_start
+  bool arrives = true;            // false: nothing waits for it, its blocks count no arrival
   bool dcci_before = false;       // a whole-cache fence before / after the call
   bool dcci_after = false;
   bool gm_flush = true;   // sk_gm_load/store flush their access (else plain accesses)
@@ -146,11 +147,15 @@ enum StepWord : uint32_t {
   kStepDepEnd,
   kStepWords,
 };
-// A step's flags word: __sk_begin's GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits (entry_ptx.cpp),
-// and these, which the step loop reads itself.
+// A step's flags word: __sk_begin's GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits (entry_ptx.cpp;
+// a block-local step has NO_DEPS), and these, which the step loop reads itself but for
+// kStepNoArrive, which it passes on.
 constexpr uint32_t kStepWaitNow = 1u << 8;      // the step's first block on a core waits at its start
 constexpr uint32_t kStepFenceBefore = 1u << 9;  // dcci_before: a whole-cache fence before the call
 constexpr uint32_t kStepFenceAfter = 1u << 10;  // dcci_after: after it
+// Passed to __sk_begin with its own bits: the step's blocks count no arrival (nothing waits
+// for it: EntryStep::arrives false).
+constexpr uint32_t kStepNoArrive = 1u << 11;
 // The step table of a spec, as the host writes it.
 std::vector<uint32_t> step_table(const EntrySpec &spec);
 // The distinct call sites (a sub-kernel, and which of its arguments are read by reference), in

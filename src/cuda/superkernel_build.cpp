@@ -161,13 +161,15 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.arg_base = slot;
     s.arg_refs = ps.kernel.arg_refs;
     slot += (uint32_t)signature_slots(k.signature);
+    s.arrives = ps.arrives;
     // Without stream fusion a step waits for the one before it (which waited for its own
     // predecessor: the chain orders them all) and the scope events' steps; with it, for its
-    // stream predecessor and the events' steps only.
+    // stream predecessor and the events' steps only. A block-local step waits for neither: its
+    // block of the predecessor ran in this block of the grid, before the step's block barrier.
     std::vector<uint32_t> deps = ps.after;
-    if (plan.streams) {
+    if (!ps.block_local && plan.streams) {
       if (ps.pred >= 0) deps.push_back((uint32_t)ps.pred);
-    } else if (i > 0) {
+    } else if (!ps.block_local && i > 0) {
       deps.push_back((uint32_t)(i - 1));
     }
     for (uint32_t d : deps) {

@@ -58,9 +58,10 @@ void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFail
     ctx.step = &s;
     ctx.step_index = i;
     ctx.arrived = false;
-    // Step i - 1 has released step i once every core of the steps before i has released.
+    // Step i - 1 has released step i once every core of the steps before i has released; a
+    // block-local step needs only this core's own blocks of step i - 1, which it ran.
     const uint32_t target = launches_before + p.released_before[i];
-    ctx.waited = i == 0 || reached(released.load(std::memory_order_acquire), target);
+    ctx.waited = i == 0 || s.block_local || reached(released.load(std::memory_order_acquire), target);
     if (!ctx.waited) {
       // One pause and a second look before the general wait: the other cores' releases are
       // usually a line transfer away (docs/benchmarks.md, "The chain's step loop").
@@ -70,7 +71,7 @@ void run_chain_steps(Program &p, CoreContext &ctx, uint32_t core, const TaskFail
     }
     run_blocks(ctx, s, core);
     ctx.arrived = true;
-    add_and_notify(released, 1, *ctx.channel);
+    if (s.arrives) add_and_notify(released, 1, *ctx.channel);
   }
 }
 

@@ -138,7 +138,7 @@ template <bool kPlain>
 void wait_previous(CoreContext &ctx) {
   ctx.waited = true;
   const int32_t prev = previous<kPlain>(ctx);
-  if (prev < 0) return;
+  if (prev < 0 || ctx.step->block_local) return;  // block-local: this core ran what it reads
   const bool early = ctx.program->steps[prev].arrive_in_kernel;
   wait_released<kPlain>(ctx, static_cast<uint32_t>(prev), early ? "call sk_set_next_task_start" : "end");
 }
@@ -151,6 +151,7 @@ void release_next(CoreContext &ctx) {
   const int32_t prev = previous<kPlain>(ctx);
   if (prev >= 0 && ctx.program->steps[prev].arrive_in_kernel) wait_ended<kPlain>(ctx, static_cast<uint32_t>(prev));
   ctx.arrived = true;
+  if (!ctx.step->arrives) return;  // nothing waits for it
   if (kPlain && ctx.program->release_group) return arrive_in_group(ctx);
   count_core(ctx, released_word<kPlain>(*ctx.program, ctx.step_index));
 }

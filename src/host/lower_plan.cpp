@@ -88,6 +88,8 @@ void lower_plan(const Plan &plan, const std::vector<const HostKernel *> &kernels
     }
     s.wait_in_kernel = ps.wait_in_kernel;
     s.arrive_in_kernel = ps.arrive_in_kernel;
+    s.block_local = ps.block_local;
+    s.arrives = ps.arrives;
     s.flush_before = ps.cache.flush_before;
     s.flush_after = ps.cache.flush_after;
     s.gm_flush = ps.cache.per_access_flush;

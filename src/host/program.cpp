@@ -11,7 +11,7 @@ void Program::allocate_sync_state() {
   releases_per_launch = ends_per_launch = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     released_before[i] = releases_per_launch;
-    releases_per_launch += steps[i].cores;
+    if (steps[i].arrives) releases_per_launch += steps[i].cores;
     ended_before[i] = ends_per_launch;
     if (steps[i].arrive_in_kernel) ends_per_launch += steps[i].cores;
   }
@@ -44,7 +44,7 @@ void Program::allocate_sync_state() {
   for (uint32_t i = 0; i < steps.size(); ++i)
     for (uint32_t g = 0; g < release_groups; ++g) {
       group_before[i * release_groups + g] = group_per_launch[g];
-      group_per_launch[g] += group_cores(i, g);
+      if (steps[i].arrives) group_per_launch[g] += group_cores(i, g);
     }
 }
 

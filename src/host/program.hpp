@@ -53,6 +53,10 @@ struct StepExec {
   bool copy_avalues = false;      // libffi with aggregates: call_libffi_copying
   bool wait_in_kernel = false;    // previous step awaited at sk_wait_pre_task_end
   bool arrive_in_kernel = false;  // next step released at sk_set_next_task_start
+  // Block-local edge (PlanStep::block_local): the core ran pred's blocks of its own, the only
+  // ones it reads, so it does not wait; a step that does not arrive counts no release.
+  bool block_local = false;
+  bool arrives = true;
   // Cache maintenance (common/cache_plan.hpp): whole-cache flushes around the step on each of
   // its cores, and whether sk_gm_load/sk_gm_store flush per access.
   bool flush_before = false;
@@ -134,7 +138,10 @@ struct Program {
   //    sk_set_next_task_start or at its end). A core releases step i only after step i-1 was
   //    released, so releases arrive step by step and "step i released in launch e" is
   //    released >= (e-1) * releases_per_launch + released_before[i] + steps[i].cores: all the
-  //    cores share one cache line, as the fastest central barrier does.
+  //    cores share one cache line, as the fastest central barrier does. Steps that do not
+  //    arrive (StepExec::arrives) count nothing and are counted in none of these: a core runs
+  //    ahead through a block-local step, but no further than the next step that waits, whose
+  //    target covers every release before it.
   //  ended[i]: every core of step i ended; used only for steps that release early
   //    (arrive_in_kernel), whose end comes after their release. Plain programs have no
   //    ended[] and count those ends on released.ended instead, one count for all steps as

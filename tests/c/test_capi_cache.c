@@ -174,9 +174,9 @@ static void test_flags_follow_struct_size(void **state) {
   SK_CHECK(sk_add_kernel(scope, f->write, 2, x.w, &o));
   /* Bits this version does not know are refused, naming the kernel. */
   o.name = "future";
-  o.flags = 0x6u;
+  o.flags = 0xCu;
   SK_EXPECT_ERR(sk_add_kernel(scope, f->write, 2, x.w, &o), SK_ERR_INVALID_ARGUMENT, "'future'");
-  SK_EXPECT_MSG("unknown bits 0x6");
+  SK_EXPECT_MSG("unknown bits 0xc");
   SK_CHECK(sk_finalize(scope, &sk));
   json = explain_text(sk);
   expect_cache(json, "old", DEFAULT_CACHE);

@@ -342,6 +342,40 @@ def test_run_a_scope_of_triton_ptx_fused_and_unfused(tmp_path):
     assert "bit-identical" in r.stdout  # the stand-in runs no kernel: both leave the buffers
 
 
+# axpy then square_plus_one, block-local, on the same 2 blocks: the fused run stays
+# bit-identical, explain marks the edge, and what cannot be said is refused naming the field.
+BLOCK_LOCAL = [dict(UNNAMED_CHAIN[0]), dict(UNNAMED_CHAIN[1], block_dim=2, block_local=True)]
+
+
+def test_explain_and_run_block_local_kernels(ops):
+    path = scope_file(ops.parent, BLOCK_LOCAL, repeat=3)
+    r = sk("explain", path)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stdout.splitlines() if l.strip().startswith(("0 ", "1 "))]
+    assert "block-local" not in lines[0] and "block-local" in lines[1], r.stdout
+    plan = json.loads(sk("explain", "--json", path).stdout)
+    assert [s.get("edge") for s in plan["steps"]] == [None, "block-local"]
+    r = sk("run", path)
+    assert r.returncode == 0 and "bit-identical" in r.stdout, r.stdout + r.stderr
+    # A capture says it by name, in the scope option.
+    by_name = [dict(k) for k in BLOCK_LOCAL]
+    del by_name[1]["block_local"]
+    named = scope_file(ops.parent, by_name, options="block-local=square_plus_one", repeat=3)
+    captured = json.loads(sk("explain", "--json", "--capture", named).stdout)
+    assert [s.get("edge") for s in captured["steps"]] == [None, "block-local"]
+    r = sk("run", "--capture", named)
+    assert r.returncode == 0 and "bit-identical" in r.stdout, r.stdout + r.stderr
+    r = sk("explain", "--capture", path)
+    assert r.returncode == 3 and 'kernels[1]: "block_local" cannot be captured' in r.stderr
+    assert "block-local=LIST" in r.stderr and "Traceback" not in r.stderr
+    r = sk("explain", scope_file(ops.parent, [BLOCK_LOCAL[0], dict(BLOCK_LOCAL[1], block_local=1)]))
+    assert r.returncode == 3 and "kernels[1]: block_local must be true or false, not 1" in r.stderr
+    r = sk("explain", scope_file(ops.parent, [BLOCK_LOCAL[0], dict(BLOCK_LOCAL[1], block_dim=3)]))
+    assert r.returncode == 4 and "SK_ERR_INCOMPATIBLE" in r.stderr, r.stderr
+    assert "kernel 1 'square_plus_one' is block-local to kernel 0 'axpy'" in r.stderr
+    assert "their block counts differ (3 vs 2)" in r.stderr and "Traceback" not in r.stderr
+
+
 # ---- run ---------------------------------------------------------------------------------------
 def test_run_fused_equals_unfused(ops):
     path = scope_file(ops.parent, CHAIN, repeat=5)

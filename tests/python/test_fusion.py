@@ -253,3 +253,48 @@ def test_a_forked_child_opens_its_own_device(dev, ops, ops_path):
     axpy.launch(2, 1.0, x, y, N)  # the parent's device works on
     dev.synchronize()
     assert np.all(y == 2.0)
+
+
+def block_local_chain(scope_or_none, ops, x, y, blocks, block_local=True):
+    """axpy, then square_plus_one and axpy alternating, block-local to the kernel before each."""
+    axpy, sq = ops.kernel("axpy"), ops.kernel("square_plus_one")
+    for i in range(8):
+        k, args = (sq, (y, N)) if i % 2 else (axpy, (0.25 + i, x, y, N))
+        if scope_or_none is None:
+            k.launch(blocks, *args)
+        else:
+            scope_or_none.add(k, blocks, *args, block_local=block_local and i > 0)
+
+
+@pytest.mark.parametrize("blocks", [2, 5])  # 5: multiplexed on the fixture's 2 cores
+def test_block_local_chain_equals_unfused(dev, ops, blocks):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, N).astype(np.float32)
+    y0 = rng.uniform(-1, 1, N).astype(np.float32)
+    y_unfused, y_fused = y0.copy(), y0.copy()
+    block_local_chain(None, ops, x, y_unfused, blocks)
+    dev.synchronize()
+    with dev.scope("block_local") as scope:
+        block_local_chain(scope, ops, x, y_fused, blocks)
+    with scope.superkernel as fused:
+        steps = fused.explain()["steps"]
+        assert [s.get("edge") for s in steps] == [None] + ["block-local"] * 7
+        assert [s["release_next"] for s in steps] == ["none"] * 7 + ["kernel end"]
+        fused.launch()
+        dev.synchronize()
+    assert np.array_equal(y_fused, y_unfused)  # bit for bit
+
+
+def test_block_local_refusals_name_the_kernels(dev, ops):
+    x, y = np.ones(N, np.float32), np.zeros(N, np.float32)
+    with dev.scope("bad") as scope:
+        with pytest.raises(TypeError, match=r"Scope.add \(square_plus_one\) block_local: expected True or False"):
+            scope.add(ops.kernel("square_plus_one"), 2, y, N, block_local=1)
+        scope.abort()
+    scope = dev.scope("counts")
+    scope.add(ops.kernel("axpy"), 4, 1.0, x, y, N, name="a")
+    scope.add(ops.kernel("square_plus_one"), 2, y, N, name="b", flags=sk.KERNEL_FLAG_BLOCK_LOCAL)
+    with pytest.raises(sk.Incompatible, match=r"kernel 1 'b' is block-local to kernel 0 'a' "
+                                              r"\(SK_KERNEL_FLAG_BLOCK_LOCAL\), but their block counts "
+                                              r"differ \(2 vs 4\)"):
+        scope.finalize()

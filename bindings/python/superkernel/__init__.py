@@ -22,7 +22,7 @@ from .errors import (BadBinary, DeviceError, Error, FileNotReadable, Hang, Incom
 from .memory import ReadOnly, readonly
 from .module import Kernel, Module
 from .refs import Ref
-from .scope import Scope
+from .scope import KERNEL_FLAG_BLOCK_LOCAL, Scope
 from .stream import Event, Stream
 from .superkernel import ProfileRecord, SuperKernel
 from .triton import TritonKernel
@@ -62,7 +62,7 @@ def status_name(status):
 
 __all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Capture", "Device", "DeviceError", "Error",
            "Event", "FileNotReadable", "Hang", "Incompatible", "InvalidArgument", "Kernel",
-           "KernelError", "KernelOptions", "KERNEL_FLAG_TILING_SINK", "LibraryNotFound", "Module",
+           "KernelError", "KernelOptions", "KERNEL_FLAG_BLOCK_LOCAL", "KERNEL_FLAG_TILING_SINK", "LibraryNotFound", "Module",
            "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly", "Ref", "Scope", "SIGNATURE_TOKENS",
            "StateError", "Stream", "SuperKernel", "TritonKernel", "Unsupported", "VersionMismatch",
            "kernel_records", "library_path", "parse_signature", "readonly", "status_name",

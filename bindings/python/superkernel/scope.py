@@ -12,6 +12,10 @@ from .module import Kernel
 from .status import check
 from .superkernel import SuperKernel
 
+#: sk_kernel_options.flags bit: the kernel's edge to the one before it is block-local
+#: (SK_KERNEL_FLAG_BLOCK_LOCAL); Scope.add(block_local=True) sets it.
+KERNEL_FLAG_BLOCK_LOCAL = 0x2
+
 
 def options_text(options):
     """Scope options as libsk reads them: a dict {"early-start": 0} becomes "early-start=0";
@@ -38,16 +42,22 @@ class Scope(Handle):
         self.superkernel = None
         super().__init__(out.value, device)
 
-    def add(self, kernel, block_dim, *args, name=None, core_type=None, flags=0, stream=0, cores=None):
+    def add(self, kernel, block_dim, *args, name=None, core_type=None, flags=0, stream=0, cores=None,
+            block_local=False):
         """Adds kernel on block_dim blocks with args (values converted by its signature; arrays
         and Buffers by address, no copy; an aggregate as a tuple of its members; Ref(memory):
         read from that memory at every launch, sk_kernel_options.arg_refs). cores=(first, count)
         pins its blocks to cores first .. first + count - 1 of its type
-        (sk_kernel_options.first_core / core_count); None: the planner places them. Returns the
+        (sk_kernel_options.first_core / core_count); None: the planner places them.
+        block_local=True: its block i reads and writes only what block i of the kernel before
+        it wrote, so it waits for no other block (KERNEL_FLAG_BLOCK_LOCAL). Returns the
         sub-kernel's step index."""
         instance(kernel, Kernel, "Scope.add kernel")
         what = f"Scope.add ({name or kernel.name})"
         block_dim = integer(block_dim, "u32", f"{what} block_dim")
+        if not isinstance(block_local, bool):
+            raise TypeError(f"{what} block_local: expected True or False, got {block_local!r}")
+        flags = integer(flags, "u32", f"{what} flags") | (KERNEL_FLAG_BLOCK_LOCAL if block_local else 0)
         first_core = core_count = 0
         if cores is not None:
             if not isinstance(cores, (tuple, list)) or len(cores) != 2:
@@ -60,7 +70,7 @@ class Scope(Handle):
         opts = KernelOptions(ctypes.sizeof(KernelOptions),
                              c_string(name or None, f"{what} name", optional=True),
                              c_string(core_type or None, f"{what} core_type", optional=True),
-                             integer(flags, "u32", f"{what} flags"),
+                             flags,
                              integer(stream, "u32", f"{what} stream"), first_core, core_count,
                              packed.refs)
         check(lib().sk_add_kernel(self.handle, kernel.handle, block_dim, packed.pointer,

@@ -382,6 +382,52 @@ TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
   sk_superkernel_destroy(sk);
 }
 
+// Block-local edges reach the step table the launch reads: the block-local step has no
+// dependency (its block waits for nothing but the block barrier), its predecessor counts no
+// arrival, and the step after it (a barrier) waits for it alone; explain says so.
+TEST_F(CudaFakeDriver, BlockLocalEdgesAreInTheStepTable) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *args[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "block_local", nullptr, &scope), SK_OK) << sk_last_error();
+  for (uint32_t k = 0; k < 3; ++k) {
+    sk_kernel_options o = SK_KERNEL_OPTIONS_INIT;
+    o.flags = k == 1 ? SK_KERNEL_FLAG_BLOCK_LOCAL : 0;
+    ASSERT_EQ(sk_add_kernel(scope, step, 4, args, &o), SK_OK) << sk_last_error();
+  }
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  using namespace sk::cuda;
+  const size_t words = kTableHeaderWords + 3 * kStepWords + 2;  // one dependency pair: step 2's
+  std::vector<FakeCall> tables;
+  for (const FakeCall &c : fake_.log())
+    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size == 4 * words) tables.push_back(c);
+  ASSERT_EQ(tables.size(), 1u);
+  std::vector<uint32_t> table(words);
+  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), 4 * words), SK_OK);
+  const uint32_t *r0 = &table[kTableHeaderWords], *r1 = r0 + kStepWords, *r2 = r1 + kStepWords;
+  EXPECT_EQ(r0[kStepFlags] & kStepNoArrive, kStepNoArrive);
+  EXPECT_EQ(r1[kStepDepBegin], r1[kStepDepEnd]);
+  EXPECT_EQ(r1[kStepFlags] & (kStepWaitNow | kStepNoArrive), 0u);
+  EXPECT_EQ(r1[kStepFirst], r0[kStepFirst]);
+  EXPECT_EQ(r1[kStepCores], r0[kStepCores]);
+  ASSERT_EQ(r2[kStepDepEnd] - r2[kStepDepBegin], 2u);
+  EXPECT_EQ(table[r2[kStepDepBegin]], 1u);
+  EXPECT_EQ(r2[kStepFlags] & (kStepWaitNow | kStepNoArrive), kStepWaitNow);
+  char json[8192];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
+  EXPECT_TRUE(contains(json, "\"previous_step\":0,\"edge\":\"block-local\",\"wait_previous\":\"none\"")) << json;
+  EXPECT_TRUE(contains(json, "\"previous_step\":1,\"edge\":\"barrier\"")) << json;
+  sk_superkernel_destroy(sk);
+}
+
 // sk_launch_repeat is one launch: the entry gets the run count and the stop flag's address
 // as parameters and counts the runs' epochs on the device (the stand-in does what its blocks
 // do); sk_launch passes 1 and no flag.

@@ -166,6 +166,36 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
 
 // The step table as the entry reads it: the count, a record per step at the offsets of
 // StepWord, the dependency pairs the records index, the flags __sk_begin and the loop test.
+// A block-local step (no dependencies) does not wait for the grid; its predecessor, which
+// nothing else waits for, counts no arrival: __sk_begin starts its blocks as arrived, so
+// __sk_end and sk_set_next_task_start pass their arrival. Both keep the block barrier.
+TEST(CudaAbi, ABlockLocalEdgeHasNoWaitAndNoArrival) {
+  EntrySpec spec = two_step_spec(ArgSource::Params);
+  spec.steps[1].deps.clear();
+  spec.steps[0].arrives = false;
+  const std::vector<uint32_t> t = step_table(spec);
+  const uint32_t *r0 = &t[kTableHeaderWords], *r1 = r0 + kStepWords;
+  EXPECT_EQ(r1[kStepDepBegin], r1[kStepDepEnd]);
+  EXPECT_EQ(r1[kStepFlags] & kStepWaitNow, 0u);
+  EXPECT_EQ(r0[kStepFlags] & kStepNoArrive, kStepNoArrive);
+  EXPECT_EQ(r1[kStepFlags] & kStepNoArrive, 0u);
+  const std::string ptx = generate_entry_ptx(spec);
+  const std::string begin = ptx_function(ptx, "__sk_begin");
+  // The step loop passes the bit on to __sk_begin with the step's other begin bits...
+  const std::string entry = ptx.substr(ptx.find(".visible .entry"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(entry, m, std::regex("and\\.b32 %s9, %s7, ([0-9]+);"))) << entry;
+  EXPECT_EQ(std::stoul(m[1]) & kStepNoArrive, kStepNoArrive) << entry;
+  // ... which marks the block arrived where the bit is set.
+  EXPECT_TRUE(std::regex_search(begin, std::regex("and\\.b32 %r10, %r7, " + std::to_string(kStepNoArrive) +
+                                                  ";\\s+setp\\.ne\\.u32 %p2, %r10, 0;\\s+selp\\.u32 %r11, 2, 0, %p2;"
+                                                  "\\s+or\\.b32 %r9, %r9, %r11;")))
+      << begin;
+  EXPECT_TRUE(contains(begin, "barrier.sync " + std::to_string(kBlockBarrier) + ";")) << begin;
+  // The same PTX for any edges: the step table alone says which are block-local.
+  EXPECT_EQ(ptx, generate_entry_ptx(two_step_spec(ArgSource::Params)));
+}
+
 TEST(CudaAbi, TheStepTableIsReadAtItsLayoutsOffsets) {
   EntrySpec spec = two_step_spec(ArgSource::Params);
   spec.steps[0].first = 3;

@@ -8,6 +8,13 @@ def _units_on(step):
     return text + ("*" if step.get("placement") == "pinned" else "")
 
 
+def _waits_for(step):
+    """Where a step waits for the one before it, or "block-local" where its edge needs no wait."""
+    if step.get("edge") == "block-local":
+        return "block-local"
+    return str(step.get("wait_previous", "-"))
+
+
 def print_plan(plan, out, limit=None):
     w = out.write
     options = plan.get("options") or {}
@@ -37,6 +44,6 @@ def print_plan(plan, out, limit=None):
         w(f"  {s.get('index', '?'):>4} {str(s.get('name'))[:22]:<22} "
           f"{str(s.get('symbol'))[:18]:<18} {s.get('block_dim', '?'):>6} {s.get('cores', '?'):>5} "
           f"{_units_on(s):>9}  "
-          f"{str(s.get('wait_previous', '-'))[:22]:<22} {api}\n")
+          f"{_waits_for(s)[:22]:<22} {api}\n")
     if limit and len(steps) > limit:
         w(f"  ... {len(steps) - limit} more (sk explain --json for all)\n")

@@ -15,7 +15,7 @@
       "kernels": [
         {"object": "ops", "kernel": "axpy", "block_dim": 4, "args": [2.0, "@x", "@y", 1024],
          "name": "axpy.0", "signature": "f32,ptr,ptr,u32", "core_type": "vector",
-         "flags": 0, "stream": 0,
+         "flags": 0, "stream": 0, "block_local": false,
          "threads": 128, "dynamic_shared": 2048}  (a CUDA kernel's launch facts its binary may
       ],                                          not say: sk_kernel_desc)
       "repeat": 20,                             (runs timed; --repeat overrides it)
@@ -29,8 +29,10 @@ members ("{f32,f32}": [1.5, 2.0], nested lists for nested aggregates and array m
 {"ref": "@name"} is read by reference from the buffer's first bytes at every launch
 (sk_kernel_options.arg_refs; unfused launches are given the value it holds when they are
 prepared). An object may be PTX text (a .ptx file: nvcc -ptx, Triton's asm["ptx"]) on a CUDA
-device; a Triton kernel's args end with its two scratch pointers, given as null. Every error
-names the field.
+device; a Triton kernel's args end with its two scratch pointers, given as null. "block_local":
+true adds the kernel with SK_KERNEL_FLAG_BLOCK_LOCAL: its block i reads and writes only what
+block i of the kernel before it wrote, so it waits for no other block. Every error names the
+field.
 """
 import ctypes
 import json
@@ -51,7 +53,8 @@ U32_MAX = INTEGER_RANGES["u32"][1]
 #: The --capture option of the commands that build a scope file's super kernel (Instance.build).
 CAPTURE_HELP = ("build the super kernel by capturing the kernels launched unfused "
                 "(Device.capture; each \"stream\" a stream joined to the capture), not by "
-                "sk_add_kernel; \"name\", \"core_type\" and \"flags\" cannot be captured")
+                "sk_add_kernel; \"name\", \"core_type\", \"flags\" and \"block_local\" cannot be "
+                "captured")
 
 
 class SpecError(ValueError):
@@ -77,6 +80,11 @@ def _text(v, where, what, optional=True):
         return None
     _need(isinstance(v, str), where, f"{what} must be a string")
     _need("\0" not in v, where, f"{what} contains a NUL character")
+    return v
+
+
+def _bool(v, where, what):
+    _need(isinstance(v, bool), where, f"{what} must be true or false, not {json.dumps(v)}")
     return v
 
 
@@ -289,6 +297,7 @@ class ScopeSpec:
                 "core_type": _text(k.get("core_type"), where, "core_type"),
                 "flags": _u32(k.get("flags", 0), where, "flags"),
                 "stream": _u32(k.get("stream", 0), where, "stream"),
+                "block_local": _bool(k.get("block_local", False), where, "block_local"),
                 # None: the kernel's own (libsk checks the range and what the kernel says).
                 **{field: None if k.get(field) is None else _u32(k[field], where, field, lo=lo)
                    for field, lo in (("threads", 1), ("dynamic_shared", 0))},
@@ -455,7 +464,8 @@ class Instance:
             for i, k in enumerate(self.kernels):
                 d = self.spec.kernels[i]
                 scope.add(k, d["block_dim"], *self.args(i, copy), name=d["name"],
-                          core_type=d["core_type"], flags=d["flags"], stream=d["stream"])
+                          core_type=d["core_type"], flags=d["flags"], stream=d["stream"],
+                          block_local=d["block_local"])
         return scope.superkernel
 
     def build(self, copy, capture=False, extra_options=""):
@@ -466,7 +476,8 @@ class Instance:
         """The super kernel captured from the kernels launched unfused, in file order, inside
         Device.capture: scope-file stream s (s > 0) is a stream joined to the capture as scope
         stream s at its start and joined back at its end, so the plan is fuse()'s. A captured
-        launch has no sk_kernel_options, so "name", "core_type" and "flags" are refused."""
+        launch has no sk_kernel_options, so "name", "core_type", "flags" and "block_local" are
+        refused."""
         for d in self.spec.kernels:
             for j, a in enumerate(d["args"]):
                 _need(not _is_ref(a), f"{d['where']}.args[{j}]",
@@ -477,6 +488,9 @@ class Instance:
                       f"\"{field}\" cannot be captured (a captured launch is named by its "
                       f"symbol, with the kernel's core type and no flags): drop it, or build "
                       f"without --capture")
+            _need(not d["block_local"], d["where"],
+                  "\"block_local\" cannot be captured (a captured launch has no flags): name its "
+                  "kernels in the scope option block-local=LIST instead, or build without --capture")
         options = ":".join(o for o in (self.spec.options, extra_options) if o)
         top = max(d["stream"] for d in self.spec.kernels)
         streams, events = [], []
