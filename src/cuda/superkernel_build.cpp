@@ -267,8 +267,19 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
     auto cubin = std::make_shared<std::vector<uint8_t>>();
     if (sk_status st =
             linker->link(inputs, spec.arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
-        st != SK_OK)
+        st != SK_OK) {
+      // PTX written for a newer ISA than nvJitLink's may use what the lowered version lacks.
+      std::string lowered;
+      for (const CudaModule *m : modules)
+        if (m->ptx && !m->ptx->rewrites.empty())
+          lowered += (lowered.empty() ? "" : "; ") + m->label + ": " + m->ptx->rewrites.front();
+      if (!lowered.empty()) {
+        const std::string error = last_error();
+        fail(st, "%s (%s: the PTX may use what that version lacks; a newer nvJitLink compiles it as written)",
+             error.c_str(), lowered.c_str());
+      }
       return st;
+    }
     ++g_links;
     disk_cache_store(key, *cubin);
     img.cubin = std::move(cubin);

@@ -330,3 +330,30 @@ TEST(CudaFatbin, AHostObjectWithoutAFatbinaryIsAnotherMachine) {
   EXPECT_TRUE(contains(sk::last_error(), "without a fatbinary")) << sk::last_error();
   EXPECT_TRUE(contains(sk::last_error(), "EM_CUDA")) << sk::last_error();
 }
+
+// libsk's own sub-kernels (extern "C" __device__, SK_KERNEL_CUDA) as PTX: a fatbinary of nvcc
+// -dc holds it beside its SASS; without that SASS (its entries made another kind here) the
+// device fuses from the PTX, with the metadata's signature and threads, as from the cubin.
+TEST(CudaFatbin, DeviceSubKernelsFuseFromItsPtx) {
+  std::vector<uint8_t> multi = kernel_bytes("chain_multi.fatbin");
+  for (size_t i = 0; i < 3; ++i)
+    if (const sk::elf::FatbinEntry e = entry_of(multi, i); e.kind == sk::elf::kFatbinElf)
+      poke<uint16_t>(multi, e.offset, 7);  // a kind libsk does not read
+  auto m = load_as("chain_multi.fatbin", multi);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->kind, sk::cuda::InputKind::Ptx);
+  std::shared_ptr<sk::cuda::CudaKernel> step;
+  ASSERT_EQ(make_cuda_kernel(m, "chain_step", nullptr, "test", &step), SK_OK) << sk::last_error();
+  EXPECT_EQ(sk::signature_to_string(step->signature), "ptr,u32,u32");
+  EXPECT_EQ(step->threads, 128u);
+  EXPECT_EQ(step->threads_from, "metadata");
+  ASSERT_TRUE(step->ptx);
+  EXPECT_FALSE(step->ptx->entry);
+  EXPECT_TRUE(step->ptx->rewrites.empty()) << "a function is linked as it was written";
+  sk::cuda_test::Scope s;
+  s.add(step, 4);
+  s.add(step, 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  sk::cuda::BuiltImage img;
+  EXPECT_EQ(build_superkernel(s.request(test_arch()), &img), SK_OK) << sk::last_error();
+}

@@ -154,6 +154,26 @@ TEST(CudaPtx, TheVersionIsLoweredToTheInstalledNvJitLinks) {
   EXPECT_TRUE(contains(m->ptx->rewrites[0], ".version 9.4 lowered to " + isa)) << m->ptx->rewrites[0];
 }
 
+// PTX that the lowered version does not compile: the link's error says it was lowered, from what.
+TEST(CudaPtx, ALinkFailingOnLoweredPtxSaysItWasLowered) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  std::string text = text_of(read_file(triton_path("residual_add.ptx")));
+  // An instruction no ISA has stands for one newer than nvJitLink's.
+  const size_t ret = text.rfind("\tret;");
+  ASSERT_NE(ret, std::string::npos);
+  text.insert(ret, "\tnewer.instruction.b32 %r1;\n");
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "newer.ptx", &m), SK_OK) << sk::last_error();
+  Scope s;
+  s.add(take(m, "residual_add_kernel"), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  EXPECT_NE(build_superkernel(s.request(), &img), SK_OK);
+  EXPECT_TRUE(contains(sk::last_error(), "newer.ptx: .version 9.4 lowered to")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "a newer nvJitLink")) << sk::last_error();
+}
+
 // The rewritten text of every fixture is a relocatable module ptxas compiles for the link's
 // architecture: the kernels as functions, nothing an entry alone may hold.
 TEST(CudaPtx, EveryRewriteCompilesAsRelocatableCode) {
