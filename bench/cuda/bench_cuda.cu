@@ -13,9 +13,17 @@
 //              with a cooperative_groups grid.sync() between two: the floor a fused step can reach
 //
 // then the per-run cost of 16 runs of a super kernel as 16 sk_launch against one sk_launch_repeat
-// of 16 (one launch whose entry loops, with a stop flag nobody sets).
+// of 16 (one launch whose entry loops, with a stop flag nobody sets), and with --triton a decode
+// step of Triton kernels as they were compiled (issue #33), three ways over one set of buffers:
 //
-//   bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...]
+//   stream     each kernel's PTX JIT-compiled by the driver (cudaLibraryLoadData), five
+//              cudaLaunchKernel per step with the grid, num_warps x 32 threads and dynamic shared
+//              bytes of the fixture's Triton metadata
+//   graph      a CUDA Graph captured from one step's launches, one cudaGraphLaunch per step
+//   super      one libsk super kernel of the same kernels from the same PTX (sk_module_load,
+//              sk_module_get_kernel_desc with the metadata's facts), one sk_launch per step
+//
+//   bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...] [--triton DIR]
 //
 // bench_chain.cubin is tests/kernels/cuda/bench_chain.cu built with nvcc -dc -cubin for this GPU.
 // Every method runs the step of tests/kernels/cuda/bench_chain.cuh, one word per thread, 128
@@ -48,16 +56,30 @@
 // 3 chain lengths, 5 rounds of about 5000 steps: under 1 s of GPU time) 1.3 billion more: at the
 // 1.7 ns a word one core of that VM takes, 8 s. About 20-30 s in all, and still about a minute
 // if every step were three times slower than assumed.
+//
+// The Triton table (DIR: tests/kernels/triton/ptx, the .ptx and .json of each fixture) runs
+// residual_add, rmsnorm, decode_attention, silu_mul and gemv (decode_step.py's shapes), each
+// reading what an earlier one wrote. us per step: GPU time from cudaEvents around 200 steps queued
+// back to back, median of R rounds after the methods took turns for half a second. Then each
+// method runs one step from the same words (inputs, NaN in every output word): graph's and
+// super's outputs must equal stream's bit for bit, stream's a CPU reference within a relative
+// bound (the GPU's exp, sqrt and division are approximate); a mismatch or an error fails the run
+// as above. Its cost: five driver JITs, one link, 0.5 s of warm-up, 3 x R x 200 steps of about
+// 10-30 us: about 2 s.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <sk.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -535,6 +557,615 @@ void bench_repeat(Bench &b, uint32_t blocks) {
   sk_mem_free(b.dev, raw);
 }
 
+// ---- The Triton decode step --------------------------------------------------------------------
+
+// The decode shape tests/kernels/triton/decode_step.py compiled its fixtures for (BATCH, HIDDEN,
+// HEADS, HEAD_DIM, KV_LEN, GEMV_OUT): the PTX is specialised for it, the .json grids follow it.
+constexpr uint32_t kBatch = 4, kHidden = 1024, kHeads = 8, kHeadDim = 128, kKvLen = 256, kGemvOut = 1024;
+static_assert(kHidden == kHeads * kHeadDim, "the attention's queries are the normalised rows");
+// Valid cache entries: not a multiple of BLOCK_L (32), so the last block of entries is masked.
+constexpr uint32_t kSeqLen = 200;
+constexpr float kEps = 1e-6f;
+constexpr int kTritonReplays = 200;         // decode steps between the two events of a sample
+constexpr double kTritonWarmupUs = 500000;  // the methods take turns for this long first
+// The CPU reference's bound: |gpu - cpu| <= kTritonTolerance x (|cpu| + the buffer's rms). The
+// GPU's exp, sqrt and division are approximate and its sums run in another order; a word that
+// was never written (NaN) or one computed from a wrong input is far outside it.
+constexpr double kTritonTolerance = 1e-3;
+
+// One set of buffers for the whole step: inputs first, then what the kernels write.
+enum DecodeBuffer { kX, kResidual, kNormW, kKCache, kVCache, kGemvW, kH, kHn, kAttn, kY, kOut, kDecodeBuffers };
+constexpr int kFirstOutput = kH;
+struct DecodeBufferSpec {
+  const char *name;
+  size_t count;  // floats
+  float lo, hi;  // an input's values are drawn from [lo, hi)
+};
+constexpr size_t kTokens = size_t{kBatch} * kHidden, kCache = size_t{kBatch} * kKvLen * kHeads * kHeadDim;
+const DecodeBufferSpec kDecodeBuffer[kDecodeBuffers] = {
+    {"x", kTokens, -1, 1},
+    {"residual", kTokens, -1, 1},
+    {"norm_w", kHidden, 0.5f, 1.5f},
+    {"k_cache", kCache, -2, 2},
+    {"v_cache", kCache, -1, 1},
+    {"gemv_w", size_t{kGemvOut} * kHidden, -1.0f / 32, 1.0f / 32},
+    {"h", kTokens, 0, 0},
+    {"hn", kTokens, 0, 0},
+    {"attn", kTokens, 0, 0},
+    {"y", kTokens, 0, 0},
+    {"out", kGemvOut, 0, 0},
+};
+
+// One argument of a step: the Triton parameter it is (checked against the fixture's .json) and
+// its value.
+struct StepArg {
+  enum Kind { kBuffer, kNull, kU32, kF32 } kind;
+  const char *param;
+  int buffer;
+  uint32_t u;
+  float f;
+};
+StepArg arg_buffer(const char *param, DecodeBuffer b) { return {StepArg::kBuffer, param, b, 0, 0}; }
+StepArg arg_u32(const char *param, uint32_t v) { return {StepArg::kU32, param, -1, v, 0}; }
+StepArg arg_f32(const char *param, float v) { return {StepArg::kF32, param, -1, 0, v}; }
+StepArg arg_null(const char *param) { return {StepArg::kNull, param, -1, 0, 0}; }
+
+struct DecodeStepSpec {
+  const char *fixture;  // <fixture>.ptx and <fixture>.json in the --triton directory
+  std::vector<StepArg> args;
+};
+
+// The step, in order: each kernel reads what an earlier one wrote (the GEMV takes the first row).
+// Triton appends two scratch pointers to every kernel's parameters; these kernels use neither.
+const std::vector<DecodeStepSpec> &decode_steps() {
+  static const std::vector<DecodeStepSpec> steps = [] {
+    const StepArg scratch[] = {arg_null("global_scratch"), arg_null("profile_scratch")};
+    std::vector<DecodeStepSpec> s = {
+        {"residual_add",
+         {arg_buffer("x_ptr", kX), arg_buffer("res_ptr", kResidual), arg_buffer("out_ptr", kH),
+          arg_u32("n", uint32_t(kTokens))}},
+        {"rmsnorm",
+         {arg_buffer("x_ptr", kH), arg_buffer("w_ptr", kNormW), arg_buffer("out_ptr", kHn),
+          arg_u32("n_cols", kHidden), arg_f32("eps", kEps)}},
+        {"decode_attention",
+         {arg_buffer("q_ptr", kHn), arg_buffer("k_ptr", kKCache), arg_buffer("v_ptr", kVCache),
+          arg_buffer("out_ptr", kAttn), arg_u32("seq_len", kSeqLen), arg_u32("n_heads", kHeads),
+          arg_u32("head_dim", kHeadDim), arg_u32("kv_len", kKvLen),
+          arg_f32("scale", 1.0f / std::sqrt(float(kHeadDim)))}},
+        {"silu_mul",
+         {arg_buffer("gate_ptr", kAttn), arg_buffer("up_ptr", kH), arg_buffer("out_ptr", kY),
+          arg_u32("n", uint32_t(kTokens))}},
+        {"gemv",
+         {arg_buffer("w_ptr", kGemvW), arg_buffer("x_ptr", kY), arg_buffer("out_ptr", kOut),
+          arg_u32("n_rows", kGemvOut), arg_u32("n_cols", kHidden)}},
+    };
+    for (DecodeStepSpec &d : s) d.args.insert(d.args.end(), std::begin(scratch), std::end(scratch));
+    return s;
+  }();
+  return steps;
+}
+
+// Each buffer's offset in floats in the one allocation (256-byte aligned: Triton's launcher
+// specialised the pointers as 16-byte aligned), and the total.
+struct DecodeLayout {
+  size_t offset[kDecodeBuffers + 1];
+  DecodeLayout() {
+    size_t at = 0;
+    for (int i = 0; i < kDecodeBuffers; ++i) {
+      offset[i] = at;
+      at = (at + kDecodeBuffer[i].count + 63) / 64 * 64;
+    }
+    offset[kDecodeBuffers] = at;
+  }
+};
+const DecodeLayout kLayout;
+
+// The words every method starts from: the inputs, and NaN in every output word (one a kernel
+// does not write, or reads before it is written, shows).
+std::vector<float> decode_image() {
+  std::vector<float> w(kLayout.offset[kDecodeBuffers]);
+  uint32_t poison = 0xFFFFFFFFu;
+  for (int b = 0; b < kDecodeBuffers; ++b)
+    for (size_t i = 0; i < kDecodeBuffer[b].count; ++i) {
+      float &v = w[kLayout.offset[b] + i];
+      if (b >= kFirstOutput) {
+        std::memcpy(&v, &poison, sizeof v);
+        continue;
+      }
+      uint32_t h = uint32_t(i) * 0x9E3779B1u ^ uint32_t(b + 1) * 0x85EBCA77u;
+      h ^= h >> 15;
+      h *= 0x2C1B3C6Du;
+      h ^= h >> 12;
+      const DecodeBufferSpec &s = kDecodeBuffer[b];
+      v = s.lo + (s.hi - s.lo) * float(h >> 8) / float(1u << 24);
+    }
+  return w;
+}
+
+// What the step computes, in double where it sums (the NumPy references of decode_step.py): the
+// outputs of `w` (decode_image's layout) from its inputs.
+void decode_reference(std::vector<float> &w) {
+  auto at = [&w](DecodeBuffer b) { return w.data() + kLayout.offset[b]; };
+  const float *x = at(kX), *res = at(kResidual), *norm_w = at(kNormW), *k = at(kKCache), *v = at(kVCache),
+              *gemv_w = at(kGemvW);
+  float *h = at(kH), *hn = at(kHn), *attn = at(kAttn), *y = at(kY), *out = at(kOut);
+  for (size_t i = 0; i < kTokens; ++i) h[i] = x[i] + res[i];
+  for (uint32_t r = 0; r < kBatch; ++r) {
+    double sum = 0;
+    for (uint32_t c = 0; c < kHidden; ++c) sum += double(h[r * kHidden + c]) * h[r * kHidden + c];
+    const double rms = std::sqrt(sum / kHidden + double(kEps));
+    for (uint32_t c = 0; c < kHidden; ++c) hn[r * kHidden + c] = float(h[r * kHidden + c] / rms * norm_w[c]);
+  }
+  const double scale = 1.0 / std::sqrt(double(kHeadDim));
+  const size_t row = size_t{kHeads} * kHeadDim;
+  std::vector<double> score(kSeqLen), acc(kHeadDim);
+  for (uint32_t s = 0; s < kBatch; ++s)
+    for (uint32_t head = 0; head < kHeads; ++head) {
+      const float *q = hn + (s * kHeads + head) * kHeadDim;
+      const size_t cache = s * kKvLen * row + head * kHeadDim;
+      double top = -INFINITY;
+      for (uint32_t l = 0; l < kSeqLen; ++l) {
+        double dot = 0;
+        for (uint32_t d = 0; d < kHeadDim; ++d) dot += double(q[d]) * k[cache + l * row + d];
+        score[l] = dot * scale;
+        top = std::max(top, score[l]);
+      }
+      double denom = 0;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (uint32_t l = 0; l < kSeqLen; ++l) {
+        const double p = std::exp(score[l] - top);
+        denom += p;
+        for (uint32_t d = 0; d < kHeadDim; ++d) acc[d] += p * v[cache + l * row + d];
+      }
+      for (uint32_t d = 0; d < kHeadDim; ++d) attn[(s * kHeads + head) * kHeadDim + d] = float(acc[d] / denom);
+    }
+  for (size_t i = 0; i < kTokens; ++i) {
+    const double g = attn[i];
+    y[i] = float(g / (1.0 + std::exp(-g)) * h[i]);
+  }
+  for (uint32_t r = 0; r < kGemvOut; ++r) {
+    double sum = 0;
+    for (uint32_t c = 0; c < kHidden; ++c) sum += double(gemv_w[size_t{r} * kHidden + c]) * y[c];
+    out[r] = float(sum);
+  }
+}
+
+// ---- Fixture files -----------------------------------------------------------------------------
+
+std::string read_text(const std::string &path) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) raise_error("%s: cannot open %s: %s", g_where, path.c_str(), std::strerror(errno));
+  std::string text;
+  char chunk[65536];
+  for (size_t got; (got = std::fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, got);
+  const bool failed = std::ferror(f);
+  std::fclose(f);
+  if (failed || text.empty()) raise_error("%s: cannot read %s", g_where, path.c_str());
+  return text;
+}
+
+// The items of the array "key": [...] in JSON text (strings unquoted; no nested arrays), or an
+// error naming the file and the key.
+std::vector<std::string> json_list(const std::string &json, const char *key, const std::string &file) {
+  const size_t at = json.find(std::string("\"") + key + "\"");
+  const size_t open = at == std::string::npos ? at : json.find('[', at);
+  const size_t close = open == std::string::npos ? open : json.find(']', open);
+  if (close == std::string::npos) raise_error("%s: %s has no array \"%s\"", g_where, file.c_str(), key);
+  std::vector<std::string> items;
+  std::string item;
+  for (size_t i = open + 1; i <= close; ++i) {
+    const char c = json[i];
+    if (c == ',' || c == ']') {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+    } else if (c != '"' && !std::isspace((unsigned char)c)) {
+      item += c;
+    }
+  }
+  return items;
+}
+
+// The string after "key": in JSON text, or an error naming the file and the key.
+std::string json_string(const std::string &json, const char *key, const std::string &file) {
+  const size_t at = json.find(std::string("\"") + key + "\"");
+  const size_t open = at == std::string::npos ? at : json.find('"', json.find(':', at));
+  const size_t close = open == std::string::npos ? open : json.find('"', open + 1);
+  if (close == std::string::npos) raise_error("%s: %s has no string \"%s\"", g_where, file.c_str(), key);
+  return json.substr(open + 1, close - open - 1);
+}
+
+// A PTX ISA version "9.4" as 904.
+int ptx_version_number(const std::string &v) {
+  unsigned major = 0, minor = 0;
+  return std::sscanf(v.c_str(), "%u.%u", &major, &minor) == 2 ? int(major * 100 + minor) : -1;
+}
+
+// The newest PTX ISA version the driver's JIT compiles, from cudaDriverGetVersion's number (13000:
+// CUDA 13.0), as libsk maps nvJitLink's version (src/cuda/ptx_module.cpp, ptx_isa_of_nvjitlink):
+// CUDA 12.x compiles PTX ISA 8.x (12.6 stayed at 8.5, 12.8 and 12.9 are 8.7 and 8.8), 13.x 9.x.
+std::string driver_ptx_isa(int driver) {
+  const int major = driver / 1000, minor = driver % 1000 / 10;
+  if (major < 12) return "";
+  if (major == 12) {
+    static const int isa12[] = {0, 1, 2, 3, 4, 5, 5, 6, 7, 8};
+    return "8." + std::to_string(isa12[std::min(minor, 9)]);
+  }
+  return std::to_string(major - 4) + "." + std::to_string(minor);
+}
+
+// The text of the `.version` directive's operand, and where it is in the PTX.
+bool find_ptx_version(const std::string &ptx, size_t *begin, size_t *end) {
+  for (size_t at = ptx.find(".version"); at != std::string::npos; at = ptx.find(".version", at + 1))
+    if (at == 0 || ptx[at - 1] == '\n') {
+      *begin = ptx.find_first_not_of(" \t", at + 8);
+      *end = *begin == std::string::npos ? *begin : ptx.find_first_of(" \t\r\n", *begin);
+      return *end != std::string::npos && *end > *begin;
+    }
+  return false;
+}
+
+// ---- The three methods -------------------------------------------------------------------------
+
+enum TritonMethod { kTStream, kTGraph, kTSuper, kTritonMethods };
+const char *const kTritonMethodName[kTritonMethods] = {"stream", "graph", "super"};
+
+// One kernel of the step: its launch facts from the fixture's .json, its arguments, and the kernel
+// twice: from the driver's JIT (stream, graph) and from libsk (super).
+struct TritonStep {
+  std::string fixture, kernel;
+  uint32_t grid = 0, threads = 0, shared = 0;
+  std::vector<uint64_t> values;  // an argument per slot, in its first bytes
+  std::vector<void *> args;      // args[i] = &values[i]
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t jit = nullptr;
+  sk_module *module = nullptr;
+  sk_kernel *fused = nullptr;
+};
+
+// Everything one run of the table made, released by the destructor on every path (an error's
+// too: a capture it left open is ended, and errors while releasing are not reported again).
+struct TritonRun {
+  Bench &b;
+  std::vector<TritonStep> steps;
+  void *memory = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  sk_superkernel *super = nullptr;
+  sk_stream *stream = nullptr;  // libsk's stream over b.stream: the super kernel runs in order there
+  cudaEvent_t events[2] = {};
+  explicit TritonRun(Bench &bench) : b(bench) {}
+  TritonRun(const TritonRun &) = delete;
+  TritonRun &operator=(const TritonRun &) = delete;
+  ~TritonRun() {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(b.stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) {
+      cudaGraph_t open = nullptr;
+      if (cudaStreamEndCapture(b.stream, &open) == cudaSuccess && open) cudaGraphDestroy(open);
+    }
+    if (stream) sk_stream_destroy(stream);  // waits for its launches
+    cudaStreamSynchronize(b.stream);
+    if (super) sk_superkernel_destroy(super);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    for (TritonStep &s : steps) {
+      if (s.library) cudaLibraryUnload(s.library);
+      if (s.module) sk_module_unload(s.module);
+    }
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
+    if (memory) sk_mem_free(b.dev, memory);
+    (void)cudaGetLastError();  // a non-sticky error must not fail the next call
+  }
+  float *buffer(int i) const { return static_cast<float *>(memory) + kLayout.offset[i]; }
+};
+
+// Reads a fixture's .json and .ptx, checks the parameters the bench passes against the .json's,
+// and loads the PTX twice: through the CUDA runtime (the driver JIT-compiles it, its `.version`
+// lowered to the driver's when newer: *note says so) and into libsk.
+void load_triton_step(const Bench &b, const std::string &dir, const DecodeStepSpec &spec, int driver,
+                      std::string *note, TritonStep &s) {
+  s.fixture = spec.fixture;
+  const std::string json_path = dir + "/" + spec.fixture + ".json", ptx_path = dir + "/" + spec.fixture + ".ptx";
+  where("Triton decode step, %s: metadata", spec.fixture);
+  const std::string json = read_text(json_path);
+  s.kernel = json_string(json, "name", json_path);
+  const std::vector<std::string> grid = json_list(json, "grid", json_path),
+                                 params = json_list(json, "params", json_path);
+  const long warps = json_number(json, "num_warps"), shared = json_number(json, "shared");
+  if (grid.size() != 1 || std::atol(grid[0].c_str()) < 1)
+    raise_error("%s: %s: the grid is not one dimension of at least 1 program", g_where, json_path.c_str());
+  if (warps < 1 || warps > 32 || shared < 0)
+    raise_error("%s: %s: num_warps %ld or shared %ld out of range", g_where, json_path.c_str(), warps, shared);
+  // Above 48 KiB a launch needs an opt-in attribute on each kernel; no decode kernel asks that much.
+  if (shared > 48 * 1024)
+    raise_error("%s: %s: %ld bytes of dynamic shared memory need an opt-in this benchmark does not make", g_where,
+                json_path.c_str(), shared);
+  s.grid = uint32_t(std::atol(grid[0].c_str()));
+  s.threads = uint32_t(warps) * 32;
+  s.shared = uint32_t(shared);
+  if (params.size() != spec.args.size())
+    raise_error("%s: %s lists %zu parameters, the benchmark passes %zu", g_where, json_path.c_str(), params.size(),
+                spec.args.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i] != spec.args[i].param)
+      raise_error("%s: %s: parameter %zu is '%s', the benchmark passes '%s' there", g_where, json_path.c_str(), i,
+                  params[i].c_str(), spec.args[i].param);
+
+  where("Triton decode step, %s: the driver's JIT", spec.fixture);
+  std::string ptx = read_text(ptx_path);
+  size_t begin = 0, end = 0;
+  if (!find_ptx_version(ptx, &begin, &end))
+    raise_error("%s: %s has no .version directive", g_where, ptx_path.c_str());
+  const std::string version = ptx.substr(begin, end - begin), isa = driver_ptx_isa(driver);
+  if (!isa.empty() && ptx_version_number(version) > ptx_version_number(isa)) {
+    ptx.replace(begin, end - begin, isa);
+    char line[200];
+    std::snprintf(line, sizeof line, "PTX .version %s lowered to %s for the JIT of driver %d.%d", version.c_str(),
+                  isa.c_str(), driver / 1000, driver % 1000 / 10);
+    if (note->find(line) == std::string::npos) *note += (note->empty() ? "" : "; ") + std::string(line);
+  }
+  CHECK_CUDA(cudaLibraryLoadData(&s.library, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CHECK_CUDA(cudaLibraryGetKernel(&s.jit, s.library, s.kernel.c_str()));
+
+  where("Triton decode step, %s: libsk", spec.fixture);
+  CHECK_SK(sk_module_load_file(b.dev, ptx_path.c_str(), &s.module));
+  sk_kernel_desc desc;
+  std::memset(&desc, 0, sizeof desc);
+  desc.struct_size = sizeof desc;
+  desc.threads = s.threads;
+  desc.dynamic_shared = s.shared;
+  CHECK_SK(sk_module_get_kernel_desc(s.module, s.kernel.c_str(), &desc, &s.fused));
+}
+
+// The arguments' slots, once the buffers exist.
+void bind_args(TritonRun &t, TritonStep &s, const DecodeStepSpec &spec) {
+  s.values.assign(spec.args.size(), 0);
+  s.args.resize(spec.args.size());
+  for (size_t i = 0; i < spec.args.size(); ++i) {
+    const StepArg &a = spec.args[i];
+    void *slot = &s.values[i];
+    if (a.kind == StepArg::kBuffer) {
+      float *p = t.buffer(a.buffer);
+      std::memcpy(slot, &p, sizeof p);
+    } else if (a.kind == StepArg::kU32) {
+      std::memcpy(slot, &a.u, sizeof a.u);
+    } else if (a.kind == StepArg::kF32) {
+      std::memcpy(slot, &a.f, sizeof a.f);
+    }  // kNull: the slot's zeros, a NULL pointer
+    s.args[i] = slot;
+  }
+}
+
+// One decode step as launches of the JIT-compiled kernels on the bench's stream.
+void launch_triton_step(TritonRun &t) {
+  for (TritonStep &s : t.steps)
+    CHECK_CUDA(
+        cudaLaunchKernel((const void *)s.jit, dim3(s.grid), dim3(s.threads), s.args.data(), s.shared, t.b.stream));
+}
+
+// Queues `count` decode steps of method m.
+void queue_triton(TritonRun &t, int m, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (m == kTStream)
+      launch_triton_step(t);
+    else if (m == kTGraph)
+      CHECK_CUDA(cudaGraphLaunch(t.exec, t.b.stream));
+    else
+      CHECK_SK(sk_launch(t.super, t.stream));
+  }
+}
+
+// Waits for what was queued: through libsk for the super kernel first (its deadline turns a hang
+// into an error, and a failure inside it is reported there).
+void wait_triton(TritonRun &t, int m) {
+  if (m == kTSuper) CHECK_SK(sk_stream_synchronize(t.stream));
+  CHECK_CUDA(cudaStreamSynchronize(t.b.stream));
+}
+
+// GPU us per step: cudaEvents around kTritonReplays steps queued back to back.
+double sample_triton(TritonRun &t, int m) {
+  CHECK_CUDA(cudaEventRecord(t.events[0], t.b.stream));
+  queue_triton(t, m, kTritonReplays);
+  CHECK_CUDA(cudaEventRecord(t.events[1], t.b.stream));
+  wait_triton(t, m);
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, t.events[0], t.events[1]));
+  return ms * 1000.0 / kTritonReplays;
+}
+
+// One step of method m from the initial words; the whole allocation's words after it.
+std::vector<float> run_triton_once(TritonRun &t, int m, const std::vector<float> &image) {
+  CHECK_CUDA(cudaStreamSynchronize(t.b.stream));  // sk_memcpy is not ordered with the stream
+  CHECK_SK(sk_memcpy(t.b.dev, t.memory, image.data(), image.size() * sizeof(float)));
+  queue_triton(t, m, 1);
+  wait_triton(t, m);
+  std::vector<float> words(image.size());
+  CHECK_SK(sk_memcpy(t.b.dev, words.data(), t.memory, words.size() * sizeof(float)));
+  return words;
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// "" when every output word of `got` equals `want`'s bit for bit; else the first differing word
+// and how many differ.
+std::string compare_bits(const std::vector<float> &got, const std::vector<float> &want, const char *want_name) {
+  size_t differ = 0, total = 0;
+  char first[240] = "";
+  for (int b = kFirstOutput; b < kDecodeBuffers; ++b)
+    for (size_t i = 0; i < kDecodeBuffer[b].count; ++i, ++total) {
+      const size_t at = kLayout.offset[b] + i;
+      if (bits(got[at]) == bits(want[at]) || differ++) continue;
+      std::snprintf(first, sizeof first, "%s[%zu] is %.9g (0x%08x), %s's %.9g (0x%08x)", kDecodeBuffer[b].name, i,
+                    got[at], bits(got[at]), want_name, want[at], bits(want[at]));
+    }
+  if (!differ) return "";
+  return std::string(first) + "; " + std::to_string(differ) + " of " + std::to_string(total) + " words differ";
+}
+
+// The largest |gpu - cpu| / (|cpu| + the buffer's rms) over the outputs (infinity for a NaN), and
+// where it is.
+double reference_error(const std::vector<float> &got, const std::vector<float> &cpu, std::string *where_worst) {
+  double worst = 0;
+  for (int b = kFirstOutput; b < kDecodeBuffers; ++b) {
+    const float *c = cpu.data() + kLayout.offset[b], *g = got.data() + kLayout.offset[b];
+    double sum = 0;
+    for (size_t i = 0; i < kDecodeBuffer[b].count; ++i) sum += double(c[i]) * c[i];
+    const double rms = std::sqrt(sum / double(kDecodeBuffer[b].count));
+    for (size_t i = 0; i < kDecodeBuffer[b].count; ++i) {
+      double e = std::fabs(double(g[i]) - c[i]) / (std::fabs(double(c[i])) + rms);
+      if (!(e == e) || std::isinf(e)) e = INFINITY;
+      if (e > worst || (worst == 0 && where_worst->empty())) {
+        worst = e;
+        char at[200];
+        std::snprintf(at, sizeof at, "%s[%zu]: %.9g, CPU %.9g", kDecodeBuffer[b].name, i, g[i], c[i]);
+        *where_worst = at;
+      }
+    }
+  }
+  return worst;
+}
+
+// The Triton decode step, three ways, as one table (docs/cuda.md, "The benchmark").
+void bench_triton(Bench &b, const char *dir, int driver) {
+  if (!dir) {
+    std::printf("\nTriton decode step: skipped (no --triton DIR, the directory of tests/kernels/triton/ptx)\n");
+    std::fflush(stdout);
+    return;
+  }
+  const std::vector<DecodeStepSpec> &specs = decode_steps();
+  std::printf("\nTriton decode step: ");
+  for (size_t i = 0; i < specs.size(); ++i) std::printf("%s%s", i ? ", " : "", specs[i].fixture);
+  std::printf(" (Triton's PTX from %s)\n", dir);
+  std::fflush(stdout);
+  TritonRun t(b);
+  std::string note;
+  double finalize_ms = 0;
+  const std::vector<float> image = decode_image();
+  try {
+    t.steps.resize(specs.size());  // filled in place: what a failed load made is released
+    for (size_t i = 0; i < specs.size(); ++i) load_triton_step(b, dir, specs[i], driver, &note, t.steps[i]);
+    where("Triton decode step: buffers");
+    CHECK_SK(sk_mem_alloc(b.dev, image.size() * sizeof(float), &t.memory));
+    for (size_t i = 0; i < specs.size(); ++i) bind_args(t, t.steps[i], specs[i]);
+    CHECK_CUDA(cudaEventCreate(&t.events[0]));
+    CHECK_CUDA(cudaEventCreate(&t.events[1]));
+    CHECK_SK(sk_stream_create_cuda(b.dev, b.stream, &t.stream));
+    CHECK_SK(sk_memcpy(b.dev, t.memory, image.data(), image.size() * sizeof(float)));
+    // Once before the capture, so that lazily loaded kernels are loaded outside it.
+    where("Triton decode step, stream: first launches");
+    launch_triton_step(t);
+    CHECK_CUDA(cudaStreamSynchronize(b.stream));
+    where("Triton decode step, graph: capture");
+    CHECK_CUDA(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+    launch_triton_step(t);
+    CHECK_CUDA(cudaStreamEndCapture(b.stream, &t.graph));
+    CHECK_CUDA(cudaGraphInstantiate(&t.exec, t.graph, 0));
+    where("Triton decode step, super: finalize");
+    sk_scope *scope = nullptr;
+    CHECK_SK(sk_scope_begin(b.dev, "triton_decode_step", nullptr, &scope));
+    for (TritonStep &s : t.steps)
+      if (sk_add_kernel(scope, s.fused, s.grid, s.args.data(), nullptr) != SK_OK) {
+        const std::string error = sk_last_error();
+        sk_scope_abort(scope);
+        raise_error("%s: sk_add_kernel(%s) failed: %s", g_where, s.kernel.c_str(), error.c_str());
+      }
+    const double f0 = now_us();
+    CHECK_SK(sk_finalize(scope, &t.super));
+    finalize_ms = (now_us() - f0) / 1000;
+  } catch (const BenchError &e) {
+    std::printf("ERROR: %s\n", e.what());
+    std::fflush(stdout);
+    b.failures.push_back(std::string("error: Triton decode step: ") + e.what());
+    return;
+  }
+  for (const TritonStep &s : t.steps)
+    std::printf("  %-17s %-24s %3u blocks x %u threads, %u bytes of dynamic shared memory\n", s.fixture.c_str(),
+                s.kernel.c_str(), s.grid, s.threads, s.shared);
+  std::printf("stream: each kernel JIT-compiled by the driver from its PTX%s%s; super: sk_finalize %.1f ms\n",
+              note.empty() ? "" : ", ", note.c_str(), finalize_ms);
+  std::printf("GPU us per step (cudaEvents around %d steps), median of %d rounds after a %.1f s warm-up\n",
+              kTritonReplays, b.rounds, kTritonWarmupUs / 1e6);
+  std::printf("%-6s | %9s %12s | %s\n", "method", "us/step", "method/super", "check (one step from the same words)");
+  std::fflush(stdout);
+
+  // A method that fails is left out from then on; its row says why.
+  std::string error[kTritonMethods];
+  auto attempt = [&](int m, const char *what, auto &&body) {
+    if (!error[m].empty()) return;
+    where("Triton decode step, %s: %s", kTritonMethodName[m], what);
+    try {
+      body();
+    } catch (const BenchError &e) {
+      error[m] = e.what();
+    }
+  };
+  auto any_left = [&] {
+    for (const std::string &e : error)
+      if (e.empty()) return true;
+    return false;
+  };
+  const double w0 = now_us();
+  while (any_left() && now_us() - w0 < kTritonWarmupUs)
+    for (int m = 0; m < kTritonMethods; ++m)
+      attempt(m, "warm-up", [&] {
+        queue_triton(t, m, 20);
+        wait_triton(t, m);
+      });
+  std::vector<double> per_step[kTritonMethods];
+  for (int r = 0; r < b.rounds; ++r)
+    for (int m = 0; m < kTritonMethods; ++m)
+      attempt(m, "timed runs", [&] { per_step[m].push_back(sample_triton(t, m)); });
+
+  // The check: one step of each from the same words; stream's against the CPU reference, the
+  // others' against stream's, bit for bit (against the CPU reference when stream failed).
+  std::vector<float> words[kTritonMethods];
+  for (int m = 0; m < kTritonMethods; ++m) attempt(m, "check run", [&] { words[m] = run_triton_once(t, m, image); });
+  std::vector<float> cpu = image;
+  decode_reference(cpu);
+  std::string verdict[kTritonMethods];
+  for (int m = 0; m < kTritonMethods; ++m) {
+    if (!error[m].empty()) continue;
+    ++b.checks;
+    std::string worst_at;
+    const double worst = reference_error(words[m], cpu, &worst_at);
+    char cpu_line[320];
+    std::snprintf(cpu_line, sizeof cpu_line, "CPU reference: max error %.2g (bound %.0e) at %s", worst,
+                  kTritonTolerance, worst_at.c_str());
+    bool bad = false;
+    if (m == kTStream || !error[kTStream].empty()) {
+      verdict[m] = cpu_line;
+      bad = !(worst <= kTritonTolerance);
+    } else {
+      const std::string diff = compare_bits(words[m], words[kTStream], "stream");
+      bad = !diff.empty();
+      verdict[m] = bad ? "differs from stream: " + diff + "; " + cpu_line : "= stream, bit for bit";
+    }
+    if (bad) {
+      std::fprintf(stderr, "bench_cuda: MISMATCH: Triton decode step, %s: %s\n", kTritonMethodName[m],
+                   verdict[m].c_str());
+      b.failures.push_back(std::string("Triton decode step, ") + kTritonMethodName[m] + ": " + verdict[m]);
+      verdict[m] = "MISMATCH: " + verdict[m];
+    }
+  }
+  const double super_t = per_step[kTSuper].size() == size_t(b.rounds) ? median(per_step[kTSuper]) : 0;
+  for (int m = 0; m < kTritonMethods; ++m) {
+    if (!error[m].empty()) {
+      std::printf("%-6s | ERROR: %s\n", kTritonMethodName[m], error[m].c_str());
+      b.failures.push_back(std::string("error: Triton decode step, ") + kTritonMethodName[m] + ": " + error[m]);
+      continue;
+    }
+    const double us = median(per_step[m]);
+    char ratio[16] = "-";
+    if (super_t > 0) std::snprintf(ratio, sizeof ratio, "%.2f", us / super_t);
+    std::printf("%-6s | %9.3f %12s | %s\n", kTritonMethodName[m], us, ratio, verdict[m].c_str());
+  }
+  std::fflush(stdout);
+}
+
 std::vector<uint32_t> parse_blocks(const char *list) {
   std::vector<uint32_t> out;
   for (const char *p = list; *p;) {
@@ -551,13 +1182,14 @@ std::vector<uint32_t> parse_blocks(const char *list) {
 }  // namespace
 
 int bench_main(int argc, char **argv) {
-  const char *usage = "usage: bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...]\n";
+  const char *usage =
+      "usage: bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...] [--triton DIR]\n";
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr, "%s", usage);
     return 2;
   }
   Bench b;
-  const char *cubin = argv[1];
+  const char *cubin = argv[1], *triton = nullptr;
   std::vector<uint32_t> blocks;
   for (int i = 2; i < argc; i += 2) {
     if (i + 1 >= argc) {
@@ -568,6 +1200,8 @@ int bench_main(int argc, char **argv) {
       b.rounds = std::max(1, std::atoi(argv[i + 1]));
     } else if (!std::strcmp(argv[i], "--steps")) {
       b.steps_per_sample = (uint32_t)std::max(1, std::atoi(argv[i + 1]));
+    } else if (!std::strcmp(argv[i], "--triton")) {
+      triton = argv[i + 1];
     } else if (!std::strcmp(argv[i], "--blocks")) {
       blocks = parse_blocks(argv[i + 1]);
       if (blocks.empty()) {
@@ -642,6 +1276,7 @@ int bench_main(int argc, char **argv) {
       b.failures.push_back(std::string("error: ") + e.what());
     }
   }
+  bench_triton(b, triton, driver);
 
   where("teardown");
   CHECK_CUDA(cudaStreamDestroy(b.stream));

@@ -6,9 +6,10 @@ It runs `gpu-check --prebuilt BUNDLE` on a bundle whose sk_cuda_tests is gpu_che
 one never returns, one skips; a test that needs no GPU fails if run), with stand-ins for
 nvidia-smi, compute-sanitizer and bench_cuda first on PATH, and checks: a line per test in run
 order, the hanging test killed at its timeout and the run going on, the summary printed last,
-compute-sanitizer rerunning the first failure under its own timeout, the benchmark last, the
-files in $OUT and the tarball's contents; then a failing smoke test (straight to diagnostics:
-nothing else runs), a gVisor sandbox (no compute-sanitizer), and a run where all passes.
+compute-sanitizer rerunning the first failure under its own timeout, the benchmark last (given
+the bundle's Triton fixtures), the files in $OUT and the tarball's contents; then a failing smoke
+test (straight to diagnostics: nothing else runs), a gVisor sandbox (no compute-sanitizer), and a
+run where all passes (a bundle without Triton fixtures: the benchmark runs without them).
 
 usage: test_gpu_check.py --repo DIR --fixture EXE --info EXE --driver SO --kernels DIR
 """
@@ -45,6 +46,7 @@ echo "========= ERROR SUMMARY: 0 errors"
 BENCH = """#!/bin/sh
 echo "bench_cuda: Stand-in GPU (sm_90, 4 SMs), driver 13.0"
 echo "a legend line the summary leaves out"
+echo "arguments: $*"
 echo
 echo "1 block x 128 threads (128 words a step): us per step, median of 5 rounds"
 echo " steps |   stream    super"
@@ -75,6 +77,7 @@ def make_bundle(root, args):
     os.symlink(args.info, os.path.join(bundle, "bin", "sk_cuda_info"))
     write_exe(os.path.join(bundle, "bin", "bench_cuda"), BENCH)
     os.symlink(args.kernels, os.path.join(bundle, "cuda-kernels"))
+    os.makedirs(os.path.join(bundle, "triton-ptx"))
     with open(os.path.join(bundle, "cuda-arch"), "w") as f:
         f.write("sm_90\n")
     tools = os.path.join(root, "tools")
@@ -163,6 +166,9 @@ def test_a_run_with_every_outcome(args, root, bundle, tools):
                  "bench_cuda: ok in", "driver: " + args.driver, "nvJitLink: ", "artifacts: "]:
         check(want in summary, f"the summary says {want!r}", summary)
     check(len(summary) < 4000, "the summary is short", summary)
+    bench = open(os.path.join(out, "bench-cuda.txt")).read()
+    check(f"arguments: {bundle}/cuda-kernels/bench_chain.cubin --rounds 5 --triton {bundle}/triton-ptx\n" in bench,
+          "the benchmark is given the bundle's Triton fixtures", bench)
     # $OUT: a few files (a device run returns at most 8), the artifacts in one tarball.
     check(sorted(os.listdir(out)) == ["bench-cuda.txt", "gpu-artifacts.tar.gz", "gpu-check.log", "summary.txt"],
           f"$OUT holds {sorted(os.listdir(out))}")
@@ -213,8 +219,17 @@ def test_a_failing_smoke_test_goes_straight_to_diagnostics(args, root, bundle, t
 
 
 def test_a_run_where_everything_passes(args, root, bundle, tools):
-    rc, stdout, _, out = run(args, root, bundle, tools, "pass", SK_GPU_TESTS="Passes$")
+    triton = os.path.join(bundle, "triton-ptx")
+    os.rename(triton, triton + ".hidden")  # a bundle without the Triton fixtures
+    try:
+        rc, stdout, _, out = run(args, root, bundle, tools, "pass", SK_GPU_TESTS="Passes$")
+    finally:
+        os.rename(triton + ".hidden", triton)
     summary = summary_of(stdout)
+    check(f"gpu-check: no Triton fixtures in {triton}: bench_cuda skips its Triton table" in stdout,
+          "a bundle without the Triton fixtures is said", stdout)
+    bench = open(os.path.join(out, "bench-cuda.txt")).read()
+    check("arguments: " in bench and "--triton" not in bench, "no --triton without the fixtures", bench)
     check(rc == 0, f"a clean run exits 0, not {rc}", stdout)
     check("CudaGpu tests: 2 ok, 0 failed, 0 timed out, 0 skipped, 0 not run (of 2)" in summary,
           "SK_GPU_TESTS picks the tests after the smoke test", summary)
