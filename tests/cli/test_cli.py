@@ -4,6 +4,7 @@ Every scope a test explains, runs or traces has its explain JSON (`sk explain --
 against include/sk_explain.schema.json."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -374,6 +375,149 @@ def test_explain_and_run_block_local_kernels(ops):
     assert r.returncode == 4 and "SK_ERR_INCOMPATIBLE" in r.stderr, r.stderr
     assert "kernel 1 'square_plus_one' is block-local to kernel 0 'axpy'" in r.stderr
     assert "their block counts differ (3 vs 2)" in r.stderr and "Traceback" not in r.stderr
+
+
+# sk inspect of CUDA modules: libsk's reading for an architecture (sk_module_inspect), no GPU
+# needed. The Triton fixtures are in the source tree; nvcc's PTX, cubins and objects in the build
+# tree's tests/kernels/cuda ($SK_CUDA_KERNELS).
+CUDA_KERNELS = os.environ.get("SK_CUDA_KERNELS")
+needs_cuda_kernels = pytest.mark.skipif(not CUDA_KERNELS,
+                                        reason="no nvcc-built CUDA kernels in this build")
+CUDA_SOURCES = os.path.join(ROOT, "tests", "kernels", "cuda")
+# Why libsk refuses each kernel of refuse_global.cu: the construct its message names.
+REFUSALS = {"refuse_cluster": "a thread block cluster (.reqnctapercluster)",
+            "refuse_grid_sync": "a cooperative grid synchronisation",
+            "refuse_pdl": "programmatic dependent launch (griddepcontrol.wait)",
+            "refuse_child": "does not say its threads per block",
+            "refuse_dynamic_parallelism": "dynamic parallelism",
+            "refuse_tma": "a TMA descriptor",
+            "refuse_block2d": "a multi-dimensional block (reads %tid.y)"}
+
+
+def triton_meta(name):
+    with open(os.path.join(TRITON_PTX, name + ".json")) as f:
+        return json.load(f)
+
+
+def one_error_line(r, code, *culprits):
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    for c in culprits:
+        assert str(c) in r.stderr, (c, r.stderr)
+
+
+@needs_fake_cuda  # the CUDA backend is built
+def test_inspect_triton_ptx_shows_its_launch_facts_and_rewrites():
+    rope, rms = (os.path.join(TRITON_PTX, n + ".ptx") for n in ("rope", "rmsnorm"))
+    threads = triton_meta("rope")["num_warps"] * 32
+    r = sk("inspect", rope, rms)  # each CUDA module on its own
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.startswith(f"{rope}: PTX text, {os.path.getsize(rope)} bytes; for sm_90 libsk reads PTX"), out
+    assert "PTX 9.4, .target sm_90a, linked for sm_90a\nmodule rewrites:\n  .version 9.4 lowered to " in out
+    rope_text = out[:out.index(rms)]
+    assert f"  rope_kernel(ptr,ptr,ptr,ptr,u32,u32,ptr,ptr)\n    threads: {threads} (from .reqntid)\n" in rope_text
+    assert f"    PTX .entry: reqntid {threads},1,1\n" in rope_text
+    assert "\n      %ctaid.x read as sk_block_idx()\n" in rope_text
+    assert "  rmsnorm_kernel: cannot be taken: " in out
+    assert "uses an .extern .shared array" in out and "(sk_kernel_desc.dynamic_shared" in out
+    r = sk("inspect", "--json", rope)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert (d["file"], d["file_kind"], d["kind"], d["arch"]) == (rope, "PTX text", "ptx", "sm_90")
+    assert (d["ptx"]["version"], d["ptx"]["target"]) == ("9.4", "sm_90a")
+    assert d["ptx"]["rewrites"][0].startswith(".version 9.4 lowered to ")
+    [k] = d["kernels"]
+    assert (k["name"], k["threads"], k["threads_from"]) == ("rope_kernel", threads, ".reqntid")
+    assert k["ptx"]["reqntid"] == [threads, 1, 1] and "%ctaid.x read as sk_block_idx()" in k["ptx"]["rewrites"]
+    [k] = json.loads(sk("inspect", "--json", rms).stdout)["kernels"]
+    assert k["name"] == "rmsnorm_kernel" and "sk_kernel_desc.dynamic_shared" in k["error"]
+    assert "threads" not in k
+
+
+@needs_fake_cuda
+def test_inspect_of_cuda_modules_refuses_what_it_cannot_read(tmp_path):
+    rms = os.path.join(TRITON_PTX, "rmsnorm.ptx")
+    # Triton's sm_90a PTX on an sm_80: libsk's refusal, naming the file and both architectures.
+    one_error_line(sk("inspect", "--arch", "sm_80", rms), 4, rms, "SK_ERR_INCOMPATIBLE", "sm_90a", "sm_80")
+    one_error_line(sk("inspect", "--arch", "sm_80", "--json", rms), 4, rms, "sm_90a")
+    broken = tmp_path / "broken.ptx"  # cut inside a declaration
+    with open(rms) as f:
+        broken.write_text(f.read()[:300])
+    one_error_line(sk("inspect", broken), 4, broken, "SK_ERR_BAD_BINARY", "line ")
+    for arch in ("bogus", "sm_90,timeout_ms=1", "90"):
+        one_error_line(sk("inspect", "--arch", arch, rms), 2, "--arch", f"'{arch}'")
+    one_error_line(sk("inspect", "--load", "host", rms), 2, "--load", rms)
+    # Host objects are linked as one module, CUDA modules read each on its own: not mixed.
+    host = tmp_path / "host.o"
+    subprocess.run([os.environ.get("CC", "cc"), "-c", "-x", "c", "-", "-o", str(host)],
+                   input="int f(void) { return 1; }\n", text=True, check=True)
+    one_error_line(sk("inspect", rms, host), 2, rms, host, "separate commands")
+    one_error_line(sk("inspect", "--arch", "sm_90", host), 2, "--arch", host)
+
+
+@needs_fake_cuda
+def test_inspect_of_ptx_needs_no_pyelftools(tmp_path):
+    # A python without pyelftools: an elftools package that fails to import, first on the path.
+    (tmp_path / "elftools").mkdir()
+    (tmp_path / "elftools" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'elftools'\", name='elftools')\n")
+    env = {"PYTHONPATH": str(tmp_path)}
+    r = sk("inspect", os.path.join(TRITON_PTX, "rope.ptx"), env=env)
+    assert r.returncode == 0 and "rope_kernel(" in r.stdout, r.stderr
+    host = tmp_path / "host.o"
+    subprocess.run([os.environ.get("CC", "cc"), "-c", "-x", "c", "-", "-o", str(host)],
+                   input="int f(void) { return 1; }\n", text=True, check=True)
+    one_error_line(sk("inspect", host, env=env), 3, "needs pyelftools")
+
+
+@needs_cuda_kernels
+def test_inspect_nvcc_ptx_names_each_refusal():
+    path = os.path.join(CUDA_KERNELS, "refuse_global.ptx")
+    with open(os.path.join(CUDA_SOURCES, "refuse_global.cu")) as f:
+        kernels = re.findall(r"__global__ void (?:__\w+__\([^)]*\) )?(\w+)\(", f.read())
+    assert sorted(kernels) == sorted(REFUSALS)
+    r = sk("inspect", path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert f"kernels ({len(kernels)}):" in lines
+    for name in kernels:
+        [line] = [l for l in lines if l.startswith(f"  {name}: ")]
+        assert line.startswith(f"  {name}: cannot be taken: sk_module_get_kernel: kernel '{name}' "), line
+        assert REFUSALS[name] in line, line
+    d = json.loads(sk("inspect", "--json", path).stdout)
+    assert d["kind"] == "ptx" and [k["name"] for k in d["kernels"]] == kernels
+    for k in d["kernels"]:
+        assert set(k) == {"name", "error"} and REFUSALS[k["name"]] in k["error"], k
+
+
+@needs_cuda_kernels
+def test_inspect_cubins_fatbinaries_and_nvcc_objects():
+    # chain.cu's SK_KERNEL_CUDA records: each kernel's name, signature and threads.
+    with open(os.path.join(CUDA_SOURCES, "chain.cu")) as f:
+        records = re.findall(r'SK_KERNEL_CUDA\((\w+), "([^"]*)", (\d+)\)', f.read())
+    assert records
+    for name, file_kind, kind in (("chain.cubin", "cubin", "cubin"),
+                                  ("chain_plain.fatbin", "fatbinary", "cubin"),
+                                  ("chain_host.o", "nvcc host object", "cubin"),
+                                  ("decode_global.o", "nvcc host object", "ptx")):
+        path = os.path.join(CUDA_KERNELS, name)
+        r = sk("inspect", "--json", path)
+        assert r.returncode == 0, (name, r.stderr)
+        d = json.loads(r.stdout)
+        assert (d["file"], d["file_kind"], d["kind"]) == (path, file_kind, kind), d
+        if name.startswith("chain"):
+            assert [(k["name"], k["signature"], str(k["threads"]), k["threads_from"])
+                    for k in d["kernels"]] == [r + ("metadata",) for r in records], d
+            assert "ptx" not in d
+    r = sk("inspect", os.path.join(CUDA_KERNELS, "chain.cubin"))
+    assert r.returncode == 0, r.stderr
+    for name, signature, threads in records:
+        assert f"  {name}({signature})\n    threads: {threads} (from metadata)\n" in r.stdout
+    # decode_global.o is a plain nvcc -c: its cubin is linked, so libsk reads its PTX.
+    r = sk("inspect", os.path.join(CUDA_KERNELS, "decode_global.o"))
+    assert "libsk reads PTX" in r.stdout and "(compute_" in r.stdout
+    assert "\n      %ctaid.x read as sk_block_idx()\n" in r.stdout
 
 
 # ---- run ---------------------------------------------------------------------------------------

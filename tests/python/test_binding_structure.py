@@ -225,6 +225,8 @@ def test_only_reading_objects_needs_pyelftools(tmp_path):
             "print(cli.main(['inspect', 'x.o'], io.StringIO(), err), err.getvalue().strip())\n"
             "superkernel.kernel_records(b'')\n")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(PACKAGE_DIR))
+    # The start of an ELF64 host object: sk inspect reads CUDA modules without pyelftools.
+    (tmp_path / "x.o").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(57))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        cwd=tmp_path)
     assert r.stdout.startswith("3 sk inspect: reading objects needs pyelftools"), r.stdout

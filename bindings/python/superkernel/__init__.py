@@ -21,6 +21,7 @@ from .errors import (BadBinary, DeviceError, Error, FileNotReadable, Hang, Incom
                      StateError, Unsupported, VersionMismatch)
 from .memory import ReadOnly, readonly
 from .module import Kernel, Module
+from .module_inspect import inspect_module
 from .refs import Ref
 from .scope import KERNEL_FLAG_BLOCK_LOCAL, Scope
 from .stream import Event, Stream
@@ -65,8 +66,8 @@ __all__ = ["BINDING_VERSION", "BadBinary", "Buffer", "Capture", "Device", "Devic
            "KernelError", "KernelOptions", "KERNEL_FLAG_BLOCK_LOCAL", "KERNEL_FLAG_TILING_SINK", "LibraryNotFound", "Module",
            "NotFound", "OutOfMemory", "ProfileRecord", "ReadOnly", "Ref", "Scope", "SIGNATURE_TOKENS",
            "StateError", "Stream", "SuperKernel", "TritonKernel", "Unsupported", "VersionMismatch",
-           "kernel_records", "library_path", "parse_signature", "readonly", "status_name",
-           "version", "version_string"]
+           "inspect_module", "kernel_records", "library_path", "parse_signature", "readonly",
+           "status_name", "version", "version_string"]
 
 # The library is loaded on first use (a Device, version()...), not at import, so that `sk` can
 # report a missing or mismatched libsk on one line and run what needs none (`sk inspect`).

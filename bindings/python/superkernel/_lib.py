@@ -84,6 +84,7 @@ PROTOTYPES = {
     "sk_module_get_kernel": (_st, [_p, _s, _pp]),
     "sk_module_get_kernel_with_signature": (_st, [_p, _s, _s, _pp]),
     "sk_module_get_kernel_desc": (_st, [_p, _s, ctypes.POINTER(KernelDesc), _pp]),
+    "sk_module_inspect": (_st, [_s, _p, _size, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     "sk_module_kernel_count": (_st, [_p, ctypes.POINTER(_size)]),
     "sk_module_kernel_name": (_st, [_p, _size, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     "sk_kernel_signature": (_st, [_p, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),

@@ -18,13 +18,14 @@ _FILE_ERRORS = {"empty": BadBinary, "not-elf": BadBinary, "too-large": Unsupport
                 "not-a-file": NotFound}  # the classes of libsk's verdicts on such files
 
 
-def _read_for_load(path):
+def read_for_load(path, call="Device.load"):
+    """The bytes of the object at path, or the exception libsk would raise for the file."""
     try:
         return read_object(path)
     except ObjectFileError as e:
-        raise _FILE_ERRORS[e.kind](str(e), call="Device.load") from None
+        raise _FILE_ERRORS[e.kind](str(e), call=call) from None
     except OSError as e:  # as libsk's sk_module_load_file: a file it cannot open is NOT_FOUND
-        raise FileNotReadable(e, path, call="Device.load") from None
+        raise FileNotReadable(e, path, call=call) from None
 
 
 def _is_regular(path):
@@ -81,7 +82,7 @@ class Module(Handle):
                   "sk_module_load (PTX text)")
         elif isinstance(source, (list, tuple)):  # several objects and archives as one module
             self.path = None
-            load_set(device, source, out, _read_for_load, _is_regular)
+            load_set(device, source, out, read_for_load, _is_regular)
         elif isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             raw_path = c_path(source, "Device.load path")
@@ -91,7 +92,7 @@ class Module(Handle):
                 check(lib().sk_module_load_file(device.handle, raw_path, ctypes.byref(out)),
                       f"sk_module_load_file ({shown})")
             else:  # a pipe can be read once: read it here (bounded), hand libsk the bytes
-                image = _read_for_load(raw_path)
+                image = read_for_load(raw_path)
                 check(lib().sk_module_load(device.handle, image, len(image), ctypes.byref(out)),
                       f"sk_module_load ({shown})")
         else:

@@ -1,7 +1,7 @@
 """Reading a kernel object file without trusting it, as libsk's sk_module_load_file does: the
 size of a regular file is checked before a byte is read; anything else (a pipe, a character
 device, a /proc file that claims 0 bytes) is read in chunks, never past the limit, and reading
-stops at the first bytes that cannot begin an ELF object (so /dev/zero costs one chunk)."""
+stops at the first bytes that cannot begin a kernel object (so /dev/zero costs one chunk)."""
 import os
 import stat
 
@@ -9,6 +9,7 @@ import stat
 MAX_OBJECT_SIZE = 1 << 30
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"  # an archive, for a list given to Device.load
+FATBIN_MAGIC = (0xba55ed50).to_bytes(4, "little")  # nvcc's fatbinary (a CUDA device loads it)
 _SCRIPT_START = b"EXTERN"  # a linker script of EXTERN commands, for a list given to Device.load
 _CHUNK = 1 << 16
 
@@ -50,7 +51,7 @@ def read_object(path):
                 raise _too_large(name, size)
             if len(head) < len(ELF_MAGIC):
                 head = (head + chunk)[:len(ELF_MAGIC)]
-                if not any(m.startswith(head) for m in (ELF_MAGIC, AR_MAGIC)) and \
+                if not any(m.startswith(head) for m in (ELF_MAGIC, AR_MAGIC, FATBIN_MAGIC)) and \
                         not _text(head):
                     raise ObjectFileError(f"{name}: not an ELF object (no \\x7fELF magic)",
                                           "not-elf")

@@ -8,13 +8,24 @@ device-API calls each makes; sections; relocations per section and type; undefin
 Several files, or an `ar` archive, are linked by libsk as one module (sk_module_load_files, on
 the --load device, default host): each object is shown as above, each archive as its members
 and the kernels they record, then which kernels the linked module has.
+
+A CUDA module (PTX text, a cubin, a fatbinary, or a host object of nvcc holding one) is read by
+libsk as a CUDA device of --arch would read it, no GPU needed (sk_module_inspect): what it holds
+for that architecture, a PTX module's version, target and rewrites, and each kernel's launch
+facts (threads, dynamic shared memory, and where each came from), device API, PTX directives
+and rewrites, or why libsk cannot take it. Several CUDA modules are inspected each on its own;
+CUDA modules and host objects are not mixed in one command.
 """
 import json
+import re
 
 import superkernel as sk
 
 from ..object_file import AR_MAGIC, is_regular, read_object
-from .errors import InputError
+from .errors import InputError, UsageError
+from . import inspect_cuda
+
+DEFAULT_ARCH = "sm_90"
 
 
 def add_parser(sub):
@@ -22,10 +33,14 @@ def add_parser(sub):
                        description=__doc__)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="kernel object (ELF relocatable, as cc -c writes it) or ar archive; "
-                        "several are linked as one module")
+                        "several are linked as one module; or a CUDA module (PTX, cubin, "
+                        "fatbinary, nvcc object), each read on its own")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--load", metavar="SPEC", nargs="?", const="host",
                    help="also load it with libsk on device SPEC (default host) and report")
+    p.add_argument("--arch", metavar="sm_XY",
+                   help=f"the GPU architecture libsk reads a CUDA module for (default "
+                        f"{DEFAULT_ARCH}); no GPU needed")
     p.set_defaults(run=run)
 
 
@@ -52,7 +67,23 @@ def load_with_libsk(d, source, spec):
 
 
 def run(args, out, err):
-    try:  # here, not at the top: the other commands run without pyelftools
+    inputs = [(path, *_read(path)) for path in args.files]  # a pipe can be read only once
+    kinds = [inspect_cuda.cuda_file_kind(image) for _, _, image in inputs]
+    cuda = [(path, kind) for (path, _, _), kind in zip(inputs, kinds) if kind]
+    if cuda:
+        host = [path for (path, _, _), kind in zip(inputs, kinds) if not kind]
+        if host:
+            raise UsageError(f"{cuda[0][0]} is a CUDA module ({cuda[0][1]}) and {host[0]} is not: "
+                             "host objects are linked as one module, CUDA modules read each on "
+                             "its own; inspect them in separate commands")
+        if args.load:
+            raise UsageError(f"--load is for host objects; {cuda[0][0]} is a CUDA module "
+                             f"({cuda[0][1]}), which libsk reads for --arch without a device")
+        return _run_cuda(args, inputs, kinds, out)
+    if args.arch:
+        raise UsageError(f"--arch is for CUDA modules (PTX, cubin, fatbinary, nvcc object); "
+                         f"{args.files[0]} is not one")
+    try:  # here, not at the top: the other commands, and CUDA modules, need no pyelftools
         from .inspect_object import describe, print_text
         from .inspect_set import run_set
     except ModuleNotFoundError as e:
@@ -60,20 +91,16 @@ def run(args, out, err):
             raise
         raise InputError("reading objects needs pyelftools, which this python lacks (Debian: "
                          "python3-pyelftools; PyPI: pyelftools)") from None
-    if len(args.files) > 1 or _is_archive(args.files[0]):
-        return run_set(args, out)
-    args.file = args.files[0]
+    if len(inputs) > 1 or inputs[0][2].startswith(AR_MAGIC):
+        return run_set(args, inputs, out)
+    path, regular, image = inputs[0]
     try:
-        regular = is_regular(args.file)
-        image = read_object(args.file)  # bounded: a pipe or /dev/zero is not read to the end
-        d = describe(args.file, image)
-    except OSError as e:
-        raise InputError(f"{args.file}: {e.strerror}") from None
+        d = describe(path, image)
     except ValueError as e:
         raise InputError(str(e)) from None
     d["device_api_source"] = "relocations read by sk inspect"
     if args.load:  # a pipe can be read only once: libsk gets the bytes read here
-        load_with_libsk(d, args.file if regular else image, args.load)
+        load_with_libsk(d, path if regular else image, args.load)
     if args.json:
         json.dump(d, out, indent=2)
         out.write("\n")
@@ -82,12 +109,34 @@ def run(args, out, err):
     return 0
 
 
-def _is_archive(path):
-    """A regular file that starts as an archive (a pipe is not opened here: it reads once)."""
+def _run_cuda(args, inputs, kinds, out):
+    arch = _arch(args.arch or DEFAULT_ARCH)
+    files = [inspect_cuda.describe(path, image, kind, arch)
+             for (path, _, image), kind in zip(inputs, kinds)]
+    if args.json:
+        json.dump(files[0] if len(files) == 1 else {"files": files}, out, indent=2)
+        out.write("\n")
+        return 0
+    for i, d in enumerate(files):
+        if i:
+            out.write("\n")
+        inspect_cuda.print_text(d, out)
+    return 0
+
+
+def _read(path):
+    """(regular, bytes) of the file at path; bounded: a pipe or /dev/zero is not read to the end."""
     try:
-        if not is_regular(path):
-            return False
-        with open(path, "rb") as f:
-            return f.read(len(AR_MAGIC)) == AR_MAGIC
-    except OSError:
-        return False  # the one-file path reports it
+        return is_regular(path), read_object(path)
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}") from None
+    except ValueError as e:
+        raise InputError(str(e)) from None
+
+
+def _arch(value):
+    """--arch: a GPU architecture as CUDA device specs name one (sm_90, sm_90a, sm_100...)."""
+    if not re.fullmatch(r"sm_[0-9]+[a-z]?", value):
+        raise UsageError(f"--arch '{value}' is not a GPU architecture of the form sm_XY (sm_80, "
+                         "sm_90, sm_90a...)")
+    return value

@@ -6,19 +6,10 @@ import json
 import superkernel as sk
 
 from ..elf_file import kernel_records
-from ..object_file import AR_MAGIC, extern_names, is_regular, read_object
+from ..object_file import AR_MAGIC, extern_names
 from .archive import archive_members
 from .errors import InputError
 from .inspect_object import content_hash, describe, print_text
-
-
-def _read(path):
-    try:
-        return is_regular(path), read_object(path)
-    except OSError as e:
-        raise InputError(f"{path}: {e.strerror}") from None
-    except ValueError as e:
-        raise InputError(str(e)) from None
 
 
 def _describe_archive(path, image):
@@ -49,10 +40,10 @@ def _link(files, sources, spec):
             "kernels": linked, "not_linked": not_linked}
 
 
-def run_set(args, out):
+def run_set(args, inputs, out):
+    """`inputs`: (path, regular, bytes) of each file, read once (a pipe cannot be read twice)."""
     files, sources = [], []
-    for path in args.files:
-        regular, image = _read(path)
+    for path, regular, image in inputs:
         externs = None if image.startswith(AR_MAGIC) else extern_names(image)
         if image.startswith(AR_MAGIC):
             files.append(_describe_archive(path, image))

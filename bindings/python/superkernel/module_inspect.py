@@ -1,0 +1,42 @@
+"""inspect_module (sk_module_inspect): what a device would read from a module image, without
+opening a device."""
+import ctypes
+import json
+import os
+
+from ._lib import lib
+from .checks import c_path, c_string, c_text, message_text
+from .module import read_for_load
+from .ptx import looks_like_ptx
+from .status import check
+
+CALL = "sk_module_inspect"
+
+
+def inspect_module(source, spec="cuda:arch=sm_90"):
+    """What a device of `spec` would read from a module, as a dict (sk_module_inspect's JSON),
+    no GPU needed: the module's kind, a PTX module's version, target and rewrites, and each
+    kernel's launch facts, PTX directives and rewrites, or the error taking it would raise.
+    `source` is as Device.load takes one module: a path, the bytes of a PTX file, cubin,
+    fatbinary or nvcc object, or PTX text (a str beginning with `.version`). `spec` is
+    "cuda:arch=sm_XY"; the host device reads no module this way (Unsupported)."""
+    spec_c = c_string(spec, "inspect_module spec")
+    call = CALL
+    if isinstance(source, str) and looks_like_ptx(source):
+        image = source.encode()
+    elif isinstance(source, (str, os.PathLike)):
+        raw_path = c_path(source, "inspect_module path")
+        call = f"{CALL} ({message_text(raw_path)})"
+        image = read_for_load(raw_path, call)
+    else:
+        try:
+            image = bytes(memoryview(source))
+        except TypeError:
+            raise TypeError(f"inspect_module: needs a path (str or os.PathLike), PTX text or the "
+                            f"bytes of a module, not {type(source).__name__}") from None
+    needed = ctypes.c_size_t()
+    check(lib().sk_module_inspect(spec_c, image, len(image), None, 0, ctypes.byref(needed)), call)
+    buf = ctypes.create_string_buffer(needed.value)
+    check(lib().sk_module_inspect(spec_c, image, len(image), buf, needed.value,
+                                  ctypes.byref(needed)), call)
+    return json.loads(c_text(buf.value))
