@@ -467,6 +467,12 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
     if (sk_status st = params(f, after, pclose); st != SK_OK) return st;
     after = pclose + 1;
   }
+  // Between the parameters and the body only directives (and their numbers) stand.
+  for (size_t d = after; d < body; ++d) {
+    const std::string_view t = tok(d);
+    if (t[0] != '.' && t[0] != ',' && t[0] != ';' && t[0] != '"' && !(t[0] >= '0' && t[0] <= '9'))
+      return bad(d, "'" + std::string(t) + "' between the parameters of '" + f.name + "' and its body");
+  }
   if (f.entry) f.header_edits.push_back({toks_[kind].at, 6, f.visible ? ".func" : ".visible .func"});
   directives(f, after, body);
   // The body: statements end at `;`; `{` `}` alone open and close scopes; labels end at `:`.

@@ -1,6 +1,7 @@
 // libFuzzer target: the text parsers. The first byte picks one: scope options (and matching
 // their name lists), device specs (and their integer values), kernel signatures (which must
-// round-trip), .sk.kernels metadata records (NUL-separated, as in the section).
+// round-trip), .sk.kernels metadata records (NUL-separated, as in the section), PTX text (read
+// and rewritten as the CUDA backend loads it).
 #include <sk.h>
 
 #include <cstdint>
@@ -12,6 +13,9 @@
 #include "common/kernel_metadata.hpp"
 #include "common/scope_options.hpp"
 #include "common/signature.hpp"
+#ifdef SK_HAVE_CUDA
+#include "cuda/ptx_module.hpp"
+#endif
 
 namespace {
 
@@ -57,6 +61,19 @@ void metadata(const std::string &text) {
   }
 }
 
+void ptx(const std::string &text) {
+#ifdef SK_HAVE_CUDA
+  if (!sk::cuda::looks_like_ptx(text.data(), text.size())) return;
+  sk::cuda::PtxModule m;
+  if (sk::cuda::read_ptx_module(text, "fuzz", "sm_90", "9.0", &m) != SK_OK) return;
+  // What reads is rewritten into text that reads again.
+  sk::cuda::PtxModule again;
+  if (sk::cuda::read_ptx_module(m.text, "fuzz", "sm_90", "9.0", &again) != SK_OK) std::abort();
+#else
+  (void)text;
+#endif
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -64,11 +81,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
   // Options and specs arrive as C strings: cut at the first NUL, as the API would see them.
   const std::string c_text = text.substr(0, text.find('\0'));
-  switch (data[0] % 4) {
+  switch (data[0] % 8) {  // ASCII '0'..'4' pick the five
     case 0: scope_options(c_text); break;
     case 1: device_spec(c_text); break;
     case 2: signature(text); break;
     case 3: metadata(text); break;
+    default: ptx(text); break;
   }
   return 0;
 }

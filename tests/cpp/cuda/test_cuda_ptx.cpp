@@ -402,3 +402,39 @@ TEST(CudaPtx, AGlobalKernelInSassPointsAtItsPtx) {
             SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk::last_error(), "load its PTX")) << sk::last_error();
 }
+
+// Mutated PTX (bytes flipped, lines dropped or repeated, cuts): a refusal or a module whose
+// rewritten text reads again, never a crash (the CI's sanitizer builds run this too; the
+// parsers fuzzer explores further).
+TEST(CudaPtx, MutatedTextIsRefusedOrReadsAgain) {
+  std::vector<std::string> texts;
+  for (const TritonFixture &f : kTriton)
+    texts.push_back(text_of(read_file(triton_path(std::string(f.file) + ".ptx"))));
+  texts.push_back(text_of(kernel_bytes("decode_global.ptx")));
+  texts.push_back(text_of(kernel_bytes("refuse_global.ptx")));
+  uint32_t seed = 7;
+  auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
+  size_t read = 0;
+  for (int round = 0; round < 1000; ++round) {
+    std::string t = texts[next() % texts.size()];
+    for (int edits = 1 + next() % 4; edits > 0; --edits) {
+      const size_t at = next() % t.size();
+      switch (next() % 4) {
+        case 0: t[at] = "{}();,.%@\n\"x0"[next() % 13]; break;
+        case 1: t.erase(at, std::min<size_t>(t.size() - at - 1, next() % 200)); break;
+        case 2: t.insert(at, t.substr(next() % t.size(), next() % 120)); break;
+        case 3: t.resize(std::max<size_t>(at, 1)); break;
+      }
+    }
+    PtxModule m;
+    if (sk::cuda::read_ptx_module(t, "mutated.ptx", "sm_90", "9.0", &m) != SK_OK) {
+      EXPECT_TRUE(contains(sk::last_error(), "mutated.ptx")) << sk::last_error();
+      continue;
+    }
+    ++read;
+    PtxModule again;
+    EXPECT_EQ(sk::cuda::read_ptx_module(m.text, "rewritten.ptx", "sm_90", "9.0", &again), SK_OK)
+        << "round " << round << ": " << sk::last_error();
+  }
+  EXPECT_GT(read, 0u);
+}
