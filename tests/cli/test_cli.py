@@ -306,6 +306,10 @@ def test_explain_a_scope_of_triton_ptx_with_its_launch_facts(tmp_path):
     r = sk("explain", path, env=env)
     assert r.returncode == 0, r.stderr
     assert "super kernel 'triton_step' on cuda: 2 sub-kernels" in r.stdout
+    # The launch facts of each sub-kernel, where they came from, and what loading rewrote.
+    assert "  rmsnorm_kernel: 128 threads (from caller), 16 B dynamic shared (from caller);" in r.stdout
+    assert "  gemv_kernel: 128 threads (from .reqntid), 512 B dynamic shared (from caller);" in r.stdout
+    assert "    %ctaid.x read as sk_block_idx()\n" in r.stdout
     plan = json.loads(sk("explain", "--json", path, env=env).stdout)
     assert [(s["name"], s["block_dim"]) for s in plan["steps"]] == [("rmsnorm_kernel", 1), ("gemv_kernel", 4)]
     assert plan["steps"][1]["module"].endswith("gemv.ptx")

@@ -15,6 +15,25 @@ def _waits_for(step):
     return str(step.get("wait_previous", "-"))
 
 
+def _print_cuda_entry(entry, w):
+    w(f"cuda entry: {entry.get('arch', '?')}, {entry.get('registers', '?')} registers, "
+      f"{entry.get('stack_bytes', '?')} B stack, {entry.get('static_shared_bytes', '?')} B static and "
+      f"{entry.get('dynamic_shared_bytes', '?')} B dynamic shared, {entry.get('blocks_per_sm', '?')} "
+      f"block(s) per SM\n")
+    for k in entry.get("sub_kernels", []):
+        shared = k.get("dynamic_shared_bytes", 0)
+        w(f"  {k.get('name')}: {k.get('threads', '?')} threads (from {k.get('threads_from', '?')})"
+          + (f", {shared} B dynamic shared (from {k.get('dynamic_shared_from', '?')})" if shared else "")
+          + f"; {k.get('module', '?')}\n")
+        ptx = k.get("ptx")
+        if ptx:
+            for key, what in (("reqntid", ".reqntid"), ("maxntid", ".maxntid")):
+                if key in ptx:
+                    w(f"    {what} {', '.join(str(d) for d in ptx[key])}\n")
+            for r in ptx.get("rewrites", []):
+                w(f"    {r}\n")
+
+
 def print_plan(plan, out, limit=None):
     w = out.write
     options = plan.get("options") or {}
@@ -35,6 +54,9 @@ def print_plan(plan, out, limit=None):
           f"complete at {execution.get('completes_at', '?')}, core 0 run by the "
           f"{execution.get('core0', '?')}, {execution.get('core_stack_kib', '?')} KiB core stacks"
           + (f"; kernels called: {calls}" if calls else "") + "\n")
+    entry = plan.get("cuda_entry")  # the CUDA backend's linked entry and its sub-kernels
+    if entry:
+        _print_cuda_entry(entry, w)
     w(f"  {'#':>4} {'name':<22} {'kernel':<18} {'blocks':>6} {'cores':>5} {'on':>9}  "
       f"{'waits for':<22} {'device API'}\n")
     steps = plan.get("steps", [])
