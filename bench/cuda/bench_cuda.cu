@@ -79,6 +79,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -95,26 +96,38 @@ constexpr uint32_t kChainSteps[] = {10, 100, 1000};
 constexpr uint32_t kRepeatRuns = 16;
 constexpr uint32_t kRepeatChainSteps[] = {2, 10, 100};
 
-// ---- The baselines' kernels: bench_chain_body on blockIdx/gridDim ------------------------------
+// ---- The baselines' kernels: bench_chain.cuh's bodies on blockIdx/gridDim ----------------------
 
-// stream and graph: one step.
-__global__ void step_kernel(uint32_t *buf, uint32_t n, uint32_t step) {
-  bench_chain_body(buf, n, step, blockIdx.x, gridDim.x);
-}
-
-// graph-pdl: one step, launched with programmatic stream serialization. It waits until the step
-// before has completed and its writes are visible (griddepcontrol.wait: the prerequisite grid
-// completed and its memory operations were made visible), before it reads the words that step
-// wrote or overwrites the ones it read. Then it lets the next step be scheduled at once
-// (griddepcontrol.launch_dependents): that step's blocks start, and wait for this one to
-// complete, while this one runs, which hides its launch latency. The trigger gives no memory
-// visibility; the wait does. Before sm_90 the calls do not exist and the method is not run.
-__global__ void step_kernel_pdl(uint32_t *buf, uint32_t n, uint32_t step) {
+// The dependent chain's step, for stream, graph and graph-pdl. Launched with programmatic stream
+// serialization (graph-pdl), it waits until the step before has completed and its writes are
+// visible (griddepcontrol.wait: the prerequisite grid completed and its memory operations were
+// made visible), before it reads the words that step wrote or overwrites the ones it read. Then
+// it lets the next step be scheduled at once (griddepcontrol.launch_dependents): that step's
+// blocks start, and wait for this one to complete, while this one runs, which hides its launch
+// latency. The trigger gives no memory visibility; the wait does. Launched without the
+// attribute, both calls return at once. Before sm_90 they do not exist and graph-pdl is not run.
+__device__ __forceinline__ void pdl_wait_and_trigger() {
 #if __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();
   cudaTriggerProgrammaticLaunchCompletion();
 #endif
+}
+
+__global__ void step_kernel(uint32_t *buf, uint32_t n, uint32_t step) {
+  pdl_wait_and_trigger();
   bench_chain_body(buf, n, step, blockIdx.x, gridDim.x);
+}
+
+// The block-local chain's step.
+__global__ void local_step_kernel(uint32_t *buf, uint32_t n, uint32_t step) {
+  pdl_wait_and_trigger();
+  bench_chain_local_body(buf, n, step, blockIdx.x);
+}
+
+// The two-branch step's join.
+__global__ void join_kernel(uint32_t *a, const uint32_t *b, uint32_t n, uint32_t step) {
+  pdl_wait_and_trigger();
+  bench_chain_join_body(a, b, n, step, blockIdx.x, gridDim.x);
 }
 
 // grid-sync: the whole chain in one cooperative launch, one grid barrier between two steps.
@@ -124,6 +137,38 @@ __global__ void chain_kernel_grid_sync(uint32_t *buf, uint32_t n, uint32_t steps
     if (s) grid.sync();
     bench_chain_body(buf, n, s, blockIdx.x, gridDim.x);
   }
+}
+
+// sync-empty: the grid barriers of grid-sync with nothing between them (the clock warm-up too).
+__global__ void chain_kernel_grid_sync_empty(uint32_t steps) {
+  cg::grid_group grid = cg::this_grid();
+  for (uint32_t s = 1; s < steps; ++s) grid.sync();
+}
+
+// block-sync, the block-local chain's floor: the whole chain in one kernel, a block barrier
+// between two steps.
+__global__ void chain_kernel_block_sync(uint32_t *buf, uint32_t n, uint32_t steps) {
+  for (uint32_t s = 0; s < steps; ++s) {
+    if (s) __syncthreads();
+    bench_chain_local_body(buf, n, s, blockIdx.x);
+  }
+}
+
+// The two-branch step's floor on twice the blocks: the first half runs chain a, the second chain
+// b, a grid barrier between two steps; a's last step, the join, after one more.
+__global__ void two_branch_grid_sync(uint32_t *a, uint32_t *b, uint32_t n, uint32_t steps) {
+  cg::grid_group grid = cg::this_grid();
+  const uint32_t half = gridDim.x / 2, block = blockIdx.x % half;
+  const bool on_b = blockIdx.x >= half;
+  for (uint32_t s = 0; s < steps; ++s) {
+    if (s) grid.sync();
+    if (on_b)
+      bench_chain_body(b, n, s, block, half);
+    else if (s + 1 < steps)
+      bench_chain_body(a, n, s, block, half);
+  }
+  grid.sync();
+  if (!on_b) bench_chain_join_body(a, b, n, steps - 1, block, half);
 }
 
 // The control: the whole chain with a block barrier only, so on more than one block a step reads
@@ -193,17 +238,43 @@ std::vector<uint32_t> initial_words(uint32_t n) {
   return w;
 }
 
-// Runs the chain of `steps` steps `chains` times on w (2n words), as bench_chain_body does.
-void reference_chains(std::vector<uint32_t> &w, uint32_t blocks, uint32_t steps, uint64_t chains) {
+// Step s on w (2n words), as bench_chain_body does (bench_chain_local_body when `local`), with
+// the word from elsewhere read in `other` (w's own half s & 1 but for a join).
+void reference_step(uint32_t *w, const uint32_t *other, uint32_t blocks, uint32_t s, bool local) {
   const uint32_t n = blocks * kThreads;
-  for (uint64_t c = 0; c < chains; ++c)
-    for (uint32_t s = 0; s < steps; ++s) {
-      const uint32_t *__restrict__ in = w.data() + (s & 1u) * size_t{n};
-      uint32_t *__restrict__ out = w.data() + ((s & 1u) ^ 1u) * size_t{n};
-      const uint32_t shift = bench_chain_shift(s, blocks, kThreads), split = n - shift;
-      for (uint32_t i = 0; i < split; ++i) out[i] = bench_chain_mix(in[i], in[i + shift], s);
-      for (uint32_t i = split; i < n; ++i) out[i] = bench_chain_mix(in[i], in[i - split], s);
+  const uint32_t *__restrict__ in = w + (s & 1u) * size_t{n}, *__restrict__ far = other;
+  uint32_t *__restrict__ out = w + ((s & 1u) ^ 1u) * size_t{n};
+  if (local) {
+    const uint32_t shift = bench_chain_local_shift(s, kThreads), split = kThreads - shift;
+    for (uint32_t base = 0; base < n; base += kThreads) {
+      for (uint32_t t = 0; t < split; ++t) out[base + t] = bench_chain_mix(in[base + t], far[base + t + shift], s);
+      for (uint32_t t = split; t < kThreads; ++t)
+        out[base + t] = bench_chain_mix(in[base + t], far[base + t - split], s);
     }
+    return;
+  }
+  const uint32_t shift = bench_chain_shift(s, blocks, kThreads), split = n - shift;
+  for (uint32_t i = 0; i < split; ++i) out[i] = bench_chain_mix(in[i], far[i + shift], s);
+  for (uint32_t i = split; i < n; ++i) out[i] = bench_chain_mix(in[i], far[i - split], s);
+}
+
+// Runs the chain of `steps` steps `chains` times on w (2n words).
+void reference_chains(std::vector<uint32_t> &w, uint32_t blocks, uint32_t steps, uint64_t chains, bool local) {
+  const size_t n = w.size() / 2;
+  for (uint64_t c = 0; c < chains; ++c)
+    for (uint32_t s = 0; s < steps; ++s) reference_step(w.data(), w.data() + (s & 1u) * n, blocks, s, local);
+}
+
+// Runs the two-branch step `chains` times on a and b: b's chain of `steps` steps, a's of
+// steps - 1, then the join as a's last step.
+void reference_two_branch(std::vector<uint32_t> &a, std::vector<uint32_t> &b, uint32_t blocks, uint32_t steps,
+                          uint64_t chains) {
+  const size_t n = a.size() / 2;
+  for (uint64_t c = 0; c < chains; ++c) {
+    reference_chains(b, blocks, steps, 1, false);
+    for (uint32_t s = 0; s + 1 < steps; ++s) reference_step(a.data(), a.data() + (s & 1u) * n, blocks, s, false);
+    reference_step(a.data(), b.data() + (steps & 1u) * n, blocks, steps - 1, false);
+  }
 }
 
 struct Diff {
@@ -226,96 +297,157 @@ Diff compare(sk_device *dev, const uint32_t *device_words, const std::vector<uin
 
 // ---- The benchmark -----------------------------------------------------------------------------
 
-enum Method { kStream, kGraph, kGraphPdl, kSuper, kGridSync, kMethods };
-const char *const kMethodName[kMethods] = {"stream", "graph", "graph-pdl", "super", "grid-sync"};
+constexpr double kWarmupUs = 500000;  // every SM busy this long before each configuration's runs
 
 struct Bench {
   sk_device *dev = nullptr;
-  sk_kernel *step = nullptr;  // bench_chain_step
-  cudaStream_t stream = nullptr;
+  sk_kernel *step = nullptr, *local = nullptr, *join = nullptr;  // bench_chain.cubin's sub-kernels
+  sk_kernel *empty = nullptr;                                      // bench_empty.cubin's
+  std::string empty_error;                                         // why there is none
+  cudaStream_t stream = nullptr, side = nullptr;  // side: the two-branch graphs' second stream
+  sk_stream *sks = nullptr;                       // libsk's stream over `stream`
+  cudaEvent_t timing[2] = {}, fork = nullptr, join_event = nullptr;
   int rounds = 5;
-  uint32_t steps_per_sample = 10000;
+  uint32_t steps_per_sample = 5000;
+  uint32_t sms = 0, co_resident_branch = 0;  // co_resident_branch: blocks of two_branch_grid_sync at once
   bool pdl = true;  // sm_90 and later
   std::vector<std::string> failures;
   int checks = 0;
 };
 
-// One chain length on one block count: each method's buffer and what it launches.
-struct Chain {
-  uint32_t blocks = 0, n = 0, steps = 0;
-  uint32_t *buf[kMethods] = {};
-  cudaGraph_t graph = nullptr, graph_pdl = nullptr;
-  cudaGraphExec_t exec = nullptr, exec_pdl = nullptr;
-  sk_superkernel *super = nullptr;
-};
+enum LaunchKind { kPlain, kPdl, kCooperative };
 
-void launch_step(uint32_t *buf, uint32_t n, uint32_t step, uint32_t blocks, cudaStream_t stream) {
-  void *args[] = {&buf, &n, &step};
-  CHECK_CUDA(cudaLaunchKernel((const void *)step_kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
-}
-
-void launch_step_pdl(uint32_t *buf, uint32_t n, uint32_t step, uint32_t blocks, cudaStream_t stream) {
+// One launch of `kernel` on `blocks` blocks of kThreads, on `stream`, plain, with programmatic
+// stream serialization, or cooperative.
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), uint32_t blocks, cudaStream_t stream, LaunchKind kind, Args... args) {
   cudaLaunchAttribute attr;
   std::memset(&attr, 0, sizeof attr);
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+  if (kind == kPdl) {
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+  } else {
+    attr.id = cudaLaunchAttributeCooperative;
+    attr.val.cooperative = 1;
+  }
   cudaLaunchConfig_t config;
   std::memset(&config, 0, sizeof config);
   config.gridDim = dim3(blocks);
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = 0;
   config.stream = stream;
   config.attrs = &attr;
-  config.numAttrs = 1;
-  CHECK_CUDA(cudaLaunchKernelEx(&config, step_kernel_pdl, buf, n, step));
+  config.numAttrs = kind == kPlain ? 0 : 1;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
-void launch_chain_kernel(void (*kernel)(uint32_t *, uint32_t, uint32_t), bool cooperative, uint32_t *buf, uint32_t n,
-                         uint32_t steps, uint32_t blocks, cudaStream_t stream) {
-  void *args[] = {&buf, &n, &steps};
-  if (cooperative)
-    CHECK_CUDA(cudaLaunchCooperativeKernel((const void *)kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
-  else
-    CHECK_CUDA(cudaLaunchKernel((const void *)kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
-}
-
-// Queues `count` chains of method m, then waits for them.
-void run(const Bench &b, const Chain &c, Method m, int count) {
-  switch (m) {
-    case kStream:
-      for (int r = 0; r < count; ++r)
-        for (uint32_t s = 0; s < c.steps; ++s) launch_step(c.buf[m], c.n, s, c.blocks, b.stream);
-      break;
-    case kGraph:
-    case kGraphPdl:
-      for (int r = 0; r < count; ++r) CHECK_CUDA(cudaGraphLaunch(m == kGraph ? c.exec : c.exec_pdl, b.stream));
-      break;
-    case kSuper:
-      for (int r = 0; r < count; ++r) CHECK_SK(sk_launch(c.super, nullptr));
-      CHECK_SK(sk_stream_synchronize(nullptr));
-      return;
-    case kGridSync:
-      for (int r = 0; r < count; ++r)
-        launch_chain_kernel(chain_kernel_grid_sync, true, c.buf[m], c.n, c.steps, c.blocks, b.stream);
-      break;
-    case kMethods: break;
-  }
+// Waits for what was queued on the bench's stream: through libsk first (its deadline turns a
+// hang of a super kernel into an error, and a failure inside one is reported there).
+void wait(Bench &b) {
+  CHECK_SK(sk_stream_synchronize(b.sks));
   CHECK_CUDA(cudaStreamSynchronize(b.stream));
 }
 
-// How many of a captured graph's edges are programmatic (PDL kept by the capture), of all.
-std::string programmatic_edges(cudaGraph_t graph, uint32_t steps) {
-  std::vector<cudaGraphNode_t> from(steps + 8), to(steps + 8);
-  std::vector<cudaGraphEdgeData> data(steps + 8);
-  size_t count = from.size();
-  if (cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count) != cudaSuccess) {
-    (void)cudaGetLastError();  // informational only
-    return "?";
+// Keeps every SM busy for kWarmupUs, so that the timed runs start at the clocks of a busy GPU.
+void warm_clocks(Bench &b) {
+  where("clock warm-up");
+  const double t0 = now_us();
+  while (now_us() - t0 < kWarmupUs) {
+    for (int i = 0; i < 4; ++i) launch(chain_kernel_grid_sync_empty, b.sms, b.stream, kCooperative, uint32_t{1000});
+    CHECK_CUDA(cudaStreamSynchronize(b.stream));
   }
-  size_t programmatic = 0;
-  for (size_t i = 0; i < count; ++i) programmatic += data[i].type == cudaGraphDependencyTypeProgrammatic;
-  return std::to_string(programmatic) + "/" + std::to_string(count);
 }
+
+// A capture an error left open is ended (errors here are not reported: the one that ended it was).
+void end_open_capture(Bench &b) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(b.stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) {
+    cudaGraph_t open = nullptr;
+    if (cudaStreamEndCapture(b.stream, &open) == cudaSuccess && open) cudaGraphDestroy(open);
+  }
+  (void)cudaGetLastError();  // a non-sticky error must not fail the next call
+}
+
+// What one configuration made, released on every path, errors too.
+struct Owned {
+  Bench &b;
+  void *memory = nullptr;
+  std::vector<cudaGraphExec_t> execs;
+  std::vector<sk_superkernel *> supers;
+  explicit Owned(Bench &bench) : b(bench) {}
+  Owned(const Owned &) = delete;
+  Owned &operator=(const Owned &) = delete;
+  ~Owned() {
+    end_open_capture(b);
+    sk_stream_synchronize(b.sks);
+    cudaStreamSynchronize(b.stream);
+    cudaStreamSynchronize(b.side);
+    for (sk_superkernel *s : supers) sk_superkernel_destroy(s);
+    for (cudaGraphExec_t e : execs) cudaGraphExecDestroy(e);
+    if (memory) sk_mem_free(b.dev, memory);
+    (void)cudaGetLastError();
+  }
+  // `count` buffers of `words` words each, from one allocation (one call per configuration).
+  std::vector<uint32_t *> buffers(int count, size_t words) {
+    CHECK_SK(sk_mem_alloc(b.dev, count * words * sizeof(uint32_t), &memory));
+    std::vector<uint32_t *> out;
+    for (int i = 0; i < count; ++i) out.push_back(static_cast<uint32_t *>(memory) + i * words);
+    return out;
+  }
+  // Captures what `queue` launches on the bench's stream into a graph, instantiated; *ms: the
+  // capture and the instantiation.
+  template <class F>
+  cudaGraphExec_t graph(F &&queue, double *ms, std::string *pdl_edges = nullptr) {
+    const double t0 = now_us();
+    cudaGraph_t graph = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+    queue();
+    CHECK_CUDA(cudaStreamEndCapture(b.stream, &graph));
+    if (pdl_edges) *pdl_edges = programmatic_edges(graph);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    CHECK_CUDA(e);
+    execs.push_back(exec);
+    if (ms) *ms = (now_us() - t0) / 1000;
+    return exec;
+  }
+  // A super kernel of the kernels `add` adds to a scope with `options`; *ms: sk_finalize.
+  template <class F>
+  sk_superkernel *super(const char *name, const char *options, F &&add, double *ms) {
+    sk_scope *scope = nullptr;
+    CHECK_SK(sk_scope_begin(b.dev, name, options, &scope));
+    try {
+      add(scope);
+    } catch (const BenchError &) {
+      sk_scope_abort(scope);
+      throw;
+    }
+    sk_superkernel *sk = nullptr;
+    const double t0 = now_us();
+    CHECK_SK(sk_finalize(scope, &sk));
+    if (ms) *ms = (now_us() - t0) / 1000;
+    supers.push_back(sk);
+    return sk;
+  }
+
+  // How many of a captured graph's edges are programmatic (PDL kept by the capture), of all.
+  static std::string programmatic_edges(cudaGraph_t graph) {
+    size_t count = 0;
+    if (cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count) != cudaSuccess) {
+      (void)cudaGetLastError();  // informational only
+      return "?";
+    }
+    std::vector<cudaGraphNode_t> from(count), to(count);
+    std::vector<cudaGraphEdgeData> data(count);
+    if (count && cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "?";
+    }
+    size_t programmatic = 0;
+    for (size_t i = 0; i < count; ++i) programmatic += data[i].type == cudaGraphDependencyTypeProgrammatic;
+    return std::to_string(programmatic) + "/" + std::to_string(count);
+  }
+};
 
 // The number after "key": in explain's JSON, or -1.
 long json_number(const std::string &json, const char *key) {
@@ -326,23 +458,512 @@ long json_number(const std::string &json, const char *key) {
   return std::strtol(json.c_str() + at, nullptr, 10);
 }
 
-sk_superkernel *build_super(Bench &b, uint32_t *buf, uint32_t n, uint32_t blocks, uint32_t steps, double *ms) {
+// A super kernel's explain JSON, or "" (context only: the tables do not depend on it).
+std::string explain(sk_superkernel *sk) {
+  size_t needed = 0;
+  if (sk_superkernel_explain(sk, nullptr, 0, &needed) != SK_OK || needed == 0) return "";
+  std::string json(needed, '\0');
+  if (sk_superkernel_explain(sk, json.data(), json.size(), nullptr) != SK_OK) return "";
+  json.resize(needed - 1);
+  return json;
+}
+
+// How often `needle` occurs in `text`.
+size_t occurrences(const std::string &text, const char *needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+// One method of a table in one configuration (block count, chain length): what it queues, the
+// buffers it writes (compared with the CPU reference's, in order), what it measured, or why it
+// failed. A method that fails is left out from then on; its line under the row says why.
+struct Way {
+  std::string name;
+  bool run = true;                 // false: not on this GPU or at this size; the cell says "-"
+  std::function<void(int)> queue;  // queues `count` chains on the bench's stream
+  std::vector<const uint32_t *> writes;
+  std::string error, mismatch;
+  std::vector<double> step_us, chain_us;
+};
+
+struct Ratio {
+  const char *label;
+  int num, den;  // indexes of the ways
+};
+
+// One table: its ways and ratios, the same for every chain length of a block count.
+struct Table {
+  const char *title;
+  std::vector<std::string> names;
+  std::vector<Ratio> ratios;
+};
+
+struct Config {
+  const char *table;
+  uint32_t blocks, steps;
+  int reps;         // chains between the two events of a per-step sample
+  uint64_t chains;  // every way runs the chain this many times from the start words
+};
+
+Config config(const Bench &b, const char *table, uint32_t blocks, uint32_t steps) {
+  const int reps = (int)std::max<uint32_t>(1, b.steps_per_sample / steps);
+  // The warm-up chain, then per round `reps` chains and one alone.
+  return {table, blocks, steps, reps, 1 + uint64_t(b.rounds) * (uint64_t(reps) + 1)};
+}
+
+// Runs `body` for way w unless it failed before; an error is w's, and what it left queued or
+// open is ended, so the next way starts clean.
+template <class F>
+void attempt(Bench &b, Way &w, const Config &c, const char *what, F &&body) {
+  if (!w.run || !w.error.empty()) return;
+  where("%s, %s, %u blocks, %u steps: %s", c.table, w.name.c_str(), c.blocks, c.steps, what);
+  try {
+    body();
+  } catch (const BenchError &e) {
+    w.error = e.what();
+    end_open_capture(b);
+    sk_stream_synchronize(b.sks);
+    cudaStreamSynchronize(b.stream);
+    cudaStreamSynchronize(b.side);
+    (void)cudaGetLastError();
+  }
+}
+
+// GPU us of what `queue` queues between two events.
+template <class F>
+double event_us(Bench &b, F &&queue) {
+  CHECK_CUDA(cudaEventRecord(b.timing[0], b.stream));
+  queue();
+  CHECK_CUDA(cudaEventRecord(b.timing[1], b.stream));
+  wait(b);
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, b.timing[0], b.timing[1]));
+  return ms * 1000.0;
+}
+
+// The clock warm-up, one chain of each way (loads, caches), then per round and way: R chains
+// between two events (us per step) and one chain alone (its latency). The ways take turns.
+void measure(Bench &b, const Config &c, std::vector<Way> &ways) {
+  warm_clocks(b);
+  for (Way &w : ways)
+    attempt(b, w, c, "warm-up", [&] {
+      w.queue(1);
+      wait(b);
+    });
+  for (int r = 0; r < b.rounds; ++r)
+    for (Way &w : ways)
+      attempt(b, w, c, "timed runs", [&] {
+        w.step_us.push_back(event_us(b, [&] { w.queue(c.reps); }) / (c.reps * double(c.steps)));
+        w.chain_us.push_back(event_us(b, [&] { w.queue(1); }));
+      });
+}
+
+// Compares each way's buffers with the reference's (`expected`, in the order of its writes).
+void check(Bench &b, const Config &c, std::vector<Way> &ways, const std::vector<std::vector<uint32_t>> &expected) {
+  for (Way &w : ways) {
+    if (w.writes.empty()) continue;
+    attempt(b, w, c, "check", [&] {
+      ++b.checks;
+      for (size_t k = 0; k < w.writes.size(); ++k) {
+        const Diff d = compare(b.dev, w.writes[k], expected[k]);
+        if (!d.count) continue;
+        const size_t n = expected[k].size() / 2;
+        char msg[480];
+        std::snprintf(msg, sizeof msg,
+                      "%s, %s, %u blocks, %u-step chain (run %llu times): buffer %zu, word %zu (half %zu, index "
+                      "%zu) is 0x%08x, expected 0x%08x; %zu of %zu words differ",
+                      c.table, w.name.c_str(), c.blocks, c.steps, (unsigned long long)c.chains, k, d.first,
+                      d.first / n, d.first % n, d.got, d.expected, d.count, expected[k].size());
+        std::fprintf(stderr, "bench_cuda: MISMATCH: %s\n", msg);
+        b.failures.push_back(msg);
+        w.mismatch = msg;
+        return;
+      }
+    });
+  }
+}
+
+size_t column_width(const std::string &label) { return std::max<size_t>(9, label.size()); }
+
+void print_header(const Table &t) {
+  std::printf("%6s %-5s |", "steps", "");
+  for (const std::string &name : t.names) std::printf(" %*s", (int)column_width(name), name.c_str());
+  std::printf(" |");
+  for (const Ratio &r : t.ratios) std::printf(" %*s", (int)column_width(r.label), r.label);
+  std::printf(" | notes\n");
+  std::fflush(stdout);
+}
+
+// The two rows of a configuration (us per step, us of one chain), then a line per way that
+// failed or differs. `notes` ends the first row.
+void print_rows(Bench &b, const Table &t, const Config &c, const std::vector<Way> &ways, const std::string &notes) {
+  for (int row = 0; row < 2; ++row) {
+    double v[16] = {};
+    std::printf("%6u %-5s |", c.steps, row ? "chain" : "step");
+    for (size_t i = 0; i < ways.size(); ++i) {
+      const Way &w = ways[i];
+      const std::vector<double> &samples = row ? w.chain_us : w.step_us;
+      char cell[32] = "-";
+      if (!w.error.empty())
+        std::snprintf(cell, sizeof cell, "ERROR");
+      else if (w.run && samples.size() == size_t(b.rounds))
+        std::snprintf(cell, sizeof cell, "%.3f", v[i] = median(samples));
+      std::printf(" %*s", (int)column_width(t.names[i]), cell);
+    }
+    std::printf(" |");
+    for (const Ratio &r : t.ratios) {
+      char cell[32] = "-";
+      if (v[r.num] > 0 && v[r.den] > 0) std::snprintf(cell, sizeof cell, "%.2f", v[r.num] / v[r.den]);
+      std::printf(" %*s", (int)column_width(r.label), cell);
+    }
+    bool bad = false;
+    for (const Way &w : ways) bad = bad || !w.error.empty() || !w.mismatch.empty();
+    std::printf(" | %s%s\n", row ? "" : notes.c_str(), !row && bad ? "  FAILED (below)" : "");
+  }
+  for (const Way &w : ways) {
+    if (!w.error.empty()) {
+      std::printf("    %s: ERROR: %s\n", w.name.c_str(), w.error.c_str());
+      b.failures.push_back("error: " + w.error);
+    }
+    if (!w.mismatch.empty()) std::printf("    %s: MISMATCH: %s\n", w.name.c_str(), w.mismatch.c_str());
+  }
+  std::fflush(stdout);
+}
+
+// ---- The dependent chain -----------------------------------------------------------------------
+
+enum { kStream, kGraph, kGraphPdl, kSuper, kGridSync, kSuperEmpty, kSyncEmpty };
+const Table kChainTable = {
+    "dependent chain",
+    {"stream", "graph", "graph-pdl", "super", "grid-sync", "super-empty", "sync-empty"},
+    {{"super/graph", kSuper, kGraph},
+     {"super/pdl", kSuper, kGraphPdl},
+     {"super/floor", kSuper, kGridSync},
+     {"empty/floor", kSuperEmpty, kSyncEmpty}}};
+
+void chain_config(Bench &b, uint32_t blocks, uint32_t steps, bool first) {
+  const Config c = config(b, kChainTable.title, blocks, steps);
+  const uint32_t n = blocks * kThreads;
+  const size_t words = 2 * size_t{n};
+  const std::vector<uint32_t> start = initial_words(n);
+  Owned own(b);
+  where("%s, %u blocks, %u steps: buffers", c.table, blocks, steps);
+  const std::vector<uint32_t *> buf = own.buffers(5, words);
+  for (uint32_t *p : buf) CHECK_SK(sk_memcpy(b.dev, p, start.data(), words * sizeof(uint32_t)));
+
+  std::vector<Way> ways(kChainTable.names.size());
+  for (size_t i = 0; i < ways.size(); ++i) ways[i].name = kChainTable.names[i];
+  for (int m : {kStream, kGraph, kGraphPdl, kSuper, kGridSync}) ways[m].writes = {buf[m]};
+  double graph_ms = 0, finalize_ms = 0;
+  std::string pdl_edges = "-", registers;
+  auto queue_steps = [&b, n, blocks, steps](uint32_t *p, LaunchKind kind) {
+    for (uint32_t s = 0; s < steps; ++s) launch(step_kernel, blocks, b.stream, kind, p, n, s);
+  };
+  ways[kStream].queue = [&, p = buf[kStream]](int count) {
+    for (int r = 0; r < count; ++r) queue_steps(p, kPlain);
+  };
+  attempt(b, ways[kGraph], c, "capture", [&] {
+    cudaGraphExec_t exec = own.graph([&] { queue_steps(buf[kGraph], kPlain); }, &graph_ms);
+    ways[kGraph].queue = [&b, exec](int count) {
+      for (int r = 0; r < count; ++r) CHECK_CUDA(cudaGraphLaunch(exec, b.stream));
+    };
+  });
+  ways[kGraphPdl].run = b.pdl;
+  attempt(b, ways[kGraphPdl], c, "capture", [&] {
+    cudaGraphExec_t exec = own.graph([&] { queue_steps(buf[kGraphPdl], kPdl); }, nullptr, &pdl_edges);
+    ways[kGraphPdl].queue = [&b, exec](int count) {
+      for (int r = 0; r < count; ++r) CHECK_CUDA(cudaGraphLaunch(exec, b.stream));
+    };
+  });
+  auto super_queue = [&b](sk_superkernel *sk) {
+    return [&b, sk](int count) {
+      for (int r = 0; r < count; ++r) CHECK_SK(sk_launch(sk, b.sks));
+    };
+  };
+  attempt(b, ways[kSuper], c, "finalize", [&] {
+    sk_superkernel *sk = own.super(
+        "bench_chain", nullptr,
+        [&](sk_scope *scope) {
+          uint32_t *p = buf[kSuper];
+          uint32_t nn = n;
+          for (uint32_t s = 0; s < steps; ++s) {
+            void *args[] = {&p, &nn, &s};
+            CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, nullptr));
+          }
+        },
+        &finalize_ms);
+    ways[kSuper].queue = super_queue(sk);
+    if (first) {
+      const std::string json = explain(sk);
+      if (!json.empty())
+        registers = ", super entry " + std::to_string(json_number(json, "registers")) + " registers, " +
+                    std::to_string(json_number(json, "blocks_per_sm")) + " blocks/SM";
+    }
+  });
+  ways[kGridSync].queue = [&, p = buf[kGridSync]](int count) {
+    for (int r = 0; r < count; ++r) launch(chain_kernel_grid_sync, blocks, b.stream, kCooperative, p, n, steps);
+  };
+  attempt(b, ways[kSuperEmpty], c, "finalize", [&] {
+    if (!b.empty) raise_error("%s: %s", g_where, b.empty_error.c_str());
+    sk_superkernel *sk = own.super(
+        "bench_empty", nullptr,
+        [&](sk_scope *scope) {
+          for (uint32_t s = 0; s < steps; ++s) CHECK_SK(sk_add_kernel(scope, b.empty, blocks, nullptr, nullptr));
+        },
+        nullptr);
+    ways[kSuperEmpty].queue = super_queue(sk);
+  });
+  ways[kSyncEmpty].queue = [&](int count) {
+    for (int r = 0; r < count; ++r) launch(chain_kernel_grid_sync_empty, blocks, b.stream, kCooperative, steps);
+  };
+
+  where("%s, %u blocks, %u steps: reference", c.table, blocks, steps);
+  std::vector<uint32_t> once = start;
+  reference_chains(once, blocks, steps, 1, false);
+  std::vector<uint32_t> expected = once;
+  reference_chains(expected, blocks, steps, c.chains - 1, false);
+  measure(b, c, ways);
+  check(b, c, ways, {expected});
+
+  // The control, on the grid-sync buffer (checked above): one chain with no grid barrier.
+  const char *control = "-";
+  if (blocks > 1 && ways[kGridSync].error.empty()) {
+    where("control, %u blocks, %u steps", blocks, steps);
+    CHECK_SK(sk_memcpy(b.dev, buf[kGridSync], start.data(), words * sizeof(uint32_t)));
+    launch(chain_kernel_no_grid_barrier, blocks, b.stream, kPlain, buf[kGridSync], n, steps);
+    CHECK_CUDA(cudaStreamSynchronize(b.stream));
+    control = compare(b.dev, buf[kGridSync], once).count ? "caught" : "MISSED";
+  }
+  char notes[240];
+  std::snprintf(notes, sizeof notes, "finalize %.1f ms, graph %.1f ms, pdl edges %s, control %s%s", finalize_ms,
+                graph_ms, pdl_edges.c_str(), control, registers.c_str());
+  print_rows(b, kChainTable, c, ways, notes);
+}
+
+// ---- The block-local chain ---------------------------------------------------------------------
+
+enum { kLGraph, kLGraphPdl, kLSuper, kLSuperLocal, kLBlockSync };
+const Table kLocalTable = {"block-local chain",
+                           {"graph", "graph-pdl", "super", "super-bl", "block-sync"},
+                           {{"bl/graph", kLSuperLocal, kLGraph},
+                            {"bl/pdl", kLSuperLocal, kLGraphPdl},
+                            {"bl/floor", kLSuperLocal, kLBlockSync},
+                            {"bl/super", kLSuperLocal, kLSuper}}};
+
+void local_config(Bench &b, uint32_t blocks, uint32_t steps) {
+  const Config c = config(b, kLocalTable.title, blocks, steps);
+  const uint32_t n = blocks * kThreads;
+  const size_t words = 2 * size_t{n};
+  const std::vector<uint32_t> start = initial_words(n);
+  Owned own(b);
+  where("%s, %u blocks, %u steps: buffers", c.table, blocks, steps);
+  const std::vector<uint32_t *> buf = own.buffers(5, words);
+  for (uint32_t *p : buf) CHECK_SK(sk_memcpy(b.dev, p, start.data(), words * sizeof(uint32_t)));
+
+  std::vector<Way> ways(kLocalTable.names.size());
+  for (size_t i = 0; i < ways.size(); ++i) {
+    ways[i].name = kLocalTable.names[i];
+    ways[i].writes = {buf[i]};
+  }
+  auto queue_steps = [&b, n, blocks, steps](uint32_t *p, LaunchKind kind) {
+    for (uint32_t s = 0; s < steps; ++s) launch(local_step_kernel, blocks, b.stream, kind, p, n, s);
+  };
+  std::string pdl_edges = "-", local_edges = "?";
+  for (int m : {kLGraph, kLGraphPdl}) {
+    ways[m].run = m == kLGraph || b.pdl;
+    attempt(b, ways[m], c, "capture", [&] {
+      cudaGraphExec_t exec = own.graph([&] { queue_steps(buf[m], m == kLGraph ? kPlain : kPdl); }, nullptr,
+                                       m == kLGraph ? nullptr : &pdl_edges);
+      ways[m].queue = [&b, exec](int count) {
+        for (int r = 0; r < count; ++r) CHECK_CUDA(cudaGraphLaunch(exec, b.stream));
+      };
+    });
+  }
+  for (int m : {kLSuper, kLSuperLocal})
+    attempt(b, ways[m], c, "finalize", [&] {
+      sk_superkernel *sk = own.super(
+          m == kLSuper ? "bench_local_barriers" : "bench_local", nullptr,
+          [&](sk_scope *scope) {
+            uint32_t *p = buf[m];
+            uint32_t nn = n;
+            sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+            for (uint32_t s = 0; s < steps; ++s) {
+              void *args[] = {&p, &nn, &s};
+              opts.flags = m == kLSuperLocal && s > 0 ? SK_KERNEL_FLAG_BLOCK_LOCAL : 0;
+              CHECK_SK(sk_add_kernel(scope, b.local, blocks, args, &opts));
+            }
+          },
+          nullptr);
+      if (m == kLSuperLocal) {
+        const std::string json = explain(sk);
+        if (!json.empty()) local_edges = std::to_string(occurrences(json, "\"block-local\""));
+      }
+      ways[m].queue = [&b, sk](int count) {
+        for (int r = 0; r < count; ++r) CHECK_SK(sk_launch(sk, b.sks));
+      };
+    });
+  ways[kLBlockSync].queue = [&, p = buf[kLBlockSync]](int count) {
+    for (int r = 0; r < count; ++r) launch(chain_kernel_block_sync, blocks, b.stream, kPlain, p, n, steps);
+  };
+
+  where("%s, %u blocks, %u steps: reference", c.table, blocks, steps);
+  std::vector<uint32_t> expected = start;
+  reference_chains(expected, blocks, steps, c.chains, true);
+  measure(b, c, ways);
+  check(b, c, ways, {expected});
+  char notes[160];
+  std::snprintf(notes, sizeof notes, "block-local edges %s/%u (explain), pdl edges %s", local_edges.c_str(),
+                steps - 1, pdl_edges.c_str());
+  print_rows(b, kLocalTable, c, ways, notes);
+}
+
+// ---- The two-branch step -----------------------------------------------------------------------
+
+enum { kBGraph, kBGraphPdl, kBSuper, kBGridSync };
+const Table kBranchTable = {"two-branch step",
+                            {"graph", "graph-pdl", "super", "grid-sync"},
+                            {{"super/graph", kBSuper, kBGraph},
+                             {"super/pdl", kBSuper, kBGraphPdl},
+                             {"super/floor", kBSuper, kBGridSync}}};
+
+void branch_config(Bench &b, uint32_t blocks, uint32_t steps) {
+  const Config c = config(b, kBranchTable.title, blocks, steps);
+  const uint32_t n = blocks * kThreads;
+  const size_t words = 2 * size_t{n};
+  const std::vector<uint32_t> start = initial_words(n);
+  Owned own(b);
+  where("%s, %u blocks, %u steps: buffers", c.table, blocks, steps);
+  const std::vector<uint32_t *> buf = own.buffers(8, words);  // a and b of each way
+  for (uint32_t *p : buf) CHECK_SK(sk_memcpy(b.dev, p, start.data(), words * sizeof(uint32_t)));
+
+  std::vector<Way> ways(kBranchTable.names.size());
+  for (size_t i = 0; i < ways.size(); ++i) {
+    ways[i].name = kBranchTable.names[i];
+    ways[i].writes = {buf[2 * i], buf[2 * i + 1]};
+  }
+  // The graphs: b's chain on the side stream, forked from and joined back to the bench's stream.
+  std::string pdl_edges = "-";
+  for (int m : {kBGraph, kBGraphPdl}) {
+    ways[m].run = m == kBGraph || b.pdl;
+    attempt(b, ways[m], c, "capture", [&] {
+      uint32_t *pa = buf[2 * m], *pb = buf[2 * m + 1];
+      const LaunchKind kind = m == kBGraph ? kPlain : kPdl;
+      cudaGraphExec_t exec = own.graph(
+          [&] {
+            CHECK_CUDA(cudaEventRecord(b.fork, b.stream));
+            CHECK_CUDA(cudaStreamWaitEvent(b.side, b.fork, 0));
+            for (uint32_t s = 0; s < steps; ++s) launch(step_kernel, blocks, b.side, kind, pb, n, s);
+            for (uint32_t s = 0; s + 1 < steps; ++s) launch(step_kernel, blocks, b.stream, kind, pa, n, s);
+            CHECK_CUDA(cudaEventRecord(b.join_event, b.side));
+            CHECK_CUDA(cudaStreamWaitEvent(b.stream, b.join_event, 0));
+            launch(join_kernel, blocks, b.stream, kind, pa, (const uint32_t *)pb, n, steps - 1);
+          },
+          nullptr, m == kBGraph ? nullptr : &pdl_edges);
+      ways[m].queue = [&b, exec](int count) {
+        for (int r = 0; r < count; ++r) CHECK_CUDA(cudaGraphLaunch(exec, b.stream));
+      };
+    });
+  }
+  // The super kernel: the two chains on scope streams 1 (b) and 0 (a), stream fusion, the join
+  // on stream 0 after an event recorded at the end of stream 1.
+  std::string cores = "?";
+  attempt(b, ways[kBSuper], c, "finalize", [&] {
+    sk_superkernel *sk = own.super(
+        "bench_two_branch", "stream-fusion=1",
+        [&](sk_scope *scope) {
+          uint32_t *pa = buf[2 * kBSuper], *pb = buf[2 * kBSuper + 1];
+          uint32_t nn = n;
+          sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+          opts.stream = 1;
+          for (uint32_t s = 0; s < steps; ++s) {
+            void *args[] = {&pb, &nn, &s};
+            CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, &opts));
+          }
+          CHECK_SK(sk_scope_record_event(scope, 1, 0));
+          opts.stream = 0;
+          for (uint32_t s = 0; s + 1 < steps; ++s) {
+            void *args[] = {&pa, &nn, &s};
+            CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, &opts));
+          }
+          CHECK_SK(sk_scope_wait_event(scope, 0, 0));
+          uint32_t last = steps - 1;
+          void *args[] = {&pa, &pb, &nn, &last};
+          CHECK_SK(sk_add_kernel(scope, b.join, blocks, args, &opts));
+        },
+        nullptr);
+    const std::string json = explain(sk);
+    if (!json.empty()) cores = std::to_string(json_number(json, "cores"));
+    ways[kBSuper].queue = [&b, sk](int count) {
+      for (int r = 0; r < count; ++r) CHECK_SK(sk_launch(sk, b.sks));
+    };
+  });
+  ways[kBGridSync].run = 2 * blocks <= b.co_resident_branch;
+  ways[kBGridSync].queue = [&, pa = buf[2 * kBGridSync], pb = buf[2 * kBGridSync + 1]](int count) {
+    for (int r = 0; r < count; ++r) launch(two_branch_grid_sync, 2 * blocks, b.stream, kCooperative, pa, pb, n, steps);
+  };
+
+  where("%s, %u blocks, %u steps: reference", c.table, blocks, steps);
+  std::vector<uint32_t> expected_a = start, expected_b = start;
+  reference_two_branch(expected_a, expected_b, blocks, steps, c.chains);
+  measure(b, c, ways);
+  check(b, c, ways, {expected_a, expected_b});
+  char notes[160];
+  std::snprintf(notes, sizeof notes, "super on %s blocks, pdl edges %s%s", cores.c_str(), pdl_edges.c_str(),
+                ways[kBGridSync].run ? "" : ", grid-sync: 2 x blocks not co-resident");
+  print_rows(b, kBranchTable, c, ways, notes);
+}
+
+// One block count: the three tables, a row pair per chain length. An error outside a way (the
+// buffers, the reference, the warm-up) ends that configuration only.
+void bench_blocks(Bench &b, uint32_t blocks, bool first) {
+  struct Part {
+    const Table *table;
+    void (*run)(Bench &, uint32_t, uint32_t, bool);
+  };
+  const Part parts[] = {
+      {&kChainTable, [](Bench &bb, uint32_t bl, uint32_t st, bool f) { chain_config(bb, bl, st, f); }},
+      {&kLocalTable, [](Bench &bb, uint32_t bl, uint32_t st, bool) { local_config(bb, bl, st); }},
+      {&kBranchTable, [](Bench &bb, uint32_t bl, uint32_t st, bool) { branch_config(bb, bl, st); }},
+  };
+  for (const Part &p : parts) {
+    std::printf("\n%s, %u block%s x %u threads: GPU us per step (R chains between events) and of one chain alone,\n"
+                "median of %d rounds\n",
+                p.table->title, blocks, blocks == 1 ? "" : "s", kThreads, b.rounds);
+    print_header(*p.table);
+    for (uint32_t steps : kChainSteps) try {
+        p.run(b, blocks, steps, first && steps == kChainSteps[0]);
+      } catch (const BenchError &e) {
+        std::printf("%6u %-5s | ERROR: %s\n", steps, "", e.what());
+        std::fflush(stdout);
+        b.failures.push_back(std::string("error: ") + e.what());
+      }
+  }
+}
+
+
+// ---- sk_launch_repeat --------------------------------------------------------------------------
+
+// The dependent chain's super kernel on buf, for the sk_launch_repeat table.
+sk_superkernel *chain_super(Bench &b, uint32_t *buf, uint32_t n, uint32_t blocks, uint32_t steps) {
   sk_scope *scope = nullptr;
   CHECK_SK(sk_scope_begin(b.dev, "bench_chain", nullptr, &scope));
   for (uint32_t s = 0; s < steps; ++s) {
     void *args[] = {&buf, &n, &s};
-    CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, nullptr));
+    if (sk_add_kernel(scope, b.step, blocks, args, nullptr) != SK_OK) {
+      const std::string error = sk_last_error();
+      sk_scope_abort(scope);
+      raise_error("%s: sk_add_kernel(bench_chain_step) failed: %s", g_where, error.c_str());
+    }
   }
   sk_superkernel *sk = nullptr;
-  const double t0 = now_us();
   CHECK_SK(sk_finalize(scope, &sk));
-  if (ms) *ms = (now_us() - t0) / 1000;
   return sk;
 }
 
 // Records a mismatch of `what`'s words with the reference.
-void check(Bench &b, const char *what, uint32_t blocks, uint32_t steps, uint64_t chains, const uint32_t *words,
-           const std::vector<uint32_t> &expected) {
+void check_words(Bench &b, const char *what, uint32_t blocks, uint32_t steps, uint64_t chains, const uint32_t *words,
+                 const std::vector<uint32_t> &expected) {
   ++b.checks;
   const Diff d = compare(b.dev, words, expected);
   if (!d.count) return;
@@ -355,139 +976,6 @@ void check(Bench &b, const char *what, uint32_t blocks, uint32_t steps, uint64_t
                 d.expected, d.count, expected.size());
   std::fprintf(stderr, "bench_cuda: MISMATCH: %s\n", msg);
   b.failures.push_back(msg);
-}
-
-// Frees what a chain length made, after it ended or failed: a capture an error left open is
-// ended, and errors here are not reported again (the one that ended it was).
-void release(Bench &b, Chain &c) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(b.stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) {
-    cudaGraph_t open = nullptr;
-    if (cudaStreamEndCapture(b.stream, &open) == cudaSuccess && open) cudaGraphDestroy(open);
-  }
-  cudaStreamSynchronize(b.stream);
-  if (c.super) sk_superkernel_destroy(c.super);
-  if (c.exec) cudaGraphExecDestroy(c.exec);
-  if (c.graph) cudaGraphDestroy(c.graph);
-  if (c.exec_pdl) cudaGraphExecDestroy(c.exec_pdl);
-  if (c.graph_pdl) cudaGraphDestroy(c.graph_pdl);
-  c.super = nullptr;
-  c.exec = c.exec_pdl = nullptr;
-  c.graph = c.graph_pdl = nullptr;
-  (void)cudaGetLastError();  // a non-sticky error must not fail the next configuration's first call
-}
-
-void bench_blocks(Bench &b, uint32_t blocks, bool first) {
-  const uint32_t n = blocks * kThreads;
-  const std::vector<uint32_t> start = initial_words(n);
-  const size_t words = 2 * size_t{n};
-  void *raw = nullptr;
-  where("%u blocks: sk_mem_alloc", blocks);
-  CHECK_SK(sk_mem_alloc(b.dev, kMethods * words * sizeof(uint32_t), &raw));
-  Chain c;
-  c.blocks = blocks;
-  c.n = n;
-  for (int m = 0; m < kMethods; ++m) c.buf[m] = static_cast<uint32_t *>(raw) + m * words;
-
-  std::printf("\n%u block%s x %u threads (%u words a step): us per step, median of %d rounds\n", blocks,
-              blocks == 1 ? "" : "s", kThreads, n, b.rounds);
-  std::printf("%6s | %8s %8s %9s %8s %9s | %12s %11s %9s %11s | %11s %8s %9s %7s\n", "steps", "stream", "graph",
-              "graph-pdl", "super", "grid-sync", "stream/super", "graph/super", "pdl/super", "super/floor",
-              "finalize ms", "graph ms", "pdl edges", "control");
-  std::fflush(stdout);
-  char entry_note[160] = "";
-  for (uint32_t steps : kChainSteps) try {
-    c.steps = steps;
-    const int reps = (int)std::max<uint32_t>(1, b.steps_per_sample / steps);
-    const uint64_t chains = 1 + uint64_t(b.rounds) * reps;  // the warm-up, then every round's
-    where("%u blocks, %u steps: reset", blocks, steps);
-    for (int m = 0; m < kMethods; ++m) CHECK_SK(sk_memcpy(b.dev, c.buf[m], start.data(), words * sizeof(uint32_t)));
-
-    // graph: captured from the stream launches; graph-pdl: from the PDL launches.
-    where("graph, %u blocks, %u steps: capture", blocks, steps);
-    const double g0 = now_us();
-    CHECK_CUDA(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
-    for (uint32_t s = 0; s < steps; ++s) launch_step(c.buf[kGraph], n, s, blocks, b.stream);
-    CHECK_CUDA(cudaStreamEndCapture(b.stream, &c.graph));
-    CHECK_CUDA(cudaGraphInstantiate(&c.exec, c.graph, 0));
-    const double graph_ms = (now_us() - g0) / 1000;
-    std::string pdl_edges = "-";
-    if (b.pdl) {
-      where("graph-pdl, %u blocks, %u steps: capture", blocks, steps);
-      CHECK_CUDA(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
-      for (uint32_t s = 0; s < steps; ++s) launch_step_pdl(c.buf[kGraphPdl], n, s, blocks, b.stream);
-      CHECK_CUDA(cudaStreamEndCapture(b.stream, &c.graph_pdl));
-      pdl_edges = programmatic_edges(c.graph_pdl, steps);
-      CHECK_CUDA(cudaGraphInstantiate(&c.exec_pdl, c.graph_pdl, 0));
-    }
-    // super: one sub-kernel call per step.
-    where("super, %u blocks, %u steps: finalize", blocks, steps);
-    double finalize_ms = 0;
-    c.super = build_super(b, c.buf[kSuper], n, blocks, steps, &finalize_ms);
-    if (first && steps == kChainSteps[0]) {
-      std::string json(1 << 16, '\0');  // context only: no line if explain does not answer
-      if (sk_superkernel_explain(c.super, json.data(), json.size(), nullptr) == SK_OK)
-        std::snprintf(entry_note, sizeof entry_note,
-                      "super kernel entry: %ld registers per thread, %ld blocks per SM\n",
-                      json_number(json, "registers"), json_number(json, "blocks_per_sm"));
-    }
-
-    std::vector<double> per_step[kMethods];
-    for (int r = -1; r < b.rounds; ++r)  // round -1: the warm-up, one chain each
-      for (int m = 0; m < kMethods; ++m) {
-        if (m == kGraphPdl && !b.pdl) continue;
-        where("%s, %u blocks, %u steps: %s", kMethodName[m], blocks, steps, r < 0 ? "warm-up" : "timed runs");
-        const int count = r < 0 ? 1 : reps;
-        const double t0 = now_us();
-        run(b, c, Method(m), count);
-        if (r >= 0) per_step[m].push_back((now_us() - t0) / (count * double(steps)));
-      }
-
-    // Every method ran the chain `chains` times from `start`.
-    where("%u blocks, %u steps: reference", blocks, steps);
-    std::vector<uint32_t> once = start;
-    reference_chains(once, blocks, steps, 1);
-    std::vector<uint32_t> expected = once;
-    reference_chains(expected, blocks, steps, chains - 1);
-    bool ok = true;
-    for (int m = 0; m < kMethods; ++m) {
-      if (m == kGraphPdl && !b.pdl) continue;
-      where("%s, %u blocks, %u steps: check", kMethodName[m], blocks, steps);
-      const size_t before = b.failures.size();
-      check(b, kMethodName[m], blocks, steps, chains, c.buf[m], expected);
-      ok = ok && b.failures.size() == before;
-    }
-    // The control, on the grid-sync buffer (checked above): one chain with no grid barrier.
-    const char *control = "-";
-    if (blocks > 1) {
-      where("control, %u blocks, %u steps", blocks, steps);
-      CHECK_SK(sk_memcpy(b.dev, c.buf[kGridSync], start.data(), words * sizeof(uint32_t)));
-      launch_chain_kernel(chain_kernel_no_grid_barrier, false, c.buf[kGridSync], n, steps, blocks, b.stream);
-      CHECK_CUDA(cudaStreamSynchronize(b.stream));
-      control = compare(b.dev, c.buf[kGridSync], once).count ? "caught" : "MISSED";
-    }
-
-    double t[kMethods];
-    for (int m = 0; m < kMethods; ++m) t[m] = per_step[m].empty() ? 0 : median(per_step[m]);
-    char pdl_t[16] = "-", pdl_ratio[16] = "-";
-    if (b.pdl) {
-      std::snprintf(pdl_t, sizeof pdl_t, "%.3f", t[kGraphPdl]);
-      std::snprintf(pdl_ratio, sizeof pdl_ratio, "%.2f", t[kGraphPdl] / t[kSuper]);
-    }
-    std::printf("%6u | %8.3f %8.3f %9s %8.3f %9.3f | %12.2f %11.2f %9s %11.2f | %11.1f %8.1f %9s %7s%s\n", steps,
-                t[kStream], t[kGraph], pdl_t, t[kSuper], t[kGridSync], t[kStream] / t[kSuper], t[kGraph] / t[kSuper],
-                pdl_ratio, t[kSuper] / t[kGridSync], finalize_ms, graph_ms, pdl_edges.c_str(), control,
-                ok ? "" : "  MISMATCH (see below)");
-    std::fflush(stdout);
-    release(b, c);
-  } catch (const BenchError &e) {
-    std::printf("%6u | ERROR: %s\n", steps, e.what());
-    std::fflush(stdout);
-    b.failures.push_back(std::string("error: ") + e.what());
-    release(b, c);
-  }
-  std::printf("%s", entry_note);
-  sk_mem_free(b.dev, raw);
 }
 
 // 16 sk_launch against one sk_launch_repeat of 16, each on a super kernel and buffer of its own.
@@ -518,8 +1006,8 @@ void bench_repeat(Bench &b, uint32_t blocks) {
       where("sk_launch_repeat, %u blocks, %u steps: setup", blocks, steps);
       CHECK_SK(sk_memcpy(b.dev, buf_launches, start.data(), words * sizeof(uint32_t)));
       CHECK_SK(sk_memcpy(b.dev, buf_repeat, start.data(), words * sizeof(uint32_t)));
-      launches = build_super(b, buf_launches, n, blocks, steps, nullptr);
-      repeat = build_super(b, buf_repeat, n, blocks, steps, nullptr);
+      launches = chain_super(b, buf_launches, n, blocks, steps);
+      repeat = chain_super(b, buf_repeat, n, blocks, steps);
       std::vector<double> launches_t, repeat_t;
       for (int r = -1; r < b.rounds; ++r) {  // round -1: the warm-up
         const int count = r < 0 ? 1 : reps;
@@ -537,10 +1025,10 @@ void bench_repeat(Bench &b, uint32_t blocks) {
       }
       where("sk_launch_repeat, %u blocks, %u steps: check", blocks, steps);
       std::vector<uint32_t> expected = start;
-      reference_chains(expected, blocks, steps, runs);
+      reference_chains(expected, blocks, steps, runs, false);
       const size_t before = b.failures.size();
-      check(b, "sk_launch x16", blocks, steps, runs, buf_launches, expected);
-      check(b, "sk_launch_repeat(16)", blocks, steps, runs, buf_repeat, expected);
+      check_words(b, "sk_launch x16", blocks, steps, runs, buf_launches, expected);
+      check_words(b, "sk_launch_repeat(16)", blocks, steps, runs, buf_repeat, expected);
       const double l = median(launches_t), rp = median(repeat_t);
       std::printf("%6u | %12.3f %12.3f | %15.2f%s\n", steps, l, rp, l / rp,
                   b.failures.size() == before ? "" : "  MISMATCH (see below)");
@@ -1225,15 +1713,33 @@ int bench_main(int argc, char **argv) {
   where("loading %s", cubin);
   CHECK_SK(sk_module_load_file(b.dev, cubin, &mod));
   CHECK_SK(sk_module_get_kernel(mod, "bench_chain_step", &b.step));
+  CHECK_SK(sk_module_get_kernel(mod, "bench_chain_local_step", &b.local));
+  CHECK_SK(sk_module_get_kernel(mod, "bench_chain_join", &b.join));
+  // The empty step, from bench_empty.cubin beside bench_chain.cubin. Without it only the
+  // super-empty column fails (its rows say why).
+  const std::string cubin_path = cubin, slash = cubin_path.substr(0, cubin_path.find_last_of('/') + 1),
+                    empty_path = slash + "bench_empty.cubin";
+  sk_module *empty_mod = nullptr;
+  if (sk_module_load_file(b.dev, empty_path.c_str(), &empty_mod) != SK_OK ||
+      sk_module_get_kernel(empty_mod, "bench_empty_step", &b.empty) != SK_OK)
+    b.empty_error = "no empty step: " + std::string(sk_last_error());
   CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&b.side, cudaStreamNonBlocking));
+  CHECK_SK(sk_stream_create_cuda(b.dev, b.stream, &b.sks));
+  for (cudaEvent_t &e : b.timing) CHECK_CUDA(cudaEventCreate(&e));
+  CHECK_CUDA(cudaEventCreateWithFlags(&b.fork, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&b.join_event, cudaEventDisableTiming));
 
   // Block counts: 1, 8, 32 and one per SM, clipped to what the grid-sync kernel can have
   // co-resident (its cooperative launch needs them all at once).
   const uint32_t sms = (uint32_t)prop.multiProcessorCount;
-  int per_sm = 0;
+  b.sms = sms;
+  int per_sm = 0, per_sm_branch = 0;
   where("setup");
   CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chain_kernel_grid_sync, (int)kThreads, 0));
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_branch, two_branch_grid_sync, (int)kThreads, 0));
   const uint32_t co_resident = (uint32_t)per_sm * sms;
+  b.co_resident_branch = (uint32_t)per_sm_branch * sms;
   if (co_resident == 0) {
     std::fprintf(stderr, "bench_cuda: the grid-sync kernel cannot run a block of %u threads here\n", kThreads);
     return 1;
@@ -1245,24 +1751,28 @@ int bench_main(int argc, char **argv) {
 
   std::printf("bench_cuda: %s (sm_%d%d, %u SMs), driver %d.%d, libsk %s\n", prop.name, prop.major, prop.minor, sms,
               driver / 1000, driver % 1000 / 10, sk_version_string());
-  std::printf("a chain of K steps, each a kernel of B blocks x %u threads; every word a step writes mixes one\n",
-              kThreads);
-  std::printf("that another block wrote in the step before (one block: another thread). Each method runs it from\n");
   std::printf(
-      "the same words and is checked against a CPU reference after its timed runs. us per step: host time\n");
-  std::printf("of R chains queued and synchronized / (R x K), R x K ~ %u; the methods take turns in each round\n",
-              b.steps_per_sample);
-  std::printf("  stream     one cudaLaunchKernel per step\n");
-  std::printf("  graph      a CUDA Graph of those launches, one cudaGraphLaunch per chain (graph ms: capture and\n");
-  std::printf("             instantiate)\n");
-  std::printf("  graph-pdl  a CUDA Graph of launches with programmatic dependent launch (pdl edges: programmatic\n");
-  std::printf("             edges / all edges of the captured graph)%s\n", b.pdl ? "" : ": not run, needs sm_90");
-  std::printf("  super      a libsk super kernel, one sk_launch per chain (finalize ms: sk_finalize)\n");
-  std::printf("  grid-sync  one cooperative kernel per chain, grid.sync() between two steps: the floor\n");
-  std::printf("  control    one kernel running the chain with no grid barrier: 'caught' when the check finds it\n");
-  std::printf("             wrong\n");
+      "Chains of K steps, each a kernel of B blocks x %u threads, every method from the same words, checked\n"
+      "against a CPU reference after its runs. GPU time from cudaEvents, after %.1f s of busy SMs: 'step' rows,\n"
+      "us per step of R chains queued back to back (R x K ~ %u); 'chain' rows, us of one chain alone (its\n"
+      "latency). Median of %d rounds in which the methods take turns. A ratio below 1: super costs less.\n",
+      kThreads, kWarmupUs / 1e6, b.steps_per_sample, b.rounds);
+  std::printf("  stream       one launch per step, on one stream\n");
+  std::printf("  graph        a CUDA Graph of those launches, one cudaGraphLaunch per chain\n");
+  std::printf("  graph-pdl    a CUDA Graph of launches with programmatic dependent launch (pdl edges:\n");
+  std::printf("               programmatic edges / all edges of the captured graph)%s\n",
+              b.pdl ? "" : ": not run, needs sm_90");
+  std::printf("  super        a libsk super kernel, one sk_launch per chain (finalize: sk_finalize)\n");
+  std::printf("  grid-sync    one cooperative kernel per chain, grid.sync() between two steps: the floor\n");
+  std::printf("  super-empty  a super kernel of an empty sub-kernel: libsk's step loop and barriers alone\n");
+  std::printf("  sync-empty   grid-sync with nothing between the grid.sync()s (empty/floor: super-empty over it)\n");
+  std::printf("  super-bl     the block-local chain's super kernel with SK_KERNEL_FLAG_BLOCK_LOCAL edges\n");
+  std::printf("  block-sync   one kernel per block-local chain, __syncthreads() between two steps: its floor\n");
+  std::printf("  control      one kernel running the chain with no grid barrier: 'caught' when the check finds\n");
+  std::printf("               it wrong\n");
   std::printf("block counts clipped to %u, the blocks of the grid-sync kernel that fit at once (%d per SM)\n",
               co_resident, per_sm);
+  if (!b.empty_error.empty()) std::printf("%s: the super-empty column fails\n", b.empty_error.c_str());
   std::fflush(stdout);
 
   // A block count whose buffers cannot even be made is one failed configuration too.
@@ -1279,7 +1789,11 @@ int bench_main(int argc, char **argv) {
   bench_triton(b, triton, driver);
 
   where("teardown");
+  sk_stream_destroy(b.sks);  // waits for its launches
+  for (cudaEvent_t e : {b.timing[0], b.timing[1], b.fork, b.join_event}) CHECK_CUDA(cudaEventDestroy(e));
+  CHECK_CUDA(cudaStreamDestroy(b.side));
   CHECK_CUDA(cudaStreamDestroy(b.stream));
+  if (empty_mod) sk_module_unload(empty_mod);
   sk_module_unload(mod);
   sk_device_close(b.dev);
   if (!b.failures.empty()) {
