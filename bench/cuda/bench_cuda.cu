@@ -1,20 +1,46 @@
-// bench_cuda: what one step of a static chain of small dependent kernels costs on one GPU, five
-// ways, measured side by side in one process (issue #22):
+// bench_cuda: what one step of a static chain of small kernels costs on one GPU, as a libsk super
+// kernel and as what an inference engine runs today, measured side by side in one process
+// (issues #22, #37), in three tables per block count:
 //
-//   stream     one cudaLaunchKernel per step, on one stream
-//   graph      a CUDA Graph captured from those launches: one cudaGraphLaunch per chain
-//   graph-pdl  a CUDA Graph captured from launches with programmatic dependent launch
-//              (cudaLaunchKernelEx, cudaLaunchAttributeProgrammaticStreamSerialization = 1): a step
-//              may be scheduled while the one before still runs, and waits for it in
-//              cudaGridDependencySynchronize() before it reads anything
-//   super      one libsk super kernel per chain (sk_launch): the steps are calls of the sub-kernel
-//              bench_chain_step of bench_chain.cubin, with libsk's barrier between two
-//   grid-sync  one cooperative kernel per chain (cudaLaunchCooperativeKernel) that runs every step,
-//              with a cooperative_groups grid.sync() between two: the floor a fused step can reach
+// The dependent chain: every word a step writes mixes a word another block wrote in the step
+// before (bench_chain_body), so every step needs a grid barrier.
+//   stream       one launch per step, on one stream
+//   graph        a CUDA Graph captured from those launches: one cudaGraphLaunch per chain
+//   graph-pdl    a CUDA Graph captured from launches with programmatic dependent launch
+//                (cudaLaunchAttributeProgrammaticStreamSerialization = 1): a step may be scheduled
+//                while the one before still runs, and waits for it in
+//                cudaGridDependencySynchronize() before it reads anything
+//   super        one libsk super kernel per chain (sk_launch): the steps are calls of the
+//                sub-kernel bench_chain_step of bench_chain.cubin, with libsk's barrier between two
+//   grid-sync    one cooperative kernel per chain that runs every step, with a cooperative_groups
+//                grid.sync() between two: the floor a fused step can reach
+//   super-empty  super with bench_empty.cubin's empty sub-kernel: libsk's own cost alone
+//   sync-empty   grid-sync with nothing between its grid.sync()s: the floor's own cost alone
+// ratios super/graph, super/graph-pdl, super/grid-sync and super-empty/sync-empty.
 //
-// then the per-run cost of 16 runs of a super kernel as 16 sk_launch against one sk_launch_repeat
-// of 16 (one launch whose entry loops, with a stop flag nobody sets), and with --triton a decode
-// step of Triton kernels as they were compiled (issue #33), three ways over one set of buffers:
+// The block-local chain: a step's word mixes one another thread of the same block wrote
+// (bench_chain_local_body), so block i of a step needs only block i of the step before.
+//   graph, graph-pdl  as above, of that step
+//   super        a super kernel of bench_chain_local_step with a barrier between two steps
+//   super-bl     the same with SK_KERNEL_FLAG_BLOCK_LOCAL on every step but the first
+//   block-sync   one kernel per chain, __syncthreads() between two steps: its floor
+// ratios super-bl over graph, graph-pdl, block-sync and super.
+//
+// The two-branch step: two independent dependent chains a and b (q and k projections), then a
+// join, a's last step, that reads what every block of b's last step wrote.
+//   graph        b's K steps on a second stream forked from the first (an event) and joined back
+//                to it (an event) before the join; a's K - 1 steps on the first
+//   graph-pdl    the same, every launch with programmatic dependent launch
+//   super        one super kernel with stream fusion (scope option stream-fusion=1): b on scope
+//                stream 1, a and the join on stream 0 after an event recorded at b's end
+//   grid-sync    one cooperative kernel on twice the blocks, a on one half and b on the other,
+//                grid.sync() between two steps (not run when twice the blocks are not co-resident)
+// ratios super over graph, graph-pdl and grid-sync.
+//
+// Then the per-run cost of 16 runs of a super kernel as 16 sk_launch against one
+// sk_launch_repeat of 16 (one launch whose entry loops, with a stop flag nobody sets; host time,
+// as the launches are what it compares), and with --triton a decode step of Triton kernels as
+// they were compiled (issue #33), three ways over one set of buffers:
 //
 //   stream     each kernel's PTX JIT-compiled by the driver (cudaLibraryLoadData), five
 //              cudaLaunchKernel per step with the grid, num_warps x 32 threads and dynamic shared
@@ -25,37 +51,43 @@
 //
 //   bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...] [--triton DIR]
 //
-// bench_chain.cubin is tests/kernels/cuda/bench_chain.cu built with nvcc -dc -cubin for this GPU.
-// Every method runs the step of tests/kernels/cuda/bench_chain.cuh, one word per thread, 128
-// threads per block, on a buffer of its own: each word a step writes mixes a word that another
-// block wrote in the step before (one block: another thread), so a step that starts before the
-// one before it has ended everywhere, or a launch that is not ordered after the one before, gives
-// wrong words. After its timed runs each method's buffer is compared, word for word, with a CPU
-// reference that runs the same chain as many times (every method runs it from the same start,
-// the same number of times); a mismatch names the method, the block count and the chain length,
-// and makes the run exit 1 at the end. So does a CUDA or libsk error, which ends only the
-// configuration it happens in (its row says ERROR and why): the other tables still come. A control (a kernel that runs the chain with no grid
-// barrier) shows that the check sees a missing barrier: "caught" when its words are wrong.
+// bench_chain.cubin is tests/kernels/cuda/bench_chain.cu built with nvcc -dc -cubin for this GPU;
+// bench_empty.cubin is read from the same directory (without it only super-empty fails). Every
+// chain runs the steps of tests/kernels/cuda/bench_chain.cuh, one word per thread, 128 threads
+// per block, each method on buffers of its own: a step that starts before the ones it depends on
+// have ended, or a launch that is not ordered after them, gives wrong words. After its timed runs
+// each method's buffers are compared, word for word, with a CPU reference that runs the same
+// chain as many times (every method runs it from the same start, the same number of times); the
+// empty methods write nothing and are not checked. A mismatch names the table, the method, the
+// block count and the chain length, and makes the run exit 1 at the end. So does a CUDA or libsk
+// error: it ends only the method it happens in (its line under the row says ERROR and why), or,
+// outside every method, that configuration; the other methods and tables still come. A control
+// (a kernel that runs the dependent chain with no grid barrier) shows that the check sees a
+// missing barrier: "caught" when its words are wrong.
 //
 // Block counts: 1, 8, 32 and one per SM (--blocks overrides them), clipped to the blocks a
 // cooperative launch of the grid-sync kernel can have co-resident. Chain lengths: 10, 100, 1000
-// steps. us per step: the host's wall time of R chains queued back to back and then synchronized,
-// / (R x steps), so launch costs count; R = S / steps (--steps S, 10000 by default). Median of 5
-// rounds (--rounds); in each round the methods run one after another, each to its end.
+// steps. Times are GPU time from cudaEvents on the one stream every method runs on (super
+// through sk_stream_create_cuda over it): before each configuration every SM runs grid.sync()s
+// for 0.5 s (the clocks of a busy GPU), then each method runs one chain; then in each of 5
+// rounds (--rounds) the methods take turns, each running R chains between two events (the
+// 'step' row: / (R x K); R = S / K, --steps S, 5000 by default) and then one chain alone between
+// two events (the 'chain' row: its latency). Medians of the rounds.
 //
-// Budget: scripts/gpu-check runs this once and has to stay under 5 minutes in all, so this aims
-// at well under 2. The timed part is 4 block counts x 3 chain lengths x 5 methods x 5 rounds x
-// 10000 steps = 3 million steps: 3-9 s at 1-3 us a step (a stream launch, the slowest method,
-// costs a few us). The warm-ups add one chain per method and configuration. Captures and
-// instantiations of graphs of up to 1000 nodes take milliseconds. Every finalize links the
-// entry with nvJitLink unless libsk's link cache has it, and the entry's PTX differs with the
-// step count and the block count: about 13 links (one per configuration), 0.1-0.2 s each on a
-// 2-CPU VM. The CPU reference is the largest part: each method runs 1 + 5 x R chains, about
-// 50000 steps, per configuration, so the reference updates (1 + 8 + 32 + 132) x 128 words x
-// 50000 steps x 3 chain lengths = 3.3 billion words, and the sk_launch_repeat table (2 methods,
-// 3 chain lengths, 5 rounds of about 5000 steps: under 1 s of GPU time) 1.3 billion more: at the
-// 1.7 ns a word one core of that VM takes, 8 s. About 20-30 s in all, and still about a minute
-// if every step were three times slower than assumed.
+// Budget: scripts/gpu-check runs this once and stops it after 150 s, so this aims at about a
+// minute. Each method runs 1 + 5 x (R + 1) chains a configuration, about 25000-31000 steps: the
+// 16 methods of the three tables on 4 block counts and 3 chain lengths run about 5 million steps,
+// 5-15 s at 1-3 us a step (a stream launch, the slowest, costs a few us). The warm-ups are 36 x
+// 0.5 s = 18 s. Every finalize links the entry with nvJitLink unless libsk's link cache has it,
+// and the entry's PTX differs with the step count and the block count: 5 super kernels a
+// configuration, 60 links of 0.15-0.2 s on a 2-CPU VM, 9-12 s. Captures and instantiations of
+// graphs of up to 2000 nodes take milliseconds. The CPU reference: (1 + 8 + 32 + 132) x 128
+// words x about 82000 steps over the 3 chain lengths, once for the dependent chain, once for the
+// block-local one and twice for the two branches: 7.2 billion word updates, and the
+// sk_launch_repeat table 0.7 billion more: at the 1.7 ns a word one core of that VM takes, 13 s.
+// About a minute in all, and about 90 s if every step were three times slower than assumed. A
+// hang of a super kernel costs the device deadline (2 s) once; after two, the super methods are
+// not run.
 //
 // The Triton table (DIR: tests/kernels/triton/ptx, the .ptx and .json of each fixture) runs
 // residual_add, rmsnorm, decode_attention, silu_mul and gemv (decode_step.py's shapes), each
@@ -313,7 +345,12 @@ struct Bench {
   bool pdl = true;  // sm_90 and later
   std::vector<std::string> failures;
   int checks = 0;
+  int hangs = 0;  // super kernels that hung: after two, the super columns are not run
 };
+
+// Every wait inside a super kernel gives up after this (the device's timeout_ms): a step here
+// takes microseconds, and a hang costs this once per way before the way is left out.
+constexpr int kDeadlineMs = 2000;
 
 enum LaunchKind { kPlain, kPdl, kCooperative };
 
@@ -513,15 +550,21 @@ Config config(const Bench &b, const char *table, uint32_t blocks, uint32_t steps
 }
 
 // Runs `body` for way w unless it failed before; an error is w's, and what it left queued or
-// open is ended, so the next way starts clean.
+// open is ended, so the next way starts clean. Once two super kernels hung, the super ways are
+// not run: each hang costs the deadline, and the run must end within its budget.
 template <class F>
 void attempt(Bench &b, Way &w, const Config &c, const char *what, F &&body) {
   if (!w.run || !w.error.empty()) return;
+  if (b.hangs >= 2 && w.name.compare(0, 5, "super") == 0) {
+    w.error = "not run: two super kernels hung before (above)";
+    return;
+  }
   where("%s, %s, %u blocks, %u steps: %s", c.table, w.name.c_str(), c.blocks, c.steps, what);
   try {
     body();
   } catch (const BenchError &e) {
     w.error = e.what();
+    b.hangs += w.error.find("SK_ERR_HANG") != std::string::npos;
     end_open_capture(b);
     sk_stream_synchronize(b.sks);
     cudaStreamSynchronize(b.stream);
@@ -1702,7 +1745,8 @@ int bench_main(int argc, char **argv) {
     }
   }
 
-  CHECK_SK(sk_device_open("cuda:0", &b.dev));
+  const std::string spec = "cuda:0,timeout_ms=" + std::to_string(kDeadlineMs);
+  CHECK_SK(sk_device_open(spec.c_str(), &b.dev));
   CHECK_CUDA(cudaSetDevice(0));
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
