@@ -239,16 +239,16 @@ struct BenchError : std::runtime_error {
   throw BenchError(msg);
 }
 
-#define CHECK_CUDA(call)                                                                                          \
-  do {                                                                                                            \
-    cudaError_t e_ = (call);                                                                                      \
-    if (e_ != cudaSuccess)                                                                                        \
-      raise_error("%s: %s failed: %s (%s)", g_where, #call, cudaGetErrorString(e_), cudaGetErrorName(e_));       \
+#define CHECK_CUDA(call)                                                                                   \
+  do {                                                                                                     \
+    cudaError_t e_ = (call);                                                                               \
+    if (e_ != cudaSuccess)                                                                                 \
+      raise_error("%s: %s failed: %s (%s)", g_where, #call, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
   } while (0)
-#define CHECK_SK(call)                                                                                            \
-  do {                                                                                                            \
-    sk_status s_ = (call);                                                                                        \
-    if (s_ != SK_OK) raise_error("%s: %s failed: %s: %s", g_where, #call, sk_status_name(s_), sk_last_error());   \
+#define CHECK_SK(call)                                                                                          \
+  do {                                                                                                          \
+    sk_status s_ = (call);                                                                                      \
+    if (s_ != SK_OK) raise_error("%s: %s failed: %s: %s", g_where, #call, sk_status_name(s_), sk_last_error()); \
   } while (0)
 
 double now_us() {
@@ -334,15 +334,15 @@ constexpr double kWarmupUs = 500000;  // every SM busy this long before each con
 struct Bench {
   sk_device *dev = nullptr;
   sk_kernel *step = nullptr, *local = nullptr, *join = nullptr;  // bench_chain.cubin's sub-kernels
-  sk_kernel *empty = nullptr;                                      // bench_empty.cubin's
-  std::string empty_error;                                         // why there is none
-  cudaStream_t stream = nullptr, side = nullptr;  // side: the two-branch graphs' second stream
-  sk_stream *sks = nullptr;                       // libsk's stream over `stream`
+  sk_kernel *empty = nullptr;                                    // bench_empty.cubin's
+  std::string empty_error;                                       // why there is none
+  cudaStream_t stream = nullptr, side = nullptr;                 // side: the two-branch graphs' second stream
+  sk_stream *sks = nullptr;                                      // libsk's stream over `stream`
   cudaEvent_t timing[2] = {}, fork = nullptr, join_event = nullptr;
   int rounds = 5;
   uint32_t steps_per_sample = 5000;
   uint32_t sms = 0, co_resident_branch = 0;  // co_resident_branch: blocks of two_branch_grid_sync at once
-  bool pdl = true;  // sm_90 and later
+  bool pdl = true;                           // sm_90 and later
   std::vector<std::string> failures;
   int checks = 0;
   int hangs = 0;  // super kernels that hung: after two, the super columns are not run
@@ -677,13 +677,12 @@ void print_rows(Bench &b, const Table &t, const Config &c, const std::vector<Way
 // ---- The dependent chain -----------------------------------------------------------------------
 
 enum { kStream, kGraph, kGraphPdl, kSuper, kGridSync, kSuperEmpty, kSyncEmpty };
-const Table kChainTable = {
-    "dependent chain",
-    {"stream", "graph", "graph-pdl", "super", "grid-sync", "super-empty", "sync-empty"},
-    {{"super/graph", kSuper, kGraph},
-     {"super/pdl", kSuper, kGraphPdl},
-     {"super/floor", kSuper, kGridSync},
-     {"empty/floor", kSuperEmpty, kSyncEmpty}}};
+const Table kChainTable = {"dependent chain",
+                           {"stream", "graph", "graph-pdl", "super", "grid-sync", "super-empty", "sync-empty"},
+                           {{"super/graph", kSuper, kGraph},
+                            {"super/pdl", kSuper, kGraphPdl},
+                            {"super/floor", kSuper, kGridSync},
+                            {"empty/floor", kSuperEmpty, kSyncEmpty}}};
 
 void chain_config(Bench &b, uint32_t blocks, uint32_t steps, bool first) {
   const Config c = config(b, kChainTable.title, blocks, steps);
@@ -728,12 +727,12 @@ void chain_config(Bench &b, uint32_t blocks, uint32_t steps, bool first) {
     sk_superkernel *sk = own.super(
         "bench_chain", nullptr,
         [&](sk_scope *scope) {
-          uint32_t *p = buf[kSuper];
-          uint32_t nn = n;
-          for (uint32_t s = 0; s < steps; ++s) {
-            void *args[] = {&p, &nn, &s};
-            CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, nullptr));
-          }
+      uint32_t *p = buf[kSuper];
+      uint32_t nn = n;
+      for (uint32_t s = 0; s < steps; ++s) {
+        void *args[] = {&p, &nn, &s};
+        CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, nullptr));
+      }
         },
         &finalize_ms);
     ways[kSuper].queue = super_queue(sk);
@@ -752,7 +751,7 @@ void chain_config(Bench &b, uint32_t blocks, uint32_t steps, bool first) {
     sk_superkernel *sk = own.super(
         "bench_empty", nullptr,
         [&](sk_scope *scope) {
-          for (uint32_t s = 0; s < steps; ++s) CHECK_SK(sk_add_kernel(scope, b.empty, blocks, nullptr, nullptr));
+      for (uint32_t s = 0; s < steps; ++s) CHECK_SK(sk_add_kernel(scope, b.empty, blocks, nullptr, nullptr));
         },
         nullptr);
     ways[kSuperEmpty].queue = super_queue(sk);
@@ -828,14 +827,14 @@ void local_config(Bench &b, uint32_t blocks, uint32_t steps) {
       sk_superkernel *sk = own.super(
           m == kLSuper ? "bench_local_barriers" : "bench_local", nullptr,
           [&](sk_scope *scope) {
-            uint32_t *p = buf[m];
-            uint32_t nn = n;
-            sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
-            for (uint32_t s = 0; s < steps; ++s) {
-              void *args[] = {&p, &nn, &s};
-              opts.flags = m == kLSuperLocal && s > 0 ? SK_KERNEL_FLAG_BLOCK_LOCAL : 0;
-              CHECK_SK(sk_add_kernel(scope, b.local, blocks, args, &opts));
-            }
+        uint32_t *p = buf[m];
+        uint32_t nn = n;
+        sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+        for (uint32_t s = 0; s < steps; ++s) {
+          void *args[] = {&p, &nn, &s};
+          opts.flags = m == kLSuperLocal && s > 0 ? SK_KERNEL_FLAG_BLOCK_LOCAL : 0;
+          CHECK_SK(sk_add_kernel(scope, b.local, blocks, args, &opts));
+        }
           },
           nullptr);
       if (m == kLSuperLocal) {
@@ -864,11 +863,10 @@ void local_config(Bench &b, uint32_t blocks, uint32_t steps) {
 // ---- The two-branch step -----------------------------------------------------------------------
 
 enum { kBGraph, kBGraphPdl, kBSuper, kBGridSync };
-const Table kBranchTable = {"two-branch step",
-                            {"graph", "graph-pdl", "super", "grid-sync"},
-                            {{"super/graph", kBSuper, kBGraph},
-                             {"super/pdl", kBSuper, kBGraphPdl},
-                             {"super/floor", kBSuper, kBGridSync}}};
+const Table kBranchTable = {
+    "two-branch step",
+    {"graph", "graph-pdl", "super", "grid-sync"},
+    {{"super/graph", kBSuper, kBGraph}, {"super/pdl", kBSuper, kBGraphPdl}, {"super/floor", kBSuper, kBGridSync}}};
 
 void branch_config(Bench &b, uint32_t blocks, uint32_t steps) {
   const Config c = config(b, kBranchTable.title, blocks, steps);
@@ -894,13 +892,13 @@ void branch_config(Bench &b, uint32_t blocks, uint32_t steps) {
       const LaunchKind kind = m == kBGraph ? kPlain : kPdl;
       cudaGraphExec_t exec = own.graph(
           [&] {
-            CHECK_CUDA(cudaEventRecord(b.fork, b.stream));
-            CHECK_CUDA(cudaStreamWaitEvent(b.side, b.fork, 0));
-            for (uint32_t s = 0; s < steps; ++s) launch(step_kernel, blocks, b.side, kind, pb, n, s);
-            for (uint32_t s = 0; s + 1 < steps; ++s) launch(step_kernel, blocks, b.stream, kind, pa, n, s);
-            CHECK_CUDA(cudaEventRecord(b.join_event, b.side));
-            CHECK_CUDA(cudaStreamWaitEvent(b.stream, b.join_event, 0));
-            launch(join_kernel, blocks, b.stream, kind, pa, (const uint32_t *)pb, n, steps - 1);
+        CHECK_CUDA(cudaEventRecord(b.fork, b.stream));
+        CHECK_CUDA(cudaStreamWaitEvent(b.side, b.fork, 0));
+        for (uint32_t s = 0; s < steps; ++s) launch(step_kernel, blocks, b.side, kind, pb, n, s);
+        for (uint32_t s = 0; s + 1 < steps; ++s) launch(step_kernel, blocks, b.stream, kind, pa, n, s);
+        CHECK_CUDA(cudaEventRecord(b.join_event, b.side));
+        CHECK_CUDA(cudaStreamWaitEvent(b.stream, b.join_event, 0));
+        launch(join_kernel, blocks, b.stream, kind, pa, (const uint32_t *)pb, n, steps - 1);
           },
           nullptr, m == kBGraph ? nullptr : &pdl_edges);
       ways[m].queue = [&b, exec](int count) {
@@ -915,24 +913,24 @@ void branch_config(Bench &b, uint32_t blocks, uint32_t steps) {
     sk_superkernel *sk = own.super(
         "bench_two_branch", "stream-fusion=1",
         [&](sk_scope *scope) {
-          uint32_t *pa = buf[2 * kBSuper], *pb = buf[2 * kBSuper + 1];
-          uint32_t nn = n;
-          sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
-          opts.stream = 1;
-          for (uint32_t s = 0; s < steps; ++s) {
-            void *args[] = {&pb, &nn, &s};
-            CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, &opts));
-          }
-          CHECK_SK(sk_scope_record_event(scope, 1, 0));
-          opts.stream = 0;
-          for (uint32_t s = 0; s + 1 < steps; ++s) {
-            void *args[] = {&pa, &nn, &s};
-            CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, &opts));
-          }
-          CHECK_SK(sk_scope_wait_event(scope, 0, 0));
-          uint32_t last = steps - 1;
-          void *args[] = {&pa, &pb, &nn, &last};
-          CHECK_SK(sk_add_kernel(scope, b.join, blocks, args, &opts));
+      uint32_t *pa = buf[2 * kBSuper], *pb = buf[2 * kBSuper + 1];
+      uint32_t nn = n;
+      sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+      opts.stream = 1;
+      for (uint32_t s = 0; s < steps; ++s) {
+        void *args[] = {&pb, &nn, &s};
+        CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, &opts));
+      }
+      CHECK_SK(sk_scope_record_event(scope, 1, 0));
+      opts.stream = 0;
+      for (uint32_t s = 0; s + 1 < steps; ++s) {
+        void *args[] = {&pa, &nn, &s};
+        CHECK_SK(sk_add_kernel(scope, b.step, blocks, args, &opts));
+      }
+      CHECK_SK(sk_scope_wait_event(scope, 0, 0));
+      uint32_t last = steps - 1;
+      void *args[] = {&pa, &pb, &nn, &last};
+      CHECK_SK(sk_add_kernel(scope, b.join, blocks, args, &opts));
         },
         nullptr);
     const std::string json = explain(sk);
@@ -943,7 +941,8 @@ void branch_config(Bench &b, uint32_t blocks, uint32_t steps) {
   });
   ways[kBGridSync].run = 2 * blocks <= b.co_resident_branch;
   ways[kBGridSync].queue = [&, pa = buf[2 * kBGridSync], pb = buf[2 * kBGridSync + 1]](int count) {
-    for (int r = 0; r < count; ++r) launch(two_branch_grid_sync, 2 * blocks, b.stream, kCooperative, pa, pb, n, steps);
+    for (int r = 0; r < count; ++r)
+      launch(two_branch_grid_sync, 2 * blocks, b.stream, kCooperative, pa, pb, n, steps);
   };
 
   where("%s, %u blocks, %u steps: reference", c.table, blocks, steps);
@@ -952,7 +951,7 @@ void branch_config(Bench &b, uint32_t blocks, uint32_t steps) {
   measure(b, c, ways);
   check(b, c, ways, {expected_a, expected_b});
   char notes[160];
-  std::snprintf(notes, sizeof notes, "super on %s blocks, pdl edges %s%s", cores.c_str(), pdl_edges.c_str(),
+  std::snprintf(notes, sizeof notes, "super on %s cores (explain), pdl edges %s%s", cores.c_str(), pdl_edges.c_str(),
                 ways[kBGridSync].run ? "" : ", grid-sync: 2 x blocks not co-resident");
   print_rows(b, kBranchTable, c, ways, notes);
 }
@@ -970,9 +969,10 @@ void bench_blocks(Bench &b, uint32_t blocks, bool first) {
       {&kBranchTable, [](Bench &bb, uint32_t bl, uint32_t st, bool) { branch_config(bb, bl, st); }},
   };
   for (const Part &p : parts) {
-    std::printf("\n%s, %u block%s x %u threads: GPU us per step (R chains between events) and of one chain alone,\n"
-                "median of %d rounds\n",
-                p.table->title, blocks, blocks == 1 ? "" : "s", kThreads, b.rounds);
+    std::printf(
+        "\n%s, %u block%s x %u threads: GPU us per step (R chains between events) and of one chain alone,\n"
+        "median of %d rounds\n",
+        p.table->title, blocks, blocks == 1 ? "" : "s", kThreads, b.rounds);
     print_header(*p.table);
     for (uint32_t steps : kChainSteps) try {
         p.run(b, blocks, steps, first && steps == kChainSteps[0]);
@@ -983,7 +983,6 @@ void bench_blocks(Bench &b, uint32_t blocks, bool first) {
       }
   }
 }
-
 
 // ---- sk_launch_repeat --------------------------------------------------------------------------
 
