@@ -241,7 +241,7 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   if (sk_status st = build_and_load(dev, build_request(*dev, plan, {kernel}, slots, id), &image, &made->linked);
       st != SK_OK)
     return st;
-  const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
+  const bool waits = (usage & kUsesWaitForAll) != 0;
   if (waits && block_dim > made->linked->max_coresident())
     return fail(SK_ERR_INCOMPATIBLE,
                 "sk_launch_kernel: kernel '%s' synchronises its blocks (%s), but block_dim %u exceeds the %u blocks "
