@@ -2,7 +2,6 @@
 
 #include <elf.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -185,21 +184,14 @@ sk_status HostDevice::load_module_set(const std::vector<elf::Input> &inputs, con
 
 sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const void *image, size_t size,
                                   const std::string &label, std::shared_ptr<LinkedModule> *out) {
-  std::pair<uint64_t, uint64_t> h;
-  if (ContentHash fn = content_hash_.load()) {
-    h = fn(image, size);
-  } else {
-    const XXH128_hash_t x = XXH3_128bits(image, size);
-    h = {x.high64, x.low64};
-  }
-  const CacheKey key{h.first, h.second, symbol_policy_};
+  const ContentHash fn = content_hash_.load();
+  const std::pair<uint64_t, uint64_t> h = fn ? fn(image, size) : sk::content_hash(image, size);
+  const ContentKey key{h.first, h.second, static_cast<uint64_t>(symbol_policy_)};
   std::lock_guard<std::mutex> lock(module_mutex_);
-  for (auto [it, end] = module_cache_.equal_range(key); it != end; ++it) {
-    std::shared_ptr<LinkedModule> existing = it->second.lock();
-    if (existing && existing->image.size() == size && std::memcmp(existing->image.data(), image, size) == 0) {
-      *out = std::move(existing);
-      return SK_OK;
-    }
+  if (std::shared_ptr<LinkedModule> existing = module_cache_.find(
+          key, image, size, [](const LinkedModule &m) -> const auto & { return m.image; })) {
+    *out = std::move(existing);
+    return SK_OK;
   }
   auto mod = std::make_shared<LinkedModule>();
   mod->label = label;
@@ -222,13 +214,7 @@ sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const v
   if (perf_map_) append_perf_map(*mod->object);
   const auto *bytes = static_cast<const unsigned char *>(image);
   mod->image.assign(bytes, bytes + size);
-  if (module_cache_.size() >= sweep_at_) {
-    for (auto it = module_cache_.begin(); it != module_cache_.end();)
-      it = it->second.expired() ? module_cache_.erase(it) : std::next(it);
-    sweep_at_ = std::max(kMinSweepSize, 2 * module_cache_.size());
-    ++sweeps_;
-  }
-  module_cache_.emplace(key, mod);
+  module_cache_.insert(key, mod);
   *out = std::move(mod);
   return SK_OK;
 }
@@ -237,7 +223,7 @@ void HostDevice::set_content_hash(ContentHash fn) { content_hash_.store(fn); }
 
 size_t HostDevice::module_cache_sweeps() {
   std::lock_guard<std::mutex> lock(module_mutex_);
-  return sweeps_;
+  return module_cache_.sweeps();
 }
 
 size_t HostDevice::module_cache_entries() {
