@@ -9,6 +9,9 @@
 
 namespace sk {
 
+// timeout_ms's default on every backend: the deadline of every wait inside a launch.
+inline constexpr uint32_t kDefaultTimeoutMs = 10000;
+
 struct DeviceSpec {
   std::string backend;
   std::vector<std::pair<std::string, std::string>> keys;  // in order, no duplicates
