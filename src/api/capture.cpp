@@ -74,8 +74,7 @@ sk_status capture_kernel(sk_stream *stream, sk_kernel *kernel, uint32_t block_di
   Capture *c = stream->capture.load(std::memory_order_relaxed);
   if (!c) {  // ended by another thread since the caller looked: an ordinary launch
     if (k.device() != stream->backend->device())
-      return fail(SK_ERR_INCOMPATIBLE, "sk_launch_kernel: kernel '%s' and the stream belong to different devices",
-                  k.symbol.c_str());
+      return different_devices("sk_launch_kernel", "kernel '" + k.symbol + "'", "the stream");
     if (sk_status st = check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
     return k.launch(block_dim, args, stream->backend.get());
   }
@@ -104,8 +103,7 @@ sk_status capture_superkernel(sk_stream *stream, sk_superkernel *sk) {
   Capture *c = stream->capture.load(std::memory_order_relaxed);
   if (!c) {
     if (b.device() != stream->backend->device())
-      return fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
-                  b.plan.name.c_str());
+      return different_devices("sk_launch", "super kernel '" + b.plan.name + "'", "the stream");
     return b.launch(stream->backend.get());
   }
   if (!c->invalidated_by.empty()) return refuse_invalidated(*c, "sk_launch");

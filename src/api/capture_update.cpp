@@ -92,8 +92,7 @@ SK_API sk_status sk_superkernel_update_from_capture(sk_superkernel *sk, sk_strea
   if (sk_status st = sk::api::check(stream, kCall)) return st;
   sk::backend::SuperKernel &b = *sk->backend;
   if (stream->backend->device() != b.device())
-    return fail(SK_ERR_INCOMPATIBLE, "%s: super kernel '%s' and the stream belong to different devices", kCall,
-                b.plan.name.c_str());
+    return sk::api::different_devices(kCall, "super kernel '" + b.plan.name + "'", "the stream");
   return sk::api::guarded(kCall, [&]() -> sk_status {
     std::unique_ptr<sk::api::Capture> c;
     if (sk_status st = sk::api::take_capture(stream, kCall, &c); st != SK_OK) return st;

@@ -15,6 +15,10 @@ sk_status device_closed(const void *h, const char *call, const char *what, const
               call, what, h, life.spec.c_str());
 }
 
+sk_status different_devices(const char *call, const std::string &first, const std::string &second) {
+  return fail(SK_ERR_INCOMPATIBLE, "%s: %s and %s belong to different devices", call, first.c_str(), second.c_str());
+}
+
 }  // namespace sk::api
 
 namespace {

@@ -1,5 +1,7 @@
 // sk_event_create / destroy / record and sk_stream_wait_event. Outside a capture they order
 // streams through the backend; on a capturing stream they become scope events (api/capture.cpp).
+#include <cstdio>
+
 #include "api/capture.hpp"
 #include "api/handles.hpp"
 
@@ -12,10 +14,11 @@ sk_status check_pair(sk_event *event, sk_stream *stream, const char *call) {
   if (sk_status st = sk::api::check(event, call)) return st;
   if (!stream) return SK_OK;
   if (sk_status st = sk::api::check(stream, call)) return st;
-  if (stream->backend->device() != event->backend->device())
-    return fail(SK_ERR_INCOMPATIBLE, "%s: event %p and stream %p belong to different devices", call,
-                static_cast<void *>(event), static_cast<void *>(stream));
-  return SK_OK;
+  if (stream->backend->device() == event->backend->device()) return SK_OK;
+  char first[40], second[40];
+  std::snprintf(first, sizeof first, "event %p", static_cast<void *>(event));
+  std::snprintf(second, sizeof second, "stream %p", static_cast<void *>(stream));
+  return sk::api::different_devices(call, first, second);
 }
 
 }  // namespace

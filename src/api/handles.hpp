@@ -154,6 +154,8 @@ sk_status guarded(const char *call, F &&body) {
 // naming the call and the argument; so does a child of a closed device (SK_ERR_STATE), except in
 // its destroy call (check_destroy), which must still free it.
 sk_status device_closed(const void *h, const char *call, const char *what, const DeviceLife &life);
+// SK_ERR_INCOMPATIBLE: "CALL: FIRST and SECOND belong to different devices".
+sk_status different_devices(const char *call, const std::string &first, const std::string &second);
 
 template <class H>
 inline sk_status check_child(const H *h, const char *call, const char *what, const char *gone) {

@@ -19,10 +19,9 @@ SK_API sk_status sk_launch(sk_superkernel *sk, sk_stream *stream) {
     return sk::api::guarded("sk_launch", [&] { return sk::api::capture_superkernel(stream, sk); });
   }
   if (stream && stream->backend->device() != sk->backend->device())
-    return stream->owner.closed()
-               ? sk::api::check(stream, "sk_launch")
-               : fail(SK_ERR_INCOMPATIBLE, "sk_launch: super kernel '%s' and the stream belong to different devices",
-                      sk->backend->plan.name.c_str());
+    return stream->owner.closed() ? sk::api::check(stream, "sk_launch")
+                                  : sk::api::different_devices(
+                                        "sk_launch", "super kernel '" + sk->backend->plan.name + "'", "the stream");
   return sk::api::guarded("sk_launch",
                           [&] { return sk->backend->launch(stream ? stream->backend.get() : nullptr); });
 }
@@ -34,9 +33,7 @@ SK_API sk_status sk_launch_repeat(sk_superkernel *sk, uint32_t n, const uint32_t
   if (stream && stream->backend->device() != sk->backend->device())
     return stream->owner.closed()
                ? sk::api::check(stream, "sk_launch_repeat")
-               : fail(SK_ERR_INCOMPATIBLE,
-                      "sk_launch_repeat: super kernel '%s' and the stream belong to different devices",
-                      name.c_str());
+               : sk::api::different_devices("sk_launch_repeat", "super kernel '" + name + "'", "the stream");
   if (n == 0 || n > SK_LAUNCH_REPEAT_MAX)
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_repeat: super kernel '%s': n is %u; it must be in [1, %u]",
                 name.c_str(), n, SK_LAUNCH_REPEAT_MAX);
@@ -64,8 +61,7 @@ SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *c
   if (stream && stream->backend->device() != k.device())
     return stream->owner.closed()
                ? sk::api::check(stream, "sk_launch_kernel")
-               : fail(SK_ERR_INCOMPATIBLE,
-                      "sk_launch_kernel: kernel '%s' and the stream belong to different devices", k.symbol.c_str());
+               : sk::api::different_devices("sk_launch_kernel", "kernel '" + k.symbol + "'", "the stream");
   if (sk_status st = sk::api::check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
   return sk::api::guarded("sk_launch_kernel",
                           [&] { return k.launch(block_dim, args, stream ? stream->backend.get() : nullptr); });

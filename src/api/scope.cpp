@@ -35,20 +35,14 @@ sk_status finalize_scope(sk_scope *scope, sk_superkernel **out) {
   kernels.reserve(count);
   args.reserve(count);
   for (ScopeLaunch &l : scope->launches) {
-    sk::PlanInput in;
+    sk::PlanInput in = l.kernel->plan_input(l.block_dim);
     in.name = std::move(l.name);
-    in.symbol = l.kernel->symbol;
-    in.module = l.kernel->module_label();
-    in.signature = l.kernel->signature_text;
     in.core_type = sk::kernel_kind_name(l.kind);
     in.kind = l.kind;
     in.stream = l.stream;
     in.first_core = l.first_core;
     in.core_count = l.core_count;
     in.after = std::move(l.after);
-    in.block_dim = l.block_dim;
-    in.usage = l.kernel->usage;
-    in.usage_paths = l.kernel->usage_paths;
     in.flags = l.flags;
     in.arg_refs = l.arg_refs;
     inputs.push_back(std::move(in));

@@ -14,6 +14,20 @@ void Kernel::set_signature(Signature sig) {
   arg_slots = slot_offsets(signature);
 }
 
+PlanInput Kernel::plan_input(uint32_t block_dim) const {
+  PlanInput in;
+  in.name = symbol;
+  in.symbol = symbol;
+  in.module = module_label();
+  in.signature = signature_text;
+  in.core_type = kernel_kind_name(kind);
+  in.kind = kind;
+  in.block_dim = block_dim;
+  in.usage = usage;
+  in.usage_paths = usage_paths;
+  return in;
+}
+
 sk_status Kernel::copy_args(void *const *args, const char *call, uint64_t *out, uint64_t refs) const {
   const size_t n = signature.size();
   if (n > 0 && !args)

@@ -71,6 +71,9 @@ class Kernel : public DeviceChild {
   // Sets signature, signature_text and arg_slots.
   void set_signature(Signature sig);
   size_t slots() const { return arg_slots.back(); }
+  // The planner's view of this kernel on `block_dim` blocks, named by its symbol: an unfused
+  // launch's one step, or a scope launch before its options. Borrows from the kernel.
+  PlanInput plan_input(uint32_t block_dim) const;
 
   virtual std::string_view module_label() const = 0;
   // sk_launch_kernel, unfused: `block_dim` checked, `args` not yet (copy_args), `stream` of

@@ -33,6 +33,10 @@ enum DeviceApiBit : uint32_t {
   kUsesCrossCoreWaitFlagAll = 1u << 22,
   kUsesGroupFlags = kUsesCrossCoreSetFlag | kUsesCrossCoreWaitFlag,
   kUsesHardSync = kUsesGroupFlags | kUsesCrossCoreSetFlagAll | kUsesCrossCoreWaitFlagAll,
+  // A kernel that synchronises its cores: its blocks cannot be multiplexed onto fewer cores.
+  kUsesSync = kUsesSyncAll | kUsesHardSync,
+  // A kernel that waits for every block of its launch: on CUDA they must all be co-resident.
+  kUsesWaitForAll = kUsesSyncAll | kUsesCrossCoreWaitFlagAll,
 };
 
 // Bit of a device-API function name, 0 if the name is not one.

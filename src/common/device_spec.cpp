@@ -38,6 +38,18 @@ sk_status parse_device_spec(const char *text, DeviceSpec *out) {
   return SK_OK;
 }
 
+const SpecKey *find_spec_key(std::span<const SpecKey> keys, std::string_view name) {
+  for (const SpecKey &k : keys)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+std::string spec_key_names(std::span<const SpecKey> keys) {
+  std::string out;
+  for (const SpecKey &k : keys) out += (out.empty() ? "" : ", ") + std::string(k.name);
+  return out;
+}
+
 sk_status parse_spec_uint(const std::string &key, const std::string &value, uint64_t min, uint64_t max,
                           uint64_t *out) {
   const char *s = value.c_str();

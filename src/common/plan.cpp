@@ -126,13 +126,10 @@ sk_status map_step(const Plan &plan, uint32_t i, const PlanSegment &seg, PlanSte
     return fail(SK_ERR_INCOMPATIBLE, "%s (%s) cannot run in a %s super kernel", step_subject(plan, i, k).c_str(),
                 kernel_kind_name(k.kind), seg.layout.ratio_name());
   step->units = std::min(k.block_dim, available);
-  if ((k.usage & (kUsesSyncAll | kUsesHardSync)) && step->units < k.block_dim)
-    return fail(SK_ERR_INCOMPATIBLE,
-                "%s synchronises its cores (%s) on block_dim %u, more than the %u %s %s (blocks of a kernel that "
-                "synchronises cannot be multiplexed)",
-                step_subject(plan, i, k).c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim,
-                available, kernel_unit_name(k.kind),
-                plan.unfused ? "of this device" : "the super kernel has on this device");
+  if ((k.usage & kUsesSync) && step->units < k.block_dim)
+    return refuse_multiplexed_sync(step_subject(plan, i, k), k,
+                                   "more than the " + std::to_string(available) + " " + kernel_unit_name(k.kind) +
+                                       (plan.unfused ? " of this device" : " the super kernel has on this device"));
   step->cores = seg.layout.cores_for(k.kind, step->units);
   step->blocks_per_core = (k.block_dim + step->units - 1) / step->units;
   return SK_OK;
@@ -183,6 +180,13 @@ void link_steps(Plan &plan) {
 std::string step_subject(const Plan &plan, uint32_t i, const PlanInput &k) {
   if (plan.unfused) return plan.subject + ": kernel '" + k.name + "'";
   return plan.subject + ": kernel " + std::to_string(i) + " '" + k.name + "'";
+}
+
+sk_status refuse_multiplexed_sync(const std::string &subject, const PlanInput &k, const std::string &where) {
+  return fail(SK_ERR_INCOMPATIBLE,
+              "%s synchronises its cores (%s) on block_dim %u, %s (blocks of a kernel that synchronises cannot be "
+              "multiplexed)",
+              subject.c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim, where.c_str());
 }
 
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,

@@ -114,6 +114,11 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
 // launch's plan: how planning errors name step i.
 std::string step_subject(const Plan &plan, uint32_t i, const PlanInput &k);
 
+// SK_ERR_INCOMPATIBLE for kernel `k` (kUsesSync) whose blocks would be multiplexed:
+// "SUBJECT synchronises its cores (REASON) on block_dim N, WHERE (blocks of a kernel that
+// synchronises cannot be multiplexed)".
+sk_status refuse_multiplexed_sync(const std::string &subject, const PlanInput &k, const std::string &where);
+
 class JsonWriter;
 
 // The plan as JSON (the body of sk_superkernel_explain). `execution`, when given, writes the

@@ -17,8 +17,6 @@ namespace {
 // the placement by stream stand for the older ones (keeps a long scope linear).
 constexpr uint32_t kScanPerStream = 16;
 
-bool syncs(const PlanInput &k) { return (k.usage & (kUsesSyncAll | kUsesHardSync)) != 0; }
-
 // A segment may take more cores than its layout for concurrent or pinned steps when its layout
 // is vector-only or cube-only, no debug-aic-num / debug-aiv-num forced its counts, and no
 // kernel with hard sync counts its cores. By segment index.
@@ -53,12 +51,9 @@ sk_status pin_step(const Plan &plan, const std::vector<bool> &widens, uint32_t i
                 "%s is pinned to first_core %u, core_count %u, beyond the %u %s it can run on%s",
                 step_subject(plan, i, k).c_str(), k.first_core, k.core_count, limit, units,
                 limit == plan.device_cores ? " (the device's)" : " (this dispatch's layout, which cannot widen)");
-  if (syncs(k) && k.core_count < k.block_dim)
-    return fail(SK_ERR_INCOMPATIBLE,
-                "%s synchronises its cores (%s) on block_dim %u, but its core_count is %u (blocks of a kernel "
-                "that synchronises cannot be multiplexed)",
-                step_subject(plan, i, k).c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim,
-                k.core_count);
+  if ((k.usage & kUsesSync) && k.core_count < k.block_dim)
+    return refuse_multiplexed_sync(step_subject(plan, i, k), k,
+                                   "but its core_count is " + std::to_string(k.core_count));
   s->first_unit = k.first_core;
   s->units = std::min(k.block_dim, k.core_count);
   s->cores = seg.layout.cores_for(k.kind, s->units);
@@ -72,12 +67,10 @@ sk_status pin_step(const Plan &plan, const std::vector<bool> &widens, uint32_t i
 sk_status follow_step(const Plan &plan, uint32_t i, PlanStep *s) {
   const PlanStep &p = plan.steps[static_cast<uint32_t>(s->pred)];
   const PlanInput &k = s->kernel;
-  if (syncs(k) && p.units < k.block_dim)
-    return fail(SK_ERR_INCOMPATIBLE,
-                "%s, but it synchronises its cores (%s) on block_dim %u, and its predecessor runs on %u %s (blocks "
-                "of a kernel that synchronises cannot be multiplexed)",
-                block_local_subject(plan, i).c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim,
-                p.units, kernel_unit_name(k.kind));
+  if ((k.usage & kUsesSync) && p.units < k.block_dim)
+    return refuse_multiplexed_sync(
+        block_local_subject(plan, i) + ", but it", k,
+        "and its predecessor runs on " + std::to_string(p.units) + " " + kernel_unit_name(k.kind));
   s->first_unit = p.first_unit;
   s->units = p.units;
   s->cores = p.cores;

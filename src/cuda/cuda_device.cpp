@@ -14,10 +14,15 @@ namespace sk::cuda {
 
 namespace {
 
-// timeout_ms's range, for the key and the environment variable alike.
-constexpr uint64_t kTimeoutMinMs = 1, kTimeoutMaxMs = 3'600'000;
-// stack_bytes's: the driver refuses what it cannot reserve, and says so.
-constexpr uint64_t kStackMaxBytes = 1u << 20;
+// The cuda device's spec keys (documented in sk.h), in the order its unknown-key message names
+// them. stack_bytes's bound: the driver refuses what it cannot reserve, and says so.
+constexpr SpecKey kCudaKeys[] = {
+    {"device", 0, 1023},           // also the leading bare ordinal
+    {"timeout_ms", 1, 3'600'000},  // also $SK_CUDA_TIMEOUT_MS
+    {"arch"},                      // sm_XY
+    {"stack_bytes", 1, 1u << 20},
+};
+const SpecKey &kDeviceKey = kCudaKeys[0], &kTimeoutKey = kCudaKeys[1];
 
 }  // namespace
 
@@ -26,10 +31,10 @@ sk_status parse_cuda_spec(const char *text, CudaSpec *out) {
   CudaSpec result;
   if (const char *env = std::getenv(kTimeoutEnv); env && *env) {
     uint64_t v = 0;
-    if (parse_spec_uint(kTimeoutEnv, env, kTimeoutMinMs, kTimeoutMaxMs, &v) != SK_OK)
+    if (parse_spec_uint(kTimeoutEnv, env, kTimeoutKey.min, kTimeoutKey.max, &v) != SK_OK)
       return fail(SK_ERR_INVALID_ARGUMENT,
                   "device spec \"%s\": environment variable %s='%s' is not an integer in [%llu, %llu] (ms)", text,
-                  kTimeoutEnv, env, (unsigned long long)kTimeoutMinMs, (unsigned long long)kTimeoutMaxMs);
+                  kTimeoutEnv, env, (unsigned long long)kTimeoutKey.min, (unsigned long long)kTimeoutKey.max);
     result.timeout_ms = v;
   }
   // "cuda:N[,key=value...]": a leading bare number is the device ordinal.
@@ -39,7 +44,7 @@ sk_status parse_cuda_spec(const char *text, CudaSpec *out) {
     size_t comma = rest.find(',');
     std::string ordinal = rest.substr(0, comma);
     uint64_t v = 0;
-    if (sk_status st = parse_spec_uint("device ordinal", ordinal, 0, 1023, &v); st != SK_OK) {
+    if (sk_status st = parse_spec_uint("device ordinal", ordinal, kDeviceKey.min, kDeviceKey.max, &v); st != SK_OK) {
       prefix_error(std::string("device spec \"") + text + "\"");
       return st;
     }
@@ -50,26 +55,24 @@ sk_status parse_cuda_spec(const char *text, CudaSpec *out) {
   if (sk_status st = parse_device_spec(("cuda" + (rest.empty() ? "" : ":" + rest)).c_str(), &parsed); st != SK_OK)
     return st;
   for (const auto &[key, value] : parsed.keys) {
+    const SpecKey *known = find_spec_key(kCudaKeys, key);
+    if (!known)
+      return fail(SK_ERR_INVALID_ARGUMENT, "device spec \"%s\": unknown key '%s' for the cuda backend (keys: %s)",
+                  text, key.c_str(), spec_key_names(kCudaKeys).c_str());
     uint64_t v = 0;
+    if (known->integer())
+      if (sk_status st = parse_spec_uint(key, value, known->min, known->max, &v); st != SK_OK) return st;
     if (key == "device") {
-      if (sk_status st = parse_spec_uint(key, value, 0, 1023, &v); st != SK_OK) return st;
       result.ordinal = (int)v;
     } else if (key == "timeout_ms") {
-      if (sk_status st = parse_spec_uint(key, value, kTimeoutMinMs, kTimeoutMaxMs, &v); st != SK_OK) return st;
       result.timeout_ms = v;
     } else if (key == "stack_bytes") {
-      if (sk_status st = parse_spec_uint(key, value, 1, kStackMaxBytes, &v); st != SK_OK) return st;
       result.stack_bytes = (uint32_t)v;
     } else if (key == "arch") {
       if (value.rfind("sm_", 0) != 0 || value.size() < 5)
         return fail(SK_ERR_INVALID_ARGUMENT, "device spec \"%s\": arch '%s' is not of the form sm_XY", text,
                     value.c_str());
       result.arch = value;
-    } else {
-      return fail(
-          SK_ERR_INVALID_ARGUMENT,
-          "device spec \"%s\": unknown key '%s' for the cuda backend (keys: device, timeout_ms, arch, stack_bytes)",
-          text, key.c_str());
     }
   }
   *out = std::move(result);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_spec.hpp"
 #include "cuda/driver_api.hpp"
 
 namespace sk::cuda {
@@ -21,9 +22,9 @@ constexpr char kTimeoutEnv[] = "SK_CUDA_TIMEOUT_MS";
 
 struct CudaSpec {
   int ordinal = 0;
-  uint64_t timeout_ms = 10000;  // deadline of every in-kernel wait
-  std::string arch;             // override of the device's sm_XY (e.g. to test PTX JIT paths)
-  uint32_t stack_bytes = 0;     // call stack per thread where ptxas cannot bound it (0: refuse those)
+  uint64_t timeout_ms = kDefaultTimeoutMs;  // deadline of every in-kernel wait
+  std::string arch;                         // override of the device's sm_XY (e.g. to test PTX JIT paths)
+  uint32_t stack_bytes = 0;                 // call stack per thread where ptxas cannot bound it (0: refuse those)
 };
 
 // "cuda", "cuda:1", "cuda:0,timeout_ms=500", "cuda:timeout_ms=500,arch=sm_90". Unknown keys
@@ -131,7 +132,7 @@ class CudaDevice {
   std::string arch_, name_;
   uint32_t sms_ = 0;
   int driver_version_ = 0;
-  uint64_t timeout_ms_ = 10000;
+  uint64_t timeout_ms_ = kDefaultTimeoutMs;
   uint32_t stack_bytes_ = 0, shared_optin_ = 0, shared_reserved_ = 0;
   std::mutex stack_mutex_;  // a raise reads the limit, then sets it
   CUstream default_stream_ = nullptr;

@@ -221,15 +221,9 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   const std::shared_ptr<CudaDevice> &dev = gpu;
   // A one-step plan over block_dim blocks: one block per block, no multiplexing, launched
   // cooperatively only when the kernel waits on other blocks.
-  PlanInput in;
-  in.name = symbol;
-  in.symbol = symbol;
-  in.module = kernel->module->label;
-  in.signature = signature_text;
+  PlanInput in = plan_input(block_dim);
+  in.kind = KernelKind::Vector;  // one core type (cuda_inputs)
   in.core_type = "vector";
-  in.block_dim = block_dim;
-  in.usage = usage;
-  in.usage_paths = usage_paths;
   Plan plan;
   if (sk_status st = build_plan(symbol, ScopeOptions{}, {in}, block_dim, &plan, "sk_launch_kernel"); st != SK_OK)
     return st;
@@ -241,7 +235,7 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   if (sk_status st = build_and_load(dev, build_request(*dev, plan, {kernel}, slots, id), &image, &made->linked);
       st != SK_OK)
     return st;
-  const bool waits = (usage & (kUsesSyncAll | kUsesCrossCoreWaitFlagAll)) != 0;
+  const bool waits = (usage & kUsesWaitForAll) != 0;
   if (waits && block_dim > made->linked->max_coresident())
     return fail(SK_ERR_INCOMPATIBLE,
                 "sk_launch_kernel: kernel '%s' synchronises its blocks (%s), but block_dim %u exceeds the %u blocks "

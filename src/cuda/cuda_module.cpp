@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <xxhash.h>
-
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "elf/fatbin.hpp"
@@ -209,24 +207,17 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
 
 sk_status CudaModuleCache::load(const void *image, size_t size, const std::string &label, const std::string &arch,
                                 std::shared_ptr<const CudaModule> *out) {
-  const uint64_t key = XXH3_64bits(image, size);
+  const std::pair<uint64_t, uint64_t> h = content_hash(image, size);
+  const ContentKey key{h.first, h.second};
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto [it, end] = modules_.equal_range(key); it != end; ++it) {
-    std::shared_ptr<const CudaModule> m = it->second.lock();
-    if (!m) continue;
-    const std::vector<uint8_t> &given = m->given.empty() ? m->bytes : m->given;
-    if (given.size() == size && std::memcmp(given.data(), image, size) == 0) {
-      *out = std::move(m);
-      return SK_OK;
-    }
+  std::shared_ptr<const CudaModule> m = modules_.find(
+      key, image, size, [](const CudaModule &c) -> const auto & { return c.given.empty() ? c.bytes : c.given; });
+  if (m) {
+    *out = std::move(m);
+    return SK_OK;
   }
-  std::shared_ptr<const CudaModule> m;
   if (sk_status st = load_cuda_module(image, size, label, &m, arch); st != SK_OK) return st;
-  if (modules_.size() >= sweep_at_) {
-    std::erase_if(modules_, [](const auto &entry) { return entry.second.expired(); });
-    sweep_at_ = std::max<size_t>(64, 2 * modules_.size());
-  }
-  modules_.emplace(key, m);
+  modules_.insert(key, m);
   *out = std::move(m);
   return SK_OK;
 }

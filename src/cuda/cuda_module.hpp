@@ -11,10 +11,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "common/backend.hpp"
+#include "common/content_cache.hpp"
 #include "common/device_api_usage.hpp"
 #include "common/kernel_metadata.hpp"
 #include "common/signature.hpp"
@@ -74,9 +74,10 @@ struct CudaKernel {
 sk_status load_cuda_module(const void *image, size_t size, const std::string &label,
                            std::shared_ptr<const CudaModule> *out, const std::string &arch = "sm_90");
 
-// A device's modules by content: bytes already loaded, whose module is still alive, give that
-// module again, so that kernels of both loads link it once (nvJitLink refuses a second
-// definition of each function), as the host device links the same bytes once.
+// A device's modules by content (common/content_cache.hpp): bytes already loaded, whose module
+// is still alive, give that module again, so that kernels of both loads link it once
+// (nvJitLink refuses a second definition of each function), as the host device links the same
+// bytes once.
 class CudaModuleCache {
  public:
   // load_cuda_module, or the live module of the same bytes (then `label` is the first load's).
@@ -85,8 +86,7 @@ class CudaModuleCache {
 
  private:
   std::mutex mutex_;  // held over lookup and parse: the same bytes parse once
-  std::unordered_multimap<uint64_t, std::weak_ptr<const CudaModule>> modules_;  // by XXH3-64 of the bytes
-  size_t sweep_at_ = 64;  // entries of unloaded modules go when the map has grown to this
+  ContentCache<const CudaModule> modules_;
 };
 
 // The sk_kernel_meta_* strings in PTX text (`.b8 sk_kernel_meta_f[N] = {115, 107, ...};`).

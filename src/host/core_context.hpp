@@ -12,6 +12,7 @@
 
 #include <sk_kernel.h>
 
+#include "common/cache_line.hpp"
 #include "host/program.hpp"
 #include "host/wait.hpp"
 
@@ -51,7 +52,7 @@ struct TaskFailure {
 // Where a core is, for the hang watch (Executor::watch_for_stuck_cores): the task it runs (0:
 // none) and, per block it starts, (step << 32) | block. Written by the core alone, relaxed: one
 // store to a line of its own per block.
-struct alignas(64) CoreProgress {
+struct alignas(kCacheLine) CoreProgress {
   std::atomic<uint64_t> task{0};
   std::atomic<uint64_t> position{0};
   // Runtime waits of the task (wait_in_task) entered and left: odd while in one, which ends at

@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/cache_line.hpp"
+
 namespace sk::host {
 
-struct alignas(64) FlagCounters {
+struct alignas(kCacheLine) FlagCounters {
   std::atomic<uint32_t> sets[SK_CROSS_CORE_FLAGS] = {};
   void reset() {
     for (auto &s : sets) s.store(0, std::memory_order_relaxed);

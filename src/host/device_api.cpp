@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "common/device_api_usage.hpp"
 #include "host/core_context.hpp"
 #include "host/device_api_cache.hpp"
 #include "host/device_api_cross_core.hpp"
@@ -32,36 +33,40 @@ void api_wait_pre_task_end() {
   if (c && !c->waited) wait_previous_step(*c);
 }
 
+// Keyed by bit: the names are common/device_api_usage.cpp's, so the planner and the linker
+// agree on what is a device-API call.
 struct Entry {
-  const char *name;
+  uint32_t bit;
   void *address;
 };
 const Entry kApi[] = {
-    {"sk_block_idx", reinterpret_cast<void *>(&api_block_idx)},
-    {"sk_block_num", reinterpret_cast<void *>(&api_block_num)},
-    {"sk_sync_all", reinterpret_cast<void *>(&api_sync_all)},
-    {"sk_set_next_task_start", reinterpret_cast<void *>(&api_set_next_task_start)},
-    {"sk_wait_pre_task_end", reinterpret_cast<void *>(&api_wait_pre_task_end)},
+    {kUsesBlockIdx, reinterpret_cast<void *>(&api_block_idx)},
+    {kUsesBlockNum, reinterpret_cast<void *>(&api_block_num)},
+    {kUsesSyncAll, reinterpret_cast<void *>(&api_sync_all)},
+    {kUsesSetNextTaskStart, reinterpret_cast<void *>(&api_set_next_task_start)},
+    {kUsesWaitPreTaskEnd, reinterpret_cast<void *>(&api_wait_pre_task_end)},
     // Core types and hard sync: host/device_api_cross_core.cpp.
-    {"sk_core_type", reinterpret_cast<void *>(&api_core_type)},
-    {"sk_sub_block_idx", reinterpret_cast<void *>(&api_sub_block_idx)},
-    {"sk_sub_block_num", reinterpret_cast<void *>(&api_sub_block_num)},
-    {"sk_cross_core_set_flag", reinterpret_cast<void *>(&api_cross_core_set_flag)},
-    {"sk_cross_core_wait_flag", reinterpret_cast<void *>(&api_cross_core_wait_flag)},
-    {"sk_cross_core_set_flag_all", reinterpret_cast<void *>(&api_cross_core_set_flag_all)},
-    {"sk_cross_core_wait_flag_all", reinterpret_cast<void *>(&api_cross_core_wait_flag_all)},
+    {kUsesCoreType, reinterpret_cast<void *>(&api_core_type)},
+    {kUsesSubBlockIdx, reinterpret_cast<void *>(&api_sub_block_idx)},
+    {kUsesSubBlockNum, reinterpret_cast<void *>(&api_sub_block_num)},
+    {kUsesCrossCoreSetFlag, reinterpret_cast<void *>(&api_cross_core_set_flag)},
+    {kUsesCrossCoreWaitFlag, reinterpret_cast<void *>(&api_cross_core_wait_flag)},
+    {kUsesCrossCoreSetFlagAll, reinterpret_cast<void *>(&api_cross_core_set_flag_all)},
+    {kUsesCrossCoreWaitFlagAll, reinterpret_cast<void *>(&api_cross_core_wait_flag_all)},
     // Cache maintenance: host/device_api_cache.cpp.
-    {"sk_dcci_line", reinterpret_cast<void *>(&api_dcci_line)},
-    {"sk_dcci_all", reinterpret_cast<void *>(&api_dcci_all)},
-    {"sk_gm_load", reinterpret_cast<void *>(&api_gm_load)},
-    {"sk_gm_store", reinterpret_cast<void *>(&api_gm_store)},
+    {kUsesDcciLine, reinterpret_cast<void *>(&api_dcci_line)},
+    {kUsesDcciAll, reinterpret_cast<void *>(&api_dcci_all)},
+    {kUsesGmLoad, reinterpret_cast<void *>(&api_gm_load)},
+    {kUsesGmStore, reinterpret_cast<void *>(&api_gm_store)},
 };
 
 }  // namespace
 
 void *resolve_device_api(std::string_view name) {
+  const uint32_t bit = device_api_bit(name);
+  if (bit == 0) return nullptr;
   for (const Entry &e : kApi)
-    if (name == e.name) return e.address;
+    if (e.bit == bit) return e.address;
   return nullptr;
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 
+#include "common/cache_line.hpp"
 #include "common/error.hpp"
 #include "host/core_context.hpp"
 #include "host/core_thread.hpp"
@@ -26,7 +27,7 @@ namespace sk::host {
 // published) and, at every step, to see an abort: whether the task before has completed is
 // written here too, so that starting a task costs one line transfer, not one for the slot
 // and one for the completion counter.
-struct alignas(64) Executor::Task {
+struct alignas(kCacheLine) Executor::Task {
   // The task's sequence number, stored last when it is published here: idle cores poll it,
   // so that one line transfer shows them that a task is queued and what it is.
   std::atomic<uint64_t> seq{0};
@@ -113,8 +114,9 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
-  static_assert(offsetof(Task, failure) + sizeof(std::atomic<bool>) <= 64 && offsetof(Task, repeat) < 64,
-                "a slot's hot fields share one line");
+  static_assert(
+      offsetof(Task, failure) + sizeof(std::atomic<bool>) <= kCacheLine && offsetof(Task, repeat) < kCacheLine,
+      "a slot's hot fields share one line");
   const std::vector<int> allowed = allowed_cpus();
   // Counted with the cgroup's CPU quota: cores past it crowd the CPUs it pays for.
   std::unique_ptr<Executor> ex(new Executor(config, usable_cpu_count(allowed)));

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cache_line.hpp"
+#include "common/device_spec.hpp"
 #include "host/core_context.hpp"
 #include "host/fork_guard.hpp"
 #include "host/program.hpp"
@@ -44,7 +46,7 @@ struct ExecutorConfig {
   // spin of spin_us. With more cores than CPUs the spin stays fixed too: a core spinning
   // there holds a CPU another core needs.
   uint32_t spin_max_us = 1000;
-  uint32_t timeout_ms = 10000;
+  uint32_t timeout_ms = kDefaultTimeoutMs;
   // Bind core c's thread to the c-th CPU the process may run on, one hardware thread of each
   // physical core before a second (cpu_order.hpp). Without it the scheduler tends to wake a
   // core onto the CPU of the core that woke it, and two cores spinning for each other on one
@@ -200,22 +202,22 @@ class Executor {
   // thread launching alone pays one atomic increment and never waits; concurrent launchers
   // wait for their turn (spin, then sleep on turn_). The submitters' own line: the fields above
   // are read by every core at every task.
-  alignas(64) std::atomic<uint32_t> next_ticket_{0};
+  alignas(kCacheLine) std::atomic<uint32_t> next_ticket_{0};
   std::atomic<uint32_t> turn_{0};       // the ticket whose launch may be queued now
   std::atomic<uint64_t> submitted_{0};  // written in turn; read by wait_idle
   SleepChannel turn_channel_;
   // What idle cores poll: the queue's head, and whether to stop. Lines the cores only read
   // are written once per launch, so that the launching thread's other lines stay its own.
-  alignas(64) std::atomic<uint64_t> published_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> published_{0};
   std::atomic<uint32_t> published_word_{0};  // low bits of published_, for futex sleeps
   std::atomic<bool> stopping_{false};
-  alignas(64) std::atomic<uint32_t> cores_done_{0};  // tasks cores 1..N-1 finished, all tasks
-  alignas(64) std::atomic<uint64_t> completed_{0};
+  alignas(kCacheLine) std::atomic<uint32_t> cores_done_{0};  // tasks cores 1..N-1 finished, all tasks
+  alignas(kCacheLine) std::atomic<uint64_t> completed_{0};
   std::atomic<uint32_t> completed_word_{0};
   // Core 0's token and state (core0_token.cpp; the state is touched only by the token's holder).
   static constexpr uint32_t kCore0Free = 0, kCore0Dedicated = 1, kCore0Host = 2;
   std::unique_ptr<Core> core0_;
-  alignas(64) std::atomic<uint64_t> core0_next_{1};
+  alignas(kCacheLine) std::atomic<uint64_t> core0_next_{1};
   std::atomic<uint32_t> core0_owner_{kCore0Free};
   std::atomic<uint32_t> host_wants_core0_{0};
   std::atomic<uint32_t> core0_doorbell_{0};  // the dedicated core-0 thread sleeps on it
@@ -251,10 +253,10 @@ class Executor {
   int last_core0_cpu_ = -1;
   // Each core's position (CoreProgress), read by watch_for_stuck_cores.
   std::unique_ptr<CoreProgress[]> progress_;
-  std::chrono::milliseconds watch_slice_{0};   // how often a waiter looks (constructor)
-  alignas(64) std::atomic<bool> lost_{false};  // read by every core at every task
-  alignas(64) std::mutex watch_mutex_;         // the watch's state and, until lost_ is set, lost_report_
-  std::vector<uint64_t> watch_seen_;           // the positions at watch_since_
+  std::chrono::milliseconds watch_slice_{0};           // how often a waiter looks (constructor)
+  alignas(kCacheLine) std::atomic<bool> lost_{false};  // read by every core at every task
+  alignas(kCacheLine) std::mutex watch_mutex_;         // the watch's state and, until lost_ is set, lost_report_
+  std::vector<uint64_t> watch_seen_;                   // the positions at watch_since_
   std::chrono::steady_clock::time_point watch_since_;
   std::string lost_report_;  // written once, before lost_ is set
   friend struct CoreAccess;

@@ -2,7 +2,6 @@
 
 #include <elf.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -34,6 +33,24 @@ void keep_for_stuck_threads(std::shared_ptr<const void> what) {
   kept->push_back(std::move(what));
 }
 
+namespace {
+
+// The host device's spec keys (documented in sk.h), in the order its unknown-key message names them.
+constexpr SpecKey kHostKeys[] = {
+    {"cores", 1, 1024},
+    {"spin_us", 0, 10'000'000},
+    {"spin_max_us", 0, 10'000'000},
+    {"timeout_ms", 1, 86'400'000},
+    {"core0"},  // caller or thread
+    {"stack_kb", kMinCoreStackKiB, kMaxCoreStackKiB},
+    {"symbols"},  // process or strict
+    {"pin", 0, 1},
+    {"barrier_group", 0, 1024},
+    {"perf_map", 0, 1},
+};
+
+}  // namespace
+
 sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *out) {
   ExecutorConfig config;
   // Unless the spec says: as many cores as CPUs this process can use (its affinity mask and
@@ -47,28 +64,27 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
   // on a thread of its own", for what it costs).
   bool core0_given = false, timeout_given = false;
   for (const auto &[key, value] : spec.keys) {
+    const SpecKey *known = find_spec_key(kHostKeys, key);
+    if (!known)
+      return fail(SK_ERR_INVALID_ARGUMENT, "device spec: unknown key '%s' for backend 'host' (known: %s)",
+                  key.c_str(), spec_key_names(kHostKeys).c_str());
     uint64_t v = 0;
-    sk_status st;
+    if (known->integer())
+      if (sk_status st = parse_spec_uint(key, value, known->min, known->max, &v); st != SK_OK) return st;
     if (key == "cores") {
-      if ((st = parse_spec_uint(key, value, 1, 1024, &v)) != SK_OK) return st;
       config.cores = static_cast<uint32_t>(v);
     } else if (key == "spin_us") {
-      if ((st = parse_spec_uint(key, value, 0, 10'000'000, &v)) != SK_OK) return st;
       config.spin_us = static_cast<uint32_t>(v);
     } else if (key == "spin_max_us") {
-      if ((st = parse_spec_uint(key, value, 0, 10'000'000, &v)) != SK_OK) return st;
       config.spin_max_us = static_cast<uint32_t>(v);
     } else if (key == "pin") {
-      if ((st = parse_spec_uint(key, value, 0, 1, &v)) != SK_OK) return st;
       config.pin = v == 1;
     } else if (key == "barrier_group") {
-      if ((st = parse_spec_uint(key, value, 0, 1024, &v)) != SK_OK) return st;
       if (v == 1)
         return fail(SK_ERR_INVALID_ARGUMENT,
                     "device spec key 'barrier_group': 1 is not a group (0: automatic, 2..1024: cores per group)");
       config.barrier_group = static_cast<uint32_t>(v);
     } else if (key == "timeout_ms") {
-      if ((st = parse_spec_uint(key, value, 1, 86'400'000, &v)) != SK_OK) return st;
       config.timeout_ms = static_cast<uint32_t>(v);
       timeout_given = true;
     } else if (key == "core0") {
@@ -78,7 +94,6 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
       config.core0_thread = value == "thread";
       core0_given = true;
     } else if (key == "stack_kb") {
-      if ((st = parse_spec_uint(key, value, kMinCoreStackKiB, kMaxCoreStackKiB, &v)) != SK_OK) return st;
       config.stack_kib = v;
     } else if (key == "symbols") {
       if (value != "process" && value != "strict")
@@ -86,13 +101,7 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
                     value.c_str());
       policy = value == "strict" ? SymbolPolicy::Strict : SymbolPolicy::Process;
     } else if (key == "perf_map") {
-      if ((st = parse_spec_uint(key, value, 0, 1, &v)) != SK_OK) return st;
       perf_map = v == 1;
-    } else {
-      return fail(SK_ERR_INVALID_ARGUMENT,
-                  "device spec: unknown key '%s' for backend 'host' (known: cores, spin_us, "
-                  "spin_max_us, timeout_ms, core0, stack_kb, symbols, pin, barrier_group, perf_map)",
-                  key.c_str());
     }
   }
   if (!core0_given) config.core0_thread = timeout_given;
@@ -185,21 +194,14 @@ sk_status HostDevice::load_module_set(const std::vector<elf::Input> &inputs, con
 
 sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const void *image, size_t size,
                                   const std::string &label, std::shared_ptr<LinkedModule> *out) {
-  std::pair<uint64_t, uint64_t> h;
-  if (ContentHash fn = content_hash_.load()) {
-    h = fn(image, size);
-  } else {
-    const XXH128_hash_t x = XXH3_128bits(image, size);
-    h = {x.high64, x.low64};
-  }
-  const CacheKey key{h.first, h.second, symbol_policy_};
+  const ContentHash fn = content_hash_.load();
+  const std::pair<uint64_t, uint64_t> h = fn ? fn(image, size) : sk::content_hash(image, size);
+  const ContentKey key{h.first, h.second, static_cast<uint64_t>(symbol_policy_)};
   std::lock_guard<std::mutex> lock(module_mutex_);
-  for (auto [it, end] = module_cache_.equal_range(key); it != end; ++it) {
-    std::shared_ptr<LinkedModule> existing = it->second.lock();
-    if (existing && existing->image.size() == size && std::memcmp(existing->image.data(), image, size) == 0) {
-      *out = std::move(existing);
-      return SK_OK;
-    }
+  if (std::shared_ptr<LinkedModule> existing = module_cache_.find(
+          key, image, size, [](const LinkedModule &m) -> const auto & { return m.image; })) {
+    *out = std::move(existing);
+    return SK_OK;
   }
   auto mod = std::make_shared<LinkedModule>();
   mod->label = label;
@@ -222,13 +224,7 @@ sk_status HostDevice::load_inputs(const std::vector<elf::Input> &inputs, const v
   if (perf_map_) append_perf_map(*mod->object);
   const auto *bytes = static_cast<const unsigned char *>(image);
   mod->image.assign(bytes, bytes + size);
-  if (module_cache_.size() >= sweep_at_) {
-    for (auto it = module_cache_.begin(); it != module_cache_.end();)
-      it = it->second.expired() ? module_cache_.erase(it) : std::next(it);
-    sweep_at_ = std::max(kMinSweepSize, 2 * module_cache_.size());
-    ++sweeps_;
-  }
-  module_cache_.emplace(key, mod);
+  module_cache_.insert(key, mod);
   *out = std::move(mod);
   return SK_OK;
 }
@@ -237,7 +233,7 @@ void HostDevice::set_content_hash(ContentHash fn) { content_hash_.store(fn); }
 
 size_t HostDevice::module_cache_sweeps() {
   std::lock_guard<std::mutex> lock(module_mutex_);
-  return sweeps_;
+  return module_cache_.sweeps();
 }
 
 size_t HostDevice::module_cache_entries() {

@@ -1,5 +1,5 @@
 // The host device: the executor (worker cores), memory, and the per-device module cache
-// (same bytes -> one link: looked up by XXH3-128 of the content, then the bytes compared).
+// (same bytes -> one link: common/content_cache.hpp).
 #pragma once
 #include <sk.h>
 
@@ -9,11 +9,10 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/content_cache.hpp"
 #include "common/device_spec.hpp"
 #include "common/kernel_metadata.hpp"
 #include "elf/combine.hpp"
@@ -87,19 +86,10 @@ class HostDevice {
   std::mutex alloc_mutex_;
   std::set<void *> allocations_;
   std::mutex module_mutex_;  // held over lookup and link: the same bytes link once
-  // Keyed by content hash and symbol policy: the same bytes linked under another policy bind
-  // differently (or not at all). Several entries under one key: different bytes that collide.
-  using CacheKey = std::tuple<uint64_t, uint64_t, SymbolPolicy>;
-  struct CacheKeyHash {
-    size_t operator()(const CacheKey &k) const { return std::get<1>(k) ^ static_cast<size_t>(std::get<2>(k)); }
-  };
-  std::unordered_multimap<CacheKey, std::weak_ptr<LinkedModule>, CacheKeyHash> module_cache_;
+  // Keyed by content and symbol policy: the same bytes linked under another policy bind
+  // differently (or not at all).
+  ContentCache<LinkedModule> module_cache_;
   std::atomic<ContentHash> content_hash_{nullptr};  // nullptr: XXH3-128
-  // Entries of unloaded modules are swept when the cache has doubled since the last sweep: a
-  // load costs O(1) amortised, and the cache holds at most twice the live modules (or kMinSweepSize).
-  static constexpr size_t kMinSweepSize = 64;
-  size_t sweep_at_ = kMinSweepSize;
-  size_t sweeps_ = 0;
 };
 
 }  // namespace sk::host

@@ -24,15 +24,7 @@ std::vector<const HostKernel *> host_kernels(const std::vector<std::shared_ptr<b
 // The one-step plan of an unfused launch over block_dim blocks: a plan like a super kernel's,
 // so that the same checks and the same executor path apply.
 sk_status build_unfused_plan(const HostKernel &k, uint32_t block_dim, Plan *plan) {
-  PlanInput in;
-  in.name = in.symbol = k.symbol;
-  in.module = k.module->label;
-  in.core_type = kernel_kind_name(k.kind);
-  in.kind = k.kind;
-  in.block_dim = block_dim;
-  in.usage = k.usage;
-  in.usage_paths = k.usage_paths;
-  return build_plan(k.symbol, ScopeOptions{}, {in}, k.host->cores(), plan, "sk_launch_kernel");
+  return build_plan(k.symbol, ScopeOptions{}, {k.plan_input(block_dim)}, k.host->cores(), plan, "sk_launch_kernel");
 }
 
 // Its program. The argument slots are zero; a launch writes them to the block Program::args

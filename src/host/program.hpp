@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cache_line.hpp"
 #include "common/core_layout.hpp"
 #include "host/cross_core_flags.hpp"
 #include "host/kernel_call.hpp"
@@ -21,18 +22,18 @@ class Profiler;
 class ProgramPool;
 
 // One cache line each: cores hammer these, and false sharing between steps would serialise them.
-struct alignas(64) StepCounter {
+struct alignas(kCacheLine) StepCounter {
   std::atomic<uint32_t> value{0};
 };
 // The release counter, and beside it on its line the end counter of plain programs: a core
 // that waits for both (a step that released early must also have ended before the step after
 // next runs) fetches one line, and a core counts its release and then its end on a line it
 // already holds.
-struct alignas(64) ReleaseCounter {
+struct alignas(kCacheLine) ReleaseCounter {
   std::atomic<uint32_t> value{0};
   std::atomic<uint32_t> ended{0};
 };
-struct alignas(64) StepBarrier {
+struct alignas(kCacheLine) StepBarrier {
   std::atomic<uint32_t> count{0};
   std::atomic<uint32_t> generation{0};
 };
@@ -184,7 +185,7 @@ struct Program {
   // submitting thread's turn, just before the launch is published); completed_epoch is
   // published when a launch completes. On their own cache line: they change at every launch,
   // and the fields above are read by every core at every step.
-  alignas(64) std::atomic<uint32_t> next_epoch{0};
+  alignas(kCacheLine) std::atomic<uint32_t> next_epoch{0};
   std::atomic<uint32_t> completed_epoch{0};
   // Argument values in two blocks: a launch runs with the block `args` names when it is queued
   // (Executor::submit), and a rebind writes the other one, names it, and waits for the launches
@@ -197,7 +198,7 @@ struct Program {
   // the parameter the two blocks differ in (the one the last rebind wrote; kNoParam: none). On
   // a line of their own, away from those the cores and the launching thread use at every launch.
   static constexpr uint32_t kNoParam = 0xffffffffu;
-  alignas(64) std::atomic<uint32_t> rebind_ticket{0};
+  alignas(kCacheLine) std::atomic<uint32_t> rebind_ticket{0};
   std::atomic<uint32_t> rebind_turn{0};
   uint32_t arg_differs = kNoParam;
   SleepChannel rebind_channel;

@@ -6,12 +6,13 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/cache_line.hpp"
 #include "host/core_context.hpp"
 
 namespace sk::host {
 
 // A repeated task's barrier state, reset when the task is queued (Executor::submit).
-struct alignas(64) RepeatBarrier {
+struct alignas(kCacheLine) RepeatBarrier {
   const uint32_t *stop_flag = nullptr;  // null: no early stop
   std::atomic<uint32_t> arrived{0};     // arrivals, all iterations: `done` ended at done * cores
   std::atomic<uint32_t> decided{0};     // barriers decided; stop is published before it

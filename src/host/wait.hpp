@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "common/cache_line.hpp"
+
 namespace sk::host {
 
 // Wrap-safe "value has reached target" for counters that only count up.
@@ -20,7 +22,7 @@ inline void cpu_relax() {
 
 // Threads that may sleep on the words of one channel; wakers check it before a syscall.
 struct SleepChannel {
-  alignas(64) std::atomic<uint32_t> sleepers{0};
+  alignas(kCacheLine) std::atomic<uint32_t> sleepers{0};
 };
 
 void futex_wake_all(std::atomic<uint32_t> *word);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The keys include/sk.h documents (its `@options` comments, which docs/options.md is made of)
 are the keys the code parses: a key added to a parser without its documentation, or documented
-but not parsed, fails this test, naming it.
+but not parsed, fails this test, naming it. A device parser's key table (`SpecKey ...[]`: the
+ranges and the names its unknown-key message lists) holds the same keys.
 
 usage: check_option_keys.py REPO_ROOT
 """
@@ -38,6 +39,16 @@ def parsed(root, paths):
     return keys
 
 
+def tabled(root, paths):
+    """The names of the `constexpr SpecKey k...[] = {...}` tables in `paths`; None without one."""
+    keys = None
+    for path in paths:
+        text = open(os.path.join(root, path)).read()
+        for table in re.findall(r"constexpr SpecKey \w+\[\] = \{(.*?)\n\};", text, re.S):
+            keys = (keys or set()) | set(re.findall(r'\{"([a-z_-]+)"', table))
+    return keys
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[-1])
@@ -55,6 +66,10 @@ def main():
             problems.append(f"{title}: '{key}' is parsed by {', '.join(paths)} but not documented")
         for key in sorted(blocks[title] - code):
             problems.append(f"{title}: '{key}' is documented in include/sk.h but not parsed")
+        table = tabled(root, paths)
+        if table is not None and table != code:
+            problems.append(f"{title}: the SpecKey table of {', '.join(paths)} has "
+                            f"{sorted(table ^ code)} where its parser differs")
     if problems:
         sys.exit("\n".join(problems))
     print("every documented key is parsed, every parsed key documented: "

@@ -231,3 +231,28 @@ def test_only_reading_objects_needs_pyelftools(tmp_path):
                        cwd=tmp_path)
     assert r.stdout.startswith("3 sk inspect: reading objects needs pyelftools"), r.stdout
     assert "ModuleNotFoundError" in r.stderr and "elftools" in r.stderr  # kernel_records needs it
+
+
+# ---- status codes ------------------------------------------------------------------------------
+def header_statuses():
+    """{name: value} of sk.h's sk_status enum."""
+    body = re.search(r"typedef enum sk_status \{([^}]*)\} sk_status;", header_text()).group(1)
+    return {name: int(value) for name, value in re.findall(r"\b(SK_\w+)\s*=\s*(\d+)", body)}
+
+
+def test_the_header_parser_reads_statuses():
+    statuses = header_statuses()
+    assert statuses["SK_OK"] == 0 and statuses["SK_ERR_INVALID_ARGUMENT"] == 1
+    assert len(set(statuses.values())) == len(statuses)
+
+
+def test_every_status_has_its_exception():
+    """errors.py copies sk.h's values: one class per error status, named after it
+    (InvalidArgument for SK_ERR_INVALID_ARGUMENT, DeviceError for SK_ERR_DEVICE)."""
+    statuses = header_statuses()
+    errors = {value for name, value in statuses.items() if name != "SK_OK"}
+    assert set(sk.errors.BY_STATUS) == errors, set(sk.errors.BY_STATUS) ^ errors
+    for status, cls in sk.errors.BY_STATUS.items():
+        assert cls.status == status, cls
+        words = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper().removesuffix("_ERROR")
+        assert statuses.get("SK_ERR_" + words) == status, (cls.__name__, status)

@@ -2,6 +2,9 @@
 // and layouts"), core numbering, scope splitting by the hard-sync rule, and stream links.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 #include "common/core_layout.hpp"
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
@@ -113,6 +116,30 @@ TEST(Plan, HardSyncSplitsOnlyWhereCountsDiffer) {
   EXPECT_FALSE(plan.steps[3].wait_in_kernel);
   o.strict_scope_abort = true;
   EXPECT_EQ(build_plan("s", o, ks, 8, &plan), SK_ERR_INCOMPATIBLE);
+}
+
+// Each device-API function that synchronises cores (kUsesSync) makes a kernel refuse more
+// blocks than the device's cores, with one sentence; the others multiplex. (Group flags pair a
+// group's cores: only a mixed kernel may use them.)
+TEST(Plan, OnlyKernelsThatSynchroniseRefuseMultiplexing) {
+  for (const char *name : device_api_names(UINT32_MAX)) {
+    const uint32_t bit = device_api_bit(name);
+    const KernelKind kind = bit & kUsesGroupFlags ? KernelKind::Mix11 : KernelKind::Vector;
+    Plan plan;
+    const sk_status st = build_plan("s", ScopeOptions{}, {kernel("k", kind, 8, bit)}, 4, &plan);
+    if (!(bit & kUsesSync)) {
+      EXPECT_EQ(st, SK_OK) << name << ": " << last_error();
+      continue;
+    }
+    ASSERT_EQ(st, SK_ERR_INCOMPATIBLE) << name;
+    const std::string error = last_error();
+    EXPECT_EQ(error.rfind("scope 's': kernel 0 'k' synchronises its cores (", 0), 0u) << error;
+    EXPECT_NE(error.find(") on block_dim 8, more than the "), std::string::npos) << error;
+    EXPECT_NE(error.find("the super kernel has on this device (blocks of a kernel that synchronises cannot be "
+                         "multiplexed)"),
+              std::string::npos)
+        << error;
+  }
 }
 
 TEST(Plan, StreamsLinkWithinAStreamAndAcrossEventsAndSegments) {
