@@ -1,5 +1,5 @@
 // sk_superkernel_profile and sk_superkernel_write_trace: the last completed launch of a super
-// kernel built with profiling=1 (host/profiler.hpp records it, common/trace_json.cpp renders it).
+// kernel built with profiling=1 (host/executor/profiler.hpp records it, common/trace_json.cpp renders it).
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>

@@ -11,9 +11,9 @@
 
 #include "common/backend.hpp"
 #include "host/host_device.hpp"
-#include "host/kernel_call.hpp"
-#include "host/program.hpp"
-#include "host/program_pool.hpp"
+#include "host/executor/kernel_call.hpp"
+#include "host/executor/program.hpp"
+#include "host/executor/program_pool.hpp"
 
 namespace sk::host {
 
@@ -83,7 +83,7 @@ class HostModule final : public backend::Module {
   std::shared_ptr<LinkedModule> linked;
 };
 
-// A kernel's function in a linked module and how the step loop calls it (host/kernel_call.hpp).
+// A kernel's function in a linked module and how the step loop calls it (host/executor/kernel_call.hpp).
 class HostKernel final : public backend::Kernel, public std::enable_shared_from_this<HostKernel> {
  public:
   using Kernel::Kernel;

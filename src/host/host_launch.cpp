@@ -7,8 +7,8 @@
 #include "common/json_writer.hpp"
 #include "host/host_backend.hpp"
 #include "host/lower_plan.hpp"
-#include "host/profiler.hpp"
-#include "host/program_explain.hpp"
+#include "host/executor/profiler.hpp"
+#include "host/executor/program_explain.hpp"
 
 namespace sk::host {
 namespace {

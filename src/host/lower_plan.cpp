@@ -1,8 +1,8 @@
 #include "host/lower_plan.hpp"
 
 #include "common/device_api_usage.hpp"
-#include "host/kernel_call.hpp"
-#include "host/profiler.hpp"
+#include "host/executor/kernel_call.hpp"
+#include "host/executor/profiler.hpp"
 
 namespace sk::host {
 namespace {

@@ -1,4 +1,4 @@
-// From a plan (common/plan.hpp) to what the host executor runs (host/program.hpp).
+// From a plan (common/plan.hpp) to what the host executor runs (host/executor/program.hpp).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -6,7 +6,7 @@
 
 #include "common/plan.hpp"
 #include "host/host_backend.hpp"
-#include "host/program.hpp"
+#include "host/executor/program.hpp"
 
 namespace sk::host {
 

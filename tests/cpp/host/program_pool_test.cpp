@@ -1,4 +1,4 @@
-// The programs of unfused launches are kept per kernel and reused (host/program_pool.hpp):
+// The programs of unfused launches are kept per kernel and reused (host/executor/program_pool.hpp):
 // the pool's own rules, and through the public API that a reused program runs each launch
 // with that launch's arguments, for any block_dim, also after a launch that was aborted.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 
 #include "api/handles.hpp"
 #include "host/host_backend.hpp"
-#include "host/program_pool.hpp"
+#include "host/executor/program_pool.hpp"
 #include "linker_test_support.hpp"
 #include "sk_assert.hpp"
 
