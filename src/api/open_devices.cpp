@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "api/capabilities.hpp"
 #include "api/handles.hpp"
 #include "common/fork_guard.hpp"
 
@@ -41,7 +42,7 @@ void publish_only() {  // under g_mutex
 // A device opened before this process forked: nothing of it runs here, and its failure would
 // hide the state of the devices this process opened (common/fork_guard.hpp).
 sk_status synchronize_default(backend::Device &d) {
-  return d.forked_away() ? SK_OK : d.synchronize(nullptr, "sk_stream_synchronize");
+  return forked_away(d) ? SK_OK : d.synchronize(nullptr, "sk_stream_synchronize");
 }
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include "cuda/cuda_backend.hpp"
 
 #include "common/error.hpp"
+#include "cuda/open.hpp"
 
 namespace sk::cuda {
 namespace {

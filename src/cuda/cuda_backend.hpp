@@ -18,12 +18,7 @@
 
 namespace sk::cuda {
 
-// Opens "cuda", "cuda:N[,key=value...]" (the registration in api/backend_list.cpp).
-sk_status open_cuda_backend(const char *spec, std::shared_ptr<backend::Device> *out);
-// sk_module_inspect for "cuda:arch=sm_XY" (cuda/module_inspect.cpp): no GPU needed.
-sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, std::string *json);
-
-class CudaBackend final : public backend::Device {
+class CudaBackend final : public backend::Device, public backend::StreamWrapping {
  public:
   explicit CudaBackend(std::shared_ptr<CudaDevice> gpu) : gpu_(std::move(gpu)) {}
   const std::shared_ptr<CudaDevice> &gpu() const { return gpu_; }
@@ -35,6 +30,7 @@ class CudaBackend final : public backend::Device {
   sk_status memcpy(void *dst, const void *src, size_t size) override { return gpu_->memcpy(dst, src, size); }
   sk_status create_stream(std::unique_ptr<backend::Stream> *out) override;
   // sk_stream_create_cuda: the application's CUstream, which stays the application's.
+  backend::StreamWrapping *stream_wrapping() override { return this; }
   sk_status wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) override;
   sk_status synchronize(backend::Stream *stream, const char *call) override;
   // The GPU reports its own hangs: this waits, as synchronize does.
@@ -122,7 +118,6 @@ class CudaSuperKernel final : public backend::SuperKernel {
   sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) override;
   void current_args(uint32_t step, uint64_t *out) const override;
   std::string explain() const override;
-  sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
 
   std::shared_ptr<CudaDevice> gpu;
   std::unique_ptr<LinkedProgram> program;

@@ -203,12 +203,6 @@ std::string CudaSuperKernel::explain() const {
       "cuda_entry");
 }
 
-sk_status CudaSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *, uint32_t *) const {
-  // Its launches run on a GPU, not on the host executor that records profiles.
-  return fail(SK_ERR_UNSUPPORTED, "%s: super kernel '%s' is not on the host device; profiling is host-only for now",
-              call, plan.name.c_str());
-}
-
 sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
                                              std::shared_ptr<UnfusedProgram> *out) {
   {

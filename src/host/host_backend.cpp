@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/kernel_metadata.hpp"
 #include "elf/demangle.hpp"
+#include "host/open.hpp"
 
 namespace sk::host {
 

@@ -10,23 +10,21 @@
 #include <vector>
 
 #include "common/backend.hpp"
-#include "host/host_device.hpp"
 #include "host/executor/kernel_call.hpp"
 #include "host/executor/program.hpp"
 #include "host/executor/program_pool.hpp"
+#include "host/host_device.hpp"
 
 namespace sk::host {
 
-// Opens "host[:key=value,...]" (the registration in api/backend_list.cpp).
-sk_status open_host_backend(const char *spec, std::shared_ptr<backend::Device> *out);
-
-class HostBackend final : public backend::Device {
+class HostBackend final : public backend::Device, public backend::ForkWatch {
  public:
   explicit HostBackend(std::shared_ptr<HostDevice> host) : host_(std::move(host)) {}
   const std::shared_ptr<HostDevice> &host() const { return host_; }
 
   uint32_t cores() const override { return host_->cores(); }
   void close() override;
+  const backend::ForkWatch *fork_watch() const override { return this; }
   bool forked_away() const override { return host_->executor().forked_away(); }
   sk_status mem_alloc(size_t size, void **out) override { return host_->mem_alloc(size, out); }
   bool mem_free(void *ptr) override { return host_->mem_free(ptr); }
@@ -98,7 +96,7 @@ class HostKernel final : public backend::Kernel, public std::enable_shared_from_
   ProgramPool unfused_programs;  // sk_launch_kernel's one-step programs
 };
 
-class HostSuperKernel final : public backend::SuperKernel {
+class HostSuperKernel final : public backend::SuperKernel, public backend::Profiling {
  public:
   HostSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
       : SuperKernel(std::move(device)), host(std::move(host)) {}
@@ -108,6 +106,7 @@ class HostSuperKernel final : public backend::SuperKernel {
   sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) override;
   void current_args(uint32_t step, uint64_t *out) const override;
   std::string explain() const override;
+  const backend::Profiling *profiling() const override { return this; }
   sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
 
   std::shared_ptr<HostDevice> host;
