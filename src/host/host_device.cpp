@@ -14,9 +14,9 @@
 #include "elf/archive.hpp"
 #include "elf/combine.hpp"
 #include "elf/elf_object.hpp"
+#include "host/device_api/device_api.hpp"
 #include "host/executor/core_thread.hpp"
 #include "host/linker/debug_registration.hpp"
-#include "host/device_api/device_api.hpp"
 #include "host/linker/perf_map.hpp"
 
 namespace sk::host {

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "host/executor/core_context.hpp"
 #include "host/device_api/device_api.hpp"
+#include "host/executor/core_context.hpp"
 #include "host/executor/executor.hpp"
 #include "host/executor/kernel_call.hpp"
 

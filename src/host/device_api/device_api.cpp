@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "host/executor/core_context.hpp"
 #include "host/device_api/device_api_cache.hpp"
 #include "host/device_api/device_api_cross_core.hpp"
+#include "host/executor/core_context.hpp"
 
 namespace sk::host {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "host/executor/core_context.hpp"
 #include "common/fork_guard.hpp"
+#include "host/executor/core_context.hpp"
 #include "host/executor/program.hpp"
 #include "host/executor/wait.hpp"
 

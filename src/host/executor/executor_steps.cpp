@@ -1,8 +1,8 @@
 // The step loops: what one core does through one launch, step by step (waiting for the step
 // before, running its blocks, releasing the next). The waits and releases they call are in
 // executor_sync.cpp; run_core_steps picks the loop once per launch (Program::chain, plain).
-#include "host/executor/core_context.hpp"
 #include "host/device_api/device_api_cache.hpp"
+#include "host/executor/core_context.hpp"
 #include "host/executor/kernel_call.hpp"
 #include "host/executor/kernel_exception.hpp"
 #include "host/executor/kernel_fork.hpp"

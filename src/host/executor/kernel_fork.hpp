@@ -7,8 +7,8 @@
 #pragma once
 #include <cstdint>
 
-#include "host/executor/core_context.hpp"
 #include "common/fork_guard.hpp"
+#include "host/executor/core_context.hpp"
 
 namespace sk::host {
 

@@ -8,11 +8,11 @@
 #include <tuple>
 #include <vector>
 
+#include "host/linker/code_layout.hpp"
 #include "host/linker/compiler_runtime.hpp"
 #include "host/linker/far_data/far_data.hpp"
 #include "host/linker/linker.hpp"
 #include "host/linker/linker_init.hpp"
-#include "host/linker/code_layout.hpp"
 #include "host/linker/relocation.hpp"
 #include "host/linker/tls_block.hpp"
 

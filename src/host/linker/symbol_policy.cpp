@@ -32,7 +32,7 @@ constexpr std::string_view kLibc[] = {
 constexpr std::string_view kCompiler[] = {
     "__divti3",       "__udivti3", "__modti3",  "__umodti3", "__muldc3",         "__mulsc3",
     "__divdc3",       "__divsc3",  "__powisf2", "__powidf2", "__stack_chk_fail",
-    "atexit",          // written into the module: __cxa_atexit with its own handle (host/linker/compiler_runtime.hpp)
+    "atexit",  // written into the module: __cxa_atexit with its own handle (host/linker/compiler_runtime.hpp)
     "__tls_get_addr",  // what general and local dynamic thread-local code calls (host/linker/tls_block.hpp)
 };
 

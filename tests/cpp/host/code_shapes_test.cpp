@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "common/device_spec.hpp"
-#include "host/linker/debug_registration.hpp"
 #include "host/host_device.hpp"
+#include "host/linker/debug_registration.hpp"
 #include "host/linker/perf_map.hpp"
 #include "host/linker/relocation.hpp"
 #include "linker_test_support.hpp"
