@@ -18,9 +18,9 @@
 
 namespace sk::cuda {
 
-class CudaBackend final : public backend::Device, public backend::StreamWrapping {
+class CudaBackendDevice final : public backend::Device, public backend::StreamWrapping {
  public:
-  explicit CudaBackend(std::shared_ptr<CudaDevice> gpu) : gpu_(std::move(gpu)) {}
+  explicit CudaBackendDevice(std::shared_ptr<CudaDevice> gpu) : gpu_(std::move(gpu)) {}
   const std::shared_ptr<CudaDevice> &gpu() const { return gpu_; }
 
   uint32_t cores() const override { return gpu_->multiprocessors(); }
@@ -49,20 +49,20 @@ class CudaBackend final : public backend::Device, public backend::StreamWrapping
   CudaModuleCache modules_;
 };
 
-class CudaEvent final : public backend::Event {
+class CudaBackendEvent final : public backend::Event {
  public:
-  CudaEvent(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+  CudaBackendEvent(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
       : Event(std::move(device)), gpu(std::move(gpu)) {}
-  ~CudaEvent() override;
+  ~CudaBackendEvent() override;
   std::shared_ptr<CudaDevice> gpu;
   CUevent event = nullptr;
 };
 
-class CudaStream final : public backend::Stream {
+class CudaBackendStream final : public backend::Stream {
  public:
-  CudaStream(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+  CudaBackendStream(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
       : Stream(std::move(device)), gpu(std::move(gpu)) {}
-  ~CudaStream() override;
+  ~CudaBackendStream() override;
   std::shared_ptr<CudaDevice> gpu;
   CUstream stream = nullptr;
   bool owned = true;  // false for the application's stream (sk_stream_create_cuda): not destroyed
@@ -70,7 +70,7 @@ class CudaStream final : public backend::Stream {
 
 // The driver stream of `stream` (a stream of this device, or nullptr: its default one).
 inline CUstream driver_stream(const CudaDevice &gpu, backend::Stream *stream) {
-  return stream ? static_cast<CudaStream *>(stream)->stream : gpu.default_stream();
+  return stream ? static_cast<CudaBackendStream *>(stream)->stream : gpu.default_stream();
 }
 
 class CudaBackendModule final : public backend::Module {
@@ -108,11 +108,11 @@ class CudaBackendKernel final : public backend::Kernel {
   std::map<uint32_t, std::shared_ptr<UnfusedProgram>> unfused;
 };
 
-class CudaSuperKernel final : public backend::SuperKernel {
+class CudaBackendSuperKernel final : public backend::SuperKernel {
  public:
-  CudaSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+  CudaBackendSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
       : SuperKernel(std::move(device)), gpu(std::move(gpu)) {}
-  ~CudaSuperKernel() override;
+  ~CudaBackendSuperKernel() override;
   sk_status launch(backend::Stream *stream) override;
   sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) override;
   sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) override;

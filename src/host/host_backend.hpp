@@ -17,9 +17,9 @@
 
 namespace sk::host {
 
-class HostBackend final : public backend::Device, public backend::ForkWatch {
+class HostBackendDevice final : public backend::Device, public backend::ForkWatch {
  public:
-  explicit HostBackend(std::shared_ptr<HostDevice> host) : host_(std::move(host)) {}
+  explicit HostBackendDevice(std::shared_ptr<HostDevice> host) : host_(std::move(host)) {}
   const std::shared_ptr<HostDevice> &host() const { return host_; }
 
   uint32_t cores() const override { return host_->cores(); }
@@ -50,11 +50,11 @@ class HostBackend final : public backend::Device, public backend::ForkWatch {
   std::shared_ptr<HostDevice> host_;
 };
 
-class HostStream final : public backend::Stream {
+class HostBackendStream final : public backend::Stream {
  public:
-  HostStream(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
+  HostBackendStream(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
       : Stream(std::move(device)), host(std::move(host)) {}
-  ~HostStream() override {
+  ~HostBackendStream() override {
     host->executor().synchronize(state.get());
     // A stuck core of a lost device may still complete a task of this stream, and write its
     // failure here.
@@ -66,13 +66,13 @@ class HostStream final : public backend::Stream {
 
 // The executor's queue for `stream` (a stream of a host device, or nullptr: its default one).
 inline StreamState *stream_state(HostDevice &host, backend::Stream *stream) {
-  return stream ? static_cast<HostStream *>(stream)->state.get() : &host.default_stream();
+  return stream ? static_cast<HostBackendStream *>(stream)->state.get() : &host.default_stream();
 }
 
-class HostModule final : public backend::Module {
+class HostBackendModule final : public backend::Module {
  public:
-  HostModule(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host,
-             std::shared_ptr<LinkedModule> linked)
+  HostBackendModule(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host,
+                    std::shared_ptr<LinkedModule> linked)
       : Module(std::move(device)), host(std::move(host)), linked(std::move(linked)) {}
   sk_status get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
                        std::shared_ptr<backend::Kernel> *out) override;
@@ -82,7 +82,7 @@ class HostModule final : public backend::Module {
 };
 
 // A kernel's function in a linked module and how the step loop calls it (host/executor/kernel_call.hpp).
-class HostKernel final : public backend::Kernel, public std::enable_shared_from_this<HostKernel> {
+class HostBackendKernel final : public backend::Kernel, public std::enable_shared_from_this<HostBackendKernel> {
  public:
   using Kernel::Kernel;
   std::string_view module_label() const override { return module->label; }
@@ -96,11 +96,11 @@ class HostKernel final : public backend::Kernel, public std::enable_shared_from_
   ProgramPool unfused_programs;  // sk_launch_kernel's one-step programs
 };
 
-class HostSuperKernel final : public backend::SuperKernel, public backend::Profiling {
+class HostBackendSuperKernel final : public backend::SuperKernel, public backend::Profiling {
  public:
-  HostSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
+  HostBackendSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
       : SuperKernel(std::move(device)), host(std::move(host)) {}
-  ~HostSuperKernel() override;
+  ~HostBackendSuperKernel() override;
   sk_status launch(backend::Stream *stream) override;
   sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) override;
   sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) override;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "api/handles.hpp"
-#include "host/host_backend.hpp"
 #include "host/executor/program_pool.hpp"
+#include "host/host_backend.hpp"
 #include "linker_test_support.hpp"
 #include "sk_assert.hpp"
 
@@ -166,7 +166,7 @@ struct Unfused : ::testing::Test {
     sk_device_close(dev);
   }
   static const host::ProgramPool &pool(sk_kernel *k) {
-    return static_cast<const host::HostKernel &>(*k->backend).unfused_programs;
+    return static_cast<const host::HostBackendKernel &>(*k->backend).unfused_programs;
   }
 };
 
