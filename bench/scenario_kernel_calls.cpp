@@ -1,5 +1,5 @@
 // Kernel calls: what each of the ways the step loop calls a kernel costs (direct, register
-// map, libffi; src/host/kernel_call.hpp), as a fused chain of K empty kernels per way. The
+// map, libffi; src/host/executor/kernel_call.hpp), as a fused chain of K empty kernels per way. The
 // way each chain took is read from explain, not assumed.
 #include <cstdio>
 #include <string>

@@ -197,7 +197,7 @@ typedef struct sk_event sk_event;
  *   `strict`: only sk_kernel.h's device API, the C99 `<math.h>` functions (with their `f` and
  *   `l` forms, and GNU `sincos` and `exp10`), the libc functions that touch only the memory they
  *   are given (`memcpy`, `strlen`, ...) and the helpers compilers emit calls to; the lists are
- *   in src/host/symbol_policy.cpp. Any other undefined symbol fails sk_module_load with
+ *   in src/host/linker/symbol_policy.cpp. Any other undefined symbol fails sk_module_load with
  *   SK_ERR_UNSUPPORTED naming the symbol and the object (a weak reference to one stays unbound).
  *   Strict mode is not a sandbox: an object's own code can still do anything machine code can.
  * - `pin=0|1` (default 1): bind core c's thread to the c-th CPU the process may use, taking one

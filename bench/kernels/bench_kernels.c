@@ -20,7 +20,7 @@ void bench_axpy(const float *x, float *y, float a, uint32_t n) {
 }
 
 /* The kernel-call table: empty kernels whose parameters take each of the call's ways (see
- * src/host/kernel_call.hpp): axpy's shape and 16 doubles by register map (the 16: 8 in FP
+ * src/host/executor/kernel_call.hpp): axpy's shape and 16 doubles by register map (the 16: 8 in FP
  * registers, 8 stack words, all the map passes), 17 doubles through libffi. */
 SK_KERNEL(bench_call_axpy_shape, "ptr,ptr,f32,u32")
 void bench_call_axpy_shape(const float *x, float *y, float a, uint32_t n) { (void)x, (void)y, (void)a, (void)n; }

@@ -5,9 +5,9 @@
 
 #include "common/device_spec.hpp"
 #include "common/error.hpp"
-#include "host/host_backend.hpp"
+#include "host/open.hpp"
 #ifdef SK_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
+#include "cuda/open.hpp"
 #endif
 
 namespace sk::api {

@@ -5,7 +5,7 @@
 
 #include "api/handle_tag.hpp"
 #include "common/error.hpp"
-#include "host/fork_guard.hpp"
+#include "common/fork_guard.hpp"
 
 namespace sk::api {
 namespace {
@@ -20,7 +20,7 @@ Pool &pool(HandleType t) {
   // made in a fork() child takes one of these locks, which another thread may hold at the fork.
   static Pool *pools = [] {
     Pool *made = new Pool[8];
-    for (int i = 0; i < 8; ++i) host::hold_across_fork(made[i].mutex, "handle shells");
+    for (int i = 0; i < 8; ++i) hold_across_fork(made[i].mutex, "handle shells");
     return made;
   }();
   return pools[static_cast<uint32_t>(t) & 7];

@@ -5,15 +5,16 @@
 #include <set>
 #include <thread>
 
+#include "api/capabilities.hpp"
 #include "api/handles.hpp"
-#include "host/fork_guard.hpp"
+#include "common/fork_guard.hpp"
 
 namespace sk::api {
 namespace {
 std::mutex g_mutex;
 // A device opened in a fork() child registers itself under g_mutex, which another thread may
 // hold at the fork.
-[[maybe_unused]] const bool g_mutex_held_across_fork = (host::hold_across_fork(g_mutex, "open devices"), true);
+[[maybe_unused]] const bool g_mutex_held_across_fork = (hold_across_fork(g_mutex, "open devices"), true);
 std::set<sk_device *> &devices() {
   static std::set<sk_device *> s;
   return s;
@@ -39,9 +40,9 @@ void publish_only() {  // under g_mutex
 }
 
 // A device opened before this process forked: nothing of it runs here, and its failure would
-// hide the state of the devices this process opened (host/fork_guard.hpp).
+// hide the state of the devices this process opened (common/fork_guard.hpp).
 sk_status synchronize_default(backend::Device &d) {
-  return d.forked_away() ? SK_OK : d.synchronize(nullptr, "sk_stream_synchronize");
+  return forked_away(d) ? SK_OK : d.synchronize(nullptr, "sk_stream_synchronize");
 }
 }  // namespace
 

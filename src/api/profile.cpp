@@ -1,11 +1,12 @@
 // sk_superkernel_profile and sk_superkernel_write_trace: the last completed launch of a super
-// kernel built with profiling=1 (host/profiler.hpp records it, common/trace_json.cpp renders it).
+// kernel built with profiling=1 (host/executor/profiler.hpp records it, common/trace_json.cpp renders it).
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 
+#include "api/capabilities.hpp"
 #include "api/handles.hpp"
 #include "common/trace_json.hpp"
 
@@ -39,7 +40,8 @@ SK_API sk_status sk_superkernel_profile(sk_superkernel *sk, sk_profile_record *r
   return sk::api::guarded("sk_superkernel_profile", [&]() -> sk_status {
     std::vector<sk_profile_record> last;
     uint32_t id = 0;
-    if (sk_status st = sk->backend->last_profile("sk_superkernel_profile", &last, &id); st != SK_OK) return st;
+    if (sk_status st = sk::api::last_profile(*sk->backend, "sk_superkernel_profile", &last, &id); st != SK_OK)
+      return st;
     if (count) *count = last.size();
     if (cap < last.size()) {
       // Only records NULL, cap 0, count set is a size query; an array of cap 0 is one too small.
@@ -66,7 +68,8 @@ SK_API sk_status sk_superkernel_write_trace(sk_superkernel *sk, const char *path
   return sk::api::guarded("sk_superkernel_write_trace", [&]() -> sk_status {
     std::vector<sk_profile_record> last;
     uint32_t id = 0;
-    if (sk_status st = sk->backend->last_profile("sk_superkernel_write_trace", &last, &id); st != SK_OK) return st;
+    if (sk_status st = sk::api::last_profile(*sk->backend, "sk_superkernel_write_trace", &last, &id); st != SK_OK)
+      return st;
     std::vector<std::string> names;
     names.reserve(sk->backend->plan.steps.size());
     for (const sk::PlanStep &s : sk->backend->plan.steps) names.push_back(s.kernel.name);

@@ -1,4 +1,5 @@
 // sk_stream_create / create_cuda / synchronize / query / destroy.
+#include "api/capabilities.hpp"
 #include "api/capture.hpp"
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
@@ -26,7 +27,7 @@ SK_API sk_status sk_stream_create_cuda(sk_device *dev, void *cu_stream, sk_strea
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_stream_create_cuda: out is NULL");
   return sk::api::guarded("sk_stream_create_cuda", [&]() -> sk_status {
     std::unique_ptr<sk::backend::Stream> made;
-    if (sk_status st = dev->backend->wrap_stream(cu_stream, &made); st != SK_OK) return st;
+    if (sk_status st = sk::api::wrap_stream(*dev->backend, cu_stream, &made); st != SK_OK) return st;
     auto s = std::make_unique<sk_stream>();
     s->backend = std::move(made);
     s->owner.attach(dev->life, sk::api::ChildKind::Stream);

@@ -1,5 +1,4 @@
-// What backends share (common/backend.hpp): the argument copy of launches, the defaults of
-// optional device calls.
+// What backends share (common/backend.hpp): the argument copy of launches.
 #include "common/backend.hpp"
 
 #include <algorithm>
@@ -54,10 +53,6 @@ sk_status Kernel::copy_args(void *const *args, const char *call, std::vector<uin
   if (sk_status st = copy_args(args, call, slots.data(), refs); st != SK_OK) return st;
   *out = std::move(slots);
   return SK_OK;
-}
-
-sk_status Device::wrap_stream(void *, std::unique_ptr<Stream> *) {
-  return fail(SK_ERR_UNSUPPORTED, "sk_stream_create_cuda: the device is not a CUDA device");
 }
 
 }  // namespace sk::backend

@@ -28,6 +28,42 @@ class Device;
 class Kernel;
 class Stream;
 
+// Capabilities a backend may lack. A backend that has one derives from its interface and
+// returns itself from the accessor (Device::stream_wrapping, Device::fork_watch,
+// SuperKernel::profiling); the default, nullptr, is a backend without it, which the C API
+// refuses (or answers) in one place: api/capabilities.cpp.
+
+// sk_stream_create_cuda: streams over the application's own streams.
+class StreamWrapping {
+ public:
+  // A stream over the application's stream `handle`.
+  virtual sk_status wrap_stream(void *handle, std::unique_ptr<Stream> *out) = 0;
+
+ protected:
+  ~StreamWrapping() = default;
+};
+
+// A device whose work does not survive fork() (a host device's cores are threads).
+class ForkWatch {
+ public:
+  // True for a device opened before this process forked: nothing of it runs here.
+  virtual bool forked_away() const = 0;
+
+ protected:
+  ~ForkWatch() = default;
+};
+
+// sk_superkernel_profile, sk_superkernel_write_trace (scope option profiling=1).
+class Profiling {
+ public:
+  // The records of the last completed launch and the profiler's id (the trace's pid), or a
+  // failure naming `call` and why there are none.
+  virtual sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const = 0;
+
+ protected:
+  ~Profiling() = default;
+};
+
 // Objects of this size or more are refused before they are hashed or copied: a kernel object
 // is kilobytes to megabytes; this only stops a mistaken or hostile input early.
 constexpr size_t kMaxObjectSize = size_t{1} << 30;
@@ -151,9 +187,8 @@ class SuperKernel : public DeviceChild {
   virtual void current_args(uint32_t step, uint64_t *out) const = 0;
   // sk_superkernel_explain's JSON: the plan and what the backend made of it.
   virtual std::string explain() const = 0;
-  // The records of the last completed launch (profiling=1) and the profiler's id (the trace's pid),
-  // or a failure naming `call` and why there are none.
-  virtual sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const = 0;
+  // Optional (see Profiling).
+  virtual const Profiling *profiling() const { return nullptr; }
 };
 
 // An open device.
@@ -165,8 +200,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // sk_device_close, once the device is out of the open list: waits for its queued work.
   // Objects made from the device keep it alive after this.
   virtual void close() = 0;
-  // True for a device opened before this process forked: nothing of it runs here.
-  virtual bool forked_away() const { return false; }
+  // Optional (see ForkWatch, StreamWrapping).
+  virtual const ForkWatch *fork_watch() const { return nullptr; }
+  virtual StreamWrapping *stream_wrapping() { return nullptr; }
 
   virtual sk_status mem_alloc(size_t size, void **out) = 0;
   // false if ptr was not allocated by this device (nothing is freed then).
@@ -175,8 +211,6 @@ class Device : public std::enable_shared_from_this<Device> {
   virtual sk_status memcpy(void *dst, const void *src, size_t size) = 0;
 
   virtual sk_status create_stream(std::unique_ptr<Stream> *out) = 0;
-  // sk_stream_create_cuda: a stream over the application's CUDA stream `handle`.
-  virtual sk_status wrap_stream(void *handle, std::unique_ptr<Stream> *out);
   // Waits for the work queued on `stream` (nullptr: the default stream) and returns the first
   // failure of those launches, once; `call` names the API call in messages.
   virtual sk_status synchronize(Stream *stream, const char *call) = 0;

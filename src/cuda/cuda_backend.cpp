@@ -2,6 +2,7 @@
 #include "cuda/cuda_backend.hpp"
 
 #include "common/error.hpp"
+#include "cuda/open.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -35,17 +36,17 @@ sk_status open_cuda_backend(const char *spec, std::shared_ptr<backend::Device> *
   if (sk_status st = parse_cuda_spec(spec, &parsed); st != SK_OK) return st;
   std::shared_ptr<CudaDevice> gpu;
   if (sk_status st = CudaDevice::open(parsed, &gpu); st != SK_OK) return st;
-  *out = std::make_shared<CudaBackend>(std::move(gpu));
+  *out = std::make_shared<CudaBackendDevice>(std::move(gpu));
   return SK_OK;
 }
 
-void CudaBackend::close() {
+void CudaBackendDevice::close() {
   ContextScope ctx(*gpu_, "sk_device_close", true);
   if (ctx.status() == SK_OK) gpu_->api().cuCtxSynchronize();
 }
 
-sk_status CudaBackend::create_stream(std::unique_ptr<backend::Stream> *out) {
-  auto s = std::make_unique<CudaStream>(shared_from_this(), gpu_);
+sk_status CudaBackendDevice::create_stream(std::unique_ptr<backend::Stream> *out) {
+  auto s = std::make_unique<CudaBackendStream>(shared_from_this(), gpu_);
   ContextScope ctx(*gpu_, "sk_stream_create");
   if (ctx.status() != SK_OK) return ctx.status();
   if (sk_status st = gpu_->check(gpu_->api().cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING), "sk_stream_create",
@@ -56,7 +57,7 @@ sk_status CudaBackend::create_stream(std::unique_ptr<backend::Stream> *out) {
   return SK_OK;
 }
 
-sk_status CudaBackend::wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) {
+sk_status CudaBackendDevice::wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) {
   constexpr const char *call = "sk_stream_create_cuda";
   if (!handle)
     return fail(SK_ERR_INVALID_ARGUMENT,
@@ -71,14 +72,14 @@ sk_status CudaBackend::wrap_stream(void *handle, std::unique_ptr<backend::Stream
                                  "cuStreamIsCapturing of cu_stream");
       st != SK_OK)
     return st;
-  auto s = std::make_unique<CudaStream>(shared_from_this(), gpu_);
+  auto s = std::make_unique<CudaBackendStream>(shared_from_this(), gpu_);
   s->stream = static_cast<CUstream>(handle);
   s->owned = false;
   *out = std::move(s);
   return SK_OK;
 }
 
-CudaStream::~CudaStream() {
+CudaBackendStream::~CudaBackendStream() {
   if (!stream) return;
   ContextScope ctx(*gpu, "sk_stream_destroy", true);
   int capture = 0;
@@ -89,8 +90,8 @@ CudaStream::~CudaStream() {
   if (owned) gpu->api().cuStreamDestroy(stream);
 }
 
-sk_status CudaBackend::create_event(std::unique_ptr<backend::Event> *out) {
-  auto e = std::make_unique<CudaEvent>(shared_from_this(), gpu_);
+sk_status CudaBackendDevice::create_event(std::unique_ptr<backend::Event> *out) {
+  auto e = std::make_unique<CudaBackendEvent>(shared_from_this(), gpu_);
   ContextScope ctx(*gpu_, "sk_event_create");
   if (ctx.status() != SK_OK) return ctx.status();
   if (sk_status st = gpu_->check(gpu_->api().cuEventCreate(&e->event, CU_EVENT_DISABLE_TIMING), "sk_event_create",
@@ -101,39 +102,40 @@ sk_status CudaBackend::create_event(std::unique_ptr<backend::Event> *out) {
   return SK_OK;
 }
 
-CudaEvent::~CudaEvent() {
+CudaBackendEvent::~CudaBackendEvent() {
   if (!event) return;
   ContextScope ctx(*gpu, "sk_event_destroy", true);
   gpu->api().cuEventDestroy(event);
 }
 
-sk_status CudaBackend::record_event(backend::Event *event, backend::Stream *stream) {
+sk_status CudaBackendDevice::record_event(backend::Event *event, backend::Stream *stream) {
   ContextScope ctx(*gpu_, "sk_event_record");
   if (ctx.status() != SK_OK) return ctx.status();
-  return gpu_->check(gpu_->api().cuEventRecord(static_cast<CudaEvent *>(event)->event, driver_stream(*gpu_, stream)),
-                     "sk_event_record", "cuEventRecord");
+  return gpu_->check(
+      gpu_->api().cuEventRecord(static_cast<CudaBackendEvent *>(event)->event, driver_stream(*gpu_, stream)),
+      "sk_event_record", "cuEventRecord");
 }
 
-sk_status CudaBackend::wait_event(backend::Stream *waiter, backend::Event *event) {
+sk_status CudaBackendDevice::wait_event(backend::Stream *waiter, backend::Event *event) {
   ContextScope ctx(*gpu_, "sk_stream_wait_event");
   if (ctx.status() != SK_OK) return ctx.status();
   return gpu_->check(
-      gpu_->api().cuStreamWaitEvent(driver_stream(*gpu_, waiter), static_cast<CudaEvent *>(event)->event, 0),
+      gpu_->api().cuStreamWaitEvent(driver_stream(*gpu_, waiter), static_cast<CudaBackendEvent *>(event)->event, 0),
       "sk_stream_wait_event", "cuStreamWaitEvent");
 }
 
-sk_status CudaBackend::synchronize(backend::Stream *stream, const char *) {
+sk_status CudaBackendDevice::synchronize(backend::Stream *stream, const char *) {
   return synchronize_stream(*gpu_, driver_stream(*gpu_, stream));
 }
 
-sk_status CudaBackend::query(backend::Stream *stream, bool *done) {
+sk_status CudaBackendDevice::query(backend::Stream *stream, bool *done) {
   sk_status st = synchronize_stream(*gpu_, driver_stream(*gpu_, stream));
   if (st == SK_OK) *done = true;
   return st;
 }
 
-sk_status CudaBackend::load_module(const std::vector<backend::ModuleImage> &images, const char *call,
-                                   std::unique_ptr<backend::Module> *out) {
+sk_status CudaBackendDevice::load_module(const std::vector<backend::ModuleImage> &images, const char *call,
+                                         std::unique_ptr<backend::Module> *out) {
   // nvJitLink links device code, not host archives: several inputs are linked by the user first.
   if (images.size() != 1)
     return fail(SK_ERR_UNSUPPORTED,

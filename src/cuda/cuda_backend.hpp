@@ -18,14 +18,9 @@
 
 namespace sk::cuda {
 
-// Opens "cuda", "cuda:N[,key=value...]" (the registration in api/backend_list.cpp).
-sk_status open_cuda_backend(const char *spec, std::shared_ptr<backend::Device> *out);
-// sk_module_inspect for "cuda:arch=sm_XY" (cuda/module_inspect.cpp): no GPU needed.
-sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, std::string *json);
-
-class CudaBackend final : public backend::Device {
+class CudaBackendDevice final : public backend::Device, public backend::StreamWrapping {
  public:
-  explicit CudaBackend(std::shared_ptr<CudaDevice> gpu) : gpu_(std::move(gpu)) {}
+  explicit CudaBackendDevice(std::shared_ptr<CudaDevice> gpu) : gpu_(std::move(gpu)) {}
   const std::shared_ptr<CudaDevice> &gpu() const { return gpu_; }
 
   uint32_t cores() const override { return gpu_->multiprocessors(); }
@@ -35,6 +30,7 @@ class CudaBackend final : public backend::Device {
   sk_status memcpy(void *dst, const void *src, size_t size) override { return gpu_->memcpy(dst, src, size); }
   sk_status create_stream(std::unique_ptr<backend::Stream> *out) override;
   // sk_stream_create_cuda: the application's CUstream, which stays the application's.
+  backend::StreamWrapping *stream_wrapping() override { return this; }
   sk_status wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) override;
   sk_status synchronize(backend::Stream *stream, const char *call) override;
   // The GPU reports its own hangs: this waits, as synchronize does.
@@ -53,20 +49,20 @@ class CudaBackend final : public backend::Device {
   CudaModuleCache modules_;
 };
 
-class CudaEvent final : public backend::Event {
+class CudaBackendEvent final : public backend::Event {
  public:
-  CudaEvent(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+  CudaBackendEvent(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
       : Event(std::move(device)), gpu(std::move(gpu)) {}
-  ~CudaEvent() override;
+  ~CudaBackendEvent() override;
   std::shared_ptr<CudaDevice> gpu;
   CUevent event = nullptr;
 };
 
-class CudaStream final : public backend::Stream {
+class CudaBackendStream final : public backend::Stream {
  public:
-  CudaStream(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+  CudaBackendStream(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
       : Stream(std::move(device)), gpu(std::move(gpu)) {}
-  ~CudaStream() override;
+  ~CudaBackendStream() override;
   std::shared_ptr<CudaDevice> gpu;
   CUstream stream = nullptr;
   bool owned = true;  // false for the application's stream (sk_stream_create_cuda): not destroyed
@@ -74,7 +70,7 @@ class CudaStream final : public backend::Stream {
 
 // The driver stream of `stream` (a stream of this device, or nullptr: its default one).
 inline CUstream driver_stream(const CudaDevice &gpu, backend::Stream *stream) {
-  return stream ? static_cast<CudaStream *>(stream)->stream : gpu.default_stream();
+  return stream ? static_cast<CudaBackendStream *>(stream)->stream : gpu.default_stream();
 }
 
 class CudaBackendModule final : public backend::Module {
@@ -112,17 +108,16 @@ class CudaBackendKernel final : public backend::Kernel {
   std::map<uint32_t, std::shared_ptr<UnfusedProgram>> unfused;
 };
 
-class CudaSuperKernel final : public backend::SuperKernel {
+class CudaBackendSuperKernel final : public backend::SuperKernel {
  public:
-  CudaSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
+  CudaBackendSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<CudaDevice> gpu)
       : SuperKernel(std::move(device)), gpu(std::move(gpu)) {}
-  ~CudaSuperKernel() override;
+  ~CudaBackendSuperKernel() override;
   sk_status launch(backend::Stream *stream) override;
   sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) override;
   sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) override;
   void current_args(uint32_t step, uint64_t *out) const override;
   std::string explain() const override;
-  sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
 
   std::shared_ptr<CudaDevice> gpu;
   std::unique_ptr<LinkedProgram> program;

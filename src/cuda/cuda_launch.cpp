@@ -72,10 +72,11 @@ sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const BuildRequ
 
 }  // namespace
 
-sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
-                                std::vector<std::shared_ptr<backend::Kernel>> kernels,
-                                std::vector<std::vector<uint64_t>> args,
-                                std::unique_ptr<backend::SuperKernel> *out) {
+sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOptions &options,
+                                      std::vector<PlanInput> inputs,
+                                      std::vector<std::shared_ptr<backend::Kernel>> kernels,
+                                      std::vector<std::vector<uint64_t>> args,
+                                      std::unique_ptr<backend::SuperKernel> *out) {
   const std::shared_ptr<CudaDevice> &dev = gpu_;
   if (sk_status st = cuda_inputs(name, &inputs); st != SK_OK) return st;
   std::vector<std::shared_ptr<CudaKernel>> ck;
@@ -97,7 +98,7 @@ sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &opt
                 check_ref(*dev, "sk_finalize", name, i, inputs[i].name, a, args[i][kernels[i]->arg_slots[a]]);
             st != SK_OK)
           return st;
-  auto sk = std::make_unique<CudaSuperKernel>(shared_from_this(), dev);
+  auto sk = std::make_unique<CudaBackendSuperKernel>(shared_from_this(), dev);
   sk->slot_base = slot_base;
   sk->id = dev->register_name(name, names);
   // First plan: bounded by what any architecture could hold; the linked entry's occupancy
@@ -130,17 +131,17 @@ sk_status CudaBackend::finalize(const std::string &name, const ScopeOptions &opt
   return SK_OK;
 }
 
-CudaSuperKernel::~CudaSuperKernel() {
+CudaBackendSuperKernel::~CudaBackendSuperKernel() {
   if (program) program->wait("sk_superkernel_destroy");
   program.reset();
   if (id) gpu->unregister_name(id);
 }
 
-sk_status CudaSuperKernel::launch(backend::Stream *stream) {
+sk_status CudaBackendSuperKernel::launch(backend::Stream *stream) {
   return program->launch(driver_stream(*gpu, stream), "sk_launch");
 }
 
-sk_status CudaSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) {
+sk_status CudaBackendSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) {
   // One launch: the entry runs its steps n times, and its blocks read the flag on the device.
   if (stop_flag) {
     ContextScope ctx(*gpu, "sk_launch_repeat");
@@ -155,7 +156,7 @@ sk_status CudaSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, 
                          reinterpret_cast<CUdeviceptr>(stop_flag));
 }
 
-sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t *slots) {
+sk_status CudaBackendSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t *slots) {
   const std::vector<uint32_t> &at = kernels[step]->arg_slots;
   const PlanInput &in = plan.steps[step].kernel;
   if (index < 64 && (in.arg_refs >> index & 1)) {
@@ -168,11 +169,11 @@ sk_status CudaSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t
   return program->set_slots(slot_base[step] + at[index], slots, at[index + 1] - at[index]);
 }
 
-void CudaSuperKernel::current_args(uint32_t step, uint64_t *out) const {
+void CudaBackendSuperKernel::current_args(uint32_t step, uint64_t *out) const {
   program->read_slots(slot_base[step], kernels[step]->slots(), out);
 }
 
-std::string CudaSuperKernel::explain() const {
+std::string CudaBackendSuperKernel::explain() const {
   const LinkedProgram &p = *program;
   // Each distinct sub-kernel once, in step order.
   std::vector<const CudaKernel *> distinct;
@@ -201,12 +202,6 @@ std::string CudaSuperKernel::explain() const {
     j.end_array();
       },
       "cuda_entry");
-}
-
-sk_status CudaSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *, uint32_t *) const {
-  // Its launches run on a GPU, not on the host executor that records profiles.
-  return fail(SK_ERR_UNSUPPORTED, "%s: super kernel '%s' is not on the host device; profiling is host-only for now",
-              call, plan.name.c_str());
 }
 
 sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,

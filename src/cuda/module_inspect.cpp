@@ -5,6 +5,7 @@
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/kernel_facts_json.hpp"
+#include "cuda/open.hpp"
 
 namespace sk::cuda {
 namespace {

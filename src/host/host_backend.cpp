@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/kernel_metadata.hpp"
 #include "elf/demangle.hpp"
+#include "host/open.hpp"
 
 namespace sk::host {
 
@@ -16,33 +17,33 @@ sk_status open_host_backend(const char *spec, std::shared_ptr<backend::Device> *
   if (sk_status st = parse_device_spec(spec, &parsed); st != SK_OK) return st;
   std::unique_ptr<HostDevice> host;
   if (sk_status st = HostDevice::open(parsed, &host); st != SK_OK) return st;
-  *out = std::make_shared<HostBackend>(std::move(host));
+  *out = std::make_shared<HostBackendDevice>(std::move(host));
   return SK_OK;
 }
 
-void HostBackend::close() { host_->executor().wait_idle(); }
+void HostBackendDevice::close() { host_->executor().wait_idle(); }
 
-sk_status HostBackend::memcpy(void *dst, const void *src, size_t size) {
+sk_status HostBackendDevice::memcpy(void *dst, const void *src, size_t size) {
   host_->executor().wait_idle();
   std::memmove(dst, src, size);
   return SK_OK;
 }
 
-sk_status HostBackend::create_stream(std::unique_ptr<backend::Stream> *out) {
-  *out = std::make_unique<HostStream>(shared_from_this(), host_);
+sk_status HostBackendDevice::create_stream(std::unique_ptr<backend::Stream> *out) {
+  *out = std::make_unique<HostBackendStream>(shared_from_this(), host_);
   return SK_OK;
 }
 
-sk_status HostBackend::synchronize(backend::Stream *stream, const char *call) {
+sk_status HostBackendDevice::synchronize(backend::Stream *stream, const char *call) {
   return host_->executor().synchronize(stream_state(*host_, stream), call);
 }
 
-sk_status HostBackend::query(backend::Stream *stream, bool *done) {
+sk_status HostBackendDevice::query(backend::Stream *stream, bool *done) {
   return host_->executor().query(stream_state(*host_, stream), done);
 }
 
-sk_status HostBackend::load_module(const std::vector<backend::ModuleImage> &images, const char *,
-                                   std::unique_ptr<backend::Module> *out) {
+sk_status HostBackendDevice::load_module(const std::vector<backend::ModuleImage> &images, const char *,
+                                         std::unique_ptr<backend::Module> *out) {
   std::shared_ptr<LinkedModule> linked;
   if (images.size() == 1) {
     if (sk_status st = host_->load_module(images[0].bytes, images[0].size, images[0].label, &linked); st != SK_OK)
@@ -56,12 +57,12 @@ sk_status HostBackend::load_module(const std::vector<backend::ModuleImage> &imag
     }
     if (sk_status st = host_->load_module_set(inputs, label, &linked); st != SK_OK) return st;
   }
-  *out = std::make_unique<HostModule>(shared_from_this(), host_, std::move(linked));
+  *out = std::make_unique<HostBackendModule>(shared_from_this(), host_, std::move(linked));
   return SK_OK;
 }
 
-sk_status HostModule::get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
-                                 std::shared_ptr<backend::Kernel> *out) {
+sk_status HostBackendModule::get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
+                                        std::shared_ptr<backend::Kernel> *out) {
   const char *signature = request.signature;
   if (request.threads || request.dynamic_shared)
     return fail(SK_ERR_INVALID_ARGUMENT,
@@ -82,7 +83,7 @@ sk_status HostModule::get_kernel(const char *name, const backend::KernelRequest 
   }
   const KernelMetadata *meta = lm.find_metadata(name);
   const std::string what = std::string("kernel '") + name + "' of " + lm.label;
-  auto k = std::make_shared<HostKernel>(device_);
+  auto k = std::make_shared<HostBackendKernel>(device_);
   Signature sig;
   if (sk_status st =
           kernel_signature(signature, meta, what, call, ".sk.kernels metadata (built without SK_KERNEL?)", &sig);

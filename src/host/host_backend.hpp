@@ -10,23 +10,21 @@
 #include <vector>
 
 #include "common/backend.hpp"
+#include "host/executor/kernel_call.hpp"
+#include "host/executor/program.hpp"
+#include "host/executor/program_pool.hpp"
 #include "host/host_device.hpp"
-#include "host/kernel_call.hpp"
-#include "host/program.hpp"
-#include "host/program_pool.hpp"
 
 namespace sk::host {
 
-// Opens "host[:key=value,...]" (the registration in api/backend_list.cpp).
-sk_status open_host_backend(const char *spec, std::shared_ptr<backend::Device> *out);
-
-class HostBackend final : public backend::Device {
+class HostBackendDevice final : public backend::Device, public backend::ForkWatch {
  public:
-  explicit HostBackend(std::shared_ptr<HostDevice> host) : host_(std::move(host)) {}
+  explicit HostBackendDevice(std::shared_ptr<HostDevice> host) : host_(std::move(host)) {}
   const std::shared_ptr<HostDevice> &host() const { return host_; }
 
   uint32_t cores() const override { return host_->cores(); }
   void close() override;
+  const backend::ForkWatch *fork_watch() const override { return this; }
   bool forked_away() const override { return host_->executor().forked_away(); }
   sk_status mem_alloc(size_t size, void **out) override { return host_->mem_alloc(size, out); }
   bool mem_free(void *ptr) override { return host_->mem_free(ptr); }
@@ -52,11 +50,11 @@ class HostBackend final : public backend::Device {
   std::shared_ptr<HostDevice> host_;
 };
 
-class HostStream final : public backend::Stream {
+class HostBackendStream final : public backend::Stream {
  public:
-  HostStream(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
+  HostBackendStream(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
       : Stream(std::move(device)), host(std::move(host)) {}
-  ~HostStream() override {
+  ~HostBackendStream() override {
     host->executor().synchronize(state.get());
     // A stuck core of a lost device may still complete a task of this stream, and write its
     // failure here.
@@ -68,13 +66,13 @@ class HostStream final : public backend::Stream {
 
 // The executor's queue for `stream` (a stream of a host device, or nullptr: its default one).
 inline StreamState *stream_state(HostDevice &host, backend::Stream *stream) {
-  return stream ? static_cast<HostStream *>(stream)->state.get() : &host.default_stream();
+  return stream ? static_cast<HostBackendStream *>(stream)->state.get() : &host.default_stream();
 }
 
-class HostModule final : public backend::Module {
+class HostBackendModule final : public backend::Module {
  public:
-  HostModule(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host,
-             std::shared_ptr<LinkedModule> linked)
+  HostBackendModule(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host,
+                    std::shared_ptr<LinkedModule> linked)
       : Module(std::move(device)), host(std::move(host)), linked(std::move(linked)) {}
   sk_status get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
                        std::shared_ptr<backend::Kernel> *out) override;
@@ -83,8 +81,8 @@ class HostModule final : public backend::Module {
   std::shared_ptr<LinkedModule> linked;
 };
 
-// A kernel's function in a linked module and how the step loop calls it (host/kernel_call.hpp).
-class HostKernel final : public backend::Kernel, public std::enable_shared_from_this<HostKernel> {
+// A kernel's function in a linked module and how the step loop calls it (host/executor/kernel_call.hpp).
+class HostBackendKernel final : public backend::Kernel, public std::enable_shared_from_this<HostBackendKernel> {
  public:
   using Kernel::Kernel;
   std::string_view module_label() const override { return module->label; }
@@ -98,16 +96,17 @@ class HostKernel final : public backend::Kernel, public std::enable_shared_from_
   ProgramPool unfused_programs;  // sk_launch_kernel's one-step programs
 };
 
-class HostSuperKernel final : public backend::SuperKernel {
+class HostBackendSuperKernel final : public backend::SuperKernel, public backend::Profiling {
  public:
-  HostSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
+  HostBackendSuperKernel(std::shared_ptr<backend::Device> device, std::shared_ptr<HostDevice> host)
       : SuperKernel(std::move(device)), host(std::move(host)) {}
-  ~HostSuperKernel() override;
+  ~HostBackendSuperKernel() override;
   sk_status launch(backend::Stream *stream) override;
   sk_status launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) override;
   sk_status set_arg(uint32_t step, uint32_t index, const uint64_t *slots) override;
   void current_args(uint32_t step, uint64_t *out) const override;
   std::string explain() const override;
+  const backend::Profiling *profiling() const override { return this; }
   sk_status last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const override;
 
   std::shared_ptr<HostDevice> host;

@@ -13,10 +13,10 @@
 #include "elf/archive.hpp"
 #include "elf/combine.hpp"
 #include "elf/elf_object.hpp"
-#include "host/core_thread.hpp"
-#include "host/debug_registration.hpp"
-#include "host/device_api.hpp"
-#include "host/perf_map.hpp"
+#include "host/device_api/device_api.hpp"
+#include "host/executor/core_thread.hpp"
+#include "host/linker/debug_registration.hpp"
+#include "host/linker/perf_map.hpp"
 
 namespace sk::host {
 

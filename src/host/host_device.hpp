@@ -16,10 +16,10 @@
 #include "common/device_spec.hpp"
 #include "common/kernel_metadata.hpp"
 #include "elf/combine.hpp"
-#include "host/debug_registration.hpp"
-#include "host/executor.hpp"
-#include "host/linker.hpp"
-#include "host/symbol_policy.hpp"
+#include "host/executor/executor.hpp"
+#include "host/linker/debug_registration.hpp"
+#include "host/linker/linker.hpp"
+#include "host/linker/symbol_policy.hpp"
 
 namespace sk::host {
 

@@ -5,31 +5,31 @@
 
 #include "common/error.hpp"
 #include "common/json_writer.hpp"
+#include "host/executor/profiler.hpp"
+#include "host/executor/program_explain.hpp"
 #include "host/host_backend.hpp"
 #include "host/lower_plan.hpp"
-#include "host/profiler.hpp"
-#include "host/program_explain.hpp"
 
 namespace sk::host {
 namespace {
 
-std::vector<const HostKernel *> host_kernels(const std::vector<std::shared_ptr<backend::Kernel>> &kernels) {
-  std::vector<const HostKernel *> out;
+std::vector<const HostBackendKernel *> host_kernels(const std::vector<std::shared_ptr<backend::Kernel>> &kernels) {
+  std::vector<const HostBackendKernel *> out;
   out.reserve(kernels.size());
   for (const auto &k : kernels)
-    out.push_back(static_cast<const HostKernel *>(k.get()));  // the api checked the device
+    out.push_back(static_cast<const HostBackendKernel *>(k.get()));  // the api checked the device
   return out;
 }
 
 // The one-step plan of an unfused launch over block_dim blocks: a plan like a super kernel's,
 // so that the same checks and the same executor path apply.
-sk_status build_unfused_plan(const HostKernel &k, uint32_t block_dim, Plan *plan) {
+sk_status build_unfused_plan(const HostBackendKernel &k, uint32_t block_dim, Plan *plan) {
   return build_plan(k.symbol, ScopeOptions{}, {k.plan_input(block_dim)}, k.host->cores(), plan, "sk_launch_kernel");
 }
 
 // Its program. The argument slots are zero; a launch writes them to the block Program::args
 // names (no rebind ever changes which).
-sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::unique_ptr<Program> *out) {
+sk_status build_unfused_program(const HostBackendKernel &k, uint32_t block_dim, std::unique_ptr<Program> *out) {
   Plan plan;
   if (sk_status st = build_unfused_plan(k, block_dim, &plan); st != SK_OK) return st;
   auto program = std::make_unique<Program>();
@@ -40,11 +40,12 @@ sk_status build_unfused_program(const HostKernel &k, uint32_t block_dim, std::un
 
 }  // namespace
 
-sk_status HostBackend::finalize(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> inputs,
-                                std::vector<std::shared_ptr<backend::Kernel>> kernels,
-                                std::vector<std::vector<uint64_t>> args,
-                                std::unique_ptr<backend::SuperKernel> *out) {
-  auto sk = std::make_unique<HostSuperKernel>(shared_from_this(), host_);
+sk_status HostBackendDevice::finalize(const std::string &name, const ScopeOptions &options,
+                                      std::vector<PlanInput> inputs,
+                                      std::vector<std::shared_ptr<backend::Kernel>> kernels,
+                                      std::vector<std::vector<uint64_t>> args,
+                                      std::unique_ptr<backend::SuperKernel> *out) {
+  auto sk = std::make_unique<HostBackendSuperKernel>(shared_from_this(), host_);
   if (sk_status st = build_plan(name, options, std::move(inputs), host_->cores(), &sk->plan); st != SK_OK) return st;
   sk->program = std::make_unique<Program>();
   lower_plan(sk->plan, host_kernels(kernels), args, host_->executor().release_group(), sk->program.get());
@@ -53,7 +54,7 @@ sk_status HostBackend::finalize(const std::string &name, const ScopeOptions &opt
   return SK_OK;
 }
 
-HostSuperKernel::~HostSuperKernel() {
+HostBackendSuperKernel::~HostBackendSuperKernel() {
   if (!program) return;  // its finalize failed
   host->executor().wait_program(program.get());
   if (host->executor().lost()) {
@@ -63,35 +64,36 @@ HostSuperKernel::~HostSuperKernel() {
   }
 }
 
-sk_status HostSuperKernel::launch(backend::Stream *stream) {
+sk_status HostBackendSuperKernel::launch(backend::Stream *stream) {
   return host->executor().submit(program.get(), nullptr, stream_state(*host, stream));
 }
 
-sk_status HostSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) {
+sk_status HostBackendSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) {
   // The flag is host memory, as all of a host device's memory is; the barrier between
   // iterations reads it (repeat_barrier.hpp).
   return host->executor().submit(program.get(), nullptr, stream_state(*host, stream), n, stop_flag);
 }
 
-sk_status HostSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t *slots) {
+sk_status HostBackendSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t *slots) {
   // A stuck launch may still read the spare argument block that a rebind would write.
   if (host->executor().lost()) return host->executor().refuse_lost("sk_superkernel_set_arg");
   host->executor().rebind_arg(program.get(), program->steps[step].first_param + index, slots);
   return SK_OK;
 }
 
-void HostSuperKernel::current_args(uint32_t step, uint64_t *out) const {
+void HostBackendSuperKernel::current_args(uint32_t step, uint64_t *out) const {
   const ArgBlock *args = program->args.load(std::memory_order_acquire);
   const uint64_t *first = args->slots + program->steps[step].first_slot;
   std::copy(first, first + kernels[step]->slots(), out);
 }
 
-std::string HostSuperKernel::explain() const {
+std::string HostBackendSuperKernel::explain() const {
   const ExecutorConfig &device = host->executor().config();
   return explain_json(plan, "host", [this, &device](JsonWriter &j) { write_execution_json(j, *program, device); });
 }
 
-sk_status HostSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *out, uint32_t *id) const {
+sk_status HostBackendSuperKernel::last_profile(const char *call, std::vector<sk_profile_record> *out,
+                                               uint32_t *id) const {
   const Profiler *prof = program->profiler.get();
   if (!prof)
     return fail(SK_ERR_STATE, "%s: super kernel '%s' was not built with scope option profiling=1", call,
@@ -103,12 +105,12 @@ sk_status HostSuperKernel::last_profile(const char *call, std::vector<sk_profile
   return SK_OK;
 }
 
-sk_status HostKernel::check_launch(uint32_t block_dim) {
+sk_status HostBackendKernel::check_launch(uint32_t block_dim) {
   Plan plan;
   return build_unfused_plan(*this, block_dim, &plan);
 }
 
-sk_status HostKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
+sk_status HostBackendKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
   Program *program = unfused_programs.take(block_dim);
   std::unique_ptr<Program> unpooled;  // a program the pool declined (all in launches)
   if (!program) {

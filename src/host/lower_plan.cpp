@@ -1,8 +1,8 @@
 #include "host/lower_plan.hpp"
 
 #include "common/device_api_usage.hpp"
-#include "host/kernel_call.hpp"
-#include "host/profiler.hpp"
+#include "host/executor/kernel_call.hpp"
+#include "host/executor/profiler.hpp"
 
 namespace sk::host {
 namespace {
@@ -10,7 +10,7 @@ namespace {
 bool is_ref(const PlanInput &in, size_t param) { return param < 64 && (in.arg_refs >> param & 1); }
 
 // How a direct or mapped kernel's step loads its arguments read by reference.
-std::unique_ptr<StepRefs> step_refs(const PlanInput &in, const HostKernel &k) {
+std::unique_ptr<StepRefs> step_refs(const PlanInput &in, const HostBackendKernel &k) {
   auto r = std::make_unique<StepRefs>();
   r->kind = k.call->kind;
   r->map = k.call->map;
@@ -23,7 +23,7 @@ std::unique_ptr<StepRefs> step_refs(const PlanInput &in, const HostKernel &k) {
 
 }  // namespace
 
-void lower_plan(const Plan &plan, const std::vector<const HostKernel *> &kernels,
+void lower_plan(const Plan &plan, const std::vector<const HostBackendKernel *> &kernels,
                 const std::vector<std::vector<uint64_t>> &args, uint32_t release_group, Program *p) {
   p->name = plan.name;
   p->cores = plan.cores;
@@ -49,7 +49,7 @@ void lower_plan(const Plan &plan, const std::vector<const HostKernel *> &kernels
   size_t slot = 0, param = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep &ps = plan.steps[i];
-    const HostKernel &k = *kernels[i];
+    const HostBackendKernel &k = *kernels[i];
     StepExec s;
     s.name = ps.kernel.name;
     s.fn = k.fn;

@@ -4,7 +4,7 @@
  * the child does not have), and a device opened in the child computes what the parent's does.
  * The parent's device is untouched, even with a launch running through the fork. Each child
  * reports by its exit status; alarm() turns a hang into a failure. (A fork while another thread
- * holds one of libsk's locks: tests/cpp/host/fork_guard_test.cpp.) */
+ * holds one of libsk's locks: tests/cpp/common/fork_guard_test.cpp.) */
 #define _GNU_SOURCE /* fork, alarm */
 #include <signal.h>
 #include <sys/wait.h>

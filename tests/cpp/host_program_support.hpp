@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <memory>
 
-#include "host/core_context.hpp"
-#include "host/device_api.hpp"
-#include "host/executor.hpp"
-#include "host/kernel_call.hpp"
+#include "host/device_api/device_api.hpp"
+#include "host/executor/core_context.hpp"
+#include "host/executor/executor.hpp"
+#include "host/executor/kernel_call.hpp"
 
 namespace sk::test {
 

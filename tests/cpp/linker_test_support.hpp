@@ -18,7 +18,7 @@
 
 #include "common/error.hpp"
 #include "elf/elf_object.hpp"
-#include "host/linker.hpp"
+#include "host/linker/linker.hpp"
 
 namespace sk::test {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gdb's backtrace through a kernel names the kernel's functions (GDB's JIT interface,
-# src/host/debug_registration.hpp): for each object given, gdb_kernel launches debug_trap_kernel,
+# src/host/linker/debug_registration.hpp): for each object given, gdb_kernel launches debug_trap_kernel,
 # which raises SIGTRAP in debug_trap_inner. `bt` must name debug_trap_inner, and the frame below
 # it must be debug_trap_kernel (always at -O0) or, where the kernel tail-calls it, the executor's
 # run_blocks: gdb unwound through the kernel's code, without an unknown frame between.

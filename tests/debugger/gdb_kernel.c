@@ -1,6 +1,6 @@
 /* Loads the kernel object named by argv[1] and launches its debug_trap_kernel, which raises
  * SIGTRAP inside the kernel's code: run under gdb by gdb_backtrace.sh, whose `bt` must name the
- * kernel's functions (GDB's JIT interface, src/host/debug_registration.hpp). */
+ * kernel's functions (GDB's JIT interface, src/host/linker/debug_registration.hpp). */
 #include <sk.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "elf/elf_object.hpp"
-#include "host/linker_init.hpp"
+#include "host/linker/linker_init.hpp"
 
 namespace {
 sk_device *open_device(const char *spec) {

@@ -84,7 +84,7 @@ SK_EXTERN_C void cxx_escape(int32_t *out, int32_t v) {
   out[sk_block_idx()] = cxxk::checked(v > 0 ? -v : 1);
 }
 
-// The same through the other call paths (host/kernel_call.hpp): a float parameter takes the
+// The same through the other call paths (host/executor/kernel_call.hpp): a float parameter takes the
 // register map, 17 doubles take libffi. Each throws when v > 0.
 SK_KERNEL(cxx_escape_mapped, "ptr,f32")
 SK_EXTERN_C void cxx_escape_mapped(int32_t *out, float v) {

@@ -5,7 +5,7 @@ stops at the first bytes that cannot begin a kernel object (so /dev/zero costs o
 import os
 import stat
 
-#: libsk's limit: objects must be smaller than this (kMaxObjectSize, src/host/host_device.hpp).
+#: libsk's limit: objects must be smaller than this (kMaxObjectSize, src/common/backend.hpp).
 MAX_OBJECT_SIZE = 1 << 30
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"  # an archive, for a list given to Device.load

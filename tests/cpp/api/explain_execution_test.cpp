@@ -2,14 +2,14 @@
 // between sub-kernels go through (central counter or combining tree, by device core count and
 // barrier_group), which step loop runs, when a launch completes, and the device's core 0 and
 // stack keys. Each case is a small scope whose expected choice follows from the executor's
-// rules (host/program.cpp).
+// rules (host/executor/program.cpp).
 #include <gtest/gtest.h>
 #include <sk.h>
 
 #include <string>
 #include <vector>
 
-#include "host/core_thread.hpp"
+#include "host/executor/core_thread.hpp"
 #include "linker_test_support.hpp"
 #include "sk_assert.hpp"
 

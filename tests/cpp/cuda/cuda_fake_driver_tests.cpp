@@ -1802,6 +1802,22 @@ TEST_F(CudaFakeDriver, StreamCreateCudaRefusesWhatIsNotACudaStream) {
   sk_device_close(host);
 }
 
+// A CUDA super kernel has no profiler: both profile calls are refused (api/capabilities.cpp),
+// naming the call and the super kernel.
+TEST_F(CudaFakeDriver, ProfileCallsAreRefusedForACudaSuperKernel) {
+  sk_superkernel *sk = chain("unprofiled", 2, 4);
+  ASSERT_NE(sk, nullptr);
+  size_t count = 0;
+  EXPECT_EQ(sk_superkernel_profile(sk, nullptr, 0, &count), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(
+      contains(sk_last_error(), "sk_superkernel_profile: super kernel 'unprofiled' is not on the host device"))
+      << sk_last_error();
+  EXPECT_EQ(sk_superkernel_write_trace(sk, "unprofiled.json"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk_last_error(), "sk_superkernel_write_trace: super kernel 'unprofiled' is not on the host"))
+      << sk_last_error();
+  sk_superkernel_destroy(sk);
+}
+
 // A reset the launch owes (the first launch's zeros, or those after a reported hang) is made
 // outside the capture, on libsk's own stream, before the capture's kernel launch.
 TEST_F(CudaFakeDriver, ACapturedFirstLaunchZeroesTheCountersOutsideTheGraph) {

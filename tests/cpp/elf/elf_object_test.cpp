@@ -1,6 +1,6 @@
 // The ELF reader: good objects of every build variant parse; malformed ones (built here by
 // mutating good bytes) are rejected with the right status and a message naming the object.
-#include "host/relocation.hpp"
+#include "host/linker/relocation.hpp"
 #include "linker_test_support.hpp"
 
 namespace sk::test {

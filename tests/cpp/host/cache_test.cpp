@@ -197,7 +197,7 @@ TEST(CacheExecution, OptionsAndFlagsAreLoweredIntoTheSteps) {
   }
   sk_superkernel *sk = nullptr;
   ASSERT_SK(sk_finalize(scope, &sk));
-  const auto &steps = static_cast<const host::HostSuperKernel &>(*sk->backend).program->steps;
+  const auto &steps = static_cast<const host::HostBackendSuperKernel &>(*sk->backend).program->steps;
   ASSERT_EQ(steps.size(), 5u);
   struct Want {
     bool before, after, per_access;

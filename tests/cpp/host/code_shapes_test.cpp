@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "common/device_spec.hpp"
-#include "host/debug_registration.hpp"
 #include "host/host_device.hpp"
-#include "host/perf_map.hpp"
-#include "host/relocation.hpp"
+#include "host/linker/debug_registration.hpp"
+#include "host/linker/perf_map.hpp"
+#include "host/linker/relocation.hpp"
 #include "linker_test_support.hpp"
 #include "sk_assert.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "host/compiler_runtime.hpp"
+#include "host/linker/compiler_runtime.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // (v2 and v1, nested limits, a mount showing part of the hierarchy, escaped mount points,
 // files that say nothing usable), and on this machine: the default core count under a
 // narrowed affinity mask, and inside a real cgroup with a quota where the test may make one.
-#include "host/cpu_budget.hpp"
+#include "host/executor/cpu_budget.hpp"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -1,9 +1,11 @@
-// Where the cores of several executors (host devices) go (host/cpu_claims.hpp).
+// Where the cores of several executors (host devices) go (host/executor/cpu_claims.hpp).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <vector>
 
-#include "host/cpu_claims.hpp"
+#include "host/executor/cpu_claims.hpp"
 
 namespace sk::host {
 namespace {
@@ -25,6 +27,22 @@ TEST(CpuClaims, ASecondOwnerStartsWhereTheFirstStopped) {
   // Once `a` is gone its CPUs are the least claimed again.
   claims.release(&a);
   EXPECT_EQ(claims.claim(&c, order, 2), (Cpus{0, 1}));
+}
+
+// The parent's claims name executors whose cores did not come through the fork: a device
+// opened in the child pins as in a fresh process, and the parent's claims stay.
+TEST(CpuClaims, AForkedChildClaimsAsAFreshProcess) {
+  CpuClaims claims;
+  int a = 0, b = 0;
+  const Cpus order{0, 1, 2, 3};
+  ASSERT_EQ(claims.claim(&a, order, 2), (Cpus{0, 1}));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(claims.claim(&b, order, 2) == Cpus{0, 1} ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's claim met the parent's";
+  EXPECT_EQ(claims.claim(&b, order, 2), (Cpus{2, 3}));
 }
 
 TEST(CpuClaims, OwnersThatMustShareTakeTheLeastClaimedFirst) {

@@ -1,7 +1,7 @@
 // cpu_pinning_order: the order in which pinned host cores take CPUs, read from sysfs topology
 // trees written here (siblings numbered apart, side by side, an affinity mask that leaves out
 // some threads, kernels without core_cpus_list, no topology at all) and from this machine's.
-#include "host/cpu_order.hpp"
+#include "host/executor/cpu_order.hpp"
 
 #include <gtest/gtest.h>
 #include <sched.h>

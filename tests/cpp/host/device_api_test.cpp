@@ -7,7 +7,7 @@
 #include <set>
 
 #include "common/device_api_usage.hpp"
-#include "host/device_api.hpp"
+#include "host/device_api/device_api.hpp"
 
 namespace sk::host {
 namespace {

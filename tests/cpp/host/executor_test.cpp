@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "host/cpu_order.hpp"
-#include "host/device_api.hpp"
-#include "host/executor.hpp"
-#include "host/kernel_call.hpp"
+#include "host/device_api/device_api.hpp"
+#include "host/executor/cpu_order.hpp"
+#include "host/executor/executor.hpp"
+#include "host/executor/kernel_call.hpp"
 #include "host_program_support.hpp"
 #include "scheduler_tries.hpp"
 

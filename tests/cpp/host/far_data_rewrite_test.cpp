@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "host/far_data.hpp"
+#include "host/linker/far_data/far_data.hpp"
 
 namespace sk::test {
 namespace {
@@ -39,7 +39,7 @@ constexpr size_t kStubAt = 256;
 }  // namespace sk::test
 
 #if defined(__x86_64__)
-#include "host/rewrite_x86_64.hpp"
+#include "host/linker/far_data/rewrite_x86_64.hpp"
 
 namespace sk::test {
 namespace {

@@ -1,4 +1,4 @@
-// The idle spin that adapts to the host's gaps between launches (host/idle_spin.hpp): the rule
+// The idle spin that adapts to the host's gaps between launches (host/executor/idle_spin.hpp): the rule
 // itself, then the executor's cores following it (device key spin_max_us), and keeping it
 // fixed where the cores crowd their CPUs or their cgroup's CPU quota.
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "cpu_quota_cgroup.hpp"
-#include "host/cpu_budget.hpp"
-#include "host/executor.hpp"
-#include "host/idle_spin.hpp"
+#include "host/executor/cpu_budget.hpp"
+#include "host/executor/executor.hpp"
+#include "host/executor/idle_spin.hpp"
 #include "host_program_support.hpp"
 #include "scheduler_tries.hpp"
 

@@ -3,7 +3,7 @@
 // check that kernels compiled by gcc and clang receive their arguments this way is
 // Fusion.WideSignaturesArriveIntactThroughRegisterMapAndLibffi and
 // Fusion.EveryParameterTypeArrivesIntact.
-#include "host/kernel_call.hpp"
+#include "host/executor/kernel_call.hpp"
 
 #include <gtest/gtest.h>
 

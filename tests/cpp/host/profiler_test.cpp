@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/trace_json.hpp"
-#include "host/profiler.hpp"
+#include "host/executor/profiler.hpp"
 #include "host_program_support.hpp"
 
 namespace sk::test {

@@ -1,4 +1,4 @@
-// The programs of unfused launches are kept per kernel and reused (host/program_pool.hpp):
+// The programs of unfused launches are kept per kernel and reused (host/executor/program_pool.hpp):
 // the pool's own rules, and through the public API that a reused program runs each launch
 // with that launch's arguments, for any block_dim, also after a launch that was aborted.
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "api/handles.hpp"
+#include "host/executor/program_pool.hpp"
 #include "host/host_backend.hpp"
-#include "host/program_pool.hpp"
 #include "linker_test_support.hpp"
 #include "sk_assert.hpp"
 
@@ -166,7 +166,7 @@ struct Unfused : ::testing::Test {
     sk_device_close(dev);
   }
   static const host::ProgramPool &pool(sk_kernel *k) {
-    return static_cast<const host::HostKernel &>(*k->backend).unfused_programs;
+    return static_cast<const host::HostBackendKernel &>(*k->backend).unfused_programs;
   }
 };
 

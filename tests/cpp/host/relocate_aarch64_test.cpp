@@ -4,7 +4,7 @@
 // patched instructions and data, and called; and the overflow and placement errors.
 #include <sys/mman.h>
 
-#include "host/relocate_aarch64.hpp"
+#include "host/linker/relocate_aarch64.hpp"
 #include "linker_test_support.hpp"
 
 extern "C" {

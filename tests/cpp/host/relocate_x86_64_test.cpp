@@ -4,7 +4,7 @@
 // and placement errors on real objects.
 #include <sys/mman.h>
 
-#include "host/relocate_x86_64.hpp"
+#include "host/linker/relocate_x86_64.hpp"
 #include "linker_test_support.hpp"
 
 extern "C" {

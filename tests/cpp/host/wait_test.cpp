@@ -1,4 +1,4 @@
-// wait_for's spin phase (host/wait.hpp): when it calls the policy's before_sleep hook, which
+// wait_for's spin phase (host/executor/wait.hpp): when it calls the policy's before_sleep hook, which
 // the executor's cores use to call for core 0.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "host/wait.hpp"
+#include "host/executor/wait.hpp"
 #include "scheduler_tries.hpp"
 
 namespace sk::host {

@@ -341,7 +341,7 @@ TEST_F(LaunchPath, ArgumentsReadByReferenceAndAggregates) {
   sk_superkernel_destroy(sk);
 }
 
-// Unfused launches reuse their kernel's programs (host/program_pool.hpp), with one block_dim
+// Unfused launches reuse their kernel's programs (host/executor/program_pool.hpp), with one block_dim
 // and with two taking turns.
 TEST_F(LaunchPath, UnfusedLaunches) {
   open_with_chain("host:cores=2");
