@@ -92,9 +92,7 @@ sk_status take_records(const std::vector<std::string> &records, CudaModule *m) {
   }
   return SK_OK;
 }
-}  // namespace
 
-namespace {
 // A PTX module: rewritten for nvJitLink (cuda/ptx_module.hpp), its kernels declared from their
 // parameters where no sk_kernel.h record declares them.
 sk_status load_ptx_module(const uint8_t *text, size_t size, CudaModule *m, const std::string &arch) {

@@ -152,6 +152,14 @@ const std::set<std::string_view> kSpecials = {"%ctaid.x",  "%ctaid.y",  "%ctaid.
                                               "%nctaid.y", "%nctaid.z", "%tid.x",   "%tid.y",
                                               "%tid.z",    "%ntid.x",   "%ntid.y",  "%ntid.z"};
 
+// The device-API function the rewrite reads a grid register through: the block index and the
+// grid size of libsk's virtual block ("" for any other register).
+std::string_view grid_api(std::string_view reg) {
+  if (reg == "%ctaid.x") return "sk_block_idx";
+  if (reg == "%nctaid.x") return "sk_block_num";
+  return "";
+}
+
 // The signature type of a scalar PTX parameter type; `.u64`/`.b64` is a pointer unless the
 // kernel marks its pointers (`.ptr`, as Triton does), when it is an integer.
 bool scalar_type(std::string_view t, bool ptr_attr, bool marks_pointers, ArgType *out, std::string *decl) {
@@ -427,8 +435,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     const std::string_view src = tok(op + 3);
     if (kSpecials.count(src)) {
       // The rewrite reads the grid through libsk's device API.
-      if (src == "%ctaid.x") f.callees.insert("sk_block_idx");
-      if (src == "%nctaid.x") f.callees.insert("sk_block_num");
+      if (const std::string_view fn = grid_api(src); !fn.empty()) f.callees.insert(std::string(fn));
       const size_t from = toks_[begin].at;
       f.specials.push_back({from, toks_[end].at + 1 - from, guard, std::string(tok(op + 1)), std::string(src)});
       return;
@@ -529,12 +536,10 @@ std::string special_read(const Function::Special &s, const uint32_t block[3]) {
   const std::string axis = s.reg.substr(s.reg.size() - 1);
   const int a = axis == "x" ? 0 : axis == "y" ? 1 : 2;
   auto set = [&](const std::string &v) { return g + "mov.u32 " + s.dst + ", " + v + ";"; };
-  auto api = [&](const char *fn) {
-    return std::string("{ .param .b32 sk_r; call (sk_r), ") + fn + ", (); " + g + "ld.param.b32 " + s.dst +
+  // %ctaid.y/z and %nctaid.y/z are refused (special_refusal), so a grid register is an .x one.
+  if (const std::string_view fn = grid_api(s.reg); !fn.empty())
+    return "{ .param .b32 sk_r; call (sk_r), " + std::string(fn) + ", (); " + g + "ld.param.b32 " + s.dst +
            ", [sk_r]; }";
-  };
-  if (starts(s.reg, "%ctaid")) return api("sk_block_idx");  // .y and .z are refused
-  if (starts(s.reg, "%nctaid")) return api("sk_block_num");
   const bool flat = block[1] * block[2] <= 1;
   if (starts(s.reg, "%ntid")) return a == 0 && (flat || !block[0]) ? "" : set(std::to_string(flat ? 1 : block[a]));
   // %tid
@@ -648,8 +653,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       const std::string with = special_read(s, flat);
       if (with.empty()) continue;
       edits.push_back({s.at, s.len, with});
-      if (s.reg == "%ctaid.x") api_needed.insert("sk_block_idx");
-      if (s.reg == "%nctaid.x") api_needed.insert("sk_block_num");
+      if (const std::string_view fn = grid_api(s.reg); !fn.empty()) api_needed.insert(std::string(fn));
     }
   }
   for (const Function &f : p.functions) {
@@ -694,12 +698,11 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         const std::string with = special_read(s, flat ? one_d : block);
         if (with.empty()) continue;
         mine.push_back({s.at, s.len, with});
-        if (s.reg == "%ctaid.x") api.insert("sk_block_idx");
-        if (s.reg == "%nctaid.x") api.insert("sk_block_num");
+        const std::string_view fn = grid_api(s.reg);
+        if (!fn.empty()) api.insert(std::string(fn));
         if (seen.insert(s.reg).second)
-          notes.push_back(s.reg + (s.reg == "%ctaid.x"    ? " read as sk_block_idx()"
-                                   : s.reg == "%nctaid.x" ? " read as sk_block_num()"
-                                                          : " rebuilt from the block's thread index"));
+          notes.push_back(s.reg + (fn.empty() ? std::string(" rebuilt from the block's thread index")
+                                              : " read as " + std::string(fn) + "()"));
       }
       if (!f.exits.empty()) notes.push_back("exit made ret");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
