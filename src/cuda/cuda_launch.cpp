@@ -193,6 +193,15 @@ std::string CudaBackendSuperKernel::explain() const {
     j.key("static_shared_bytes").value(uint64_t{r.static_shared});
     j.key("dynamic_shared_bytes").value(uint64_t{r.dynamic_shared});
     j.key("blocks_per_sm").value(uint64_t{p.occupancy_per_sm()});
+    const StepLoopCode &c = r.step_loop;
+    j.key("step_loop").begin_object();
+    j.key("block_barriers").value(uint64_t{c.block_barriers});
+    j.key("releases").value(uint64_t{c.releases});
+    j.key("acquires").value(uint64_t{c.acquires});
+    j.key("full_fences").value(uint64_t{c.full_fences});
+    j.key("polls").value(uint64_t{c.polls});
+    j.key("table_loads").value(uint64_t{c.table_loads});
+    j.end_object();
     j.key("sub_kernels").begin_array();
     for (const CudaKernel *k : distinct) {
       j.begin_object();

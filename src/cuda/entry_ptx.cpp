@@ -14,13 +14,19 @@ namespace {
 
 // The bits of the block state's S_STATE word (the block's thread 0 owns them).
 constexpr unsigned kWaited = 1, kArrived = 2, kLast = 4, kMayArrive = 8;
-// __sk_begin's flag bits.
-constexpr unsigned kFirst = 1, kLastBlock = 2, kWaitNow = 4, kGmFlush = 8, kNoDeps = 16, kArriveInKernel = 32;
-// Of them, those a step's table flags pass to every block of the step; the step loop's own
-// bits (kStep*, entry_ptx.hpp) lie above them.
-constexpr unsigned kStepBeginBits = kGmFlush | kNoDeps | kArriveInKernel | kStepNoArrive;
-static_assert(((kFirst | kLastBlock | kWaitNow | kGmFlush | kNoDeps | kArriveInKernel) &
+// The step flags the step loop only stores or turns into state bits; the step loop's branches
+// (kStep*, entry_ptx.hpp) lie above them.
+constexpr unsigned kGmFlush = 8, kNoDeps = 16, kArriveInKernel = 32;
+static_assert(((kGmFlush | kNoDeps | kArriveInKernel) &
                (kStepWaitNow | kStepFenceBefore | kStepFenceAfter | kStepNoArrive)) == 0);
+// The step loop reads a record as two 16-byte vectors, {kernel, block_dim, cores, first} and
+// {flags, arg_base, dep_begin, dep_end}, and every thread the (cores, first) pair as one
+// 8-byte vector: the word order and alignment those loads name.
+static_assert(kStepKernel == 0 && kStepBlockDim == 1 && kStepCores == 2 && kStepFirst == 3 && kStepFlags == 4 &&
+              kStepArgBase == 5 && kStepDepBegin == 6 && kStepDepEnd == 7 && kStepWords == 8);
+static_assert(kTableHeaderWords * 4 % 16 == 0);
+// Relaxed polls of a dependency before the slow wait (sleeps, deadline, hang report) takes over.
+constexpr unsigned kWaitSpins = 64;
 
 constexpr unsigned kCrossCoreFlags = SK_CROSS_CORE_FLAGS;
 
@@ -33,22 +39,16 @@ struct StateField {
 // S_EPOCH is the running run's epoch, S_FIRST_EPOCH the launch's first, S_LAST_EPOCH the one
 // its run count allows; S_STOP the stop flag's address; S_GO __sk_next's decision (a u32).
 constexpr StateField kBlockState[] = {
-    {"S_SYNC", 8},
-    {"S_EPOCH", 8},
-    {"S_REPORT", 8},
-    {"S_DEPS", 8},  // the step's dependency pairs in the step table, and their end
-    {"S_DEPS_END", 8},
-    {"S_FIRST_EPOCH", 8},
-    {"S_LAST_EPOCH", 8},
-    {"S_STOP", 8},
-    {"S_STEP", 4},
-    {"S_BLOCK", 4},
-    {"S_BLOCKS", 4},
-    {"S_CORES", 4},
-    {"S_STATE", 4},
-    {"S_GM_FLUSH", 4},
-    {"S_GO", 8},                             // 8 bytes keep the flag targets after it aligned
-    {"S_FLAG_TARGET", 8 * kCrossCoreFlags},  // u64 per flag: the target of its wait
+    {"S_SYNC", 8},       {"S_EPOCH", 8},
+    {"S_REPORT", 8},     {"S_DEPS", 8},  // the step's dependency pairs in the step table, and their end
+    {"S_DEPS_END", 8},   {"S_FIRST_EPOCH", 8},
+    {"S_LAST_EPOCH", 8}, {"S_STOP", 8},
+    {"S_STEP", 4},  // the running step and this block's part of it (the device API reads them)
+    {"S_BLOCK", 4},      {"S_BLOCKS", 4},
+    {"S_CORES", 4},      {"S_STATE", 4},
+    {"S_GM_FLUSH", 4},   {"S_KERNEL", 4},  // the step record's call site, argument slot and flags, for every thread
+    {"S_ARG_BASE", 4},   {"S_FLAGS", 4},
+    {"S_GO", 4},         {"S_FLAG_TARGET", 8 * kCrossCoreFlags},  // u64 per flag: the target of its wait
 };
 constexpr uint32_t block_state_bytes() {
   uint32_t bytes = 0;
@@ -96,18 +96,20 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["SYNC_SYNC_ALL"] = str(sync.sync_all);
   v["SYNC_FLAGS"] = str(sync.flags);
   v["SYNC_STEPS"] = str(sync.table);
-  v["TABLE_COUNT"] = "0";
   v["TABLE_RECORDS"] = str(4 * kTableHeaderWords);
   static const char *const step_words[kStepWords] = {"STEP_KERNEL",    "STEP_BLOCK_DIM", "STEP_CORES",
                                                      "STEP_FIRST",     "STEP_FLAGS",     "STEP_ARG_BASE",
                                                      "STEP_DEP_BEGIN", "STEP_DEP_END"};
   for (uint32_t w = 0; w < kStepWords; ++w) v[step_words[w]] = str(4 * w);
   v["STEP_BYTES"] = str(4 * kStepWords);
-  v["STEP_BEGIN_BITS"] = str(kStepBeginBits);
   v["STEP_WAIT_NOW"] = str(kStepWaitNow);
   v["STEP_FENCE_BEFORE"] = str(kStepFenceBefore);
   v["STEP_FENCE_AFTER"] = str(kStepFenceAfter);
-  v["FIRST_WAIT_FLAGS"] = str(kFirst | kWaitNow);
+  v["FLAG_GM_FLUSH"] = str(kGmFlush);
+  v["FLAG_NO_DEPS"] = str(kNoDeps);
+  v["FLAG_ARRIVE_IN_KERNEL"] = str(kArriveInKernel);
+  v["FLAG_NO_ARRIVE"] = str(kStepNoArrive);
+  v["WAIT_SPINS"] = str(kWaitSpins);
   uint32_t offset = block_state_base(spec);
   for (const StateField &f : kBlockState) {
     v[f.placeholder] = "__sk_dynamic_shared+" + str(offset);
@@ -117,17 +119,11 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["STATE_ARRIVED"] = str(kArrived);
   v["STATE_LAST"] = str(kLast);
   v["STATE_MAY_ARRIVE"] = str(kMayArrive);
-  v["STATE_KEPT"] = str(kWaited | kArrived);  // what a step's later blocks on a core keep
+  // What a step's later blocks on a core keep: all but the last-block mark.
+  v["STATE_KEPT"] = str(kWaited | kArrived | kMayArrive);
   // sk_set_next_task_start arrives in the core's last block, if the plan lets it, once.
   v["STATE_ARRIVAL_BITS"] = str(kLast | kArrived | kMayArrive);
   v["STATE_MAY_ARRIVE_NOW"] = str(kLast | kMayArrive);
-  v["BEGIN_FIRST"] = str(kFirst);
-  v["BEGIN_LAST_BLOCK"] = str(kLastBlock);
-  v["BEGIN_WAIT_NOW"] = str(kWaitNow);
-  v["BEGIN_GM_FLUSH"] = str(kGmFlush);
-  v["BEGIN_NO_DEPS"] = str(kNoDeps);
-  v["BEGIN_ARRIVE_IN_KERNEL"] = str(kArriveInKernel);
-  v["BEGIN_NO_ARRIVE"] = str(kStepNoArrive);
   v["POINT_TASK_START"] = str((unsigned)SyncPoint::TaskStart);
   v["POINT_TASK_END"] = str((unsigned)SyncPoint::TaskEnd);
   v["POINT_WAIT_PRE_TASK_END"] = str((unsigned)SyncPoint::WaitPreTaskEnd);
@@ -239,7 +235,7 @@ std::string steps_code(const EntrySpec &spec, PtxValues v) {
   v["CALL_TARGETS"] = targets;
   v["CALL_SITES"] = sites;
   v["ARGS_BASE"] = spec.args == ArgSource::Params ? "  mov.u64 %t6, sk_args;\n  add.u64 %t5, %t5, %t6;"
-                                                  : "  add.u64 %t5, %t5, %rd2;";
+                                                  : "  ld.param.u64 %t6, [sk_args];\n  add.u64 %t5, %t5, %t6;";
   return ptx_template().expand("steps", v);
 }
 
@@ -321,6 +317,36 @@ const char *sync_point_name(uint32_t point) {
   return "an unknown sync point";
 }
 
+StepLoopCode step_loop_code(const std::string &ptx) {
+  StepLoopCode c;
+  const size_t begin = ptx.find("\n$step:\n"), end = ptx.find("\n$steps_done:", begin);
+  if (begin == std::string::npos || end == std::string::npos) return c;
+  bool call_sites = false;
+  int depth = 0;  // inside `{ }`: a call's parameter block (the slow wait's, the sub-kernels')
+  size_t at = begin + 1;
+  while (at < end) {
+    size_t eol = ptx.find('\n', at);
+    if (eol == std::string::npos || eol > end) eol = end;
+    std::string line = ptx.substr(at, eol - at);
+    at = eol + 1;
+    line.erase(0, line.find_first_not_of(' '));
+    if (line.rfind("$sk_calls:", 0) == 0) call_sites = true;
+    if (line.rfind("$called:", 0) == 0) call_sites = false;
+    if (line == "{") ++depth;
+    if (line == "}") --depth;
+    if (call_sites || depth > 0) continue;
+    if (line.rfind("@%", 0) == 0) line.erase(0, line.find(' ') + 1);  // a predicate
+    auto starts = [&line](const char *op) { return line.rfind(op, 0) == 0; };
+    if (starts("barrier.sync")) ++c.block_barriers;
+    if (starts("red.release") || starts("atom.release") || starts("st.release")) ++c.releases;
+    if (starts("fence.acquire")) ++c.acquires;
+    if (starts("fence.acq_rel") || starts("fence.sc")) ++c.full_fences;
+    if (starts("ld.relaxed")) ++c.polls;
+    if (starts("ld.global")) ++c.table_loads;
+  }
+  return c;
+}
+
 std::string generate_entry_ptx(const EntrySpec &spec) {
   PtxValues v = abi_values(spec);
   v["ENTRY_NAME"] = spec.entry_name;
@@ -337,7 +363,6 @@ std::string generate_entry_ptx(const EntrySpec &spec) {
   const uint32_t slots = spec.arg_slots ? spec.arg_slots : 1;
   v["ARGS_PARAM"] = spec.args == ArgSource::Params ? "  .param .align 8 .b8 sk_args[" + str(8ull * slots) + "],"
                                                    : "  .param .u64 sk_args,";
-  v["LOAD_ARGS_BUFFER"] = spec.args == ArgSource::Buffer ? "  ld.param.u64 %rd2, [sk_args];" : "";
   v["STEPS"] = steps_code(spec, v);
   return ptx_template().expand("superkernel", v);
 }

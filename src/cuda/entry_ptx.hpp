@@ -96,8 +96,8 @@ constexpr char kSharedOverlaySymbol[] = "__sk_shared_overlay";
 // holds the sub-kernels' static variables).
 uint32_t entry_dynamic_shared(const EntrySpec &spec);
 
-// The hardware barrier of every libsk block barrier (__sk_begin, __sk_end, the device API's
-// block-wide calls): not barrier 0, which __syncthreads() uses. Threads of a sub-kernel that
+// The hardware barrier of every libsk block barrier (the step loop's two a step, the device
+// API's block-wide calls): not barrier 0, which __syncthreads() uses. Threads of a sub-kernel that
 // returned early wait at libsk's next barrier; on barrier 0 they would complete a
 // __syncthreads() the other threads are waiting at. Non-aligned, as they may reach it apart
 // from the rest of their warp.
@@ -141,20 +141,19 @@ enum StepWord : uint32_t {
   kStepBlockDim,  // the sub-kernel's blocks
   kStepCores,     // the super kernel's blocks that run them
   kStepFirst,     // the first of those
-  kStepFlags,     // kStep* flags below, and __sk_begin's flags for every block of the step
+  kStepFlags,     // kStep* flags below, and the flags the step loop keeps in the block state
   kStepArgBase,   // the first 8-byte argument slot
   kStepDepBegin,  // the dependency pairs, in words from the table's start
   kStepDepEnd,
   kStepWords,
 };
-// A step's flags word: __sk_begin's GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits (entry_ptx.cpp;
-// a block-local step has NO_DEPS), and these, which the step loop reads itself but for
-// kStepNoArrive, which it passes on.
+// A step's flags word: the GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits the step loop turns
+// into block state (entry_ptx.cpp; a block-local step has NO_DEPS), and these.
 constexpr uint32_t kStepWaitNow = 1u << 8;      // the step's first block on a core waits at its start
 constexpr uint32_t kStepFenceBefore = 1u << 9;  // dcci_before: a whole-cache fence before the call
 constexpr uint32_t kStepFenceAfter = 1u << 10;  // dcci_after: after it
-// Passed to __sk_begin with its own bits: the step's blocks count no arrival (nothing waits
-// for it: EntryStep::arrives false).
+// The step's blocks count no arrival (nothing waits for it: EntryStep::arrives false): they
+// start as arrived.
 constexpr uint32_t kStepNoArrive = 1u << 11;
 // The step table of a spec, as the host writes it.
 std::vector<uint32_t> step_table(const EntrySpec &spec);
@@ -194,6 +193,20 @@ enum class SyncPoint : uint32_t {
 enum class FlagCall : uint32_t { Set = 0, Wait = 1, SetAll = 2, WaitAll = 3 };
 const char *sync_point_name(uint32_t point);
 const char *flag_call_name(uint64_t call);
+
+// The synchronisation instructions of the step loop's code (its text once, the sub-kernels'
+// call sites and the slow wait's call left out), counted in the PTX generate_entry_ptx wrote:
+// explain's cuda_entry.step_loop. A dependent step runs each once but the polls, which run
+// until the count is reached, and the dependency pair's load, once per pair.
+struct StepLoopCode {
+  uint32_t block_barriers = 0;  // barrier.sync, reached by every thread
+  uint32_t releases = 0;        // release operations: thread 0's arrival
+  uint32_t acquires = 0;        // acquire-only fences: after thread 0's polls
+  uint32_t full_fences = 0;     // acquire-release fences: the cache options', behind their flags
+  uint32_t polls = 0;           // relaxed loads of an arrival counter
+  uint32_t table_loads = 0;     // loads of the step table: its placement, record, dependency pairs
+};
+StepLoopCode step_loop_code(const std::string &ptx);
 
 // The PTX of the entry and its device library. Of the steps it reads only their count and their
 // distinct sub-kernels (symbols and signatures): a spec that differs in placement gives the same

@@ -30,6 +30,7 @@ struct EntryResources {
   uint32_t stack_bytes = 0;     // per-thread call stack its launches get (BuiltImage::stack_bytes)
   uint32_t static_shared = 0;   // per block
   uint32_t dynamic_shared = 0;  // per block, passed by each launch
+  StepLoopCode step_loop;       // the synchronisation in its step loop
 };
 
 class LinkedProgram {

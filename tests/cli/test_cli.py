@@ -310,6 +310,7 @@ def test_explain_a_scope_of_triton_ptx_with_its_launch_facts(tmp_path):
     assert "  rmsnorm_kernel: 128 threads (from caller), 16 B dynamic shared (from caller);" in r.stdout
     assert "  gemv_kernel: 128 threads (from .reqntid), 512 B dynamic shared (from caller);" in r.stdout
     assert "    %ctaid.x read as sk_block_idx()\n" in r.stdout
+    assert "  step loop: 2 block barriers, 1 release(s), 1 acquire fence(s) after 1 relaxed poll(s)," in r.stdout
     plan = json.loads(sk("explain", "--json", path, env=env).stdout)
     assert [(s["name"], s["block_dim"]) for s in plan["steps"]] == [("rmsnorm_kernel", 1), ("gemv_kernel", 4)]
     assert plan["steps"][1]["module"].endswith("gemv.ptx")

@@ -1392,6 +1392,9 @@ TEST_F(CudaFakeDriver, ExplainReportsTheLinkedEntrysResourcesAsItsCubinSays) {
   EXPECT_GE(entry_number(doc, "dynamic_shared_bytes"), 48);  // libsk's per-block state
   EXPECT_EQ(entry_number(doc, "blocks_per_sm"), 2);
   EXPECT_TRUE(contains(doc, "\"arch\":\"sm_")) << doc;
+  // The step loop's synchronisation, counted in the entry's code: a barrier after the wait and
+  // one before the arrival, one release, one acquire-only fence after the relaxed polls.
+  EXPECT_TRUE(contains(doc, "\"step_loop\":{\"block_barriers\":2,\"releases\":1,\"acquires\":1,")) << doc;
   // And as NVIDIA's own reader says (where cuobjdump is installed: scripts/deps).
   const std::string usage = cuobjdump_res_usage(img, entry);
   if (!usage.empty()) {

@@ -164,11 +164,11 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
   EXPECT_TRUE(contains(ptx, "add.u64 %t1, %t1, " + std::to_string(l.table) + ";")) << "the step table";
 }
 
-// The step table as the entry reads it: the count, a record per step at the offsets of
-// StepWord, the dependency pairs the records index, the flags __sk_begin and the loop test.
-// A block-local step (no dependencies) does not wait for the grid; its predecessor, which
-// nothing else waits for, counts no arrival: __sk_begin starts its blocks as arrived, so
-// __sk_end and sk_set_next_task_start pass their arrival. Both keep the block barrier.
+// The step table as the entry reads it: a record per step at the offsets of StepWord, the
+// dependency pairs the records index, the flags the step loop turns into block state. A
+// block-local step (no dependencies) does not wait for the grid; its predecessor, which
+// nothing else waits for, counts no arrival: the step loop starts its blocks as arrived, so
+// the step's end and sk_set_next_task_start pass their arrival. Both keep the block barrier.
 TEST(CudaAbi, ABlockLocalEdgeHasNoWaitAndNoArrival) {
   EntrySpec spec = two_step_spec(ArgSource::Params);
   spec.steps[1].deps.clear();
@@ -180,18 +180,22 @@ TEST(CudaAbi, ABlockLocalEdgeHasNoWaitAndNoArrival) {
   EXPECT_EQ(r0[kStepFlags] & kStepNoArrive, kStepNoArrive);
   EXPECT_EQ(r1[kStepFlags] & kStepNoArrive, 0u);
   const std::string ptx = generate_entry_ptx(spec);
-  const std::string begin = ptx_function(ptx, "__sk_begin");
-  // The step loop passes the bit on to __sk_begin with the step's other begin bits...
   const std::string entry = ptx.substr(ptx.find(".visible .entry"));
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(entry, m, std::regex("and\\.b32 %s9, %s7, ([0-9]+);"))) << entry;
-  EXPECT_EQ(std::stoul(m[1]) & kStepNoArrive, kStepNoArrive) << entry;
-  // ... which marks the block arrived where the bit is set.
-  EXPECT_TRUE(std::regex_search(begin, std::regex("and\\.b32 %r10, %r7, " + std::to_string(kStepNoArrive) +
-                                                  ";\\s+setp\\.ne\\.u32 %p2, %r10, 0;\\s+selp\\.u32 %r11, 2, 0, %p2;"
-                                                  "\\s+or\\.b32 %r9, %r9, %r11;")))
-      << begin;
-  EXPECT_TRUE(contains(begin, "barrier.sync " + std::to_string(kBlockBarrier) + ";")) << begin;
+  // Thread 0 marks the block arrived where the bit is set...
+  EXPECT_TRUE(
+      std::regex_search(entry, std::regex("and\\.b32 %s11, %s7, " + std::to_string(kStepNoArrive) +
+                                          ";\\s+setp\\.ne\\.u32 %q2, %s11, 0;\\s+selp\\.u32 %s11, 2, 0, %q2;")))
+      << entry;
+  // ... and the step's end releases only for a block not marked, after the block barrier.
+  const size_t arrive = entry.find("$step_arrive:"), release = entry.find("red.release.gpu.global.add.u64");
+  ASSERT_NE(arrive, std::string::npos) << entry;
+  EXPECT_TRUE(std::regex_search(entry.substr(arrive, release - arrive),
+                                std::regex("and\\.b32 %s11, %s12, 2;\\s+setp\\.ne\\.u32 %q2, %s11, 0;\\s+@%q2 bra "
+                                           "\\$step_next;")))
+      << entry;
+  EXPECT_LT(entry.rfind("barrier.sync " + std::to_string(kBlockBarrier) + ";", arrive), arrive) << entry;
+  EXPECT_GT(entry.rfind("barrier.sync " + std::to_string(kBlockBarrier) + ";", arrive), entry.find("$called:"))
+      << entry;
   // The same PTX for any edges: the step table alone says which are block-local.
   EXPECT_EQ(ptx, generate_entry_ptx(two_step_spec(ArgSource::Params)));
 }
@@ -220,14 +224,20 @@ TEST(CudaAbi, TheStepTableIsReadAtItsLayoutsOffsets) {
   EXPECT_EQ(r1[kStepFlags] & (kStepWaitNow | kStepFenceBefore | kStepFenceAfter), kStepWaitNow | kStepFenceBefore);
   const std::string ptx = generate_entry_ptx(spec);
   const std::string entry = ptx.substr(ptx.find(".visible .entry"));
-  EXPECT_TRUE(contains(entry, "ld.global.nc.u32 %s1, [%t1+0];")) << entry;  // the count
-  EXPECT_TRUE(contains(entry, "add.u64 %t2, %t1, " + std::to_string(4 * kTableHeaderWords) + ";")) << entry;
-  EXPECT_TRUE(contains(entry, "add.u64 %t2, %t2, " + std::to_string(4 * kStepWords) + ";")) << entry;
-  // Every word of the record is read from the step's record (%t2), at its offset.
-  for (uint32_t word = 0; word < kStepWords; ++word)
-    EXPECT_TRUE(std::regex_search(
-        entry, std::regex("ld\\.global\\.nc\\.u32 %s[0-9]+, \\[%t2\\+" + std::to_string(4 * word) + "\\];")))
-        << word << entry;
+  EXPECT_TRUE(contains(entry, "setp.ge.u32 %q1, %s2, 2;")) << entry;  // the count
+  EXPECT_TRUE(contains(entry, "mad.wide.u32 %t2, %s2, " + std::to_string(4 * kStepWords) + ", %t1;")) << entry;
+  EXPECT_TRUE(contains(entry, "add.u64 %t2, %t2, " + std::to_string(4 * kTableHeaderWords) + ";")) << entry;
+  // Every word of the record is read from the step's record (%t2), at its offset: by thread 0
+  // as two vectors, by every thread the (cores, first) pair.
+  EXPECT_TRUE(
+      contains(entry, "ld.global.nc.v4.u32 {%s3, %s4, %s5, %s6}, [%t2+" + std::to_string(4 * kStepKernel) + "];"))
+      << entry;
+  EXPECT_TRUE(
+      contains(entry, "ld.global.nc.v4.u32 {%s7, %s8, %s9, %s10}, [%t2+" + std::to_string(4 * kStepFlags) + "];"))
+      << entry;
+  EXPECT_TRUE(contains(entry, "ld.global.nc.v2.u32 {%s5, %s6}, [%t2+" + std::to_string(4 * kStepCores) + "];"))
+      << entry;
+  EXPECT_EQ(count(entry, "[%t2+"), 3u) << entry;
   EXPECT_FALSE(std::regex_search(entry, std::regex("\\[%t2\\+([0-9]{3,}|3[2-9])\\]"))) << "past the record";
   EXPECT_EQ(count(entry, "$sk_calls: .branchtargets $call_0, $call_1;"), 1u) << entry;
 }
@@ -247,10 +257,10 @@ TEST(CudaAbi, TheLaunchEpochIsReadAndAdvancedOnTheDevice) {
   ASSERT_NE(read, std::string::npos) << entry;
   EXPECT_LT(read, entry.find("$init_done:")) << "thread 0 reads it";
   EXPECT_LT(entry.find("add.u64 %rd3, %rd3, 1;"), entry.find("$init_done:")) << entry;
-  EXPECT_LT(entry.find("$init_done:"), entry.find("call __sk_begin")) << entry;
+  EXPECT_LT(entry.find("$init_done:"), entry.find("$step:")) << entry;
   // Once per block and run, after its last step.
   EXPECT_EQ(count(entry, "call (g), __sk_next"), 1u) << entry;
-  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("call __sk_end")) << entry;
+  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("red.release.gpu.global.add.u64")) << entry;
   EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$step_next:")) << "blocks that run no step pass it too";
   EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$steps_done:")) << entry;
   const std::string next = ptx_function(ptx, "__sk_next");
@@ -284,7 +294,7 @@ TEST(CudaAbi, TheEntryLoopsOverItsRunsAndOneBlockReadsTheStopFlag) {
   const size_t loop = entry.find("$sk_run:");
   ASSERT_NE(loop, std::string::npos) << entry;
   EXPECT_GT(loop, entry.find("$init_done:")) << "the parameters are read once";
-  EXPECT_LT(loop, entry.find("call __sk_begin")) << entry;
+  EXPECT_LT(loop, entry.find("$step:")) << entry;
   EXPECT_EQ(count(entry, "bra $sk_run;"), 1u) << entry;
   EXPECT_GT(entry.find("bra $sk_run;"), entry.find("call (g), __sk_next, ();")) << entry;
 
@@ -325,7 +335,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     spec.dynamic_shared = sub_kernels;
     const std::string ptx = generate_entry_ptx(spec);
     const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
-    EXPECT_EQ(end - base, 96 + 8 * SK_CROSS_CORE_FLAGS);  // 15 fields, then a u64 per flag
+    EXPECT_EQ(end - base, 104 + 8 * SK_CROSS_CORE_FLAGS);  // 8 u64 and 10 u32 fields, then a u64 per flag
     const std::regex place("__sk_dynamic_shared\\+([0-9]+)");
     uint32_t lowest = UINT32_MAX, highest = 0;
     for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), place); it != std::sregex_iterator(); ++it) {
@@ -334,7 +344,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
       highest = std::max(highest, offset);
     }
     EXPECT_EQ(lowest, base);
-    EXPECT_EQ(highest, base + 96);  // the flag targets, indexed from there
+    EXPECT_EQ(highest, base + 104);  // the flag targets, indexed from there
     EXPECT_LT(highest, end);
   }
 }
@@ -346,8 +356,9 @@ TEST(CudaPtxTemplate, TheGeneratedPtxHasNoPlaceholderLeft) {
     std::smatch m;
     EXPECT_FALSE(std::regex_search(ptx, m, std::regex("@[A-Za-z_]"))) << m.str() << " in\n" << ptx;
     EXPECT_FALSE(contains(ptx, "//!")) << ptx;
-    EXPECT_EQ(count(ptx, "// call site "), 2u);          // one per distinct sub-kernel
-    EXPECT_EQ(count(ptx, "mov.u32 %r1, %tid.x;"), 11u);  // each thread-0-only function, and the entry
+    EXPECT_EQ(count(ptx, "// call site "), 2u);  // one per distinct sub-kernel
+    // Each thread-0-only function, and the entry's start, and a step's start, next block and end.
+    EXPECT_EQ(count(ptx, "mov.u32 %r1, %tid.x;"), 12u);
   }
 }
 

@@ -89,7 +89,7 @@ TEST(CudaEntryPtx, PtxasAcceptsTheGeneratedEntry) {
   r.force_buffer = true;
   ASSERT_EQ(make_entry_spec(r, 128, &spec), SK_OK);
   const std::string buffered = generate_entry_ptx(spec);
-  EXPECT_TRUE(contains(buffered, "add.u64 %t5, %t5, %rd2;")) << buffered;
+  EXPECT_TRUE(contains(buffered, "ld.param.u64 %t6, [sk_args];\n  add.u64 %t5, %t5, %t6;")) << buffered;
   EXPECT_TRUE(contains(buffered, "ld.global.nc.u64 %x0, [%t5+0]")) << buffered;
   EXPECT_EQ(ptxas(buffered, "sm_90", &log), 0) << log;
   // And for another architecture (the PTX is arch-neutral but for .target).
@@ -123,10 +123,12 @@ TEST(CudaEntryPtx, PlacedStepsStartAtTheirFirstBlock) {
     EXPECT_EQ(r[kStepKernel], 0u);  // one distinct sub-kernel, one call site
   }
   const std::string ptx = generate_entry_ptx(spec);
-  EXPECT_TRUE(contains(ptx, "ld.global.nc.u32 %s6, [%t2+" + std::to_string(4 * kStepFirst) + "];")) << ptx;
-  EXPECT_TRUE(contains(ptx, "sub.u32 %r5, %r3, %s6;")) << ptx;  // from the first block
-  EXPECT_TRUE(contains(ptx, "ld.global.nc.u32 %s5, [%t2+" + std::to_string(4 * kStepCores) + "];")) << ptx;
-  EXPECT_TRUE(contains(ptx, "add.u32 %r5, %r5, %s5;")) << ptx;  // by the step's cores
+  // Every thread reads the (cores, first) pair as one vector.
+  static_assert(kStepFirst == kStepCores + 1);
+  EXPECT_TRUE(contains(ptx, "ld.global.nc.v2.u32 {%s5, %s6}, [%t2+" + std::to_string(4 * kStepCores) + "];")) << ptx;
+  EXPECT_TRUE(contains(ptx, "sub.u32 %r5, %r3, %s6;")) << ptx;                    // from the first block
+  EXPECT_TRUE(contains(ptx, "ld.shared.u32 %s5, [__sk_dynamic_shared+")) << ptx;  // the cores, after the call
+  EXPECT_TRUE(contains(ptx, "add.u32 %r5, %r5, %s5;")) << ptx;                    // by the step's cores
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
@@ -216,8 +218,27 @@ TEST(CudaEntryPtx, OverlapAndCacheOptionsShapeTheEntry) {
   EXPECT_EQ(f0 & (kStepFenceBefore | kStepFenceAfter), 0u);
   EXPECT_EQ(f1 & (kStepFenceBefore | kStepFenceAfter), kStepFenceBefore);
   EXPECT_EQ(f1 & kStepWaitNow, 0u);  // it waits in the kernel, at sk_wait_pre_task_end
+  // A multiplexed step's next block on a core keeps the permission to arrive in the kernel
+  // (the state bit step 0's flag sets at its first block) and what it waited and arrived, and
+  // marks anew whether it is the core's last.
+  const std::string ptx = generate_entry_ptx(spec);
+  const size_t more_at = ptx.find("$step_more:");
+  ASSERT_NE(more_at, std::string::npos) << ptx;
+  const std::string more = ptx.substr(more_at, ptx.find("$step_next:", more_at) - more_at);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(more, m, std::regex("and\\.b32 %s12, %s12, ([0-9]+);"))) << more;
+  const unsigned long kept = std::stoul(m[1]);
+  ASSERT_TRUE(std::regex_search(more, m, std::regex("selp\\.u32 %s11, ([0-9]+), 0, %q2;"))) << more;
+  EXPECT_EQ(kept & std::stoul(m[1]), 0u) << "the last-block mark";
+  const std::regex flag_to_state(
+      "and\\.b32 %s11, %s7, ([0-9]+);\\s+setp\\.ne\\.u32 %q2, %s11, 0;\\s+selp\\.u32 %s11, ([0-9]+), 0, %q2;");
+  unsigned long may_arrive = 0;
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), flag_to_state); it != std::sregex_iterator(); ++it)
+    if (f0 & std::stoul((*it)[1].str())) may_arrive = std::stoul((*it)[2].str());
+  ASSERT_NE(may_arrive, 0u) << ptx;
+  EXPECT_NE(kept & may_arrive, 0u) << more;
   std::string log;
-  EXPECT_EQ(ptxas(generate_entry_ptx(spec), "sm_90", &log), 0) << log;
+  EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
 
 TEST(CudaLink, LinkedCubinHasTheEntryAndEveryCallee) {
@@ -649,10 +670,10 @@ TEST(CudaRegisters, TheEntryAddsNoRegistersAboveItsLargestSubKernel) {
   EXPECT_EQ(entry_register_cap(with_lto), 0u);
 }
 
-// A dependent step spins on relaxed loads and acquires once (a fence after the loop, which a
-// relaxed load that saw the target makes an acquire), and each arrival or barrier entry is one
-// release operation: no fence of its own. Counted in the generated PTX (the linked SASS needs
-// nvdisasm, which the CUDA toolkit package does not ship).
+// A dependent step spins on relaxed loads and acquires once (an acquire-only fence after the
+// polls, which a relaxed load that saw the target makes an acquire), and each arrival or
+// barrier entry is one release operation: no fence of its own. Counted in the generated PTX
+// (the linked SASS: CudaEntrySass.ADependentStepIsTwoBarriersOneReleaseOneAcquire).
 TEST(CudaEntryPtx, ADependentStepFencesOnceToAcquireAndOnceToRelease) {
   auto chain = load("chain.cubin");
   Scope s;
@@ -667,8 +688,8 @@ TEST(CudaEntryPtx, ADependentStepFencesOnceToAcquireAndOnceToRelease) {
   EXPECT_EQ(count(wait, "ld.acquire"), 0u) << wait;
   EXPECT_EQ(count(wait, "ld.relaxed.gpu.global.u64 %rd3, [%rd1]"), 2u) << wait;  // before and in the loop
   EXPECT_EQ(count(wait, "fence."), 1u) << wait;
-  EXPECT_GT(wait.find("fence.acq_rel.gpu"), wait.rfind("bra $W_spin")) << wait;  // after the loop, not in it
-  EXPECT_GT(wait.find("fence.acq_rel.gpu"), wait.find("$W_done:")) << wait;      // on every way out
+  EXPECT_GT(wait.find("fence.acquire.gpu"), wait.rfind("bra $W_spin")) << wait;  // after the loop, not in it
+  EXPECT_GT(wait.find("fence.acquire.gpu"), wait.find("$W_done:")) << wait;      // on every way out
   const std::string arrive = ptx_function(ptx, "__sk_arrive");
   ASSERT_FALSE(arrive.empty()) << ptx;
   EXPECT_EQ(count(arrive, "fence."), 0u) << arrive;
@@ -679,11 +700,16 @@ TEST(CudaEntryPtx, ADependentStepFencesOnceToAcquireAndOnceToRelease) {
     EXPECT_EQ(count(body, "fence."), 0u) << body;
     EXPECT_EQ(count(body, "atom.release.gpu"), 1u) << body;
   }
-  // The step loop's own fences run only where a cache option asks (the step's table flags),
-  // and no step of this plan asks for one.
+  // The step loop's own wait: relaxed polls, then one acquire-only fence after every pair;
+  // its arrival: one release reduction. Its other fences run only where a cache option asks
+  // (the step's table flags), and no step of this plan asks for one.
   const std::string entry = ptx.substr(ptx.find(".entry " + spec.entry_name));
-  EXPECT_EQ(count(entry, "fence."), 2u) << entry;
+  EXPECT_EQ(count(entry, "fence."), 3u) << entry;
   EXPECT_EQ(count(entry, "@%q1 fence.acq_rel.gpu;"), 2u) << entry;
+  EXPECT_EQ(count(entry, "  fence.acquire.gpu;"), 1u) << entry;
+  EXPECT_GT(entry.find("fence.acquire.gpu"), entry.find("$deps_done:")) << entry;
+  EXPECT_EQ(count(entry, "ld.relaxed.gpu.global.u64 %t5, [%t8];"), 1u) << entry;
+  EXPECT_EQ(count(entry, "red.release.gpu.global.add.u64"), 1u) << entry;
   EXPECT_EQ(count(entry, "and.b32 %s9, %s7, " + std::to_string(kStepFenceBefore) + ";"), 1u) << entry;
   EXPECT_EQ(count(entry, "and.b32 %s9, %s7, " + std::to_string(kStepFenceAfter) + ";"), 1u) << entry;
   EXPECT_EQ(count(entry, "membar"), 0u) << entry;
@@ -721,18 +747,23 @@ TEST(CudaEntryPtx, LibsksBlockBarriersAreBarrier15AndEveryThreadCallsTheSubKerne
     EXPECT_EQ(line, "  barrier.sync " + std::to_string(kBlockBarrier) + ";");
     ++barriers;
   }
-  EXPECT_GE(barriers, 11u);  // __sk_begin's two, __sk_end's, and the device API's block-wide calls
+  EXPECT_GE(barriers, 12u);  // the step loop's two, __sk_next's two, and the device API's block-wide calls
   EXPECT_NE(kBlockBarrier, 0u);
   EXPECT_LT(kBlockBarrier, 16u);  // barriers 0..15 exist
   const std::string entry = ptx.substr(ptx.find(".entry " + spec.entry_name));
-  // %tid only in the entry's thread-0 part before the steps.
-  EXPECT_EQ(count(entry, "%tid"), 1u) << entry;
-  EXPECT_LT(entry.find("%tid"), entry.find("$init_done:")) << entry;
+  // %tid only in thread 0's bookkeeping, which the other threads skip to a barrier or past
+  // the step: the start's, a step's start, its next block and its end.
+  EXPECT_EQ(count(entry, "%tid"), 4u) << entry;
+  const std::regex skip("mov\\.u32 %r1, %tid\\.x;\\s+setp\\.ne\\.u32 %p1, %r1, 0;\\s+@%p1 bra \\$([a-z_]+);");
+  std::set<std::string> skipped_to;
+  for (auto it = std::sregex_iterator(entry.begin(), entry.end(), skip); it != std::sregex_iterator(); ++it)
+    skipped_to.insert((*it)[1].str());
+  EXPECT_EQ(skipped_to, (std::set<std::string>{"init_done", "step_begun", "step_next"})) << entry;
   // From the barrier to the call: the cache fence a step's flags may ask for, and the jump to
   // the call site on the step's kernel index, uniform over the block (.uni).
-  const size_t begin = entry.find("call __sk_begin");
+  const size_t begin = entry.find("$step_begun:");
   ASSERT_NE(begin, std::string::npos) << entry;
-  EXPECT_EQ(count(entry, "call __sk_begin"), 1u) << entry;
+  EXPECT_EQ(count(entry, "$step_begun:"), 1u) << entry;
   const size_t call = entry.find("call early_return_pairs", begin);
   ASSERT_NE(call, std::string::npos) << entry;
   const std::string between = entry.substr(begin, call - begin);
@@ -832,14 +863,13 @@ TEST(CudaEntrySass, OneCallPerDistinctSubKernel) {
     ++calls[(*it)[1].str()];
   EXPECT_EQ(calls["chain_step"], 1u) << entry;
   EXPECT_EQ(calls["tiny_add"], 1u) << entry;
-  EXPECT_EQ(calls["__sk_begin"], 1u) << entry;
   size_t total = 0;
   for (const auto &[fn, n] : calls) total += n;
-  EXPECT_LE(total, 6u) << entry;  // the two sub-kernels, __sk_begin, __sk_end, __sk_next
-  // Reached through one jump table; the entry's own fences are the two a step's cache flags
-  // ask for (each behind a branch on them), none per step.
+  EXPECT_LE(total, 5u) << entry;  // the two sub-kernels, __sk_wait, __sk_wait_previous, __sk_next
+  // Reached through one jump table; the entry's own full fences are the two a step's cache
+  // flags ask for (each behind a branch on them) and the arrival's release.
   EXPECT_EQ(count(entry, "BRX "), 1u) << entry;
-  EXPECT_EQ(count(entry, "MEMBAR.ALL.GPU"), 2u) << entry;
+  EXPECT_EQ(count(entry, "MEMBAR.ALL.GPU"), 3u) << entry;
 }
 
 // The iteration barrier between two runs in the linked SASS: per block and run one atomic (the
@@ -873,4 +903,63 @@ TEST(CudaEntrySass, TheIterationBarrierIsOneAtomicPerBlockAndOneFlagLoad) {
   ASSERT_FALSE(entry.empty()) << sass;
   EXPECT_EQ(matches(entry, "CALL[^\\n]*__sk_next\\)"), 1u) << entry;
   EXPECT_EQ(matches(entry, "\\bEXIT\\b"), 1u) << entry;
+}
+
+// The dependent chain of bench_cuda (bench_chain_step on every SM's block, each step waiting
+// for the one before) in the linked SASS of its entry: per step two block barriers (after the
+// wait, before the arrival), thread 0's release (MEMBAR.GPU, then one reduction) and acquire
+// (relaxed polls, then an L1 invalidation alone: no MEMBAR), the step table read by every
+// thread as one 8-byte load and by thread 0 as two 16-byte records and a dependency pair, and
+// no local memory: nothing spilled around the sub-kernel's call, no call of libsk's own on the
+// way. Explain's cuda_entry.step_loop says the same, counted in the PTX.
+TEST(CudaEntrySass, ADependentStepIsTwoBarriersOneReleaseOneAcquire) {
+  if (nvdisasm_path().empty()) GTEST_SKIP() << kNoNvdisasm;
+  auto chain = load("bench_chain.cubin");
+  Scope s;
+  for (int i = 0; i < 3; ++i) s.add(kernel(chain, "bench_chain_step"), 132);
+  ASSERT_EQ(s.make_plan(132), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  int rc = 0;
+  const std::string sass = disassemble(img, &rc);
+  ASSERT_EQ(rc, 0) << sass;
+  const std::string entry = sass_function(sass, "sk_superkernel_entry");
+  ASSERT_FALSE(entry.empty()) << sass;
+  auto matches = [](const std::string &text, const char *pattern) {
+    const std::regex re(pattern);
+    return (size_t)std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());
+  };
+  const StepLoopCode code = step_loop_code(img.ptx);
+  EXPECT_EQ(code.block_barriers, 2u);
+  EXPECT_EQ(code.releases, 1u);
+  EXPECT_EQ(code.acquires, 1u);
+  EXPECT_EQ(code.full_fences, 2u);  // the cache options', not taken in this plan
+  EXPECT_EQ(code.polls, 1u);
+  EXPECT_EQ(code.table_loads, 4u);
+  // No local memory in the entry: nothing live across a call is spilled.
+  EXPECT_EQ(matches(entry, "\\b(STL|LDL)\\b"), 0u) << entry;
+  const sk::elf::CubinFunction *fn = img.info.find("sk_superkernel_entry");
+  ASSERT_NE(fn, nullptr);
+  EXPECT_EQ(fn->frame_size, 0u);
+  // A non-aligned barrier is BAR.SYNC on 0xf for a converged warp, and a second BAR.SYNC on a
+  // register in the diverged warp's path: count the first form.
+  EXPECT_EQ(matches(entry, "\\bBAR\\.SYNC[.A-Z_]*\\s+0xf\\b"), code.block_barriers) << entry;
+  // Every release fence (MEMBAR.ALL.GPU) is the arrival's or a cache option's; every L1
+  // invalidation the acquire's or a cache option's: the acquire has no MEMBAR.
+  EXPECT_EQ(matches(entry, "\\bREDG\\.E\\.ADD\\.64\\.STRONG\\.GPU\\b"), code.releases) << entry;
+  EXPECT_EQ(matches(entry, "\\bMEMBAR\\.ALL\\.GPU\\b"), code.releases + code.full_fences) << entry;
+  EXPECT_EQ(matches(entry, "\\bCCTL\\.IVALL\\b"), code.acquires + code.full_fences) << entry;
+  EXPECT_EQ(matches(entry, "\\bLDG\\.E\\.[0-9]*\\.?CONSTANT\\b"), code.table_loads) << entry;
+  EXPECT_EQ(matches(entry, "\\bLDG\\.E\\.128\\.CONSTANT\\b"), 2u) << entry;  // thread 0's record
+  // The polls: one relaxed 64-bit load in the loop (not unrolled), beside the start's epoch.
+  EXPECT_EQ(matches(entry, "\\bLDG\\.E\\.64\\.STRONG\\.GPU\\b"), code.polls + 1) << entry;
+  // Calls: the sub-kernel, and the slow paths (the sleeping wait, the wait at a step's end
+  // for a kernel that never waited, the barrier between runs).
+  const std::regex call("\\bCALL\\.[A-Z.]*\\s+`?\\(?([A-Za-z0-9_$.]+)\\)?");
+  std::map<std::string, size_t> calls;
+  for (auto it = std::sregex_iterator(entry.begin(), entry.end(), call); it != std::sregex_iterator(); ++it)
+    ++calls[(*it)[1].str()];
+  EXPECT_EQ(calls, (std::map<std::string, size_t>{
+                       {"bench_chain_step", 1}, {"__sk_wait", 1}, {"__sk_wait_previous", 1}, {"__sk_next", 1}}))
+      << entry;
 }

@@ -20,6 +20,12 @@ def _print_cuda_entry(entry, w):
       f"{entry.get('stack_bytes', '?')} B stack, {entry.get('static_shared_bytes', '?')} B static and "
       f"{entry.get('dynamic_shared_bytes', '?')} B dynamic shared, {entry.get('blocks_per_sm', '?')} "
       f"block(s) per SM\n")
+    loop = entry.get("step_loop")
+    if loop:
+        w(f"  step loop: {loop.get('block_barriers', '?')} block barriers, {loop.get('releases', '?')} "
+          f"release(s), {loop.get('acquires', '?')} acquire fence(s) after {loop.get('polls', '?')} relaxed "
+          f"poll(s), {loop.get('table_loads', '?')} step-table loads, {loop.get('full_fences', '?')} "
+          f"cache-option fence(s)\n")
     for k in entry.get("sub_kernels", []):
         shared = k.get("dynamic_shared_bytes", 0)
         w(f"  {k.get('name')}: {k.get('threads', '?')} threads (from {k.get('threads_from', '?')})"
