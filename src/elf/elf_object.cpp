@@ -93,10 +93,12 @@ sk_status read_string(const Object &o, uint32_t strtab, uint64_t offset, const c
 }
 
 // libelf's view of section `index` data, after checking it is the whole of [offset, +size).
+// An empty section has no buffer (nvJitLink's linked cubins for sm_100 and later keep empty
+// relocation sections).
 sk_status section_data(Elf *elf, const Object &o, uint32_t index, Elf_Data **out) {
   Elf_Scn *scn = elf_getscn(elf, index);
   Elf_Data *d = scn ? elf_getdata(scn, nullptr) : nullptr;
-  if (!d || !d->d_buf || d->d_size != o.sections[index].size)
+  if (!d || (!d->d_buf && o.sections[index].size) || d->d_size != o.sections[index].size)
     return fail(SK_ERR_BAD_BINARY, "%s: section %u '%s': libelf cannot read its data (%s)", o.label.c_str(), index,
                 o.sections[index].name.c_str(), elf_errmsg(-1));
   *out = d;

@@ -3,8 +3,10 @@
 // -ptx, and PTX-only fatbinaries), and kernels whose constructs cannot be fused. Each loads,
 // its rewrite compiles, and they fuse with each other and with `__device__` sub-kernels in a
 // real nvJitLink link, checked in the linked SASS.
+#include <elf.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <regex>
 #include <string>
@@ -437,4 +439,40 @@ TEST(CudaPtx, MutatedTextIsRefusedOrReadsAgain) {
         << "round " << round << ": " << sk::last_error();
   }
   EXPECT_GT(read, 0u);
+}
+
+// A super kernel linked for Blackwell (sm_100, sm_120): nvJitLink's executable cubin there
+// keeps empty relocation sections, which the cubin reader takes as empty rather than unreadable.
+TEST(CudaPtx, AnEntryLinkedForBlackwellIsRead) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  const std::vector<uint8_t> bytes = kernel_bytes("decode_global.ptx");
+  for (const char *arch : {"sm_100", "sm_120"}) {
+    SCOPED_TRACE(arch);
+    std::shared_ptr<const CudaModule> m;
+    ASSERT_EQ(sk::cuda::load_cuda_module(bytes.data(), bytes.size(), "decode_global.ptx", &m, arch), SK_OK)
+        << sk::last_error();
+    Scope s;
+    s.add(take(m, "rmsnorm_global", 128), 4);
+    s.add(take(m, "residual_add_global", 128), 4);
+    ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+    BuiltImage img;
+    ASSERT_EQ(build_superkernel(s.request(arch), &img), SK_OK) << sk::last_error();
+    EXPECT_EQ("sm_" + std::to_string(img.info.sm), arch);
+    const sk::elf::CubinFunction *entry = img.info.find(img.entry);
+    ASSERT_NE(entry, nullptr) << img.entry;
+    EXPECT_GT(entry->registers, 0u);
+    // The premise: an empty SHT_RELA section in the linked cubin.
+    const std::vector<uint8_t> &c = *img.cubin;
+    ASSERT_GE(c.size(), sizeof(Elf64_Ehdr));
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, c.data(), sizeof eh);
+    size_t empty_rela = 0;
+    for (size_t i = 0; i < eh.e_shnum && eh.e_shoff + (i + 1) * sizeof(Elf64_Shdr) <= c.size(); ++i) {
+      Elf64_Shdr sh;
+      std::memcpy(&sh, c.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+      empty_rela += sh.sh_type == SHT_RELA && sh.sh_size == 0;
+    }
+    EXPECT_GT(empty_rela, 0u);
+  }
 }
