@@ -443,6 +443,7 @@ TEST(CudaPtx, MutatedTextIsRefusedOrReadsAgain) {
 
 // A super kernel linked for Blackwell (sm_100, sm_120): nvJitLink's executable cubin there
 // keeps empty relocation sections, which the cubin reader takes as empty rather than unreadable.
+// On sm_100 nvcc's sm_100 cubin of static-shared kernels joins the PTX kernels.
 TEST(CudaPtx, AnEntryLinkedForBlackwellIsRead) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
@@ -455,10 +456,18 @@ TEST(CudaPtx, AnEntryLinkedForBlackwellIsRead) {
     Scope s;
     s.add(take(m, "rmsnorm_global", 128), 4);
     s.add(take(m, "residual_add_global", 128), 4);
+    std::shared_ptr<const CudaModule> tiles;
+    if (std::string(arch) == "sm_100") {
+      tiles = load("shared_sm100.cubin");
+      ASSERT_TRUE(tiles);
+      s.add(sk::cuda_test::kernel(tiles, "tile_a"), 4);
+      s.add(sk::cuda_test::kernel(tiles, "tile_in_helper"), 4);
+    }
     ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
     BuiltImage img;
     ASSERT_EQ(build_superkernel(s.request(arch), &img), SK_OK) << sk::last_error();
     EXPECT_EQ("sm_" + std::to_string(img.info.sm), arch);
+    if (tiles) EXPECT_GE(img.static_shared, 24u * 1024) << "tile_a's tile, in the shared overlay";
     const sk::elf::CubinFunction *entry = img.info.find(img.entry);
     ASSERT_NE(entry, nullptr) << img.entry;
     EXPECT_GT(entry->registers, 0u);
