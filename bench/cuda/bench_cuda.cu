@@ -740,7 +740,10 @@ void chain_config(Bench &b, uint32_t blocks, uint32_t steps, bool first) {
       const std::string json = explain(sk);
       if (!json.empty())
         registers = ", super entry " + std::to_string(json_number(json, "registers")) + " registers, " +
-                    std::to_string(json_number(json, "blocks_per_sm")) + " blocks/SM";
+                    std::to_string(json_number(json, "blocks_per_sm")) + " blocks/SM, a step " +
+                    std::to_string(json_number(json, "block_barriers")) + " barriers " +
+                    std::to_string(json_number(json, "releases")) + " release " +
+                    std::to_string(json_number(json, "acquires")) + " acquire";
     }
   });
   ways[kGridSync].queue = [&, p = buf[kGridSync]](int count) {
@@ -777,7 +780,7 @@ void chain_config(Bench &b, uint32_t blocks, uint32_t steps, bool first) {
     CHECK_CUDA(cudaStreamSynchronize(b.stream));
     control = compare(b.dev, buf[kGridSync], once).count ? "caught" : "MISSED";
   }
-  char notes[240];
+  char notes[320];
   std::snprintf(notes, sizeof notes, "finalize %.1f ms, graph %.1f ms, pdl edges %s, control %s%s", finalize_ms,
                 graph_ms, pdl_edges.c_str(), control, registers.c_str());
   print_rows(b, kChainTable, c, ways, notes);
