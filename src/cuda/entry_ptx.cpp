@@ -39,16 +39,29 @@ struct StateField {
 // S_EPOCH is the running run's epoch, S_FIRST_EPOCH the launch's first, S_LAST_EPOCH the one
 // its run count allows; S_STOP the stop flag's address; S_GO __sk_next's decision (a u32).
 constexpr StateField kBlockState[] = {
-    {"S_SYNC", 8},       {"S_EPOCH", 8},
-    {"S_REPORT", 8},     {"S_DEPS", 8},  // the step's dependency pairs in the step table, and their end
-    {"S_DEPS_END", 8},   {"S_FIRST_EPOCH", 8},
-    {"S_LAST_EPOCH", 8}, {"S_STOP", 8},
-    {"S_STEP", 4},  // the running step and this block's part of it (the device API reads them)
-    {"S_BLOCK", 4},      {"S_BLOCKS", 4},
-    {"S_CORES", 4},      {"S_STATE", 4},
-    {"S_GM_FLUSH", 4},   {"S_KERNEL", 4},  // the step record's call site, argument slot and flags, for every thread
-    {"S_ARG_BASE", 4},   {"S_FLAGS", 4},
-    {"S_GO", 4},         {"S_FLAG_TARGET", 8 * kCrossCoreFlags},  // u64 per flag: the target of its wait
+    {"S_SYNC", 8},
+    {"S_EPOCH", 8},
+    {"S_REPORT", 8},
+    // The step's dependency pairs in the step table, and their end.
+    {"S_DEPS", 8},
+    {"S_DEPS_END", 8},
+    {"S_FIRST_EPOCH", 8},
+    {"S_LAST_EPOCH", 8},
+    {"S_STOP", 8},
+    // The running step and this block's part of it (the device API reads them).
+    {"S_STEP", 4},
+    {"S_BLOCK", 4},
+    {"S_BLOCKS", 4},
+    {"S_CORES", 4},
+    {"S_STATE", 4},
+    {"S_GM_FLUSH", 4},
+    // The step record's call site, first argument slot and flags, for every thread.
+    {"S_KERNEL", 4},
+    {"S_ARG_BASE", 4},
+    {"S_FLAGS", 4},
+    {"S_GO", 4},
+    // A u64 per flag: the target of its wait.
+    {"S_FLAG_TARGET", 8 * kCrossCoreFlags},
 };
 constexpr uint32_t block_state_bytes() {
   uint32_t bytes = 0;

@@ -97,8 +97,8 @@ constexpr char kSharedOverlaySymbol[] = "__sk_shared_overlay";
 uint32_t entry_dynamic_shared(const EntrySpec &spec);
 
 // The hardware barrier of every libsk block barrier (the step loop's two a step, the device
-// API's block-wide calls): not barrier 0, which __syncthreads() uses. Threads of a sub-kernel that
-// returned early wait at libsk's next barrier; on barrier 0 they would complete a
+// API's block-wide calls): not barrier 0, which __syncthreads() uses. Threads of a sub-kernel
+// that returned early wait at libsk's next barrier; on barrier 0 they would complete a
 // __syncthreads() the other threads are waiting at. Non-aligned, as they may reach it apart
 // from the rest of their warp.
 constexpr unsigned kBlockBarrier = 15;
