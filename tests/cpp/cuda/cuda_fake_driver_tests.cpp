@@ -428,6 +428,71 @@ TEST_F(CudaFakeDriver, BlockLocalEdgesAreInTheStepTable) {
   sk_superkernel_destroy(sk);
 }
 
+// Dependencies, not order: a decode step's two independent branches (b on scope stream 1, a on
+// stream 0) and a join after an event b recorded. The step table the launch uploads gives each
+// step only what it depends on: a branch's steps their own predecessor, the join a's last step
+// and b's last (the event), never a step of the other branch before it; the branches run on
+// blocks of their own (the planner places them side by side), so neither waits for the other.
+TEST_F(CudaFakeDriver, TwoBranchesWaitOnlyForWhatTheyDependOn) {
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  ASSERT_NE(step, nullptr);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *args[] = {&x, &n, &i};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "two_branches", "stream-fusion=1", &scope), SK_OK) << sk_last_error();
+  sk_kernel_options on1 = SK_KERNEL_OPTIONS_INIT;
+  on1.stream = 1;
+  const uint32_t k = 3;  // b: steps 0..2 on stream 1; a: steps 3..4 on stream 0; the join: step 5
+  for (uint32_t s = 0; s < k; ++s) ASSERT_EQ(sk_add_kernel(scope, step, 2, args, &on1), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_scope_record_event(scope, 1, 0), SK_OK) << sk_last_error();
+  for (uint32_t s = 0; s + 1 < k; ++s) ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK);
+  ASSERT_EQ(sk_scope_wait_event(scope, 0, 0), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, step, 2, args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  using namespace sk::cuda;
+  const size_t steps = 2 * k, records = kTableHeaderWords + steps * kStepWords;
+  std::vector<FakeCall> tables;
+  for (const FakeCall &c : fake_.log())
+    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size > 4 * records) tables.push_back(c);
+  ASSERT_EQ(tables.size(), 1u);
+  std::vector<uint32_t> table(tables[0].size / 4);
+  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), tables[0].size), SK_OK);
+  ASSERT_EQ(table[0], steps);
+  auto deps = [&](uint32_t s) {
+    const uint32_t *r = &table[kTableHeaderWords + s * kStepWords];
+    std::set<uint32_t> d;
+    for (uint32_t w = r[kStepDepBegin]; w + 2 <= r[kStepDepEnd]; w += 2) d.insert(table[w]);
+    return d;
+  };
+  auto record = [&](uint32_t s) { return &table[kTableHeaderWords + s * kStepWords]; };
+  EXPECT_EQ(deps(0), std::set<uint32_t>{});
+  EXPECT_EQ(deps(1), std::set<uint32_t>{0});
+  EXPECT_EQ(deps(2), std::set<uint32_t>{1});
+  EXPECT_EQ(deps(3), std::set<uint32_t>{});  // a's first step: nothing of b
+  EXPECT_EQ(deps(4), std::set<uint32_t>{3});
+  EXPECT_EQ(deps(5), (std::set<uint32_t>{2, 4}));  // the join: a's last and the event's step
+  EXPECT_EQ(record(0)[kStepFlags] & kStepWaitNow, 0u);
+  EXPECT_EQ(record(3)[kStepFlags] & kStepWaitNow, 0u);
+  EXPECT_EQ(record(5)[kStepFlags] & kStepWaitNow, kStepWaitNow);
+  // Side by side: a's blocks and b's blocks are disjoint.
+  const uint32_t b_first = record(0)[kStepFirst], a_first = record(3)[kStepFirst];
+  EXPECT_TRUE(b_first + record(0)[kStepCores] <= a_first || a_first + record(3)[kStepCores] <= b_first)
+      << b_first << " " << a_first;
+  char json[16384];
+  ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
+  // Explain: the join's stream predecessor, and the step of the event it waits for.
+  EXPECT_EQ(std::string(json).find("\"waits_for_steps\":"), std::string(json).rfind("\"waits_for_steps\":")) << json;
+  EXPECT_TRUE(contains(json, "\"previous_step\":4,")) << json;
+  EXPECT_TRUE(contains(json, "\"waits_for_steps\":[2]")) << json;
+  sk_superkernel_destroy(sk);
+}
+
 // sk_launch_repeat is one launch: the entry gets the run count and the stop flag's address
 // as parameters and counts the runs' epochs on the device (the stand-in does what its blocks
 // do); sk_launch passes 1 and no flag.
