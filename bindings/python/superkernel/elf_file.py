@@ -1,6 +1,6 @@
 """A kernel object that libsk has not loaded, read with pyelftools: what `sk inspect` shows
-(sections, symbols, relocations, the undefined symbols each function's code reaches) and the
-`.sk.kernels` records (kernel_records).
+(sections, symbols, relocations, the undefined symbols each function's code reaches). Its
+kernels are libsk's reading of the `.sk.kernels` records (superkernel.kernel_records).
 
 pyelftools decodes; this module first checks that every header and table it will decode lies in
 the file, so that malformed input raises ElfError naming the part that is wrong (pyelftools
@@ -228,32 +228,6 @@ class ElfObject:
                 seen.add(c)
                 todo.append(c)
         return refs
-
-    # ---- sk_kernel.h's metadata --------------------------------------------------------------
-    def kernel_records(self):
-        """{kernel name: {"sig": ..., "type": ...}} from the .sk.kernels section: each record a
-        NUL-terminated "sk1;kernel=NAME;sig=SIGNATURE;type=CORE_TYPE"."""
-        section = next((s for s in self.sections if s.name == ".sk.kernels"), None)
-        records = {}
-        # What lies in the file of it: libsk's loader is the one that refuses a truncated one.
-        data = self.image[section.offset:section.offset + section.size] if section else b""
-        for raw in data.split(b"\0"):
-            fields = c_text(raw).split(";")
-            if fields[0] != "sk1":
-                continue
-            kv = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
-            if "kernel" in kv:
-                records[kv["kernel"]] = {"sig": kv.get("sig", ""), "type": kv.get("type", "vector")}
-        return records
-
-
-def kernel_records(image):
-    """The .sk.kernels records of an object's bytes, without libsk (a loaded Module's kernels
-    are Module.kernels); a malformed object has none: libsk's loader says what is wrong."""
-    try:
-        return ElfObject(image).kernel_records()
-    except ElfError:
-        return {}
 
 
 def _number(value, enum):

@@ -1,8 +1,11 @@
-"""What `sk inspect` says of one object, read without libsk (superkernel/elf_file.py): its
-kernels and the device API each one's code reaches, sections, relocations, undefined symbols and
-content hash; as a dict (--json) or as text."""
+"""What `sk inspect` says of one object: its kernels as libsk reads their records
+(sk_module_inspect), and, read with pyelftools (superkernel/elf_file.py), the device API each
+one's code reaches, sections, relocations, undefined symbols and content hash; as a dict (--json)
+or as text."""
 import ctypes
 import hashlib
+
+import superkernel as sk
 
 from ..elf_file import SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, ElfObject
 from .inspect_dwarf import implied_signature, mismatches, parameters
@@ -28,8 +31,10 @@ def content_hash(image):
 
 def describe(path, image):
     elf = ElfObject(image, path)
-    records = elf.kernel_records()
+    # Its own tables first: an object malformed there is bad input (exit 3) naming the table.
     functions = {s.name: s for s in elf.symbols if s.type == "FUNC" and s.shndx != "SHN_UNDEF"}
+    relocations = elf.relocation_summary()
+    records = sk.kernel_records(image, path)  # libsk's reading: a record it refuses raises
     kernels = []
     # In code order (compilers write the metadata records in no particular order).
     for name, rec in sorted(records.items(),
@@ -64,8 +69,7 @@ def describe(path, image):
         "sections": [{"name": s.name, "type": elf.section_type_name(s),
                       "size": s.size, "flags": _flags(s.flags)}
                      for s in elf.sections if s.index != 0],
-        "relocations": {target: dict(sorted(c.items()))
-                        for target, c in elf.relocation_summary().items()},
+        "relocations": {target: dict(sorted(c.items())) for target, c in relocations.items()},
         "undefined": {"device_api": [u for u in undefined if u.startswith(DEVICE_API_PREFIX)],
                       "process": [u for u in undefined if not u.startswith(DEVICE_API_PREFIX)]},
         "tls": any(s.type == "TLS" for s in elf.symbols),
