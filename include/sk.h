@@ -486,12 +486,12 @@ SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, con
  * rewrite loading made, or, for a kernel sk_module_get_kernel would refuse, its error.
  * For `host` (its keys are checked, and change nothing read), an ELF object read by
  * sk_module_load's parsers but not linked, so none of its code runs:
- * `{"kind": "object", "module", "machine", "kernels": [...]}`, each kernel its `.sk.kernels`
+ * `{"module", "kind": "object", "machine", "kernels": [...]}`, each kernel its `.sk.kernels`
  * record (SK_KERNEL) in section order, `{"name", "signature" (as sk_kernel_signature gives
  * it), "core_type", "defined" (whether the object defines its function), "device_api" (the
  * functions its code may reach, as the planner reads them), "error" (only where
- * sk_module_get_kernel would refuse its signature)}`; an `ar` archive is `{"kind": "archive",
- * "module", "members": [...]}`, each member `{"name", "bytes"}` with an object's `module`
+ * sk_module_get_kernel would refuse its signature)}`; an `ar` archive is `{"module", "kind":
+ * "archive", "members": [...]}`, each member `{"name", "bytes"}` with an object's `module`
  * (`ARCHIVE(MEMBER)`), `machine` and `kernels`.
  * `sk inspect` prints it. Buffer protocol as sk_superkernel_explain's.
  * - Errors: those of sk_module_load for the image (a malformed `.sk.kernels` record:

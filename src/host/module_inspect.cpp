@@ -2,7 +2,9 @@
 // declares, read by the parsers sk_module_load uses (elf/ and common/kernel_metadata) without
 // linking it, so no code of it runs: each record's signature as sk_module_get_kernel takes it,
 // its core type, whether the object defines its function and the device API its code reaches.
-#include <elf.h>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "common/backend.hpp"
 #include "common/device_api_usage.hpp"
@@ -19,15 +21,17 @@
 namespace sk::host {
 namespace {
 
-// One object's members of the JSON: its label, machine and declared kernels. A malformed object
-// or record fails as sk_module_load fails on it, naming `label`.
-sk_status write_object(JsonWriter &j, const void *bytes, size_t size, const std::string &label) {
+// Writes an object's keys of the JSON: its label, `kind` (none for an archive member), machine and
+// declared kernels. A malformed object or record fails as sk_module_load fails on it, naming
+// `label`.
+sk_status write_object(JsonWriter &j, const void *bytes, size_t size, const std::string &label, const char *kind) {
   elf::Object o;
   if (sk_status st = elf::parse_object(bytes, size, label, &o); st != SK_OK) return st;
   std::vector<KernelMetadata> declared;
   if (sk_status st = parse_kernel_metadata(elf::kernel_records(o), label, &declared); st != SK_OK) return st;
   const std::map<std::string, elf::FunctionReach> reach = elf::reach_by_function(o);
   j.key("module").value(label);
+  if (kind) j.key("kind").value(kind);
   const RelocArch *arch = reloc_arch(o.machine);
   j.key("machine").value(arch ? std::string(arch->name) : "e_machine " + std::to_string(o.machine));
   j.key("kernels").begin_array();
@@ -65,8 +69,7 @@ sk_status inspect_host_module(const char *spec, const void *image, size_t size, 
   JsonWriter j;
   j.begin_object();
   if (!elf::is_archive(image, size)) {
-    j.key("kind").value("object");
-    if (sk_status st = write_object(j, image, size, label); st != SK_OK) return st;
+    if (sk_status st = write_object(j, image, size, label, "object"); st != SK_OK) return st;
   } else {
     elf::Archive archive;
     if (sk_status st = elf::parse_archive(image, size, label, &archive); st != SK_OK) return st;
@@ -78,7 +81,7 @@ sk_status inspect_host_module(const char *spec, const void *image, size_t size, 
       j.begin_object();
       j.key("name").value(m.name);
       j.key("bytes").value(uint64_t{m.size});
-      if (sk_status st = write_object(j, m.data, m.size, archive.member_label(i)); st != SK_OK) return st;
+      if (sk_status st = write_object(j, m.data, m.size, archive.member_label(i), nullptr); st != SK_OK) return st;
       j.end_object();
     }
     j.end_array();
