@@ -52,7 +52,7 @@ def run_set(args, inputs, out):
                 d = describe(path, image)
             except ValueError as e:
                 raise InputError(str(e)) from None
-            d["device_api_source"] = "relocations read by sk inspect"
+            d["device_api_source"] = "libsk's reading of the code"
             files.append(d)
         sources.append(path if regular else image)  # a pipe can be read only once
     # Archives alone link nothing (members are linked when an object or a script's EXTERN
