@@ -483,11 +483,20 @@ SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, con
  * target and the architecture it links for, and each kernel it declares (a PTX module: each
  * `.entry` and visible function) with its signature, threads per block, dynamic shared bytes
  * and where each came from, the device API it reaches, a PTX kernel's directives and every
- * rewrite loading made, or, for a kernel sk_module_get_kernel would refuse, its error. `sk
- * inspect` prints it. Buffer protocol as sk_superkernel_explain's.
- * - Errors: those of sk_module_load for the image; SK_ERR_INVALID_ARGUMENT for a spec that does
- *   not parse or a cuda spec without arch; SK_ERR_UNSUPPORTED for the host backend (sk inspect
- *   reads host objects itself).
+ * rewrite loading made, or, for a kernel sk_module_get_kernel would refuse, its error.
+ * For `host` (its keys are checked, and change nothing read), an ELF object read by
+ * sk_module_load's parsers but not linked, so none of its code runs:
+ * `{"module", "kind": "object", "machine", "kernels": [...]}`, each kernel its `.sk.kernels`
+ * record (SK_KERNEL) in section order, `{"name", "signature" (as sk_kernel_signature gives
+ * it), "core_type", "defined" (whether the object defines its function), "device_api" (the
+ * functions its code may reach, as the planner reads them), "error" (only where
+ * sk_module_get_kernel would refuse its signature)}`; an `ar` archive is `{"module", "kind":
+ * "archive", "members": [...]}`, each member `{"name", "bytes"}` with an object's `module`
+ * (`ARCHIVE(MEMBER)`), `machine` and `kernels`.
+ * `sk inspect` prints it. Buffer protocol as sk_superkernel_explain's.
+ * - Errors: those of sk_module_load for the image (a malformed `.sk.kernels` record:
+ *   SK_ERR_BAD_BINARY naming the object, or archive member, and the record);
+ *   SK_ERR_INVALID_ARGUMENT for a spec that does not parse or a cuda spec without arch.
  * - Threads: any.
  */
 SK_API sk_status sk_module_inspect(const char *spec, const void *image, size_t size, char *buf, size_t cap,

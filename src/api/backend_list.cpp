@@ -15,7 +15,7 @@ namespace {
 
 // One line per backend; a backend built only in some configurations is listed only in those.
 constexpr backend::Registration kBackends[] = {
-    {"host", host::open_host_backend},
+    {"host", host::open_host_backend, host::inspect_host_module},
 #ifdef SK_HAVE_CUDA
     {"cuda", cuda::open_cuda_backend, cuda::inspect_cuda_module},
 #endif
@@ -49,9 +49,7 @@ sk_status inspect_module(const char *spec, const void *image, size_t size, std::
   const backend::Registration *b = find_backend(spec);
   if (!b) return SK_ERR_INVALID_ARGUMENT;
   if (!b->inspect)
-    return fail(SK_ERR_UNSUPPORTED,
-                "sk_module_inspect: the %s backend does not inspect modules without a device (sk inspect reads "
-                "host objects itself)",
+    return fail(SK_ERR_UNSUPPORTED, "sk_module_inspect: the %s backend does not inspect modules without a device",
                 b->name);
   return b->inspect(spec, image, size, json);
 }

@@ -1,5 +1,4 @@
 // sk_module_load(_file, _files, _images), sk_module_unload, sk_module_get_kernel(_with_signature, _desc).
-#include <cstdio>
 #include <vector>
 
 #include "api/handles.hpp"
@@ -54,9 +53,7 @@ SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, 
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "sk_module_load: out is NULL");
   if (size == 0) return fail(SK_ERR_BAD_BINARY, "sk_module_load: image is empty (0 bytes)");
   return sk::api::guarded("sk_module_load", [&] {
-    char label[64];
-    std::snprintf(label, sizeof label, "<memory image of %zu bytes>", size);
-    return load(dev, {{label, image, size}}, "sk_module_load", out);
+    return load(dev, {{sk::backend::memory_image_label(size), image, size}}, "sk_module_load", out);
   });
 }
 

@@ -7,6 +7,14 @@
 
 namespace sk::backend {
 
+sk_status check_object_size(size_t size, const std::string &label) {
+  if (size < kMaxObjectSize) return SK_OK;
+  return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes", label.c_str(),
+              size, kMaxObjectSize);
+}
+
+std::string memory_image_label(size_t size) { return "<memory image of " + std::to_string(size) + " bytes>"; }
+
 void Kernel::set_signature(Signature sig) {
   signature = std::move(sig);
   signature_text = signature_to_string(signature);

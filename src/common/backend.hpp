@@ -67,6 +67,8 @@ class Profiling {
 // Objects of this size or more are refused before they are hashed or copied: a kernel object
 // is kilobytes to megabytes; this only stops a mistaken or hostile input early.
 constexpr size_t kMaxObjectSize = size_t{1} << 30;
+// SK_ERR_UNSUPPORTED naming `label` for an image of kMaxObjectSize bytes or more.
+sk_status check_object_size(size_t size, const std::string &label);
 
 // One input of a module load: a file's or a memory image's bytes, borrowed for the call.
 struct ModuleImage {
@@ -74,6 +76,9 @@ struct ModuleImage {
   const void *bytes = nullptr;
   size_t size = 0;
 };
+
+// How messages name one image given by its bytes (sk_module_load, sk_module_inspect).
+std::string memory_image_label(size_t size);
 
 // What a device made: it keeps the device alive, and the api compares device() to check that
 // objects used together belong to one device (a pointer compare: no call on the launch path).

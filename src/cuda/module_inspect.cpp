@@ -28,10 +28,9 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "sk_module_inspect: device spec \"%s\" names no architecture; without a GPU give it (arch=sm_XY)",
                 spec);
-  char label[64];
-  std::snprintf(label, sizeof label, "<memory image of %zu bytes>", size);
   std::shared_ptr<const CudaModule> m;
-  if (sk_status st = load_cuda_module(image, size, label, &m, parsed.arch); st != SK_OK) return st;
+  if (sk_status st = load_cuda_module(image, size, backend::memory_image_label(size), &m, parsed.arch); st != SK_OK)
+    return st;
   std::vector<std::string> names;
   for (const KernelMetadata &k : m->metadata) names.push_back(k.name);
   if (m->ptx)

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "elf/archive.hpp"
 #include "elf/demangle.hpp"
+#include "elf/kernel_records.hpp"
 
 namespace sk::elf {
 namespace {
@@ -416,7 +417,7 @@ void Combiner::move_relocations(Object *c) {
 void Combiner::gather_metadata(Object *c) {
   std::vector<uint32_t> records;
   for (uint32_t i = 1; i < c->sections.size(); ++i)
-    if (c->sections[i].name == ".sk.kernels" && c->sections[i].data) records.push_back(i);
+    if (c->sections[i].name == kKernelRecordsSection && c->sections[i].data) records.push_back(i);
   if (records.size() < 2) return;
   std::vector<uint8_t> all;
   for (uint32_t i : records) {

@@ -51,7 +51,7 @@ constexpr SpecKey kHostKeys[] = {
 
 }  // namespace
 
-sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *out) {
+sk_status parse_host_spec(const DeviceSpec &spec, HostSpec *out) {
   ExecutorConfig config;
   // Unless the spec says: as many cores as CPUs this process can use (its affinity mask and
   // cgroup CPU quota), which Executor::create counts anyway.
@@ -105,12 +105,21 @@ sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *
     }
   }
   if (!core0_given) config.core0_thread = timeout_given;
+  out->executor = config;
+  out->symbols = policy;
+  out->perf_map = perf_map;
+  return SK_OK;
+}
+
+sk_status HostDevice::open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *out) {
+  HostSpec parsed;
+  if (sk_status st = parse_host_spec(spec, &parsed); st != SK_OK) return st;
   std::unique_ptr<HostDevice> dev(new HostDevice());
-  dev->symbol_policy_ = policy;
-  dev->perf_map_ = perf_map;
-  if (perf_map)
+  dev->symbol_policy_ = parsed.symbols;
+  dev->perf_map_ = parsed.perf_map;
+  if (parsed.perf_map)
     if (sk_status st = check_perf_map(); st != SK_OK) return st;
-  if (sk_status st = Executor::create(config, &dev->executor_); st != SK_OK) return st;
+  if (sk_status st = Executor::create(parsed.executor, &dev->executor_); st != SK_OK) return st;
   *out = std::move(dev);
   return SK_OK;
 }
@@ -156,9 +165,7 @@ bool HostDevice::mem_free(void *ptr) {
 sk_status HostDevice::load_module(const void *image, size_t size, const std::string &label,
                                   std::shared_ptr<LinkedModule> *out) {
   if (executor_->lost()) return executor_->refuse_lost("loading " + label);
-  if (size >= backend::kMaxObjectSize)
-    return fail(SK_ERR_UNSUPPORTED, "%s: %zu bytes: kernel objects must be smaller than %zu bytes", label.c_str(),
-                size, backend::kMaxObjectSize);
+  if (sk_status st = backend::check_object_size(size, label); st != SK_OK) return st;
   // Not even ELF: refused by the parser's header check, without hashing (or copying) the bytes.
   if ((size < SELFMAG || std::memcmp(image, ELFMAG, SELFMAG) != 0) && !elf::is_archive(image, size)) {
     elf::Object none;

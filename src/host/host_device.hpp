@@ -42,6 +42,15 @@ struct LinkedModule {
 // for what a lost executor's stuck threads may still touch (Executor::lost).
 void keep_for_stuck_threads(std::shared_ptr<const void> what);
 
+// What a host device spec's keys (sk.h) ask for, each checked: the executor's configuration,
+// the symbol policy and the perf map.
+struct HostSpec {
+  ExecutorConfig executor;
+  SymbolPolicy symbols = SymbolPolicy::Process;
+  bool perf_map = false;
+};
+sk_status parse_host_spec(const DeviceSpec &spec, HostSpec *out);
+
 class HostDevice {
  public:
   static sk_status open(const DeviceSpec &spec, std::unique_ptr<HostDevice> *out);

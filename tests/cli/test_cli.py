@@ -131,14 +131,30 @@ def test_inspect_json_device_api_per_kernel(ops):
 
 
 def test_inspect_static_reading_agrees_with_libsk(ops):
-    # Without --load, sk inspect reads the device-API use from the relocations itself; with
-    # --load it takes libsk's plan. On these kernels both must say the same.
+    # Without --load, sk inspect takes the device-API use from libsk's reading of the object
+    # (sk_module_inspect, nothing linked); with --load from libsk's plan. Both must say the same.
     static = json.loads(sk("inspect", "--json", ops).stdout)
     loaded = json.loads(sk("inspect", "--json", "--load", "host", ops).stdout)
     assert static["device_api_source"] != loaded["device_api_source"]
     by_name = {k["name"]: k["device_api"] for k in loaded["kernels"]}
     for k in static["kernels"]:
         assert k["device_api"] == by_name[k["name"]], k["name"]
+
+
+def test_inspect_device_api_through_a_call_without_relocation(tmp_path):
+    # The assembler resolves a call to a static function of the same section itself: no
+    # relocation says the kernel reaches sk_sync_all, its decoded code does (as libsk reads it).
+    (tmp_path / "helper.c").write_text(
+        "#include <sk_kernel.h>\n"
+        "static __attribute__((noinline)) void wait_all(void) { sk_sync_all(); }\n"
+        "SK_KERNEL(via_helper, \"\")\n"
+        "void via_helper(void) { wait_all(); }\n")
+    obj = tmp_path / "helper.o"
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-c", "-I", os.path.join(ROOT, "include"),
+                    str(tmp_path / "helper.c"), "-o", str(obj)], check=True)
+    static = json.loads(sk("inspect", "--json", obj).stdout)
+    loaded = json.loads(sk("inspect", "--json", "--load", "host", obj).stdout)
+    assert static["kernels"][0]["device_api"] == loaded["kernels"][0]["device_api"] == ["sk_sync_all"]
 
 
 def test_inspect_hash_changes_with_content(ops, tmp_path):

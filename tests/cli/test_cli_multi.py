@@ -66,6 +66,22 @@ def test_inspect_archive_with_extern_script_links_it(multi, tmp_path):
     assert r.returncode != 0 and "EXTERN(multi_nowhere)" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_inspect_archive_member_with_a_malformed_record_exit_4(multi, tmp_path):
+    # The member's kernels are libsk's reading of it: a record it refuses names the member.
+    (tmp_path / "odd.c").write_text(
+        "#include <sk_kernel.h>\n"
+        "SK_KERNEL_TYPED(odd, \"ptr\", \"warp9\")\n"
+        "void odd(int *p) { *p = 1; }\n")
+    odd, archive = tmp_path / "odd.o", tmp_path / "libodd.a"
+    subprocess.run([os.environ.get("CC", "cc"), "-c", "-I", os.path.join(ROOT, "include"),
+                    str(tmp_path / "odd.c"), "-o", str(odd)], check=True)
+    subprocess.run([os.environ.get("AR", "ar"), "rcs", str(archive), str(multi["multi_base"]), str(odd)],
+                   check=True)
+    r = sk("inspect", archive)
+    assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr
+    assert str(archive) in r.stderr and "(odd.o): kernel 'odd': unknown core type 'warp9'" in r.stderr
+
+
 def test_inspect_duplicate_definition_exit_4(multi):
     r = sk("inspect", multi["multi_main"], multi["multi_helper"], multi["multi_dup"])
     assert r.returncode == 4

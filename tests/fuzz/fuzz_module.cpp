@@ -1,5 +1,5 @@
-// libFuzzer target: bytes as a kernel object. They go through the ELF reader directly, then
-// through the public API (sk_module_load on a host device, under symbols=process or strict by
+// libFuzzer target: bytes as a kernel object. They go through sk_module_inspect and the ELF
+// reader directly, then through the public API (sk_module_load on a host device, under symbols=process or strict by
 // the last byte), and every function the object defines is looked up as a kernel, with its
 // metadata and with a few given signatures. Nothing is launched: running an object's code is
 // what loading it is for (docs/conventions.md, trust model), not something a fuzzer can judge;
@@ -27,6 +27,9 @@ sk_device *open_device(const char *spec) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static sk_device *process = open_device("host:cores=1,timeout_ms=1000");
   static sk_device *strict = open_device("host:cores=1,timeout_ms=1000,symbols=strict");
+  // sk_module_inspect runs none of the object's code: every input goes through it.
+  size_t described = 0;
+  sk_module_inspect(size && (data[0] & 1) ? "host:symbols=strict" : "host", data, size, nullptr, 0, &described);
   std::vector<std::string> names;
   sk::elf::Object object;
   if (sk::elf::parse_object(data, size, "fuzz", &object) == SK_OK) {

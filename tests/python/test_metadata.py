@@ -1,6 +1,7 @@
 """Kernel metadata as libsk reports it (sk_module_kernel_count, sk_kernel_signature,
 sk_kernel_core_type): Module.kernels and Kernel, host and CUDA, and the same records read from
-the object's bytes with pyelftools (superkernel.kernel_records, what sk inspect shows)."""
+the object's bytes by libsk without loading it (superkernel.kernel_records, sk_module_inspect:
+what sk inspect shows)."""
 import os
 import subprocess
 import sys
@@ -58,9 +59,48 @@ def test_a_kernel_without_metadata_is_a_vector_kernel(ops):
     assert "no_metadata_fill" not in ops.kernels
 
 
-def test_kernel_records_of_bytes_that_are_not_an_object_are_empty():
-    assert sk.kernel_records(b"") == {}
-    assert sk.kernel_records(b"\x7fELF\x02\x01" + b"\0" * 10) == {}
+def test_kernel_records_of_bytes_that_are_not_an_object_raise_naming_them():
+    with pytest.raises(sk.BadBinary, match="empty"):
+        sk.kernel_records(b"")
+    with pytest.raises(sk.BadBinary) as e:
+        sk.kernel_records(b"\x7fELF\x02\x01" + b"\0" * 10, "short.o")
+    assert "short.o" in str(e.value) and "16 bytes" in str(e.value)
+
+
+# Records sk_kernel.h does not write, each of which libsk's parser refuses: a reader that skipped
+# them would show an object sk_module_load refuses as one with fewer kernels.
+MALFORMED_RECORDS = {"sk1;sig=ptr": "names no kernel",
+                     "sk2;kernel=later;sig=ptr": "not an sk1 record",
+                     "sk1;kernel=bad_type;sig=ptr;type=warp9": "unknown core type 'warp9'"}
+
+
+@pytest.mark.parametrize("record", sorted(MALFORMED_RECORDS))
+def test_a_record_libsk_refuses_is_reported_not_skipped(dev, tmp_path, record):
+    (tmp_path / "bad.c").write_text(
+        "#include <sk_kernel.h>\n"
+        "SK_KERNEL(fine, \"ptr\")\n"
+        "void fine(int *p) { *p = 1; }\n"
+        f'__attribute__((section(".sk.kernels"), used)) static const char rec[] = "{record}";\n')
+    path = compile_kernel(str(tmp_path / "bad.c"), str(tmp_path))
+    image = open(path, "rb").read()
+    with pytest.raises(sk.BadBinary) as loaded:
+        dev.load(path)
+    with pytest.raises(sk.BadBinary) as read:
+        sk.kernel_records(image, "bad.o")
+    assert MALFORMED_RECORDS[record] in str(read.value) and "bad.o" in str(read.value)
+    # The same refusal as sk_module_load's, of the same bytes under another name.
+    label = f"<memory image of {len(image)} bytes>"
+    assert loaded.value.message.replace(path, label) == read.value.message
+
+
+def test_kernel_records_of_an_archive_are_its_members(tmp_path, ops_path, typed_path):
+    archive = tmp_path / "libboth.a"
+    subprocess.run([os.environ.get("AR", "ar"), "rcs", str(archive), ops_path, typed_path], check=True)
+    members = [sk.kernel_records(open(p, "rb").read()) for p in (ops_path, typed_path)]
+    assert sk.kernel_records(archive.read_bytes()) == {**members[0], **members[1]}
+    d = sk.inspect_module(str(archive), "host")
+    assert [m["name"] for m in d["members"]] == [os.path.basename(ops_path), os.path.basename(typed_path)]
+    assert d["members"][1]["module"].endswith(f"({os.path.basename(typed_path)})")
 
 
 def cuda_fixtures():

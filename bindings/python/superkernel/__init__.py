@@ -21,7 +21,7 @@ from .errors import (BadBinary, DeviceError, Error, FileNotReadable, Hang, Incom
                      StateError, Unsupported, VersionMismatch)
 from .memory import ReadOnly, readonly
 from .module import Kernel, Module
-from .module_inspect import inspect_module
+from .module_inspect import inspect_module, kernel_records
 from .refs import Ref
 from .scope import KERNEL_FLAG_BLOCK_LOCAL, Scope
 from .stream import Event, Stream
@@ -43,13 +43,6 @@ def version():
 def version_string():
     """The loaded library's version as sk_version_string() spells it ("MAJOR.MINOR.PATCH")."""
     return lib().sk_version_string().decode()
-
-
-def kernel_records(image):
-    """{kernel name: {"sig": ..., "type": ...}} from the .sk.kernels section of an object's bytes,
-    read without libsk (a loaded Module's are Module.kernels); a malformed object has none."""
-    from .elf_file import kernel_records as read  # late: only this and sk inspect need pyelftools
-    return read(image)
 
 
 def library_path():

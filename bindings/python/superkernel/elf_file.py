@@ -1,6 +1,6 @@
-"""A kernel object that libsk has not loaded, read with pyelftools: what `sk inspect` shows
-(sections, symbols, relocations, the undefined symbols each function's code reaches) and the
-`.sk.kernels` records (kernel_records).
+"""A kernel object that libsk has not loaded, read with pyelftools: what `sk inspect` shows of
+its sections, symbols and relocations. Its kernels, and the device API their code reaches, are
+libsk's reading (sk_module_inspect).
 
 pyelftools decodes; this module first checks that every header and table it will decode lies in
 the file, so that malformed input raises ElfError naming the part that is wrong (pyelftools
@@ -35,7 +35,6 @@ RELOCATION_NAMES = {("EM_X86_64", 41): "R_X86_64_GOTPCRELX",
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 SHT_NOBITS = "SHT_NOBITS"
 _RELOCATION_TYPES = ("SHT_REL", "SHT_RELA")
-_PC_RELATIVE_X86_64 = (2, 4)  # R_X86_64_PC32, R_X86_64_PLT32: the addend is 4 short of the target
 
 
 class ElfError(ValueError):
@@ -184,76 +183,6 @@ class ElfObject:
         """{target section name: Counter(relocation type name)}."""
         return {target.name: Counter(self.relocation_name(r.type) for r in self.relocations(rel))
                 for target, rel in self.relocation_sections()}
-
-    # ---- what a function's code reaches ------------------------------------------------------
-    def _function_at(self, shndx, offset):
-        for s in self.symbols:
-            if s.type == "FUNC" and s.shndx == shndx and s.value <= offset < s.value + max(s.size, 1):
-                return s
-        return None
-
-    def _direct_references(self, function):
-        """(undefined symbol names, functions of this object) that relocations inside
-        `function`'s bytes refer to."""
-        undefined, functions = set(), set()
-        for target, rel in self.relocation_sections():
-            if target.index != function.shndx:
-                continue
-            for r in self.relocations(rel):
-                if not function.value <= r.offset < function.value + max(function.size, 1):
-                    continue
-                sym = r.symbol
-                if sym is None:
-                    continue
-                if sym.shndx == "SHN_UNDEF" and sym.name:
-                    undefined.add(sym.name)
-                elif sym.type == "FUNC":
-                    functions.add(sym)
-                elif sym.type == "SECTION":  # section symbol + addend
-                    pc_relative = self.machine_name == "x86-64" and r.type in _PC_RELATIVE_X86_64
-                    callee = self._function_at(sym.shndx, r.addend + (4 if pc_relative else 0))
-                    if callee is not None:
-                        functions.add(callee)
-        return undefined, functions
-
-    def function_references(self, function):
-        """Names of the undefined symbols that code reachable from `function` refers to, through
-        relocations (calls to functions of the same section that the assembler resolved
-        without a relocation are not seen: libsk's own analysis, `sk inspect --load`, is)."""
-        seen, todo, refs = {function}, [function], set()
-        while todo:
-            undefined, callees = self._direct_references(todo.pop())
-            refs |= undefined
-            for c in callees - seen:
-                seen.add(c)
-                todo.append(c)
-        return refs
-
-    # ---- sk_kernel.h's metadata --------------------------------------------------------------
-    def kernel_records(self):
-        """{kernel name: {"sig": ..., "type": ...}} from the .sk.kernels section: each record a
-        NUL-terminated "sk1;kernel=NAME;sig=SIGNATURE;type=CORE_TYPE"."""
-        section = next((s for s in self.sections if s.name == ".sk.kernels"), None)
-        records = {}
-        # What lies in the file of it: libsk's loader is the one that refuses a truncated one.
-        data = self.image[section.offset:section.offset + section.size] if section else b""
-        for raw in data.split(b"\0"):
-            fields = c_text(raw).split(";")
-            if fields[0] != "sk1":
-                continue
-            kv = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
-            if "kernel" in kv:
-                records[kv["kernel"]] = {"sig": kv.get("sig", ""), "type": kv.get("type", "vector")}
-        return records
-
-
-def kernel_records(image):
-    """The .sk.kernels records of an object's bytes, without libsk (a loaded Module's kernels
-    are Module.kernels); a malformed object has none: libsk's loader says what is wrong."""
-    try:
-        return ElfObject(image).kernel_records()
-    except ElfError:
-        return {}
 
 
 def _number(value, enum):

@@ -13,15 +13,19 @@ from .status import check
 CALL = "sk_module_inspect"
 
 
-def inspect_module(source, spec="cuda:arch=sm_90"):
+def inspect_module(source, spec="cuda:arch=sm_90", name=None):
     """What a device of `spec` would read from a module, as a dict (sk_module_inspect's JSON),
-    no GPU needed: the module's kind, a PTX module's version, target and rewrites, and each
-    kernel's launch facts, PTX directives and rewrites, or the error taking it would raise.
-    `source` is as Device.load takes one module: a path, the bytes of a PTX file, cubin,
-    fatbinary or nvcc object, or PTX text (a str beginning with `.version`). `spec` is
-    "cuda:arch=sm_XY"; the host device reads no module this way (Unsupported)."""
+    without opening one. `source` is as Device.load takes one module: a path, the bytes of an
+    object, archive, PTX file, cubin, fatbinary or nvcc object, or PTX text (a str beginning
+    with `.version`); `name` names bytes in error messages (a path names itself).
+
+    "cuda:arch=sm_XY" (no GPU needed): the module's kind, a PTX module's version, target and
+    rewrites, and each kernel's launch facts, PTX directives and rewrites, or the error taking
+    it would raise. "host": the kernels an object declares (an archive's, per member), each
+    with its signature, core type, whether the object defines it and the device API it
+    reaches, read without linking; a malformed object or record raises BadBinary."""
     spec_c = c_string(spec, "inspect_module spec")
-    call = CALL
+    call = CALL if name is None else f"{CALL} ({message_text(os.fsencode(name))})"
     if isinstance(source, str) and looks_like_ptx(source):
         image = source.encode()
     elif isinstance(source, (str, os.PathLike)):
@@ -40,3 +44,13 @@ def inspect_module(source, spec="cuda:arch=sm_90"):
     check(lib().sk_module_inspect(spec_c, image, len(image), buf, needed.value,
                                   ctypes.byref(needed)), call)
     return json.loads(c_text(buf.value))
+
+
+def kernel_records(image, name=None):
+    """{kernel name: {"sig": ..., "type": ...}} of the SK_KERNEL records of a host object's bytes
+    (an archive's: every member's), as libsk reads them (inspect_module on "host"), without
+    loading it; a malformed object or record raises BadBinary naming it, and `name` (a loaded
+    Module's kernels are Module.kernels)."""
+    d = inspect_module(image, "host", name)
+    return {k["name"]: {"sig": k["signature"], "type": k["core_type"]}
+            for part in d.get("members", [d]) for k in part["kernels"]}

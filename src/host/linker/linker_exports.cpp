@@ -3,10 +3,9 @@
 // these), and the .sk.kernels metadata records.
 #include <elf.h>
 
-#include <algorithm>
-
 #include "common/device_api_usage.hpp"
 #include "elf/function_references.hpp"
+#include "elf/kernel_records.hpp"
 #include "host/linker/linker_impl.hpp"
 #include "host/linker/linker_init.hpp"
 
@@ -48,17 +47,7 @@ void Linker::export_symbols(LinkedObject *lo) const {
       lo->unwind_tables_.emplace_back(
           reinterpret_cast<const void *>(base + static_cast<uint64_t>(section_offset_[i])), o_.sections[i].size);
 
-  int meta = o_.find_section(".sk.kernels");
-  if (meta > 0 && o_.sections[meta].data) {
-    const elf::Section &m = o_.sections[meta];
-    const char *p = reinterpret_cast<const char *>(m.data), *end = p + m.size;
-    // Records are NUL-terminated; empty strings are alignment padding between them.
-    while (p < end) {
-      const char *q = std::find(p, end, '\0');
-      if (q > p) lo->metadata_.emplace_back(p, q);
-      p = q + 1;
-    }
-  }
+  lo->metadata_ = elf::kernel_records(o_);
 }
 
 }  // namespace sk::host

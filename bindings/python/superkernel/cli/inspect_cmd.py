@@ -98,7 +98,7 @@ def run(args, out, err):
         d = describe(path, image)
     except ValueError as e:
         raise InputError(str(e)) from None
-    d["device_api_source"] = "relocations read by sk inspect"
+    d["device_api_source"] = "libsk's reading of the code"
     if args.load:  # a pipe can be read only once: libsk gets the bytes read here
         load_with_libsk(d, path if regular else image, args.load)
     if args.json:

@@ -1,8 +1,10 @@
-"""What `sk inspect` says of one object, read without libsk (superkernel/elf_file.py): its
-kernels and the device API each one's code reaches, sections, relocations, undefined symbols and
-content hash; as a dict (--json) or as text."""
+"""What `sk inspect` says of one object: its kernels and the device API each one's code reaches as
+libsk reads them (sk_module_inspect), and, read with pyelftools (superkernel/elf_file.py), its
+sections, relocations, undefined symbols and content hash; as a dict (--json) or as text."""
 import ctypes
 import hashlib
+
+import superkernel as sk
 
 from ..elf_file import SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, ElfObject
 from .inspect_dwarf import implied_signature, mismatches, parameters
@@ -28,20 +30,21 @@ def content_hash(image):
 
 def describe(path, image):
     elf = ElfObject(image, path)
-    records = elf.kernel_records()
+    # Its own tables first: an object malformed there is bad input (exit 3) naming the table.
     functions = {s.name: s for s in elf.symbols if s.type == "FUNC" and s.shndx != "SHN_UNDEF"}
+    relocations = elf.relocation_summary()
+    # The kernels as libsk reads the object (sk_module_inspect): a record it refuses raises.
+    declared = sk.inspect_module(image, "host", path)["kernels"]
+    records = {k["name"] for k in declared}
     kernels = []
     # In code order (compilers write the metadata records in no particular order).
-    for name, rec in sorted(records.items(),
-                            key=lambda kv: (kv[0] not in functions,
-                                            getattr(functions.get(kv[0]), "shndx", 0),
-                                            getattr(functions.get(kv[0]), "value", 0))):
-        fn = functions.get(name)
-        api = sorted(r for r in elf.function_references(fn) if r.startswith(DEVICE_API_PREFIX)) \
-            if fn else []
-        kernels.append({"name": name, "signature": rec["sig"], "core_type": rec["type"],
-                        "defined": fn is not None, "size": fn.size if fn else 0,
-                        "device_api": api})
+    for k in sorted(declared, key=lambda k: (k["name"] not in functions,
+                                             getattr(functions.get(k["name"]), "shndx", 0),
+                                             getattr(functions.get(k["name"]), "value", 0))):
+        fn = functions.get(k["name"])
+        kernels.append({"name": k["name"], "signature": k["signature"], "core_type": k["core_type"],
+                        "defined": k["defined"], "size": fn.size if fn else 0,
+                        "device_api": sorted(k["device_api"])})
     # Built with -g: what the debug information says each function's parameters are.
     dwarf = parameters(image)
     for k in kernels:
@@ -64,8 +67,7 @@ def describe(path, image):
         "sections": [{"name": s.name, "type": elf.section_type_name(s),
                       "size": s.size, "flags": _flags(s.flags)}
                      for s in elf.sections if s.index != 0],
-        "relocations": {target: dict(sorted(c.items()))
-                        for target, c in elf.relocation_summary().items()},
+        "relocations": {target: dict(sorted(c.items())) for target, c in relocations.items()},
         "undefined": {"device_api": [u for u in undefined if u.startswith(DEVICE_API_PREFIX)],
                       "process": [u for u in undefined if not u.startswith(DEVICE_API_PREFIX)]},
         "tls": any(s.type == "TLS" for s in elf.symbols),

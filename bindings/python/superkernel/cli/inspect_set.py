@@ -5,17 +5,15 @@ import json
 
 import superkernel as sk
 
-from ..elf_file import kernel_records
 from ..object_file import AR_MAGIC, extern_names
-from .archive import archive_members
 from .errors import InputError
 from .inspect_object import content_hash, describe, print_text
 
 
 def _describe_archive(path, image):
     algo, digest = content_hash(image)
-    members = [{"name": name, "bytes": len(data), "kernels": sorted(kernel_records(data))}
-               for name, data in archive_members(image)]
+    members = [{"name": m["name"], "bytes": m["bytes"], "kernels": sorted(k["name"] for k in m["kernels"])}
+               for m in sk.inspect_module(image, "host", path)["members"]]
     return {"file": path, "archive": True, "bytes": len(image),
             "hash": {"algorithm": algo, "value": digest}, "members": members}
 
@@ -54,7 +52,7 @@ def run_set(args, inputs, out):
                 d = describe(path, image)
             except ValueError as e:
                 raise InputError(str(e)) from None
-            d["device_api_source"] = "relocations read by sk inspect"
+            d["device_api_source"] = "libsk's reading of the code"
             files.append(d)
         sources.append(path if regular else image)  # a pipe can be read only once
     # Archives alone link nothing (members are linked when an object or a script's EXTERN
