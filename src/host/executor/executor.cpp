@@ -273,15 +273,10 @@ sk_status Executor::synchronize(StreamState *stream, const char *call) {
   if (forked_away()) return refuse_in_forked_child(call);
   const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
   drive_until_completed(want);
-  if (!stream->has_error.load(std::memory_order_acquire)) return lost() ? refuse_lost(call) : SK_OK;
-  std::lock_guard<std::mutex> lock(stream->error_mutex);
-  if (stream->error == SK_OK) return lost() ? refuse_lost(call) : SK_OK;
-  sk_status st = stream->error;
-  fail(st, "%s", stream->error_message.c_str());
-  stream->error = SK_OK;
-  stream->error_message.clear();
-  stream->has_error.store(false, std::memory_order_relaxed);
-  return st;
+  std::string message;
+  const sk_status st = stream->take_error(&message);
+  if (st == SK_OK) return lost() ? refuse_lost(call) : SK_OK;
+  return fail(st, "%s", message.c_str());
 }
 
 sk_status Executor::query(StreamState *stream, bool *done) {
@@ -484,14 +479,8 @@ void Executor::declare_lost(uint64_t seq) {
   std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %u ms; ", p.name.c_str(),
                 task.epoch + task.iterations_run() - 1, config_.timeout_ms);
   std::string report = head + stuck + " never came back from the kernel" + waits;
-  {
-    std::lock_guard<std::mutex> lock(task.stream->error_mutex);
-    if (task.stream->error == SK_OK) {
-      task.stream->error = SK_ERR_HANG;
-      task.stream->error_message = report + "; the host device is lost (close it and open a new one)";
-      task.stream->has_error.store(true, std::memory_order_release);
-    }
-  }
+  task.stream->keep_first_error(
+      SK_ERR_HANG, [&report] { return report + "; the host device is lost (close it and open a new one)"; });
   lost_report_ = std::move(report);
   task.failure.aborted.store(true, std::memory_order_release);  // cores in its waits leave them
   lost_.store(true, std::memory_order_seq_cst);
@@ -521,15 +510,10 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     for (uint32_t g = 0; g < p->release_groups; ++g)
       p->group_arrived[g].value.store(last * p->group_per_launch[g], std::memory_order_relaxed);
   }
-  if (aborted) {
-    std::lock_guard<std::mutex> lock(task.stream->error_mutex);
-    if (task.stream->error == SK_OK) {
-      task.stream->error = task.failure.status();
-      task.stream->error_message =
-          task.failure.report(p->name, task.epoch + ran - 1, static_cast<long long>(config_.timeout_ms));
-      task.stream->has_error.store(true, std::memory_order_release);
-    }
-  }
+  if (aborted)
+    task.stream->keep_first_error(task.failure.status(), [&] {
+      return task.failure.report(p->name, task.epoch + ran - 1, static_cast<long long>(config_.timeout_ms));
+    });
   // Flag counters count within a launch (host/device_api/cross_core_flags.hpp).
   for (const auto &f : p->flags) f->reset();
   // A repeated task's records are those of its last iteration.

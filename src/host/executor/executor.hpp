@@ -24,18 +24,10 @@
 #include "common/fork_guard.hpp"
 #include "host/executor/core_context.hpp"
 #include "host/executor/program.hpp"
+#include "host/executor/stream_state.hpp"
 #include "host/executor/wait.hpp"
 
 namespace sk::host {
-
-// An in-order queue's bookkeeping: the last task it submitted and its first unreported failure.
-struct StreamState {
-  std::atomic<uint64_t> last_seq{0};
-  std::mutex error_mutex;
-  std::atomic<bool> has_error{false};  // lets synchronize skip the mutex when all went well
-  sk_status error = SK_OK;
-  std::string error_message;
-};
 
 struct ExecutorConfig {
   // 0: one per CPU this process can use (cpu_budget.hpp), counted once at create.
