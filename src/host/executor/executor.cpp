@@ -170,24 +170,25 @@ Executor::~Executor() {
   }
   CpuClaims::process().release(this);
   wait_idle();
+  stop_threads();
+  for (pthread_t t : threads_) pthread_join(t, nullptr);
+}
+
+void Executor::stop_threads() {
   stopping_.store(true, std::memory_order_seq_cst);
+  // A seq_cst write to each word a thread may sleep on, then a wake of all its sleepers: one
+  // about to sleep finds the word moved or sees stopping_, one asleep wakes and sees it.
   published_word_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&published_word_);
   core0_owner_.fetch_add(0, std::memory_order_seq_cst);
   futex_wake_all(&core0_owner_);
   core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&core0_doorbell_);
-  for (pthread_t t : threads_) pthread_join(t, nullptr);
 }
 
 void Executor::abandon() {
   CpuClaims::process().release(this);
-  stopping_.store(true, std::memory_order_seq_cst);
-  published_word_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&published_word_);
-  futex_wake_all(&core0_owner_);
-  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&core0_doorbell_);
+  stop_threads();
   // The cores that can stop do so on their own; those in a kernel may come back at any time.
   for (pthread_t t : threads_) pthread_detach(t);
   threads_.clear();

@@ -128,6 +128,8 @@ class Executor {
   sk_status refuse_in_forked_child(const std::string &what) const;
   // Waits until every launch that took its ticket before this call has been queued.
   void wait_for_submitters();
+  // Tells every thread of the executor to stop and wakes those asleep (~Executor, abandon).
+  void stop_threads();
   void core_main(uint32_t core);  // cores 1 .. N-1
   // What a core's own thread does: polls the ring and runs each task in turn (cores 1 .. N-1,
   // and core 0 with core0_thread).
