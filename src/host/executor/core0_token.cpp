@@ -18,7 +18,7 @@
 //                                                                              sleeps (rules 1, 2)
 //
 // Only the holder runs core 0 and touches core0_next_, core 0's CoreContext and the pinning
-// state (keep_off_core0_cpu): a CAS that takes the token acquires what the last holder wrote
+// state (CorePinning::keep_off_core0_cpu): a CAS that takes the token acquires what the last holder wrote
 // before its exchange. The other words:
 //
 //   word                      written by (order)                    read by (order)
@@ -84,7 +84,7 @@ void Executor::drive_until(Done what) {
       t_core = &core0_->ctx;
       uint64_t next = core0_next_.load(std::memory_order_relaxed);
       while (!done() && next <= published_.load(std::memory_order_acquire)) {
-        keep_off_core0_cpu();
+        pinning_.keep_off_core0_cpu();
         process(*core0_, next);
         core0_next_.store(++next, std::memory_order_relaxed);
       }
@@ -181,7 +181,7 @@ Executor::Core0Look Executor::core0_poll(uint32_t rung, Core0Poll &poll) {
 
 void Executor::core0_main() {
   if (config_.core0_thread) return core_loop(*core0_);  // it holds the token for good (create)
-  // Kept to the CPUs no core holds (keep_dedicated_core0_off_cores), not to one: core 0 is
+  // Kept to the CPUs no core holds (CorePinning::keep_dedicated_core0_off_cores), not to one: core 0 is
   // mostly run by host threads, which go where they go; this thread only stands in for them.
   t_core = &core0_->ctx;
   uint32_t rung = 0;  // the doorbell's count when this thread last looked
@@ -230,7 +230,7 @@ void Executor::core0_main() {
       uint64_t next = core0_next_.load(std::memory_order_relaxed);
       while (next <= published_.load(std::memory_order_acquire) &&
              host_wants_core0_.load(std::memory_order_seq_cst) == 0) {
-        keep_off_core0_cpu();
+        pinning_.keep_off_core0_cpu();
         process(*core0_, next);
         core0_next_.store(++next, std::memory_order_relaxed);
       }

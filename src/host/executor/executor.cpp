@@ -122,13 +122,12 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   std::unique_ptr<Executor> ex(new Executor(config, usable_cpu_count(allowed)));
   const uint32_t cores = ex->cores();  // config.cores, or the usable CPUs for 0
   ex->ring_ = std::make_unique<Task[]>(kRing);
-  ex->core_cpu_.assign(cores, -1);
-  ex->core_thread_.resize(cores);
-  std::vector<int> claimed;  // each core's CPU (core 0's is not pinned: see pin_to_cpu)
+  std::vector<int> order, claimed;  // each core's CPU (core 0's is not pinned: CorePinning::pin)
   if (config.pin && !allowed.empty()) {
-    ex->cpus_ = cpu_pinning_order(allowed);
-    claimed = CpuClaims::process().claim(ex.get(), ex->cpus_, cores);
+    order = cpu_pinning_order(allowed);
+    claimed = CpuClaims::process().claim(ex.get(), order, cores);
   }
+  ex->pinning_ = CorePinning(cores, std::move(order));
   ex->core0_ = std::make_unique<Core>();
   ex->progress_ = std::make_unique<CoreProgress[]>(cores);
   ex->core0_->ctx.progress = &ex->progress_[0];
@@ -151,9 +150,9 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     pthread_setname_np(ex->threads_[c], name);
     // Pinned here, not by the thread itself: the first launch may come before a new thread
     // has run at all, and core 0's thread must then see where every core will be.
-    if (c > 0 && !claimed.empty()) ex->pin_to_cpu(static_cast<uint32_t>(c), claimed[c]);
+    if (c > 0 && !claimed.empty()) ex->pinning_.pin(static_cast<uint32_t>(c), ex->threads_[c], claimed[c]);
   }
-  if (!config.core0_thread) ex->keep_dedicated_core0_off_cores();
+  if (!config.core0_thread) ex->pinning_.keep_dedicated_core0_off_cores(ex->threads_[0]);
   *out = std::move(ex);
   return SK_OK;
 }
@@ -342,7 +341,7 @@ void Executor::core_loop(Core &core) {
     if (slot.seq.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued
     // Core 0's own thread (core0_thread) is placed as a host thread running core 0 would be:
     // where the scheduler puts it, with the core pinned there moved away.
-    if (core.index == 0) keep_off_core0_cpu();
+    if (core.index == 0) pinning_.keep_off_core0_cpu();
     process(core, next++);
   }
 }

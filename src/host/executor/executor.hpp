@@ -4,7 +4,7 @@
 //
 // Where it is: threads, the ring and the wiring of wait policies (executor.cpp), core 0's token
 // (core0_token.cpp: a host thread that waits for the device runs core 0 itself, unless core 0
-// has a thread of its own), pinning (executor_pinning.cpp), argument rebinds
+// has a thread of its own), pinning (core_pinning.hpp), argument rebinds
 // (executor_args.cpp), the step loops (executor_steps.cpp) and the waits between steps
 // (executor_sync.cpp); the threads' stacks (core_thread.hpp), a kernel's fork (kernel_fork.hpp).
 #pragma once
@@ -23,6 +23,7 @@
 #include "common/device_spec.hpp"
 #include "common/fork_guard.hpp"
 #include "host/executor/core_context.hpp"
+#include "host/executor/core_pinning.hpp"
 #include "host/executor/program.hpp"
 #include "host/executor/stream_state.hpp"
 #include "host/executor/wait.hpp"
@@ -134,16 +135,6 @@ class Executor {
   // What a core's own thread does: polls the ring and runs each task in turn (cores 1 .. N-1,
   // and core 0 with core0_thread).
   void core_loop(Core &core);
-  void pin_to_cpu(uint32_t core, int cpu);  // binds core's thread (cores 1 .. N-1), from create()
-  bool core_holds(int cpu) const;           // a pinned core is bound to `cpu` (core_cpu_)
-  // Binds the dedicated core-0 thread to the CPUs no core was pinned to (where host threads
-  // run core 0), if there are any. A core that calls it, and goes on spinning, would otherwise
-  // often have the scheduler wake it onto that core's own CPU, to wait there for the spin.
-  void keep_dedicated_core0_off_cores();
-  // Called by the thread running core 0 (a host thread or the dedicated one) before each
-  // task: if a pinned core shares its CPU, moves that core to the CPU no core holds (two
-  // cores spinning for each other on one CPU meet only when one yields).
-  void keep_off_core0_cpu();
   // Core 0's token (core0_token.cpp, whose top comment is the protocol).
   void core0_main();  // core 0 while no host thread holds it; with core0_thread, always
   // The dedicated thread's look, while host threads drive a one-core device
@@ -238,13 +229,7 @@ class Executor {
   std::chrono::nanoseconds idle_spin_max_{0};  // IdleSpin's max for cores 1..N-1 (constructor)
   std::atomic<uint64_t> idle_spins_run_out_{0};
   std::vector<pthread_t> threads_;  // [0]: core 0's thread (core0_main); started by create()
-  std::vector<int> cpus_;           // the CPUs the process may run on, in cpu_pinning_order
-  // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
-  // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
-  // lock, as the launch path takes none.
-  std::vector<int> core_cpu_;  // CPU each core is bound to, -1: not bound
-  std::vector<pthread_t> core_thread_;
-  int last_core0_cpu_ = -1;
+  CorePinning pinning_;             // cores 1..N-1, set by create(); then touched only by core 0's token holder
   // Each core's position (CoreProgress), read by watch_for_stuck_cores.
   std::unique_ptr<CoreProgress[]> progress_;
   std::chrono::milliseconds watch_slice_{0};           // how often a waiter looks (constructor)
