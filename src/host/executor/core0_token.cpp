@@ -98,8 +98,8 @@ void Executor::drive_until(Done what) {
     // tasks) and wait until it is free or what we wait for has happened.
     ask_for_core0();
     WaitPolicy policy = idle_policy_;
-    policy.timeout = watch_slice_;
-    policy.abort = &lost_;
+    policy.timeout = watch_.slice();
+    policy.abort = watch_.lost_flag();
     while (wait_for(core0_owner_, core0_channel_, policy,
                     [&done](uint32_t owner) { return owner == kCore0Free || done(); }) == WaitResult::TimedOut)
       watch_for_stuck_cores();  // core 0's holder may be in a kernel that does not return

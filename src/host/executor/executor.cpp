@@ -20,33 +20,23 @@
 #include "host/executor/profiler.hpp"
 #include "host/executor/program_pool.hpp"
 #include "host/executor/repeat_barrier.hpp"
+#include "host/executor/task.hpp"
 
 namespace sk::host {
 
-// A ring slot. Its first cache line holds all a core reads to start the task (once it saw it
-// published) and, at every step, to see an abort: whether the task before has completed is
-// written here too, so that starting a task costs one line transfer, not one for the slot
-// and one for the completion counter.
-struct alignas(kCacheLine) Executor::Task {
-  // The task's sequence number, stored last when it is published here: idle cores poll it,
-  // so that one line transfer shows them that a task is queued and what it is.
-  std::atomic<uint64_t> seq{0};
-  std::atomic<uint64_t> previous_completed{0};  // seq - 1 once the task before it completed
-  Program *program = nullptr;
-  ArgBlock args;                      // the program's argument block when the task was queued (a copy: this line)
-  uint32_t epoch = 0;                 // of its first iteration; iteration k runs as launch epoch + k - 1
-  uint32_t repeat = 1;                // iterations (sk_launch_repeat); in the padding before `failure`
-  TaskFailure failure;                // its abort flag falls in the first line
-  std::unique_ptr<Program> unpooled;  // an unfused launch's program its pool declined
-  StreamState *stream = nullptr;
-  RepeatBarrier between_iterations;  // read only when repeat > 1
-  uint32_t last_epoch() const { return epoch + repeat - 1; }
-  uint32_t iterations_run() const { return repeat > 1 ? between_iterations.iterations_run(repeat) : 1; }
-};
+namespace {
 
-Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(requested), created_in_pid_(getpid()) {
-  if (config_.cores == 0) config_.cores = cpus;  // the default: one core per usable CPU
-  if (config_.stack_kib == 0) config_.stack_kib = default_core_stack_kib();
+// `requested` with its defaults filled in: cores (0: one per usable CPU) and the stack size.
+ExecutorConfig resolved(ExecutorConfig requested, uint32_t cpus) {
+  if (requested.cores == 0) requested.cores = cpus;
+  if (requested.stack_kib == 0) requested.stack_kib = default_core_stack_kib();
+  return requested;
+}
+
+}  // namespace
+
+Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
+    : config_(resolved(requested, cpus)), created_in_pid_(getpid()), watch_(config_.cores, config_.timeout_ms) {
   const ExecutorConfig &config = config_;
   uint32_t group = config.barrier_group;
   if (group == 0 && config.cores > kCentralBarrierCores)
@@ -75,9 +65,7 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   task_policy_.early_call = completion_policy_.early_call = idle_policy_.spin;
   completion_policy_.spin = task_policy_.spin;
   // A lost executor's waits return (lost()); its waiters look for a hang a few times per deadline.
-  completion_policy_.abort = &lost_;
-  watch_slice_ = std::clamp(std::chrono::milliseconds(config.timeout_ms / 4), std::chrono::milliseconds(1),
-                            std::chrono::milliseconds(100));
+  completion_policy_.abort = watch_.lost_flag();
   core_idle_policy_ = idle_policy_;
   core_idle_policy_.before_sleep = call_core0;
   core_idle_policy_.before_sleep_arg = this;
@@ -109,14 +97,11 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   // docs/benchmarks.md, "Core 0 on a thread of its own").
   host_wait_policy_ = completion_policy_;
   host_wait_policy_.spin = std::chrono::nanoseconds(0);
-  host_wait_policy_.before_sleep = nullptr;  // core 0's thread needs no call
-  host_wait_policy_.timeout = watch_slice_;  // then it looks for a stuck core (drive_until)
+  host_wait_policy_.before_sleep = nullptr;    // core 0's thread needs no call
+  host_wait_policy_.timeout = watch_.slice();  // then it looks for a stuck core (drive_until)
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
-  static_assert(
-      offsetof(Task, failure) + sizeof(std::atomic<bool>) <= kCacheLine && offsetof(Task, repeat) < kCacheLine,
-      "a slot's hot fields share one line");
   const std::vector<int> allowed = allowed_cpus();
   // Counted with the cgroup's CPU quota: cores past it crowd the CPUs it pays for.
   std::unique_ptr<Executor> ex(new Executor(config, usable_cpu_count(allowed)));
@@ -129,8 +114,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   }
   ex->pinning_ = CorePinning(cores, std::move(order));
   ex->core0_ = std::make_unique<Core>();
-  ex->progress_ = std::make_unique<CoreProgress[]>(cores);
-  ex->core0_->ctx.progress = &ex->progress_[0];
+  ex->core0_->ctx.progress = &ex->watch_.progress(0);
   // core0_thread: core 0's thread holds the token for good (host threads never take it).
   if (config.core0_thread) ex->core0_owner_.store(kCore0Dedicated, std::memory_order_relaxed);
   const uint64_t stack_kib = ex->config_.stack_kib;
@@ -195,7 +179,7 @@ void Executor::abandon() {
 
 sk_status Executor::refuse_lost(const std::string &what) const {
   return fail(SK_ERR_DEVICE, "%s: the host device is lost (%s); close it and open a new one", what.c_str(),
-              lost_report_.c_str());
+              watch_.report().c_str());
 }
 
 sk_status Executor::refuse_in_forked_child(const std::string &what) const {
@@ -309,7 +293,7 @@ void Executor::wait_idle() {
 void Executor::core_main(uint32_t index) {
   Core core;
   core.index = index;
-  core.ctx.progress = &progress_[index];
+  core.ctx.progress = &watch_.progress(index);
   core_loop(core);
 }
 
@@ -373,7 +357,7 @@ void Executor::process(Core &core, uint64_t seq) {
   if (p.ends_at_last_release && p.cores == config_.cores && task.repeat == 1) {
     WaitPolicy policy = completion_policy_;
     policy.abort = &task.failure.aborted;
-    policy.timeout = watch_slice_;  // then the wait below, which watches
+    policy.timeout = watch_.slice();  // then the wait below, which watches
     const uint32_t target = task.epoch * p.releases_per_launch;
     if (wait_for(p.released.value, step_channel_, policy, [target](uint32_t v) { return reached(v, target); }) ==
         WaitResult::Ok)
@@ -382,7 +366,7 @@ void Executor::process(Core &core, uint64_t seq) {
   // Otherwise (and after an abort) every core reports that it has left the launch.
   const auto want = static_cast<uint32_t>(seq * (config_.cores - 1));
   WaitPolicy policy = completion_policy_;
-  policy.timeout = watch_slice_;
+  policy.timeout = watch_.slice();
   while (wait_for(cores_done_, done_channel_, policy, [want](uint32_t v) { return reached(v, want); }) ==
          WaitResult::TimedOut)
     watch_for_stuck_cores();
@@ -426,64 +410,16 @@ void Executor::run_task(Core &core, Task &task) {
 }
 
 void Executor::watch_for_stuck_cores() {
-  std::lock_guard<std::mutex> lock(watch_mutex_);
-  if (lost()) return;
-  const uint64_t head = completed_.load(std::memory_order_acquire) + 1;
-  if (head > published_.load(std::memory_order_acquire)) {
-    watch_seen_.clear();  // nothing queued
-    return;
-  }
-  // A repeated task's iterations pass the same positions again: its barrier count tells them apart.
-  const Task &head_task = ring_[head % kRing];
-  const uint64_t iterations =
-      head_task.repeat > 1 ? head_task.between_iterations.arrived.load(std::memory_order_acquire) : 0;
-  std::vector<uint64_t> now{head, cores_done_.load(std::memory_order_acquire), iterations};
-  for (uint32_t c = 0; c < config_.cores; ++c) {
-    now.push_back(progress_[c].task.load(std::memory_order_relaxed));
-    now.push_back(progress_[c].position.load(std::memory_order_relaxed));
-    now.push_back(progress_[c].waits.load(std::memory_order_relaxed));
-  }
-  const auto t = std::chrono::steady_clock::now();
-  if (now != watch_seen_) {
-    watch_seen_ = std::move(now);
-    watch_since_ = t;
-    return;
-  }
-  if (t - watch_since_ >= std::chrono::milliseconds(config_.timeout_ms)) declare_lost(head);
-}
-
-void Executor::declare_lost(uint64_t seq) {
-  Task &task = ring_[seq % kRing];
-  const Program &p = *task.program;
-  std::string stuck, waits;
-  {
-    // Cores in a runtime wait end it at its own deadline, and those that recorded one are
-    // leaving it (the launch is aborted): the others in the task are in a kernel's code.
-    std::lock_guard<std::mutex> lock(task.failure.mutex);
-    std::sort(task.failure.waits.begin(), task.failure.waits.end());
-    for (uint32_t c = 0; c < config_.cores; ++c) {
-      if (progress_[c].task.load(std::memory_order_relaxed) != seq) continue;
-      bool waiting = progress_[c].in_wait();
-      for (const auto &w : task.failure.waits) waiting |= w.first == c;
-      if (waiting) continue;
-      const uint64_t at = progress_[c].position.load(std::memory_order_relaxed);
-      const auto step = static_cast<uint32_t>(at >> 32);
-      stuck += (stuck.empty() ? "core " : ", core ") + std::to_string(c) + " in step " + std::to_string(step) +
-               " '" + (step < p.steps.size() ? p.steps[step].name : std::string("?")) + "' (block " +
-               std::to_string(static_cast<uint32_t>(at)) + ")";
-    }
-    for (const auto &w : task.failure.waits) waits += "; core " + std::to_string(w.first) + " " + w.second;
-  }
-  if (stuck.empty()) return;  // every core is in a wait, which ends at its own deadline
-  char head[400];
-  std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %u ms; ", p.name.c_str(),
-                task.epoch + task.iterations_run() - 1, config_.timeout_ms);
-  std::string report = head + stuck + " never came back from the kernel" + waits;
-  task.stream->keep_first_error(
-      SK_ERR_HANG, [&report] { return report + "; the host device is lost (close it and open a new one)"; });
-  lost_report_ = std::move(report);
-  task.failure.aborted.store(true, std::memory_order_release);  // cores in its waits leave them
-  lost_.store(true, std::memory_order_seq_cst);
+  const bool declared = watch_.look([this] {
+    HangWatch::Head head;
+    const uint64_t seq = completed_.load(std::memory_order_acquire) + 1;
+    if (seq > published_.load(std::memory_order_acquire)) return head;  // nothing queued
+    head.task = &ring_[seq % kRing];
+    head.seq = seq;
+    head.cores_done = cores_done_.load(std::memory_order_acquire);
+    return head;
+  });
+  if (!declared) return;
   CpuClaims::process().release(this);  // it runs nothing more: a new device may have its CPUs
   // Wake every waiter: each sees lost() and returns.
   futex_wake_all(&completed_word_);

@@ -24,11 +24,14 @@
 #include "common/fork_guard.hpp"
 #include "host/executor/core_context.hpp"
 #include "host/executor/core_pinning.hpp"
+#include "host/executor/hang_watch.hpp"
 #include "host/executor/program.hpp"
 #include "host/executor/stream_state.hpp"
 #include "host/executor/wait.hpp"
 
 namespace sk::host {
+
+struct Task;  // a ring slot (task.hpp)
 
 struct ExecutorConfig {
   // 0: one per CPU this process can use (cpu_budget.hpp), counted once at create.
@@ -99,7 +102,7 @@ class Executor {
   // kernel's code. Like a CUDA sticky error it stays: launches, allocations and module loads
   // fail, waits return at once. The stuck threads may still run at any time, so nothing they
   // can reach may be freed: abandon() detaches them and the owner keeps the executor forever.
-  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  bool lost() const { return watch_.lost(); }
   // SK_ERR_DEVICE for `what` on a lost executor, with the report of the launch that lost it.
   sk_status refuse_lost(const std::string &what) const;
   // Waits for nothing: whether every task `stream` queued has ended (its first failure is then
@@ -118,7 +121,6 @@ class Executor {
   bool core0_polls() const { return host_drives_core0_.load(std::memory_order_relaxed); }
 
  private:
-  struct Task;  // a ring slot (executor.cpp)
   struct Core {
     uint32_t index = 0;
     CoreContext ctx;  // what the device API reaches while this core runs a task
@@ -153,10 +155,9 @@ class Executor {
   void process(Core &core, uint64_t seq);
   void run_task(Core &core, Task &task);
   // Called by every thread that waits for a launch without running its blocks (core 0 waiting
-  // for the others, host threads waiting for core 0): declares the executor lost once the
-  // launch at the head of the queue made no progress for timeout_ms (lost()).
+  // for the others, host threads waiting for core 0): one look of the hang watch at the launch
+  // at the head of the queue; if it declares the executor lost, wakes every waiter.
   void watch_for_stuck_cores();
-  void declare_lost(uint64_t seq);  // under watch_mutex_
   void complete_task(Task &task, uint64_t seq);
   // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
   template <class Done>
@@ -230,14 +231,7 @@ class Executor {
   std::atomic<uint64_t> idle_spins_run_out_{0};
   std::vector<pthread_t> threads_;  // [0]: core 0's thread (core0_main); started by create()
   CorePinning pinning_;             // cores 1..N-1, set by create(); then touched only by core 0's token holder
-  // Each core's position (CoreProgress), read by watch_for_stuck_cores.
-  std::unique_ptr<CoreProgress[]> progress_;
-  std::chrono::milliseconds watch_slice_{0};           // how often a waiter looks (constructor)
-  alignas(kCacheLine) std::atomic<bool> lost_{false};  // read by every core at every task
-  alignas(kCacheLine) std::mutex watch_mutex_;         // the watch's state and, until lost_ is set, lost_report_
-  std::vector<uint64_t> watch_seen_;                   // the positions at watch_since_
-  std::chrono::steady_clock::time_point watch_since_;
-  std::string lost_report_;  // written once, before lost_ is set
+  HangWatch watch_;  // the cores' positions and whether the executor is lost (read by every core at every task)
   friend struct CoreAccess;
 };
 
