@@ -42,7 +42,6 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
   if (group == 0 && config.cores > kCentralBarrierCores)
     while (group * group < config.cores) ++group;  // ceil(sqrt(cores))
   release_group_ = group > 1 && group < config.cores ? group : 0;
-  core0_sleep_policy_.spin = std::chrono::nanoseconds(0);
   idle_policy_.spin = std::chrono::microseconds(config.spin_us);
   // Inside a launch the core waited for is running and arrives within microseconds, unless it
   // was asleep: if the spin were shorter than a wake-up, two cores taking turns would each
@@ -77,8 +76,7 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
   // every core on a CPU of its own, a yield gives a busy process sharing a core's CPU a whole
   // time slice at each wait (docs/benchmarks.md, "Sharing the machine with a busy process").
   const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
-  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
-    p->yield = crowded;
+  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_}) p->yield = crowded;
   // core0_thread with a core on every CPU: the host thread that waits for a launch sleeps, and
   // its wake-up at the completion finds every CPU held by a core spinning idle, which the
   // scheduler lets run out its time slice first. Idle cores yield, so that it gets one at once
@@ -89,8 +87,10 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
   // One core: the dedicated thread polls while host threads drive the device, until it sits
   // idle spin_max_us, where an idle core's spin would grow (not where it stays fixed, nor
   // where the thread shares the host's only CPU: each look would preempt the host).
+  uint32_t idle_polls = 0;  // never poll: ring at every launch
   if (!crowded && config.spin_us && config.spin_max_us > config.spin_us && !config.core0_thread)
-    core0_idle_polls_ = std::max<uint32_t>(1, config.spin_max_us / static_cast<uint32_t>(kCore0PollPeriod.count()));
+    idle_polls = std::max<uint32_t>(1, config.spin_max_us / static_cast<uint32_t>(Core0Token::kPollPeriod.count()));
+  core0_token_.configure(idle_polls, crowded);
   // core0_thread: a host thread only waits, and does not spin: its spin would hold a CPU that a
   // core, core 0's unpinned thread included, may need for the rest of its time slice; asleep,
   // it leaves the CPU to the cores and gets one back when woken (the idle cores yield, above;
@@ -116,7 +116,7 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
   ex->core0_ = std::make_unique<Core>();
   ex->core0_->ctx.progress = &ex->watch_.progress(0);
   // core0_thread: core 0's thread holds the token for good (host threads never take it).
-  if (config.core0_thread) ex->core0_owner_.store(kCore0Dedicated, std::memory_order_relaxed);
+  if (config.core0_thread) ex->core0_token_.hold_for_good();
   const uint64_t stack_kib = ex->config_.stack_kib;
   for (uint32_t c = 0; c < cores; ++c) {
     pthread_t thread;
@@ -163,10 +163,7 @@ void Executor::stop_threads() {
   // about to sleep finds the word moved or sees stopping_, one asleep wakes and sees it.
   published_word_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&published_word_);
-  core0_owner_.fetch_add(0, std::memory_order_seq_cst);
-  futex_wake_all(&core0_owner_);
-  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&core0_doorbell_);
+  core0_token_.wake_to_stop();
 }
 
 void Executor::abandon() {
@@ -247,9 +244,8 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   notify_after_rmw(&turn_, turn_channel_);
   // With one core nobody else would call core 0 for a launch the host does not wait for,
   // unless host threads have been running this device's launches (core0_main polls then).
-  // After notify's fence: the publication comes before this look (core0_token.cpp, rule 4).
-  if (config_.cores == 1 && !config_.core0_thread && !host_drives_core0_.load(std::memory_order_seq_cst))
-    call_core0();
+  // After notify's fence: the publication comes before this look (core0_token.hpp, rule 4).
+  if (config_.cores == 1 && !config_.core0_thread && !core0_token_.polling(std::memory_order_seq_cst)) call_core0();
   return SK_OK;
 }
 
@@ -424,7 +420,7 @@ void Executor::watch_for_stuck_cores() {
   // Wake every waiter: each sees lost() and returns.
   futex_wake_all(&completed_word_);
   futex_wake_all(&cores_done_);
-  futex_wake_all(&core0_owner_);
+  core0_token_.wake_host_waiters();
   futex_wake_all(&turn_);
 }
 
