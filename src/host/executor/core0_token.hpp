@@ -120,8 +120,8 @@ class Core0Token {
   void call(const std::atomic<uint64_t> &published);
   uint32_t calls() const { return doorbell_.load(std::memory_order_relaxed); }  // for tests
 
-  // The dedicated thread: sleeps (never spins: the host thread that launched usually takes
-  // core 0 itself) until rung past `rung` or `stopping`; then takes the doorbell's count as
+  // The dedicated thread sleeps (never spins: the host thread that launched usually takes
+  // core 0 itself) until rung past `rung` or `stopping`; answer takes the doorbell's count as
   // answered (rule 3) and returns it.
   void sleep_until_rung(uint32_t rung, const std::atomic<bool> &stopping) {
     wait_for(doorbell_, doorbell_channel_, sleep_policy_,
@@ -154,8 +154,9 @@ class Core0Token {
   enum class Look { Keep, Rung, Take, Sleep };
   Look poll(uint32_t rung, const std::atomic<uint64_t> &published, const std::atomic<bool> &stopping);
 
-  // Wakes every thread asleep on the token's words: the executor stops (the doorbell moves,
-  // so that the dedicated thread does not sleep again) or is lost.
+  // The executor stops: wakes every thread asleep on the token's words (the doorbell moves, so
+  // that the dedicated thread does not sleep again). Lost: wakes the host threads waiting for
+  // the token, which see it lost.
   void wake_to_stop() {
     owner_.fetch_add(0, std::memory_order_seq_cst);
     futex_wake_all(&owner_);
