@@ -49,9 +49,9 @@ struct TaskFailure {
   std::string report(const std::string &superkernel, uint32_t epoch, long long timeout_ms);
 };
 
-// Where a core is, for the hang watch (Executor::watch_for_stuck_cores): the task it runs (0:
-// none) and, per block it starts, (step << 32) | block. Written by the core alone, relaxed: one
-// store to a line of its own per block.
+// Where a core is, for the hang watch (hang_watch.hpp): the task it runs (0: none) and, per
+// block it starts, (step << 32) | block. Written by the core alone, relaxed: one store to a
+// line of its own per block.
 struct alignas(kCacheLine) CoreProgress {
   std::atomic<uint64_t> task{0};
   std::atomic<uint64_t> position{0};

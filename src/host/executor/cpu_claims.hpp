@@ -6,7 +6,7 @@
 // too few CPUs for both, they share them (docs/benchmarks.md, "Where the cores run").
 //
 // Claims are taken when an executor starts and given back when it stops (a mutex: neither is
-// on the launch path). A core that Executor::keep_off_core0_cpu later moves keeps its claim on
+// on the launch path). A core that CorePinning::keep_off_core0_cpu later moves keeps its claim on
 // the CPU it was first given.
 #pragma once
 #include <cstddef>

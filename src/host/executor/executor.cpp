@@ -20,39 +20,28 @@
 #include "host/executor/profiler.hpp"
 #include "host/executor/program_pool.hpp"
 #include "host/executor/repeat_barrier.hpp"
+#include "host/executor/task.hpp"
 
 namespace sk::host {
 
-// A ring slot. Its first cache line holds all a core reads to start the task (once it saw it
-// published) and, at every step, to see an abort: whether the task before has completed is
-// written here too, so that starting a task costs one line transfer, not one for the slot
-// and one for the completion counter.
-struct alignas(kCacheLine) Executor::Task {
-  // The task's sequence number, stored last when it is published here: idle cores poll it,
-  // so that one line transfer shows them that a task is queued and what it is.
-  std::atomic<uint64_t> seq{0};
-  std::atomic<uint64_t> previous_completed{0};  // seq - 1 once the task before it completed
-  Program *program = nullptr;
-  ArgBlock args;                      // the program's argument block when the task was queued (a copy: this line)
-  uint32_t epoch = 0;                 // of its first iteration; iteration k runs as launch epoch + k - 1
-  uint32_t repeat = 1;                // iterations (sk_launch_repeat); in the padding before `failure`
-  TaskFailure failure;                // its abort flag falls in the first line
-  std::unique_ptr<Program> unpooled;  // an unfused launch's program its pool declined
-  StreamState *stream = nullptr;
-  RepeatBarrier between_iterations;  // read only when repeat > 1
-  uint32_t last_epoch() const { return epoch + repeat - 1; }
-  uint32_t iterations_run() const { return repeat > 1 ? between_iterations.iterations_run(repeat) : 1; }
-};
+namespace {
 
-Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(requested), created_in_pid_(getpid()) {
-  if (config_.cores == 0) config_.cores = cpus;  // the default: one core per usable CPU
-  if (config_.stack_kib == 0) config_.stack_kib = default_core_stack_kib();
+// `requested` with its defaults filled in: cores (0: one per usable CPU) and the stack size.
+ExecutorConfig resolved(ExecutorConfig requested, uint32_t cpus) {
+  if (requested.cores == 0) requested.cores = cpus;
+  if (requested.stack_kib == 0) requested.stack_kib = default_core_stack_kib();
+  return requested;
+}
+
+}  // namespace
+
+Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
+    : config_(resolved(requested, cpus)), created_in_pid_(getpid()), watch_(config_.cores, config_.timeout_ms) {
   const ExecutorConfig &config = config_;
   uint32_t group = config.barrier_group;
   if (group == 0 && config.cores > kCentralBarrierCores)
     while (group * group < config.cores) ++group;  // ceil(sqrt(cores))
   release_group_ = group > 1 && group < config.cores ? group : 0;
-  core0_sleep_policy_.spin = std::chrono::nanoseconds(0);
   idle_policy_.spin = std::chrono::microseconds(config.spin_us);
   // Inside a launch the core waited for is running and arrives within microseconds, unless it
   // was asleep: if the spin were shorter than a wake-up, two cores taking turns would each
@@ -75,9 +64,7 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   task_policy_.early_call = completion_policy_.early_call = idle_policy_.spin;
   completion_policy_.spin = task_policy_.spin;
   // A lost executor's waits return (lost()); its waiters look for a hang a few times per deadline.
-  completion_policy_.abort = &lost_;
-  watch_slice_ = std::clamp(std::chrono::milliseconds(config.timeout_ms / 4), std::chrono::milliseconds(1),
-                            std::chrono::milliseconds(100));
+  completion_policy_.abort = watch_.lost_flag();
   core_idle_policy_ = idle_policy_;
   core_idle_policy_.before_sleep = call_core0;
   core_idle_policy_.before_sleep_arg = this;
@@ -89,8 +76,7 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   // every core on a CPU of its own, a yield gives a busy process sharing a core's CPU a whole
   // time slice at each wait (docs/benchmarks.md, "Sharing the machine with a busy process").
   const bool crowded = !config.pin || config.cores > cpus || (config.cores == 1 && cpus < 2);
-  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_, &core0_sleep_policy_})
-    p->yield = crowded;
+  for (WaitPolicy *p : {&idle_policy_, &core_idle_policy_, &task_policy_, &completion_policy_}) p->yield = crowded;
   // core0_thread with a core on every CPU: the host thread that waits for a launch sleeps, and
   // its wake-up at the completion finds every CPU held by a core spinning idle, which the
   // scheduler lets run out its time slice first. Idle cores yield, so that it gets one at once
@@ -101,39 +87,36 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus) : config_(req
   // One core: the dedicated thread polls while host threads drive the device, until it sits
   // idle spin_max_us, where an idle core's spin would grow (not where it stays fixed, nor
   // where the thread shares the host's only CPU: each look would preempt the host).
+  uint32_t idle_polls = 0;  // never poll: ring at every launch
   if (!crowded && config.spin_us && config.spin_max_us > config.spin_us && !config.core0_thread)
-    core0_idle_polls_ = std::max<uint32_t>(1, config.spin_max_us / static_cast<uint32_t>(kCore0PollPeriod.count()));
+    idle_polls = std::max<uint32_t>(1, config.spin_max_us / static_cast<uint32_t>(Core0Token::kPollPeriod.count()));
+  core0_token_.configure(idle_polls, crowded);
   // core0_thread: a host thread only waits, and does not spin: its spin would hold a CPU that a
   // core, core 0's unpinned thread included, may need for the rest of its time slice; asleep,
   // it leaves the CPU to the cores and gets one back when woken (the idle cores yield, above;
   // docs/benchmarks.md, "Core 0 on a thread of its own").
   host_wait_policy_ = completion_policy_;
   host_wait_policy_.spin = std::chrono::nanoseconds(0);
-  host_wait_policy_.before_sleep = nullptr;  // core 0's thread needs no call
-  host_wait_policy_.timeout = watch_slice_;  // then it looks for a stuck core (drive_until)
+  host_wait_policy_.before_sleep = nullptr;    // core 0's thread needs no call
+  host_wait_policy_.timeout = watch_.slice();  // then it looks for a stuck core (drive_until)
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {
-  static_assert(
-      offsetof(Task, failure) + sizeof(std::atomic<bool>) <= kCacheLine && offsetof(Task, repeat) < kCacheLine,
-      "a slot's hot fields share one line");
   const std::vector<int> allowed = allowed_cpus();
   // Counted with the cgroup's CPU quota: cores past it crowd the CPUs it pays for.
   std::unique_ptr<Executor> ex(new Executor(config, usable_cpu_count(allowed)));
   const uint32_t cores = ex->cores();  // config.cores, or the usable CPUs for 0
   ex->ring_ = std::make_unique<Task[]>(kRing);
-  ex->core_cpu_.assign(cores, -1);
-  ex->core_thread_.resize(cores);
-  std::vector<int> claimed;  // each core's CPU (core 0's is not pinned: see pin_to_cpu)
+  std::vector<int> order, claimed;  // each core's CPU (core 0's is not pinned: CorePinning::pin)
   if (config.pin && !allowed.empty()) {
-    ex->cpus_ = cpu_pinning_order(allowed);
-    claimed = CpuClaims::process().claim(ex.get(), ex->cpus_, cores);
+    order = cpu_pinning_order(allowed);
+    claimed = CpuClaims::process().claim(ex.get(), order, cores);
   }
+  ex->pinning_ = CorePinning(cores, std::move(order));
   ex->core0_ = std::make_unique<Core>();
-  ex->progress_ = std::make_unique<CoreProgress[]>(cores);
-  ex->core0_->ctx.progress = &ex->progress_[0];
+  ex->core0_->ctx.progress = &ex->watch_.progress(0);
   // core0_thread: core 0's thread holds the token for good (host threads never take it).
-  if (config.core0_thread) ex->core0_owner_.store(kCore0Dedicated, std::memory_order_relaxed);
+  if (config.core0_thread) ex->core0_token_.hold_for_good();
   const uint64_t stack_kib = ex->config_.stack_kib;
   for (uint32_t c = 0; c < cores; ++c) {
     pthread_t thread;
@@ -151,9 +134,9 @@ sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executo
     pthread_setname_np(ex->threads_[c], name);
     // Pinned here, not by the thread itself: the first launch may come before a new thread
     // has run at all, and core 0's thread must then see where every core will be.
-    if (c > 0 && !claimed.empty()) ex->pin_to_cpu(static_cast<uint32_t>(c), claimed[c]);
+    if (c > 0 && !claimed.empty()) ex->pinning_.pin(static_cast<uint32_t>(c), ex->threads_[c], claimed[c]);
   }
-  if (!config.core0_thread) ex->keep_dedicated_core0_off_cores();
+  if (!config.core0_thread) ex->pinning_.keep_dedicated_core0_off_cores(ex->threads_[0]);
   *out = std::move(ex);
   return SK_OK;
 }
@@ -170,24 +153,22 @@ Executor::~Executor() {
   }
   CpuClaims::process().release(this);
   wait_idle();
+  stop_threads();
+  for (pthread_t t : threads_) pthread_join(t, nullptr);
+}
+
+void Executor::stop_threads() {
   stopping_.store(true, std::memory_order_seq_cst);
+  // A seq_cst write to each word a thread may sleep on, then a wake of all its sleepers: one
+  // about to sleep finds the word moved or sees stopping_, one asleep wakes and sees it.
   published_word_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&published_word_);
-  core0_owner_.fetch_add(0, std::memory_order_seq_cst);
-  futex_wake_all(&core0_owner_);
-  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&core0_doorbell_);
-  for (pthread_t t : threads_) pthread_join(t, nullptr);
+  core0_token_.wake_to_stop();
 }
 
 void Executor::abandon() {
   CpuClaims::process().release(this);
-  stopping_.store(true, std::memory_order_seq_cst);
-  published_word_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&published_word_);
-  futex_wake_all(&core0_owner_);
-  core0_doorbell_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&core0_doorbell_);
+  stop_threads();
   // The cores that can stop do so on their own; those in a kernel may come back at any time.
   for (pthread_t t : threads_) pthread_detach(t);
   threads_.clear();
@@ -195,7 +176,7 @@ void Executor::abandon() {
 
 sk_status Executor::refuse_lost(const std::string &what) const {
   return fail(SK_ERR_DEVICE, "%s: the host device is lost (%s); close it and open a new one", what.c_str(),
-              lost_report_.c_str());
+              watch_.report().c_str());
 }
 
 sk_status Executor::refuse_in_forked_child(const std::string &what) const {
@@ -263,9 +244,8 @@ sk_status Executor::submit(Program *program, std::unique_ptr<Program> unpooled, 
   notify_after_rmw(&turn_, turn_channel_);
   // With one core nobody else would call core 0 for a launch the host does not wait for,
   // unless host threads have been running this device's launches (core0_main polls then).
-  // After notify's fence: the publication comes before this look (core0_token.cpp, rule 4).
-  if (config_.cores == 1 && !config_.core0_thread && !host_drives_core0_.load(std::memory_order_seq_cst))
-    call_core0();
+  // After notify's fence: the publication comes before this look (core0_token.hpp, rule 4).
+  if (config_.cores == 1 && !config_.core0_thread && !core0_token_.polling(std::memory_order_seq_cst)) call_core0();
   return SK_OK;
 }
 
@@ -273,15 +253,10 @@ sk_status Executor::synchronize(StreamState *stream, const char *call) {
   if (forked_away()) return refuse_in_forked_child(call);
   const uint64_t want = stream->last_seq.load(std::memory_order_acquire);
   drive_until_completed(want);
-  if (!stream->has_error.load(std::memory_order_acquire)) return lost() ? refuse_lost(call) : SK_OK;
-  std::lock_guard<std::mutex> lock(stream->error_mutex);
-  if (stream->error == SK_OK) return lost() ? refuse_lost(call) : SK_OK;
-  sk_status st = stream->error;
-  fail(st, "%s", stream->error_message.c_str());
-  stream->error = SK_OK;
-  stream->error_message.clear();
-  stream->has_error.store(false, std::memory_order_relaxed);
-  return st;
+  std::string message;
+  const sk_status st = stream->take_error(&message);
+  if (st == SK_OK) return lost() ? refuse_lost(call) : SK_OK;
+  return fail(st, "%s", message.c_str());
 }
 
 sk_status Executor::query(StreamState *stream, bool *done) {
@@ -314,7 +289,7 @@ void Executor::wait_idle() {
 void Executor::core_main(uint32_t index) {
   Core core;
   core.index = index;
-  core.ctx.progress = &progress_[index];
+  core.ctx.progress = &watch_.progress(index);
   core_loop(core);
 }
 
@@ -346,7 +321,7 @@ void Executor::core_loop(Core &core) {
     if (slot.seq.load(std::memory_order_acquire) < next) return;  // stopping, nothing queued
     // Core 0's own thread (core0_thread) is placed as a host thread running core 0 would be:
     // where the scheduler puts it, with the core pinned there moved away.
-    if (core.index == 0) keep_off_core0_cpu();
+    if (core.index == 0) pinning_.keep_off_core0_cpu();
     process(core, next++);
   }
 }
@@ -378,7 +353,7 @@ void Executor::process(Core &core, uint64_t seq) {
   if (p.ends_at_last_release && p.cores == config_.cores && task.repeat == 1) {
     WaitPolicy policy = completion_policy_;
     policy.abort = &task.failure.aborted;
-    policy.timeout = watch_slice_;  // then the wait below, which watches
+    policy.timeout = watch_.slice();  // then the wait below, which watches
     const uint32_t target = task.epoch * p.releases_per_launch;
     if (wait_for(p.released.value, step_channel_, policy, [target](uint32_t v) { return reached(v, target); }) ==
         WaitResult::Ok)
@@ -387,7 +362,7 @@ void Executor::process(Core &core, uint64_t seq) {
   // Otherwise (and after an abort) every core reports that it has left the launch.
   const auto want = static_cast<uint32_t>(seq * (config_.cores - 1));
   WaitPolicy policy = completion_policy_;
-  policy.timeout = watch_slice_;
+  policy.timeout = watch_.slice();
   while (wait_for(cores_done_, done_channel_, policy, [want](uint32_t v) { return reached(v, want); }) ==
          WaitResult::TimedOut)
     watch_for_stuck_cores();
@@ -431,75 +406,21 @@ void Executor::run_task(Core &core, Task &task) {
 }
 
 void Executor::watch_for_stuck_cores() {
-  std::lock_guard<std::mutex> lock(watch_mutex_);
-  if (lost()) return;
-  const uint64_t head = completed_.load(std::memory_order_acquire) + 1;
-  if (head > published_.load(std::memory_order_acquire)) {
-    watch_seen_.clear();  // nothing queued
-    return;
-  }
-  // A repeated task's iterations pass the same positions again: its barrier count tells them apart.
-  const Task &head_task = ring_[head % kRing];
-  const uint64_t iterations =
-      head_task.repeat > 1 ? head_task.between_iterations.arrived.load(std::memory_order_acquire) : 0;
-  std::vector<uint64_t> now{head, cores_done_.load(std::memory_order_acquire), iterations};
-  for (uint32_t c = 0; c < config_.cores; ++c) {
-    now.push_back(progress_[c].task.load(std::memory_order_relaxed));
-    now.push_back(progress_[c].position.load(std::memory_order_relaxed));
-    now.push_back(progress_[c].waits.load(std::memory_order_relaxed));
-  }
-  const auto t = std::chrono::steady_clock::now();
-  if (now != watch_seen_) {
-    watch_seen_ = std::move(now);
-    watch_since_ = t;
-    return;
-  }
-  if (t - watch_since_ >= std::chrono::milliseconds(config_.timeout_ms)) declare_lost(head);
-}
-
-void Executor::declare_lost(uint64_t seq) {
-  Task &task = ring_[seq % kRing];
-  const Program &p = *task.program;
-  std::string stuck, waits;
-  {
-    // Cores in a runtime wait end it at its own deadline, and those that recorded one are
-    // leaving it (the launch is aborted): the others in the task are in a kernel's code.
-    std::lock_guard<std::mutex> lock(task.failure.mutex);
-    std::sort(task.failure.waits.begin(), task.failure.waits.end());
-    for (uint32_t c = 0; c < config_.cores; ++c) {
-      if (progress_[c].task.load(std::memory_order_relaxed) != seq) continue;
-      bool waiting = progress_[c].in_wait();
-      for (const auto &w : task.failure.waits) waiting |= w.first == c;
-      if (waiting) continue;
-      const uint64_t at = progress_[c].position.load(std::memory_order_relaxed);
-      const auto step = static_cast<uint32_t>(at >> 32);
-      stuck += (stuck.empty() ? "core " : ", core ") + std::to_string(c) + " in step " + std::to_string(step) +
-               " '" + (step < p.steps.size() ? p.steps[step].name : std::string("?")) + "' (block " +
-               std::to_string(static_cast<uint32_t>(at)) + ")";
-    }
-    for (const auto &w : task.failure.waits) waits += "; core " + std::to_string(w.first) + " " + w.second;
-  }
-  if (stuck.empty()) return;  // every core is in a wait, which ends at its own deadline
-  char head[400];
-  std::snprintf(head, sizeof head, "super kernel '%s' (launch %u): no progress for %u ms; ", p.name.c_str(),
-                task.epoch + task.iterations_run() - 1, config_.timeout_ms);
-  std::string report = head + stuck + " never came back from the kernel" + waits;
-  {
-    std::lock_guard<std::mutex> lock(task.stream->error_mutex);
-    if (task.stream->error == SK_OK) {
-      task.stream->error = SK_ERR_HANG;
-      task.stream->error_message = report + "; the host device is lost (close it and open a new one)";
-      task.stream->has_error.store(true, std::memory_order_release);
-    }
-  }
-  lost_report_ = std::move(report);
-  task.failure.aborted.store(true, std::memory_order_release);  // cores in its waits leave them
-  lost_.store(true, std::memory_order_seq_cst);
+  const bool declared = watch_.look([this] {
+    HangWatch::Head head;
+    const uint64_t seq = completed_.load(std::memory_order_acquire) + 1;
+    if (seq > published_.load(std::memory_order_acquire)) return head;  // nothing queued
+    head.task = &ring_[seq % kRing];
+    head.seq = seq;
+    head.cores_done = cores_done_.load(std::memory_order_acquire);
+    return head;
+  });
+  if (!declared) return;
   CpuClaims::process().release(this);  // it runs nothing more: a new device may have its CPUs
   // Wake every waiter: each sees lost() and returns.
   futex_wake_all(&completed_word_);
   futex_wake_all(&cores_done_);
-  futex_wake_all(&core0_owner_);
+  core0_token_.wake_host_waiters();
   futex_wake_all(&turn_);
 }
 
@@ -521,15 +442,10 @@ void Executor::complete_task(Task &task, uint64_t seq) {
     for (uint32_t g = 0; g < p->release_groups; ++g)
       p->group_arrived[g].value.store(last * p->group_per_launch[g], std::memory_order_relaxed);
   }
-  if (aborted) {
-    std::lock_guard<std::mutex> lock(task.stream->error_mutex);
-    if (task.stream->error == SK_OK) {
-      task.stream->error = task.failure.status();
-      task.stream->error_message =
-          task.failure.report(p->name, task.epoch + ran - 1, static_cast<long long>(config_.timeout_ms));
-      task.stream->has_error.store(true, std::memory_order_release);
-    }
-  }
+  if (aborted)
+    task.stream->keep_first_error(task.failure.status(), [&] {
+      return task.failure.report(p->name, task.epoch + ran - 1, static_cast<long long>(config_.timeout_ms));
+    });
   // Flag counters count within a launch (host/device_api/cross_core_flags.hpp).
   for (const auto &f : p->flags) f->reset();
   // A repeated task's records are those of its last iteration.

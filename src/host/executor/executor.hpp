@@ -2,11 +2,14 @@
 // a super kernel or one unfused kernel — is one task in a ring that every core walks in order;
 // each core runs its share of every step, synchronising split-phase between steps.
 //
-// Where it is: threads, the ring and the wiring of wait policies (executor.cpp), core 0's token
-// (core0_token.cpp: a host thread that waits for the device runs core 0 itself, unless core 0
-// has a thread of its own), pinning (executor_pinning.cpp), argument rebinds
-// (executor_args.cpp), the step loops (executor_steps.cpp) and the waits between steps
-// (executor_sync.cpp); the threads' stacks (core_thread.hpp), a kernel's fork (kernel_fork.hpp).
+// Where it is: threads, the ring, completing a launch and the wiring of wait policies
+// (executor.cpp); who runs core 0 (executor_core0.cpp: a host thread that waits for the device
+// runs core 0 itself, unless core 0 has a thread of its own) over its token (core0_token.hpp);
+// argument rebinds (executor_args.cpp), the step loops (executor_steps.cpp) and the waits
+// between steps (executor_sync.cpp). Types of their own, each with its state: a ring slot
+// (task.hpp), a stream's first failure (stream_state.hpp), the hang watch (hang_watch.hpp),
+// pinning (core_pinning.hpp); the threads' stacks (core_thread.hpp), a kernel's fork
+// (kernel_fork.hpp).
 #pragma once
 #include <sk.h>
 
@@ -22,20 +25,17 @@
 #include "common/cache_line.hpp"
 #include "common/device_spec.hpp"
 #include "common/fork_guard.hpp"
+#include "host/executor/core0_token.hpp"
 #include "host/executor/core_context.hpp"
+#include "host/executor/core_pinning.hpp"
+#include "host/executor/hang_watch.hpp"
 #include "host/executor/program.hpp"
+#include "host/executor/stream_state.hpp"
 #include "host/executor/wait.hpp"
 
 namespace sk::host {
 
-// An in-order queue's bookkeeping: the last task it submitted and its first unreported failure.
-struct StreamState {
-  std::atomic<uint64_t> last_seq{0};
-  std::mutex error_mutex;
-  std::atomic<bool> has_error{false};  // lets synchronize skip the mutex when all went well
-  sk_status error = SK_OK;
-  std::string error_message;
-};
+struct Task;  // a ring slot (task.hpp)
 
 struct ExecutorConfig {
   // 0: one per CPU this process can use (cpu_budget.hpp), counted once at create.
@@ -61,7 +61,7 @@ struct ExecutorConfig {
   // Core 0 on a thread of its own (device key core0=thread), which host threads never stand in
   // for: a host thread waiting for the device only waits and watches, so that a kernel that
   // never returns on core 0 is reported to it (SK_ERR_HANG) instead of holding it. Off
-  // (core0=caller): a host thread that waits runs core 0's share itself (core0_token.cpp).
+  // (core0=caller): a host thread that waits runs core 0's share itself (executor_core0.cpp).
   bool core0_thread = false;
 };
 constexpr uint32_t kCentralBarrierCores = 8;
@@ -106,7 +106,7 @@ class Executor {
   // kernel's code. Like a CUDA sticky error it stays: launches, allocations and module loads
   // fail, waits return at once. The stuck threads may still run at any time, so nothing they
   // can reach may be freed: abandon() detaches them and the owner keeps the executor forever.
-  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  bool lost() const { return watch_.lost(); }
   // SK_ERR_DEVICE for `what` on a lost executor, with the report of the launch that lost it.
   sk_status refuse_lost(const std::string &what) const;
   // Waits for nothing: whether every task `stream` queued has ended (its first failure is then
@@ -120,12 +120,11 @@ class Executor {
   // about to): each cost a launch a wake-up. For tests and diagnosis.
   uint64_t idle_spins_run_out() const { return idle_spins_run_out_.load(std::memory_order_relaxed); }
   // Calls for the dedicated core-0 thread so far (rings of its doorbell), and whether it polls
-  // instead (a one-core device driven by host threads: host_drives_core0_). For tests.
-  uint32_t core0_calls() const { return core0_doorbell_.load(std::memory_order_relaxed); }
-  bool core0_polls() const { return host_drives_core0_.load(std::memory_order_relaxed); }
+  // instead (a one-core device driven by host threads: Core0Token::polling). For tests.
+  uint32_t core0_calls() const { return core0_token_.calls(); }
+  bool core0_polls() const { return core0_token_.polling(); }
 
  private:
-  struct Task;  // a ring slot (executor.cpp)
   struct Core {
     uint32_t index = 0;
     CoreContext ctx;  // what the device API reaches while this core runs a task
@@ -136,55 +135,32 @@ class Executor {
   sk_status refuse_in_forked_child(const std::string &what) const;
   // Waits until every launch that took its ticket before this call has been queued.
   void wait_for_submitters();
+  // Tells every thread of the executor to stop and wakes those asleep (~Executor, abandon).
+  void stop_threads();
   void core_main(uint32_t core);  // cores 1 .. N-1
   // What a core's own thread does: polls the ring and runs each task in turn (cores 1 .. N-1,
   // and core 0 with core0_thread).
   void core_loop(Core &core);
-  void pin_to_cpu(uint32_t core, int cpu);  // binds core's thread (cores 1 .. N-1), from create()
-  bool core_holds(int cpu) const;           // a pinned core is bound to `cpu` (core_cpu_)
-  // Binds the dedicated core-0 thread to the CPUs no core was pinned to (where host threads
-  // run core 0), if there are any. A core that calls it, and goes on spinning, would otherwise
-  // often have the scheduler wake it onto that core's own CPU, to wait there for the spin.
-  void keep_dedicated_core0_off_cores();
-  // Called by the thread running core 0 (a host thread or the dedicated one) before each
-  // task: if a pinned core shares its CPU, moves that core to the CPU no core holds (two
-  // cores spinning for each other on one CPU meet only when one yields).
-  void keep_off_core0_cpu();
-  // Core 0's token (core0_token.cpp, whose top comment is the protocol).
+  // Core 0's share, over its token (executor_core0.cpp; the protocol: core0_token.hpp).
   void core0_main();  // core 0 while no host thread holds it; with core0_thread, always
-  // The dedicated thread's look, while host threads drive a one-core device
-  // (host_drives_core0_), for a launch they left standing: sleeps one kCore0PollPeriod or
-  // until rung, and says what to do next: Keep polling; answer a Rung doorbell (or stop);
-  // Take core 0 for a launch that stood a whole period with core 0 free; Sleep until rung,
-  // the device having sat idle core0_idle_polls_ periods. Take and Sleep turn rings back on.
-  enum class Core0Look { Keep, Rung, Take, Sleep };
-  struct Core0Poll {
-    uint64_t next = 0;       // core0_next_ at the last look, while a launch waited
-    uint64_t published = 0;  // published_ at the last look, while none did
-    uint32_t idle = 0;       // looks since published_ last moved
-  };
-  Core0Look core0_poll(uint32_t rung, Core0Poll &poll);
   // Runs task `seq` as `core`; core 0 completes it once the other cores are done with it.
   void process(Core &core, uint64_t seq);
   void run_task(Core &core, Task &task);
   // Called by every thread that waits for a launch without running its blocks (core 0 waiting
-  // for the others, host threads waiting for core 0): declares the executor lost once the
-  // launch at the head of the queue made no progress for timeout_ms (lost()).
+  // for the others, host threads waiting for core 0): one look of the hang watch at the launch
+  // at the head of the queue; if it declares the executor lost, wakes every waiter.
   void watch_for_stuck_cores();
-  void declare_lost(uint64_t seq);  // under watch_mutex_
   void complete_task(Task &task, uint64_t seq);
   // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
   template <class Done>
   void drive_until(Done done);
   void drive_until_completed(uint64_t seq);                        // until task seq completed
   void drive_until_ended(const Program *program, uint32_t epoch);  // until its launch epoch ended
-  void free_core0();     // gives core 0's token back and wakes threads waiting for it
-  void release_core0();  // free_core0, then calls the dedicated thread if work is left
+  void release_core0();  // gives core 0's token back, then calls the dedicated thread if work is left
   // Wakes the dedicated core-0 thread if core 0 is free and has queued work.
-  void call_core0();
-  // A host thread asks the dedicated thread to hand core 0 over between tasks, and stops
-  // asking (`leaving`: without taking core 0, what it waited for has happened).
-  void ask_for_core0();
+  void call_core0() { core0_token_.call(published_); }
+  // A host thread that asked for core 0 (Core0Token::ask) stops asking (`leaving`: without
+  // taking core 0, what it waited for has happened).
   void stop_asking_for_core0(bool leaving);
 
   ExecutorConfig config_;
@@ -214,51 +190,17 @@ class Executor {
   alignas(kCacheLine) std::atomic<uint32_t> cores_done_{0};  // tasks cores 1..N-1 finished, all tasks
   alignas(kCacheLine) std::atomic<uint64_t> completed_{0};
   std::atomic<uint32_t> completed_word_{0};
-  // Core 0's token and state (core0_token.cpp; the state is touched only by the token's holder).
-  static constexpr uint32_t kCore0Free = 0, kCore0Dedicated = 1, kCore0Host = 2;
+  // Core 0 (touched only by its token's holder) and its token.
   std::unique_ptr<Core> core0_;
-  alignas(kCacheLine) std::atomic<uint64_t> core0_next_{1};
-  std::atomic<uint32_t> core0_owner_{kCore0Free};
-  std::atomic<uint32_t> host_wants_core0_{0};
-  std::atomic<uint32_t> core0_doorbell_{0};  // the dedicated core-0 thread sleeps on it
-  // The doorbell's count the dedicated thread last answered (core0_token.cpp, rule 3).
-  std::atomic<uint32_t> core0_doorbell_answered_{0};
-  WaitPolicy core0_sleep_policy_;  // the dedicated core 0 never spins: the host usually comes
-  // One core only: no other core calls core 0 for a launch nobody waits for, so launches ring
-  // the dedicated thread, whose wake-up in a synchronous loop finds the host has run the launch
-  // or takes core 0 from under it. Once the thread finds host threads running the launches it
-  // was rung for, or is rung twice within a period, it sets this: launches stop ringing, and
-  // it looks for one left standing every kCore0PollPeriod (one left standing runs within two
-  // periods), until the device sits idle spin_max_us (core0_idle_polls_ periods). Only where
-  // an idle core's spin would grow, and not where the thread shares the host's only CPU (its
-  // looks would preempt the host).
-  std::atomic<bool> host_drives_core0_{false};
-  // Each look is a wake-up, which preempts the host thread running the kernels whenever another
-  // process keeps the other CPU busy: a long period costs only launches left standing
-  // (docs/benchmarks.md, "One core beside a busy process").
-  static constexpr std::chrono::microseconds kCore0PollPeriod{1000};
-  uint32_t core0_idle_polls_ = 0;  // 0: never poll, ring at every launch (constructor)
+  Core0Token core0_token_;
   // Separate channels, so that a waker pays a futex syscall only when someone sleeps on that
-  // kind of word (the dedicated core-0 thread sleeps on the doorbell most of the time).
-  SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_, core0_channel_, doorbell_channel_;
+  // kind of word (core 0's token has its own).
+  SleepChannel idle_channel_, step_channel_, host_channel_, done_channel_;
   std::chrono::nanoseconds idle_spin_max_{0};  // IdleSpin's max for cores 1..N-1 (constructor)
   std::atomic<uint64_t> idle_spins_run_out_{0};
   std::vector<pthread_t> threads_;  // [0]: core 0's thread (core0_main); started by create()
-  std::vector<int> cpus_;           // the CPUs the process may run on, in cpu_pinning_order
-  // Pinning state (cores 1..N-1), set by create() before any launch and then read and changed
-  // only by the holder of core 0's token (keep_off_core0_cpu), whose hand-over orders it: no
-  // lock, as the launch path takes none.
-  std::vector<int> core_cpu_;  // CPU each core is bound to, -1: not bound
-  std::vector<pthread_t> core_thread_;
-  int last_core0_cpu_ = -1;
-  // Each core's position (CoreProgress), read by watch_for_stuck_cores.
-  std::unique_ptr<CoreProgress[]> progress_;
-  std::chrono::milliseconds watch_slice_{0};           // how often a waiter looks (constructor)
-  alignas(kCacheLine) std::atomic<bool> lost_{false};  // read by every core at every task
-  alignas(kCacheLine) std::mutex watch_mutex_;         // the watch's state and, until lost_ is set, lost_report_
-  std::vector<uint64_t> watch_seen_;                   // the positions at watch_since_
-  std::chrono::steady_clock::time_point watch_since_;
-  std::string lost_report_;  // written once, before lost_ is set
+  CorePinning pinning_;             // cores 1..N-1, set by create(); then touched only by core 0's token holder
+  HangWatch watch_;  // the cores' positions and whether the executor is lost (read by every core at every task)
   friend struct CoreAccess;
 };
 

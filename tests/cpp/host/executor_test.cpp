@@ -35,14 +35,14 @@ std::set<int> cpus_in(const cpu_set_t &set) {
 // Executor's friend: where the executor bound its cores, and core 0's hand-over. The pinning
 // state belongs to core 0's holder: read it only between launches (after a synchronize).
 struct CoreAccess {
-  static std::vector<int> core_cpus(Executor &ex) { return ex.core_cpu_; }
+  static std::vector<int> core_cpus(Executor &ex) { return ex.pinning_.core_cpus(); }
   // A host thread asking for core 0 and leaving without it, as drive_until does.
-  static void ask_for_core0(Executor &ex) { ex.ask_for_core0(); }
+  static void ask_for_core0(Executor &ex) { ex.core0_token_.ask(); }
   static void stop_asking_for_core0(Executor &ex) { ex.stop_asking_for_core0(true); }
   // The CPUs core `c`'s thread may run on, as the kernel has them.
   static std::set<int> allowed_cpus(Executor &ex, uint32_t c) {
     cpu_set_t set;
-    if (pthread_getaffinity_np(ex.core_thread_[c], sizeof set, &set) != 0) return {};
+    if (pthread_getaffinity_np(ex.threads_[c], sizeof set, &set) != 0) return {};
     return cpus_in(set);
   }
   // The same for the dedicated core-0 thread.
@@ -695,7 +695,7 @@ TEST(Executor, AOneCoreDeviceDrivenByTheHostStopsCallingCore0) {
 }
 
 // ... and a launch then left running still runs: the thread looks for one standing every
-// kCore0PollPeriod. After an idle time past spin_max_us it stops looking, and launches call it again.
+// Core0Token::kPollPeriod. After an idle time past spin_max_us it stops looking, and launches call it again.
 TEST(Executor, AOneCoreLaunchLeftRunningAfterSynchronousUseStillRuns) {
   if (allowed_cpus_of_this_thread().size() < 2) GTEST_SKIP() << "one CPU: the thread would share the host's";
   OneCore one(20000);

@@ -1,12 +1,11 @@
-// Where the executor's threads run (device key pin): each core's thread bound to the CPU claimed
-// for it, the dedicated core-0 thread kept to the CPUs no core holds (core0=caller), and a core
-// moved off the CPU of whichever thread runs core 0.
+// CorePinning (core_pinning.hpp): binding the cores' threads, and moving one off core 0's CPU.
 #include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
+#include <utility>
 
-#include "host/executor/executor.hpp"
+#include "host/executor/core_pinning.hpp"
 
 namespace sk::host {
 
@@ -20,20 +19,23 @@ bool bind_to_cpu(pthread_t thread, int cpu) {
 }
 }  // namespace
 
-void Executor::pin_to_cpu(uint32_t core, int cpu) {
+CorePinning::CorePinning(uint32_t cores, std::vector<int> cpus)
+    : cpus_(std::move(cpus)), core_cpu_(cores, -1), core_thread_(cores) {}
+
+void CorePinning::pin(uint32_t core, pthread_t thread, int cpu) {
   // `cpu` is the one claimed for the core: with this the only executor, the c-th of
   // cpu_pinning_order; the first one is left to core 0, whose thread (a host thread, or its own
   // with core0_thread) goes where the scheduler puts it: keep_off_core0_cpu moves a core that
   // finds it on its CPU. Unpinned, core 0 takes whichever CPU is free, as a host thread would.
-  core_thread_[core] = threads_[core];
+  core_thread_[core] = thread;
   if (bind_to_cpu(core_thread_[core], cpu)) core_cpu_[core] = cpu;
 }
 
-bool Executor::core_holds(int cpu) const {
+bool CorePinning::core_holds(int cpu) const {
   return std::find(core_cpu_.begin(), core_cpu_.end(), cpu) != core_cpu_.end();
 }
 
-void Executor::keep_dedicated_core0_off_cores() {
+void CorePinning::keep_dedicated_core0_off_cores(pthread_t thread) const {
   if (cpus_.empty()) return;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -41,10 +43,10 @@ void Executor::keep_dedicated_core0_off_cores() {
     if (!core_holds(cpu)) CPU_SET(cpu, &set);
   if (CPU_COUNT(&set) == 0) return;  // a core on every CPU: let the scheduler place it
   // Best effort, like pinning.
-  pthread_setaffinity_np(threads_[0], sizeof set, &set);
+  pthread_setaffinity_np(thread, sizeof set, &set);
 }
 
-void Executor::keep_off_core0_cpu() {
+void CorePinning::keep_off_core0_cpu() {
   if (cpus_.size() < 2) return;
   const int cpu = sched_getcpu();
   if (cpu < 0 || cpu == last_core0_cpu_) return;
