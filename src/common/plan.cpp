@@ -189,6 +189,10 @@ sk_status refuse_multiplexed_sync(const std::string &subject, const PlanInput &k
               subject.c_str(), sync_reason(k.usage, k.usage_paths).c_str(), k.block_dim, where.c_str());
 }
 
+sk_status build_unfused_plan(const PlanInput &in, uint32_t device_cores, Plan *out) {
+  return build_plan(std::string(in.symbol), ScopeOptions{}, {in}, device_cores, out, "sk_launch_kernel");
+}
+
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
                      uint32_t device_cores, Plan *out, const char *unfused_call) {
   if (kernels.empty())

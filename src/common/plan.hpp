@@ -110,6 +110,13 @@ struct Plan {
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,
                      uint32_t device_cores, Plan *out, const char *unfused_call = nullptr);
 
+// The one-step plan of an unfused launch (sk_launch_kernel) of kernel `in` on its blocks, with
+// the default options, on a device of `device_cores`: planned and checked as a super kernel's
+// step, its errors naming sk_launch_kernel. Each backend caches what it builds from it by block
+// count in its own way (host: a pool of programs, each busy until its launch completes; CUDA:
+// one linked entry per block count for the kernel's life, which every launch shares).
+sk_status build_unfused_plan(const PlanInput &in, uint32_t device_cores, Plan *out);
+
 // "scope 'decode': kernel 3 'rmsnorm'", or "sk_launch_kernel: kernel 'rmsnorm'" in an unfused
 // launch's plan: how planning errors name step i.
 std::string step_subject(const Plan &plan, uint32_t i, const PlanInput &k);

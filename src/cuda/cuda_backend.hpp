@@ -103,7 +103,9 @@ class CudaBackendKernel final : public backend::Kernel {
 
   std::shared_ptr<CudaDevice> gpu;
   std::shared_ptr<CudaKernel> kernel;
-  // Built on first use, per block_dim.
+  // Built on first use, per block_dim, and kept: a link costs far more than a launch, and the
+  // driver copies a launch's arguments, so one program serves every launch (a host program,
+  // busy until its launch completes, is pooled instead: host/executor/program_pool.hpp).
   std::mutex unfused_mutex;
   std::map<uint32_t, std::shared_ptr<UnfusedProgram>> unfused;
 };

@@ -229,8 +229,7 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   in.kind = KernelKind::Vector;  // one core type (cuda_inputs)
   in.core_type = "vector";
   Plan plan;
-  if (sk_status st = build_plan(symbol, ScopeOptions{}, {in}, block_dim, &plan, "sk_launch_kernel"); st != SK_OK)
-    return st;
+  if (sk_status st = build_unfused_plan(in, block_dim, &plan); st != SK_OK) return st;
   ContextScope ctx(*dev, "sk_launch_kernel");
   if (ctx.status() != SK_OK) return ctx.status();
   auto made = std::make_shared<UnfusedProgram>();

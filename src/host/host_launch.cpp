@@ -21,17 +21,12 @@ std::vector<const HostBackendKernel *> host_kernels(const std::vector<std::share
   return out;
 }
 
-// The one-step plan of an unfused launch over block_dim blocks: a plan like a super kernel's,
-// so that the same checks and the same executor path apply.
-sk_status build_unfused_plan(const HostBackendKernel &k, uint32_t block_dim, Plan *plan) {
-  return build_plan(k.symbol, ScopeOptions{}, {k.plan_input(block_dim)}, k.host->cores(), plan, "sk_launch_kernel");
-}
-
 // Its program. The argument slots are zero; a launch writes them to the block Program::args
 // names (no rebind ever changes which).
 sk_status build_unfused_program(const HostBackendKernel &k, uint32_t block_dim, std::unique_ptr<Program> *out) {
   Plan plan;
-  if (sk_status st = build_unfused_plan(k, block_dim, &plan); st != SK_OK) return st;
+  // A plan like a super kernel's, so that the same checks and the same executor path apply.
+  if (sk_status st = build_unfused_plan(k.plan_input(block_dim), k.host->cores(), &plan); st != SK_OK) return st;
   auto program = std::make_unique<Program>();
   lower_plan(plan, {&k}, {std::vector<uint64_t>(k.slots(), 0)}, k.host->executor().release_group(), program.get());
   *out = std::move(program);
@@ -107,7 +102,7 @@ sk_status HostBackendSuperKernel::last_profile(const char *call, std::vector<sk_
 
 sk_status HostBackendKernel::check_launch(uint32_t block_dim) {
   Plan plan;
-  return build_unfused_plan(*this, block_dim, &plan);
+  return build_unfused_plan(plan_input(block_dim), host->cores(), &plan);
 }
 
 sk_status HostBackendKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
