@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/capture.hpp"
+#include "common/kernel_metadata.hpp"
 
 using sk::fail;
 
@@ -54,7 +55,7 @@ std::string first_difference(const sk::backend::SuperKernel &b, const sk_scope &
     if (l.kernel != b.kernels[i]) {
       if (l.kernel->symbol != in.symbol)
         return step + "kernel '" + std::string(in.symbol) + "' where '" + l.kernel->symbol + "' was captured";
-      return step + "kernel '" + std::string(in.symbol) + "' of " + std::string(in.module) + " where the one of " +
+      return step + sk::kernel_of(in.symbol, in.module) + " where the one of " +
              std::string(l.kernel->module_label()) + " was captured";
     }
     const std::string named = step.substr(0, step.size() - 2) + " '" + in.name + "': ";

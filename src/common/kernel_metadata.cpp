@@ -57,6 +57,10 @@ sk_status parse_kernel_metadata(const std::vector<std::string> &records, std::st
   return SK_OK;
 }
 
+std::string kernel_of(std::string_view name, std::string_view label) {
+  return "kernel '" + std::string(name) + "' of " + std::string(label);
+}
+
 sk_status kernel_signature(const char *given, const KernelMetadata *meta, const std::string &what, const char *call,
                            const std::string &no_metadata, Signature *out) {
   if (given) {

@@ -21,7 +21,10 @@ struct KernelMetadata {
 sk_status parse_kernel_metadata(const std::vector<std::string> &records, std::string_view label,
                                 std::vector<KernelMetadata> *out);
 
-// The signature of kernel `what` (e.g. "kernel 'k' of m.o"), taken by `call`: `given` (the
+// How messages name kernel `name` of module `label`: "kernel 'k' of m.o".
+std::string kernel_of(std::string_view name, std::string_view label);
+
+// The signature of kernel `what` (kernel_of), taken by `call`: `given` (the
 // host's, from sk_module_get_kernel_with_signature) checked against the metadata when there is
 // some, else the metadata's. `no_metadata` says what is missing when neither is there (the
 // backends record metadata differently).

@@ -280,7 +280,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                            std::shared_ptr<CudaKernel> *out) {
   const CudaModule &m = *module;
   const char *signature = request.signature;
-  const std::string what = std::string("kernel '") + name + "' of " + m.label;
+  const std::string what = kernel_of(name, m.label);
   const KernelMetadata *meta = nullptr;
   for (const KernelMetadata &k : m.metadata)
     if (k.name == name) meta = &k;

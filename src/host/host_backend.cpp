@@ -82,7 +82,7 @@ sk_status HostBackendModule::get_kernel(const char *name, const backend::KernelR
                 lm.label.c_str());
   }
   const KernelMetadata *meta = lm.find_metadata(name);
-  const std::string what = std::string("kernel '") + name + "' of " + lm.label;
+  const std::string what = kernel_of(name, lm.label);
   auto k = std::make_shared<HostBackendKernel>(device_);
   Signature sig;
   if (sk_status st =

@@ -39,7 +39,7 @@ sk_status write_object(JsonWriter &j, const void *bytes, size_t size, const std:
     j.begin_object();
     j.key("name").value(meta.name);
     Signature sig;
-    const std::string what = "kernel '" + meta.name + "' of " + label;
+    const std::string what = kernel_of(meta.name, label);
     // As sk_module_get_kernel takes it: a signature that does not parse is the kernel's error.
     const bool taken = kernel_signature(nullptr, &meta, what, "sk_module_get_kernel", "", &sig) == SK_OK;
     j.key("signature").value(taken ? signature_to_string(sig) : meta.signature);
