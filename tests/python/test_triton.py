@@ -16,7 +16,7 @@ import pytest
 
 import superkernel as sk
 from conftest import ROOT
-from superkernel.ptx import entry_params, looks_like_ptx
+from superkernel.ptx import looks_like_ptx
 
 FIXTURES = os.path.join(ROOT, "tests", "kernels", "triton", "ptx")
 NAMES = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json"))
@@ -80,14 +80,20 @@ def test_the_refused_fixtures_say_why(fake_gpu):
         fake_gpu.load_triton(compiled("tma_copy"))
 
 
-def test_without_src_the_ptx_names_and_types_the_arguments(fake_gpu):
+def test_without_src_the_ptx_types_the_arguments_and_messages_number_them(fake_gpu):
     k = fake_gpu.load_triton(compiled("rmsnorm", src=False))
-    assert k.param_names == [f"rmsnorm_kernel_param_{i}" for i in range(5)]
+    assert k.param_names is None
     assert k.signature == "ptr,ptr,ptr,u32,f32"
+    assert repr(k) == "<TritonKernel rmsnorm_kernel(ptr,ptr,ptr,u32,f32) 128 threads>"
+    with pytest.raises(TypeError, match=r"^kernel 'rmsnorm_kernel' \(ptr,ptr,ptr,u32,f32\) takes 5 "):
+        k.pack([0])
+    x = fake_gpu.alloc(64)
+    with pytest.raises(OverflowError, match=r"^kernel 'rmsnorm_kernel' argument 3 \(u32\)"):
+        k.pack([x, x, x, -1, 1.0])
     # A src whose runtime arguments are not the PTX's (another specialisation) is not trusted.
     other = compiled("rmsnorm")
     other.src.signature["extra"] = "i32"
-    assert fake_gpu.load_triton(other).param_names == k.param_names
+    assert fake_gpu.load_triton(other).param_names is None
     # Constexprs are compiled in: not arguments.
     with_constexpr = compiled("rmsnorm")
     with_constexpr.src.signature["BLOCK"] = "constexpr"
@@ -249,12 +255,6 @@ def test_a_str_is_ptx_text_when_it_begins_with_a_version_directive():
     for path in ("rmsnorm.ptx", "/tmp/x.ptx", "//tmp/x.ptx", ".versions/x.ptx", ".version", " .version.ptx",
                  "/* x */", ""):
         assert looks_like_ptx(path) == (path == ".version"), path
-    text = fixture("decode_attention")[1]
-    assert entry_params(text, "decode_attention_kernel") == [f"decode_attention_kernel_param_{i}"
-                                                             for i in range(11)]
-    assert entry_params(text, "other") is None
-    assert entry_params(".entry k()\n{", "k") == []
-    assert entry_params(".entry k(.param .align 4 .b8 k_param_0[12])", "k") == ["k_param_0"]
 
 
 def test_device_load_takes_ptx_text_a_ptx_file_and_ptx_bytes(fake_gpu, tmp_path):

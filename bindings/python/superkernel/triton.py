@@ -6,7 +6,7 @@ Duck-typed (Triton is not imported): `compiled.asm["ptx"]` is the PTX text and
 where that Triton writes them, `target`, `global_scratch_size`, `profile_scratch_size`,
 `num_ctas`, `launch_cooperative_grid` and `launch_pdl`. `compiled.src.signature` (the
 `{name: type}` Triton compiled) names the arguments and types the integers; without it the PTX's
-parameters do.
+parameter types do, and the arguments are named by index (the PTX names them `<kernel>_param_<i>`).
 """
 import ctypes
 from collections.abc import Mapping
@@ -15,7 +15,6 @@ from .aggregates import ctype_of
 from .checks import integer
 from .errors import BadBinary, Error, Unsupported
 from .module import Kernel, Module
-from .ptx import entry_params
 
 #: The per-program scratch memory Triton may ask for, in the order of the pointer parameters it
 #: appends to the kernel's own: one for each of these the metadata has.
@@ -40,13 +39,15 @@ def _get(obj, key, default=_MISSING):
 
 class TritonKernel(Kernel):
     """A Triton kernel loaded by Device.load_triton. `signature` and `param_names` are the
-    arguments Scope.add and launch take (the Triton kernel's, constexprs compiled in);
+    arguments Scope.add and launch take (the Triton kernel's, constexprs compiled in; no names
+    without compiled.src);
     `ptx_signature` is libsk's, with the scratch pointers the binding passes as NULL;
     `threads` is num_warps x warp size, `dynamic_shared` the metadata's `shared`; `metadata`
     is the compiled metadata; `module` the Module of its PTX."""
 
     def __repr__(self):
-        return f"<TritonKernel {self.name}({', '.join(self.param_names)}) {self.threads} threads>"
+        args = ", ".join(self.param_names) if self.param_names is not None else self.signature
+        return f"<TritonKernel {self.name}({args}) {self.threads} threads>"
 
 
 def load_triton(device, compiled):
@@ -116,7 +117,7 @@ def load_triton(device, compiled):
                             f"not end with the {tail} scratch pointers its metadata implies",
                             call=call)
         tokens = tokens[:len(tokens) - tail]
-        names, tokens = _arguments(compiled, ptx, name, tokens)
+        names, tokens = _arguments(compiled, tokens)
     except Error as e:
         module.close()
         if e.call != call:
@@ -133,9 +134,10 @@ def load_triton(device, compiled):
     return triton
 
 
-def _arguments(compiled, ptx, name, ptx_tokens):
+def _arguments(compiled, ptx_tokens):
     """(names, signature tokens) of the arguments the caller passes: Triton's own where
-    compiled.src.signature has as many runtime arguments as the PTX, else the PTX's."""
+    compiled.src.signature has as many runtime arguments as the PTX, else no names (messages
+    number the arguments) and the PTX's types."""
     signature = _get(_get(compiled, "src", None), "signature", None)
     if isinstance(signature, Mapping):
         runtime = [(n, t) for n, t in signature.items() if t != "constexpr"]
@@ -146,7 +148,4 @@ def _arguments(compiled, ptx, name, ptx_tokens):
                 same = mine and ctypes.sizeof(ctype_of(mine)) == ctypes.sizeof(ctype_of(token))
                 tokens.append(mine if same else token)
             return [str(n) for n, _ in runtime], tokens
-    params = entry_params(ptx, name)
-    if params is None or len(params) < len(ptx_tokens):
-        params = [f"param_{i}" for i in range(len(ptx_tokens))]
-    return params[:len(ptx_tokens)], list(ptx_tokens)
+    return None, list(ptx_tokens)
