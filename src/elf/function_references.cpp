@@ -219,10 +219,13 @@ class Graph {
           if (taking && t.type == STT_FUNC) take(r.symbol);
           continue;
         }
-        // A section symbol or a label, + addend.
+        // A section symbol or a label, + addend: address arithmetic, which wraps (an addend near
+        // INT64_MAX plus an adjust must not overflow a signed sum).
         bool hit = false;
         for (int64_t adjust : adjusts)
-          hit |= link_address(owner, t.shndx, t.value + static_cast<uint64_t>(r.addend + adjust), how, at, taking);
+          hit |=
+              link_address(owner, t.shndx, t.value + static_cast<uint64_t>(r.addend) + static_cast<uint64_t>(adjust),
+                           how, at, taking);
         if (!hit) link_unnamed(owner, t.shndx, how, at, taking);
       }
     }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 #include "common/device_api_usage.hpp"
@@ -152,6 +153,31 @@ TEST(FunctionReferencesUndecoded, OverApproximatesTheDecodedGraph) {
   }
   EXPECT_NE(usage(undecoded, "reach_switch_plain") & sk::kUsesSyncAll, 0u);
   EXPECT_TRUE(sk::conservative(sync_path(undecoded, "reach_switch_plain")));
+}
+
+// Addends at the ends of their range (a corrupted or hostile object), against section symbols
+// and labels, where the reader adds the PC-relative adjustments to them: the sums wrap as
+// addresses do (UBSan reported a signed overflow here), and every function is still read.
+TEST(FunctionReferencesHostile, ExtremeAddendsWrapAsAddresses) {
+  const sk::elf::Object good = parse("gcc-O2-pie", "reach_paths");
+  const auto expected = reach(good);
+  for (int64_t addend : {INT64_MAX, INT64_MAX - 3, INT64_MIN, INT64_MIN + 2, int64_t{-1}}) {
+    sk::elf::Object obj = parse("gcc-O2-pie", "reach_paths");
+    size_t changed = 0;
+    for (sk::elf::RelocationSection &rs : obj.relocation_sections)
+      for (sk::elf::Relocation &r : rs.relocations)
+        if (r.symbol < obj.symbols.size() && obj.symbols[r.symbol].type == STT_SECTION) {
+          r.addend = addend;
+          ++changed;
+        }
+    ASSERT_GT(changed, 0u) << "no relocation against a section symbol to corrupt";
+    for (uint16_t machine : {obj.machine, uint16_t{EM_RISCV}}) {
+      obj.machine = machine;
+      const auto r = reach(obj);
+      ASSERT_EQ(r.size(), expected.size()) << addend;
+      for (const auto &[fn, _] : expected) EXPECT_TRUE(r.count(fn)) << fn << " lost with addend " << addend;
+    }
+  }
 }
 
 }  // namespace
