@@ -19,12 +19,14 @@ constexpr unsigned kWaited = 1, kArrived = 2, kLast = 4, kMayArrive = 8;
 constexpr unsigned kGmFlush = 8, kNoDeps = 16, kArriveInKernel = 32;
 static_assert(((kGmFlush | kNoDeps | kArriveInKernel) &
                (kStepWaitNow | kStepFenceBefore | kStepFenceAfter | kStepNoArrive)) == 0);
-// The step loop reads a record as two 16-byte vectors, {kernel, block_dim, cores, first} and
-// {flags, arg_base, dep_begin, dep_end}, and every thread the (cores, first) pair as one
-// 8-byte vector: the word order and alignment those loads name.
+// Thread 0 reads a record as two 16-byte vectors, {kernel, block_dim, cores, first} and
+// {flags, arg_base, dep0_step, dep0_cores}, and an 8-byte one, {dep_begin, dep_end}; every
+// other thread reads the (cores, first) pair as one 8-byte vector: the word order and
+// alignment those loads name.
 static_assert(kStepKernel == 0 && kStepBlockDim == 1 && kStepCores == 2 && kStepFirst == 3 && kStepFlags == 4 &&
-              kStepArgBase == 5 && kStepDepBegin == 6 && kStepDepEnd == 7 && kStepWords == 8);
-static_assert(kTableHeaderWords * 4 % 16 == 0);
+              kStepArgBase == 5 && kStepDep0Step == 6 && kStepDep0Cores == 7 && kStepDepBegin == 8 &&
+              kStepDepEnd == 9);
+static_assert(kTableHeaderWords * 4 % 16 == 0 && kStepWords * 4 % 16 == 0);
 // Relaxed polls of a dependency before the slow wait (sleeps, deadline, hang report) takes over.
 constexpr unsigned kWaitSpins = 64;
 
@@ -110,9 +112,9 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["SYNC_FLAGS"] = str(sync.flags);
   v["SYNC_STEPS"] = str(sync.table);
   v["TABLE_RECORDS"] = str(4 * kTableHeaderWords);
-  static const char *const step_words[kStepWords] = {"STEP_KERNEL",    "STEP_BLOCK_DIM", "STEP_CORES",
-                                                     "STEP_FIRST",     "STEP_FLAGS",     "STEP_ARG_BASE",
-                                                     "STEP_DEP_BEGIN", "STEP_DEP_END"};
+  static const char *const step_words[kStepWords] = {
+      "STEP_KERNEL",    "STEP_BLOCK_DIM",  "STEP_CORES",     "STEP_FIRST",   "STEP_FLAGS", "STEP_ARG_BASE",
+      "STEP_DEP0_STEP", "STEP_DEP0_CORES", "STEP_DEP_BEGIN", "STEP_DEP_END", "STEP_PAD0",  "STEP_PAD1"};
   for (uint32_t w = 0; w < kStepWords; ++w) v[step_words[w]] = str(4 * w);
   v["STEP_BYTES"] = str(4 * kStepWords);
   v["STEP_WAIT_NOW"] = str(kStepWaitNow);
@@ -307,6 +309,10 @@ std::vector<uint32_t> step_table(const EntrySpec &spec) {
     }
     r = &t[records + kStepWords * i];  // push_back may have moved the table
     r[kStepDepEnd] = (uint32_t)t.size();
+    if (r[kStepDepEnd] > r[kStepDepBegin]) {
+      r[kStepDep0Step] = t[r[kStepDepBegin]];
+      r[kStepDep0Cores] = t[r[kStepDepBegin] + 1];
+    }
   }
   return t;
 }

@@ -143,8 +143,14 @@ enum StepWord : uint32_t {
   kStepFirst,     // the first of those
   kStepFlags,     // kStep* flags below, and the flags the step loop keeps in the block state
   kStepArgBase,   // the first 8-byte argument slot
+  // The first dependency pair (zeros for none), also the list's first: read with the record,
+  // so that thread 0 polls a one-dependency step's counter after one round trip to memory.
+  kStepDep0Step,
+  kStepDep0Cores,
   kStepDepBegin,  // the dependency pairs, in words from the table's start
   kStepDepEnd,
+  kStepPad0,  // records stay 16-byte aligned for the step loop's vector loads
+  kStepPad1,
   kStepWords,
 };
 // A step's flags word: the GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits the step loop turns
@@ -204,7 +210,7 @@ struct StepLoopCode {
   uint32_t acquires = 0;        // acquire-only fences: after thread 0's polls
   uint32_t full_fences = 0;     // acquire-release fences: the cache options', behind their flags
   uint32_t polls = 0;           // relaxed loads of an arrival counter
-  uint32_t table_loads = 0;     // loads of the step table: its placement, record, dependency pairs
+  uint32_t table_loads = 0;     // loads of the step table: placement, record, further dependency pairs
 };
 StepLoopCode step_loop_code(const std::string &ptx);
 

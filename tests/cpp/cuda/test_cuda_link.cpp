@@ -14,6 +14,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "common/device_api_usage.hpp"
@@ -751,14 +752,15 @@ TEST(CudaEntryPtx, LibsksBlockBarriersAreBarrier15AndEveryThreadCallsTheSubKerne
   EXPECT_NE(kBlockBarrier, 0u);
   EXPECT_LT(kBlockBarrier, 16u);  // barriers 0..15 exist
   const std::string entry = ptx.substr(ptx.find(".entry " + spec.entry_name));
-  // %tid only in thread 0's bookkeeping, which the other threads skip to a barrier or past
-  // the step: the start's, a step's start, its next block and its end.
+  // %tid only in thread 0's bookkeeping, which the other threads skip to a barrier, to their
+  // own read of the placement or past the step: the start's, a step's start, its next block and
+  // its end.
   EXPECT_EQ(count(entry, "%tid"), 4u) << entry;
   const std::regex skip("mov\\.u32 %r1, %tid\\.x;\\s+setp\\.ne\\.u32 %p1, %r1, 0;\\s+@%p1 bra \\$([a-z_]+);");
   std::set<std::string> skipped_to;
   for (auto it = std::sregex_iterator(entry.begin(), entry.end(), skip); it != std::sregex_iterator(); ++it)
     skipped_to.insert((*it)[1].str());
-  EXPECT_EQ(skipped_to, (std::set<std::string>{"init_done", "step_begun", "step_next"})) << entry;
+  EXPECT_EQ(skipped_to, (std::set<std::string>{"init_done", "step_placement", "step_begun", "step_next"})) << entry;
   // From the barrier to the call: the cache fence a step's flags may ask for, and the jump to
   // the call site on the step's kernel index, uniform over the block (.uni).
   const size_t begin = entry.find("$step_begun:");
@@ -908,9 +910,9 @@ TEST(CudaEntrySass, TheIterationBarrierIsOneAtomicPerBlockAndOneFlagLoad) {
 // The dependent chain of bench_cuda (bench_chain_step on every SM's block, each step waiting
 // for the one before) in the linked SASS of its entry: per step two block barriers (after the
 // wait, before the arrival), thread 0's release (MEMBAR.GPU, then one reduction) and acquire
-// (relaxed polls, then an L1 invalidation alone: no MEMBAR), the step table read by every
-// thread as one 8-byte load and by thread 0 as two 16-byte records and a dependency pair, and
-// no local memory: nothing spilled around the sub-kernel's call, no call of libsk's own on the
+// (relaxed polls, then an L1 invalidation alone: no MEMBAR), the step table read by the other
+// threads as one 8-byte load and by thread 0 as the record's two 16-byte vectors and its copy of
+// the first dependency pair (a further pair per further dependency), and no local memory: nothing spilled around the sub-kernel's call, no call of libsk's own on the
 // way. Explain's cuda_entry.step_loop says the same, counted in the PTX.
 TEST(CudaEntrySass, ADependentStepIsTwoBarriersOneReleaseOneAcquire) {
   if (nvdisasm_path().empty()) GTEST_SKIP() << kNoNvdisasm;
@@ -935,7 +937,7 @@ TEST(CudaEntrySass, ADependentStepIsTwoBarriersOneReleaseOneAcquire) {
   EXPECT_EQ(code.acquires, 1u);
   EXPECT_EQ(code.full_fences, 2u);  // the cache options', not taken in this plan
   EXPECT_EQ(code.polls, 1u);
-  EXPECT_EQ(code.table_loads, 4u);
+  EXPECT_EQ(code.table_loads, 5u);
   // No local memory in the entry: nothing live across a call is spilled.
   EXPECT_EQ(matches(entry, "\\b(STL|LDL)\\b"), 0u) << entry;
   const sk::elf::CubinFunction *fn = img.info.find("sk_superkernel_entry");
@@ -951,6 +953,18 @@ TEST(CudaEntrySass, ADependentStepIsTwoBarriersOneReleaseOneAcquire) {
   EXPECT_EQ(matches(entry, "\\bCCTL\\.IVALL\\b"), code.acquires + code.full_fences) << entry;
   EXPECT_EQ(matches(entry, "\\bLDG\\.E\\.[0-9]*\\.?CONSTANT\\b"), code.table_loads) << entry;
   EXPECT_EQ(matches(entry, "\\bLDG\\.E\\.128\\.CONSTANT\\b"), 2u) << entry;  // thread 0's record
+  // Thread 0's three record loads are issued one after another, before any of their results is
+  // used: one round trip to memory before the poll, where ptxas, sinking each load past the
+  // placement test to its first use, would make them three round trips in a row.
+  const std::regex instruction("/\\*[0-9a-f]{4}\\*/"), table_load("\\bLDG\\.E\\.(64|128)\\.CONSTANT\\b");
+  size_t run = 0, longest = 0;
+  std::istringstream lines(entry);
+  for (std::string line; std::getline(lines, line);) {
+    if (!std::regex_search(line, instruction)) continue;
+    run = std::regex_search(line, table_load) ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  EXPECT_EQ(longest, 3u) << entry;
   // The polls: one relaxed 64-bit load in the loop (not unrolled), beside the start's epoch.
   EXPECT_EQ(matches(entry, "\\bLDG\\.E\\.64\\.STRONG\\.GPU\\b"), code.polls + 1) << entry;
   // Calls: the sub-kernel, and the slow paths (the sleeping wait, the wait at a step's end
