@@ -186,6 +186,11 @@ TEST(CudaEntryPtx, StreamFusionWaitsForStreamPredecessorsAndEvents) {
     ASSERT_LE(r[kStepDepEnd], table.size());
     ASSERT_GE(r[kStepDepBegin], kTableHeaderWords + kStepWords * 4);  // past the records
     pairs[i].assign(table.begin() + r[kStepDepBegin], table.begin() + r[kStepDepEnd]);
+    // The record's copy of the first pair, which the step loop polls before reading the list.
+    const std::vector<uint32_t> first = pairs[i].empty()
+                                            ? std::vector<uint32_t>{0, 0}
+                                            : std::vector<uint32_t>(pairs[i].begin(), pairs[i].begin() + 2);
+    EXPECT_EQ((std::vector<uint32_t>{r[kStepDep0Step], r[kStepDep0Cores]}), first) << "step " << i;
   }
   EXPECT_TRUE(pairs[0].empty());
   EXPECT_TRUE(pairs[1].empty());
