@@ -103,6 +103,18 @@ sk_status Linker::select_sections() {
   const size_t n = o_.sections.size();
   part_of_.assign(n, kData);
   section_offset_.assign(n, kNotLoaded);
+  // A section libsk places, in the mapping or in the thread-local block.
+  auto check_size = [this](size_t i) {
+    const elf::Section &s = o_.sections[i];
+    if (s.size > kMaxSectionSize)
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)",
+                  o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), s.size);
+    if (s.align > kMaxAlign)
+      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': alignment %" PRIu64 " is above %" PRIu64,
+                  o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), s.align, kMaxAlign);
+    return SK_OK;
+  };
+  uint64_t tls_bytes = 0;
   for (size_t i = 1; i < n; ++i) {
     const elf::Section &s = o_.sections[i];
     if (!(s.flags & SHF_ALLOC)) continue;
@@ -111,19 +123,22 @@ sk_status Linker::select_sections() {
                   "%s: section '%s' runs before the program's own constructors, which only an "
                   "executable can ask for; use __attribute__((constructor)) or .init_array",
                   o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str());
-    if (s.flags & SHF_TLS) continue;  // the TLS block's (linker_tls.cpp), not the mapping's
+    if (s.flags & SHF_TLS) {  // the TLS block's (linker_tls.cpp), not the mapping's
+      if (sk_status st = check_size(i)) return st;
+      // Its sections add up in one block, which every thread that reaches them allocates.
+      tls_bytes += s.size;
+      if (tls_bytes > kMaxSectionSize)
+        return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': the thread-local sections exceed %" PRIu64 " bytes",
+                    o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), kMaxSectionSize);
+      continue;
+    }
     // Unwind tables (.eh_frame) load: registered with the unwinder (linker_init.cpp).
     if (s.type != SHT_PROGBITS && s.type != SHT_NOBITS && !is_constructor_section(s) && !is_eh_frame(s)) continue;
     bool load = true;
     if (is_eh_frame(s))
       if (sk_status st = check_eh_frame(i, &load)) return st;
     if (!load) continue;
-    if (s.size > kMaxSectionSize)
-      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s' is too large (0x%" PRIx64 " bytes)",
-                  o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), s.size);
-    if (s.align > kMaxAlign)
-      return fail(SK_ERR_UNSUPPORTED, "%s: section '%s': alignment %" PRIu64 " is above %" PRIu64,
-                  o_.section_label(static_cast<uint32_t>(i)).c_str(), s.name.c_str(), s.align, kMaxAlign);
+    if (sk_status st = check_size(i)) return st;
     if (s.flags & SHF_EXECINSTR) part_of_[i] = kText;
     // .data.rel.ro is writable only until relocated: seal it read-only, like RELRO.
     else if ((s.flags & SHF_WRITE) && !has_prefix(s.name, ".data.rel.ro"))

@@ -1,6 +1,7 @@
 // The host linker on what compilers really emit: every kernel of every build variant (gcc and
 // clang, -O0/-O2/-O3, PIE/PIC/non-PIC) is linked and its functions called.
 #include <dlfcn.h>
+#include <elf.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -341,6 +342,52 @@ TEST(LinkerFuzz, RandomByteFlipsNeverCrash) {
       EXPECT_FALSE(l.message.empty());
   }
   EXPECT_GT(linked, 0);  // some flips are harmless (unused bytes)
+}
+
+// A thread-local section is held to the limits of any section libsk places (its size, its
+// alignment), and the thread-local block to a section's: each thread that reaches it allocates
+// it. Hostile sizes and alignments are refused naming the section, not allocated (an alignment
+// of 2^40 once asked for a 2^58-byte image).
+TEST(LinkerHostile, ThreadLocalSectionsAreRefusedPastASectionsLimits) {
+  Resolver resolver;
+  auto with =
+      [](const char *kernel, std::initializer_list<std::pair<const char *, std::pair<uint64_t, uint64_t>>> edits) {
+    std::vector<uint8_t> b = kernel_bytes("gcc-O2-pic", kernel);
+    const auto &eh = *reinterpret_cast<const Elf64_Ehdr *>(b.data());
+    auto *sh = reinterpret_cast<Elf64_Shdr *>(b.data() + eh.e_shoff);
+    const char *names = reinterpret_cast<const char *>(b.data() + sh[eh.e_shstrndx].sh_offset);
+    for (const auto &[name, size_align] : edits)
+      for (size_t i = 0; i < eh.e_shnum; ++i)
+        if (std::string(names + sh[i].sh_name) == name) {
+          if (size_align.first) sh[i].sh_size = size_align.first;
+          if (size_align.second) sh[i].sh_addralign = size_align.second;
+        }
+    return b;
+  };
+  struct Case {
+    const char *kernel, *why;
+    std::vector<uint8_t> bytes;
+  };
+  const Case cases[] = {
+      {"reloc_tls", "section '.tbss': alignment 1099511627776 is above",
+       with("reloc_tls", {{".tbss", {0, 1ull << 40}}})},
+      {"reloc_tls", "section '.tbss' is too large", with("reloc_tls", {{".tbss", {1ull << 40, 0}}})},
+      // Each at most a section's limit, together past it.
+      {"tls_counters", "the thread-local sections exceed 1073741824 bytes",
+       with("tls_counters", {{".tbss", {1ull << 30, 0}}})},
+  };
+  for (const Case &c : cases) {
+    Loaded l;
+    EXPECT_EQ(load_bytes(c.bytes, std::string(c.kernel) + ".o", resolver.options(), &l), SK_ERR_UNSUPPORTED)
+        << c.why;
+    EXPECT_NE(l.message.find(c.why), std::string::npos) << l.message;
+    EXPECT_NE(l.message.find(std::string(c.kernel) + ".o"), std::string::npos) << l.message;
+  }
+  // Unchanged, both link.
+  for (const char *kernel : {"reloc_tls", "tls_counters"}) {
+    Loaded l;
+    EXPECT_EQ(load_bytes(with(kernel, {}), kernel, resolver.options(), &l), SK_OK) << l.message;
+  }
 }
 
 }  // namespace
