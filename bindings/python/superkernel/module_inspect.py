@@ -49,8 +49,8 @@ def inspect_module(source, spec="cuda:arch=sm_90", name=None):
 def kernel_records(image, name=None):
     """{kernel name: {"sig": ..., "type": ...}} of the SK_KERNEL records of a host object's bytes
     (an archive's: every member's), as libsk reads them (inspect_module on "host"), without
-    loading it; a malformed object or record raises BadBinary naming it, and `name` (a loaded
-    Module's kernels are Module.kernels)."""
+    loading it; a malformed object or record raises BadBinary naming it (and `name`, when
+    given). A loaded Module's kernels are Module.kernels."""
     d = inspect_module(image, "host", name)
     return {k["name"]: {"sig": k["signature"], "type": k["core_type"]}
             for part in d.get("members", [d]) for k in part["kernels"]}
