@@ -379,6 +379,10 @@ std::string generate_entry_ptx(const EntrySpec &spec) {
   // At least one byte: the linked modules' other functions may address it even when no
   // sub-kernel does (no code the entry reaches does then, and the linker allocates nothing).
   v["SHARED_OVERLAY_BYTES"] = str(spec.shared_overlay_bytes ? spec.shared_overlay_bytes : 1);
+  // The linker keeps a shared variable only where code the entry reaches addresses it.
+  v["SHARED_PAD_DECLARATION"] =
+      spec.shared_pad_bytes ? ".shared .align 1 .b8 __sk_shared_pad[" + str(spec.shared_pad_bytes) + "];" : "";
+  v["SHARED_PAD_KEEP"] = spec.shared_pad_bytes ? "  st.shared.u8 [__sk_shared_pad], %r2;" : "";
   const uint32_t slots = spec.arg_slots ? spec.arg_slots : 1;
   v["ARGS_PARAM"] = spec.args == ArgSource::Params ? "  .param .align 8 .b8 sk_args[" + str(8ull * slots) + "],"
                                                    : "  .param .u64 sk_args,";

@@ -83,6 +83,9 @@ struct EntrySpec {
   // tree of a sub-kernel needs, and the largest alignment of its variables.
   uint64_t shared_overlay_bytes = 0;
   uint32_t shared_overlay_align = 1;
+  // Static shared bytes the entry adds so that the dynamic shared base, which the linker puts
+  // right after the static bytes, falls on kDynamicSharedAlign (superkernel_build.cpp).
+  uint32_t shared_pad_bytes = 0;
   std::vector<EntryStep> steps;
 };
 

@@ -22,6 +22,10 @@ namespace {
 // built once per scope, so a plain size cap is enough to keep a long-running process from growing.
 constexpr size_t kCacheCap = 256;
 
+// Where a plain launch of a kernel without static __shared__ variables starts its dynamic
+// shared memory (past sm_80+'s 1 KiB reservation): the sub-kernels' base in a super kernel too.
+constexpr uint32_t kDynamicSharedAlign = 1024;
+
 struct CacheEntry {
   std::string material;  // compared on a hit: a hash match alone is not trusted
   std::shared_ptr<const std::vector<uint8_t>> cubin;
@@ -94,6 +98,80 @@ std::string link_arch(const std::string &arch, const std::vector<const CudaModul
 LinkKey link_key(const std::string &material) {
   const XXH128_hash_t h = XXH3_128bits(material.data(), material.size());
   return {h.low64, h.high64};
+}
+
+// Links the entry `img->ptx` with `modules` (a cubin's bytes `rewritten` where its shared
+// overlay moved variables), or finds the cubin in the caches, and reads it back.
+sk_status link_entry(const BuildRequest &req, const std::string &arch,
+                     const std::vector<const CudaModule *> &modules,
+                     const std::vector<std::vector<uint8_t>> &rewritten, BuiltImage *img) {
+  img->cubin.reset();
+  img->cached = false;
+  std::vector<LinkInput> inputs;
+  inputs.push_back({InputKind::Ptx, img->ptx.data(), img->ptx.size(), req.name + " (generated entry)"});
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const std::vector<uint8_t> &bytes = rewritten[i].empty() ? modules[i]->bytes : rewritten[i];
+    inputs.push_back({modules[i]->kind, bytes.data(), bytes.size(), modules[i]->label});
+  }
+  const uint32_t max_registers = entry_register_cap(req.kernels);
+  std::string material = link_material(inputs, arch, max_registers);
+  const LinkKey key = link_key(material);
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    if (auto it = cache().find(key); it != cache().end() && it->second.material == material) {
+      img->cubin = it->second.cubin;
+      img->cached = true;
+    }
+  }
+  const bool in_memory = img->cubin != nullptr;
+  // Another process may have linked it: the disk cache checks its file against the key.
+  if (!img->cubin) {
+    auto cubin = std::make_shared<std::vector<uint8_t>>();
+    if (disk_cache_load(key, cubin.get())) {
+      img->cubin = std::move(cubin);
+      img->cached = true;
+    }
+  }
+  if (!img->cubin) {
+    std::shared_ptr<const NvJitLink> linker;
+    if (sk_status st = NvJitLink::get(&linker); st != SK_OK) {
+      prefix_error("super kernel '" + req.name + "'");
+      return st;
+    }
+    auto cubin = std::make_shared<std::vector<uint8_t>>();
+    if (sk_status st = linker->link(inputs, arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
+        st != SK_OK) {
+      // PTX written for a newer ISA than nvJitLink's may use what the lowered version lacks.
+      std::string lowered;
+      for (const CudaModule *m : modules)
+        if (m->ptx && !m->ptx->rewrites.empty())
+          lowered += (lowered.empty() ? "" : "; ") + m->label + ": " + m->ptx->rewrites.front();
+      if (!lowered.empty()) {
+        const std::string error = last_error();
+        fail(st, "%s (%s: the PTX may use what that version lacks; a newer nvJitLink compiles it as written)",
+             error.c_str(), lowered.c_str());
+      }
+      return st;
+    }
+    ++g_links;
+    disk_cache_store(key, *cubin);
+    img->cubin = std::move(cubin);
+  }
+  if (!in_memory) {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    if (cache().size() >= kCacheCap) cache().clear();
+    cache().insert_or_assign(key, CacheEntry{std::move(material), img->cubin});
+  }
+  if (sk_status st = elf::parse_cubin(img->cubin->data(), img->cubin->size(),
+                                      "linked super kernel '" + req.name + "'", &img->info);
+      st != SK_OK)
+    return st;
+  const elf::CubinFunction *entry = img->info.find(img->entry);
+  if (!entry || !entry->entry)
+    return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", req.name.c_str(),
+                img->entry.c_str());
+  img->static_shared = entry->shared_bytes;
+  return SK_OK;
 }
 
 }  // namespace
@@ -233,71 +311,25 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
         st != SK_OK)
       return st;
   }
-  std::vector<LinkInput> inputs;
-  inputs.push_back({InputKind::Ptx, img.ptx.data(), img.ptx.size(), req.name + " (generated entry)"});
-  for (size_t i = 0; i < modules.size(); ++i) {
-    const std::vector<uint8_t> &bytes = rewritten[i].empty() ? modules[i]->bytes : rewritten[i];
-    inputs.push_back({modules[i]->kind, bytes.data(), bytes.size(), modules[i]->label});
-  }
-  const uint32_t max_registers = entry_register_cap(req.kernels);
-  std::string material = link_material(inputs, spec.arch, max_registers);
-  const LinkKey key = link_key(material);
-  {
-    std::lock_guard<std::mutex> lock(g_cache_mutex);
-    if (auto it = cache().find(key); it != cache().end() && it->second.material == material) {
-      img.cubin = it->second.cubin;
-      img.cached = true;
+  if (sk_status st = link_entry(req, spec.arch, modules, rewritten, &img); st != SK_OK) return st;
+  // The sub-kernels' extern __shared__ arrays start where the linked entry's static shared
+  // memory ends. A plain launch of a kernel without static variables starts them on a 1 KiB
+  // boundary, and code may rely on it: Triton's wgmma and TMA tiles are swizzled on absolute
+  // addresses. The pad's size is known only from a link, so a misaligned entry is linked again.
+  if (spec.dynamic_shared && img.static_shared % kDynamicSharedAlign) {
+    const uint32_t unpadded = img.static_shared;
+    for (int attempt = 0; attempt < 2 && img.static_shared % kDynamicSharedAlign; ++attempt) {
+      spec.shared_pad_bytes += kDynamicSharedAlign - img.static_shared % kDynamicSharedAlign;
+      img.ptx = generate_entry_ptx(spec);
+      img.shared_pad = spec.shared_pad_bytes;
+      if (sk_status st = link_entry(req, spec.arch, modules, rewritten, &img); st != SK_OK) return st;
     }
+    if (img.static_shared % kDynamicSharedAlign)
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "super kernel '%s': its sub-kernels' dynamic shared memory cannot be placed on a %u-byte boundary "
+                  "(the linked entry's static shared memory is %u bytes, %u before %u bytes of padding)",
+                  req.name.c_str(), kDynamicSharedAlign, img.static_shared, unpadded, spec.shared_pad_bytes);
   }
-  const bool in_memory = img.cubin != nullptr;
-  // Another process may have linked it: the disk cache checks its file against the key.
-  if (!img.cubin) {
-    auto cubin = std::make_shared<std::vector<uint8_t>>();
-    if (disk_cache_load(key, cubin.get())) {
-      img.cubin = std::move(cubin);
-      img.cached = true;
-    }
-  }
-  if (!img.cubin) {
-    std::shared_ptr<const NvJitLink> linker;
-    if (sk_status st = NvJitLink::get(&linker); st != SK_OK) {
-      prefix_error("super kernel '" + req.name + "'");
-      return st;
-    }
-    auto cubin = std::make_shared<std::vector<uint8_t>>();
-    if (sk_status st =
-            linker->link(inputs, spec.arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
-        st != SK_OK) {
-      // PTX written for a newer ISA than nvJitLink's may use what the lowered version lacks.
-      std::string lowered;
-      for (const CudaModule *m : modules)
-        if (m->ptx && !m->ptx->rewrites.empty())
-          lowered += (lowered.empty() ? "" : "; ") + m->label + ": " + m->ptx->rewrites.front();
-      if (!lowered.empty()) {
-        const std::string error = last_error();
-        fail(st, "%s (%s: the PTX may use what that version lacks; a newer nvJitLink compiles it as written)",
-             error.c_str(), lowered.c_str());
-      }
-      return st;
-    }
-    ++g_links;
-    disk_cache_store(key, *cubin);
-    img.cubin = std::move(cubin);
-  }
-  if (!in_memory) {
-    std::lock_guard<std::mutex> lock(g_cache_mutex);
-    if (cache().size() >= kCacheCap) cache().clear();
-    cache().insert_or_assign(key, CacheEntry{std::move(material), img.cubin});
-  }
-  if (sk_status st = elf::parse_cubin(img.cubin->data(), img.cubin->size(), "linked super kernel '" + req.name + "'",
-                                      &img.info);
-      st != SK_OK)
-    return st;
-  const elf::CubinFunction *entry = img.info.find(img.entry);
-  if (!entry || !entry->entry)
-    return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", req.name.c_str(),
-                img.entry.c_str());
-  img.static_shared = entry->shared_bytes;
   *out = std::move(img);
   return SK_OK;
 }
@@ -305,6 +337,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
 sk_status replanned_table(const BuildRequest &req, const BuiltImage &linked, std::vector<uint32_t> *table) {
   EntrySpec spec;
   if (sk_status st = make_entry_spec(req, linked.threads, &spec); st != SK_OK) return st;
+  spec.shared_pad_bytes = linked.shared_pad;
   std::vector<uint32_t> t = step_table(spec);
   if (generate_entry_ptx(spec) != linked.ptx || t.size() != linked.table.size())
     return fail(SK_ERR_STATE, "super kernel '%s': the re-planned steps need another entry than the one linked",

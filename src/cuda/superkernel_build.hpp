@@ -50,6 +50,7 @@ struct BuiltImage {
   bool cached = false;          // the cubin came from the cache
   uint32_t dynamic_shared = 0;  // each launch's dynamic shared bytes (entry_dynamic_shared)
   uint32_t static_shared = 0;   // the linked entry's static __shared__ (.nv.shared.<entry>)
+  uint32_t shared_pad = 0;      // of which padding before the dynamic base (EntrySpec::shared_pad_bytes)
   uint32_t stack_bytes = 0;     // call stack per thread its launches need (entry_stack_bytes)
 };
 

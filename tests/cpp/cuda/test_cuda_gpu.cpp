@@ -15,7 +15,9 @@
 #include <gtest/gtest.h>
 #include <sk.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1055,6 +1057,7 @@ struct PtxDriver {
                         void **, void **) = nullptr;
   int (*cuCtxSynchronize)() = nullptr;
   int (*cuDriverGetVersion)(int *) = nullptr;
+  int (*cuFuncSetAttribute)(void *, int, int) = nullptr;
   void *ctx = nullptr;
   std::vector<void *> modules;
 
@@ -1075,6 +1078,7 @@ struct PtxDriver {
     get(&cuLaunchKernel, "cuLaunchKernel");
     get(&cuCtxSynchronize, "cuCtxSynchronize");
     get(&cuDriverGetVersion, "cuDriverGetVersion");
+    get(&cuFuncSetAttribute, "cuFuncSetAttribute");
     int dev = 0;
     return cuDeviceGet && cuDriverGetVersion && cuDeviceGet(&dev, 0) == 0 &&
            cuDevicePrimaryCtxRetain(&ctx, dev) == 0;
@@ -1113,6 +1117,8 @@ struct PtxDriver {
     int r = cuModuleLoadData(&module, text.c_str());
     if (r == 0) modules.push_back(module);
     if (r == 0) r = cuModuleGetFunction(&fn, module, name);
+    // Past 48 KiB a block opts in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), as Triton's launcher does.
+    if (r == 0 && shared > 48 * 1024) r = cuFuncSetAttribute(fn, 8, (int)shared);
     if (r == 0) r = cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, nullptr, args, nullptr);
     if (r == 0) r = cuCtxSynchronize();
     void *popped = nullptr;
@@ -1290,4 +1296,27 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc), "global_decode_step"));
   ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc)));
   compare(fused_nvcc, alone_nvcc, "nvcc __global__");
+  // Triton's wgmma projection of the normed rows after nvcc's rmsnorm, whose static __shared__
+  // variables come before the projection's tiles in the super kernel's shared memory: the tiles
+  // are swizzled on absolute addresses, so they must start where a plain launch starts them.
+  auto projection_steps = [&](const Outputs &o, const float *projected) {
+    return std::vector<PtxStep>{
+        {nvcc, "rmsnorm_global", B, 128, 0, {ptr_slot(x), ptr_slot(w), ptr_slot(o.rms), H, f32_slot(eps)}},
+        {text(triton + "project.ptx"),
+         "project_kernel",
+         OUT / 64,
+         128,
+         49152,
+         {ptr_slot(o.rms), ptr_slot(wg), ptr_slot(projected), B, OUT, H, null, null}}};
+  };
+  const Outputs fused_mix = outputs(), alone_mix = outputs();
+  const float *fused_projected = alloc(std::vector<float>(B * OUT)),
+              *alone_projected = alloc(std::vector<float>(B * OUT));
+  ASSERT_NO_FATAL_FAILURE(fuse(projection_steps(fused_mix, fused_projected), "rmsnorm_then_projection"));
+  ASSERT_NO_FATAL_FAILURE(unfused(projection_steps(alone_mix, alone_projected)));
+  const std::vector<float> fp = read(fused_projected, B * OUT), ap = read(alone_projected, B * OUT);
+  EXPECT_EQ(std::memcmp(fp.data(), ap.data(), fp.size() * 4), 0) << "the projection fused after rmsnorm";
+  double largest = 0;
+  for (float v : ap) largest = std::max(largest, (double)std::fabs(v));
+  EXPECT_GT(largest, 0.0) << "the projection computed something";
 }

@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <regex>
@@ -30,7 +31,7 @@ using sk::cuda_test::triton_path;
 
 namespace {
 
-// The six kernels of the decode step, as Triton 3.9 compiled them (scripts/ptx-fixtures), with
+// The kernels of the decode step, as Triton 3.9 compiled them (scripts/ptx-fixtures), with
 // the threads and dynamic shared bytes its metadata gives (.json beside each).
 struct TritonFixture {
   const char *file, *kernel, *signature;
@@ -43,6 +44,7 @@ const TritonFixture kTriton[] = {
     {"silu_mul", "silu_mul_kernel", "ptr,ptr,ptr,u32,ptr,ptr", 128, 0},
     {"residual_add", "residual_add_kernel", "ptr,ptr,ptr,u32,ptr,ptr", 128, 0},
     {"gemv", "gemv_kernel", "ptr,ptr,ptr,u32,u32,ptr,ptr", 128, 512},
+    {"project", "project_kernel", "ptr,ptr,ptr,u32,u32,u32,ptr,ptr", 128, 49152},
 };
 
 // The same operations as nvcc `__global__` kernels (tests/kernels/cuda/decode_global.cu).
@@ -371,6 +373,53 @@ TEST(CudaPtx, TritonGlobalAndDeviceSubKernelsFuseInOneLink) {
   const std::string sass = sk::cuda_test::disassemble(img, &rc);
   ASSERT_EQ(rc, 0) << sass;
   expect_called_once_and_returning(sass, names);
+}
+
+// Triton's wgmma tiles are swizzled on absolute shared addresses, laid out for the 1 KiB boundary
+// where a plain launch starts its dynamic shared memory; the linker starts it right after the
+// entry's static variables (nvcc's rmsnorm_global has 132 bytes), whatever the extern array's
+// .align. The entry pads its static memory to the boundary, and only where a sub-kernel has
+// dynamic shared memory; the linked SASS addresses the Triton kernel's global_smem there.
+TEST(CudaPtx, DynamicSharedMemoryStartsOnTheBoundaryOfAPlainLaunch) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  constexpr uint32_t kBoundary = 1024, kReserved = 1024;  // sm_90 reserves 1 KiB of every block
+  auto global = load("decode_global.ptx");
+  Scope plain;
+  plain.add(take(global, "rmsnorm_global", 128), 4);
+  plain.add(take(load_triton("silu_mul"), "silu_mul_kernel"), 4);
+  ASSERT_EQ(plain.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage unpadded;
+  ASSERT_EQ(build_superkernel(plain.request(), &unpadded), SK_OK) << sk::last_error();
+  EXPECT_EQ(unpadded.shared_pad, 0u) << "no sub-kernel has dynamic shared memory";
+  EXPECT_NE(unpadded.static_shared % kBoundary, 0u) << unpadded.static_shared;
+  EXPECT_FALSE(contains(unpadded.ptx, "__sk_shared_pad"));
+
+  Scope s;
+  s.add(take(global, "rmsnorm_global", 128), 4);
+  s.add(take(load_triton("project"), "project_kernel", 0, 49152), 16);
+  ASSERT_EQ(s.make_plan(16), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_EQ(img.static_shared % kBoundary, 0u) << img.static_shared;
+  EXPECT_EQ(img.static_shared, unpadded.static_shared + img.shared_pad) << "the pad, and nothing else, added";
+  EXPECT_GT(img.shared_pad, 0u);
+  EXPECT_LT(img.shared_pad, kBoundary);
+  EXPECT_TRUE(contains(img.ptx, "__sk_shared_pad[" + std::to_string(img.shared_pad) + "]")) << img.ptx;
+  // The same plan on other cores shares the padded entry.
+  std::vector<uint32_t> table;
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  EXPECT_EQ(sk::cuda::replanned_table(s.request(), img, &table), SK_OK) << sk::last_error();
+  if (sk::cuda_test::nvdisasm_path().empty()) GTEST_SKIP() << sk::cuda_test::kNoNvdisasm;
+  int rc = 0;
+  const std::string sass = sk::cuda_test::disassemble(img, &rc);
+  ASSERT_EQ(rc, 0) << sass;
+  const std::string project = sk::cuda_test::sass_function(sass, "project_kernel");
+  ASSERT_FALSE(project.empty()) << sass;
+  // global_smem: the shared window's first byte past the reservation, plus this immediate.
+  char immediate[48];
+  std::snprintf(immediate, sizeof immediate, "UMOV UR[0-9]+, 0x%x ;", img.static_shared - kReserved);
+  EXPECT_TRUE(std::regex_search(project, std::regex(immediate))) << immediate << " in:\n" << project;
 }
 
 // Triton's rope runs 32 threads: it fuses with kernels of its own width (here nvcc's, told 32),

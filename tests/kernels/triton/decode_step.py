@@ -127,6 +127,24 @@ def gemv_kernel(w_ptr, x_ptr, out_ptr, n_rows, n_cols, BLOCK_N: tl.constexpr, BL
     tl.store(out_ptr + rows, acc, mask=rmask)
 
 
+@triton.jit
+def project_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_out, n_in, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr):
+    """One program computes BLOCK_N columns of out = x W^T for the n_rows (<= BLOCK_M) rows of x
+    (W row-major [n_out, n_in]) with tl.dot: TF32 wgmma on sm_90, reading tiles that Triton
+    stores in shared memory swizzled as the hardware addresses them."""
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rmask = rows < n_rows
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for start in range(0, n_in, BLOCK_K):
+        k = start + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + rows[:, None] * n_in + k[None, :], mask=rmask[:, None], other=0.0)
+        w = tl.load(w_ptr + cols[None, :] * n_in + k[:, None])
+        acc = tl.dot(x, w, acc)
+    tl.store(out_ptr + rows[:, None] * n_out + cols[None, :], acc, mask=rmask[:, None])
+
+
 # Kernels libsk must refuse.
 
 
@@ -192,6 +210,11 @@ def gemv_ref(w, x):
     return (w.astype(np.float64) @ x.astype(np.float64)).astype(np.float32)
 
 
+def project_ref(x, w):
+    """x W^T in float64: the kernel's TF32 products differ from it by about 1e-3 relative."""
+    return (x.astype(np.float64) @ w.astype(np.float64).T).astype(np.float32)
+
+
 def grid2d_ref(x):
     return (x + np.float32(1.0)).astype(np.float32)
 
@@ -234,6 +257,13 @@ FIXTURES = {
                  signature={"w_ptr": "*fp32", "x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"},
                  constexprs={"BLOCK_N": 16, "BLOCK_K": 128}, divisible_by_16=["n_rows", "n_cols"], num_warps=4,
                  grid=[GEMV_OUT // 16], refused=False, reference=gemv_ref),
+    # x [BATCH, HIDDEN] through W [GEMV_OUT, HIDDEN]: one program per 64 outputs.
+    "project": dict(kernel=project_kernel,
+                    signature={"x_ptr": "*fp32", "w_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32",
+                               "n_out": "i32", "n_in": "i32"},
+                    constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
+                    divisible_by_16=["n_out", "n_in"], num_warps=4, grid=[GEMV_OUT // 64], refused=False,
+                    reference=project_ref),
     # x [BATCH, HIDDEN]: programs (HIDDEN / 256) x BATCH.
     "grid2d": dict(kernel=grid2d_kernel, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32"},
                    constexprs={"BLOCK": 256}, divisible_by_16=["n_cols"], num_warps=4, grid=[HIDDEN // 256, BATCH],
