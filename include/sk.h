@@ -731,6 +731,19 @@ typedef struct sk_kernel_options {
    * CUDA device for an address the GPU cannot read, naming the kernel and the parameter.
    */
   uint64_t arg_refs;
+  /**
+   * The grid's shape, for a kernel that numbers its blocks in two or three dimensions (PTX that
+   * reads %ctaid.y/z or %nctaid.y/z: Triton's tl.program_id(1), a __global__ kernel's
+   * blockIdx.y): grid[0] x grid[1] x grid[2] blocks, x varying fastest, as a CUDA grid numbers
+   * them; their product is block_dim. {0, 0, 0}: one dimension, block_dim blocks. Such a kernel
+   * reads (blockIdx.x, blockIdx.y, blockIdx.z) = (b % grid[0], b / grid[0] % grid[1],
+   * b / (grid[0] * grid[1])) for its block b. sk_add_kernel fails with SK_ERR_INVALID_ARGUMENT,
+   * naming the kernel and the field, for a shape with a zero in it or whose product is not
+   * block_dim, and for a kernel that reads a grid dimension beyond x without a shape (give
+   * {block_dim, 1, 1} for a one-dimensional grid). The host's kernels number their blocks with
+   * sk_block_idx() alone: a shape changes nothing there.
+   */
+  uint32_t grid[3];
 } sk_kernel_options;
 
 /**
@@ -763,8 +776,10 @@ typedef struct sk_kernel_options {
  */
 #define SK_KERNEL_FLAG_BLOCK_LOCAL 0x2u
 
-#define SK_KERNEL_OPTIONS_INIT \
-  { sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0, 0 }
+#define SK_KERNEL_OPTIONS_INIT                                        \
+  {                                                                   \
+    sizeof(sk_kernel_options), NULL, NULL, 0, 0, 0, 0, 0, { 0, 0, 0 } \
+  }
 
 /**
  * Starts a scope: the kernels added to it become one super kernel. options uses the vendor
@@ -884,6 +899,16 @@ SK_API sk_status sk_launch_repeat(sk_superkernel *sk, uint32_t n, const uint32_t
  * - Threads: any.
  */
 SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream);
+/**
+ * sk_launch_kernel of grid[0] x grid[1] x grid[2] blocks (grid: three extents), numbered as
+ * sk_kernel_options.grid says: the unfused launch of a kernel that numbers its blocks in more
+ * than one dimension (which sk_launch_kernel refuses with SK_ERR_INVALID_ARGUMENT, naming it).
+ * - Errors: as sk_launch_kernel; SK_ERR_INVALID_ARGUMENT for grid NULL, an extent of 0, or more
+ *   than 2^24 blocks in all.
+ * - Ownership, threads: as sk_launch_kernel.
+ */
+SK_API sk_status sk_launch_kernel_grid(sk_kernel *kernel, const uint32_t *grid, void *const *args,
+                                       sk_stream *stream);
 /**
  * Rebinds argument `index` of sub-kernel `step` (0-based, in sk_add_kernel order) for launches
  * queued after this call. Launches of this super kernel already queued complete first with the

@@ -67,31 +67,33 @@ sk_status refuse_other_device(Capture *c, const char *call, const char *what, co
 
 }  // namespace
 
-sk_status capture_kernel(sk_stream *stream, sk_kernel *kernel, uint32_t block_dim, void *const *args) {
+sk_status capture_kernel(const char *call, sk_stream *stream, sk_kernel *kernel, uint32_t block_dim,
+                         const sk::GridShape &grid, void *const *args) {
   DeviceLife &life = *stream->owner.life();
   std::lock_guard<std::mutex> lock(life.capture_mutex);
   sk::backend::Kernel &k = *kernel->backend;
   Capture *c = stream->capture.load(std::memory_order_relaxed);
   if (!c) {  // ended by another thread since the caller looked: an ordinary launch
     if (k.device() != stream->backend->device())
-      return different_devices("sk_launch_kernel", "kernel '" + k.symbol + "'", "the stream");
-    if (sk_status st = check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
-    return k.launch(block_dim, args, stream->backend.get());
+      return different_devices(call, "kernel '" + k.symbol + "'", "the stream");
+    if (sk_status st = check_kernel_launch(call, k, block_dim, grid); st != SK_OK) return st;
+    return k.launch(block_dim, grid, args, stream->backend.get());
   }
-  if (!c->invalidated_by.empty()) return refuse_invalidated(*c, "sk_launch_kernel");
-  if (k.device() != c->scope->device.get()) return refuse_other_device(c, "sk_launch_kernel", "kernel", k.symbol);
+  if (!c->invalidated_by.empty()) return refuse_invalidated(*c, call);
+  if (k.device() != c->scope->device.get()) return refuse_other_device(c, call, "kernel", k.symbol);
   // A launch that fails its checks is not made, captured or not: it leaves the capture valid. It
   // is checked as the launch would be, so that end-capture does not fail on it.
-  if (sk_status st = check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
-  if (sk_status st = k.check_launch(block_dim); st != SK_OK) return st;
+  if (sk_status st = check_kernel_launch(call, k, block_dim, grid); st != SK_OK) return st;
+  if (sk_status st = k.check_launch(block_dim, grid); st != SK_OK) return st;
   ScopeLaunch e;
   e.kernel = kernel->backend;
   e.name = k.symbol;
   e.block_dim = block_dim;
+  e.grid = grid;
   e.kind = k.kind;
   e.stream = index_of(*c, stream);
-  if (sk_status st = k.copy_args(args, "sk_launch_kernel", &e.args); st != SK_OK) return st;
-  if (sk_status st = add_launch(c->scope.get(), std::move(e), "sk_launch_kernel"); st != SK_OK) return st;
+  if (sk_status st = k.copy_args(args, call, &e.args); st != SK_OK) return st;
+  if (sk_status st = add_launch(c->scope.get(), std::move(e), call); st != SK_OK) return st;
   ++c->ops[index_of(*c, stream)];
   return SK_OK;
 }

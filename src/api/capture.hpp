@@ -31,9 +31,10 @@ struct Capture {
 // it over, valid, complete and non-empty; fails otherwise, the capture ended all the same.
 sk_status take_capture(sk_stream *stream, const char *call, std::unique_ptr<Capture> *out);
 
-// sk_launch_kernel / sk_launch on a stream whose capture pointer was set: records the launch
-// (arguments checked and copied as sk_add_kernel does) or fails as the capture says.
-sk_status capture_kernel(sk_stream *stream, sk_kernel *kernel, uint32_t block_dim, void *const *args);
+// sk_launch_kernel(_grid) / sk_launch on a stream whose capture pointer was set: records the
+// launch (arguments checked and copied as sk_add_kernel does) or fails as the capture says.
+sk_status capture_kernel(const char *call, sk_stream *stream, sk_kernel *kernel, uint32_t block_dim,
+                         const sk::GridShape &grid, void *const *args);
 sk_status capture_superkernel(sk_stream *stream, sk_superkernel *sk);
 // SK_ERR_STATE for `call`, which cannot be captured, on a capturing stream: invalidates its
 // capture. SK_OK if the stream's capture ended meanwhile.

@@ -38,6 +38,12 @@ std::string pin_text(uint32_t first, uint32_t count) {
   return "pinned to cores " + std::to_string(first) + "-" + std::to_string(first + count - 1);
 }
 
+// A grid's shape as sk_launch_kernel_grid takes it; "none" (one dimension) for zeros.
+std::string grid_text(const sk::GridShape &g) {
+  if (!(g[0] | g[1] | g[2])) return "none";
+  return "{" + std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " + std::to_string(g[2]) + "}";
+}
+
 // The first difference between what the capture recorded and sk's steps; "" when they match.
 std::string first_difference(const sk::backend::SuperKernel &b, const sk_scope &scope) {
   const std::string &sk_name = b.plan.name;
@@ -63,6 +69,8 @@ std::string first_difference(const sk::backend::SuperKernel &b, const sk_scope &
     if (l.block_dim != in.block_dim)
       return named + "block_dim " + std::to_string(in.block_dim) + " where " + std::to_string(l.block_dim) +
              " was captured";
+    if (l.grid != in.grid)
+      return named + "grid " + grid_text(in.grid) + " where " + grid_text(l.grid) + " was captured";
     if (l.kind != in.kind)
       return named + "core type " + sk::kernel_kind_name(in.kind) + " where " + sk::kernel_kind_name(l.kind) +
              " was captured";

@@ -111,6 +111,7 @@ struct ScopeLaunch {
   std::vector<uint32_t> after;                   // launches it waits for (scope events)
   std::vector<uint64_t> args;                    // the kernel's slots() 8-byte argument slots
   uint64_t arg_refs = 0;                         // sk_kernel_options.arg_refs: their slots hold addresses
+  sk::GridShape grid = {0, 0, 0};                // sk_kernel_options.grid (zeros: one dimension)
 };
 
 struct sk_scope : sk::api::Handle<sk::api::HandleType::Scope> {
@@ -231,6 +232,44 @@ inline sk_status check_block_dim(const char *call, const sk::backend::Kernel &k,
   if (block_dim >= 1 && block_dim <= kMaxBlockDim) return SK_OK;
   return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': block_dim %u is outside [1, %u]", call, k.symbol.c_str(),
               block_dim, kMaxBlockDim);
+}
+
+// The grid's shape of a launch of `block_dim` blocks (`field` in messages; nullptr or zeros:
+// none given): none, or every extent at least 1 and block_dim their product. A kernel that
+// numbers its blocks in more than one dimension needs one: `remedy` says how to give it.
+inline sk_status check_grid(const char *call, const sk::backend::Kernel &k, const std::string &name,
+                            uint32_t block_dim, const uint32_t *grid, const char *field, const char *remedy) {
+  if (!grid || !(grid[0] | grid[1] | grid[2])) {
+    if (!k.multi_dimensional_grid) return SK_OK;
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: kernel '%s' numbers its blocks in more than one dimension (reads %%ctaid.y/z or %%nctaid.y/z): "
+                "%s",
+                call, name.c_str(), remedy);
+  }
+  if (!grid[0] || !grid[1] || !grid[2])
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': %s {%u, %u, %u} has an extent of 0 (each is at least 1)",
+                call, name.c_str(), field, grid[0], grid[1], grid[2]);
+  // x * y fits 64 bits; past block_dim the product cannot come back to it.
+  const uint64_t xy = (uint64_t)grid[0] * grid[1];
+  if (xy <= block_dim && xy * grid[2] == block_dim) return SK_OK;
+  return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': %s {%u, %u, %u} is not block_dim %u blocks", call,
+              name.c_str(), field, grid[0], grid[1], grid[2], block_dim);
+}
+
+// The blocks of an unfused launch: `block_dim` (sk_launch_kernel), or the grid's shape
+// (sk_launch_kernel_grid; its caller passes their product, or 0 past kMaxBlockDim).
+inline sk_status check_kernel_launch(const char *call, const sk::backend::Kernel &k, uint32_t block_dim,
+                                     const sk::GridShape &grid) {
+  if (!(grid[0] | grid[1] | grid[2])) {
+    if (sk_status st = check_block_dim(call, k, block_dim); st != SK_OK) return st;
+    return check_grid(call, k, k.symbol, block_dim, nullptr, "grid",
+                      "launch it with sk_launch_kernel_grid and its grid's shape");
+  }
+  if (grid[0] && grid[1] && grid[2] && !block_dim)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: kernel '%s': grid {%u, %u, %u} has more than the %u blocks of a launch", call, k.symbol.c_str(),
+                grid[0], grid[1], grid[2], kMaxBlockDim);
+  return check_grid(call, k, k.symbol, block_dim, grid.data(), "grid", "");
 }
 
 }  // namespace sk::api

@@ -49,22 +49,43 @@ SK_API sk_status sk_launch_repeat(sk_superkernel *sk, uint32_t n, const uint32_t
   });
 }
 
-SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {
-  if (sk_status st = sk::api::check(kernel, "sk_launch_kernel")) return st;
-  if (stream && !stream->live()) return sk::api::check(stream, "sk_launch_kernel");
+namespace {
+
+// sk_launch_kernel and sk_launch_kernel_grid: `block_dim` blocks shaped `grid` (zeros: one dimension).
+sk_status launch_kernel(const char *call, sk_kernel *kernel, uint32_t block_dim, const sk::GridShape &grid,
+                        void *const *args, sk_stream *stream) {
+  if (sk_status st = sk::api::check(kernel, call)) return st;
+  if (stream && !stream->live()) return sk::api::check(stream, call);
   if (stream && stream->capture.load(std::memory_order_relaxed)) [[unlikely]] {
-    if (sk_status st = sk::api::check(stream, "sk_launch_kernel")) return st;
-    return sk::api::guarded("sk_launch_kernel",
-                            [&] { return sk::api::capture_kernel(stream, kernel, block_dim, args); });
+    if (sk_status st = sk::api::check(stream, call)) return st;
+    return sk::api::guarded(call,
+                            [&] { return sk::api::capture_kernel(call, stream, kernel, block_dim, grid, args); });
   }
   sk::backend::Kernel &k = *kernel->backend;
   if (stream && stream->backend->device() != k.device())
-    return stream->owner.closed()
-               ? sk::api::check(stream, "sk_launch_kernel")
-               : sk::api::different_devices("sk_launch_kernel", "kernel '" + k.symbol + "'", "the stream");
-  if (sk_status st = sk::api::check_block_dim("sk_launch_kernel", k, block_dim); st != SK_OK) return st;
-  return sk::api::guarded("sk_launch_kernel",
-                          [&] { return k.launch(block_dim, args, stream ? stream->backend.get() : nullptr); });
+    return stream->owner.closed() ? sk::api::check(stream, call)
+                                  : sk::api::different_devices(call, "kernel '" + k.symbol + "'", "the stream");
+  if (sk_status st = sk::api::check_kernel_launch(call, k, block_dim, grid); st != SK_OK) return st;
+  return sk::api::guarded(call,
+                          [&] { return k.launch(block_dim, grid, args, stream ? stream->backend.get() : nullptr); });
+}
+
+}  // namespace
+
+SK_API sk_status sk_launch_kernel(sk_kernel *kernel, uint32_t block_dim, void *const *args, sk_stream *stream) {
+  return launch_kernel("sk_launch_kernel", kernel, block_dim, {0, 0, 0}, args, stream);
+}
+
+SK_API sk_status sk_launch_kernel_grid(sk_kernel *kernel, const uint32_t *grid, void *const *args,
+                                       sk_stream *stream) {
+  if (sk_status st = sk::api::check(kernel, "sk_launch_kernel_grid")) return st;
+  if (!grid)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_kernel_grid: kernel '%s': grid is NULL",
+                kernel->backend->symbol.c_str());
+  // Their product, or 0 past the most a launch has (check_kernel_launch says so).
+  const uint64_t xy = (uint64_t)grid[0] * grid[1], blocks = xy > sk::api::kMaxBlockDim ? 0 : xy * grid[2];
+  const uint32_t block_dim = blocks > sk::api::kMaxBlockDim ? 0 : (uint32_t)blocks;
+  return launch_kernel("sk_launch_kernel_grid", kernel, block_dim, {grid[0], grid[1], grid[2]}, args, stream);
 }
 
 SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint32_t index, const void *value) {

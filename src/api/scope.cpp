@@ -1,4 +1,5 @@
 // sk_scope_begin, sk_add_kernel, sk_finalize, sk_scope_abort.
+#include <algorithm>
 #include <cstring>
 
 #include "api/handles.hpp"
@@ -45,6 +46,7 @@ sk_status finalize_scope(sk_scope *scope, sk_superkernel **out) {
     in.after = std::move(l.after);
     in.flags = l.flags;
     in.arg_refs = l.arg_refs;
+    in.grid = l.grid;
     inputs.push_back(std::move(in));
     kernels.push_back(l.kernel);
     args.push_back(std::move(l.args));
@@ -127,6 +129,13 @@ SK_API sk_status sk_add_kernel(sk_scope *scope, sk_kernel *kernel, uint32_t bloc
       if (sk_status st = check_arg_refs(k, e.name, opts->arg_refs); st != SK_OK) return st;
       e.arg_refs = opts->arg_refs;
     }
+    const uint32_t *grid = SK_STRUCT_COVERS(opts, sk_kernel_options, grid) ? opts->grid : nullptr;
+    if (sk_status st =
+            sk::api::check_grid("sk_add_kernel", k, e.name, block_dim, grid, "opts->grid",
+                                "give its grid's shape, opts->grid ({block_dim, 1, 1} for one dimension)");
+        st != SK_OK)
+      return st;
+    if (grid) std::copy(grid, grid + 3, e.grid.begin());
     if (sk_status st = k.copy_args(args, "sk_add_kernel", &e.args, e.arg_refs); st != SK_OK) return st;
     return sk::api::add_launch(scope, std::move(e), "sk_add_kernel");
   });

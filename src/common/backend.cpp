@@ -21,7 +21,7 @@ void Kernel::set_signature(Signature sig) {
   arg_slots = slot_offsets(signature);
 }
 
-PlanInput Kernel::plan_input(uint32_t block_dim) const {
+PlanInput Kernel::plan_input(uint32_t block_dim, const GridShape &grid) const {
   PlanInput in;
   in.name = symbol;
   in.symbol = symbol;
@@ -30,6 +30,7 @@ PlanInput Kernel::plan_input(uint32_t block_dim) const {
   in.core_type = kernel_kind_name(kind);
   in.kind = kind;
   in.block_dim = block_dim;
+  in.grid = grid;
   in.usage = usage;
   in.usage_paths = usage_paths;
   return in;

@@ -108,22 +108,25 @@ class Kernel : public DeviceChild {
   std::vector<uint32_t> arg_slots{0};
   uint32_t usage = 0;                      // DeviceApiBit set, from the device-API calls its code can reach
   std::vector<DeviceApiPath> usage_paths;  // how it reaches those it does not call itself
+  // It numbers its blocks in more than one dimension (a PTX kernel that reads %ctaid.y/z or
+  // %nctaid.y/z): each launch of it needs its grid's shape (sk_kernel_options.grid).
+  bool multi_dimensional_grid = false;
 
   // Sets signature, signature_text and arg_slots.
   void set_signature(Signature sig);
   size_t slots() const { return arg_slots.back(); }
-  // The planner's view of this kernel on `block_dim` blocks, named by its symbol: an unfused
-  // launch's one step, or a scope launch before its options. Borrows from the kernel.
-  PlanInput plan_input(uint32_t block_dim) const;
+  // The planner's view of this kernel on `block_dim` blocks shaped `grid`, named by its symbol:
+  // an unfused launch's one step, or a scope launch before its options. Borrows from the kernel.
+  PlanInput plan_input(uint32_t block_dim, const GridShape &grid = {0, 0, 0}) const;
 
   virtual std::string_view module_label() const = 0;
-  // sk_launch_kernel, unfused: `block_dim` checked, `args` not yet (copy_args), `stream` of
-  // this device or nullptr (its default stream).
-  virtual sk_status launch(uint32_t block_dim, void *const *args, Stream *stream) = 0;
+  // sk_launch_kernel, unfused: `block_dim` and its shape `grid` checked, `args` not yet
+  // (copy_args), `stream` of this device or nullptr (its default stream).
+  virtual sk_status launch(uint32_t block_dim, const GridShape &grid, void *const *args, Stream *stream) = 0;
   // What `launch` would refuse about running on `block_dim` blocks (a kernel that synchronises
   // on more blocks than the device can hold), without launching: a captured launch is checked
-  // at the call, as an unfused one is. `block_dim` checked.
-  virtual sk_status check_launch(uint32_t block_dim) = 0;
+  // at the call, as an unfused one is. `block_dim` and `grid` checked.
+  virtual sk_status check_launch(uint32_t block_dim, const GridShape &grid) = 0;
 
   // Copies the values args[i] points to into 8-byte slots, by the signature's types: into
   // slots() slots at `out` (some may be written on failure), or into *out (untouched on

@@ -64,6 +64,11 @@ std::string explain_json(const Plan &plan, const std::string &backend,
     }
     j.key("core_type").value(s.kernel.core_type);
     j.key("block_dim").value(uint64_t{s.kernel.block_dim});
+    if (s.kernel.grid[0]) {
+      j.key("grid").begin_array();
+      for (uint32_t extent : s.kernel.grid) j.value(uint64_t{extent});
+      j.end_array();
+    }
     j.key("segment").value(uint64_t{s.segment});
     j.key("units").value(uint64_t{s.units});
     j.key("cores").value(uint64_t{s.cores});

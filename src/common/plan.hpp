@@ -3,6 +3,7 @@
 #pragma once
 #include <sk.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -17,6 +18,10 @@
 
 namespace sk {
 
+// The shape of a kernel's blocks as a CUDA grid numbers them, x fastest (sk_kernel_options.grid);
+// zeros: one dimension.
+using GridShape = std::array<uint32_t, 3>;
+
 struct PlanInput {
   std::string name;  // sk_kernel_options.name, else the symbol
   // Borrowed from the kernel's descriptor, which whoever owns the plan keeps alive (a super
@@ -25,8 +30,10 @@ struct PlanInput {
   std::string_view module;     // label of the object it comes from
   std::string_view signature;  // "ptr,ptr,u32"
   std::string_view core_type;
-  KernelKind kind = KernelKind::Vector;        // from core_type
-  uint32_t block_dim = 1;                      // blocks: cores of its type, or groups for mixed kernels
+  KernelKind kind = KernelKind::Vector;  // from core_type
+  uint32_t block_dim = 1;                // blocks: cores of its type, or groups for mixed kernels
+  // sk_kernel_options.grid: the blocks' shape, x fastest (product block_dim); zeros: one dimension.
+  GridShape grid = {0, 0, 0};
   uint32_t usage = 0;                          // DeviceApiBit set
   std::span<const DeviceApiPath> usage_paths;  // borrowed too: how it reaches what it does not call itself
   uint32_t flags = 0;                          // sk_kernel_options.flags (SK_KERNEL_FLAG_*)

@@ -95,19 +95,20 @@ class CudaBackendKernel final : public backend::Kernel {
  public:
   using Kernel::Kernel;
   std::string_view module_label() const override { return kernel->module->label; }
-  sk_status launch(uint32_t block_dim, void *const *args, backend::Stream *stream) override;
-  sk_status check_launch(uint32_t block_dim) override;
-  // The linked program of its unfused launches on block_dim blocks (`slots` argument slots),
-  // built and kept on first use.
-  sk_status unfused_program(uint32_t block_dim, size_t slots, std::shared_ptr<UnfusedProgram> *out);
+  sk_status launch(uint32_t block_dim, const GridShape &grid, void *const *args, backend::Stream *stream) override;
+  sk_status check_launch(uint32_t block_dim, const GridShape &grid) override;
+  // The linked program of its unfused launches on block_dim blocks shaped `grid` (`slots`
+  // argument slots), built and kept on first use.
+  sk_status unfused_program(uint32_t block_dim, const GridShape &grid, size_t slots,
+                            std::shared_ptr<UnfusedProgram> *out);
 
   std::shared_ptr<CudaDevice> gpu;
   std::shared_ptr<CudaKernel> kernel;
-  // Built on first use, per block_dim, and kept: a link costs far more than a launch, and the
+  // Built on first use, per block_dim and shape, and kept: a link costs far more than a launch, and the
   // driver copies a launch's arguments, so one program serves every launch (a host program,
   // busy until its launch completes, is pooled instead: host/executor/program_pool.hpp).
   std::mutex unfused_mutex;
-  std::map<uint32_t, std::shared_ptr<UnfusedProgram>> unfused;
+  std::map<std::pair<uint32_t, GridShape>, std::shared_ptr<UnfusedProgram>> unfused;
 };
 
 class CudaBackendSuperKernel final : public backend::SuperKernel {

@@ -213,11 +213,11 @@ std::string CudaBackendSuperKernel::explain() const {
       "cuda_entry");
 }
 
-sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
+sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, const GridShape &grid, size_t slots,
                                              std::shared_ptr<UnfusedProgram> *out) {
   {
     std::lock_guard<std::mutex> lock(unfused_mutex);
-    if (auto it = unfused.find(block_dim); it != unfused.end()) {
+    if (auto it = unfused.find({block_dim, grid}); it != unfused.end()) {
       *out = it->second;
       return SK_OK;
     }
@@ -225,7 +225,7 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   const std::shared_ptr<CudaDevice> &dev = gpu;
   // A one-step plan over block_dim blocks: one block per block, no multiplexing, launched
   // cooperatively only when the kernel waits on other blocks.
-  PlanInput in = plan_input(block_dim);
+  PlanInput in = plan_input(block_dim, grid);
   in.kind = KernelKind::Vector;  // one core type (cuda_inputs)
   in.core_type = "vector";
   Plan plan;
@@ -249,23 +249,24 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, size_t slots,
   if (sk_status st = made->linked->configure(std::vector<uint64_t>(slots, 0), block_dim, waits); st != SK_OK)
     return st;
   std::lock_guard<std::mutex> lock(unfused_mutex);
-  *out = unfused.emplace(block_dim, made).first->second;
+  *out = unfused.emplace(std::make_pair(block_dim, grid), made).first->second;
   return SK_OK;
 }
 
-sk_status CudaBackendKernel::check_launch(uint32_t block_dim) {
+sk_status CudaBackendKernel::check_launch(uint32_t block_dim, const GridShape &grid) {
   if (sk_status st = gpu->usable("sk_launch_kernel"); st != SK_OK) return st;
   std::shared_ptr<UnfusedProgram> program;
-  return unfused_program(block_dim, slots(), &program);
+  return unfused_program(block_dim, grid, slots(), &program);
 }
 
-sk_status CudaBackendKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
+sk_status CudaBackendKernel::launch(uint32_t block_dim, const GridShape &grid, void *const *args,
+                                    backend::Stream *stream) {
   const std::shared_ptr<CudaDevice> &dev = gpu;
   if (sk_status st = dev->usable("sk_launch_kernel"); st != SK_OK) return st;
   std::vector<uint64_t> slots;
   if (sk_status st = copy_args(args, "sk_launch_kernel", &slots); st != SK_OK) return st;
   std::shared_ptr<UnfusedProgram> program;
-  if (sk_status st = unfused_program(block_dim, slots.size(), &program); st != SK_OK) return st;
+  if (sk_status st = unfused_program(block_dim, grid, slots.size(), &program); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(program->mutex);
   if (sk_status st = program->linked->set_slots(0, slots.data(), slots.size()); st != SK_OK) return st;
   return program->linked->launch(driver_stream(*dev, stream), "sk_launch_kernel");

@@ -113,8 +113,8 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["SYNC_STEPS"] = str(sync.table);
   v["TABLE_RECORDS"] = str(4 * kTableHeaderWords);
   static const char *const step_words[kStepWords] = {
-      "STEP_KERNEL",    "STEP_BLOCK_DIM",  "STEP_CORES",     "STEP_FIRST",   "STEP_FLAGS", "STEP_ARG_BASE",
-      "STEP_DEP0_STEP", "STEP_DEP0_CORES", "STEP_DEP_BEGIN", "STEP_DEP_END", "STEP_PAD0",  "STEP_PAD1"};
+      "STEP_KERNEL",    "STEP_BLOCK_DIM",  "STEP_CORES",     "STEP_FIRST",   "STEP_FLAGS",  "STEP_ARG_BASE",
+      "STEP_DEP0_STEP", "STEP_DEP0_CORES", "STEP_DEP_BEGIN", "STEP_DEP_END", "STEP_GRID_X", "STEP_GRID_Y"};
   for (uint32_t w = 0; w < kStepWords; ++w) v[step_words[w]] = str(4 * w);
   v["STEP_BYTES"] = str(4 * kStepWords);
   v["STEP_WAIT_NOW"] = str(kStepWaitNow);
@@ -302,6 +302,8 @@ std::vector<uint32_t> step_table(const EntrySpec &spec) {
         (!s.deps.empty() && !s.wait_in_kernel ? kStepWaitNow : 0) | (s.dcci_before ? kStepFenceBefore : 0) |
         (s.dcci_after ? kStepFenceAfter : 0) | (s.arrives ? 0 : kStepNoArrive);
     r[kStepArgBase] = s.arg_base;
+    r[kStepGridX] = s.grid[0] ? s.grid[0] : s.block_dim;
+    r[kStepGridY] = s.grid[0] ? s.grid[1] : 1;
     r[kStepDepBegin] = (uint32_t)t.size();
     for (uint32_t d : s.deps) {
       t.push_back(d);

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "common/plan.hpp"
 #include "common/signature.hpp"
 
 namespace sk::cuda {
@@ -46,6 +47,7 @@ struct EntryStep {
   std::string symbol;  // the sub-kernel's device function (one call site per distinct symbol)
   Signature signature;
   uint32_t block_dim = 1;         // the sub-kernel's own blocks
+  GridShape grid = {0, 0, 0};     // their shape (PlanInput::grid); zeros: one dimension
   uint32_t cores = 1;             // blocks of the super kernel that run it (<= grid)
   uint32_t first = 0;             // the first of them (PlanStep::first_unit): first .. first + cores - 1
   bool wait_in_kernel = false;    // wait for the previous step at sk_wait_pre_task_end
@@ -152,8 +154,11 @@ enum StepWord : uint32_t {
   kStepDep0Cores,
   kStepDepBegin,  // the dependency pairs, in words from the table's start
   kStepDepEnd,
-  kStepPad0,  // records stay 16-byte aligned for the step loop's vector loads
-  kStepPad1,
+  // The grid's x and y extents (sk_kernel_options.grid; block_dim and 1 for one dimension):
+  // what __sk_grid reads for a sub-kernel that numbers its blocks in more than one dimension.
+  // They also keep records 16-byte aligned for the step loop's vector loads.
+  kStepGridX,
+  kStepGridY,
   kStepWords,
 };
 // A step's flags word: the GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits the step loop turns

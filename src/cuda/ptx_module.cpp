@@ -152,6 +152,19 @@ const std::set<std::string_view> kSpecials = {"%ctaid.x",  "%ctaid.y",  "%ctaid.
                                               "%nctaid.y", "%nctaid.z", "%tid.x",   "%tid.y",
                                               "%tid.z",    "%ntid.x",   "%ntid.y",  "%ntid.z"};
 
+// The libsk function through which a sub-kernel that numbers its blocks in more than one
+// dimension reads its grid registers (superkernel.ptx), and its argument for each register:
+// the block index's x, y, z, then the grid's (-1: not a grid register).
+constexpr const char kGridFunction[] = "__sk_grid";
+int grid_register(std::string_view reg) {
+  static const std::string_view order[] = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z",
+                                           "%nctaid.x", "%nctaid.y", "%nctaid.z"};
+  for (int i = 0; i < 6; ++i)
+    if (reg == order[i]) return i;
+  return -1;
+}
+bool grid_beyond_x(std::string_view reg) { return grid_register(reg) >= 0 && reg.back() != 'x'; }
+
 // The device-API function the rewrite reads a grid register through: the block index and the
 // grid size of libsk's virtual block ("" for any other register).
 std::string_view grid_api(std::string_view reg) {
@@ -434,8 +447,9 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   if (starts(opcode, "mov.") && end == op + 4 && tok(op + 2) == ",") {
     const std::string_view src = tok(op + 3);
     if (kSpecials.count(src)) {
-      // The rewrite reads the grid through libsk's device API.
+      // The rewrite reads the grid through libsk's device API, or its grid function.
       if (const std::string_view fn = grid_api(src); !fn.empty()) f.callees.insert(std::string(fn));
+      if (grid_beyond_x(src)) f.callees.insert(kGridFunction);
       const size_t from = toks_[begin].at;
       f.specials.push_back({from, toks_[end].at + 1 - from, guard, std::string(tok(op + 1)), std::string(src)});
       return;
@@ -515,28 +529,29 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
 
 // ---- the rewrite -----------------------------------------------------------------------------
 
-// Why a function's reads of special registers cannot be rewritten, "" if they can: libsk runs a
-// sub-kernel's blocks in one dimension, and a thread index beyond x needs the block's shape.
+// Why a function's reads of special registers cannot be rewritten, "" if they can: a thread
+// index beyond x needs the block's shape.
 std::string special_refusal(const Function &f, bool shape_known) {
   for (const Function::Special &s : f.specials) {
     const bool yz = s.reg.back() != 'x';
-    if (yz && (starts(s.reg, "%ctaid") || starts(s.reg, "%nctaid")))
-      return "a two- or three-dimensional grid (reads " + s.reg +
-             "); libsk runs a sub-kernel's blocks in one dimension";
-    if (yz && !shape_known)
+    if (yz && grid_register(s.reg) < 0 && !shape_known)
       return "a multi-dimensional block (reads " + s.reg + ") whose shape its PTX does not give (no .reqntid)";
   }
   return "";
 }
 
 // A special register read, as the rewritten `.func` reads it: the block from libsk's device
-// API, a 3-D thread index rebuilt from the 1-D one of the super kernel's block.
-std::string special_read(const Function::Special &s, const uint32_t block[3]) {
+// API (from __sk_grid in a sub-kernel whose grid has more dimensions: `grid_nd`), a 3-D thread
+// index rebuilt from the 1-D one of the super kernel's block.
+std::string special_read(const Function::Special &s, const uint32_t block[3], bool grid_nd) {
   const std::string g = s.guard.empty() ? "" : s.guard + " ";
   const std::string axis = s.reg.substr(s.reg.size() - 1);
   const int a = axis == "x" ? 0 : axis == "y" ? 1 : 2;
   auto set = [&](const std::string &v) { return g + "mov.u32 " + s.dst + ", " + v + ";"; };
-  // %ctaid.y/z and %nctaid.y/z are refused (special_refusal), so a grid register is an .x one.
+  if (const int what = grid_register(s.reg); what >= 0 && grid_nd)
+    return "{ .param .b32 sk_r; .param .b32 sk_a; st.param.b32 [sk_a], " + std::to_string(what) + "; call (sk_r), " +
+           kGridFunction + ", (sk_a); " + g + "ld.param.b32 " + s.dst + ", [sk_r]; }";
+  // Outside such a sub-kernel a grid register is an .x one.
   if (const std::string_view fn = grid_api(s.reg); !fn.empty())
     return "{ .param .b32 sk_r; call (sk_r), " + std::string(fn) + ", (); " + g + "ld.param.b32 " + s.dst +
            ", [sk_r]; }";
@@ -636,24 +651,46 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       g.callees.push_back(c);
       if (!defined.count(c)) {
         g.externs.push_back(c);
-        if (!device_api_bit(c)) m.calls_outside = true;
+        if (!device_api_bit(c) && c != kGridFunction) m.calls_outside = true;
       }
     }
     m.graph.functions.push_back(std::move(g));
     if (named.count(f.name)) m.graph.pointer_targets.push_back(f.name);
   }
 
+  // The functions a kernel reaches that reads a grid register beyond x: each reads every grid
+  // register from __sk_grid (x too: the x index is the block's modulo the grid's x extent).
+  std::map<std::string_view, const Function *> by_name;
+  for (const Function &f : p.functions) by_name[f.name] = &f;
+  auto beyond_x = [&](std::string_view name) {
+    const auto it = by_name.find(name);
+    return it != by_name.end() && std::any_of(it->second->specials.begin(), it->second->specials.end(),
+                                              [](const Function::Special &s) { return grid_beyond_x(s.reg); });
+  };
+  std::set<std::string> grid_nd;
+  for (const Function &f : p.functions) {
+    if ((!f.entry && !f.visible) || f.returns) continue;
+    const elf::CubinReach reach = m.graph.reach(f.name);
+    if (std::any_of(reach.functions.begin(), reach.functions.end(),
+                    [&](const std::string &r) { return beyond_x(r); }))
+      grid_nd.insert(reach.functions.begin(), reach.functions.end());
+  }
+
   std::set<std::string> api_needed;
+  auto api_of = [&](const Function &f, const Function::Special &s) -> std::string {
+    if (grid_register(s.reg) >= 0 && grid_nd.count(f.name)) return kGridFunction;
+    return std::string(grid_api(s.reg));
+  };
   // A helper's (a function no other module can call) block index and grid size are its
   // kernel's: read like the kernel's own, as a one-dimensional block's.
   for (const Function &f : p.functions) {
     if (f.entry || f.visible) continue;
     const uint32_t flat[3] = {0, 1, 1};
     for (const Function::Special &s : f.specials) {
-      const std::string with = special_read(s, flat);
+      const std::string with = special_read(s, flat, grid_nd.count(f.name));
       if (with.empty()) continue;
       edits.push_back({s.at, s.len, with});
-      if (const std::string_view fn = grid_api(s.reg); !fn.empty()) api_needed.insert(std::string(fn));
+      if (const std::string fn = api_of(f, s); !fn.empty()) api_needed.insert(fn);
     }
   }
   for (const Function &f : p.functions) {
@@ -670,6 +707,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     const bool flat = !block[0] || block[1] * block[2] <= 1;
     // Refused when any function it reaches does what a called function cannot.
     const elf::CubinReach reach = m.graph.reach(f.name);
+    k.multi_dimensional_grid = std::any_of(reach.functions.begin(), reach.functions.end(),
+                                           [&](const std::string &r) { return beyond_x(r); });
     for (const std::string &r : reach.functions)
       for (const Function &g : p.functions) {
         if (g.name != r || !k.refusal.empty()) continue;
@@ -695,14 +734,15 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
                       std::to_string(block[2]) + " block (.maxntid) without .reqntid: its shape is not known";
           break;
         }
-        const std::string with = special_read(s, flat ? one_d : block);
+        const std::string with = special_read(s, flat ? one_d : block, grid_nd.count(f.name));
         if (with.empty()) continue;
         mine.push_back({s.at, s.len, with});
-        const std::string_view fn = grid_api(s.reg);
-        if (!fn.empty()) api.insert(std::string(fn));
+        const std::string fn = api_of(f, s);
+        if (!fn.empty()) api.insert(fn);
         if (seen.insert(s.reg).second)
-          notes.push_back(s.reg + (fn.empty() ? std::string(" rebuilt from the block's thread index")
-                                              : " read as " + std::string(fn) + "()"));
+          notes.push_back(s.reg + (fn.empty()            ? std::string(" rebuilt from the block's thread index")
+                                   : fn == kGridFunction ? " read from the step's grid shape (" + fn + ")"
+                                                         : " read as " + fn + "()"));
       }
       if (!f.exits.empty()) notes.push_back("exit made ret");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
@@ -717,7 +757,9 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   // libsk's device API, declared where the rewrite calls it and the text does not.
   std::string decls;
   for (const std::string &fn : api_needed)
-    if (!p.declared.count(fn)) decls += "\n.extern .func (.param .b32 sk_r) " + fn + "\n()\n;";
+    if (!p.declared.count(fn))
+      decls +=
+          "\n.extern .func (.param .b32 sk_r) " + fn + (fn == kGridFunction ? "\n(.param .b32 sk_a)\n;" : "\n()\n;");
   if (!decls.empty()) edits.push_back({p.header_end, 0, decls + "\n"});
   m.text = apply(text, std::move(edits));
   *out = std::move(m);

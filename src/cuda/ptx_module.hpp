@@ -24,11 +24,14 @@ namespace sk::cuda {
 struct PtxKernel {
   std::string name;
   bool entry = false;
-  Signature signature;                // from the parameter list
-  uint32_t reqntid[3] = {0, 0, 0};    // .reqntid (0: not given)
-  uint32_t maxntid[3] = {0, 0, 0};    // .maxntid
-  uint32_t min_blocks_per_sm = 0;     // .minnctapersm
-  uint32_t max_registers = 0;         // .maxnreg
+  Signature signature;              // from the parameter list
+  uint32_t reqntid[3] = {0, 0, 0};  // .reqntid (0: not given)
+  uint32_t maxntid[3] = {0, 0, 0};  // .maxntid
+  uint32_t min_blocks_per_sm = 0;   // .minnctapersm
+  uint32_t max_registers = 0;       // .maxnreg
+  // It, or a function it reaches, reads a grid register beyond x (%ctaid.y/z, %nctaid.y/z):
+  // its blocks need their grid's shape (sk_kernel_options.grid).
+  bool multi_dimensional_grid = false;
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
   // `.entry` in the text, as it was written, so that the other kernels still link.

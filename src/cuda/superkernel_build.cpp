@@ -229,6 +229,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.symbol = k.symbol;
     s.signature = k.signature;
     s.block_dim = ps.kernel.block_dim;
+    s.grid = ps.kernel.grid;
     s.cores = ps.units;
     s.first = ps.first_unit;
     s.wait_in_kernel = ps.wait_in_kernel;

@@ -86,8 +86,10 @@ class HostBackendKernel final : public backend::Kernel, public std::enable_share
  public:
   using Kernel::Kernel;
   std::string_view module_label() const override { return module->label; }
-  sk_status launch(uint32_t block_dim, void *const *args, backend::Stream *stream) override;
-  sk_status check_launch(uint32_t block_dim) override;
+  // The host's kernels number their blocks with sk_block_idx() alone: a grid's shape changes
+  // nothing in their launches.
+  sk_status launch(uint32_t block_dim, const GridShape &grid, void *const *args, backend::Stream *stream) override;
+  sk_status check_launch(uint32_t block_dim, const GridShape &grid) override;
 
   std::shared_ptr<HostDevice> host;
   std::shared_ptr<LinkedModule> module;

@@ -100,12 +100,13 @@ sk_status HostBackendSuperKernel::last_profile(const char *call, std::vector<sk_
   return SK_OK;
 }
 
-sk_status HostBackendKernel::check_launch(uint32_t block_dim) {
+sk_status HostBackendKernel::check_launch(uint32_t block_dim, const GridShape &) {
   Plan plan;
   return build_unfused_plan(plan_input(block_dim), host->cores(), &plan);
 }
 
-sk_status HostBackendKernel::launch(uint32_t block_dim, void *const *args, backend::Stream *stream) {
+sk_status HostBackendKernel::launch(uint32_t block_dim, const GridShape &, void *const *args,
+                                    backend::Stream *stream) {
   Program *program = unfused_programs.take(block_dim);
   std::unique_ptr<Program> unpooled;  // a program the pool declined (all in launches)
   if (!program) {

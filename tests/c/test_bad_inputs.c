@@ -410,6 +410,61 @@ static void test_block_dim_extremes(void **state) {
   SK_EXPECT_ERR(sk_launch_kernel(f->noargs, 1u << 31, NULL, NULL), SK_ERR_INVALID_ARGUMENT, "block_dim 2147483648");
 }
 
+/* A grid's shape (sk_kernel_options.grid, sk_launch_kernel_grid): every extent at least 1 and
+ * block_dim their product, checked without overflow; a host kernel runs the same blocks with it. */
+static void test_grid_shapes(void **state) {
+  struct fixture *f = (struct fixture *)*state;
+  sk_scope *scope = NULL;
+  sk_superkernel *sk = NULL;
+  sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+  uint32_t n = N, seed = 9, flat[N];
+  void *args[3];
+  char json[8192];
+  const uint32_t shape[3] = {2, 2, 1}, zero[3] = {2, 0, 1}, many[3] = {4096, 4096, 2},
+                 wraps[3] = {UINT32_MAX, UINT32_MAX, 1};
+  args[0] = &f->buf;
+  args[1] = &n;
+  args[2] = &seed;
+  SK_CHECK(sk_scope_begin(f->dev, "shapes", NULL, &scope));
+  opts.grid[0] = 2, opts.grid[1] = 0, opts.grid[2] = 1;
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 4, args, &opts), SK_ERR_INVALID_ARGUMENT,
+                "sk_add_kernel: kernel 'capi_fill': opts->grid {2, 0, 1} has an extent of 0");
+  opts.grid[1] = 1;
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 4, args, &opts), SK_ERR_INVALID_ARGUMENT,
+                "opts->grid {2, 1, 1} is not block_dim 4 blocks");
+  opts.grid[0] = UINT32_MAX, opts.grid[1] = UINT32_MAX, opts.grid[2] = UINT32_MAX;
+  SK_EXPECT_ERR(sk_add_kernel(scope, f->fill, 4, args, &opts), SK_ERR_INVALID_ARGUMENT, "is not block_dim 4");
+  opts.grid[0] = 2, opts.grid[1] = 2, opts.grid[2] = 1;
+  SK_CHECK(sk_add_kernel(scope, f->fill, 4, args, &opts));
+  SK_CHECK(sk_finalize(scope, &sk));
+  SK_CHECK(sk_superkernel_explain(sk, json, sizeof json, NULL));
+  assert_non_null(strstr(json, "\"block_dim\":4,\"grid\":[2,2,1]"));
+
+  SK_EXPECT_ERR(sk_launch_kernel_grid(f->fill, NULL, args, NULL), SK_ERR_INVALID_ARGUMENT,
+                "sk_launch_kernel_grid: kernel 'capi_fill': grid is NULL");
+  SK_EXPECT_ERR(sk_launch_kernel_grid(f->fill, zero, args, NULL), SK_ERR_INVALID_ARGUMENT,
+                "grid {2, 0, 1} has an extent of 0");
+  SK_EXPECT_ERR(sk_launch_kernel_grid(f->fill, many, args, NULL), SK_ERR_INVALID_ARGUMENT,
+                "grid {4096, 4096, 2} has more than the 16777216 blocks of a launch");
+  SK_EXPECT_ERR(sk_launch_kernel_grid(f->fill, wraps, args, NULL), SK_ERR_INVALID_ARGUMENT, "has more than");
+  SK_EXPECT_ERR(sk_launch_kernel_grid(NULL, shape, args, NULL), SK_ERR_INVALID_ARGUMENT, "kernel");
+  /* The same blocks, shaped or not, fused or not. */
+  memset(f->buf, 0, N * sizeof(uint32_t));
+  SK_CHECK(sk_launch_kernel(f->fill, 4, args, NULL));
+  SK_CHECK(sk_stream_synchronize(NULL));
+  memcpy(flat, f->buf, sizeof flat);
+  memset(f->buf, 0, N * sizeof(uint32_t));
+  SK_CHECK(sk_launch_kernel_grid(f->fill, shape, args, NULL));
+  SK_CHECK(sk_stream_synchronize(NULL));
+  assert_memory_equal(flat, f->buf, sizeof flat);
+  memset(f->buf, 0, N * sizeof(uint32_t));
+  SK_CHECK(sk_launch(sk, NULL));
+  SK_CHECK(sk_stream_synchronize(NULL));
+  assert_memory_equal(flat, f->buf, sizeof flat);
+  assert_int_equal(flat[3], 3u * 2654435761u + 9u);
+  sk_superkernel_destroy(sk);
+}
+
 /* 100k kernels in one scope: finalize and launch stay linear (seconds, not minutes, of the
  * calling thread's CPU time; the launch's steps run on it and on the executor's cores, and it
  * waits for them, spinning for at most spin_us at each step). */
@@ -638,6 +693,7 @@ int main(void) {
       cmocka_unit_test(test_unload_while_queued),
       cmocka_unit_test(test_close_with_work_queued),
       cmocka_unit_test(test_block_dim_extremes),
+      cmocka_unit_test(test_grid_shapes),
       cmocka_unit_test(test_hundred_thousand_kernels),
       cmocka_unit_test(test_one_gib_in_memory),
       cmocka_unit_test(test_one_gib_files),

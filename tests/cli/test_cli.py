@@ -364,6 +364,45 @@ def test_run_a_scope_of_triton_ptx_fused_and_unfused(tmp_path):
     assert "bit-identical" in r.stdout  # the stand-in runs no kernel: both leave the buffers
 
 
+# A grid's shape as block_dim: explain shows it, the runs (fused, unfused through
+# sk_launch_kernel_grid, captured) agree, and a malformed shape is refused naming the field.
+def test_run_a_grid_shape_as_block_dim(ops):
+    shaped = [dict(UNNAMED_CHAIN[0], block_dim=[2, 2]), dict(UNNAMED_CHAIN[1], block_dim=[3, 1, 1])]
+    path = scope_file(ops.parent, shaped, repeat=2)
+    plan = json.loads(sk("explain", "--json", path).stdout)
+    assert [(s["block_dim"], s["grid"]) for s in plan["steps"]] == [(4, [2, 2, 1]), (3, [3, 1, 1])]
+    for how in ((), ("--capture",)):
+        r = sk("run", *how, path)
+        assert r.returncode == 0 and "bit-identical" in r.stdout, r.stdout + r.stderr
+    for bad, message in (([2, 0], "kernels[0]: block_dim[1] must be an integer 1..4294967295"),
+                         ([1, 2, 3, 4], "kernels[0]: block_dim as a grid has 1 to 3 extents, not 4"),
+                         ([], "kernels[0]: block_dim as a grid has 1 to 3 extents, not 0"),
+                         ([65536, 65536], "kernels[0]: block_dim [65536, 65536] makes 4294967296 blocks"),
+                         ([2, "2"], "kernels[0]: block_dim[1] must be an integer")):
+        r = sk("explain", scope_file(ops.parent, [dict(UNNAMED_CHAIN[0], block_dim=bad)]))
+        assert r.returncode == 3 and message in r.stderr, (bad, r.stderr)
+        assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+@needs_fake_cuda
+def test_run_a_triton_kernel_of_a_two_dimensional_grid(tmp_path):
+    env = fake_cuda_env(tmp_path)
+    planes = {"object": "planes", "kernel": "grid2d_kernel", "block_dim": [4, 2],
+              "args": ["@x", "@y", 256, None, None]}
+    objects = {"planes": os.path.join(TRITON_PTX, "grid2d.ptx")}
+    path = scope_file(tmp_path, [planes], TRITON_BUFFERS, device="cuda:0", objects=objects)
+    r = sk("explain", path, env=env)
+    assert r.returncode == 0 and "%ctaid.y read from the step's grid shape (__sk_grid)" in r.stdout, r.stderr
+    r = sk("run", "--repeat", 1, path, env=env)
+    assert r.returncode == 0 and "bit-identical" in r.stdout, r.stdout + r.stderr
+    flat = scope_file(tmp_path, [dict(planes, block_dim=8)], TRITON_BUFFERS, device="cuda:0", objects=objects)
+    r = sk("explain", flat, env=env)
+    assert r.returncode == 4 and "kernels[0]: " in r.stderr and "give its grid's shape" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    r = sk("run", flat, env=env)
+    assert r.returncode == 4 and "kernels[0]: " in r.stderr and "give its grid's shape" in r.stderr, r.stderr
+
+
 # axpy then square_plus_one, block-local, on the same 2 blocks: the fused run stays
 # bit-identical, explain marks the edge, and what cannot be said is refused naming the field.
 BLOCK_LOCAL = [dict(UNNAMED_CHAIN[0]), dict(UNNAMED_CHAIN[1], block_dim=2, block_local=True)]

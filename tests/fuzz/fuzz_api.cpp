@@ -265,6 +265,9 @@ class Session {
         opts.stream = (o >> 3) % 3;
         opts.flags = (o >> 5) & 1 ? SK_KERNEL_FLAG_TILING_SINK : 0;
         if ((o >> 6) & 1) opts.name = "renamed";
+        // A grid's shape, sometimes one whose product is not the block count.
+        if (const uint8_t g = in_.next(); g & 1)
+          opts.grid[0] = 1 + (g >> 1) % 4, opts.grid[1] = (g >> 3) % 3, opts.grid[2] = 1 + (g >> 5) % 2;
         sk_status st = sk_add_kernel(s->handle, k->handle, block_dim(in_), args.get(), (o >> 7) ? &opts : nullptr);
         check_status(st, "sk_add_kernel");
         if (st == SK_OK) s->steps.push_back({k->info});
@@ -306,7 +309,12 @@ class Session {
         if (!k) break;
         Args args;
         make_args(*k->info, d_, in_, &args);
-        check_status(sk_launch_kernel(k->handle, block_dim(in_), args.get(), stream()), "sk_launch_kernel");
+        if (const uint8_t g = in_.next(); g & 1) {  // by a grid's shape, an extent of 0 sometimes
+          const uint32_t grid[3] = {1u + (g >> 1) % 4, (g >> 3) % 3u, 1u + (g >> 5) % 2};
+          check_status(sk_launch_kernel_grid(k->handle, grid, args.get(), stream()), "sk_launch_kernel_grid");
+        } else {
+          check_status(sk_launch_kernel(k->handle, block_dim(in_), args.get(), stream()), "sk_launch_kernel");
+        }
         break;
       }
       case 10: {  // rebind an argument (or name a step or index that does not exist)

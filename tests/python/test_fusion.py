@@ -170,10 +170,10 @@ def test_kernel_options_and_explain_names(dev, ops):
     assert [s["core_type"] for s in plan["steps"]] == ["vector", "vector"]
     assert plan["options"].get("early-start") in (0, "0", False)
     # the C struct on LP64: u32 struct_size, 2 pointers, u32 flags, stream, first_core, core_count,
-    # u64 arg_refs (with padding)
-    assert ctypes.sizeof(sk.KernelOptions) == sk.KernelOptions.arg_refs.offset + 8
+    # u64 arg_refs, u32 grid[3] (with padding)
+    assert sk.KernelOptions.grid.offset == sk.KernelOptions.arg_refs.offset + 8
     if ctypes.sizeof(ctypes.c_void_p) == 8:
-        assert ctypes.sizeof(sk.KernelOptions) == 48
+        assert ctypes.sizeof(sk.KernelOptions) == 64
 
 
 def test_device_close_closes_what_is_left(ops_path):

@@ -12,6 +12,7 @@ import json
 import os
 import types
 
+import numpy as np
 import pytest
 
 import superkernel as sk
@@ -72,8 +73,6 @@ def test_every_fixture_loads_with_its_metadata_or_is_refused_by_name(fake_gpu, n
 
 
 def test_the_refused_fixtures_say_why(fake_gpu):
-    with pytest.raises(sk.Unsupported, match=r"grid2d_kernel.*two- or three-dimensional grid"):
-        fake_gpu.load_triton(compiled("grid2d"))
     with pytest.raises(sk.Unsupported, match=r"^Device.load_triton: Triton kernel 'tma_copy_kernel': "
                                              r"metadata global_scratch_size: 256 bytes of per-program "
                                              r"scratch memory: libsk cannot give"):
@@ -133,6 +132,65 @@ def test_a_decode_step_of_triton_kernels_fuses_and_launches(fake_gpu):
     fake_gpu.synchronize()
     kernels[0].launch(4, *arguments(kernels[0], x))  # unfused
     fake_gpu.synchronize()
+
+
+def test_a_two_dimensional_grid_is_given_as_tritons_launch_grid(fake_gpu):
+    # grid2d reads program_id(1): its blocks are added and launched with the grid's shape.
+    k = fake_gpu.load_triton(compiled("grid2d"))
+    x = fake_gpu.alloc(1 << 16)
+    args = arguments(k, x)
+    scope = fake_gpu.scope("planes")
+    with pytest.raises(sk.InvalidArgument, match=r"'grid2d_kernel' numbers its blocks in more than one "
+                                                 r"dimension .* give its grid's shape"):
+        scope.add(k, 16, *args)
+    scope.add(k, (4, 4), *args)
+    scope.add(k, [2, 3, 2], *args)
+    with scope.finalize() as fused:
+        steps = fused.explain()["steps"]
+        assert [(s["block_dim"], s["grid"]) for s in steps] == [(16, [4, 4, 1]), (12, [2, 3, 2])]
+        fused.launch()
+    with pytest.raises(sk.InvalidArgument, match=r"sk_launch_kernel: kernel 'grid2d_kernel' .* "
+                                                 r"sk_launch_kernel_grid"):
+        k.launch(16, *args)
+    k.launch((4, 4), *args)
+    fake_gpu.synchronize()
+
+
+@pytest.mark.parametrize("grid, error, message", [
+    ((4, 4, 1, 1), TypeError, r"block_dim: a grid has 1 to 3 extents, not 4"),
+    ((), TypeError, r"block_dim: a grid has 1 to 3 extents, not 0"),
+    ((4, 0), ValueError, r"block_dim: grid \(4, 0\) has an extent of 0"),
+    ((65536, 65536), ValueError, r"block_dim: the blocks of grid \(65536, 65536\): 4294967296 does not fit u32"),
+    ((4, -1), ValueError, r"block_dim\[1\]: -1 does not fit u32"),
+    ((4, 2.0), TypeError, r"block_dim\[1\]: u32 needs an int"),
+])
+def test_a_malformed_grid_is_refused_naming_it(dev, ops, grid, error, message):
+    axpy = ops.kernel("axpy")
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+    scope = dev.scope("bad")
+    with pytest.raises(error, match=message):
+        scope.add(axpy, grid, 1.0, x, y, 4)
+    with pytest.raises(error, match=message):
+        axpy.launch(grid, 1.0, x, y, 4)
+    scope.abort()
+
+
+def test_a_host_kernel_takes_a_grid_and_numbers_its_blocks_alike(dev, ops):
+    # The host's kernels read sk_block_idx() alone: (2, 2) runs as 4 blocks, checked and shown.
+    axpy = ops.kernel("axpy")
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, 1000).astype(np.float32)
+    y0 = rng.uniform(-1, 1, 1000).astype(np.float32)
+    flat, shaped, fused = y0.copy(), y0.copy(), y0.copy()
+    axpy.launch(4, 2.0, x, flat, 1000)
+    axpy.launch((2, 2), 2.0, x, shaped, 1000)
+    with dev.scope("shaped") as scope:
+        scope.add(axpy, (2, 1, 2), 2.0, x, fused, 1000)
+    with scope.superkernel as sk_:
+        assert sk_.explain()["steps"][0]["grid"] == [2, 1, 2]
+        sk_.launch()
+    dev.synchronize()
+    assert np.array_equal(shaped, flat) and np.array_equal(fused, flat) and not np.array_equal(flat, y0)
 
 
 def test_kernels_of_other_widths_do_not_fuse(fake_gpu):

@@ -26,6 +26,7 @@ class KernelOptions(ctypes.Structure):
         ("first_core", ctypes.c_uint32),
         ("core_count", ctypes.c_uint32),
         ("arg_refs", ctypes.c_uint64),
+        ("grid", ctypes.c_uint32 * 3),
     ]
 
 
@@ -110,6 +111,7 @@ PROTOTYPES = {
     "sk_launch": (_st, [_p, _p]),
     "sk_launch_repeat": (_st, [_p, _u32, ctypes.POINTER(_u32), _p]),
     "sk_launch_kernel": (_st, [_p, _u32, _pp, _p]),
+    "sk_launch_kernel_grid": (_st, [_p, ctypes.POINTER(ctypes.c_uint32), _pp, _p]),
     "sk_superkernel_set_arg": (_st, [_p, _u32, _u32, _p]),
     "sk_superkernel_explain": (_st, [_p, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     "sk_superkernel_profile": (_st, [_p, ctypes.POINTER(ProfileRecordC), _size,

@@ -99,3 +99,18 @@ def instance(value, cls, what, optional=False):
         return value
     raise TypeError(f"{what}: needs a {cls.__name__}{' or None' if optional else ''}, not "
                     f"{type(value).__name__}")
+
+
+def blocks_and_grid(blocks, what):
+    """(block_dim, grid) of `blocks`: a block count (one dimension: grid (0, 0, 0)), or the
+    grid's shape as Triton's launch grid is written, (x,), (x, y) or (x, y, z): block_dim their
+    product (sk_kernel_options.grid)."""
+    if not isinstance(blocks, (tuple, list)):
+        return integer(blocks, "u32", what), (0, 0, 0)
+    if not 1 <= len(blocks) <= 3:
+        raise TypeError(f"{what}: a grid has 1 to 3 extents, not {len(blocks)}: {blocks!r}")
+    grid = [integer(b, "u32", f"{what}[{i}]") for i, b in enumerate(blocks)] + [1] * (3 - len(blocks))
+    if 0 in grid:
+        raise ValueError(f"{what}: grid {tuple(blocks)!r} has an extent of 0 (each is at least 1)")
+    block_dim = grid[0] * grid[1] * grid[2]
+    return integer(block_dim, "u32", f"{what}: the blocks of grid {tuple(blocks)!r}"), tuple(grid)

@@ -4,7 +4,7 @@ import os
 
 from ._lib import KernelDesc, lib
 from .args import PackedArgs, parse_signature
-from .checks import c_path, c_string, c_text, instance, integer, message_text
+from .checks import blocks_and_grid, c_path, c_string, c_text, instance, integer, message_text
 from .errors import BadBinary, Error, FileNotReadable, NotFound, StateError, Unsupported
 from .handle import Handle
 from .metadata import declared_kernels, kernel_core_type, kernel_signature
@@ -190,13 +190,18 @@ class Kernel:
 
     def launch(self, block_dim, *args, stream=None):
         """Queues this kernel alone, unfused (sk_launch_kernel), on `stream` (None: the default
-        stream). Objects behind pointer arguments are kept until the stream is synchronized."""
-        block_dim = integer(block_dim, "u32", f"Kernel.launch ({self.name}) block_dim")
+        stream); block_dim a block count, or a grid's shape as Scope.add takes it
+        (sk_launch_kernel_grid). Objects behind pointer arguments are kept until the stream is
+        synchronized."""
+        block_dim, grid = blocks_and_grid(block_dim, f"Kernel.launch ({self.name}) block_dim")
         instance(stream, Stream, f"Kernel.launch ({self.name}) stream", optional=True)
         packed = self.pack(args, refs_allowed=False)
-        check(lib().sk_launch_kernel(self.handle, block_dim, packed.pointer,
-                                     stream.handle if stream is not None else None),
-              f"sk_launch_kernel ({self.name})")
+        on = stream.handle if stream is not None else None
+        if grid[0]:
+            check(lib().sk_launch_kernel_grid(self.handle, (ctypes.c_uint32 * 3)(*grid), packed.pointer, on),
+                  f"sk_launch_kernel_grid ({self.name})")
+        else:
+            check(lib().sk_launch_kernel(self.handle, block_dim, packed.pointer, on), f"sk_launch_kernel ({self.name})")
         if stream is not None and stream._capture is not None:
             stream._capture._record_kernel(self, packed)  # the super kernel keeps them
         else:

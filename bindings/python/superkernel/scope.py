@@ -6,7 +6,7 @@ As a context manager it finalizes when the block ends normally (the result is
 import ctypes
 
 from ._lib import KernelOptions, lib
-from .checks import c_string, instance, integer
+from .checks import blocks_and_grid, c_string, instance, integer
 from .handle import Handle
 from .module import Kernel
 from .status import check
@@ -46,7 +46,9 @@ class Scope(Handle):
             block_local=False):
         """Adds kernel on block_dim blocks with args (values converted by its signature; arrays
         and Buffers by address, no copy; an aggregate as a tuple of its members; Ref(memory):
-        read from that memory at every launch, sk_kernel_options.arg_refs). cores=(first, count)
+        read from that memory at every launch, sk_kernel_options.arg_refs). block_dim is a block
+        count, or a grid's shape as Triton's launch grid: (x,), (x, y) or (x, y, z), x fastest
+        (sk_kernel_options.grid; a kernel that reads program_id(1) or (2) needs one). cores=(first, count)
         pins its blocks to cores first .. first + count - 1 of its type
         (sk_kernel_options.first_core / core_count); None: the planner places them.
         block_local=True: its block i reads and writes only what block i of the kernel before
@@ -54,7 +56,7 @@ class Scope(Handle):
         sub-kernel's step index."""
         instance(kernel, Kernel, "Scope.add kernel")
         what = f"Scope.add ({name or kernel.name})"
-        block_dim = integer(block_dim, "u32", f"{what} block_dim")
+        block_dim, grid = blocks_and_grid(block_dim, f"{what} block_dim")
         if not isinstance(block_local, bool):
             raise TypeError(f"{what} block_local: expected True or False, got {block_local!r}")
         flags = integer(flags, "u32", f"{what} flags") | (KERNEL_FLAG_BLOCK_LOCAL if block_local else 0)
@@ -72,7 +74,7 @@ class Scope(Handle):
                              c_string(core_type or None, f"{what} core_type", optional=True),
                              flags,
                              integer(stream, "u32", f"{what} stream"), first_core, core_count,
-                             packed.refs)
+                             packed.refs, grid)
         check(lib().sk_add_kernel(self.handle, kernel.handle, block_dim, packed.pointer,
                                   ctypes.byref(opts)),
               f"sk_add_kernel ({name or kernel.name})")

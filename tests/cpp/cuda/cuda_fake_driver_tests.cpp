@@ -2430,6 +2430,113 @@ TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
   EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
 }
 
+// A kernel that numbers its blocks in two dimensions (Triton's program_id(1)): fused with its
+// grid's shape (sk_kernel_options.grid), which explain shows and the step table carries;
+// launched unfused with sk_launch_kernel_grid, captured as such; refused without a shape, and
+// every malformed shape refused naming the kernel and the field.
+TEST_F(CudaFakeDriver, ATwoDimensionalGridIsGivenWithItsShape) {
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::triton_path("grid2d.ptx").c_str(), &mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel *k = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(mod, "grid2d_kernel", &k), SK_OK) << sk_last_error();
+  uint64_t x = 0x1000, null = 0;
+  uint32_t n = 1024;
+  void *args[] = {&x, &x, &n, &null, &null};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "planes", nullptr, &scope), SK_OK);
+  auto refused = [&](const sk_kernel_options *o, uint32_t blocks, const char *what) {
+    EXPECT_EQ(sk_add_kernel(scope, k, blocks, args, o), SK_ERR_INVALID_ARGUMENT) << what;
+    EXPECT_TRUE(contains(sk_last_error(), "grid2d_kernel")) << sk_last_error();
+    EXPECT_TRUE(contains(sk_last_error(), what)) << sk_last_error();
+  };
+  refused(nullptr, 16,
+          "numbers its blocks in more than one dimension (reads %ctaid.y/z or %nctaid.y/z): give "
+          "its grid's shape, opts->grid ({block_dim, 1, 1} for one dimension)");
+  sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+  refused(&opts, 16, "opts->grid ({block_dim, 1, 1}");
+  opts.grid[0] = 4, opts.grid[1] = 0, opts.grid[2] = 1;
+  refused(&opts, 16, "opts->grid {4, 0, 1} has an extent of 0");
+  opts.grid[1] = 4, opts.grid[2] = 2;
+  refused(&opts, 16, "opts->grid {4, 4, 2} is not block_dim 16 blocks");
+  opts.grid[0] = 65536, opts.grid[1] = 65536, opts.grid[2] = 1;
+  refused(&opts, 16, "opts->grid {65536, 65536, 1} is not block_dim 16 blocks");
+  // A caller built against an sk.h without the field gives no shape.
+  sk_kernel_options older = SK_KERNEL_OPTIONS_INIT;
+  older.struct_size = offsetof(sk_kernel_options, grid);
+  older.grid[0] = 16, older.grid[1] = 1, older.grid[2] = 1;
+  refused(&older, 16, "opts->grid ({block_dim, 1, 1}");
+  opts.grid[0] = 4, opts.grid[1] = 4, opts.grid[2] = 1;
+  ASSERT_EQ(sk_add_kernel(scope, k, 16, args, &opts), SK_OK) << sk_last_error();
+  opts.grid[0] = 2, opts.grid[1] = 2, opts.grid[2] = 3;
+  ASSERT_EQ(sk_add_kernel(scope, k, 12, args, &opts), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  std::string json(1 << 16, '\0');
+  ASSERT_EQ(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), SK_OK) << sk_last_error();
+  EXPECT_TRUE(contains(json, R"("block_dim":16,"grid":[4,4,1])")) << json;
+  EXPECT_TRUE(contains(json, R"("block_dim":12,"grid":[2,2,3])")) << json;
+  EXPECT_TRUE(contains(json, "%ctaid.y read from the step's grid shape (__sk_grid)")) << json;
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  using namespace sk::cuda;
+  const size_t records = kTableHeaderWords + 2 * kStepWords;
+  std::vector<FakeCall> tables;
+  for (const FakeCall &c : fake_.log())
+    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size >= 4 * records) tables.push_back(c);
+  ASSERT_EQ(tables.size(), 1u);
+  std::vector<uint32_t> table(tables[0].size / 4);
+  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), tables[0].size), SK_OK);
+  EXPECT_EQ(table[kTableHeaderWords + kStepGridX], 4u);
+  EXPECT_EQ(table[kTableHeaderWords + kStepGridY], 4u);
+  EXPECT_EQ(table[kTableHeaderWords + kStepWords + kStepGridX], 2u);
+  EXPECT_EQ(table[kTableHeaderWords + kStepWords + kStepGridY], 2u);
+  sk_superkernel_destroy(sk);
+
+  // Unfused: its shape, or a refusal that says how to give it.
+  EXPECT_EQ(sk_launch_kernel(k, 16, args, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "sk_launch_kernel: kernel 'grid2d_kernel' numbers its blocks"))
+      << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "launch it with sk_launch_kernel_grid")) << sk_last_error();
+  const uint32_t shape[3] = {4, 4, 1}, flat[3] = {0, 4, 1}, huge[3] = {4096, 4096, 2};
+  EXPECT_EQ(sk_launch_kernel_grid(k, nullptr, args, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "sk_launch_kernel_grid: kernel 'grid2d_kernel': grid is NULL"))
+      << sk_last_error();
+  EXPECT_EQ(sk_launch_kernel_grid(k, flat, args, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "grid {0, 4, 1} has an extent of 0")) << sk_last_error();
+  EXPECT_EQ(sk_launch_kernel_grid(k, huge, args, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "grid {4096, 4096, 2} has more than the 16777216 blocks"))
+      << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel_grid(k, shape, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[1].grid, 16u) << "one block per block of the grid";
+
+  // Captured: the launch records its shape.
+  sk_stream *s = nullptr;
+  ASSERT_EQ(sk_stream_create(dev_, &s), SK_OK);
+  ASSERT_EQ(sk_stream_begin_capture(s, "captured", nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_launch_kernel(k, 16, args, s), SK_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sk_launch_kernel_grid(k, shape, args, s), SK_OK) << sk_last_error();
+  sk_superkernel *captured = nullptr;
+  ASSERT_EQ(sk_stream_end_capture(s, &captured), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_superkernel_explain(captured, json.data(), json.size(), nullptr), SK_OK) << sk_last_error();
+  EXPECT_TRUE(contains(json, R"("block_dim":16,"grid":[4,4,1])")) << json;
+  // Updated from a capture of the same launch with another shape: the step table is fixed.
+  const uint32_t other[3] = {2, 8, 1};
+  ASSERT_EQ(sk_stream_begin_capture(s, "captured", nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel_grid(k, other, args, s), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_superkernel_update_from_capture(captured, s), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "step 0 'grid2d_kernel': grid {4, 4, 1} where {2, 8, 1} was captured"))
+      << sk_last_error();
+  sk_superkernel_destroy(captured);
+  sk_stream_destroy(s);
+}
+
 // sk_module_inspect: what a module holds for an architecture, without a GPU, and its refusals.
 TEST(CudaModuleInspect, SaysWhatEachKernelWouldBeOrWhyNot) {
   const std::vector<uint8_t> rms = sk::cuda_test::read_file(sk::cuda_test::triton_path("rmsnorm.ptx"));

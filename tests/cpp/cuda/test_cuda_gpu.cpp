@@ -1109,8 +1109,8 @@ struct PtxDriver {
   }
   // Launches kernel `name` of `ptx` unfused (args as sk_add_kernel takes them), on the legacy
   // stream, within the primary context.
-  int launch(const std::string &ptx, const char *name, uint32_t grid, uint32_t threads, uint32_t shared,
-             void **args) {
+  int launch(const std::string &ptx, const char *name, uint32_t grid, uint32_t threads, uint32_t shared, void **args,
+             uint32_t grid_y = 1) {
     if (cuCtxPushCurrent(ctx) != 0) return -1;
     const std::string text = for_jit(ptx);
     void *module = nullptr, *fn = nullptr;
@@ -1119,7 +1119,7 @@ struct PtxDriver {
     if (r == 0) r = cuModuleGetFunction(&fn, module, name);
     // Past 48 KiB a block opts in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), as Triton's launcher does.
     if (r == 0 && shared > 48 * 1024) r = cuFuncSetAttribute(fn, 8, (int)shared);
-    if (r == 0) r = cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, nullptr, args, nullptr);
+    if (r == 0) r = cuLaunchKernel(fn, grid, grid_y, 1, threads, 1, 1, shared, nullptr, args, nullptr);
     if (r == 0) r = cuCtxSynchronize();
     void *popped = nullptr;
     cuCtxPopCurrent(&popped);
@@ -1319,4 +1319,43 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   double largest = 0;
   for (float v : ap) largest = std::max(largest, (double)std::fabs(v));
   EXPECT_GT(largest, 0.0) << "the projection computed something";
+
+  // Triton's program_id(1): a 4 x 4 grid, fused with its shape and launched unfused with it by
+  // libsk, equals the driver's launch of (4, 4) blocks, and the CPU (x + 1 in every element).
+  const std::string planes = text(triton + "grid2d.ptx");
+  const std::vector<float> rows = random(B * H);
+  const float *in = alloc(rows);
+  float *by_driver = alloc(std::vector<float>(B * H)), *by_fused = alloc(std::vector<float>(B * H)),
+        *by_unfused = alloc(std::vector<float>(B * H));
+  auto grid_args = [&](float *out) {
+    return PtxStep{planes, "grid2d_kernel", H / 256, 128, 0, {ptr_slot(in), ptr_slot(out), H, null, null}};
+  };
+  PtxStep driver_step = grid_args(by_driver), fused_step = grid_args(by_fused), unfused_step = grid_args(by_unfused);
+  std::vector<void *> driver_args = driver_step.args(), fused_args = fused_step.args(),
+                      unfused_args = unfused_step.args();
+  ASSERT_EQ(drv.launch(planes, "grid2d_kernel", H / 256, 128, 0, driver_args.data(), B), 0);
+  sk_module *plane_mod = nullptr;
+  ASSERT_EQ(sk_module_load(dev_, planes.data(), planes.size(), &plane_mod), SK_OK) << sk_last_error();
+  modules_.push_back(plane_mod);
+  sk_kernel *plane = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(plane_mod, "grid2d_kernel", &plane), SK_OK) << sk_last_error();
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "planes", nullptr, &scope), SK_OK);
+  sk_kernel_options shaped = SK_KERNEL_OPTIONS_INIT;
+  shaped.grid[0] = H / 256, shaped.grid[1] = B, shaped.grid[2] = 1;
+  ASSERT_EQ(sk_add_kernel(scope, plane, H / 256 * B, fused_args.data(), &shaped), SK_OK) << sk_last_error();
+  sk_superkernel *fused_planes = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &fused_planes), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(fused_planes, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel_grid(plane, shaped.grid, unfused_args.data(), nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(fused_planes);
+  const std::vector<float> d = read(by_driver, B * H), f = read(by_fused, B * H), u = read(by_unfused, B * H);
+  EXPECT_EQ(std::memcmp(d.data(), f.data(), d.size() * 4), 0) << "a 4 x 4 grid fused";
+  EXPECT_EQ(std::memcmp(d.data(), u.data(), d.size() * 4), 0) << "a 4 x 4 grid unfused by libsk";
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (d[i] != rows[i] + 1.0f) {
+      ADD_FAILURE() << "element " << i << ": " << d[i] << " != " << rows[i] << " + 1";
+      break;
+    }
 }

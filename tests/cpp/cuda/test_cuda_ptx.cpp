@@ -265,14 +265,107 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
     EXPECT_TRUE(m->ptx->find(name)->rewrites.empty());
   }
   EXPECT_TRUE(take(m, "refuse_child", 32));
-  auto grid2d = load_triton("grid2d");
-  ASSERT_TRUE(grid2d);
-  EXPECT_EQ(refused(grid2d, "grid2d_kernel"), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "two- or three-dimensional grid (reads %ctaid.y)")) << sk::last_error();
   auto tma = load_triton("tma_copy");
   ASSERT_TRUE(tma);
   EXPECT_EQ(refused(tma, "tma_copy_kernel", 0, 4104), SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk::last_error(), "tma_copy_kernel")) << sk::last_error();
+}
+
+// Triton's program_id(1): the kernel reads its grid registers from __sk_grid, which libsk's
+// entry defines (the step's shape: sk_kernel_options.grid); the rewrite compiles.
+TEST(CudaPtx, ATwoDimensionalGridIsReadFromTheStep) {
+  auto m = load_triton("grid2d");
+  ASSERT_TRUE(m);
+  auto k = take(m, "grid2d_kernel");
+  ASSERT_TRUE(k);
+  EXPECT_TRUE(k->ptx->multi_dimensional_grid);
+  EXPECT_TRUE(has_rewrite(k->ptx->rewrites, "%ctaid.y read from the step's grid shape (__sk_grid)"));
+  EXPECT_TRUE(has_rewrite(k->ptx->rewrites, "%ctaid.x read from the step's grid shape (__sk_grid)"));
+  const std::string text = text_of(m->bytes);
+  EXPECT_FALSE(contains(text, "%ctaid")) << "the grid is libsk's";
+  EXPECT_TRUE(contains(text, ".extern .func (.param .b32 sk_r) __sk_grid\n(.param .b32 sk_a)\n;")) << text;
+  EXPECT_TRUE(contains(text, "st.param.b32 [sk_a], 0; call (sk_r), __sk_grid, (sk_a);")) << text;
+  EXPECT_TRUE(contains(text, "st.param.b32 [sk_a], 1; call (sk_r), __sk_grid, (sk_a);")) << text;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log;
+  // A one-dimensional Triton kernel keeps its plain block index.
+  EXPECT_FALSE(take(load_triton("rmsnorm"), "rmsnorm_kernel", 0, 16)->ptx->multi_dimensional_grid);
+}
+
+// Which functions read the grid from __sk_grid: those a kernel that reads a grid register beyond
+// x reaches, x included (the x index is the block's modulo the x extent), a helper it shares
+// with a one-dimensional kernel too; that kernel's own reads stay the device API's.
+TEST(CudaPtx, EveryFunctionAMultiDimensionalKernelReachesReadsTheGridFromTheStep) {
+  // An entry that reads two grid registers and calls the helper `column`, which reads %ctaid.x.
+  auto entry = [](const std::string &name, const std::string &a, const std::string &b) {
+    return ".visible .entry " + name +
+           "(.param .u64 out)\n{\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<3>;\n  mov.u32 %r1, " + a +
+           ";\n  mov.u32 %r2, " + b +
+           ";\n  { .param .b32 c; call (c), column, (); ld.param.b32 %r3, [c]; }\n  add.u32 %r4, %r1, %r2;\n"
+           "  add.u32 %r4, %r4, %r3;\n  ld.param.u64 %rd1, [out];\n  st.global.u32 [%rd1], %r4;\n  ret;\n}\n";
+  };
+  const std::string text = std::string(R"(.version 8.0
+.target sm_90
+.address_size 64
+.func (.param .b32 r) column()
+{
+  .reg .b32 %r<2>;
+  mov.u32 %r1, %ctaid.x;
+  st.param.b32 [r], %r1;
+  ret;
+}
+)") + entry("plane", "%ctaid.y", "%nctaid.z") +
+                           entry("line", "%ctaid.x", "%nctaid.x");
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "planes.ptx", &m), SK_OK) << sk::last_error();
+  EXPECT_TRUE(take(m, "plane", 32)->ptx->multi_dimensional_grid);
+  EXPECT_FALSE(take(m, "line", 32)->ptx->multi_dimensional_grid);
+  const std::string out = text_of(m->bytes);
+  auto body = [&](const std::string &name) {
+    const size_t at = out.find(" " + name + "(");
+    return out.substr(at, out.find("\tret;", at) - at);
+  };
+  EXPECT_TRUE(contains(body("column"), "[sk_a], 0; call (sk_r), __sk_grid")) << body("column");
+  EXPECT_TRUE(contains(body("plane"), "[sk_a], 1; call (sk_r), __sk_grid")) << body("plane");
+  EXPECT_TRUE(contains(body("plane"), "[sk_a], 5; call (sk_r), __sk_grid")) << body("plane");
+  EXPECT_TRUE(contains(body("line"), "call (sk_r), sk_block_idx, ();")) << body("line");
+  EXPECT_TRUE(contains(body("line"), "call (sk_r), sk_block_num, ();")) << body("line");
+  EXPECT_FALSE(contains(body("line"), "__sk_grid")) << body("line");
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(out, m->ptx->link_arch, &log), 0) << log;
+}
+
+// The step table gives each step its grid's x and y extents (z is what is left), a step without
+// a shape its block_dim and 1; the entry links with __sk_grid and calls it from the kernel.
+TEST(CudaPtx, TheStepTableCarriesEachStepsGrid) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto grid2d = load_triton("grid2d");
+  Scope s;
+  s.add(take(grid2d, "grid2d_kernel"), 16);
+  s.add(take(load_triton("silu_mul"), "silu_mul_kernel"), 8);
+  s.add(take(grid2d, "grid2d_kernel"), 24);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  s.plan.steps[0].kernel.grid = {4, 4, 1};
+  s.plan.steps[2].kernel.grid = {2, 3, 4};
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  auto word = [&](size_t step, uint32_t w) {
+    return img.table.at(sk::cuda::kTableHeaderWords + sk::cuda::kStepWords * step + w);
+  };
+  EXPECT_EQ(word(0, sk::cuda::kStepGridX), 4u);
+  EXPECT_EQ(word(0, sk::cuda::kStepGridY), 4u);
+  EXPECT_EQ(word(1, sk::cuda::kStepGridX), 8u);
+  EXPECT_EQ(word(1, sk::cuda::kStepGridY), 1u);
+  EXPECT_EQ(word(2, sk::cuda::kStepGridX), 2u);
+  EXPECT_EQ(word(2, sk::cuda::kStepGridY), 3u);
+  if (sk::cuda_test::nvdisasm_path().empty()) GTEST_SKIP() << sk::cuda_test::kNoNvdisasm;
+  int rc = 0;
+  const std::string sass = sk::cuda_test::disassemble(img, &rc);
+  ASSERT_EQ(rc, 0) << sass;
+  EXPECT_TRUE(contains(sk::cuda_test::sass_function(sass, "grid2d_kernel"), "__sk_grid"))
+      << sk::cuda_test::sass_function(sass, "grid2d_kernel");
+  EXPECT_FALSE(sk::cuda_test::sass_function(sass, "__sk_grid").empty()) << "the entry's library defines it";
 }
 
 // PTX for another GPU, and text that is not PTX as far as the rewrite reads it.

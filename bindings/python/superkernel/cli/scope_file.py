@@ -29,7 +29,9 @@ members ("{f32,f32}": [1.5, 2.0], nested lists for nested aggregates and array m
 {"ref": "@name"} is read by reference from the buffer's first bytes at every launch
 (sk_kernel_options.arg_refs; unfused launches are given the value it holds when they are
 prepared). An object may be PTX text (a .ptx file: nvcc -ptx, Triton's asm["ptx"]) on a CUDA
-device; a Triton kernel's args end with its two scratch pointers, given as null. "block_local":
+device; a Triton kernel's args end with its two scratch pointers, given as null. "block_dim" may
+be a grid's shape, [x], [x, y] or [x, y, z] (sk_kernel_options.grid): a kernel that reads
+program_id(1) or blockIdx.y needs one. "block_local":
 true adds the kernel with SK_KERNEL_FLAG_BLOCK_LOCAL: its block i reads and writes only what
 block i of the kernel before it wrote, so it waits for no other block. Every error names the
 field.
@@ -286,7 +288,14 @@ class ScopeSpec:
                 parse_signature(signature)
             except ValueError as e:
                 raise SpecError(f"{where}: {e}") from None
-        block_dim = _u32(k.get("block_dim", 1), where, "block_dim", lo=1)
+        block_dim = k.get("block_dim", 1)
+        if isinstance(block_dim, list):  # a grid's shape, x fastest (sk_kernel_options.grid)
+            _need(1 <= len(block_dim) <= 3, where, f"block_dim as a grid has 1 to 3 extents, not {len(block_dim)}")
+            block_dim = tuple(_u32(b, where, f"block_dim[{i}]", lo=1) for i, b in enumerate(block_dim))
+            _need(math.prod(block_dim) <= U32_MAX, where,
+                  f"block_dim {list(block_dim)} makes {math.prod(block_dim)} blocks, more than {U32_MAX}")
+        else:
+            block_dim = _u32(block_dim, where, "block_dim", lo=1)
         args = k.get("args", [])
         _need(isinstance(args, list), where, "args must be a list")
         for i, a in enumerate(args):
@@ -447,25 +456,32 @@ class Instance:
         from ..status import check
         packed = [(k, self.spec.kernels[i]["block_dim"], k.pack(self.args(i, copy, refs=False)))
                   for i, k in enumerate(self.kernels)]
-        launch = lib().sk_launch_kernel
-        calls = [(k.handle, b, p.pointer) for k, b, p in packed]
+        # A grid's shape goes to sk_launch_kernel_grid, padded to three extents.
+        calls = [(lib().sk_launch_kernel_grid, "sk_launch_kernel_grid", k.handle,
+                  (ctypes.c_uint32 * 3)(*b, *(1,) * (3 - len(b))), p.pointer) if isinstance(b, tuple) else
+                 (lib().sk_launch_kernel, "sk_launch_kernel", k.handle, b, p.pointer) for k, b, p in packed]
+        wheres = [d["where"] for d in self.spec.kernels]
 
         def run():
-            for handle, block_dim, args in calls:
-                status = launch(handle, block_dim, args, None)
+            for (launch, name, handle, blocks, args), where in zip(calls, wheres):
+                status = launch(handle, blocks, args, None)
                 if status:
-                    check(status, "sk_launch_kernel")
+                    check(status, f"{where}: {name}")
         run.keepalive = packed  # the converted arguments and the buffers behind them
         return run
 
     def fuse(self, copy, extra_options=""):
+        from ..errors import Error
         options = ":".join(o for o in (self.spec.options, extra_options) if o)
         with self.dev.scope(self.spec.name, options or None) as scope:
             for i, k in enumerate(self.kernels):
                 d = self.spec.kernels[i]
-                scope.add(k, d["block_dim"], *self.args(i, copy), name=d["name"],
-                          core_type=d["core_type"], flags=d["flags"], stream=d["stream"],
-                          block_local=d["block_local"])
+                try:
+                    scope.add(k, d["block_dim"], *self.args(i, copy), name=d["name"],
+                              core_type=d["core_type"], flags=d["flags"], stream=d["stream"],
+                              block_local=d["block_local"])
+                except Error as e:  # libsk's verdict on this kernel, named where it was given
+                    raise type(e)(f"{d['where']}: {e.message}", e.status, e.status_name, call=e.call) from None
         return scope.superkernel
 
     def build(self, copy, capture=False, extra_options=""):
