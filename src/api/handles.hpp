@@ -234,6 +234,13 @@ inline sk_status check_block_dim(const char *call, const sk::backend::Kernel &k,
               block_dim, kMaxBlockDim);
 }
 
+// The blocks of a grid's three extents, x * y * z (x * y fits 64 bits; past 2^32 the product
+// is no launch's, and saturates).
+inline uint64_t grid_blocks(const uint32_t *grid) {
+  const uint64_t xy = (uint64_t)grid[0] * grid[1];
+  return xy > UINT32_MAX ? UINT64_MAX : xy * grid[2];
+}
+
 // The grid's shape of a launch of `block_dim` blocks (`field` in messages; nullptr or zeros:
 // none given): none, or every extent at least 1 and block_dim their product. A kernel that
 // numbers its blocks in more than one dimension needs one: `remedy` says how to give it.
@@ -249,15 +256,13 @@ inline sk_status check_grid(const char *call, const sk::backend::Kernel &k, cons
   if (!grid[0] || !grid[1] || !grid[2])
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': %s {%u, %u, %u} has an extent of 0 (each is at least 1)",
                 call, name.c_str(), field, grid[0], grid[1], grid[2]);
-  // x * y fits 64 bits; past block_dim the product cannot come back to it.
-  const uint64_t xy = (uint64_t)grid[0] * grid[1];
-  if (xy <= block_dim && xy * grid[2] == block_dim) return SK_OK;
+  if (grid_blocks(grid) == block_dim) return SK_OK;
   return fail(SK_ERR_INVALID_ARGUMENT, "%s: kernel '%s': %s {%u, %u, %u} is not block_dim %u blocks", call,
               name.c_str(), field, grid[0], grid[1], grid[2], block_dim);
 }
 
 // The blocks of an unfused launch: `block_dim` (sk_launch_kernel), or the grid's shape
-// (sk_launch_kernel_grid; its caller passes their product, or 0 past kMaxBlockDim).
+// (sk_launch_kernel_grid; block_dim their product, saturated to 32 bits).
 inline sk_status check_kernel_launch(const char *call, const sk::backend::Kernel &k, uint32_t block_dim,
                                      const sk::GridShape &grid) {
   if (!(grid[0] | grid[1] | grid[2])) {
@@ -265,7 +270,7 @@ inline sk_status check_kernel_launch(const char *call, const sk::backend::Kernel
     return check_grid(call, k, k.symbol, block_dim, nullptr, "grid",
                       "launch it with sk_launch_kernel_grid and its grid's shape");
   }
-  if (grid[0] && grid[1] && grid[2] && !block_dim)
+  if (grid_blocks(grid.data()) > kMaxBlockDim)
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "%s: kernel '%s': grid {%u, %u, %u} has more than the %u blocks of a launch", call, k.symbol.c_str(),
                 grid[0], grid[1], grid[2], kMaxBlockDim);

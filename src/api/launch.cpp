@@ -1,4 +1,5 @@
 // sk_launch, sk_launch_repeat, sk_launch_kernel, sk_superkernel_set_arg / explain / destroy.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -82,9 +83,8 @@ SK_API sk_status sk_launch_kernel_grid(sk_kernel *kernel, const uint32_t *grid, 
   if (!grid)
     return fail(SK_ERR_INVALID_ARGUMENT, "sk_launch_kernel_grid: kernel '%s': grid is NULL",
                 kernel->backend->symbol.c_str());
-  // Their product, or 0 past the most a launch has (check_kernel_launch says so).
-  const uint64_t xy = (uint64_t)grid[0] * grid[1], blocks = xy > sk::api::kMaxBlockDim ? 0 : xy * grid[2];
-  const uint32_t block_dim = blocks > sk::api::kMaxBlockDim ? 0 : (uint32_t)blocks;
+  // check_kernel_launch refuses a product past the most a launch has.
+  const uint32_t block_dim = (uint32_t)std::min<uint64_t>(sk::api::grid_blocks(grid), UINT32_MAX);
   return launch_kernel("sk_launch_kernel_grid", kernel, block_dim, {grid[0], grid[1], grid[2]}, args, stream);
 }
 

@@ -667,13 +667,15 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     return it != by_name.end() && std::any_of(it->second->specials.begin(), it->second->specials.end(),
                                               [](const Function::Special &s) { return grid_beyond_x(s.reg); });
   };
-  std::set<std::string> grid_nd;
+  std::set<std::string> grid_nd, grid_nd_kernels;
   for (const Function &f : p.functions) {
     if ((!f.entry && !f.visible) || f.returns) continue;
     const elf::CubinReach reach = m.graph.reach(f.name);
     if (std::any_of(reach.functions.begin(), reach.functions.end(),
-                    [&](const std::string &r) { return beyond_x(r); }))
+                    [&](const std::string &r) { return beyond_x(r); })) {
+      grid_nd_kernels.insert(f.name);
       grid_nd.insert(reach.functions.begin(), reach.functions.end());
+    }
   }
 
   std::set<std::string> api_needed;
@@ -707,8 +709,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     const bool flat = !block[0] || block[1] * block[2] <= 1;
     // Refused when any function it reaches does what a called function cannot.
     const elf::CubinReach reach = m.graph.reach(f.name);
-    k.multi_dimensional_grid = std::any_of(reach.functions.begin(), reach.functions.end(),
-                                           [&](const std::string &r) { return beyond_x(r); });
+    k.multi_dimensional_grid = grid_nd_kernels.count(f.name);
     for (const std::string &r : reach.functions)
       for (const Function &g : p.functions) {
         if (g.name != r || !k.refusal.empty()) continue;

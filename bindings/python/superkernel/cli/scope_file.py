@@ -44,7 +44,7 @@ import random
 import stat
 
 from ..args import SIGNATURE_TOKENS, parse_signature
-from ..checks import INTEGER_RANGES, integer, real
+from ..checks import INTEGER_RANGES, blocks_and_grid, integer, real
 from ..scope import options_text
 
 BUFFER_TYPES = {t: c for t, c in SIGNATURE_TOKENS.items() if t != "ptr"}
@@ -456,9 +456,9 @@ class Instance:
         from ..status import check
         packed = [(k, self.spec.kernels[i]["block_dim"], k.pack(self.args(i, copy, refs=False)))
                   for i, k in enumerate(self.kernels)]
-        # A grid's shape goes to sk_launch_kernel_grid, padded to three extents.
+        # A grid's shape goes to sk_launch_kernel_grid, as its three extents.
         calls = [(lib().sk_launch_kernel_grid, "sk_launch_kernel_grid", k.handle,
-                  (ctypes.c_uint32 * 3)(*b, *(1,) * (3 - len(b))), p.pointer) if isinstance(b, tuple) else
+                  (ctypes.c_uint32 * 3)(*blocks_and_grid(b, "block_dim")[1]), p.pointer) if isinstance(b, tuple) else
                  (lib().sk_launch_kernel, "sk_launch_kernel", k.handle, b, p.pointer) for k, b, p in packed]
         wheres = [d["where"] for d in self.spec.kernels]
 
