@@ -51,7 +51,7 @@ std::string_view trim(std::string_view s) {
 size_t round_up(size_t v, size_t align) { return (v + align - 1) / align * align; }
 
 // Recursive descent over one signature: parameter := type; type := scalar | '{' member
-// (',' member)* '}'; member := type ('[' N ']')?. Every failure names the parameter.
+// (',' member)* '}' ('@' N)?; member := type ('[' N ']')?. Every failure names the parameter.
 class Parser {
  public:
   Parser(std::string_view text, std::string_view what) : text_(text), what_(what) {}
@@ -147,8 +147,26 @@ class Parser {
       ++pos_;
     }
     ++pos_;
+    skip_spaces();
+    if (peek() == '@')
+      if (sk_status st = alignment(open, &agg.align); st != SK_OK) return st;
     agg.size = static_cast<uint32_t>(round_up(offset, agg.align));
     *out = std::move(agg);
+    return SK_OK;
+  }
+
+  // `@N` after an aggregate: C's alignas(N), which may raise its alignment, never lower it.
+  sk_status alignment(size_t open, uint32_t *align) {
+    const size_t at = pos_++;
+    skip_spaces();
+    size_t v = 0, digits = 0;
+    for (; pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9' && digits < 5; ++pos_, ++digits)
+      v = v * 10 + static_cast<size_t>(text_[pos_] - '0');
+    if (!digits || v > kMaxAggregateAlign || (v & (v - 1)))
+      return error("has an alignment at byte %zu that is not a power of two from 1 to %zu", at, kMaxAggregateAlign);
+    if (v < *align)
+      return error("aligns the aggregate (the '{' at byte %zu) to %zu, less than its members' %u", open, v, *align);
+    *align = static_cast<uint32_t>(v);
     return SK_OK;
   }
 
@@ -206,17 +224,22 @@ uint64_t to_slot(ArgType t, const void *value) {
 
 size_t slot_count(const ParamType &t) { return t.is_struct() ? (arg_size(t) + 7) / 8 : 1; }
 
-size_t signature_slots(const Signature &sig) {
-  size_t n = 0;
-  for (const ParamType &t : sig) n += slot_count(t);
-  return n;
+size_t slot_align(const ParamType &t) { return t.align > 8 ? t.align / 8 : 1; }
+
+size_t signature_slot_align(const Signature &sig) {
+  size_t a = 1;
+  for (const ParamType &t : sig) a = std::max(a, slot_align(t));
+  return a;
 }
+
+size_t signature_slots(const Signature &sig) { return slot_offsets(sig).back(); }
 
 std::vector<uint32_t> slot_offsets(const Signature &sig) {
   std::vector<uint32_t> offsets;
   offsets.reserve(sig.size() + 1);
   uint32_t at = 0;
   for (const ParamType &t : sig) {
+    at = static_cast<uint32_t>(round_up(at, slot_align(t)));
     offsets.push_back(at);
     at += static_cast<uint32_t>(slot_count(t));
   }
@@ -241,6 +264,9 @@ std::string type_to_string(const ParamType &t) {
     s += '{';
     for (size_t i = 0; i < t.fields.size(); ++i) s += (i ? "," : "") + type_to_string(t.fields[i]);
     s += '}';
+    uint32_t natural = 1;
+    for (const ParamType &f : t.fields) natural = std::max(natural, f.align);
+    if (t.align > natural) s += "@" + std::to_string(t.align);
   } else {
     s = arg_type_name(t.type);
   }

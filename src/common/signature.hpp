@@ -17,6 +17,10 @@ enum class ArgType : unsigned char { Ptr, I8, U8, I16, U16, I32, U32, I64, U64, 
 // and a mistyped or hostile signature cannot ask for megabytes of slots per launch.
 constexpr size_t kMaxAggregateBytes = 1024;
 constexpr size_t kMaxAggregateDepth = 8;
+// The most an aggregate's `@N` may align it: a CUDA tensor map (CUtensorMap) asks 64 or 128.
+constexpr size_t kMaxAggregateAlign = 256;
+static_assert(kMaxAggregateBytes % kMaxAggregateAlign == 0,
+              "an aggregate of the most bytes is never padded past them");
 
 // One parameter's type, or one member's inside an aggregate: a scalar, or an aggregate
 // ("{f32,f32}") passed by value, laid out as C lays out a struct of these members (each at its
@@ -48,9 +52,13 @@ uint64_t to_slot(ArgType t, const void *value);
 // Slots a value of `t` takes: one for a scalar, an aggregate's bytes in 8-byte slots (zero
 // past its size), so that the slots hold it as C lays it out, 8-aligned.
 size_t slot_count(const ParamType &t);
-size_t signature_slots(const Signature &sig);
-// Each parameter's first slot, counted from the signature's first, then the total.
+// Each parameter's first slot, counted from the signature's first, then the total. A
+// parameter aligned beyond 8 bytes (`@64`) starts on a slot of its alignment, the slots
+// skipped zero: its bytes are aligned wherever the signature's first slot is aligned to
+// signature_slot_align slots (a CUDA entry's parameter space, where a tensor map is read).
 std::vector<uint32_t> slot_offsets(const Signature &sig);
+size_t signature_slots(const Signature &sig);  // slot_offsets(sig).back()
+size_t signature_slot_align(const Signature &sig);
 // `value` (as C lays out a value of `t`) into slot_count(t) slots at `out`.
 void to_slots(const ParamType &t, const void *value, uint64_t *out);
 const char *arg_type_name(ArgType t);  // a scalar's token; "{...}" for an aggregate

@@ -43,9 +43,24 @@ def test_signatures_with_aggregates_parse_as_libsk_prints_them(dev, objects):
                         ("{i32[0]}", "array length '0'"),
                         ("{u8[2000]}", "array length '2000'"),
                         ("{" * 9 + "u8" + "}" * 9, "nests aggregates more than 8 deep"),
-                        ("f32}", "unexpected '}'")):
+                        ("f32}", "unexpected '}'"),
+                        ("{u8}@3", "alignment at character 4 that is not a power of two"),
+                        ("{f64}@4", "aligns the aggregate at character 0 to 4, less than its members' 8")):
         with pytest.raises(ValueError, match=needle.replace("[", r"\[").replace("{", r"\{")):
             sk.parse_signature(bad)
+
+
+def test_an_aligned_aggregate_is_laid_out_as_alignas_lays_it_out():
+    from superkernel.aggregates import ctype_of
+    assert sk.parse_signature("{u64[16]} @ 64, {f32}@4, {{u8}@16,u8}") == ["{u64[16]}@64", "{f32}", "{{u8}@16,u8}"]
+    assert ctypes.sizeof(ctype_of("{u64[16]}@64")) == 128
+    assert ctypes.sizeof(ctype_of("{u8[3]}@64")) == 64  # sizeof is a multiple of alignof
+    nested = ctype_of("{u8,{u8}@16,u8}")  # struct { char a; alignas(16) struct {char b;} c; char d; }
+    assert ctypes.sizeof(nested) == 48 and nested.m1.offset == 16 and nested.m2.offset == 32
+    from superkernel.aggregates import aggregate
+    value, _ = aggregate("{u8,{u8}@16,u8}", (1, (2,), 3), "argument 0", None)
+    raw = ctypes.string_at(ctypes.addressof(value), 48)
+    assert (raw[0], raw[16], raw[32]) == (1, 2, 3)
 
 
 def test_aggregates_fused_equal_unfused_and_the_values(dev, objects):

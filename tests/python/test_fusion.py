@@ -140,6 +140,11 @@ def test_scope_aborts_on_exception(dev, ops):
 def test_kernel_without_metadata_needs_a_signature(dev, ops):
     with pytest.raises(sk.NotFound):
         ops.kernel("no_metadata_fill")
+    # An aggregate aligned beyond what libffi lays out (alignas(16) of 8-aligned members) is
+    # refused by name rather than passed at the wrong offsets.
+    with pytest.raises(sk.Unsupported, match=r"parameter 1 \{u64\[2\]\}@16: libffi lays it out in 16 bytes "
+                                             r"aligned to 8, the signature in 16 aligned to 16"):
+        ops.kernel("no_metadata_fill", signature="ptr,{u64[2]}@16")
     fill = ops.kernel("no_metadata_fill", signature="ptr,f32,u32")
     y = np.zeros(100, np.float32)
     with dev.scope("fill") as scope:

@@ -1,5 +1,6 @@
 """Aggregates in signatures: a C struct passed by value is its members in braces, "{f32,f32}"
-for `struct {float x, y;}`, nested ("{{f32,f32},i32}"), a member array as "i32[5]". libsk
+for `struct {float x, y;}`, nested ("{{f32,f32},i32}"), a member array as "i32[5]", aligned
+beyond its members by a suffix "@N" (C's alignas(N): "{u64[16]}@64", a CUtensorMap). libsk
 passes it as the platform's C ABI passes that struct (sk.h, sk_module_get_kernel_with_signature);
 here each one becomes the ctypes.Structure C would lay out, and a Python value becomes its bytes.
 
@@ -7,6 +8,7 @@ A value for an aggregate is a tuple or list of its members' values (a nested agg
 array member as a tuple or list of its own), a ctypes object of the struct's size, or bytes of
 that size.
 """
+import collections
 import ctypes
 import functools
 
@@ -23,6 +25,11 @@ SCALAR_TYPES = {
 }
 MAX_BYTES = 1024  # libsk's bounds (src/common/signature.hpp): larger ones fail there too
 MAX_DEPTH = 8
+MAX_ALIGN = 256
+
+#: A parsed aggregate: its (type, count) members and the alignment "@N" gives it (None: its
+#: members').
+Aggregate = collections.namedtuple("Aggregate", "members align")
 _EXPECTED = ("expected one of " + ",".join(SCALAR_TYPES) +
              " or an aggregate {T,T...} (members may be arrays T[N])")
 
@@ -106,17 +113,34 @@ class _Parser:
             if self.text[self.pos] != ",":
                 raise self.error(f"has an unexpected {self.text[self.pos]!r} at character {self.pos}")
             self.pos += 1
-        tree = tuple(members)
+        tree = Aggregate(tuple(members), None)
+        self.skip()
+        if self.peek() == "@":
+            at = self.pos
+            self.pos += 1
+            self.skip()
+            begin = self.pos
+            while self.pos < len(self.text) and self.text[self.pos].isdigit() and self.pos - begin < 5:
+                self.pos += 1
+            n = int(self.text[begin:self.pos] or "0")
+            if not n or n > MAX_ALIGN or n & (n - 1):
+                raise self.error(f"has an alignment at character {at} that is not a power of two "
+                                 f"from 1 to {MAX_ALIGN}")
+            if n < _alignment(tree):
+                raise self.error(f"aligns the aggregate at character {opened} to {n}, less than its "
+                                 f"members' {_alignment(tree)}")
+            tree = Aggregate(tree.members, n if n > _alignment(tree) else None)
         if ctypes.sizeof(_ctype(tree)) > MAX_BYTES:
             raise self.error(f"has an aggregate of more than {MAX_BYTES} bytes")
         return tree
 
 
 def canonical(tree):
-    """A parsed type as libsk prints it: "{f32,f32}", "{i32[5]}", "u32"."""
+    """A parsed type as libsk prints it: "{f32,f32}", "{i32[5]}", "{u64[16]}@64", "u32"."""
     if isinstance(tree, str):
         return tree
-    return "{" + ",".join(canonical(t) + (f"[{n}]" if n != 1 else "") for t, n in tree) + "}"
+    text = "{" + ",".join(canonical(t) + (f"[{n}]" if n != 1 else "") for t, n in tree.members) + "}"
+    return text + (f"@{tree.align}" if tree.align else "")
 
 
 def parse_types(signature):
@@ -125,11 +149,29 @@ def parse_types(signature):
 
 
 @functools.lru_cache(maxsize=None)
+def _alignment(tree):
+    if isinstance(tree, str):
+        return ctypes.alignment(SCALAR_TYPES[tree])
+    return tree.align or max(_alignment(t) for t, _ in tree.members)
+
+
+@functools.lru_cache(maxsize=None)
 def _ctype(tree):
+    """The Structure C lays out: members m0, m1... at their alignment, the size a multiple of
+    the aggregate's; the padding is spelled out (ctypes knows no alignas)."""
     if isinstance(tree, str):
         return SCALAR_TYPES[tree]
-    fields = [(f"m{i}", _ctype(t) * n if n != 1 else _ctype(t)) for i, (t, n) in enumerate(tree)]
-    return type("Aggregate", (ctypes.Structure,), {"_fields_": fields})
+    fields, offset = [], 0
+    for i, (t, n) in enumerate(tree.members):
+        member = _ctype(t) * n if n != 1 else _ctype(t)
+        gap = -offset % _alignment(t)
+        if gap:
+            fields.append((f"_pad{i}", ctypes.c_uint8 * gap))
+        fields.append((f"m{i}", member))
+        offset += gap + ctypes.sizeof(member)
+    if -offset % _alignment(tree):
+        fields.append(("_tail", ctypes.c_uint8 * (-offset % _alignment(tree))))
+    return type("Aggregate", (ctypes.Structure,), {"_pack_": 1, "_fields_": fields})
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,35 +202,35 @@ def aggregate(token, value, what, pointer):
                              f"{type(value).__name__} holds {len(data)}")
         return ctype.from_buffer_copy(data), []
     keep = []
-    return ctype(*_members(_tree(token), value, what, pointer, keep)), keep
+    return ctype(**_members(_tree(token), value, what, pointer, keep)), keep
 
 
 def _members(tree, value, what, pointer, keep):
     if not isinstance(value, (tuple, list)):
         raise TypeError(f"{what}: an aggregate {canonical(tree)} needs a tuple or list of its "
                         f"{_members_text(tree)} (or its bytes), not {type(value).__name__}")
-    if len(value) != len(tree):
+    if len(value) != len(tree.members):
         raise ValueError(f"{what}: {canonical(tree)} has {_members_text(tree)}, {len(value)} given")
-    out = []
-    for i, ((t, n), v) in enumerate(zip(tree, value)):
+    out = {}
+    for i, ((t, n), v) in enumerate(zip(tree.members, value)):
         member = f"{what} member {i}"
         if n == 1:
-            out.append(_member(t, v, member, pointer, keep))
+            out[f"m{i}"] = _member(t, v, member, pointer, keep)
             continue
         if not isinstance(v, (tuple, list)) or len(v) != n:
             raise TypeError(f"{member}: an array of {n} needs a tuple or list of {n} values")
         array = _ctype(t) * n
-        out.append(array(*[_member(t, e, f"{member}[{j}]", pointer, keep) for j, e in enumerate(v)]))
+        out[f"m{i}"] = array(*[_member(t, e, f"{member}[{j}]", pointer, keep) for j, e in enumerate(v)])
     return out
 
 
 def _members_text(tree):
-    return f"{len(tree)} member" + ("s" if len(tree) != 1 else "")
+    return f"{len(tree.members)} member" + ("s" if len(tree.members) != 1 else "")
 
 
 def _member(tree, value, what, pointer, keep):
     if not isinstance(tree, str):
-        return _ctype(tree)(*_members(tree, value, what, pointer, keep))
+        return _ctype(tree)(**_members(tree, value, what, pointer, keep))
     if tree == "ptr":
         address, kept = pointer(value, what)
         if kept is not None:

@@ -85,6 +85,41 @@ TEST(Signature, EachParameterHasItsFirstSlot) {
   EXPECT_EQ(signature_slots(sig), 8u);
 }
 
+// `@N` is C's alignas(N) on an aggregate: the alignment raised (never lowered), the size a
+// multiple of it; printed back where it exceeds the members' own. Such a parameter starts on a
+// slot of its alignment.
+struct alignas(64) TensorMapLike {
+  uint64_t words[16];
+};
+struct Inner16 {
+  alignas(16) struct { uint8_t b; } c;
+};
+TEST(Signature, AnAggregateMayBeAlignedBeyondItsMembers) {
+  const Signature sig = parse("u32,{u64[16]}@64,{u8[3]}@16,f32,{f64}@8");
+  EXPECT_EQ(sig[1].align, alignof(TensorMapLike));
+  EXPECT_EQ(sig[1].size, sizeof(TensorMapLike));
+  EXPECT_EQ(sig[2].size, 16u);
+  EXPECT_EQ(signature_to_string(sig), "u32,{u64[16]}@64,{u8[3]}@16,f32,{f64}");
+  EXPECT_EQ(slot_offsets(sig), (std::vector<uint32_t>{0, 8, 24, 26, 27, 28}));
+  EXPECT_EQ(signature_slots(sig), 28u);
+  EXPECT_EQ(signature_slot_align(sig), 8u);
+  EXPECT_EQ(parse("{{u8}@16,u8}")[0].size, 32u);
+  EXPECT_EQ(parse("{{u8}@16}")[0].align, alignof(Inner16));
+  Signature bad;
+  EXPECT_EQ(parse_signature("{u8}@3", "k", &bad), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sk::last_error())
+                .find("parameter 0 has an alignment at byte 4 that is not a power of two from 1 to 256"),
+            std::string::npos)
+      << sk::last_error();
+  EXPECT_EQ(parse_signature("i8,{f64}@4", "k", &bad), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sk::last_error())
+                .find("parameter 1 aligns the aggregate (the '{' at byte 3) to 4, less than its members' 8"),
+            std::string::npos)
+      << sk::last_error();
+  EXPECT_EQ(parse_signature("{u8[1000]}@512", "k", &bad), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(parse("{u8[1000]}@256")[0].size, 1024u) << "the largest aggregate, rounded up";
+}
+
 TEST(Signature, AnAggregatesSlotsHoldItsBytesThenZeros) {
   const Signature sig = parse("{i32[5]}");
   const I5 value{{1, -2, 3, -4, 5}};
