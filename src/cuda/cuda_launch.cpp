@@ -43,9 +43,9 @@ sk_status cuda_inputs(const std::string &scope, std::vector<PlanInput> *inputs) 
   return SK_OK;
 }
 
-// What building `plan` for `dev` takes; `slots` argument slots in all.
+// What building `plan` for `dev` takes.
 BuildRequest build_request(const CudaDevice &dev, const Plan &plan,
-                           const std::vector<std::shared_ptr<CudaKernel>> &kernels, size_t slots, uint64_t id) {
+                           const std::vector<std::shared_ptr<CudaKernel>> &kernels, uint64_t id) {
   BuildRequest req;
   req.name = plan.name;
   req.arch = dev.arch();
@@ -53,7 +53,6 @@ BuildRequest build_request(const CudaDevice &dev, const Plan &plan,
   req.id = id;
   req.plan = &plan;
   req.kernels = kernels;
-  req.arg_slots = slots;
   req.param_bytes = param_space_bytes(dev.driver_version());
   return req;
 }
@@ -81,14 +80,14 @@ sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOption
   if (sk_status st = cuda_inputs(name, &inputs); st != SK_OK) return st;
   std::vector<std::shared_ptr<CudaKernel>> ck;
   std::vector<std::string> names;
-  std::vector<uint64_t> slots;
-  std::vector<size_t> slot_base;
   for (size_t i = 0; i < kernels.size(); ++i) {
     ck.push_back(static_cast<const CudaBackendKernel &>(*kernels[i]).kernel);  // the api checked the device
     names.push_back(inputs[i].name);
-    slot_base.push_back(slots.size());
-    slots.insert(slots.end(), args[i].begin(), args[i].end());
   }
+  const std::vector<uint32_t> bases = step_arg_bases(ck);
+  std::vector<uint64_t> slots(bases.back(), 0);
+  for (size_t i = 0; i < kernels.size(); ++i) std::copy(args[i].begin(), args[i].end(), slots.begin() + bases[i]);
+  const std::vector<size_t> slot_base(bases.begin(), bases.end() - 1);
   ContextScope ctx(*dev, "sk_finalize");
   if (ctx.status() != SK_OK) return ctx.status();
   for (size_t i = 0; i < kernels.size(); ++i)
@@ -106,7 +105,7 @@ sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOption
   // entry does not depend on the placement, so the new plan changes the step table only.
   const uint32_t bound = dev->multiprocessors() * kMaxBlocksPerSm;
   if (sk_status st = build_plan(name, options, inputs, bound, &sk->plan); st != SK_OK) return st;
-  BuildRequest req = build_request(*dev, sk->plan, ck, slots.size(), sk->id);
+  BuildRequest req = build_request(*dev, sk->plan, ck, sk->id);
   BuiltImage image;
   if (sk_status st = build_and_load(dev, req, &image, &sk->program); st != SK_OK) return st;
   const uint32_t fit = sk->program->max_coresident();
@@ -235,7 +234,7 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, const GridShape
   auto made = std::make_shared<UnfusedProgram>();
   const uint64_t id = dev->register_name(symbol + " (single)", {symbol});
   BuiltImage image;
-  if (sk_status st = build_and_load(dev, build_request(*dev, plan, {kernel}, slots, id), &image, &made->linked);
+  if (sk_status st = build_and_load(dev, build_request(*dev, plan, {kernel}, id), &image, &made->linked);
       st != SK_OK)
     return st;
   const bool waits = (usage & kUsesWaitForAll) != 0;

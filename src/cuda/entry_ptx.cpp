@@ -158,10 +158,16 @@ PtxValues abi_values(const EntrySpec &spec) {
 }
 
 bool is_ref(const EntryStep &s, size_t j) { return j < 64 && (s.arg_refs >> j & 1); }
+bool by_address(const EntryStep &s, size_t j) {
+  return std::find(s.by_address.begin(), s.by_address.end(), j) != s.by_address.end();
+}
 
 // A parameter's declaration as nvcc writes the callee's: scalars in 32- or 64-bit parameters,
-// an aggregate as a byte array with its alignment (the PTX ABI passes it by value).
-std::string param_decl(const ParamType &t, size_t j, const char *prefix) {
+// an aggregate as a byte array with its alignment (the PTX ABI passes it by value); one passed
+// by its address, that 32-bit address.
+std::string param_decl(const EntryStep &s, size_t j, const char *prefix) {
+  const ParamType &t = s.signature[j];
+  if (by_address(s, j)) return ".param .b32 " + (prefix + str(j));
   if (t.is_struct()) return ".param .align " + str(t.align) + " .b8 " + prefix + str(j) + "[" + str(t.size) + "]";
   return std::string(".param .b") + (wide(t.type) ? "64 " : "32 ") + prefix + str(j);
 }
@@ -173,7 +179,7 @@ std::string subkernel_declarations(const EntrySpec &spec) {
     if (std::find(declared.begin(), declared.end(), s->symbol) != declared.end()) continue;
     declared.push_back(s->symbol);
     o += (o.empty() ? "" : "\n") + std::string(".extern .func ") + s->symbol + "(";
-    for (size_t j = 0; j < s->signature.size(); ++j) o += (j ? ", " : "") + param_decl(s->signature[j], j, "p");
+    for (size_t j = 0; j < s->signature.size(); ++j) o += (j ? ", " : "") + param_decl(*s, j, "p");
     o += ");";
   }
   return o;
@@ -204,11 +210,16 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   std::string o = "  {\n";
   if (n)
     o += "    .reg .b64 %x<" + str(n) + ">;\n    .reg .b32 %y<" + str(n) + ">;\n    .reg .b64 %a<" + str(n) + ">;\n";
-  for (size_t j = 0; j < n; ++j) o += "    " + param_decl(s.signature[j], j, "c") + ";\n";
+  for (size_t j = 0; j < n; ++j) o += "    " + param_decl(s, j, "c") + ";\n";
   const std::string load = spec.args == ArgSource::Params ? "ld.param." : "ld.global.nc.";
   for (size_t j = 0; j < n; ++j) {
     const ParamType &t = s.signature[j];
     const std::string slot = "[%t5+" + str(8 * at[j]);
+    if (by_address(s, j)) {  // %t5: the parameter-space address of the step's first slot
+      o += "    cvt.u32.u64 %y" + str(j) + ", %t5;\n    add.u32 %y" + str(j) + ", %y" + str(j) + ", " +
+           str(8 * at[j]) + ";\n    st.param.b32 [c" + str(j) + "], %y" + str(j) + ";\n";
+      continue;
+    }
     const bool ref = is_ref(s, j);
     if (ref) o += "    " + load + "u64 %a" + str(j) + ", " + slot + "];\n";
     const std::string from = ref ? "[%a" + str(j) : slot;  // a value's first byte
@@ -386,8 +397,12 @@ std::string generate_entry_ptx(const EntrySpec &spec) {
       spec.shared_pad_bytes ? ".shared .align 1 .b8 __sk_shared_pad[" + str(spec.shared_pad_bytes) + "];" : "";
   v["SHARED_PAD_KEEP"] = spec.shared_pad_bytes ? "  st.shared.u8 [__sk_shared_pad], %r2;" : "";
   const uint32_t slots = spec.arg_slots ? spec.arg_slots : 1;
-  v["ARGS_PARAM"] = spec.args == ArgSource::Params ? "  .param .align 8 .b8 sk_args[" + str(8ull * slots) + "],"
-                                                   : "  .param .u64 sk_args,";
+  // Aligned as the most aligned parameter (each step's slots start on its alignment).
+  size_t align = 8;
+  for (const EntryStep &s : spec.steps) align = std::max(align, 8 * signature_slot_align(s.signature));
+  v["ARGS_PARAM"] = spec.args == ArgSource::Params
+                        ? "  .param .align " + str(align) + " .b8 sk_args[" + str(8ull * slots) + "],"
+                        : "  .param .u64 sk_args,";
   v["STEPS"] = steps_code(spec, v);
   return ptx_template().expand("superkernel", v);
 }

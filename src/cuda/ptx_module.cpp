@@ -120,10 +120,33 @@ struct Function {
   };
   std::vector<Special> specials;
   std::vector<Edit> exits;  // `exit` -> `ret`
+  // Each parameter's declaration after `.param` (text offsets [first, second)), for the
+  // rewrite of one whose address the kernel takes.
+  std::vector<std::pair<size_t, size_t>> param_decls;
+  // A statement of an entry that names one of its parameters: its address taken (mov,
+  // cvta.param), its bytes read (ld.param), or another use (`text` empty), and the statement
+  // as it reads a parameter passed by its address in the super kernel's parameter space.
+  struct ParamUse {
+    size_t at, len, param;
+    bool address;
+    std::string text;
+  };
+  std::vector<ParamUse> param_uses;
+  std::string register_param_access;  // an ld.param/st.param through a register address
   std::set<std::string> callees;
   std::set<std::string> words;  // names its statements use otherwise than as a call target
   bool indirect_calls = false, dynamic_shared = false;
 };
+
+// A `::cluster` qualifier that reaches beyond the block: `.shared::cluster` addresses the block's
+// own shared memory too (every launch is a cluster of one block unless it asks for more), the
+// others (`multicast::cluster`, `barrier.cluster`) other blocks of a cluster.
+bool names_other_ctas(std::string_view token) {
+  constexpr std::string_view q = "::cluster", own = "shared";
+  for (size_t at = token.find(q); at != std::string_view::npos; at = token.find(q, at + 1))
+    if (at < own.size() || token.substr(at - own.size(), own.size()) != own) return true;
+  return false;
+}
 
 constexpr const char *kDynamicParallelism[] = {"__cudaCDP2", "cudaLaunchDevice", "cudaGetParameterBuffer",
                                                "cudaCGGetIntrinsicHandle", "cudaCGSynchronize"};
@@ -134,17 +157,18 @@ std::string refused_construct(std::string_view opcode, std::string_view token) {
   if (starts(token, "%envreg"))
     return "a cooperative grid synchronisation (cg::this_grid(): reads " + std::string(token) + ")";
   if (starts(token, "%cluster") || starts(token, "%nclusterid") || starts(token, "%is_explicit_cluster") ||
-      token.find("::cluster") != std::string_view::npos)
+      names_other_ctas(token))
     return "a thread block cluster (" + std::string(token) + ")";
   if (starts(opcode, "griddepcontrol"))
     return "programmatic dependent launch (" + std::string(opcode) +
            "): a super kernel's steps are ordered by libsk";
   if (starts(opcode, "barrier.cluster") || starts(opcode, "mapa"))
     return "a thread block cluster (" + std::string(opcode) + ")";
-  if (starts(opcode, "cp.async.bulk.tensor") || starts(opcode, "cp.reduce.async.bulk.tensor") ||
-      starts(opcode, "prefetch.tensormap") || starts(opcode, "prefetch.param.tensormap") ||
-      starts(opcode, "tensormap.") || starts(opcode, "cvta.param") || starts(opcode, "cvta.to.param"))
-    return "a TMA descriptor or other grid-constant parameter (" + std::string(opcode) + ")";
+  // A tensor map read where it is (cvta.param of a parameter's address, cp.async.bulk.tensor)
+  // is rewritten; one addressed in the parameter space itself is not.
+  if (starts(opcode, "prefetch.param.tensormap") || starts(opcode, "cvta.to.param"))
+    return "a parameter addressed in the parameter space (" + std::string(opcode) +
+           "): use its generic address (cvta.param)";
   return "";
 }
 
@@ -225,6 +249,7 @@ class Parser {
   sk_status params(Function &f, size_t open, size_t close);
   void directives(Function &f, size_t begin, size_t body);
   void statement(Function &f, size_t begin, size_t end);
+  void param_use(Function &f, size_t begin, size_t op, size_t end, const std::string &guard);
 };
 
 sk_status Parser::matching(size_t open, size_t *close) const {
@@ -339,18 +364,20 @@ sk_status Parser::params(Function &f, size_t open, size_t close) {
     }
     if (name >= end) return bad(k, "a parameter of '" + f.name + "' has no name");
     f.param_names.emplace_back(tok(name));
+    f.param_decls.emplace_back(toks_[k + 1].at, toks_[end - 1].at + tok(end - 1).size());
     const std::string pname(tok(name));
     if (tok(name + 1) == "[") {  // a byte array: an aggregate passed by value
       const unsigned long bytes = std::strtoul(std::string(tok(name + 2)).c_str(), nullptr, 10);
       const uint32_t a = align ? align : 1;
-      if (bytes == 0 || bytes % a || (a != 1 && a != 2 && a != 4 && a != 8 && a != 16)) {
+      if (bytes == 0 || bytes % a || (a & (a - 1)) || a > kMaxAggregateAlign) {
         f.signature_error = "parameter '" + pname + "' (" + std::to_string(bytes) + " bytes, aligned " +
                             std::to_string(a) + ") has no signature type";
       } else {
         const uint32_t piece = std::min<uint32_t>(a, 8);
         const std::string member = piece == 1 ? "u8" : piece == 2 ? "u16" : piece == 4 ? "u32" : "u64";
         Signature one;
-        const std::string spelled = "{" + member + "[" + std::to_string(bytes / piece) + "]}";
+        const std::string spelled =
+            "{" + member + "[" + std::to_string(bytes / piece) + "]}" + (a > piece ? "@" + std::to_string(a) : "");
         if (parse_signature(spelled, "parameter '" + pname + "'", &one) != SK_OK || one[0].align != a) {
           f.signature_error = "parameter '" + pname + "' (" + std::to_string(bytes) + " bytes, aligned " +
                               std::to_string(a) + ") has no signature type";
@@ -413,6 +440,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   if (tok(op)[0] == '@') guard = std::string(tok(op++));
   if (op >= end) return;
   const std::string_view opcode = tok(op);
+  if (f.entry) param_use(f, begin, op, end, guard);
   for (size_t k = op; k < end; ++k) {
     const std::string_view t = tok(k);
     if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
@@ -460,6 +488,48 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     if ((starts(t, "%ctaid") || starts(t, "%nctaid") || starts(t, "%tid") || starts(t, "%ntid")) &&
         f.refusal.empty() && !(t == "%tid.x" || t == "%ntid.x"))
       f.refusal = "reads " + std::string(t) + " other than by a scalar mov";
+  }
+}
+
+// An entry's statement that names a parameter, as the rewrite of a parameter passed by its
+// address needs it: there the parameter holds the 32-bit parameter-space address of its bytes
+// among the super kernel's arguments (%sk_pa below), which cvta.param makes generic as before.
+void Parser::param_use(Function &f, size_t begin, size_t op, size_t end, const std::string &guard) {
+  const std::string_view opcode = tok(op);
+  if ((starts(opcode, "ld.param") || starts(opcode, "st.param")) && f.register_param_access.empty())
+    for (size_t k = op + 1; k + 1 < end; ++k)
+      if (tok(k) == "[" && tok(k + 1)[0] == '%') f.register_param_access = std::string(opcode);
+  for (size_t k = op + 1; k < end; ++k) {
+    const auto it = std::find(f.param_names.begin(), f.param_names.end(), tok(k));
+    if (it == f.param_names.end()) continue;
+    const std::string name(tok(k));
+    size_t after = k + 1;
+    std::string offset;  // `P+16`
+    if (tok(after) == "+" && after + 1 < end) {
+      offset = "+" + std::string(tok(after + 1));
+      after += 2;
+    }
+    Function::ParamUse use{toks_[begin].at, toks_[end].at + 1 - toks_[begin].at,
+                           (size_t)(it - f.param_names.begin()), true, ""};
+    const std::string g = guard.empty() ? "" : guard + " ", dst(tok(op + 1));
+    const std::string addr = "{ .reg .b32 %sk_pa; .reg .b64 %sk_pq; ld.param.b32 %sk_pa, [" + name + "]; " +
+                             (offset.empty() ? "" : "add.u32 %sk_pa, %sk_pa, " + offset.substr(1) + "; ");
+    const bool operand = k == op + 3 && tok(op + 2) == "," && after == end;
+    if (starts(opcode, "mov.") && operand) {  // its address
+      const bool wide = opcode.size() > 2 && opcode.substr(opcode.size() - 2) == "64";
+      use.text = addr + g + (wide ? "cvt.u64.u32 " : "mov.b32 ") + dst + ", %sk_pa; }";
+    } else if (starts(opcode, "cvta.param.") && operand) {  // its generic address
+      use.text = addr + "cvt.u64.u32 %sk_pq, %sk_pa; " + g + std::string(opcode) + " " + dst + ", %sk_pq; }";
+    } else if (starts(opcode, "ld.param") && tok(k - 1) == "[" && tok(after) == "]") {  // its bytes
+      use.address = false;
+      const std::string into(text_.substr(toks_[op + 1].at, toks_[k - 1].at - toks_[op + 1].at));
+      use.text = addr + "cvt.u64.u32 %sk_pq, %sk_pa; cvta.param.u64 %sk_pq, %sk_pq; " + g + "ld" +
+                 std::string(opcode.substr(8)) + " " + into + "[%sk_pq]; }";
+    } else {
+      use.text.clear();  // a use the rewrite does not know
+    }
+    f.param_uses.push_back(std::move(use));
+    k = after - 1;
   }
 }
 
@@ -566,6 +636,38 @@ std::string special_read(const Function::Special &s, const uint32_t block[3], bo
     return head + "div.u32 %sk_t, %sk_t, " + x + "; " + g + "rem.u32 " + s.dst + ", %sk_t, " +
            std::to_string(block[1]) + "; }";
   return head + g + "div.u32 " + s.dst + ", %sk_t, " + xy + "; }";
+}
+
+// The rewrite of the parameters an entry takes the address of (a `__grid_constant__` tensor map,
+// Triton's tensor descriptor): each is declared `.b32`, the parameter-space address of its bytes
+// among the super kernel's arguments, and every statement naming it reads that address. The
+// refusal, if one of them is used otherwise.
+std::string pass_by_address(const Function &f, PtxKernel *k, std::vector<Edit> *edits,
+                            std::vector<std::string> *notes) {
+  std::vector<bool> by_address(f.param_names.size());
+  for (const Function::ParamUse &u : f.param_uses) by_address[u.param] = by_address[u.param] || u.address;
+  for (size_t j = 0; j < by_address.size(); ++j) {
+    if (!by_address[j]) continue;
+    const std::string &name = f.param_names[j];
+    if (!f.register_param_access.empty())
+      return "reads its parameters through a register address (" + f.register_param_access +
+             ") and takes the address of parameter '" + name + "'";
+    for (const Function::ParamUse &u : f.param_uses) {
+      if (u.param != j) continue;
+      if (u.text.empty())
+        return "uses parameter '" + name + "', whose address it takes, in a way libsk cannot rewrite";
+      edits->push_back({u.at, u.len, u.text});
+    }
+    const auto [from, to] = f.param_decls[j];
+    edits->erase(std::remove_if(edits->begin(), edits->end(), [from = from](const Edit &e) { return e.at == from; }),
+                 edits->end());
+    edits->push_back({from, to - from, ".b32 " + name});
+    k->by_address.push_back((uint32_t)j);
+    notes->push_back("parameter '" + name +
+                     "' passed as the address of its bytes among the super kernel's parameters (its address is "
+                     "taken: a grid constant)");
+  }
+  return "";
 }
 
 bool newer(const std::string &a, const std::string &b) {  // "9.4" > "9.0"
@@ -745,6 +847,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
                                    : fn == kGridFunction ? " read from the step's grid shape (" + fn + ")"
                                                          : " read as " + fn + "()"));
       }
+      if (k.refusal.empty()) k.refusal = pass_by_address(f, &k, &mine, &notes);
       if (!f.exits.empty()) notes.push_back("exit made ret");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
         edits.insert(edits.end(), mine.begin(), mine.end());

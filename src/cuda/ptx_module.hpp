@@ -32,6 +32,10 @@ struct PtxKernel {
   // It, or a function it reaches, reads a grid register beyond x (%ctaid.y/z, %nctaid.y/z):
   // its blocks need their grid's shape (sk_kernel_options.grid).
   bool multi_dimensional_grid = false;
+  // The parameters whose address it takes (a `__grid_constant__` CUtensorMap, a Triton tensor
+  // descriptor), in order: each is passed as the 32-bit parameter-space address of its bytes in
+  // the super kernel's argument slots, where cvta.param finds them as in a plain launch.
+  std::vector<uint32_t> by_address;
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
   // `.entry` in the text, as it was written, so that the other kernels still link.

@@ -201,6 +201,19 @@ sk_status agree_on_threads(const std::string &name, const std::vector<std::share
   return SK_OK;
 }
 
+std::vector<uint32_t> step_arg_bases(const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
+  std::vector<uint32_t> bases;
+  size_t slot = 0;
+  for (const auto &k : kernels) {
+    const size_t align = signature_slot_align(k->signature);
+    slot = (slot + align - 1) / align * align;
+    bases.push_back((uint32_t)slot);
+    slot += signature_slots(k->signature);
+  }
+  bases.push_back((uint32_t)slot);
+  return bases;
+}
+
 sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *out,
                           elf::SharedOverlayLayout *overlay) {
   const Plan &plan = *req.plan;
@@ -213,11 +226,11 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
   spec.threads = threads;
   spec.timeout_ns = req.timeout_ns;
   spec.id = req.id;
-  spec.arg_slots = (uint32_t)req.arg_slots;
+  const std::vector<uint32_t> bases = step_arg_bases(req.kernels);
+  spec.arg_slots = bases.back();
   for (const auto &k : req.kernels) spec.dynamic_shared = std::max(spec.dynamic_shared, k->dynamic_shared);
-  spec.args = req.force_buffer || 8 * req.arg_slots + kParamReserved > req.param_bytes ? ArgSource::Buffer
-                                                                                       : ArgSource::Params;
-  uint32_t slot = 0;
+  spec.args = req.force_buffer || 8 * size_t{spec.arg_slots} + kParamReserved > req.param_bytes ? ArgSource::Buffer
+                                                                                                : ArgSource::Params;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep &ps = plan.steps[i];
     const CudaKernel &k = *req.kernels[i];
@@ -237,9 +250,20 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.gm_flush = ps.cache.per_access_flush;
     s.dcci_before = ps.cache.flush_before;
     s.dcci_after = ps.cache.flush_after;
-    s.arg_base = slot;
+    s.arg_base = bases[i];
     s.arg_refs = ps.kernel.arg_refs;
-    slot += (uint32_t)signature_slots(k.signature);
+    if (k.ptx) s.by_address = k.ptx->by_address;
+    for (uint32_t j : s.by_address) {
+      const char *why = spec.args == ArgSource::Buffer ? "the arguments are in a device buffer: they take more than "
+                                                         "the driver's parameter space"
+                        : j < 64 && (s.arg_refs >> j & 1) ? "sk_kernel_options.arg_refs reads it by reference"
+                                                          : nullptr;
+      if (why)
+        return fail(SK_ERR_UNSUPPORTED,
+                    "super kernel '%s': kernel %zu '%s' takes the address of parameter %u (a grid constant: a "
+                    "tensor map), which must lie among the super kernel's parameters, but %s",
+                    req.name.c_str(), i, ps.kernel.name.c_str(), j, why);
+    }
     s.arrives = ps.arrives;
     // Without stream fusion a step waits for the one before it (which waited for its own
     // predecessor: the chain orders them all) and the scope events' steps; with it, for its

@@ -34,7 +34,6 @@ struct BuildRequest {
   uint64_t id = 0;  // hang reports name it
   const Plan *plan = nullptr;
   std::vector<std::shared_ptr<CudaKernel>> kernels;  // per plan step
-  size_t arg_slots = 0;                              // total 8-byte argument slots
   size_t param_bytes = 4096;                         // the driver's parameter space (param_space_bytes)
   bool force_buffer = false;                         // arguments in a device buffer even if they fit the parameters
 };
@@ -53,6 +52,12 @@ struct BuiltImage {
   uint32_t shared_pad = 0;      // of which padding before the dynamic base (EntrySpec::shared_pad_bytes)
   uint32_t stack_bytes = 0;     // call stack per thread its launches need (entry_stack_bytes)
 };
+
+// Each step's first 8-byte argument slot in the entry's slots, then the slots in all: the
+// steps' slots in order, each step's first on a slot of its signature's alignment
+// (signature_slot_align), so that a parameter's bytes in the entry's parameter space are as
+// aligned as its type asks.
+std::vector<uint32_t> step_arg_bases(const std::vector<std::shared_ptr<CudaKernel>> &kernels);
 
 // The threads per block the kernels agree on, or SK_ERR_INCOMPATIBLE naming two that differ.
 sk_status agree_on_threads(const std::string &name, const std::vector<std::shared_ptr<CudaKernel>> &kernels,

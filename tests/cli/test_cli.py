@@ -450,7 +450,6 @@ REFUSALS = {"refuse_cluster": "a thread block cluster (.reqnctapercluster)",
             "refuse_pdl": "programmatic dependent launch (griddepcontrol.wait)",
             "refuse_child": "does not say its threads per block",
             "refuse_dynamic_parallelism": "dynamic parallelism",
-            "refuse_tma": "a TMA descriptor",
             "refuse_block2d": "a multi-dimensional block (reads %tid.y)"}
 
 

@@ -47,7 +47,6 @@ struct Scope {
   std::vector<uint32_t> block_dims;
   std::deque<std::string> texts;  // signature texts the plan's string_views point into
   sk::Plan plan;
-  size_t slots = 0;
 
   std::vector<uint32_t> streams;
   std::vector<std::vector<uint32_t>> afters;
@@ -64,7 +63,6 @@ struct Scope {
     sk::ScopeOptions opts;
     if (sk_status st = sk::parse_scope_options(options.c_str(), &opts); st != SK_OK) return st;
     std::vector<sk::PlanInput> inputs;
-    slots = 0;
     for (size_t i = 0; i < kernels.size(); ++i) {
       sk::PlanInput in;
       in.name = kernels[i]->symbol;
@@ -80,7 +78,6 @@ struct Scope {
       in.after = afters[i];
       in.arg_refs = arg_refs[i];
       inputs.push_back(std::move(in));
-      slots += sk::signature_slots(kernels[i]->signature);
     }
     return sk::build_plan(name, opts, std::move(inputs), device_cores, &plan);
   }
@@ -91,7 +88,6 @@ struct Scope {
     r.id = 7;
     r.plan = &plan;
     r.kernels = kernels;
-    r.arg_slots = slots;
     return r;
   }
 };

@@ -57,6 +57,8 @@ def test_every_fixture_loads_with_its_metadata_or_is_refused_by_name(fake_gpu, n
         assert str(e.value).startswith("Device.load_triton") and meta["name"] in str(e.value)
         assert "\n" not in str(e.value)
         return
+    if any(t.startswith("tensordesc") for _, t in meta["signature"]):
+        return  # test_a_host_tensor_descriptor_is_passed_as_its_tensor_map
     for as_tuple in (False, True):
         k = fake_gpu.load_triton(compiled(name, as_tuple=as_tuple))
         assert isinstance(k, sk.TritonKernel) and k.name == meta["name"]
@@ -72,11 +74,53 @@ def test_every_fixture_loads_with_its_metadata_or_is_refused_by_name(fake_gpu, n
         assert not k.module.closed
 
 
-def test_the_refused_fixtures_say_why(fake_gpu):
+def test_the_global_scratch_is_a_buffer_of_each_blocks_part(fake_gpu):
+    # tma_copy builds its tensor descriptors in the global scratch: 256 bytes a program.
+    k = fake_gpu.load_triton(compiled("tma_copy"))
+    assert (k.global_scratch, k.null_tail) == (256, 2)
+    x = fake_gpu.alloc(1 << 16)
+    packed = k.pack([x, x, 64, 64], blocks=4)
+    scratch = packed.keepalive[4]
+    assert scratch.nbytes == 4 * 256
+    assert ctypes.c_void_p.from_address(packed.array[4]).value == scratch.address
+    assert ctypes.c_void_p.from_address(packed.array[5]).value is None  # profile_scratch
+    with pytest.raises(TypeError, match=r"its global scratch takes 256 bytes a block: pack\(args, blocks=block_dim\)"):
+        k.pack([x, x, 64, 64])
+    # It indexes its scratch by program_id over the whole grid (it reads %ctaid.y): a shape.
+    with fake_gpu.scope("tma_copy") as scope:
+        scope.add(k, (4,), x, x, 64, 64)
+        scope.add(k, (8,), x, x, 128, 64)
+    kept = scope.superkernel._keepalive
+    assert kept[(0, 4)].nbytes == 4 * 256 and kept[(1, 4)].nbytes == 8 * 256  # a buffer per step
+    scope.superkernel.launch()
+    k.launch((4,), x, x, 64, 64)
+    fake_gpu.synchronize()
     with pytest.raises(sk.Unsupported, match=r"^Device.load_triton: Triton kernel 'tma_copy_kernel': "
-                                             r"metadata global_scratch_size: 256 bytes of per-program "
-                                             r"scratch memory: libsk cannot give"):
-        fake_gpu.load_triton(compiled("tma_copy"))
+                                             r"metadata profile_scratch_size: 64 bytes"):
+        fake_gpu.load_triton(compiled("tma_copy", profile_scratch_size=64))
+    with pytest.raises(sk.Unsupported, match=r"metadata global_scratch_align: 512-byte alignment"):
+        fake_gpu.load_triton(compiled("tma_copy", global_scratch_align=512))
+
+
+def test_a_host_tensor_descriptor_is_passed_as_its_tensor_map(fake_gpu):
+    # Triton's TensorDescriptor argument is its CUtensorMap (128 bytes aligned 64, whose address
+    # the kernel takes), then the tensor's shape and strides: the PTX's parameters, unnamed.
+    k = fake_gpu.load_triton(compiled("tma_scale"))
+    assert k.param_names is None
+    descriptor = "{u64[16]}@64,u32,u32,u64,u64"
+    assert k.signature == f"{descriptor},{descriptor},f32"
+    x = fake_gpu.alloc(1 << 16)
+    tensor_map = bytes(range(128))
+    args = [tensor_map, 16, 64, 64, 1] * 2 + [2.0]
+    packed = k.pack(args)
+    assert ctypes.string_at(packed.array[0], 128) == tensor_map
+    with pytest.raises(ValueError, match=r"takes 128 bytes, bytes holds 64"):
+        k.pack([tensor_map[:64]] + args[1:])
+    with fake_gpu.scope("tma") as scope:
+        scope.add(k, 4, *args)
+    scope.superkernel.launch()
+    fake_gpu.synchronize()
+    del x
 
 
 def test_without_src_the_ptx_types_the_arguments_and_messages_number_them(fake_gpu):
@@ -205,8 +249,7 @@ def test_kernels_of_other_widths_do_not_fuse(fake_gpu):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"global_scratch_size": 64}, "metadata global_scratch_size: 64 bytes of per-program scratch memory"),
-    ({"profile_scratch_size": 8}, "metadata profile_scratch_size: 8 bytes of per-program scratch memory"),
+    ({"profile_scratch_size": 8}, "metadata profile_scratch_size: 8 bytes of per-program profiling scratch"),
     ({"num_ctas": 2}, "metadata num_ctas: 2 CTAs per program is a thread block cluster"),
     ({"launch_cooperative_grid": True}, "metadata launch_cooperative_grid: a cooperative grid launch"),
     ({"launch_pdl": True}, "metadata launch_pdl: programmatic dependent launch"),

@@ -74,7 +74,7 @@ class PackedArgs:
     """One kernel call's arguments: `array` is the void*[] libsk reads (NULL if no arguments);
     `refs` has bit i set where argument i is a Ref (its entry is then the address itself)."""
 
-    def __init__(self, kernel, values, device, refs_allowed=True):
+    def __init__(self, kernel, values, device, refs_allowed=True, blocks=None):
         tokens, names = kernel.signature_tokens, kernel.param_names
         if len(values) != len(tokens):
             takes = ", ".join(names) if names else kernel.signature or "no parameters"
@@ -98,8 +98,16 @@ class PackedArgs:
                 entries.append(ctypes.addressof(value_c))
             if keep is not None:
                 self.keepalive[i] = keep
-        for _ in range(kernel.null_tail):
-            self.values.append(ctypes.c_void_p(0))
+        for t in range(kernel.null_tail):
+            address = 0
+            if t == 0 and kernel.global_scratch:  # Triton's global scratch: each block's part
+                if blocks is None:
+                    raise TypeError(f"kernel {kernel.name!r}: its global scratch takes {kernel.global_scratch} "
+                                    "bytes a block: pack(args, blocks=block_dim)")
+                scratch = device.alloc(blocks * kernel.global_scratch)
+                self.keepalive[len(tokens)] = scratch
+                address = scratch.address
+            self.values.append(ctypes.c_void_p(address))
             entries.append(ctypes.addressof(self.values[-1]))
         self.array = (ctypes.c_void_p * max(1, len(entries)))(*entries)
         self.pointer = ctypes.cast(self.array, ctypes.POINTER(ctypes.c_void_p)) \

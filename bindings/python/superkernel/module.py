@@ -163,9 +163,11 @@ class Kernel:
     threads = dynamic_shared = None
     #: The names of the parameters the caller passes, for messages (None: by index).
     param_names = None
-    #: Trailing pointer parameters libsk's signature has that the binding passes as NULL
-    #: (a Triton kernel's scratch pointers): not in signature_tokens, not the caller's to give.
+    #: Trailing pointer parameters libsk's signature has that the binding passes (a Triton
+    #: kernel's scratch pointers): not in signature_tokens, not the caller's to give. NULL, but
+    #: the first a buffer of block_dim x global_scratch bytes where global_scratch is set.
     null_tail = 0
+    global_scratch = 0
 
     def __init__(self, module, handle, name, signature, core_type):
         self.module = module
@@ -185,8 +187,10 @@ class Kernel:
     def __repr__(self):
         return f"<Kernel {self.name}({self.signature}) {self.core_type}>"
 
-    def pack(self, args, refs_allowed=True):
-        return PackedArgs(self, list(args), self.module.device, refs_allowed)
+    def pack(self, args, refs_allowed=True, blocks=None):
+        """The arguments libsk reads (PackedArgs); `blocks` the launch's block count, which
+        sizes a Triton kernel's global scratch."""
+        return PackedArgs(self, list(args), self.module.device, refs_allowed, blocks)
 
     def launch(self, block_dim, *args, stream=None):
         """Queues this kernel alone, unfused (sk_launch_kernel), on `stream` (None: the default
@@ -195,7 +199,7 @@ class Kernel:
         synchronized."""
         block_dim, grid = blocks_and_grid(block_dim, f"Kernel.launch ({self.name}) block_dim")
         instance(stream, Stream, f"Kernel.launch ({self.name}) stream", optional=True)
-        packed = self.pack(args, refs_allowed=False)
+        packed = self.pack(args, refs_allowed=False, blocks=block_dim)
         on = stream.handle if stream is not None else None
         if grid[0]:
             check(lib().sk_launch_kernel_grid(self.handle, (ctypes.c_uint32 * 3)(*grid), packed.pointer, on),

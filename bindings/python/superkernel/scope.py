@@ -68,7 +68,7 @@ class Scope(Handle):
             core_count = integer(cores[1], "u32", f"{what} cores[1] (count)")
             if core_count < 1:
                 raise ValueError(f"{what} cores: count is {core_count}; pin at least 1 core, or pass None")
-        packed = kernel.pack(args)
+        packed = kernel.pack(args, blocks=block_dim)
         opts = KernelOptions(ctypes.sizeof(KernelOptions),
                              c_string(name or None, f"{what} name", optional=True),
                              c_string(core_type or None, f"{what} core_type", optional=True),

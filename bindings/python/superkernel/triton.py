@@ -19,6 +19,9 @@ from .module import Kernel, Module
 #: The per-program scratch memory Triton may ask for, in the order of the pointer parameters it
 #: appends to the kernel's own: one for each of these the metadata has.
 SCRATCH_FIELDS = ("global_scratch_size", "profile_scratch_size")
+#: The alignment of the device memory Buffer allocations have (cuMemAlloc's, at least), which
+#: a kernel's global scratch may ask for at most.
+GLOBAL_SCRATCH_ALIGN = 256
 #: Launch features a super kernel's sub-kernel cannot have: metadata field, what it means.
 REFUSED_FLAGS = (("launch_cooperative_grid", "a cooperative grid launch"),
                  ("launch_pdl", "programmatic dependent launch"))
@@ -78,11 +81,15 @@ def load_triton(device, compiled):
         raise ValueError(f"{what}: metadata num_warps {num_warps} x warp_size {warp_size} is no "
                          "thread")
     shared = integer(_get(meta, "shared", None), "u32", f"{what} metadata shared")
-    for field in SCRATCH_FIELDS:
-        size = integer(_get(meta, field, 0), "u64", f"{what} metadata {field}")
-        if size:
-            refuse(field, f"{size} bytes of per-program scratch memory: libsk cannot give a "
-                          "sub-kernel scratch memory yet")
+    global_scratch = integer(_get(meta, "global_scratch_size", 0), "u64", f"{what} metadata global_scratch_size")
+    scratch_align = integer(_get(meta, "global_scratch_align", 1), "u64", f"{what} metadata global_scratch_align")
+    if global_scratch and scratch_align > GLOBAL_SCRATCH_ALIGN:
+        refuse("global_scratch_align", f"{scratch_align}-byte alignment of the global scratch, more than the "
+                                       f"{GLOBAL_SCRATCH_ALIGN} of the device memory the binding allocates")
+    profile = integer(_get(meta, "profile_scratch_size", 0), "u64", f"{what} metadata profile_scratch_size")
+    if profile:
+        refuse("profile_scratch_size", f"{profile} bytes of per-program profiling scratch (Proton): the binding "
+                                       "gives none")
     num_ctas = integer(_get(meta, "num_ctas", 1), "u32", f"{what} metadata num_ctas")
     if num_ctas > 1:
         refuse("num_ctas", f"{num_ctas} CTAs per program is a thread block cluster, which a super "
@@ -129,6 +136,7 @@ def load_triton(device, compiled):
     triton = TritonKernel(module, kernel._handle, name, ",".join(tokens), kernel.core_type)
     triton.ptx_signature = kernel.signature
     triton.param_names, triton.null_tail = names, tail
+    triton.global_scratch = global_scratch if tail else 0
     triton.threads, triton.dynamic_shared = num_warps * warp_size, shared
     triton.metadata = meta
     return triton

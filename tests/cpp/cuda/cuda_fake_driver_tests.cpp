@@ -2538,6 +2538,58 @@ TEST_F(CudaFakeDriver, ATwoDimensionalGridIsGivenWithItsShape) {
 }
 
 // sk_module_inspect: what a module holds for an architecture, without a GPU, and its refusals.
+// A `__grid_constant__` tensor map through the C API: its signature as libsk reads the PTX
+// parameter (128 bytes aligned 128), its bytes the argument, the super kernel launched with
+// them in its parameters; read by reference, or in a super kernel whose arguments go to a
+// device buffer, it is refused naming the kernel and the parameter.
+TEST_F(CudaFakeDriver, ATensorMapParameterIsPassedAsItsBytes) {
+  reopen_on_driver(12000);  // a 4 KiB parameter space: 20 steps of 32 slots go to a buffer
+  sk_kernel *tma = kernel("grid_constant.ptx", "tma_copy_global");
+  ASSERT_NE(tma, nullptr);
+  char signature[64];
+  ASSERT_EQ(sk_kernel_signature(tma, signature, sizeof signature, nullptr), SK_OK) << sk_last_error();
+  EXPECT_STREQ(signature, "{u64[16]}@128,ptr");
+  alignas(128) uint64_t tensor_map[16];
+  for (uint64_t i = 0; i < 16; ++i) tensor_map[i] = 0x0123456789abcdefull ^ i;
+  uint64_t out = 0x1000;
+  void *args[] = {tensor_map, &out};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "tma", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, tma, 4, args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  std::string json(1 << 16, '\0');
+  ASSERT_EQ(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), SK_OK) << sk_last_error();
+  EXPECT_TRUE(contains(json, "parameter 'tma_copy_global_param_0' passed as the address of its bytes")) << json;
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(tma, 4, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].args_buffer, 0u) << "in the parameters";
+  EXPECT_EQ(l[0].first_slot, tensor_map[0]);
+  EXPECT_EQ(l[1].first_slot, tensor_map[0]);
+  sk_superkernel_destroy(sk);
+
+  sk_kernel_options by_ref = SK_KERNEL_OPTIONS_INIT;
+  by_ref.arg_refs = 1;
+  void *map_on_device = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, sizeof tensor_map, &map_on_device), SK_OK) << sk_last_error();
+  void *ref_args[] = {map_on_device, &out};  // read by reference: the address itself
+  ASSERT_EQ(sk_scope_begin(dev_, "tma_by_ref", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, tma, 4, ref_args, &by_ref), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk_last_error(), "kernel 0 'tma_copy_global' takes the address of parameter 0"))
+      << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "arg_refs")) << sk_last_error();
+  sk_mem_free(dev_, map_on_device);
+
+  ASSERT_EQ(sk_scope_begin(dev_, "tma_buffered", nullptr, &scope), SK_OK);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(sk_add_kernel(scope, tma, 4, args, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk_last_error(), "device buffer")) << sk_last_error();
+}
+
 TEST(CudaModuleInspect, SaysWhatEachKernelWouldBeOrWhyNot) {
   const std::vector<uint8_t> rms = sk::cuda_test::read_file(sk::cuda_test::triton_path("rmsnorm.ptx"));
   size_t need = 0;

@@ -16,11 +16,14 @@
 #include <sk.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -1058,6 +1061,8 @@ struct PtxDriver {
   int (*cuCtxSynchronize)() = nullptr;
   int (*cuDriverGetVersion)(int *) = nullptr;
   int (*cuFuncSetAttribute)(void *, int, int) = nullptr;
+  int (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *, const uint64_t *, const uint32_t *,
+                                const uint32_t *, int, int, int, int) = nullptr;
   void *ctx = nullptr;
   std::vector<void *> modules;
 
@@ -1079,6 +1084,7 @@ struct PtxDriver {
     get(&cuCtxSynchronize, "cuCtxSynchronize");
     get(&cuDriverGetVersion, "cuDriverGetVersion");
     get(&cuFuncSetAttribute, "cuFuncSetAttribute");
+    get(&cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
     int dev = 0;
     return cuDeviceGet && cuDriverGetVersion && cuDeviceGet(&dev, 0) == 0 &&
            cuDevicePrimaryCtxRetain(&ctx, dev) == 0;
@@ -1358,4 +1364,141 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
       ADD_FAILURE() << "element " << i << ": " << d[i] << " != " << rows[i] << " + 1";
       break;
     }
+}
+
+// TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its
+// address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
+// the tensor's shape and strides) and its device-side ones (built in the global scratch): each
+// fused, and unfused by libsk, equals its PTX launched by the driver, bit for bit, and the CPU.
+TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  ASSERT_NE(drv.cuTensorMapEncodeTiled, nullptr);
+  constexpr uint32_t kRows = 64, kCols = 64, kBlocks = kRows / 16;
+  constexpr int kFloat32 = 7, kSwizzleNone = 0, kSwizzle128 = 3;  // CUtensorMapDataType, CUtensorMapSwizzle
+  std::vector<float> rows(kRows * kCols);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = (float)(i * 37 % 1001) / 7.0f - 50.0f;
+  float *in = alloc(rows);
+  auto text = [](const std::string &path) {
+    const std::vector<uint8_t> b = sk::cuda_test::read_file(path);
+    return std::string(b.begin(), b.end());
+  };
+  // A 2-D float tensor map (a CUtensorMap) of `base` ([kRows, kCols], row-major), `box_cols` x
+  // 16 rows a box.
+  struct alignas(64) TensorMap {
+    uint64_t words[16];
+  };
+  auto tensor_map = [&](void *base, uint32_t box_cols, int swizzle) {
+    TensorMap map{};
+    const uint64_t dims[2] = {kCols, kRows}, strides[1] = {kCols * sizeof(float)};
+    const uint32_t box[2] = {box_cols, 16}, element[2] = {1, 1};
+    EXPECT_EQ(drv.cuTensorMapEncodeTiled(&map, kFloat32, 2, base, dims, strides, box, element, 0, swizzle, 0, 0), 0);
+    return map;
+  };
+  // Argument values that stay where they are while later ones are added.
+  std::deque<uint64_t> out_slots, scratch_slots;
+  std::deque<TensorMap> maps;
+  // Launches `name` of `ptx` three ways, into three outputs made by `args_for`: the driver's
+  // launch, a super kernel of it, libsk's unfused launch; returns what each wrote.
+  auto three_ways = [&](const std::string &ptx, const char *name, uint32_t threads, uint32_t shared,
+                        const std::function<std::vector<void *>(float *)> &args_for,
+                        const uint32_t *grid = nullptr) {
+    std::array<std::vector<float>, 3> out;
+    std::array<float *, 3> dst;
+    for (float *&d : dst) d = alloc(std::vector<float>(kRows * kCols, -1.0f));
+    std::vector<void *> a0 = args_for(dst[0]), a1 = args_for(dst[1]), a2 = args_for(dst[2]);
+    EXPECT_EQ(drv.launch(ptx, name, kBlocks, threads, shared, a0.data()), 0) << name;
+    sk_module *mod = nullptr;
+    EXPECT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
+    if (!mod) return out;
+    modules_.push_back(mod);
+    sk_kernel_desc desc{sizeof desc, nullptr, threads, shared};
+    sk_kernel *k = nullptr;
+    EXPECT_EQ(sk_module_get_kernel_desc(mod, name, &desc, &k), SK_OK) << sk_last_error();
+    sk_scope *scope = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
+    sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
+    if (grid) std::copy(grid, grid + 3, opts.grid);
+    EXPECT_EQ(sk_add_kernel(scope, k, kBlocks, a1.data(), &opts), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    const uint32_t flat[3] = {kBlocks, 1, 1};
+    EXPECT_EQ(sk_launch_kernel_grid(k, grid ? grid : flat, a2.data(), nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    sk_superkernel_destroy(sk);
+    for (size_t i = 0; i < 3; ++i) out[i] = read(dst[i], kRows * kCols);
+    return out;
+  };
+  auto same = [&](const std::array<std::vector<float>, 3> &o, const std::vector<float> &cpu, const char *what) {
+    EXPECT_EQ(std::memcmp(o[0].data(), o[1].data(), o[0].size() * 4), 0) << what << ": fused";
+    EXPECT_EQ(std::memcmp(o[0].data(), o[2].data(), o[0].size() * 4), 0) << what << ": unfused by libsk";
+    EXPECT_EQ(std::memcmp(o[0].data(), cpu.data(), o[0].size() * 4), 0) << what << ": the CPU";
+  };
+  const std::string nvcc = text(sk::cuda_test::kernel_path("grid_constant.ptx")),
+                    triton = sk::cuda_test::triton_path("");
+
+  // nvcc: block b copies rows 16b.. through the tensor map (box 64 x 16, unswizzled).
+  TensorMap in_map = tensor_map(in, kCols, kSwizzleNone);
+  same(three_ways(
+           nvcc, "tma_copy_global", 128, 0,
+           [&](float *out) {
+    out_slots.push_back(reinterpret_cast<uintptr_t>(out));
+    return std::vector<void *>{&in_map, &out_slots.back()};
+           }),
+       rows, "nvcc's __grid_constant__ CUtensorMap");
+
+  // nvcc: a grid-constant struct, read through its address by a helper and as values.
+  struct Coefficients {
+    float table[8], scale, bias;
+  } c{{1.5f, -2.0f, 0.25f, 3.0f, -0.5f, 8.0f, 0.125f, -7.0f}, 0.75f, 10.0f};
+  std::vector<float> expect(kRows * kCols);
+  for (size_t i = 0; i < expect.size(); ++i) expect[i] = std::fmaf(c.scale, c.table[i % 64 % 8], 0.0f) + c.bias;
+  const auto coeffs = three_ways(nvcc, "grid_constant_global", 64, 0, [&](float *out) {
+    out_slots.push_back(reinterpret_cast<uintptr_t>(out));
+    return std::vector<void *>{&c, &out_slots.back()};
+  });
+  EXPECT_EQ(std::memcmp(coeffs[0].data(), coeffs[1].data(), coeffs[0].size() * 4), 0) << "the struct, fused";
+  EXPECT_EQ(std::memcmp(coeffs[0].data(), coeffs[2].data(), coeffs[0].size() * 4), 0) << "the struct, unfused";
+  for (size_t i = 0; i < kBlocks * 64; ++i)
+    if (std::fabs(coeffs[0][i] - expect[i]) > 1e-5f) {
+      ADD_FAILURE() << "element " << i << ": " << coeffs[0][i] << " != " << expect[i];
+      break;
+    }
+
+  // Triton's host-side descriptors: tile * 0.5, 16 x 64 a program in boxes of 16 x 32 (swizzled
+  // 128 B, as its metadata's tensordesc_meta says), then each tensor's shape and strides.
+  const float half = 0.5f;
+  std::vector<float> halved(rows);
+  for (float &v : halved) v *= half;
+  maps.push_back(tensor_map(in, 32, kSwizzle128));
+  const uint32_t shape[2] = {kRows, kCols};
+  const uint64_t strides[2] = {kCols, 1};
+  same(three_ways(
+           text(triton + "tma_scale.ptx"), "tma_scale_kernel", 128, 4104,
+           [&](float *out) {
+    maps.push_back(tensor_map(out, 32, kSwizzle128));
+    static const uint64_t null = 0;
+    return std::vector<void *>{
+        &maps[0],      (void *)&shape[0], (void *)&shape[1], (void *)&strides[0], (void *)&strides[1],
+        &maps.back(),  (void *)&shape[0], (void *)&shape[1], (void *)&strides[0], (void *)&strides[1],
+        (void *)&half, (void *)&null,     (void *)&null};
+           }),
+       halved, "Triton's TensorDescriptor");
+
+  // Triton's device-side descriptors: each program builds two in its 256 bytes of the global
+  // scratch, at its linear program index (it reads %ctaid.y/z: a grid shape).
+  const uint32_t grid[3] = {kBlocks, 1, 1};
+  const uint32_t n_rows = kRows, n_cols = kCols;
+  same(three_ways(
+           text(triton + "tma_copy.ptx"), "tma_copy_kernel", 128, 4104,
+           [&](float *out) {
+    out_slots.push_back(reinterpret_cast<uintptr_t>(out));
+    scratch_slots.push_back(reinterpret_cast<uintptr_t>(alloc(std::vector<uint8_t>(kBlocks * 256))));
+    static const uint64_t null = 0;
+    return std::vector<void *>{
+        &in, &out_slots.back(), (void *)&n_rows, (void *)&n_cols, &scratch_slots.back(), (void *)&null};
+           },
+           grid),
+       rows, "Triton's tl.make_tensor_descriptor");
 }

@@ -308,9 +308,9 @@ TEST(CudaLink, AggregatesAndArgumentsReadByReferenceFollowThePtxAbi) {
   s.add(kernel(agg, "cu_agg"), 2);
   s.add(kernel(agg, "cu_agg"), 2, 0, {}, 1u << 1 | 1u << 2);  // pos and p read by reference
   ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
-  EXPECT_EQ(s.slots, 2u * (1 + 1 + 1 + 2 + 3 + 1 + 1));
   EntrySpec spec;
   ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  EXPECT_EQ(spec.arg_slots, 2u * (1 + 1 + 1 + 2 + 3 + 1 + 1));
   EXPECT_EQ(spec.steps[1].arg_base, 10u);
   const std::string ptx = generate_entry_ptx(spec);
   EXPECT_TRUE(contains(ptx,

@@ -18,6 +18,7 @@
 #include "cuda/ptx_module.hpp"
 #include "cuda_link_support.hpp"
 
+using sk::cuda::BuildRequest;
 using sk::cuda::BuiltImage;
 using sk::cuda::CudaKernel;
 using sk::cuda::CudaModule;
@@ -254,7 +255,6 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
       {"refuse_grid_sync", "cooperative grid synchronisation"},
       {"refuse_pdl", "programmatic dependent launch (griddepcontrol"},
       {"refuse_dynamic_parallelism", "dynamic parallelism (calls __cudaCDP2"},
-      {"refuse_tma", "TMA descriptor"},
       {"refuse_block2d", "multi-dimensional block (reads %tid.y)"},
   };
   for (const auto &[name, why] : expect) {
@@ -265,10 +265,177 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
     EXPECT_TRUE(m->ptx->find(name)->rewrites.empty());
   }
   EXPECT_TRUE(take(m, "refuse_child", 32));
-  auto tma = load_triton("tma_copy");
+}
+
+namespace {
+
+// A kernel of PTX text written here (a .reqntid 32 entry whose body is `body`, parameters
+// `params`), loaded.
+std::shared_ptr<const CudaModule> load_text(const std::string &params, const std::string &body) {
+  const std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(" + params +
+                           ")\n.reqntid 32\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n" + body + "\nret;\n}\n";
+  std::shared_ptr<const CudaModule> m;
+  EXPECT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "k.ptx", &m), SK_OK) << sk::last_error();
+  return m;
+}
+
+}  // namespace
+
+// A parameter whose address the kernel takes (`__grid_constant__`: a CUtensorMap for TMA, as nvcc
+// and Triton's host-side tensor descriptors pass it) is passed as the parameter-space address of
+// its bytes among the super kernel's arguments: cvta.param makes that generic as in a plain
+// launch, and its values read by ld.param are read there too. The rewrite compiles.
+TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsItsAddressAmongTheSuperKernelsParameters) {
+  auto nvcc = load("grid_constant.ptx");
+  ASSERT_TRUE(nvcc);
+  auto tma = take(nvcc, "tma_copy_global", 128);
   ASSERT_TRUE(tma);
-  EXPECT_EQ(refused(tma, "tma_copy_kernel", 0, 4104), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "tma_copy_kernel")) << sk::last_error();
+  EXPECT_EQ(sk::signature_to_string(tma->signature), "{u64[16]}@128,ptr");
+  EXPECT_EQ(tma->ptx->by_address, std::vector<uint32_t>{0});
+  EXPECT_TRUE(
+      has_rewrite(tma->ptx->rewrites, "parameter 'tma_copy_global_param_0' passed as the address of its bytes"));
+  auto coefficients = take(nvcc, "grid_constant_global", 64);
+  ASSERT_TRUE(coefficients);
+  EXPECT_EQ(sk::signature_to_string(coefficients->signature), "{u32[10]},ptr");
+  EXPECT_EQ(coefficients->ptx->by_address, std::vector<uint32_t>{0});
+  const std::string text = text_of(nvcc->bytes);
+  EXPECT_TRUE(contains(text, ".param .b32 tma_copy_global_param_0,")) << text;
+  EXPECT_TRUE(contains(text, ".param .b32 grid_constant_global_param_0,")) << text;
+  // mov of its address, then cvta.param as written; a member read from the bytes it points at.
+  EXPECT_TRUE(contains(text, "ld.param.b32 %sk_pa, [tma_copy_global_param_0]; cvt.u64.u32 %rd2, %sk_pa; }")) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex("cvta\\.param\\.u64\\s+%rd4, %rd2;"))) << text;
+  EXPECT_TRUE(contains(text,
+                       "ld.param.b32 %sk_pa, [grid_constant_global_param_0]; add.u32 %sk_pa, %sk_pa, 36; "
+                       "cvt.u64.u32 %sk_pq, %sk_pa; cvta.param.u64 %sk_pq, %sk_pq; ld.f32 %f2, [%sk_pq]; }"))
+      << text;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, nvcc->ptx->link_arch, &log), 0) << log;
+
+  // Triton's host-side tensor descriptors: the 32-bit form (mov.b32, cvt, cvta.param).
+  auto triton = load_triton("tma_scale");
+  ASSERT_TRUE(triton);
+  auto scale = take(triton, "tma_scale_kernel", 0, 4104);
+  ASSERT_TRUE(scale);
+  EXPECT_EQ(sk::signature_to_string(scale->signature),
+            "{u64[16]}@64,u32,u32,u64,u64,{u64[16]}@64,u32,u32,u64,u64,f32,ptr,ptr");
+  EXPECT_EQ(scale->ptx->by_address, (std::vector<uint32_t>{0, 5}));
+  const std::string t = text_of(triton->bytes);
+  EXPECT_TRUE(contains(t, "ld.param.b32 %sk_pa, [tma_scale_kernel_param_0]; mov.b32 %r")) << t;
+  EXPECT_EQ(sk::cuda_test::ptxas(t, triton->ptx->link_arch, &log), 0) << log;
+
+  // A scalar whose address is taken passes the same way; a use the rewrite does not know, or
+  // parameters read through a register address beside it, are refused by name.
+  auto scalar = load_text(".param .u32 n, .param .u64 out",
+                          "mov.u64 %rd1, n;\ncvta.param.u64 %rd2, %rd1;\nld.u32 %r1, [%rd2];\n"
+                          "ld.param.u64 %rd3, [out];\nst.global.u32 [%rd3], %r1;");
+  auto k = take(scalar, "k");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->ptx->by_address, std::vector<uint32_t>{0});
+  EXPECT_EQ(sk::cuda_test::ptxas(text_of(scalar->bytes), "sm_90", &log), 0) << log;
+  auto by_register = load_text(".param .align 8 .b8 s[16]",
+                               "mov.u64 %rd1, s;\nld.param.u32 %r1, [%rd1+4];\ncvta.param.u64 %rd2, %rd1;");
+  EXPECT_EQ(refused(by_register, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "register address (ld.param.u32)")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "parameter 's'")) << sk::last_error();
+  auto other_use = load_text(".param .align 64 .b8 s[128]", "prefetch.param.tensormap [s];");
+  EXPECT_EQ(refused(other_use, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "prefetch.param.tensormap")) << sk::last_error();
+  auto unknown = load_text(".param .align 64 .b8 s[128]", "mov.u64 %rd1, s;\nadd.u64 %rd2, %rd1, s;");
+  EXPECT_EQ(refused(unknown, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "uses parameter 's', whose address it takes")) << sk::last_error();
+}
+
+// A struct aligned beyond 8 bytes passed by value (a float4, an int4: `.align 16`) has a
+// signature, `{u64[2]}@16`, and is passed as nvcc passes it to a callee.
+TEST(CudaPtx, AnAggregateAlignedBeyondEightBytesIsPassedByValue) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load_text(".param .align 16 .b8 v[16], .param .u64 out",
+                     ".reg .f32 %f<5>;\nld.param.v4.f32 {%f1, %f2, %f3, %f4}, [v];\nadd.f32 %f1, %f1, %f4;\n"
+                     "ld.param.u64 %rd1, [out];\nst.global.f32 [%rd1], %f1;");
+  auto k = take(m, "k");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(sk::signature_to_string(k->signature), "{u64[2]}@16,ptr");
+  EXPECT_TRUE(k->ptx->by_address.empty());
+  Scope s;
+  s.add(take(load_triton("rope"), "rope_kernel"), 2);  // 32 threads, as k
+  s.add(k, 2);
+  ASSERT_EQ(s.make_plan(2), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(contains(img.ptx, ".extern .func k(.param .align 16 .b8 p0[16], .param .b64 p1);")) << img.ptx;
+}
+
+// Fused, each such parameter's bytes lie in the entry's parameter space on the alignment their
+// type asks (a tensor map's 64 or 128 bytes: the step's slots and the slot within them are
+// aligned, the array declared so), and the call passes their address there. The linked SASS
+// reads the tensor maps with TMA (UTMALDG, UTMASTG). Arguments in a device buffer, or read by
+// reference, cannot hold them: refused by name.
+TEST(CudaPtx, TensorMapsAreReadWhereTheEntryHoldsThem) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto nvcc = load("grid_constant.ptx");
+  auto triton = load_triton("tma_scale");
+  Scope s;
+  s.add(take(load_triton("silu_mul"), "silu_mul_kernel"), 4);  // 6 slots: the next step is padded
+  s.add(take(triton, "tma_scale_kernel", 0, 4104), 4);
+  s.add(take(nvcc, "tma_copy_global", 128), 4);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  sk::cuda::EntrySpec spec;
+  ASSERT_EQ(make_entry_spec(s.request(), 128, &spec), SK_OK) << sk::last_error();
+  EXPECT_EQ(spec.steps[1].arg_base, 8u) << "a 64-byte boundary";
+  EXPECT_EQ(spec.steps[2].arg_base, 64u) << "a 128-byte boundary: tma_scale takes 43 slots";
+  EXPECT_EQ(spec.steps[1].by_address, (std::vector<uint32_t>{0, 5}));
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(contains(img.ptx, ".param .align 128 .b8 sk_args[")) << img.ptx;
+  EXPECT_TRUE(contains(img.ptx, ".extern .func tma_scale_kernel(.param .b32 p0, .param .b32 p1")) << img.ptx;
+  // Parameter 5 of tma_scale: its slots 0..15 hold parameter 0, 16..19 the tensor's shape and
+  // strides, 20..23 nothing: parameter 5 starts at slot 24.
+  EXPECT_TRUE(contains(img.ptx, "cvt.u32.u64 %y5, %t5;\n    add.u32 %y5, %y5, 192;\n    st.param.b32 [c5], %y5;"))
+      << img.ptx;
+  if (!sk::cuda_test::nvdisasm_path().empty()) {
+    int rc = 0;
+    const std::string sass = sk::cuda_test::disassemble(img, &rc);
+    ASSERT_EQ(rc, 0) << sass;
+    for (const char *k : {"tma_scale_kernel", "tma_copy_global"}) {
+      const std::string f = sk::cuda_test::sass_function(sass, k);
+      EXPECT_TRUE(contains(f, "UTMALDG")) << k << ":\n" << f;
+    }
+    EXPECT_TRUE(contains(sk::cuda_test::sass_function(sass, "tma_scale_kernel"), "UTMASTG"));
+  }
+  BuildRequest buffered = s.request();
+  buffered.force_buffer = true;
+  EXPECT_EQ(build_superkernel(buffered, &img), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "kernel 1 'tma_scale_kernel' takes the address of parameter 0"))
+      << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "device buffer")) << sk::last_error();
+  Scope by_ref;
+  by_ref.add(take(nvcc, "tma_copy_global", 128), 4, 0, {}, 1u);
+  ASSERT_EQ(by_ref.make_plan(8), SK_OK) << sk::last_error();
+  EXPECT_EQ(build_superkernel(by_ref.request(), &img), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "arg_refs")) << sk::last_error();
+}
+
+// Triton's device-side tensor descriptors (tl.make_tensor_descriptor) are built in the kernel,
+// in its part of the global scratch buffer the caller passes (global_scratch_size bytes a
+// program, at the program's linear index): nothing of a plain launch to rewrite but the block
+// index. The cluster-scoped shared address of a TMA load is the block's own.
+TEST(CudaPtx, DeviceSideTensorDescriptorsFuse) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto copy = take(load_triton("tma_copy"), "tma_copy_kernel", 0, 4104);
+  ASSERT_TRUE(copy);
+  EXPECT_TRUE(copy->ptx->by_address.empty());
+  Scope s;
+  s.add(copy, 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  // A plain kernel with `.shared::cluster` TMA loads (libcu++'s form) is not a cluster kernel.
+  auto nvcc = load("grid_constant.ptx");
+  EXPECT_TRUE(contains(text_of(nvcc->bytes), "cp.async.bulk.tensor.2d.shared::cluster.global"));
+  EXPECT_TRUE(take(nvcc, "tma_copy_global", 128));
 }
 
 // Triton's program_id(1): the kernel reads its grid registers from __sk_grid, which libsk's

@@ -3,7 +3,6 @@
 // one super kernel, so nothing may depend on the kernel's own launch, grid or block shape
 // beyond a 1-D block and a 1-D grid. Compiled with -rdc=true (the child launch needs it).
 #include <cooperative_groups.h>
-#include <cuda.h>  // CUtensorMap
 #include <cstdint>
 
 namespace cg = cooperative_groups;
@@ -44,39 +43,6 @@ extern "C" __global__ void refuse_child(float *out, int n) {
 
 extern "C" __global__ void refuse_dynamic_parallelism(float *out, int n) {
   if (blockIdx.x == 0 && threadIdx.x == 0) refuse_child<<<(n + 127) / 128, 128>>>(out, n);
-}
-
-// A TMA copy: a __grid_constant__ CUtensorMap parameter (2-D, float, box 64 x 16) addressed in
-// place by cp.async.bulk.tensor, completing on a shared-memory mbarrier; block b copies the box at
-// row 16 * b to out. Launch: 128 threads per block.
-extern "C" __global__ void refuse_tma(const __grid_constant__ CUtensorMap tensor_map, float *out) {
-  constexpr uint32_t kBoxRows = 16, kBoxCols = 64, kBytes = kBoxRows * kBoxCols * sizeof(float);
-  __shared__ alignas(128) float tile[kBoxRows * kBoxCols];
-  __shared__ alignas(8) uint64_t barrier;
-  uint32_t tile_addr = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-  uint32_t barrier_addr = static_cast<uint32_t>(__cvta_generic_to_shared(&barrier));
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(barrier_addr));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier_addr), "r"(kBytes)
-                 : "memory");
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
-        "[%4];" ::"r"(tile_addr),
-        "l"(&tensor_map), "r"(0), "r"(static_cast<int>(blockIdx.x * kBoxRows)), "r"(barrier_addr)
-        : "memory");
-  }
-  uint32_t done = 0;
-  while (!done)
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done)
-                 : "r"(barrier_addr)
-                 : "memory");
-  for (uint32_t i = threadIdx.x; i < kBoxRows * kBoxCols; i += blockDim.x)
-    out[blockIdx.x * kBoxRows * kBoxCols + i] = tile[i];
 }
 
 // A 2-D block: threads index a tile by threadIdx.y and blockDim.y.

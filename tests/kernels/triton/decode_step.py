@@ -160,8 +160,8 @@ def grid2d_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
 
 @triton.jit
 def tma_copy_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """One program copies a BLOCK_M x BLOCK_N tile through tensor descriptors (TMA on sm_90,
-    descriptors built in the kernel into the global scratch: refused)."""
+    """One program copies a BLOCK_M x BLOCK_N tile through tensor descriptors (TMA on sm_90),
+    which it builds in its part of the global scratch (global_scratch_size bytes a program)."""
     pid = tl.program_id(0)
     src = tl.make_tensor_descriptor(x_ptr, shape=[n_rows, n_cols], strides=[n_cols, 1],
                                     block_shape=[BLOCK_M, BLOCK_N])
@@ -169,6 +169,16 @@ def tma_copy_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK_M: tl.constexpr, BLOCK
                                     block_shape=[BLOCK_M, BLOCK_N])
     tile = src.load([pid * BLOCK_M, 0])
     dst.store([pid * BLOCK_M, 0], tile)
+
+
+@triton.jit
+def tma_scale_kernel(in_desc, out_desc, scale, BLOCK_M: tl.constexpr):
+    """One program scales a BLOCK_M-row tile by `scale` through tensor descriptors the host
+    built (TensorDescriptor arguments: each a 128-byte CUtensorMap parameter whose address the
+    kernel takes, then the tensor's shape and strides)."""
+    pid = tl.program_id(0)
+    tile = in_desc.load([pid * BLOCK_M, 0])
+    out_desc.store([pid * BLOCK_M, 0], tile * scale)
 
 
 # References (fp32, shapes as the kernels take them).
@@ -223,6 +233,10 @@ def tma_copy_ref(x):
     return x.copy()
 
 
+def tma_scale_ref(x, scale):
+    return (x * np.float32(scale)).astype(np.float32)
+
+
 # What scripts/ptx-fixtures compiles: fixture name -> kernel, Triton signature (runtime
 # arguments), constexprs, num_warps, the grid (programs) of the decode shape, whether libsk
 # must refuse it, and its reference. The pointers and the integer arguments listed in
@@ -272,5 +286,10 @@ FIXTURES = {
     "tma_copy": dict(kernel=tma_copy_kernel,
                      signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"},
                      constexprs={"BLOCK_M": 16, "BLOCK_N": 64}, divisible_by_16=["n_rows", "n_cols"], num_warps=4,
-                     grid=[BATCH * HIDDEN // (16 * 64)], refused=True, reference=tma_copy_ref),
+                     grid=[BATCH * HIDDEN // (16 * 64)], refused=False, reference=tma_copy_ref),
+    "tma_scale": dict(kernel=tma_scale_kernel,
+                      signature={"in_desc": "tensordesc<fp32[16, 64]>", "out_desc": "tensordesc<fp32[16, 64]>",
+                                 "scale": "fp32"},
+                      constexprs={"BLOCK_M": 16}, divisible_by_16=[], num_warps=4,
+                      grid=[BATCH * HIDDEN // (16 * 64)], refused=False, reference=tma_scale_ref),
 }
