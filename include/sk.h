@@ -328,6 +328,56 @@ SK_API void sk_mem_free(sk_device *dev, void *ptr);
  */
 SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t size);
 
+/** Bytes of a TMA tensor map (a CUtensorMap). */
+#define SK_TENSOR_MAP_BYTES 128
+/**
+ * A tiled TMA tensor map (sk_tensor_map_encode): cuTensorMapEncodeTiled's parameters, in its
+ * units and order (dimensions innermost first, strides in bytes). Zero-initialise it and set
+ * struct_size to its sizeof; the zero of each enumeration is the common choice.
+ */
+typedef struct sk_tensor_map_desc {
+  uint32_t struct_size;
+  /**
+   * CUtensorMapDataType: 0 u8, 1 u16, 2 u32, 3 i32, 4 u64, 5 i64, 6 f16, 7 f32, 8 f64, 9 bf16,
+   * 10 f32 flushing denormals, 11 tf32, 12 tf32 flushing denormals.
+   */
+  uint32_t data_type;
+  /** Dimensions, 1 to 5 (3 to 5 interleaved). */
+  uint32_t rank;
+  /** CUtensorMapSwizzle: 0 none, 1 32 B, 2 64 B, 3 128 B. */
+  uint32_t swizzle;
+  /** The tensor in device memory: 16-byte aligned (32 with interleave 2). */
+  void *address;
+  /** Elements in each dimension, innermost first: 1 to 2^32. */
+  uint64_t dims[5];
+  /** Bytes from one element of dimension i+1 to the next (dimension 0 is contiguous):
+   *  multiples of 16 (32 with interleave 2) below 2^40. */
+  uint64_t strides[4];
+  /** The box one copy moves, innermost first: 1 to 256 elements each; without interleave,
+   *  box[0] elements are a multiple of 16 bytes, and with a swizzle at most its span. */
+  uint32_t box[5];
+  /** Steps between the elements a copy moves in each dimension, 1 to 8; all 0: 1 each. */
+  uint32_t element_strides[5];
+  /** CUtensorMapInterleave: 0 none, 1 16 B, 2 32 B (which needs swizzle 1). */
+  uint32_t interleave;
+  /** CUtensorMapL2promotion: 0 none, 1 64 B, 2 128 B, 3 256 B. */
+  uint32_t l2_promotion;
+  /** CUtensorMapFloatOOBfill: 0 zeros, 1 NaN (floating-point data types only). */
+  uint32_t oob_fill;
+} sk_tensor_map_desc;
+/**
+ * Encodes the tensor map `desc` describes into tensor_map (SK_TENSOR_MAP_BYTES bytes, any
+ * alignment), through the CUDA driver libsk loaded. It is the argument of a kernel parameter
+ * that takes a CUtensorMap by value (`__grid_constant__ const CUtensorMap`, a Triton
+ * TensorDescriptor's first parameter; signature `{u64[16]}@64`). The host does no tensor maps.
+ * - Errors: SK_ERR_UNSUPPORTED on a device that is not a CUDA device; SK_ERR_INVALID_ARGUMENT,
+ *   naming the field, for a desc outside the ranges above (or a data type it does not list),
+ *   a NULL desc or tensor_map, or a struct_size under sizeof(sk_tensor_map_desc);
+ *   SK_ERR_DEVICE when the driver refuses it. tensor_map is written only on success.
+ * - Threads: any.
+ */
+SK_API sk_status sk_tensor_map_encode(sk_device *dev, const sk_tensor_map_desc *desc, void *tensor_map);
+
 /*-*********************************************************************************************
 *  Modules and kernels
 *

@@ -10,6 +10,14 @@ sk_status wrap_stream(backend::Device &device, void *handle, std::unique_ptr<bac
   return wrapping->wrap_stream(handle, out);
 }
 
+sk_status encode_tensor_map(backend::Device &device, const sk_tensor_map_desc &desc, void *out) {
+  backend::TensorMaps *maps = device.tensor_maps();
+  if (!maps)
+    return fail(SK_ERR_UNSUPPORTED,
+                "sk_tensor_map_encode: the device is not a CUDA device (tensor maps are for TMA)");
+  return maps->encode_tensor_map(desc, out);
+}
+
 bool forked_away(const backend::Device &device) {
   const backend::ForkWatch *watch = device.fork_watch();
   return watch && watch->forked_away();

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "api/backend_list.hpp"
+#include "api/capabilities.hpp"
 #include "api/capture.hpp"
 #include "api/handles.hpp"
 #include "api/open_devices.hpp"
@@ -113,6 +114,14 @@ SK_API sk_status sk_memcpy(sk_device *dev, void *dst, const void *src, size_t si
     if (sk_status st = sk::api::refuse_on_device(*dev->life, "sk_memcpy")) return st;
     return dev->backend->memcpy(dst, src, size);
   });
+}
+
+SK_API sk_status sk_tensor_map_encode(sk_device *dev, const sk_tensor_map_desc *desc, void *tensor_map) {
+  if (sk_status st = sk::api::check(dev, "sk_tensor_map_encode")) return st;
+  if (!desc || !tensor_map)
+    return fail(SK_ERR_INVALID_ARGUMENT, "sk_tensor_map_encode: %s is NULL", desc ? "tensor_map" : "desc");
+  return sk::api::guarded("sk_tensor_map_encode",
+                          [&] { return sk::api::encode_tensor_map(*dev->backend, *desc, tensor_map); });
 }
 
 }  // extern "C"

@@ -30,8 +30,8 @@ class Stream;
 
 // Capabilities a backend may lack. A backend that has one derives from its interface and
 // returns itself from the accessor (Device::stream_wrapping, Device::fork_watch,
-// SuperKernel::profiling); the default, nullptr, is a backend without it, which the C API
-// refuses (or answers) in one place: api/capabilities.cpp.
+// Device::tensor_maps, SuperKernel::profiling); the default, nullptr, is a backend without it,
+// which the C API refuses (or answers) in one place: api/capabilities.cpp.
 
 // sk_stream_create_cuda: streams over the application's own streams.
 class StreamWrapping {
@@ -62,6 +62,17 @@ class Profiling {
 
  protected:
   ~Profiling() = default;
+};
+
+// sk_tensor_map_encode: TMA tensor maps, encoded by the device's driver.
+class TensorMaps {
+ public:
+  // Encodes `desc` (not yet checked) into SK_TENSOR_MAP_BYTES bytes at `out`, written only on
+  // success.
+  virtual sk_status encode_tensor_map(const sk_tensor_map_desc &desc, void *out) = 0;
+
+ protected:
+  ~TensorMaps() = default;
 };
 
 // Objects of this size or more are refused before they are hashed or copied: a kernel object
@@ -208,9 +219,10 @@ class Device : public std::enable_shared_from_this<Device> {
   // sk_device_close, once the device is out of the open list: waits for its queued work.
   // Objects made from the device keep it alive after this.
   virtual void close() = 0;
-  // Optional (see ForkWatch, StreamWrapping).
+  // Optional (see ForkWatch, StreamWrapping, TensorMaps).
   virtual const ForkWatch *fork_watch() const { return nullptr; }
   virtual StreamWrapping *stream_wrapping() { return nullptr; }
+  virtual TensorMaps *tensor_maps() { return nullptr; }
 
   virtual sk_status mem_alloc(size_t size, void **out) = 0;
   // false if ptr was not allocated by this device (nothing is freed then).

@@ -3,6 +3,7 @@
 
 #include "common/error.hpp"
 #include "cuda/open.hpp"
+#include "cuda/tensor_map.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -55,6 +56,10 @@ sk_status CudaBackendDevice::create_stream(std::unique_ptr<backend::Stream> *out
     return st;
   *out = std::move(s);
   return SK_OK;
+}
+
+sk_status CudaBackendDevice::encode_tensor_map(const sk_tensor_map_desc &desc, void *out) {
+  return sk::cuda::encode_tensor_map(*gpu_, desc, out);
 }
 
 sk_status CudaBackendDevice::wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) {

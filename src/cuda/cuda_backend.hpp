@@ -18,7 +18,7 @@
 
 namespace sk::cuda {
 
-class CudaBackendDevice final : public backend::Device, public backend::StreamWrapping {
+class CudaBackendDevice final : public backend::Device, public backend::StreamWrapping, public backend::TensorMaps {
  public:
   explicit CudaBackendDevice(std::shared_ptr<CudaDevice> gpu) : gpu_(std::move(gpu)) {}
   const std::shared_ptr<CudaDevice> &gpu() const { return gpu_; }
@@ -32,6 +32,8 @@ class CudaBackendDevice final : public backend::Device, public backend::StreamWr
   // sk_stream_create_cuda: the application's CUstream, which stays the application's.
   backend::StreamWrapping *stream_wrapping() override { return this; }
   sk_status wrap_stream(void *handle, std::unique_ptr<backend::Stream> *out) override;
+  backend::TensorMaps *tensor_maps() override { return this; }
+  sk_status encode_tensor_map(const sk_tensor_map_desc &desc, void *out) override;
   sk_status synchronize(backend::Stream *stream, const char *call) override;
   // The GPU reports its own hangs: this waits, as synchronize does.
   sk_status query(backend::Stream *stream, bool *done) override;

@@ -76,6 +76,7 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
        &missing);
   bind(l, &api->cuLaunchKernelEx, "cuLaunchKernelEx", &missing);
+  bind(l, &api->cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", &missing);
   bind(l, &api->cuGetErrorName, "cuGetErrorName", &missing);
   bind(l, &api->cuGetErrorString, "cuGetErrorString", &missing);
   if (!missing.empty())

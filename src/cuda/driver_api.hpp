@@ -114,6 +114,10 @@ struct DriverApi {
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
   CUresult (*cuLaunchKernelEx)(const LaunchConfig *, CUfunction, void **, void **);
+  // The CUtensorMap to write (128 bytes, 64-byte aligned), then the parameters of
+  // sk_tensor_map_desc in cuda.h's order; the four enumerations last.
+  CUresult (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *, const uint64_t *,
+                                     const uint32_t *, const uint32_t *, int, int, int, int);
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
 

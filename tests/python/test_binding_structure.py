@@ -11,13 +11,13 @@ import pytest
 
 import superkernel as sk
 from conftest import ROOT
-from superkernel._lib import PROTOTYPES, KernelDesc, KernelOptions, ProfileRecordC
+from superkernel._lib import PROTOTYPES, KernelDesc, KernelOptions, ProfileRecordC, TensorMapDesc
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(sk.__file__))
 HEADER = os.path.join(ROOT, "include", "sk.h")
 #: sk.h's structs with fields, and the ctypes Structure the binding passes for each.
 STRUCTURES = {"sk_kernel_options": KernelOptions, "sk_profile_record": ProfileRecordC,
-              "sk_kernel_desc": KernelDesc}
+              "sk_kernel_desc": KernelDesc, "sk_tensor_map_desc": TensorMapDesc}
 
 
 # ---- import cycles -----------------------------------------------------------------------------

@@ -102,13 +102,106 @@ def test_the_global_scratch_is_a_buffer_of_each_blocks_part(fake_gpu):
         fake_gpu.load_triton(compiled("tma_copy", global_scratch_align=512))
 
 
-def test_a_host_tensor_descriptor_is_passed_as_its_tensor_map(fake_gpu):
-    # Triton's TensorDescriptor argument is its CUtensorMap (128 bytes aligned 64, whose address
-    # the kernel takes), then the tensor's shape and strides: the PTX's parameters, unnamed.
+def descriptor(base, **changes):
+    """A TensorDescriptor as Triton's (triton.tools.tensor_descriptor), duck-typed: a
+    [64, 64] row-major float tensor in 16 x 64 blocks, as tma_scale was compiled for."""
+    fields = dict(base=base, shape=[64, 64], strides=[64, 1], block_shape=[16, 64], padding="zero",
+                  round_f32_to_tf32=False)
+    fields.update(changes)
+    return types.SimpleNamespace(**fields)
+
+
+def map_text(packed, index):
+    """The stand-in driver's tensor map at argument `index`: its parameters as text."""
+    return ctypes.string_at(packed.array[index], 128).rstrip(b"\0").decode()
+
+
+def test_a_host_tensor_descriptor_is_encoded_as_triton_encodes_it(fake_gpu):
+    # With src, a TensorDescriptor argument is one argument: libsk encodes its tensor map (the
+    # box, swizzle and element type of the kernel's tensordesc_meta, innermost first, strides
+    # in bytes, L2 promotion 128 B as Triton's launcher asks), then passes the shape and strides.
     k = fake_gpu.load_triton(compiled("tma_scale"))
-    assert k.param_names is None
-    descriptor = "{u64[16]}@64,u32,u32,u64,u64"
-    assert k.signature == f"{descriptor},{descriptor},f32"
+    assert k.param_names == ["in_desc", "out_desc", "scale"]
+    descriptor_params = "{u64[16]}@64,u32,u32,u64,u64"
+    assert k.signature == f"{descriptor_params},{descriptor_params},f32"
+    meta, _ = fixture("tma_scale")
+    assert k.ptx_param_names == meta["params"][:-2]
+    x, y = fake_gpu.alloc(1 << 14), fake_gpu.alloc(1 << 14)
+    packed = k.pack([descriptor(x), descriptor(y), 2.0])
+    assert map_text(packed, 0) == f"t7 r2 a{x.address:#x} d64,64 s256 b32,16 e1,1 i0 w3 l2 f0"
+    assert map_text(packed, 5) == f"t7 r2 a{y.address:#x} d64,64 s256 b32,16 e1,1 i0 w3 l2 f0"
+    shape = [ctypes.cast(packed.array[i], ctypes.POINTER(ctypes.c_uint32))[0] for i in (1, 2)]
+    strides = [ctypes.cast(packed.array[i], ctypes.POINTER(ctypes.c_uint64))[0] for i in (3, 4)]
+    assert (shape, strides) == ([64, 64], [64, 1])
+    assert packed.keepalive[0] is x and packed.keepalive[5] is y  # the maps hold the tensors
+    # The same bytes as Device.tensor_map of that description.
+    assert ctypes.string_at(packed.array[0], 128) == \
+        fake_gpu.tensor_map(x, 7, [64, 64], [256], [32, 16], swizzle=3, l2_promotion=2)
+    # NaN padding and tf32 rounding, as the descriptor asks.
+    packed = k.pack([descriptor(x, padding="nan", round_f32_to_tf32=True), descriptor(y), 2.0])
+    assert map_text(packed, 0).startswith("t11 ") and map_text(packed, 0).endswith(" f1")
+    with fake_gpu.scope("tma") as scope:
+        scope.add(k, 4, descriptor(x), descriptor(y), 2.0)
+    scope.superkernel.launch()
+    k.launch(4, descriptor(x), descriptor(y), 2.0)
+    fake_gpu.synchronize()
+
+
+def test_a_tensor_descriptor_the_kernel_cannot_take_is_named(fake_gpu):
+    k = fake_gpu.load_triton(compiled("tma_scale"))
+    x = fake_gpu.alloc(1 << 14)
+    what = r"kernel 'tma_scale_kernel' argument 0 'in_desc' \(tensordesc<fp32\[16, 64\]>\)"
+    with pytest.raises(ValueError, match=what + r": block_shape \[32, 64\] is not the \[16, 64\]"):
+        k.pack([descriptor(x, block_shape=[32, 64]), descriptor(x), 1.0])
+    with pytest.raises(ValueError, match=what + r": strides \[1, 64\]: the last dimension must be contiguous"):
+        k.pack([descriptor(x, strides=[1, 64]), descriptor(x), 1.0])
+    with pytest.raises(ValueError, match=what + r": shape \[64\] and strides \[1\] need 2 dimensions"):
+        k.pack([descriptor(x, shape=[64], strides=[1]), descriptor(x), 1.0])
+    with pytest.raises(ValueError, match=what + r": base has 2-byte elements; the kernel was compiled for 4-byte"):
+        k.pack([descriptor(np.zeros(8, np.float16)), descriptor(x), 1.0])
+    with pytest.raises(TypeError, match=what + r": needs a TensorDescriptor \(base, shape, strides, block_shape\)"):
+        k.pack([x, descriptor(x), 1.0])
+    with pytest.raises(TypeError, match=what + r": a tensor descriptor is encoded at the call"):
+        k.pack([sk.Ref(x), descriptor(x), 1.0])
+    with pytest.raises(TypeError, match=r"^kernel 'tma_scale_kernel' \(in_desc, out_desc, scale\) takes 3 arguments, 2"):
+        k.pack([descriptor(x), descriptor(x)])
+    # libsk's checks name the field of the map (here a stride that is not a multiple of 16 bytes).
+    with pytest.raises(sk.InvalidArgument, match=r"desc->strides\[0\] is 252"):
+        k.pack([descriptor(x, strides=[63, 1]), descriptor(x), 1.0])
+    # A scalar argument after the descriptors is numbered as the PTX has it.
+    with pytest.raises(TypeError, match=r"argument 10 'scale' \(f32\)"):
+        k.pack([descriptor(x), descriptor(x), "2"])
+    im2col = dict(fixture("tma_scale")[0]["tensordesc_meta"][0], is_im2col=True)
+    k2 = fake_gpu.load_triton(compiled("tma_scale", tensordesc_meta=[im2col, im2col]))
+    with pytest.raises(sk.Unsupported, match="an im2col tensor descriptor"):
+        k2.pack([descriptor(x), descriptor(x), 1.0])
+
+
+def test_tritons_element_types_are_mapped_to_the_drivers(fake_gpu):
+    # Triton's metadata numbers f32.ftz, f64 and bf16 as PTX's tensormap.replace does (8, 9,
+    # 10); the driver's CUtensorMapDataType has them at 10, 8 and 9.
+    meta = fixture("tma_scale")[0]["tensordesc_meta"][0]
+    x = fake_gpu.alloc(1 << 14)
+    for triton_type, elem_size, driver_type in ((10, 2, 9), (9, 8, 8), (8, 4, 10), (6, 2, 6)):
+        changed = dict(meta, elem_type=triton_type, elem_size=elem_size, swizzle=0)
+        k = fake_gpu.load_triton(compiled("tma_scale", tensordesc_meta=[changed, changed]))
+        text = map_text(k.pack([descriptor(x), descriptor(x), 1.0]), 0)
+        assert text.startswith(f"t{driver_type} r2 ") and f" s{64 * elem_size} " in text, text
+    try:
+        from triton.backends.nvidia.driver import TMA_DTYPE_DEVICE_TO_HOST
+    except ImportError:
+        return
+    from superkernel.tensor_map import TRITON_ELEM_TYPES
+    assert TMA_DTYPE_DEVICE_TO_HOST == {i: TRITON_ELEM_TYPES.get(i, i) for i in TMA_DTYPE_DEVICE_TO_HOST}
+
+
+def test_without_src_a_tensor_descriptor_is_its_ptx_parameters(fake_gpu):
+    # Without src: the tensor map's bytes (128, aligned 64, whose address the kernel takes),
+    # then the tensor's shape and strides, as the PTX's parameters, unnamed.
+    k = fake_gpu.load_triton(compiled("tma_scale", src=False))
+    assert k.param_names is None and not k.descriptors
+    descriptor_params = "{u64[16]}@64,u32,u32,u64,u64"
+    assert k.signature == f"{descriptor_params},{descriptor_params},f32"
     x = fake_gpu.alloc(1 << 16)
     tensor_map = bytes(range(128))
     args = [tensor_map, 16, 64, 64, 1] * 2 + [2.0]
@@ -121,6 +214,26 @@ def test_a_host_tensor_descriptor_is_passed_as_its_tensor_map(fake_gpu):
     scope.superkernel.launch()
     fake_gpu.synchronize()
     del x
+
+
+def test_device_tensor_map_names_the_field_libsk_refuses(fake_gpu, dev):
+    x = fake_gpu.alloc(1 << 14)
+    assert fake_gpu.tensor_map(x, 7, [64, 16], [256], [32, 16]).rstrip(b"\0").decode() == \
+        f"t7 r2 a{x.address:#x} d64,16 s256 b32,16 e1,1 i0 w0 l0 f0"
+    assert fake_gpu.tensor_map(x.address, 6, [64], [], [64], element_strides=[2])[:24].startswith(b"t6 r1 a")
+    with pytest.raises(sk.InvalidArgument, match=r"^Device.tensor_map: SK_ERR_INVALID_ARGUMENT: sk_tensor_map_encode: desc->box\[1\] is 257"):
+        fake_gpu.tensor_map(x, 7, [64, 16], [256], [32, 257])
+    with pytest.raises(sk.InvalidArgument, match=r"desc->rank is 0"):
+        fake_gpu.tensor_map(x, 7, [], [], [])
+    with pytest.raises(ValueError, match=r"Device.tensor_map dims: 6 values, at most 5"):
+        fake_gpu.tensor_map(x, 7, [1] * 6, [16] * 5, [1] * 6)
+    with pytest.raises(OverflowError, match=r"Device.tensor_map box\[0\]"):
+        fake_gpu.tensor_map(x, 7, [64], [], [-1])
+    with pytest.raises(TypeError, match=r"Device.tensor_map strides: needs a list or tuple, not int"):
+        fake_gpu.tensor_map(x, 7, [64, 16], 256, [32, 16])
+    host = dev.alloc(1024)
+    with pytest.raises(sk.Unsupported, match=r"not a CUDA device"):
+        dev.tensor_map(host, 7, [64], [], [32])
 
 
 def test_without_src_the_ptx_types_the_arguments_and_messages_number_them(fake_gpu):

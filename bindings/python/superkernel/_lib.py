@@ -12,6 +12,8 @@ from .errors import LibraryNotFound, VersionMismatch
 #: The libsk version this binding was written for (sk.h's SK_VERSION_NUMBER).
 BINDING_VERSION = (0, 2, 0)
 SONAME = "libsk.so.0"
+#: sk.h's SK_TENSOR_MAP_BYTES: the bytes of a TMA tensor map (a CUtensorMap).
+TENSOR_MAP_BYTES = 128
 
 
 class KernelOptions(ctypes.Structure):
@@ -38,6 +40,25 @@ class KernelDesc(ctypes.Structure):
         ("signature", ctypes.c_char_p),
         ("threads", ctypes.c_uint32),
         ("dynamic_shared", ctypes.c_uint32),
+    ]
+
+
+class TensorMapDesc(ctypes.Structure):
+    """sk_tensor_map_desc (sk.h): cuTensorMapEncodeTiled's parameters, innermost first."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("data_type", ctypes.c_uint32),
+        ("rank", ctypes.c_uint32),
+        ("swizzle", ctypes.c_uint32),
+        ("address", ctypes.c_void_p),
+        ("dims", ctypes.c_uint64 * 5),
+        ("strides", ctypes.c_uint64 * 4),
+        ("box", ctypes.c_uint32 * 5),
+        ("element_strides", ctypes.c_uint32 * 5),
+        ("interleave", ctypes.c_uint32),
+        ("l2_promotion", ctypes.c_uint32),
+        ("oob_fill", ctypes.c_uint32),
     ]
 
 
@@ -77,6 +98,7 @@ PROTOTYPES = {
     "sk_mem_alloc": (_st, [_p, _size, _pp]),
     "sk_mem_free": (None, [_p, _p]),
     "sk_memcpy": (_st, [_p, _p, _p, _size]),
+    "sk_tensor_map_encode": (_st, [_p, ctypes.POINTER(TensorMapDesc), _p]),
     "sk_module_load": (_st, [_p, _p, _size, _pp]),
     "sk_module_load_file": (_st, [_p, _s, _pp]),
     "sk_module_load_files": (_st, [_p, ctypes.POINTER(_s), _size, _pp]),

@@ -72,10 +72,11 @@ def scalar(token, value, what):
 
 class PackedArgs:
     """One kernel call's arguments: `array` is the void*[] libsk reads (NULL if no arguments);
-    `refs` has bit i set where argument i is a Ref (its entry is then the address itself)."""
+    `refs` has bit i set where argument i is a Ref (its entry is then the address itself).
+    `names` names the values in messages (default: the kernel's param_names)."""
 
-    def __init__(self, kernel, values, device, refs_allowed=True, blocks=None):
-        tokens, names = kernel.signature_tokens, kernel.param_names
+    def __init__(self, kernel, values, device, refs_allowed=True, blocks=None, names=None):
+        tokens, names = kernel.signature_tokens, names or kernel.param_names
         if len(values) != len(tokens):
             takes = ", ".join(names) if names else kernel.signature or "no parameters"
             raise TypeError(f"kernel {kernel.name!r} ({takes}) takes {len(tokens)} arguments, "

@@ -12,6 +12,7 @@ from .module import Module
 from .scope import Scope
 from .status import check
 from .stream import Event, Stream
+from .tensor_map import encode
 from .triton import load_triton
 from .waiting import wait_for_stream
 
@@ -61,6 +62,18 @@ class Device(Handle):
         bytearray...) or DLPack, without copying it: host memory on the host device, memory of
         the GPU on a CUDA device. The Buffer holds the export until it is closed."""
         return Buffer._wrap(self, obj)
+
+    def tensor_map(self, base, data_type, dims, strides, box, swizzle=0, element_strides=None, interleave=0,
+                   l2_promotion=0, oob_fill=0):
+        """A TMA tensor map (sk_tensor_map_encode): the bytes of the CUtensorMap of the tensor at
+        `base` (a Buffer, a DLPack tensor of this GPU or an address), for a parameter that takes
+        one by value (`{u64[16]}@64`, `__grid_constant__ const CUtensorMap`). The arguments are
+        sk_tensor_map_desc's fields: dims, strides and box innermost first, strides in bytes;
+        data_type and the enumerations cuda.h's numbers. The map holds `base`'s address, not
+        the object: keep it alive while launches use the map."""
+        address, _, _ = address_of(base, "Device.tensor_map base", self)
+        return encode(self, address, data_type, dims, strides, box, swizzle, element_strides, interleave,
+                      l2_promotion, oob_fill)
 
     def load(self, source, kind=None):
         """Loads a kernel object: a path (str or os.PathLike) or its bytes; or a list of them,

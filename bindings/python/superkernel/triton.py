@@ -4,17 +4,23 @@ facts of its metadata, taking the Triton kernel's own arguments.
 Duck-typed (Triton is not imported): `compiled.asm["ptx"]` is the PTX text and
 `compiled.metadata` (a namedtuple, a dataclass or a dict) has `name`, `num_warps`, `shared` and,
 where that Triton writes them, `target`, `global_scratch_size`, `profile_scratch_size`,
-`num_ctas`, `launch_cooperative_grid` and `launch_pdl`. `compiled.src.signature` (the
-`{name: type}` Triton compiled) names the arguments and types the integers; without it the PTX's
-parameter types do, and the arguments are named by index (the PTX names them `<kernel>_param_<i>`).
+`num_ctas`, `launch_cooperative_grid`, `launch_pdl` and `tensordesc_meta`. `compiled.src.signature`
+(the `{name: type}` Triton compiled) names the arguments and types the integers, and a tensor
+descriptor argument then takes a TensorDescriptor (base, shape, strides, block_shape, padding,
+round_f32_to_tf32), whose tensor map libsk encodes as Triton's launcher does; without it the
+PTX's parameters are the arguments (a descriptor's tensor map bytes, then its shape and strides),
+typed by the PTX and named by index (the PTX names them `<kernel>_param_<i>`).
 """
 import ctypes
 from collections.abc import Mapping
 
 from .aggregates import ctype_of
+from .args import PackedArgs
 from .checks import integer
 from .errors import BadBinary, Error, Unsupported
 from .module import Kernel, Module
+from .refs import Ref
+from .tensor_map import block_shape, descriptor_rank, triton_descriptor
 
 #: The per-program scratch memory Triton may ask for, in the order of the pointer parameters it
 #: appends to the kernel's own: one for each of these the metadata has.
@@ -46,11 +52,43 @@ class TritonKernel(Kernel):
     without compiled.src);
     `ptx_signature` is libsk's, with the scratch pointers the binding passes as NULL;
     `threads` is num_warps x warp size, `dynamic_shared` the metadata's `shared`; `metadata`
-    is the compiled metadata; `module` the Module of its PTX."""
+    is the compiled metadata; `module` the Module of its PTX. `descriptors` maps the index of
+    each tensor descriptor argument to its type and tensordesc_meta entry: `signature` then has
+    its PTX parameters (tensor map, shape, strides), which SuperKernel.set_arg indexes, and
+    `ptx_param_names` names them."""
+
+    descriptors = {}
+    ptx_param_names = None
 
     def __repr__(self):
         args = ", ".join(self.param_names) if self.param_names is not None else self.signature
         return f"<TritonKernel {self.name}({args}) {self.threads} threads>"
+
+    def pack(self, args, refs_allowed=True, blocks=None):
+        """As Kernel.pack, each TensorDescriptor argument passed as its tensor map, shape and
+        strides."""
+        if not self.descriptors:
+            return super().pack(args, refs_allowed, blocks)
+        args, device = list(args), self.module.device
+        if len(args) != len(self.param_names):
+            raise TypeError(f"kernel {self.name!r} ({', '.join(self.param_names)}) takes "
+                            f"{len(self.param_names)} arguments, {len(args)} given")
+        values, bases = [], {}
+        for i, value in enumerate(args):
+            if i not in self.descriptors:
+                values.append(value)
+                continue
+            kind, meta = self.descriptors[i]
+            what = f"kernel {self.name!r} argument {i} {self.param_names[i]!r} ({kind})"
+            if isinstance(value, Ref):
+                raise TypeError(f"{what}: a tensor descriptor is encoded at the call: pass it, not a Ref")
+            expanded, base = triton_descriptor(device, value, kind, meta, what)
+            if base is not None:
+                bases[len(values)] = base  # the tensor map's argument holds the tensor
+            values += expanded
+        packed = PackedArgs(self, values, device, refs_allowed, blocks, names=self.ptx_param_names)
+        packed.keepalive.update(bases)
+        return packed
 
 
 def load_triton(device, compiled):
@@ -124,7 +162,7 @@ def load_triton(device, compiled):
                             f"not end with the {tail} scratch pointers its metadata implies",
                             call=call)
         tokens = tokens[:len(tokens) - tail]
-        names, tokens = _arguments(compiled, tokens)
+        names, tokens, descriptors, ptx_names = _arguments(compiled, tokens, _get(meta, "tensordesc_meta", None))
     except Error as e:
         module.close()
         if e.call != call:
@@ -136,24 +174,38 @@ def load_triton(device, compiled):
     triton = TritonKernel(module, kernel._handle, name, ",".join(tokens), kernel.core_type)
     triton.ptx_signature = kernel.signature
     triton.param_names, triton.null_tail = names, tail
+    triton.descriptors, triton.ptx_param_names = descriptors, ptx_names
     triton.global_scratch = global_scratch if tail else 0
     triton.threads, triton.dynamic_shared = num_warps * warp_size, shared
     triton.metadata = meta
     return triton
 
 
-def _arguments(compiled, ptx_tokens):
-    """(names, signature tokens) of the arguments the caller passes: Triton's own where
-    compiled.src.signature has as many runtime arguments as the PTX, else no names (messages
-    number the arguments) and the PTX's types."""
+def _arguments(compiled, ptx_tokens, descriptor_meta):
+    """(names, signature tokens, descriptors, PTX parameter names) of the arguments: Triton's
+    own where compiled.src.signature has the runtime arguments of the PTX (a tensor descriptor
+    with a tensordesc_meta entry is its tensor map, shape and strides there), else no names
+    (messages number the arguments) and the PTX's parameters and types."""
     signature = _get(_get(compiled, "src", None), "signature", None)
     if isinstance(signature, Mapping):
         runtime = [(n, t) for n, t in signature.items() if t != "constexpr"]
-        if len(runtime) == len(ptx_tokens) and all(isinstance(t, str) for _, t in runtime):
-            tokens = []
-            for (_, kind), token in zip(runtime, ptx_tokens):
-                mine = TRITON_TOKENS.get(kind)
-                same = mine and ctypes.sizeof(ctype_of(mine)) == ctypes.sizeof(ctype_of(token))
-                tokens.append(mine if same else token)
-            return [str(n) for n, _ in runtime], tokens
-    return None, list(ptx_tokens)
+        metas = list(descriptor_meta) if isinstance(descriptor_meta, (list, tuple)) else []
+        if all(isinstance(t, str) for _, t in runtime):
+            expanded, descriptors = [], {}
+            for i, (name, kind) in enumerate(runtime):
+                if block_shape(kind) is None or len(descriptors) == len(metas):
+                    expanded.append((str(name), kind))
+                    continue
+                descriptors[i] = (kind, metas[len(descriptors)])
+                rank = descriptor_rank(kind)
+                expanded += [(str(name), None)] + [(f"{name}.shape[{d}]", None) for d in range(rank)] + \
+                    [(f"{name}.strides[{d}]", None) for d in range(rank)]
+            if len(expanded) == len(ptx_tokens) and len(descriptors) == len(metas):
+                tokens = []
+                for (_, kind), token in zip(expanded, ptx_tokens):
+                    mine = TRITON_TOKENS.get(kind)
+                    same = mine and ctypes.sizeof(ctype_of(mine)) == ctypes.sizeof(ctype_of(token))
+                    tokens.append(mine if same else token)
+                names = [str(n) for n, _ in runtime]
+                return names, tokens, descriptors, ([n for n, _ in expanded] if descriptors else names)
+    return None, list(ptx_tokens), {}, None

@@ -2590,6 +2590,98 @@ TEST_F(CudaFakeDriver, ATensorMapParameterIsPassedAsItsBytes) {
   EXPECT_TRUE(contains(sk_last_error(), "device buffer")) << sk_last_error();
 }
 
+// sk_tensor_map_encode hands the driver the caller's description as cuTensorMapEncodeTiled takes
+// it (the stand-in writes its parameters as text), into a buffer of any alignment; each field
+// the driver would refuse is named first, and the host device has no tensor maps.
+TEST_F(CudaFakeDriver, TensorMapsAreEncodedByTheDriverEachFieldCheckedFirst) {
+  void *tensor = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, 1 << 16, &tensor), SK_OK) << sk_last_error();
+  sk_tensor_map_desc d = {};
+  d.struct_size = sizeof d;
+  d.data_type = 7;  // f32
+  d.rank = 2;
+  d.swizzle = 3;
+  d.address = tensor;
+  d.dims[0] = 64, d.dims[1] = 16;
+  d.strides[0] = 256;
+  d.box[0] = 32, d.box[1] = 16;  // 128 bytes: the 128-byte swizzle's span
+  d.l2_promotion = 2;
+  unsigned char bytes[SK_TENSOR_MAP_BYTES + 1];
+  std::memset(bytes, 0xee, sizeof bytes);
+  ASSERT_EQ(sk_tensor_map_encode(dev_, &d, bytes + 1), SK_OK) << sk_last_error();  // unaligned: copied out
+  char address[24];
+  std::snprintf(address, sizeof address, "%#llx", (unsigned long long)reinterpret_cast<uintptr_t>(tensor));
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(bytes + 1)),
+            std::string("t7 r2 a") + address + " d64,16 s256 b32,16 e1,1 i0 w3 l2 f0");
+  EXPECT_EQ(bytes[0], 0xee);
+
+  // Each refusal names its field, and writes nothing.
+  struct Bad {
+    const char *field;
+    void (*set)(sk_tensor_map_desc *);
+  };
+  const Bad bad[] = {
+      {"desc->struct_size 8 is too small", [](sk_tensor_map_desc *x) { x->struct_size = 8; }},
+      {"desc->data_type is 13", [](sk_tensor_map_desc *x) { x->data_type = 13; }},
+      {"desc->rank is 0", [](sk_tensor_map_desc *x) { x->rank = 0; }},
+      {"desc->rank is 6", [](sk_tensor_map_desc *x) { x->rank = 6; }},
+      {"desc->rank is 2: an interleaved tensor map has 3 to 5", [](sk_tensor_map_desc *x) { x->interleave = 1; }},
+      {"desc->swizzle is 4", [](sk_tensor_map_desc *x) { x->swizzle = 4; }},
+      {"desc->swizzle is 3: interleave 2 (32 B) needs swizzle 1",
+       [](sk_tensor_map_desc *x) { x->interleave = 2, x->rank = 3, x->dims[2] = 1, x->box[2] = 1; }},
+      {"desc->l2_promotion is 4", [](sk_tensor_map_desc *x) { x->l2_promotion = 4; }},
+      {"desc->oob_fill is 1: NaN fills only a floating-point",
+       [](sk_tensor_map_desc *x) { x->oob_fill = 1, x->data_type = 3; }},
+      {"is not 16-byte aligned", [](sk_tensor_map_desc *x) { x->address = static_cast<char *>(x->address) + 8; }},
+      {"desc->address (nil) is not", [](sk_tensor_map_desc *x) { x->address = nullptr; }},
+      {"desc->dims[1] is 0", [](sk_tensor_map_desc *x) { x->dims[1] = 0; }},
+      {"desc->dims[0] is 4294967297", [](sk_tensor_map_desc *x) { x->dims[0] = (uint64_t{1} << 32) + 1; }},
+      {"desc->strides[0] is 250", [](sk_tensor_map_desc *x) { x->strides[0] = 250; }},
+      {"desc->strides[0] is 1099511627776", [](sk_tensor_map_desc *x) { x->strides[0] = uint64_t{1} << 40; }},
+      {"desc->box[1] is 257", [](sk_tensor_map_desc *x) { x->box[1] = 257; }},
+      {"desc->box[0] is 2: its elements are not a multiple of 16 bytes",
+       [](sk_tensor_map_desc *x) { x->box[0] = 2; }},
+      {"desc->box[0] is 64: its elements span more bytes than the swizzle",
+       [](sk_tensor_map_desc *x) { x->box[0] = 64; }},
+      {"desc->element_strides[0] is 9", [](sk_tensor_map_desc *x) { x->element_strides[0] = 9; }},
+      {"desc->element_strides[0] is 0: give every element stride or none",
+       [](sk_tensor_map_desc *x) { x->element_strides[1] = 2; }},
+  };
+  for (const Bad &b : bad) {
+    sk_tensor_map_desc x = d;
+    b.set(&x);
+    std::memset(bytes, 0xee, sizeof bytes);
+    EXPECT_EQ(sk_tensor_map_encode(dev_, &x, bytes), SK_ERR_INVALID_ARGUMENT) << b.field;
+    EXPECT_TRUE(contains(sk_last_error(), b.field)) << b.field << ": " << sk_last_error();
+    EXPECT_TRUE(contains(sk_last_error(), "sk_tensor_map_encode")) << sk_last_error();
+    EXPECT_EQ(bytes[0], 0xee) << b.field;
+  }
+  // Given element strides and a 32-byte interleave pass through.
+  sk_tensor_map_desc x = d;
+  x.rank = 3, x.dims[2] = 2, x.box[2] = 1, x.strides[1] = 4096, x.interleave = 2, x.swizzle = 1, x.box[0] = 8;
+  x.address = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(tensor) + 31) & ~uintptr_t{31});
+  for (uint32_t i = 0; i < 3; ++i) x.element_strides[i] = i + 1;
+  ASSERT_EQ(sk_tensor_map_encode(dev_, &x, bytes), SK_OK) << sk_last_error();
+  EXPECT_TRUE(contains(reinterpret_cast<const char *>(bytes), " d64,16,2 s256,4096 b8,16,1 e1,2,3 i2 w1 l2 f0"))
+      << bytes;
+  EXPECT_EQ(sk_tensor_map_encode(dev_, nullptr, bytes), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "desc is NULL")) << sk_last_error();
+  EXPECT_EQ(sk_tensor_map_encode(dev_, &d, nullptr), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "tensor_map is NULL")) << sk_last_error();
+  // What the driver refuses is SK_ERR_DEVICE naming the call, and the device stays usable.
+  fake_.fail_next("cuTensorMapEncodeTiled", 1);
+  EXPECT_EQ(sk_tensor_map_encode(dev_, &d, bytes), SK_ERR_DEVICE);
+  EXPECT_TRUE(contains(sk_last_error(), "cuTensorMapEncodeTiled")) << sk_last_error();
+  EXPECT_EQ(sk_tensor_map_encode(dev_, &d, bytes), SK_OK) << sk_last_error();
+  sk_mem_free(dev_, tensor);
+
+  sk_device *host = nullptr;
+  ASSERT_EQ(sk_device_open("host:cores=1", &host), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_tensor_map_encode(host, &d, bytes), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk_last_error(), "not a CUDA device")) << sk_last_error();
+  sk_device_close(host);
+}
+
 TEST(CudaModuleInspect, SaysWhatEachKernelWouldBeOrWhyNot) {
   const std::vector<uint8_t> rms = sk::cuda_test::read_file(sk::cuda_test::triton_path("rmsnorm.ptx"));
   size_t need = 0;

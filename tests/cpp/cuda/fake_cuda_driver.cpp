@@ -3,8 +3,8 @@
 // ELF image (the last one is kept for the tests to read) and the function name, and launches
 // are recorded instead of run. It lets the launch path of the CUDA backend (finalize,
 // co-residency clipping, parameters, epochs, stream ordering, argument rebinding, hang
-// reports, context handling, sticky errors, shared memory requests, graph capture) be tested
-// without a GPU. Each thread has a context stack; a call that needs a context fails with
+// reports, context handling, sticky errors, shared memory requests, graph capture, tensor maps)
+// be tested without a GPU. Each thread has a context stack; a call that needs a context fails with
 // CUDA_ERROR_INVALID_CONTEXT unless the device's is current. Not a simulator: no kernel code
 // runs, but each launch that runs does to the sync buffer's epoch word what the entry's blocks
 // do (read it, run as the next epoch and as many more as the launch's runs, stopping early on
@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -689,6 +690,34 @@ int fake_cuda_graph_nodes(void *graph, FakeNode *out, int cap) {
     ++n;
   }
   return n;
+}
+// A tensor map is its parameters as text, which the tests compare ("t7 r2 a0x... d64,16 s256
+// b64,16 e1,1 i0 w3 l2 f0": data type, rank, address, dims, strides, box, element strides,
+// interleave, swizzle, L2 promotion, fill), zero-padded to 128 bytes. As the driver, it
+// wants the map 64-byte aligned.
+int cuTensorMapEncodeTiled(void *map, int type, uint32_t rank, void *address, const uint64_t *dims,
+                           const uint64_t *strides, const uint32_t *box, const uint32_t *element_strides,
+                           int interleave, int swizzle, int l2, int fill) {
+  if (int r = enter("cuTensorMapEncodeTiled", false)) return r;
+  if (reinterpret_cast<uintptr_t>(map) % 64 || rank < 1 || rank > 5) return 1;  // CUDA_ERROR_INVALID_VALUE
+  std::string text = "t" + std::to_string(type) + " r" + std::to_string(rank) + " a";
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%#llx", (unsigned long long)reinterpret_cast<uintptr_t>(address));
+  text += hex;
+  auto list = [&](const char *tag, auto *values, uint32_t n) {
+    text += std::string(" ") + tag;
+    for (uint32_t i = 0; i < n; ++i) text += (i ? "," : "") + std::to_string(values[i]);
+  };
+  list("d", dims, rank);
+  list("s", strides, rank - 1);
+  list("b", box, rank);
+  list("e", element_strides, rank);
+  text += " i" + std::to_string(interleave) + " w" + std::to_string(swizzle) + " l" + std::to_string(l2) + " f" +
+          std::to_string(fill);
+  if (text.size() >= 128) return 1;
+  std::memset(map, 0, 128);
+  std::memcpy(map, text.data(), text.size());
+  return 0;
 }
 int cuGetErrorName(int r, const char **s) {
   switch (r) {

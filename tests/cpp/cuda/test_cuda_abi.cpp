@@ -55,6 +55,21 @@ TEST(CudaAbi, MirroredTypesMatchCudaH) {
             (int)::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
             (int)::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+  // sk_tensor_map_desc's numbers are cuda.h's enumerations, which cuTensorMapEncodeTiled takes
+  // as ints; its bytes are a CUtensorMap.
+  static_assert(SK_TENSOR_MAP_BYTES == sizeof(::CUtensorMap));
+  static_assert(sizeof(::CUtensorMapDataType) == sizeof(int) && sizeof(::CUtensorMapSwizzle) == sizeof(int));
+  static_assert(sizeof(::CUtensorMapInterleave) == sizeof(int) && sizeof(::CUtensorMapL2promotion) == sizeof(int));
+  static_assert(sizeof(::CUtensorMapFloatOOBfill) == sizeof(int));
+  EXPECT_EQ(0, (int)::CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  EXPECT_EQ(6, (int)::CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  EXPECT_EQ(7, (int)::CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+  EXPECT_EQ(9, (int)::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  EXPECT_EQ(12, (int)::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ);
+  EXPECT_EQ(3, (int)::CU_TENSOR_MAP_SWIZZLE_128B);
+  EXPECT_EQ(2, (int)::CU_TENSOR_MAP_INTERLEAVE_32B);
+  EXPECT_EQ(3, (int)::CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+  EXPECT_EQ(1, (int)::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);
 }
 #else
 TEST(CudaAbi, MirroredTypesMatchCudaH) { GTEST_SKIP() << "cuda.h is not on the include path"; }

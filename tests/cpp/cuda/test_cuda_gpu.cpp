@@ -1370,6 +1370,7 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
 // address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
 // the tensor's shape and strides) and its device-side ones (built in the global scratch): each
 // fused, and unfused by libsk, equals its PTX launched by the driver, bit for bit, and the CPU.
+// sk_tensor_map_encode writes the driver's bytes.
 TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
   PtxDriver drv;
   ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
@@ -1393,6 +1394,13 @@ TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
     const uint64_t dims[2] = {kCols, kRows}, strides[1] = {kCols * sizeof(float)};
     const uint32_t box[2] = {box_cols, 16}, element[2] = {1, 1};
     EXPECT_EQ(drv.cuTensorMapEncodeTiled(&map, kFloat32, 2, base, dims, strides, box, element, 0, swizzle, 0, 0), 0);
+    // libsk's encoding of the same description is the same bytes.
+    sk_tensor_map_desc d{};
+    d.struct_size = sizeof d, d.data_type = kFloat32, d.rank = 2, d.swizzle = (uint32_t)swizzle, d.address = base;
+    std::copy(dims, dims + 2, d.dims), d.strides[0] = strides[0], std::copy(box, box + 2, d.box);
+    unsigned char mine[SK_TENSOR_MAP_BYTES + 8];
+    EXPECT_EQ(sk_tensor_map_encode(dev_, &d, mine + 8), SK_OK) << sk_last_error();
+    EXPECT_EQ(std::memcmp(mine + 8, &map, SK_TENSOR_MAP_BYTES), 0) << "sk_tensor_map_encode differs from the driver";
     return map;
   };
   // Argument values that stay where they are while later ones are added.
