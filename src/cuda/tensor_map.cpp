@@ -27,7 +27,7 @@ sk_status check_tensor_map(const sk_tensor_map_desc &d, const char *call) {
   auto bad = [&](const char *field, const char *why, uint64_t value) {
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: desc->%s is %llu: %s", call, field, (unsigned long long)value, why);
   };
-  if (d.data_type >= kDataTypes) return bad("data_type", "not a data type sk.h lists (0 to 12)", d.data_type);
+  if (d.data_type >= kDataTypes) return bad("data_type", "not a data type sk.h lists", d.data_type);
   if (d.interleave > 2) return bad("interleave", "not 0 (none), 1 (16 B) or 2 (32 B)", d.interleave);
   if (d.swizzle > 3) return bad("swizzle", "not 0 (none), 1 (32 B), 2 (64 B) or 3 (128 B)", d.swizzle);
   if (d.l2_promotion > 3)
@@ -44,6 +44,8 @@ sk_status check_tensor_map(const sk_tensor_map_desc &d, const char *call) {
   if (address == 0 || address % align)
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: desc->address %p is not %llu-byte aligned device memory", call,
                 d.address, (unsigned long long)align);
+  bool element_strides = false;  // given for each dimension, or for none (1 each)
+  for (uint32_t i = 0; i < d.rank; i++) element_strides |= d.element_strides[i] != 0;
   char field[32];
   for (uint32_t i = 0; i < d.rank; i++) {
     std::snprintf(field, sizeof field, "dims[%u]", i);
@@ -54,6 +56,8 @@ sk_status check_tensor_map(const sk_tensor_map_desc &d, const char *call) {
       return bad(field, "a box has 1 to 256 elements in each dimension", d.box[i]);
     std::snprintf(field, sizeof field, "element_strides[%u]", i);
     if (d.element_strides[i] > 8) return bad(field, "an element stride is 1 to 8 (0: 1)", d.element_strides[i]);
+    if (element_strides && !d.element_strides[i])
+      return bad(field, "give every element stride or none", d.element_strides[i]);
   }
   for (uint32_t i = 0; i + 1 < d.rank; i++) {
     std::snprintf(field, sizeof field, "strides[%u]", i);
@@ -74,14 +78,8 @@ sk_status encode_tensor_map(const CudaDevice &gpu, const sk_tensor_map_desc &d, 
   const char *call = "sk_tensor_map_encode";
   if (sk_status st = check_tensor_map(d, call)) return st;
   uint32_t element_strides[kMaxRank] = {1, 1, 1, 1, 1};
-  bool given = false;
-  for (uint32_t i = 0; i < d.rank; i++) given |= d.element_strides[i] != 0;
-  for (uint32_t i = 0; given && i < d.rank; i++) {
-    if (!d.element_strides[i])
-      return fail(SK_ERR_INVALID_ARGUMENT, "%s: desc->element_strides[%u] is 0: give every element stride or none",
-                  call, i);
-    element_strides[i] = d.element_strides[i];
-  }
+  for (uint32_t i = 0; i < d.rank; i++)
+    if (d.element_strides[i]) element_strides[i] = d.element_strides[i];
   // Encoding reads no device state, but a driver may want a context, as every other call has.
   ContextScope ctx(gpu, call);
   if (ctx.status() != SK_OK) return ctx.status();
