@@ -195,7 +195,7 @@ class Session {
   ~Session() { end(); }
 
   void run() {
-    for (uint32_t op = 0; op < kMaxOps && !in_.empty(); ++op) step(in_.next());
+    for (uint32_t op = 0; op < kMaxOps && !in_.empty() && !lost_; ++op) step(in_.next());
   }
 
  private:
@@ -219,6 +219,10 @@ class Session {
         if (modules_[m]) break;
         const std::vector<uint8_t> &bytes = f_.objects[m];
         sk_status st = sk_module_load(d_.handle, bytes.data(), bytes.size(), &modules_[m]);
+        if (st == SK_ERR_DEVICE && std::strstr(sk_last_error(), "is lost")) {
+          lost_ = true;  // within the input, as end() may find it: every later call would fail
+          break;
+        }
         if (st != SK_OK) harness_failure("sk_module_load of a test object");
         break;
       }
@@ -441,8 +445,9 @@ class Session {
     sk_status loaded = sk_module_load(d_.handle, f_.objects[0].data(), f_.objects[0].size(), &mod);
     if (loaded == SK_ERR_DEVICE) {
       // The kernels here all return, so a lost device means a core was held off its CPU past the
-      // 20 ms deadline inside a kernel (a loaded machine). That may happen rarely; every input
-      // losing it is a defect.
+      // 20 ms deadline inside a kernel (a loaded machine, a sanitizer's slowdown): this one may
+      // have been lost within the input (lost_). That may happen rarely; every input losing it
+      // is a defect.
       static int reopened = 0;
       if (++reopened > 3) harness_failure("the device was lost more than 3 times");
       std::fprintf(stderr, "fuzz_api: device lost (%s); opening a new one\n", sk_last_error());
@@ -476,6 +481,7 @@ class Session {
   std::vector<SuperKernel> superkernels_;
   std::vector<sk_stream *> streams_;
   std::vector<std::pair<void *, size_t>> memory_;  // sk_mem_alloc'd here, with its size
+  bool lost_ = false;                              // a call found the device lost: the input ends
 };
 
 }  // namespace
