@@ -157,7 +157,6 @@ PtxValues abi_values(const EntrySpec &spec) {
   return v;
 }
 
-bool is_ref(const EntryStep &s, size_t j) { return j < 64 && (s.arg_refs >> j & 1); }
 bool by_address(const EntryStep &s, size_t j) {
   return std::find(s.by_address.begin(), s.by_address.end(), j) != s.by_address.end();
 }
@@ -220,7 +219,7 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
            str(8 * at[j]) + ";\n    st.param.b32 [c" + str(j) + "], %y" + str(j) + ";\n";
       continue;
     }
-    const bool ref = is_ref(s, j);
+    const bool ref = s.is_ref(j);
     if (ref) o += "    " + load + "u64 %a" + str(j) + ", " + slot + "];\n";
     const std::string from = ref ? "[%a" + str(j) : slot;  // a value's first byte
     if (t.is_struct()) {

@@ -60,6 +60,7 @@ struct EntryStep {
   // Bit j: parameter j is read by reference, from the address in its slot, at each call
   // (sk_kernel_options.arg_refs). Steps of one function with other bits call at other sites.
   uint64_t arg_refs = 0;
+  bool is_ref(size_t j) const { return j < 64 && (arg_refs >> j & 1); }
   // Parameters passed as the 32-bit parameter-space address of their bytes in the step's
   // slots, not by value (PtxKernel::by_address): the entry's slots are then its parameters.
   std::vector<uint32_t> by_address;

@@ -256,8 +256,8 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     for (uint32_t j : s.by_address) {
       const char *why = spec.args == ArgSource::Buffer ? "the arguments are in a device buffer: they take more than "
                                                          "the driver's parameter space"
-                        : j < 64 && (s.arg_refs >> j & 1) ? "sk_kernel_options.arg_refs reads it by reference"
-                                                          : nullptr;
+                        : s.is_ref(j)                  ? "sk_kernel_options.arg_refs reads it by reference"
+                                                       : nullptr;
       if (why)
         return fail(SK_ERR_UNSUPPORTED,
                     "super kernel '%s': kernel %zu '%s' takes the address of parameter %u (a grid constant: a "
