@@ -983,9 +983,11 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * (how many kernels it calls "direct", by "register map" and through "libffi", the slowest). On a
  * CUDA device its "cuda_entry" object gives the linked entry's resources as its cubin says:
  * "registers" and "local_bytes" / "stack_bytes" per thread, "static_shared_bytes" and
- * "dynamic_shared_bytes" per block, the driver's "blocks_per_sm", and "step_loop": the
- * synchronisation instructions of the entry's step loop ("block_barriers", "releases",
- * "acquires", "full_fences", "polls", "table_loads"), each counted once in its code.
+ * "dynamic_shared_bytes" per block, the driver's "blocks_per_sm", where the steps' arguments
+ * are ("arguments": "parameters", or "buffer" when their "argument_bytes" exceed the driver's
+ * parameter space), and "step_loop": the synchronisation instructions of the entry's step
+ * loop ("block_barriers", "releases", "acquires", "full_fences", "polls", "table_loads"), each
+ * counted once in its code.
  * Its integer "schema_version" names the layout; sk_explain.schema.json (a JSON Schema, draft
  * 2020-12, installed beside this header) describes every key of that version. The JSON is valid
  * UTF-8 whatever bytes names hold: a byte that is not UTF-8 is the four characters \xNN (their

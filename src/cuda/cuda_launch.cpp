@@ -1,5 +1,6 @@
 // The CUDA backend's super kernels (finalize with its re-plan after the occupancy query, launch,
 // set_arg, explain, destroy) and unfused launches (sk_launch_kernel, one linked entry per block_dim).
+#include <algorithm>
 #include <memory>
 
 #include "common/device_api_usage.hpp"
@@ -14,15 +15,26 @@ namespace sk::cuda {
 namespace {
 
 // An argument read by reference is read by the GPU at each call: its address must be memory
-// the driver maps for it (the device's context current).
-sk_status check_ref(const CudaDevice &dev, const char *call, const std::string &sk, size_t step,
+// the driver maps for it (the device's context current). A parameter the kernel takes the
+// address of is then read where it is, so that address is aligned as its type asks (a tensor
+// map: 64 bytes for TMA).
+sk_status check_ref(const CudaDevice &dev, const CudaKernel &k, const char *call, const std::string &sk, size_t step,
                     const std::string &kernel, size_t param, uint64_t address) {
-  if (dev.driver_memory(reinterpret_cast<const void *>(address))) return SK_OK;
-  return fail(
-      SK_ERR_INVALID_ARGUMENT,
-      "%s: super kernel '%s': step %zu '%s' reads argument %zu by reference from 0x%llx, which is not memory "
-      "%s can read (sk_mem_alloc, or device, managed or page-locked memory of the CUDA driver)",
-      call, sk.c_str(), step, kernel.c_str(), param, static_cast<unsigned long long>(address), dev.name().c_str());
+  if (!dev.driver_memory(reinterpret_cast<const void *>(address)))
+    return fail(
+        SK_ERR_INVALID_ARGUMENT,
+        "%s: super kernel '%s': step %zu '%s' reads argument %zu by reference from 0x%llx, which is not memory "
+        "%s can read (sk_mem_alloc, or device, managed or page-locked memory of the CUDA driver)",
+        call, sk.c_str(), step, kernel.c_str(), param, static_cast<unsigned long long>(address), dev.name().c_str());
+  const bool in_place =
+      k.ptx && std::find(k.ptx->by_address.begin(), k.ptx->by_address.end(), param) != k.ptx->by_address.end();
+  if (in_place && address % k.signature[param].align)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: super kernel '%s': step %zu '%s' takes the address of parameter %zu (a grid constant), read by "
+                "reference at 0x%llx, which is not aligned to %u bytes as its type asks",
+                call, sk.c_str(), step, kernel.c_str(), param, static_cast<unsigned long long>(address),
+                k.signature[param].align);
+  return SK_OK;
 }
 
 // Blocks per SM no architecture exceeds (32 on every sm_70+): the first plan's core bound,
@@ -93,8 +105,8 @@ sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOption
   for (size_t i = 0; i < kernels.size(); ++i)
     for (size_t a = 0; a + 1 < kernels[i]->arg_slots.size(); ++a)
       if (a < 64 && (inputs[i].arg_refs >> a & 1))
-        if (sk_status st =
-                check_ref(*dev, "sk_finalize", name, i, inputs[i].name, a, args[i][kernels[i]->arg_slots[a]]);
+        if (sk_status st = check_ref(*dev, *ck[i], "sk_finalize", name, i, inputs[i].name, a,
+                                     args[i][kernels[i]->arg_slots[a]]);
             st != SK_OK)
           return st;
   auto sk = std::make_unique<CudaBackendSuperKernel>(shared_from_this(), dev);
@@ -161,7 +173,8 @@ sk_status CudaBackendSuperKernel::set_arg(uint32_t step, uint32_t index, const u
   if (index < 64 && (in.arg_refs >> index & 1)) {
     ContextScope ctx(*gpu, "sk_superkernel_set_arg");
     if (ctx.status() != SK_OK) return ctx.status();
-    if (sk_status st = check_ref(*gpu, "sk_superkernel_set_arg", plan.name, step, in.name, index, slots[0]);
+    const CudaKernel &k = *static_cast<const CudaBackendKernel &>(*kernels[step]).kernel;
+    if (sk_status st = check_ref(*gpu, k, "sk_superkernel_set_arg", plan.name, step, in.name, index, slots[0]);
         st != SK_OK)
       return st;
   }
@@ -192,6 +205,8 @@ std::string CudaBackendSuperKernel::explain() const {
     j.key("static_shared_bytes").value(uint64_t{r.static_shared});
     j.key("dynamic_shared_bytes").value(uint64_t{r.dynamic_shared});
     j.key("blocks_per_sm").value(uint64_t{p.occupancy_per_sm()});
+    j.key("arguments").value(r.args == ArgSource::Params ? "parameters" : "buffer");
+    j.key("argument_bytes").value(uint64_t{8 * p.slot_count()});
     const StepLoopCode &c = r.step_loop;
     j.key("step_loop").begin_object();
     j.key("block_barriers").value(uint64_t{c.block_barriers});

@@ -1,8 +1,10 @@
 #include "cuda/entry_ptx.hpp"
 
+#include <sk.h>
 #include <sk_kernel.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "cuda/ptx_template.hpp"
 
@@ -157,16 +159,19 @@ PtxValues abi_values(const EntrySpec &spec) {
   return v;
 }
 
+// TMA and its tensor-map proxy: sm_90 and later.
+bool has_tensor_maps(const std::string &arch) { return arch.size() > 3 && std::atoi(arch.c_str() + 3) >= 90; }
+
 bool by_address(const EntryStep &s, size_t j) {
   return std::find(s.by_address.begin(), s.by_address.end(), j) != s.by_address.end();
 }
 
 // A parameter's declaration as nvcc writes the callee's: scalars in 32- or 64-bit parameters,
 // an aggregate as a byte array with its alignment (the PTX ABI passes it by value); one passed
-// by its address, that 32-bit address.
+// by its address, that generic address.
 std::string param_decl(const EntryStep &s, size_t j, const char *prefix) {
   const ParamType &t = s.signature[j];
-  if (by_address(s, j)) return ".param .b32 " + (prefix + str(j));
+  if (by_address(s, j)) return ".param .b64 " + (prefix + str(j));
   if (t.is_struct()) return ".param .align " + str(t.align) + " .b8 " + prefix + str(j) + "[" + str(t.size) + "]";
   return std::string(".param .b") + (wide(t.type) ? "64 " : "32 ") + prefix + str(j);
 }
@@ -214,12 +219,22 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   for (size_t j = 0; j < n; ++j) {
     const ParamType &t = s.signature[j];
     const std::string slot = "[%t5+" + str(8 * at[j]);
-    if (by_address(s, j)) {  // %t5: the parameter-space address of the step's first slot
-      o += "    cvt.u32.u64 %y" + str(j) + ", %t5;\n    add.u32 %y" + str(j) + ", %y" + str(j) + ", " +
-           str(8 * at[j]) + ";\n    st.param.b32 [c" + str(j) + "], %y" + str(j) + ";\n";
+    const bool ref = s.is_ref(j);
+    if (by_address(s, j)) {  // the generic address of its bytes
+      const std::string x = "%x" + str(j);
+      if (ref)
+        o += "    " + load + "u64 " + x + ", " + slot + "];\n";
+      else if (spec.args == ArgSource::Params)  // %t5: the parameter-space address of the step's first slot
+        o += "    cvta.param.u64 " + x + ", %t5;\n    add.u64 " + x + ", " + x + ", " + str(8 * at[j]) + ";\n";
+      else
+        o += "    add.u64 " + x + ", %t5, " + str(8 * at[j]) + ";\n";
+      // A tensor map in global memory, which the host or an earlier step wrote: TMA reads it
+      // through the tensor-map proxy, which that acquire orders after those writes.
+      if ((ref || spec.args == ArgSource::Buffer) && t.size == SK_TENSOR_MAP_BYTES && has_tensor_maps(spec.arch))
+        o += "    fence.proxy.tensormap::generic.acquire.sys [" + x + "], " + str(SK_TENSOR_MAP_BYTES) + ";\n";
+      o += "    st.param.b64 [c" + str(j) + "], " + x + ";\n";
       continue;
     }
-    const bool ref = s.is_ref(j);
     if (ref) o += "    " + load + "u64 %a" + str(j) + ", " + slot + "];\n";
     const std::string from = ref ? "[%a" + str(j) : slot;  // a value's first byte
     if (t.is_struct()) {

@@ -61,8 +61,8 @@ struct EntryStep {
   // (sk_kernel_options.arg_refs). Steps of one function with other bits call at other sites.
   uint64_t arg_refs = 0;
   bool is_ref(size_t j) const { return j < 64 && (arg_refs >> j & 1); }
-  // Parameters passed as the 32-bit parameter-space address of their bytes in the step's
-  // slots, not by value (PtxKernel::by_address): the entry's slots are then its parameters.
+  // Parameters passed as the generic address of their bytes, not by value
+  // (PtxKernel::by_address): of their slots, or the address a slot holds when read by reference.
   std::vector<uint32_t> by_address;
   // Earlier steps whose arrival it waits for (the previous step, or with stream fusion its
   // stream predecessor and the steps of the events it waits on). Empty: it waits for nothing.

@@ -22,7 +22,8 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
     return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", name.c_str(),
                 image.entry.c_str());
   p->resources_ = {image.entry,       image.info.sm,       fn->registers,        fn->frame_size,
-                   image.stack_bytes, image.static_shared, image.dynamic_shared, step_loop_code(image.ptx)};
+                   image.stack_bytes, image.static_shared, image.dynamic_shared, step_loop_code(image.ptx),
+                   image.args};
   const DriverApi &a = device->api();
   const char *call = "sk_finalize";
   ContextScope ctx(*device, call);

@@ -23,14 +23,15 @@ constexpr uint32_t kDefaultSharedLimit = 48 * 1024;
 // attributes of the entry and the size of .nv.shared.<entry>): sk_superkernel_explain's
 // "cuda_entry".
 struct EntryResources {
-  std::string entry;            // the entry's symbol
-  uint32_t sm = 0;              // SASS architecture (90: sm_90)
-  uint32_t registers = 0;       // per thread
-  uint32_t local_bytes = 0;     // per-thread local memory frame (EIATTR_FRAME_SIZE)
-  uint32_t stack_bytes = 0;     // per-thread call stack its launches get (BuiltImage::stack_bytes)
-  uint32_t static_shared = 0;   // per block
-  uint32_t dynamic_shared = 0;  // per block, passed by each launch
-  StepLoopCode step_loop;       // the synchronisation in its step loop
+  std::string entry;                   // the entry's symbol
+  uint32_t sm = 0;                     // SASS architecture (90: sm_90)
+  uint32_t registers = 0;              // per thread
+  uint32_t local_bytes = 0;            // per-thread local memory frame (EIATTR_FRAME_SIZE)
+  uint32_t stack_bytes = 0;            // per-thread call stack its launches get (BuiltImage::stack_bytes)
+  uint32_t static_shared = 0;          // per block
+  uint32_t dynamic_shared = 0;         // per block, passed by each launch
+  StepLoopCode step_loop;              // the synchronisation in its step loop
+  ArgSource args = ArgSource::Params;  // where its argument slots are
 };
 
 class LinkedProgram {
@@ -46,6 +47,7 @@ class LinkedProgram {
   uint32_t occupancy_per_sm() const { return occupancy_; }
   uint32_t registers() const { return registers_; }
   const EntryResources &resources() const { return resources_; }
+  size_t slot_count() const { return slots_.size(); }  // the argument slots of its steps
 
   // Replaces the step table (the image's, of the plan it was linked for) by one of the same
   // size: a re-plan's placement of the same steps. Before the first launch, which writes it.

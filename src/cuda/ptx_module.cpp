@@ -8,6 +8,7 @@
 
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
+#include "cuda/ptx_param_address.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -79,10 +80,7 @@ bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size(
 
 // ---- edits -----------------------------------------------------------------------------------
 
-struct Edit {
-  size_t at, len;
-  std::string text;
-};
+using Edit = PtxEdit;
 
 std::string apply(std::string_view text, std::vector<Edit> edits) {
   std::sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
@@ -120,19 +118,13 @@ struct Function {
   };
   std::vector<Special> specials;
   std::vector<Edit> exits;  // `exit` -> `ret`
-  // Each parameter's declaration after `.param` (text offsets [first, second)), for the
-  // rewrite of one whose address the kernel takes.
+  // Each parameter's declaration after `.param` (text offsets [first, second)), and an entry's
+  // statements, for the rewrite of a parameter whose address the kernel takes.
   std::vector<std::pair<size_t, size_t>> param_decls;
-  // A statement of an entry that names one of its parameters: its address taken (mov,
-  // cvta.param), its bytes read (ld.param), or another use (`text` empty), and the statement
-  // as it reads a parameter passed by its address in the super kernel's parameter space.
-  struct ParamUse {
-    size_t at, len, param;
-    bool address;
-    std::string text;
-  };
-  std::vector<ParamUse> param_uses;
-  std::string register_param_access;  // an ld.param/st.param through a register address
+  std::vector<PtxStatement> body;
+  // A helper's cvta.param: of a parameter-space address its kernel passed it, which the
+  // rewrite of that kernel's parameters would not follow.
+  std::string param_to_generic;
   std::set<std::string> callees;
   std::set<std::string> words;  // names its statements use otherwise than as a call target
   bool indirect_calls = false, dynamic_shared = false;
@@ -249,7 +241,6 @@ class Parser {
   sk_status params(Function &f, size_t open, size_t close);
   void directives(Function &f, size_t begin, size_t body);
   void statement(Function &f, size_t begin, size_t end);
-  void param_use(Function &f, size_t begin, size_t op, size_t end, const std::string &guard);
 };
 
 sk_status Parser::matching(size_t open, size_t *close) const {
@@ -440,7 +431,13 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   if (tok(op)[0] == '@') guard = std::string(tok(op++));
   if (op >= end) return;
   const std::string_view opcode = tok(op);
-  if (f.entry) param_use(f, begin, op, end, guard);
+  if (f.entry) {
+    PtxStatement s{toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, op > begin ? tok(begin) : "", {}};
+    for (size_t k = op; k < end; ++k) s.toks.push_back(tok(k));
+    f.body.push_back(std::move(s));
+  } else if (starts(opcode, "cvta.param") && f.param_to_generic.empty()) {
+    f.param_to_generic = std::string(opcode);
+  }
   for (size_t k = op; k < end; ++k) {
     const std::string_view t = tok(k);
     if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
@@ -488,48 +485,6 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     if ((starts(t, "%ctaid") || starts(t, "%nctaid") || starts(t, "%tid") || starts(t, "%ntid")) &&
         f.refusal.empty() && !(t == "%tid.x" || t == "%ntid.x"))
       f.refusal = "reads " + std::string(t) + " other than by a scalar mov";
-  }
-}
-
-// An entry's statement that names a parameter, as the rewrite of a parameter passed by its
-// address needs it: there the parameter holds the 32-bit parameter-space address of its bytes
-// among the super kernel's arguments (%sk_pa below), which cvta.param makes generic as before.
-void Parser::param_use(Function &f, size_t begin, size_t op, size_t end, const std::string &guard) {
-  const std::string_view opcode = tok(op);
-  if ((starts(opcode, "ld.param") || starts(opcode, "st.param")) && f.register_param_access.empty())
-    for (size_t k = op + 1; k + 1 < end; ++k)
-      if (tok(k) == "[" && tok(k + 1)[0] == '%') f.register_param_access = std::string(opcode);
-  for (size_t k = op + 1; k < end; ++k) {
-    const auto it = std::find(f.param_names.begin(), f.param_names.end(), tok(k));
-    if (it == f.param_names.end()) continue;
-    const std::string name(tok(k));
-    size_t after = k + 1;
-    std::string offset;  // `P+16`
-    if (tok(after) == "+" && after + 1 < end) {
-      offset = "+" + std::string(tok(after + 1));
-      after += 2;
-    }
-    Function::ParamUse use{toks_[begin].at, toks_[end].at + 1 - toks_[begin].at,
-                           (size_t)(it - f.param_names.begin()), true, ""};
-    const std::string g = guard.empty() ? "" : guard + " ", dst(tok(op + 1));
-    const std::string addr = "{ .reg .b32 %sk_pa; .reg .b64 %sk_pq; ld.param.b32 %sk_pa, [" + name + "]; " +
-                             (offset.empty() ? "" : "add.u32 %sk_pa, %sk_pa, " + offset.substr(1) + "; ");
-    const bool operand = k == op + 3 && tok(op + 2) == "," && after == end;
-    if (starts(opcode, "mov.") && operand) {  // its address
-      const bool wide = opcode.size() > 2 && opcode.substr(opcode.size() - 2) == "64";
-      use.text = addr + g + (wide ? "cvt.u64.u32 " : "mov.b32 ") + dst + ", %sk_pa; }";
-    } else if (starts(opcode, "cvta.param.") && operand) {  // its generic address
-      use.text = addr + "cvt.u64.u32 %sk_pq, %sk_pa; " + g + std::string(opcode) + " " + dst + ", %sk_pq; }";
-    } else if (starts(opcode, "ld.param") && tok(k - 1) == "[" && tok(after) == "]") {  // its bytes
-      use.address = false;
-      const std::string into(text_.substr(toks_[op + 1].at, toks_[k - 1].at - toks_[op + 1].at));
-      use.text = addr + "cvt.u64.u32 %sk_pq, %sk_pa; cvta.param.u64 %sk_pq, %sk_pq; " + g + "ld" +
-                 std::string(opcode.substr(8)) + " " + into + "[%sk_pq]; }";
-    } else {
-      use.text.clear();  // a use the rewrite does not know
-    }
-    f.param_uses.push_back(std::move(use));
-    k = after - 1;
   }
 }
 
@@ -638,35 +593,20 @@ std::string special_read(const Function::Special &s, const uint32_t block[3], bo
   return head + g + "div.u32 " + s.dst + ", %sk_t, " + xy + "; }";
 }
 
-// The rewrite of the parameters an entry takes the address of (a `__grid_constant__` tensor map,
-// Triton's tensor descriptor): each is declared `.b32`, the parameter-space address of its bytes
-// among the super kernel's arguments, and every statement naming it reads that address. The
-// refusal, if one of them is used otherwise.
+// The rewrite of the parameters an entry takes the address of (ptx_param_address.hpp) into
+// its edits and notes; the refusal, if one of them is used otherwise.
 std::string pass_by_address(const Function &f, PtxKernel *k, std::vector<Edit> *edits,
                             std::vector<std::string> *notes) {
-  std::vector<bool> by_address(f.param_names.size());
-  for (const Function::ParamUse &u : f.param_uses) by_address[u.param] = by_address[u.param] || u.address;
-  for (size_t j = 0; j < by_address.size(); ++j) {
-    if (!by_address[j]) continue;
-    const std::string &name = f.param_names[j];
-    if (!f.register_param_access.empty())
-      return "reads its parameters through a register address (" + f.register_param_access +
-             ") and takes the address of parameter '" + name + "'";
-    for (const Function::ParamUse &u : f.param_uses) {
-      if (u.param != j) continue;
-      if (u.text.empty())
-        return "uses parameter '" + name + "', whose address it takes, in a way libsk cannot rewrite";
-      edits->push_back({u.at, u.len, u.text});
-    }
-    const auto [from, to] = f.param_decls[j];
-    edits->erase(std::remove_if(edits->begin(), edits->end(), [from = from](const Edit &e) { return e.at == from; }),
+  ParamAddressRewrite r = rewrite_param_addresses(f.param_names, f.param_decls, f.body);
+  if (!r.refusal.empty()) return r.refusal;
+  for (uint32_t j : r.by_address) {  // its declaration replaces the scalar one's
+    const size_t from = f.param_decls[j].first;
+    edits->erase(std::remove_if(edits->begin(), edits->end(), [from](const Edit &e) { return e.at == from; }),
                  edits->end());
-    edits->push_back({from, to - from, ".b32 " + name});
-    k->by_address.push_back((uint32_t)j);
-    notes->push_back("parameter '" + name +
-                     "' passed as the address of its bytes among the super kernel's parameters (its address is "
-                     "taken: a grid constant)");
   }
+  edits->insert(edits->end(), r.edits.begin(), r.edits.end());
+  notes->insert(notes->end(), r.notes.begin(), r.notes.end());
+  k->by_address = std::move(r.by_address);
   return "";
 }
 
@@ -848,6 +788,13 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
                                                          : " read as " + fn + "()"));
       }
       if (k.refusal.empty()) k.refusal = pass_by_address(f, &k, &mine, &notes);
+      for (const std::string &r : reach.functions)
+        for (const Function &g : p.functions)
+          if (k.refusal.empty() && !k.by_address.empty() && g.name == r && !g.entry && !g.param_to_generic.empty())
+            k.refusal = "takes the address of a parameter and '" + g.name +
+                        "', which it calls, makes a parameter "
+                        "address generic (" +
+                        g.param_to_generic + ")";
       if (!f.exits.empty()) notes.push_back("exit made ret");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
         edits.insert(edits.end(), mine.begin(), mine.end());

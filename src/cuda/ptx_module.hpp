@@ -33,8 +33,8 @@ struct PtxKernel {
   // its blocks need their grid's shape (sk_kernel_options.grid).
   bool multi_dimensional_grid = false;
   // The parameters whose address it takes (a `__grid_constant__` CUtensorMap, a Triton tensor
-  // descriptor), in order: each is passed as the 32-bit parameter-space address of its bytes in
-  // the super kernel's argument slots, where cvta.param finds them as in a plain launch.
+  // descriptor), in order: each is passed as the generic address of its bytes, wherever the
+  // super kernel holds them (ptx_param_address.hpp).
   std::vector<uint32_t> by_address;
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an

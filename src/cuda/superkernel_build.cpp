@@ -253,17 +253,6 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.arg_base = bases[i];
     s.arg_refs = ps.kernel.arg_refs;
     if (k.ptx) s.by_address = k.ptx->by_address;
-    for (uint32_t j : s.by_address) {
-      const char *why = spec.args == ArgSource::Buffer ? "the arguments are in a device buffer: they take more than "
-                                                         "the driver's parameter space"
-                        : s.is_ref(j)                  ? "sk_kernel_options.arg_refs reads it by reference"
-                                                       : nullptr;
-      if (why)
-        return fail(SK_ERR_UNSUPPORTED,
-                    "super kernel '%s': kernel %zu '%s' takes the address of parameter %u (a grid constant: a "
-                    "tensor map), which must lie among the super kernel's parameters, but %s",
-                    req.name.c_str(), i, ps.kernel.name.c_str(), j, why);
-    }
     s.arrives = ps.arrives;
     // Without stream fusion a step waits for the one before it (which waited for its own
     // predecessor: the chain orders them all) and the scope events' steps; with it, for its

@@ -2539,9 +2539,10 @@ TEST_F(CudaFakeDriver, ATwoDimensionalGridIsGivenWithItsShape) {
 
 // sk_module_inspect: what a module holds for an architecture, without a GPU, and its refusals.
 // A `__grid_constant__` tensor map through the C API: its signature as libsk reads the PTX
-// parameter (128 bytes aligned 128), its bytes the argument, the super kernel launched with
-// them in its parameters; read by reference, or in a super kernel whose arguments go to a
-// device buffer, it is refused naming the kernel and the parameter.
+// parameter (128 bytes aligned 128), its bytes the argument, the super kernel launched with them
+// in its parameters, or in its argument buffer when the arguments do not fit them; read by
+// reference, the address itself, which must be aligned as the map (checked at finalize and at
+// set_arg, naming the step and the parameter).
 TEST_F(CudaFakeDriver, ATensorMapParameterIsPassedAsItsBytes) {
   reopen_on_driver(12000);  // a 4 KiB parameter space: 20 steps of 32 slots go to a buffer
   sk_kernel *tma = kernel("grid_constant.ptx", "tma_copy_global");
@@ -2561,6 +2562,7 @@ TEST_F(CudaFakeDriver, ATensorMapParameterIsPassedAsItsBytes) {
   std::string json(1 << 16, '\0');
   ASSERT_EQ(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), SK_OK) << sk_last_error();
   EXPECT_TRUE(contains(json, "parameter 'tma_copy_global_param_0' passed as the address of its bytes")) << json;
+  EXPECT_TRUE(contains(json, "\"arguments\":\"parameters\",\"argument_bytes\":136,")) << json;
   ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_launch_kernel(tma, 4, args, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
@@ -2571,23 +2573,54 @@ TEST_F(CudaFakeDriver, ATensorMapParameterIsPassedAsItsBytes) {
   EXPECT_EQ(l[1].first_slot, tensor_map[0]);
   sk_superkernel_destroy(sk);
 
+  // Read by reference: the address of a map in device memory, aligned as the map.
   sk_kernel_options by_ref = SK_KERNEL_OPTIONS_INIT;
   by_ref.arg_refs = 1;
-  void *map_on_device = nullptr;
-  ASSERT_EQ(sk_mem_alloc(dev_, sizeof tensor_map, &map_on_device), SK_OK) << sk_last_error();
-  void *ref_args[] = {map_on_device, &out};  // read by reference: the address itself
+  void *maps_on_device = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, 4 * sizeof tensor_map, &maps_on_device), SK_OK) << sk_last_error();
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(maps_on_device) + 127) / 128 * 128;  // the stand-in's malloc
+  void *aligned = reinterpret_cast<void *>(at), *unaligned = reinterpret_cast<void *>(at + 64);
+  void *ref_args[] = {unaligned, &out};
   ASSERT_EQ(sk_scope_begin(dev_, "tma_by_ref", nullptr, &scope), SK_OK);
   ASSERT_EQ(sk_add_kernel(scope, tma, 4, ref_args, &by_ref), SK_OK) << sk_last_error();
-  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk_last_error(), "kernel 0 'tma_copy_global' takes the address of parameter 0"))
+  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(),
+                       "step 0 'tma_copy_global' takes the address of parameter 0 (a grid "
+                       "constant), read by reference at 0x"))
       << sk_last_error();
-  EXPECT_TRUE(contains(sk_last_error(), "arg_refs")) << sk_last_error();
-  sk_mem_free(dev_, map_on_device);
+  EXPECT_TRUE(contains(sk_last_error(), "not aligned to 128 bytes")) << sk_last_error();
+  ref_args[0] = aligned;
+  ASSERT_EQ(sk_scope_begin(dev_, "tma_by_ref", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, tma, 4, ref_args, &by_ref), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_superkernel_set_arg(sk, 0, 0, unaligned), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "not aligned to 128 bytes")) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[2].first_slot, reinterpret_cast<uint64_t>(aligned)) << "the address, which set_arg kept";
+  sk_superkernel_destroy(sk);
+  sk_mem_free(dev_, maps_on_device);
 
+  // 20 steps take more than the parameter space: the maps are in the argument buffer.
   ASSERT_EQ(sk_scope_begin(dev_, "tma_buffered", nullptr, &scope), SK_OK);
   for (int i = 0; i < 20; ++i) ASSERT_EQ(sk_add_kernel(scope, tma, 4, args, nullptr), SK_OK) << sk_last_error();
-  EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk_last_error(), "device buffer")) << sk_last_error();
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  l = fake_.all();
+  ASSERT_EQ(l.size(), 4u);
+  ASSERT_NE(l[3].args_buffer, 0u) << "in a buffer";
+  ASSERT_EQ(sk_superkernel_explain(sk, json.data(), json.size(), nullptr), SK_OK) << sk_last_error();
+  // 19 steps of 32 slots (a 128-byte boundary after 17), the last of 17.
+  EXPECT_TRUE(contains(json, "\"arguments\":\"buffer\",\"argument_bytes\":5000,")) << json;
+  alignas(128) uint64_t slots[16 * 2 + 16];
+  ASSERT_EQ(sk_memcpy(dev_, slots, reinterpret_cast<void *>(l[3].args_buffer), sizeof slots), SK_OK);
+  EXPECT_EQ(std::memcmp(slots, tensor_map, sizeof tensor_map), 0);
+  EXPECT_EQ(slots[16], out);
+  EXPECT_EQ(std::memcmp(slots + 32, tensor_map, sizeof tensor_map), 0) << "step 1 on a 128-byte boundary";
+  sk_superkernel_destroy(sk);
 }
 
 // sk_tensor_map_encode hands the driver the caller's description as cuTensorMapEncodeTiled takes

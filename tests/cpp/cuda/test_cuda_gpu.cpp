@@ -1369,7 +1369,8 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
 // TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its
 // address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
 // the tensor's shape and strides) and its device-side ones (built in the global scratch): each
-// fused, and unfused by libsk, equals its PTX launched by the driver, bit for bit, and the CPU.
+// fused, and unfused by libsk, equals its PTX launched by the driver, bit for bit, and the CPU;
+// the nvcc map also from a super kernel's argument buffer and read by reference.
 // sk_tensor_map_encode writes the driver's bytes.
 TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
   PtxDriver drv;
@@ -1493,6 +1494,52 @@ TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
         (void *)&half, (void *)&null,     (void *)&null};
            }),
        halved, "Triton's TensorDescriptor");
+
+  // The same nvcc map where the super kernel's arguments do not fit its parameters (160 steps of
+  // 256 bytes: they are in its argument buffer, in global memory), each step copying into its
+  // own output; and read by reference from device memory.
+  {
+    sk_module *mod = nullptr;
+    ASSERT_EQ(sk_module_load(dev_, nvcc.data(), nvcc.size(), &mod), SK_OK) << sk_last_error();
+    modules_.push_back(mod);
+    sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
+    sk_kernel *k = nullptr;
+    ASSERT_EQ(sk_module_get_kernel_desc(mod, "tma_copy_global", &desc, &k), SK_OK) << sk_last_error();
+    constexpr size_t kSteps = 160;
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "tma_buffered", nullptr, &scope), SK_OK) << sk_last_error();
+    std::vector<float *> outs;
+    for (size_t i = 0; i < kSteps; ++i) {
+      outs.push_back(alloc(std::vector<float>(kRows * kCols, -1.0f)));
+      out_slots.push_back(reinterpret_cast<uintptr_t>(outs.back()));
+      void *args[] = {&in_map, &out_slots.back()};
+      ASSERT_EQ(sk_add_kernel(scope, k, kBlocks, args, nullptr), SK_OK) << sk_last_error();
+    }
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    sk_superkernel_destroy(sk);
+    for (size_t i = 0; i < kSteps; ++i) {
+      const std::vector<float> got = read(outs[i], kRows * kCols);
+      EXPECT_EQ(std::memcmp(got.data(), rows.data(), rows.size() * 4), 0) << "the buffered map, step " << i;
+    }
+
+    TensorMap *on_device = alloc(std::vector<TensorMap>{in_map});
+    float *out = alloc(std::vector<float>(kRows * kCols, -1.0f));
+    out_slots.push_back(reinterpret_cast<uintptr_t>(out));
+    void *args[] = {on_device, &out_slots.back()};
+    sk_kernel_options by_ref = SK_KERNEL_OPTIONS_INIT;
+    by_ref.arg_refs = 1;
+    ASSERT_EQ(sk_scope_begin(dev_, "tma_by_ref", nullptr, &scope), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(scope, k, kBlocks, args, &by_ref), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    sk_superkernel_destroy(sk);
+    const std::vector<float> got = read(out, kRows * kCols);
+    EXPECT_EQ(std::memcmp(got.data(), rows.data(), rows.size() * 4), 0) << "the map read by reference";
+  }
 
   // Triton's device-side descriptors: each program builds two in its 256 bytes of the global
   // scratch, at its linear program index (it reads %ctaid.y/z: a grid shape).

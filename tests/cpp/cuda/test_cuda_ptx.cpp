@@ -282,10 +282,12 @@ std::shared_ptr<const CudaModule> load_text(const std::string &params, const std
 }  // namespace
 
 // A parameter whose address the kernel takes (`__grid_constant__`: a CUtensorMap for TMA, as nvcc
-// and Triton's host-side tensor descriptors pass it) is passed as the parameter-space address of
-// its bytes among the super kernel's arguments: cvta.param makes that generic as in a plain
-// launch, and its values read by ld.param are read there too. The rewrite compiles.
-TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsItsAddressAmongTheSuperKernelsParameters) {
+// and Triton's host-side tensor descriptors pass it) is passed as the generic address of its
+// bytes, wherever the super kernel holds them: the kernel's arithmetic on the parameter-space
+// address is followed from the mov that takes it to the cvta.param that makes it generic, which
+// reads the address passed instead; its values read by ld.param are loaded through it. The
+// rewrite compiles.
+TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsTheGenericAddressOfItsBytes) {
   auto nvcc = load("grid_constant.ptx");
   ASSERT_TRUE(nvcc);
   auto tma = take(nvcc, "tma_copy_global", 128);
@@ -299,19 +301,23 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsItsAddressAmongTheSuperKern
   EXPECT_EQ(sk::signature_to_string(coefficients->signature), "{u32[10]},ptr");
   EXPECT_EQ(coefficients->ptx->by_address, std::vector<uint32_t>{0});
   const std::string text = text_of(nvcc->bytes);
-  EXPECT_TRUE(contains(text, ".param .b32 tma_copy_global_param_0,")) << text;
-  EXPECT_TRUE(contains(text, ".param .b32 grid_constant_global_param_0,")) << text;
-  // mov of its address, then cvta.param as written; a member read from the bytes it points at.
-  EXPECT_TRUE(contains(text, "ld.param.b32 %sk_pa, [tma_copy_global_param_0]; cvt.u64.u32 %rd2, %sk_pa; }")) << text;
-  EXPECT_TRUE(std::regex_search(text, std::regex("cvta\\.param\\.u64\\s+%rd4, %rd2;"))) << text;
+  EXPECT_TRUE(contains(text, ".param .b64 tma_copy_global_param_0,")) << text;
+  EXPECT_TRUE(contains(text, ".param .b64 grid_constant_global_param_0,")) << text;
+  // nvcc: `mov.b64 %rd2, P` goes; `cvta.param.u64 %rd4, %rd2` reads the address passed.
+  EXPECT_FALSE(std::regex_search(text, std::regex("mov\\.b64\\s+%rd2, tma_copy_global_param_0"))) << text;
+  EXPECT_FALSE(contains(text, "cvta.param")) << text;
+  EXPECT_TRUE(contains(text, "ld.param.b64 %rd4, [tma_copy_global_param_0];")) << text;
+  EXPECT_TRUE(contains(text, "ld.param.b64 %rd5, [grid_constant_global_param_0];")) << text;
+  // A member read from the bytes, through the same address.
   EXPECT_TRUE(contains(text,
-                       "ld.param.b32 %sk_pa, [grid_constant_global_param_0]; add.u32 %sk_pa, %sk_pa, 36; "
-                       "cvt.u64.u32 %sk_pq, %sk_pa; cvta.param.u64 %sk_pq, %sk_pq; ld.f32 %f2, [%sk_pq]; }"))
+                       "{ .reg .b64 %sk_pq; ld.param.b64 %sk_pq, [grid_constant_global_param_0]; ld.f32 %f2, "
+                       "[%sk_pq+36]; }"))
       << text;
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(text, nvcc->ptx->link_arch, &log), 0) << log;
 
-  // Triton's host-side tensor descriptors: the 32-bit form (mov.b32, cvt, cvta.param).
+  // Triton's host-side tensor descriptors: the 32-bit form, `mov.b32 %r6, P`, then
+  // `cvt.u64.u32 %rd4, %r6` and `cvta.param.u64 %rd1, %rd4`.
   auto triton = load_triton("tma_scale");
   ASSERT_TRUE(triton);
   auto scale = take(triton, "tma_scale_kernel", 0, 4104);
@@ -320,18 +326,37 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsItsAddressAmongTheSuperKern
             "{u64[16]}@64,u32,u32,u64,u64,{u64[16]}@64,u32,u32,u64,u64,f32,ptr,ptr");
   EXPECT_EQ(scale->ptx->by_address, (std::vector<uint32_t>{0, 5}));
   const std::string t = text_of(triton->bytes);
-  EXPECT_TRUE(contains(t, "ld.param.b32 %sk_pa, [tma_scale_kernel_param_0]; mov.b32 %r")) << t;
+  EXPECT_TRUE(contains(t, "ld.param.b64 %rd1, [tma_scale_kernel_param_0];")) << t;
+  EXPECT_TRUE(contains(t, "ld.param.b64 %rd2, [tma_scale_kernel_param_5];")) << t;
+  EXPECT_FALSE(std::regex_search(t, std::regex("mov\\.b32\\s+%r6, tma_scale_kernel_param_0"))) << t;
+  EXPECT_FALSE(std::regex_search(t, std::regex("cvt\\.u64\\.u32\\s+%rd4, %r6"))) << t;
   EXPECT_EQ(sk::cuda_test::ptxas(t, triton->ptx->link_arch, &log), 0) << log;
 
-  // A scalar whose address is taken passes the same way; a use the rewrite does not know, or
-  // parameters read through a register address beside it, are refused by name.
+  // A scalar whose address is taken passes the same way; constant offsets are followed.
   auto scalar = load_text(".param .u32 n, .param .u64 out",
                           "mov.u64 %rd1, n;\ncvta.param.u64 %rd2, %rd1;\nld.u32 %r1, [%rd2];\n"
                           "ld.param.u64 %rd3, [out];\nst.global.u32 [%rd3], %r1;");
   auto k = take(scalar, "k");
   ASSERT_TRUE(k);
   EXPECT_EQ(k->ptx->by_address, std::vector<uint32_t>{0});
+  EXPECT_TRUE(contains(text_of(scalar->bytes), ".param .b64 n,")) << text_of(scalar->bytes);
   EXPECT_EQ(sk::cuda_test::ptxas(text_of(scalar->bytes), "sm_90", &log), 0) << log;
+  auto offsets = load_text(".param .align 8 .b8 s[32], .param .u64 out",
+                           "mov.b32 %r1, s;\nadd.s32 %r2, %r1, 16;\ncvt.u64.u32 %rd1, %r2;\nsub.s64 %rd2, %rd1, 4;\n"
+                           "@%p1 cvta.param.u64 %rd3, %rd2;\nld.u32 %r3, [%rd3];\nld.param.u64 %rd4, [out];\n"
+                           "st.global.u32 [%rd4], %r3;");
+  ASSERT_TRUE(take(offsets, "k"));
+  EXPECT_TRUE(contains(text_of(offsets->bytes), "@%p1 ld.param.b64 %rd3, [s]; @%p1 add.s64 %rd3, %rd3, 12;"))
+      << text_of(offsets->bytes);
+  EXPECT_EQ(sk::cuda_test::ptxas(std::regex_replace(text_of(offsets->bytes), std::regex("\\.reg \\.b32 %r<8>;"),
+                                                    ".reg .b32 %r<8>;\n.reg .pred %p1;\nsetp.eq.u32 %p1, %r7, 0;"),
+                                 "sm_90", &log),
+            0)
+      << log;
+
+  // What the rewrite cannot follow is refused by name: parameters read through a register
+  // address beside it, another use of the parameter or of a register holding its address, a
+  // register given two addresses, a cvta.param of an address from elsewhere, a helper's.
   auto by_register = load_text(".param .align 8 .b8 s[16]",
                                "mov.u64 %rd1, s;\nld.param.u32 %r1, [%rd1+4];\ncvta.param.u64 %rd2, %rd1;");
   EXPECT_EQ(refused(by_register, "k"), SK_ERR_UNSUPPORTED);
@@ -343,6 +368,37 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsItsAddressAmongTheSuperKern
   auto unknown = load_text(".param .align 64 .b8 s[128]", "mov.u64 %rd1, s;\nadd.u64 %rd2, %rd1, s;");
   EXPECT_EQ(refused(unknown, "k"), SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk::last_error(), "uses parameter 's', whose address it takes")) << sk::last_error();
+  auto stored = load_text(".param .align 64 .b8 s[128]",
+                          "mov.u64 %rd1, s;\nst.global.u64 [%rd7], %rd1;\ncvta.param.u64 %rd2, %rd1;");
+  EXPECT_EQ(refused(stored, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "uses the address of parameter 's' (in %rd1)")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "(st.global.u64)")) << sk::last_error();
+  auto loop = load_text(".param .align 64 .b8 s[128]",
+                        "mov.u64 %rd1, s;\nadd.u64 %rd1, %rd1, 8;\ncvta.param.u64 %rd2, %rd1;");
+  EXPECT_EQ(refused(loop, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "register %rd1 the address of parameter 's' at two offsets"))
+      << sk::last_error();
+  auto elsewhere = load_text(".param .align 64 .b8 s[128]",
+                             "mov.u64 %rd1, s;\ncvta.param.u64 %rd2, %rd1;\nld.global.u64 %rd3, [%rd2];\n"
+                             "cvta.param.u64 %rd4, %rd3;");
+  EXPECT_EQ(refused(elsewhere, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "makes %rd3 a generic address")) << sk::last_error();
+  auto narrow = load_text(".param .align 64 .b8 s[128]", "mov.u32 %r1, s;\ncvta.param.u32 %r2, %r1;");
+  EXPECT_EQ(refused(narrow, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "32-bit generic address")) << sk::last_error();
+  const std::string helper_text =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".func (.param .b64 r) h(.param .b64 a)\n{\n.reg .b64 %rd<3>;\nld.param.u64 %rd1, [a];\n"
+      "cvta.param.u64 %rd2, %rd1;\nst.param.b64 [r], %rd2;\nret;\n}\n"
+      ".visible .entry k(.param .align 64 .b8 s[128])\n{\n.reg .b64 %rd<4>;\nmov.u64 %rd1, s;\n"
+      "cvta.param.u64 %rd3, %rd1;\n{ .param .b64 a0; .param .b64 r0; st.param.b64 [a0], %rd3;\n"
+      "call (r0), h, (a0); }\nret;\n}\n";
+  std::shared_ptr<const CudaModule> helper;
+  ASSERT_EQ(sk::cuda::load_cuda_module(helper_text.data(), helper_text.size(), "h.ptx", &helper), SK_OK)
+      << sk::last_error();
+  EXPECT_EQ(refused(helper, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "'h', which it calls, makes a parameter address generic (cvta.param.u64)"))
+      << sk::last_error();
 }
 
 // A struct aligned beyond 8 bytes passed by value (a float4, an int4: `.align 16`) has a
@@ -366,12 +422,13 @@ TEST(CudaPtx, AnAggregateAlignedBeyondEightBytesIsPassedByValue) {
   EXPECT_TRUE(contains(img.ptx, ".extern .func k(.param .align 16 .b8 p0[16], .param .b64 p1);")) << img.ptx;
 }
 
-// Fused, each such parameter's bytes lie in the entry's parameter space on the alignment their
-// type asks (a tensor map's 64 or 128 bytes: the step's slots and the slot within them are
-// aligned, the array declared so), and the call passes their address there. The linked SASS
-// reads the tensor maps with TMA (UTMALDG, UTMASTG). Arguments in a device buffer, or read by
-// reference, cannot hold them: refused by name.
-TEST(CudaPtx, TensorMapsAreReadWhereTheEntryHoldsThem) {
+// Fused, each such parameter's bytes lie among the super kernel's argument slots on the alignment
+// their type asks (a tensor map's 64 or 128 bytes: the step's slots and the slot within them are
+// aligned, the array declared so), and the call passes their generic address: of the entry's
+// parameters, of the argument buffer when the arguments do not fit them, or the address a slot
+// holds when read by reference. From global memory a tensor map is acquired for the tensor-map
+// proxy first. The linked SASS reads the tensor maps with TMA (UTMALDG, UTMASTG) in each case.
+TEST(CudaPtx, TensorMapsAreReadWhereTheSuperKernelHoldsThem) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
   auto nvcc = load("grid_constant.ptx");
@@ -386,35 +443,44 @@ TEST(CudaPtx, TensorMapsAreReadWhereTheEntryHoldsThem) {
   EXPECT_EQ(spec.steps[1].arg_base, 8u) << "a 64-byte boundary";
   EXPECT_EQ(spec.steps[2].arg_base, 64u) << "a 128-byte boundary: tma_scale takes 43 slots";
   EXPECT_EQ(spec.steps[1].by_address, (std::vector<uint32_t>{0, 5}));
-  BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-  EXPECT_TRUE(contains(img.ptx, ".param .align 128 .b8 sk_args[")) << img.ptx;
-  EXPECT_TRUE(contains(img.ptx, ".extern .func tma_scale_kernel(.param .b32 p0, .param .b32 p1")) << img.ptx;
-  // Parameter 5 of tma_scale: its slots 0..15 hold parameter 0, 16..19 the tensor's shape and
-  // strides, 20..23 nothing: parameter 5 starts at slot 24.
-  EXPECT_TRUE(contains(img.ptx, "cvt.u32.u64 %y5, %t5;\n    add.u32 %y5, %y5, 192;\n    st.param.b32 [c5], %y5;"))
-      << img.ptx;
-  if (!sk::cuda_test::nvdisasm_path().empty()) {
+  const char *fence = "fence.proxy.tensormap::generic.acquire.sys";
+  auto reads_maps_with_tma = [](const BuiltImage &img, const char *how) {
+    if (sk::cuda_test::nvdisasm_path().empty()) return;
     int rc = 0;
     const std::string sass = sk::cuda_test::disassemble(img, &rc);
     ASSERT_EQ(rc, 0) << sass;
     for (const char *k : {"tma_scale_kernel", "tma_copy_global"}) {
       const std::string f = sk::cuda_test::sass_function(sass, k);
-      EXPECT_TRUE(contains(f, "UTMALDG")) << k << ":\n" << f;
+      EXPECT_TRUE(contains(f, "UTMALDG")) << how << ": " << k << ":\n" << f;
     }
-    EXPECT_TRUE(contains(sk::cuda_test::sass_function(sass, "tma_scale_kernel"), "UTMASTG"));
-  }
+    EXPECT_TRUE(contains(sk::cuda_test::sass_function(sass, "tma_scale_kernel"), "UTMASTG")) << how;
+  };
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(contains(img.ptx, ".param .align 128 .b8 sk_args[")) << img.ptx;
+  EXPECT_TRUE(contains(img.ptx, ".extern .func tma_scale_kernel(.param .b64 p0, .param .b32 p1")) << img.ptx;
+  // Parameter 5 of tma_scale: its slots 0..15 hold parameter 0, 16..19 the tensor's shape and
+  // strides, 20..23 nothing: parameter 5 starts at slot 24.
+  EXPECT_TRUE(contains(img.ptx, "cvta.param.u64 %x5, %t5;\n    add.u64 %x5, %x5, 192;\n    st.param.b64 [c5], %x5;"))
+      << img.ptx;
+  EXPECT_FALSE(contains(img.ptx, fence)) << "a map among the parameters needs no fence";
+  reads_maps_with_tma(img, "in the parameters");
+
   BuildRequest buffered = s.request();
   buffered.force_buffer = true;
-  EXPECT_EQ(build_superkernel(buffered, &img), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "kernel 1 'tma_scale_kernel' takes the address of parameter 0"))
-      << sk::last_error();
-  EXPECT_TRUE(contains(sk::last_error(), "device buffer")) << sk::last_error();
+  ASSERT_EQ(build_superkernel(buffered, &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(contains(
+      img.ptx, "add.u64 %x5, %t5, 192;\n    " + std::string(fence) + " [%x5], 128;\n    st.param.b64 [c5], %x5;"))
+      << img.ptx;
+  reads_maps_with_tma(img, "in the argument buffer");
+
   Scope by_ref;
   by_ref.add(take(nvcc, "tma_copy_global", 128), 4, 0, {}, 1u);
   ASSERT_EQ(by_ref.make_plan(8), SK_OK) << sk::last_error();
-  EXPECT_EQ(build_superkernel(by_ref.request(), &img), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "arg_refs")) << sk::last_error();
+  ASSERT_EQ(build_superkernel(by_ref.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(contains(img.ptx, "ld.param.u64 %x0, [%t5+0];\n    " + std::string(fence) +
+                                    " [%x0], 128;\n    st.param.b64 [c0], %x0;"))
+      << img.ptx;
 }
 
 // Triton's device-side tensor descriptors (tl.make_tensor_descriptor) are built in the kernel,

@@ -20,6 +20,10 @@ def _print_cuda_entry(entry, w):
       f"{entry.get('stack_bytes', '?')} B stack, {entry.get('static_shared_bytes', '?')} B static and "
       f"{entry.get('dynamic_shared_bytes', '?')} B dynamic shared, {entry.get('blocks_per_sm', '?')} "
       f"block(s) per SM\n")
+    if "arguments" in entry:
+        w(f"  arguments: {entry.get('argument_bytes', '?')} B in the entry's "
+          + ("kernel parameters\n" if entry["arguments"] == "parameters" else "device buffer (past the "
+             "parameter space)\n"))
     loop = entry.get("step_loop")
     if loop:
         w(f"  step loop: {loop.get('block_barriers', '?')} block barriers, {loop.get('releases', '?')} "

@@ -1,0 +1,255 @@
+#include "cuda/ptx_param_address.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+namespace sk::cuda {
+namespace {
+
+constexpr size_t kNone = SIZE_MAX;
+
+bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool is_register(std::string_view t) { return !t.empty() && t[0] == '%'; }
+
+// A parameter-space address: a parameter's first byte plus an offset.
+struct Address {
+  size_t param;
+  int64_t offset;
+  bool operator==(const Address &o) const { return param == o.param && offset == o.offset; }
+};
+
+// What a statement does with parameter-space addresses.
+struct Role {
+  enum Kind { Other, Take, Copy, Offset, Generic, Load } kind = Other;
+  std::string_view dst, src;  // the register written (t[1] of `op D, ...`); a register read
+  size_t param = kNone;       // the parameter named (Take, Generic, Load)
+  int64_t offset = 0;         // added to the address read
+  size_t bracket = 0;         // Load: where its `[` is
+};
+
+// An integer literal at t[*k] (PTX's decimal, 0x hexadecimal or 0 octal, an optional minus and
+// `U` suffix); *k then indexes the token after it.
+bool integer(const std::vector<std::string_view> &t, size_t *k, int64_t *v) {
+  size_t i = *k;
+  const bool minus = i < t.size() && t[i] == "-";
+  if (minus) ++i;
+  if (i >= t.size() || t[i].empty() || t[i][0] < '0' || t[i][0] > '9') return false;
+  std::string s(t[i]);
+  if (s.back() == 'U') s.pop_back();
+  char *end = nullptr;
+  const long long x = std::strtoll(s.c_str(), &end, 0);
+  if (*end) return false;
+  *v = minus ? -x : x;
+  *k = i + 1;
+  return true;
+}
+
+// `cvt` between integer types, which keeps an address's value (cvt.u64.u32 of a 32-bit one).
+bool integer_cvt(std::string_view op) {
+  for (size_t at = op.find('.'); at != std::string_view::npos;) {
+    const size_t next = op.find('.', at + 1);
+    const std::string_view type = op.substr(at + 1, next == std::string_view::npos ? next : next - at - 1);
+    if (type != "u32" && type != "s32" && type != "b32" && type != "u64" && type != "s64" && type != "b64")
+      return false;
+    at = next;
+  }
+  return true;
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::vector<std::string> &names) : names_(names) {}
+
+  size_t param(std::string_view w) const {
+    for (size_t j = 0; j < names_.size(); ++j)
+      if (names_[j] == w) return j;
+    return kNone;
+  }
+
+  Role role(const PtxStatement &s) const {
+    const std::vector<std::string_view> &t = s.toks;
+    const std::string_view op = t.empty() ? std::string_view() : t[0];
+    Role r;
+    if (starts(op, "ld.param")) {
+      size_t b = 1;
+      while (b < t.size() && t[b] != "[") ++b;
+      if (b + 1 < t.size() && (r.param = param(t[b + 1])) != kNone) {
+        size_t k = b + 2;
+        if (k < t.size() && t[k] == "+" && (++k, !integer(t, &k, &r.offset))) return Role{};
+        if (k + 1 == t.size() && t[k] == "]") r.kind = Role::Load, r.bracket = b;
+      }
+      return r;
+    }
+    if (t.size() < 4 || t[2] != ",") return r;
+    r.dst = t[1];
+    // `NAME` or `NAME+imm` (the parameter's address), or `%reg` / `%reg+imm`, to the end.
+    auto operand = [&](size_t k) {
+      if ((r.param = param(t[k])) == kNone) {
+        if (!is_register(t[k])) return false;
+        r.src = t[k];
+      }
+      ++k;
+      if (k < t.size() && t[k] == "+" && (++k, !integer(t, &k, &r.offset))) return false;
+      return k == t.size();
+    };
+    if (starts(op, "cvta.param.")) {
+      if (operand(3)) r.kind = Role::Generic;
+    } else if (starts(op, "mov.") || (starts(op, "cvt.") && integer_cvt(op))) {
+      if (t.size() == 4 && is_register(t[3]))
+        r.kind = Role::Copy, r.src = t[3];
+      else if (starts(op, "mov.") && operand(3) && r.param != kNone)
+        r.kind = Role::Take;
+    } else if (op == "add.u32" || op == "add.s32" || op == "add.u64" || op == "add.s64" || op == "sub.u32" ||
+               op == "sub.s32" || op == "sub.u64" || op == "sub.s64") {
+      // A register and a constant, in either order for add.
+      size_t k = 3;
+      int64_t c = 0;
+      if (is_register(t[3]) && t.size() > 5 && t[4] == ",") {
+        k = 5;
+        if (integer(t, &k, &c) && k == t.size()) r.kind = Role::Offset, r.src = t[3];
+      } else if (op[0] == 'a' && integer(t, &k, &c) && k + 2 == t.size() && t[k] == "," && is_register(t[k + 1])) {
+        r.kind = Role::Offset, r.src = t[k + 1];
+      }
+      r.offset = op[0] == 's' ? -c : c;
+    }
+    return r;
+  }
+
+ private:
+  const std::vector<std::string> &names_;
+};
+
+std::string signed_offset(int64_t v) { return v < 0 ? std::to_string(v) : "+" + std::to_string(v); }
+
+}  // namespace
+
+ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &names,
+                                            const std::vector<std::pair<size_t, size_t>> &decls,
+                                            const std::vector<PtxStatement> &body) {
+  ParamAddressRewrite out;
+  const Reader reader(names);
+  std::vector<Role> roles;
+  for (const PtxStatement &s : body) roles.push_back(reader.role(s));
+
+  // A parameter's address is taken when a mov or cvta.param names it, or any statement other
+  // than an ld.param of its bytes (which the rewrite could not follow).
+  std::vector<bool> taken(names.size());
+  std::vector<size_t> unknown_use(names.size(), kNone);
+  for (size_t i = 0; i < body.size(); ++i)
+    for (size_t k = 1; k < body[i].toks.size(); ++k) {
+      const size_t p = reader.param(body[i].toks[k]);
+      if (p == kNone) continue;
+      const Role &r = roles[i];
+      if (r.param == p && (r.kind == Role::Take || r.kind == Role::Generic))
+        taken[p] = true;
+      else if (r.param != p || r.kind != Role::Load)
+        unknown_use[p] = std::min(unknown_use[p], i);
+    }
+  for (size_t p = 0; p < names.size(); ++p)
+    if (unknown_use[p] != kNone) taken[p] = true;
+  for (size_t p = 0; p < names.size(); ++p)
+    if (taken[p]) out.by_address.push_back((uint32_t)p);
+  if (out.by_address.empty()) return out;
+
+  auto refuse = [&](const std::string &why) {
+    out.refusal = why;
+    out.edits.clear();
+    out.notes.clear();
+    out.by_address.clear();
+    return out;
+  };
+  const std::string &first = names[out.by_address[0]];
+  for (const PtxStatement &s : body) {
+    if (!starts(s.toks[0], "ld.param") && !starts(s.toks[0], "st.param")) continue;
+    for (size_t k = 1; k + 1 < s.toks.size(); ++k)
+      if (s.toks[k] == "[" && is_register(s.toks[k + 1]))
+        return refuse("reads its parameters through a register address (" + std::string(s.toks[0]) +
+                      ") and takes the address of parameter '" + first + "'");
+  }
+  for (uint32_t p : out.by_address)
+    if (unknown_use[p] != kNone)
+      return refuse("uses parameter '" + names[p] + "', whose address it takes, in a way libsk cannot rewrite (" +
+                    std::string(body[unknown_use[p]].toks[0]) + ")");
+
+  // The registers that hold a parameter-space address, followed through copies and constant
+  // offsets until nothing changes; a register given two different ones is refused.
+  std::map<std::string_view, Address> held;
+  auto value = [&](const Role &r) -> std::optional<Address> {
+    if (r.kind == Role::Take) return Address{r.param, r.offset};
+    if (r.kind != Role::Copy && r.kind != Role::Offset) return std::nullopt;
+    const auto it = held.find(r.src);
+    if (it == held.end()) return std::nullopt;
+    return Address{it->second.param, it->second.offset + r.offset};
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < body.size(); ++i) {
+      const std::optional<Address> v = value(roles[i]);
+      if (!v) continue;
+      const auto [it, added] = held.emplace(roles[i].dst, *v);
+      changed |= added;
+      if (!(it->second == *v))
+        return refuse("gives register " + std::string(roles[i].dst) + " the address of parameter '" +
+                      names[it->second.param] + "' at two offsets (" + std::string(body[i].toks[0]) + ")");
+    }
+  }
+
+  // Every statement that names such a register must be one the rewrite follows.
+  for (size_t i = 0; i < body.size(); ++i) {
+    const Role &r = roles[i];
+    const std::string_view op = body[i].toks[0];
+    for (size_t k = 1; k < body[i].toks.size(); ++k) {
+      const auto h = held.find(body[i].toks[k]);
+      if (h == held.end()) continue;
+      const std::optional<Address> v = value(r);
+      const bool defines = k == 1 && r.dst == h->first && v && *v == h->second;
+      const bool reads =
+          r.src == h->first && (r.kind == Role::Copy || r.kind == Role::Offset || r.kind == Role::Generic);
+      if (!defines && !reads)
+        return refuse("uses the address of parameter '" + names[h->second.param] + "' (in " + std::string(h->first) +
+                      ") in a way libsk cannot rewrite (" + std::string(op) + ")");
+    }
+    if (r.kind == Role::Generic) {
+      if (op != "cvta.param.u64")
+        return refuse("takes a 32-bit generic address of a parameter (" + std::string(op) + ")");
+      if (r.param == kNone && !held.count(r.src))
+        return refuse("makes " + std::string(r.src) + " a generic address (" + std::string(op) +
+                      "), but no parameter's address libsk can follow reaches it");
+    }
+  }
+
+  // The rewrite: what took or moved a parameter-space address goes; each cvta.param reads the
+  // generic address passed instead, each ld.param of the bytes loads through it.
+  for (size_t i = 0; i < body.size(); ++i) {
+    const Role &r = roles[i];
+    const PtxStatement &s = body[i];
+    const std::string g = s.guard.empty() ? "" : std::string(s.guard) + " ";
+    if (value(r)) {
+      out.edits.push_back({s.at, s.len, ""});
+    } else if (r.kind == Role::Generic) {
+      Address a{r.param, r.offset};
+      if (r.param == kNone) a = Address{held[r.src].param, held[r.src].offset + r.offset};
+      const std::string dst(r.dst);
+      std::string text = g + "ld.param.b64 " + dst + ", [" + names[a.param] + "];";
+      if (a.offset) text += " " + g + "add.s64 " + dst + ", " + dst + ", " + std::to_string(a.offset) + ";";
+      out.edits.push_back({s.at, s.len, text});
+    } else if (r.kind == Role::Load && taken[r.param]) {
+      const std::string_view into(s.toks[1].data(), (size_t)(s.toks[r.bracket].data() - s.toks[1].data()));
+      out.edits.push_back({s.at, s.len,
+                           "{ .reg .b64 %sk_pq; ld.param.b64 %sk_pq, [" + names[r.param] + "]; " + g + "ld" +
+                               std::string(s.toks[0].substr(8)) + " " + std::string(into) + "[%sk_pq" +
+                               (r.offset ? signed_offset(r.offset) : "") + "]; }"});
+    }
+  }
+  for (uint32_t p : out.by_address) {
+    out.edits.push_back({decls[p].first, decls[p].second - decls[p].first, ".b64 " + names[p]});
+    out.notes.push_back("parameter '" + names[p] +
+                        "' passed as the address of its bytes, wherever the super kernel holds them (its address "
+                        "is taken: a grid constant)");
+  }
+  return out;
+}
+
+}  // namespace sk::cuda
