@@ -118,6 +118,9 @@ struct Function {
   };
   std::vector<Special> specials;
   std::vector<Edit> exits;  // `exit` -> `ret`
+  // Programmatic dependent launch (griddepcontrol.wait, .launch_dependents), taken out: fused, a
+  // step starts once the steps it depends on have completed, which is what the wait waits for.
+  std::vector<Edit> dependent_launch;
   // Each parameter's declaration after `.param` (text offsets [first, second)), and an entry's
   // statements, for the rewrite of a parameter whose address the kernel takes.
   std::vector<std::pair<size_t, size_t>> param_decls;
@@ -151,9 +154,6 @@ std::string refused_construct(std::string_view opcode, std::string_view token) {
   if (starts(token, "%cluster") || starts(token, "%nclusterid") || starts(token, "%is_explicit_cluster") ||
       names_other_ctas(token))
     return "a thread block cluster (" + std::string(token) + ")";
-  if (starts(opcode, "griddepcontrol"))
-    return "programmatic dependent launch (" + std::string(opcode) +
-           "): a super kernel's steps are ordered by libsk";
   if (starts(opcode, "barrier.cluster") || starts(opcode, "mapa"))
     return "a thread block cluster (" + std::string(opcode) + ")";
   // A tensor map read where it is (cvta.param of a parameter's address, cp.async.bulk.tensor)
@@ -446,6 +446,10 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
         !(t[0] >= '0' && t[0] <= '9'))
       f.words.insert(std::string(t));
   }
+  if (starts(opcode, "griddepcontrol.")) {
+    f.dependent_launch.push_back({toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, ""});
+    return;
+  }
   if (opcode == "exit") {
     if (f.entry)
       f.exits.push_back({toks_[op].at, opcode.size(), "ret"});
@@ -728,6 +732,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   // A helper's (a function no other module can call) block index and grid size are its
   // kernel's: read like the kernel's own, as a one-dimensional block's.
   for (const Function &f : p.functions) {
+    if (!f.entry) edits.insert(edits.end(), f.dependent_launch.begin(), f.dependent_launch.end());
     if (f.entry || f.visible) continue;
     const uint32_t flat[3] = {0, 1, 1};
     for (const Function::Special &s : f.specials) {
@@ -796,9 +801,18 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
                         "address generic (" +
                         g.param_to_generic + ")";
       if (!f.exits.empty()) notes.push_back("exit made ret");
+      if (std::any_of(reach.functions.begin(), reach.functions.end(), [&](const std::string &r) {
+            return std::any_of(p.functions.begin(), p.functions.end(),
+                               [&](const Function &g) { return g.name == r && !g.dependent_launch.empty(); });
+          }))
+        notes.push_back(
+            "griddepcontrol (programmatic dependent launch) taken out: a fused step starts once the steps it "
+            "depends "
+            "on have completed, which is what griddepcontrol.wait waits for");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
         edits.insert(edits.end(), mine.begin(), mine.end());
         edits.insert(edits.end(), f.exits.begin(), f.exits.end());
+        edits.insert(edits.end(), f.dependent_launch.begin(), f.dependent_launch.end());
         api_needed.insert(api.begin(), api.end());
         k.rewrites = std::move(notes);
       }

@@ -447,7 +447,6 @@ CUDA_SOURCES = os.path.join(ROOT, "tests", "kernels", "cuda")
 # Why libsk refuses each kernel of refuse_global.cu: the construct its message names.
 REFUSALS = {"refuse_cluster": "a thread block cluster (.reqnctapercluster)",
             "refuse_grid_sync": "a cooperative grid synchronisation",
-            "refuse_pdl": "programmatic dependent launch (griddepcontrol.wait)",
             "refuse_child": "does not say its threads per block",
             "refuse_dynamic_parallelism": "dynamic parallelism",
             "refuse_block2d": "a multi-dimensional block (reads %tid.y)"}

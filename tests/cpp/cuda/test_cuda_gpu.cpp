@@ -1366,6 +1366,53 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     }
 }
 
+// Kernels written for programmatic dependent launch (dependent_launch.cu, as llama.cpp writes its
+// kernels for sm_90), fused with their griddepcontrol taken out: pdl_mirror reads what other
+// blocks of pdl_scale wrote, after an early return and a wait in a helper. == the driver's plain
+// launches of the same PTX (where the wait returns at once) == the CPU, bit for bit.
+TEST_F(CudaGpu, DependentLaunchKernelsFusedEqualTheirPlainLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr int32_t kN = 1000;
+  constexpr uint32_t kBlocks = (kN + 127) / 128;
+  std::vector<float> in(kN), expect(kN), mid(kN);
+  for (int32_t i = 0; i < kN; ++i) in[i] = (float)(i % 97) * 0.25f - 3.0f;
+  for (int32_t i = 0; i < kN; ++i) mid[i] = std::fmaf(2.0f, in[i], 1.0f);
+  for (int32_t i = 0; i < kN; ++i) expect[i] = mid[i] * mid[kN - 1 - i];
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("dependent_launch.ptx"));
+  const std::string ptx(bytes.begin(), bytes.end());
+  const float *x = alloc(in);
+  float *plain_mid = alloc(std::vector<float>(kN)), *plain_out = alloc(std::vector<float>(kN)),
+        *fused_mid = alloc(std::vector<float>(kN)), *fused_out = alloc(std::vector<float>(kN));
+  int32_t n = kN;
+  uint64_t xs = ptr_slot(x), pm = ptr_slot(plain_mid), po = ptr_slot(plain_out), fm = ptr_slot(fused_mid),
+           fo = ptr_slot(fused_out);
+  void *scale_args[] = {&xs, &pm, &n}, *mirror_args[] = {&pm, &po, &n};
+  ASSERT_EQ(drv.launch(ptx, "pdl_scale", kBlocks, 128, 0, scale_args), 0);
+  ASSERT_EQ(drv.launch(ptx, "pdl_mirror", kBlocks, 128, 0, mirror_args), 0);
+
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
+  sk_kernel *scale = nullptr, *mirror = nullptr;
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "pdl_scale", &desc, &scale), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "pdl_mirror", &desc, &mirror), SK_OK) << sk_last_error();
+  void *fused_scale[] = {&xs, &fm, &n}, *fused_mirror[] = {&fm, &fo, &n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "pdl", nullptr, &scope), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, scale, kBlocks, fused_scale, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, mirror, kBlocks, fused_mirror, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(sk);
+  const std::vector<float> plain = read(plain_out, kN), fused = read(fused_out, kN);
+  EXPECT_EQ(std::memcmp(plain.data(), fused.data(), kN * 4), 0) << "fused != the driver's launches";
+  EXPECT_EQ(std::memcmp(plain.data(), expect.data(), kN * 4), 0) << "the driver's launches != the CPU";
+}
+
 // TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its
 // address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
 // the tensor's shape and strides) and its device-side ones (built in the global scratch): each

@@ -253,7 +253,6 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
   const std::map<std::string, std::string> expect = {
       {"refuse_cluster", "thread block cluster"},
       {"refuse_grid_sync", "cooperative grid synchronisation"},
-      {"refuse_pdl", "programmatic dependent launch (griddepcontrol"},
       {"refuse_dynamic_parallelism", "dynamic parallelism (calls __cudaCDP2"},
       {"refuse_block2d", "multi-dimensional block (reads %tid.y)"},
   };
@@ -265,6 +264,34 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
     EXPECT_TRUE(m->ptx->find(name)->rewrites.empty());
   }
   EXPECT_TRUE(take(m, "refuse_child", 32));
+}
+
+// Programmatic dependent launch (llama.cpp's kernels for sm_90 use it throughout): fused, a step
+// starts once the steps it depends on have completed, which is what griddepcontrol.wait waits
+// for, so the wait and the early launch of dependents are taken out, in the kernel and in the
+// helpers it calls. The kernels fuse, compile and link.
+TEST(CudaPtx, ProgrammaticDependentLaunchIsTakenOut) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load("dependent_launch.ptx");
+  ASSERT_TRUE(m);
+  const std::string original = text_of(sk::cuda_test::read_file(sk::cuda_test::kernel_path("dependent_launch.ptx")));
+  EXPECT_TRUE(contains(original, "griddepcontrol.wait;"));
+  EXPECT_TRUE(contains(original, "griddepcontrol.launch_dependents;"));
+  const std::string text = text_of(m->bytes);
+  EXPECT_FALSE(contains(text, "griddepcontrol")) << text;
+  Scope s;
+  for (const char *name : {"pdl_scale", "pdl_mirror"}) {
+    auto k = take(m, name, 128);
+    ASSERT_TRUE(k) << name;
+    EXPECT_TRUE(has_rewrite(k->ptx->rewrites, "griddepcontrol (programmatic dependent launch) taken out")) << name;
+    s.add(k, 4);
+  }
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log;
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
 }
 
 namespace {

@@ -26,15 +26,6 @@ extern "C" __global__ void refuse_grid_sync(float *data, float *out) {
   out[i] = data[(i + blockDim.x) % (gridDim.x * blockDim.x)];
 }
 
-// Programmatic dependent launch (griddepcontrol): waits for the previous kernel's trigger, and
-// lets the next kernel start early.
-extern "C" __global__ void refuse_pdl(const float *in, float *out, int n) {
-  cudaGridDependencySynchronize();
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = in[i] * 2.0f;
-  cudaTriggerProgrammaticLaunchCompletion();
-}
-
 // Dynamic parallelism: a child grid launched from the device.
 extern "C" __global__ void refuse_child(float *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
