@@ -513,14 +513,25 @@ typedef struct sk_kernel_desc {
    * 0: its own record (SK_KERNEL_CUDA_SHARED). A Triton kernel's is its metadata's `shared`.
    */
   uint32_t dynamic_shared;
+  /**
+   * The shape of a CUDA kernel's block, x, y, z (threads their product), as its launch gave
+   * blockDim; zeros: one dimension, or its PTX's `.reqntid`. A `__global__` kernel that reads
+   * threadIdx.y/z or blockDim.y/z (PTX %tid.y, %ntid.y) and whose PTX does not give the shape
+   * needs it: each thread's index is then rebuilt from it. Checked against threads and what the
+   * kernel says (.reqntid exactly, .maxntid at most).
+   */
+  uint32_t block[3];
 } sk_kernel_desc;
 /**
  * Kernel by symbol name, with what desc says of it (NULL: as sk_module_get_kernel). Host
- * kernels take a signature only: threads or dynamic_shared fail with SK_ERR_INVALID_ARGUMENT.
+ * kernels take a signature only: threads, dynamic_shared or block fail with
+ * SK_ERR_INVALID_ARGUMENT.
  * - Errors: those of sk_module_get_kernel_with_signature; SK_ERR_INVALID_ARGUMENT for a
- *   struct_size too small, threads above 1024 or dynamic_shared above 227 KiB;
- *   SK_ERR_INCOMPATIBLE, naming the kernel and the directive, for threads the kernel's PTX
- *   forbids, or a PTX kernel that needs threads or dynamic_shared and has neither.
+ *   struct_size too small, threads above 1024, dynamic_shared above 227 KiB, or a block with
+ *   an extent of 0 or whose threads are not threads (when given) or above 1024;
+ *   SK_ERR_INCOMPATIBLE, naming the kernel and the directive, for threads or a block the
+ *   kernel's PTX forbids, or a PTX kernel that needs threads, dynamic_shared or block and has
+ *   none.
  * - Ownership: as sk_module_get_kernel. A module hands out one kernel per name, signature and
  *   launch facts.
  * - Threads: any.

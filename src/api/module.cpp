@@ -28,7 +28,9 @@ sk_status get_kernel(sk_module *mod, const char *name, const sk::backend::Kernel
   if (!out) return fail(SK_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
   // A module hands out one handle per (name, signature, launch facts).
   const std::string key = std::string(name) + "|" + (request.signature ? request.signature : "<metadata>") + "|" +
-                          std::to_string(request.threads) + "|" + std::to_string(request.dynamic_shared);
+                          std::to_string(request.threads) + "|" + std::to_string(request.dynamic_shared) + "|" +
+                          std::to_string(request.block[0]) + "x" + std::to_string(request.block[1]) + "x" +
+                          std::to_string(request.block[2]);
   if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
     *out = it->second.get();
     return SK_OK;
@@ -137,6 +139,7 @@ SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, con
   if (desc) request.signature = desc->signature;
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, threads)) request.threads = desc->threads;
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, dynamic_shared)) request.dynamic_shared = desc->dynamic_shared;
+  if (SK_STRUCT_COVERS(desc, sk_kernel_desc, block)) std::copy(desc->block, desc->block + 3, request.block);
   return sk::api::guarded(call, [&] { return get_kernel(mod, name, request, call, out); });
 }
 

@@ -155,6 +155,7 @@ struct KernelRequest {
   const char *signature = nullptr;
   uint32_t threads = 0;
   uint32_t dynamic_shared = 0;
+  uint32_t block[3] = {0, 0, 0};  // a CUDA block's shape (sk_kernel_desc.block)
 };
 
 // A loaded module: its kernels, by name.

@@ -273,6 +273,26 @@ sk_status ptx_threads(const CudaModule &m, const PtxKernel &pk, uint32_t caller,
   return SK_OK;
 }
 
+// A PTX kernel's block shape: the caller's `block` (zeros: none) must be its .reqntid where it
+// says one; one whose PTX does not give the shape it reads needs it.
+sk_status ptx_block(const PtxKernel &pk, const uint32_t block[3], const std::string &what, const char *call) {
+  if (block[0] && pk.reqntid[0] &&
+      (block[0] != pk.reqntid[0] || block[1] != pk.reqntid[1] || block[2] != pk.reqntid[2]))
+    return fail(SK_ERR_INCOMPATIBLE, "%s: %s requires a block of %u x %u x %u threads (.reqntid), not {%u, %u, %u}",
+                call, what.c_str(), pk.reqntid[0], pk.reqntid[1], pk.reqntid[2], block[0], block[1], block[2]);
+  if (block[0] && !pk.reqntid[0] && !pk.block_shape_needed && block[1] * block[2] > 1)
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s reads no thread register beyond x (%%tid.y, %%ntid.y): libsk rebuilds the threads of a "
+                "block {%u, %u, %u} only for a kernel that reads them; give it a one-dimensional block",
+                call, what.c_str(), block[0], block[1], block[2]);
+  if (pk.block_shape_needed && !block[0])
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s reads threadIdx.y/z or blockDim.y/z (%%tid.y, %%ntid.y) of a block whose shape its PTX does "
+                "not give (no .reqntid): give the shape its launch has when taking it (sk_kernel_desc.block)",
+                call, what.c_str());
+  return SK_OK;
+}
+
 }  // namespace
 
 sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
@@ -292,6 +312,21 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   if (request.dynamic_shared > kMaxDynamicShared)
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: dynamic_shared %u is above %u, the most a block may opt in to",
                 call, what.c_str(), request.dynamic_shared, kMaxDynamicShared);
+  const uint32_t *b = request.block;
+  uint32_t threads = request.threads;
+  if (b[0] || b[1] || b[2]) {
+    const uint64_t product = uint64_t{b[0]} * b[1] * b[2];
+    if (!b[0] || !b[1] || !b[2])
+      return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: block {%u, %u, %u} has an extent of 0 (each is at least 1)",
+                  call, what.c_str(), b[0], b[1], b[2]);
+    if (product > 1024)
+      return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: block {%u, %u, %u} is %llu threads, above 1024", call,
+                  what.c_str(), b[0], b[1], b[2], static_cast<unsigned long long>(product));
+    if (threads && threads != product)
+      return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: block {%u, %u, %u} is not threads %u", call, what.c_str(), b[0],
+                  b[1], b[2], threads);
+    threads = (uint32_t)product;
+  }
   if (m.kind == InputKind::Ptx) {
     if (!pk) {
       std::string names;
@@ -301,6 +336,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     }
     if (!pk->refusal.empty())
       return fail(SK_ERR_UNSUPPORTED, "%s: %s cannot be fused: %s", call, what.c_str(), pk->refusal.c_str());
+    if (sk_status st = ptx_block(*pk, b, what, call); st != SK_OK) return st;
     if (pk->entry) {
       // Its signature is its parameters': a given one must pass them alike.
       if (signature) {
@@ -358,10 +394,16 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   if (auto it = m.dynamic_shared.find(name); it != m.dynamic_shared.end())
     k->dynamic_shared = it->second, k->dynamic_shared_from = "metadata";
   if (pk) {
-    if (sk_status st = ptx_threads(m, *pk, request.threads, what, call, k.get()); st != SK_OK) return st;
+    if (sk_status st = ptx_threads(m, *pk, threads, what, call, k.get()); st != SK_OK) return st;
+    std::copy(b, b + 3, k->block);
     // .maxnreg bounds what the link compiles it to.
     if (pk->max_registers) k->registers = pk->max_registers;
     k->ptx = pk;
+  } else if (b[0]) {
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s is not a PTX kernel: its threads are one dimension (sk_kernel_desc.block is for a "
+                "__global__ kernel's PTX)",
+                call, what.c_str());
   } else if (request.threads) {
     if (auto it = m.threads.find(name); it != m.threads.end() && it->second != request.threads)
       return fail(SK_ERR_INCOMPATIBLE, "%s: %s runs %u threads per block (SK_KERNEL_CUDA's threads), not %u", call,

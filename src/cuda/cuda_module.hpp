@@ -49,6 +49,7 @@ struct CudaKernel {
   Signature signature;
   std::string core_type = "vector";
   uint32_t threads = kDefaultThreads;
+  uint32_t block[3] = {0, 0, 0};  // the block's shape the caller gave (sk_kernel_desc.block); 0: none
   // DeviceApiBit set, from the EIATTR_EXTERNS of the function and of every function it reaches
   // through .nv.callgraph (a __noinline__ helper that calls sk_sync_all makes the kernel sync).
   uint32_t usage = 0;

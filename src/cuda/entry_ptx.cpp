@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 #include "cuda/ptx_template.hpp"
 
@@ -64,6 +65,8 @@ constexpr StateField kBlockState[] = {
     {"S_ARG_BASE", 4},
     {"S_FLAGS", 4},
     {"S_GO", 4},
+    // The running step's block shape, x and y, where its sub-kernel reads it (__sk_thread).
+    {"S_BLOCK_SHAPE", 8},
     // A u64 per flag: the target of its wait.
     {"S_FLAG_TARGET", 8 * kCrossCoreFlags},
 };
@@ -84,6 +87,16 @@ constexpr bool block_state_aligned() {
 static_assert(block_state_aligned(), "a block state field is not aligned to its size");
 
 uint32_t block_state_base(const EntrySpec &spec) { return (spec.dynamic_shared + 15) / 16 * 16; }
+
+// A block state field's address in the entry's PTX: its offset in the dynamic shared memory.
+std::string state_address(const EntrySpec &spec, std::string_view field) {
+  uint32_t offset = block_state_base(spec);
+  for (const StateField &f : kBlockState) {
+    if (f.placeholder == field) break;
+    offset += f.bytes;
+  }
+  return "__sk_dynamic_shared+" + std::to_string(offset);
+}
 
 bool wide(ArgType t) { return t == ArgType::Ptr || t == ArgType::I64 || t == ArgType::U64 || t == ArgType::F64; }
 
@@ -127,11 +140,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["FLAG_ARRIVE_IN_KERNEL"] = str(kArriveInKernel);
   v["FLAG_NO_ARRIVE"] = str(kStepNoArrive);
   v["WAIT_SPINS"] = str(kWaitSpins);
-  uint32_t offset = block_state_base(spec);
-  for (const StateField &f : kBlockState) {
-    v[f.placeholder] = "__sk_dynamic_shared+" + str(offset);
-    offset += f.bytes;
-  }
+  for (const StateField &f : kBlockState) v[f.placeholder] = state_address(spec, f.placeholder);
   v["STATE_WAITED"] = str(kWaited);
   v["STATE_ARRIVED"] = str(kArrived);
   v["STATE_LAST"] = str(kLast);
@@ -212,6 +221,9 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   const size_t n = s.signature.size();
   const std::vector<uint32_t> at = slot_offsets(s.signature);
   std::string o = "  {\n";
+  if (s.block_shape[0])  // x in the low word
+    o += "    .reg .b64 %bs;\n    mov.b64 %bs, " + str(uint64_t{s.block_shape[1]} << 32 | s.block_shape[0]) +
+         ";\n    st.shared.u64 [" + state_address(spec, "S_BLOCK_SHAPE") + "], %bs;\n";
   if (n)
     o += "    .reg .b64 %x<" + str(n) + ">;\n    .reg .b32 %y<" + str(n) + ">;\n    .reg .b64 %a<" + str(n) + ">;\n";
   for (size_t j = 0; j < n; ++j) o += "    " + param_decl(s, j, "c") + ";\n";
@@ -294,9 +306,11 @@ SyncLayout sync_layout(size_t steps) {
   return l;
 }
 
-// Steps call at one site when they call one function with the same arguments read by reference.
+// Steps call at one site when they call one function with the same arguments read by reference
+// and the same block shape.
 bool same_call_site(const EntryStep &a, const EntryStep &b) {
-  return a.symbol == b.symbol && a.arg_refs == b.arg_refs;
+  return a.symbol == b.symbol && a.arg_refs == b.arg_refs && a.block_shape[0] == b.block_shape[0] &&
+         a.block_shape[1] == b.block_shape[1];
 }
 
 std::vector<const EntryStep *> distinct_kernels(const EntrySpec &spec) {

@@ -181,6 +181,17 @@ int grid_register(std::string_view reg) {
 }
 bool grid_beyond_x(std::string_view reg) { return grid_register(reg) >= 0 && reg.back() != 'x'; }
 
+// The libsk function through which a sub-kernel whose block's shape the PTX does not give reads
+// its thread registers (superkernel.ptx), and its argument for each: the thread index's x, y,
+// z, then the block's extents (-1: not a thread register).
+constexpr char kThreadFunction[] = "__sk_thread";
+int thread_register(std::string_view reg) {
+  static const std::string_view order[] = {"%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z"};
+  for (int i = 0; i < 6; ++i)
+    if (reg == order[i]) return i;
+  return -1;
+}
+
 // The device-API function the rewrite reads a grid register through: the block index and the
 // grid size of libsk's virtual block ("" for any other register).
 std::string_view grid_api(std::string_view reg) {
@@ -571,15 +582,19 @@ std::string special_refusal(const Function &f, bool shape_known) {
 
 // A special register read, as the rewritten `.func` reads it: the block from libsk's device
 // API (from __sk_grid in a sub-kernel whose grid has more dimensions: `grid_nd`), a 3-D thread
-// index rebuilt from the 1-D one of the super kernel's block.
-std::string special_read(const Function::Special &s, const uint32_t block[3], bool grid_nd) {
+// index rebuilt from the 1-D one of the super kernel's block, with the shape `block` or, where
+// the PTX does not give it (`block_nd`), from __sk_thread and the shape the caller gave.
+std::string special_read(const Function::Special &s, const uint32_t block[3], bool grid_nd, bool block_nd) {
   const std::string g = s.guard.empty() ? "" : s.guard + " ";
   const std::string axis = s.reg.substr(s.reg.size() - 1);
   const int a = axis == "x" ? 0 : axis == "y" ? 1 : 2;
   auto set = [&](const std::string &v) { return g + "mov.u32 " + s.dst + ", " + v + ";"; };
-  if (const int what = grid_register(s.reg); what >= 0 && grid_nd)
+  auto call = [&](const char *fn, int what) {
     return "{ .param .b32 sk_r; .param .b32 sk_a; st.param.b32 [sk_a], " + std::to_string(what) + "; call (sk_r), " +
-           kGridFunction + ", (sk_a); " + g + "ld.param.b32 " + s.dst + ", [sk_r]; }";
+           fn + ", (sk_a); " + g + "ld.param.b32 " + s.dst + ", [sk_r]; }";
+  };
+  if (const int what = grid_register(s.reg); what >= 0 && grid_nd) return call(kGridFunction, what);
+  if (const int what = thread_register(s.reg); what >= 0 && block_nd) return call(kThreadFunction, what);
   // Outside such a sub-kernel a grid register is an .x one.
   if (const std::string_view fn = grid_api(s.reg); !fn.empty())
     return "{ .param .b32 sk_r; call (sk_r), " + std::string(fn) + ", (); " + g + "ld.param.b32 " + s.dst +
@@ -697,7 +712,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       g.callees.push_back(c);
       if (!defined.count(c)) {
         g.externs.push_back(c);
-        if (!device_api_bit(c) && c != kGridFunction) m.calls_outside = true;
+        if (!device_api_bit(c) && c != kGridFunction && c != kThreadFunction) m.calls_outside = true;
       }
     }
     m.graph.functions.push_back(std::move(g));
@@ -724,9 +739,39 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     }
   }
 
+  // The kernels whose block shape the caller gives (sk_kernel_desc.block): an entry without
+  // .reqntid that reads a thread register beyond x, or any under a multi-dimensional .maxntid,
+  // in itself or a helper. Every thread register read by such a kernel or a helper it reaches,
+  // and by any helper a kernel with .reqntid reaches that reads one beyond x, comes from
+  // __sk_thread, which reads the shape the call site stores.
+  auto reads_thread = [&](std::string_view name, bool beyond_x_only) {
+    const auto it = by_name.find(name);
+    return it != by_name.end() &&
+           std::any_of(it->second->specials.begin(), it->second->specials.end(), [&](const Function::Special &s) {
+             return thread_register(s.reg) >= 0 && (!beyond_x_only || s.reg.back() != 'x');
+           });
+  };
+  std::set<std::string> block_nd, block_shape_kernels;
+  for (const Function &f : p.functions) {
+    if (!f.entry) continue;
+    const elf::CubinReach reach = m.graph.reach(f.name);
+    const bool flat_max = !f.maxntid[0] || f.maxntid[1] * f.maxntid[2] <= 1;
+    for (const std::string &r : reach.functions) {
+      const auto it = by_name.find(r);
+      if (it == by_name.end() || (it->second->visible && !it->second->entry)) continue;
+      const bool helper = r != f.name;
+      if (!f.reqntid[0] ? reads_thread(r, flat_max) : helper && reads_thread(r, true)) {
+        if (!f.reqntid[0]) block_shape_kernels.insert(f.name);
+        for (const std::string &h : reach.functions)
+          if (h != f.name || !f.reqntid[0]) block_nd.insert(h);
+      }
+    }
+  }
+
   std::set<std::string> api_needed;
   auto api_of = [&](const Function &f, const Function::Special &s) -> std::string {
     if (grid_register(s.reg) >= 0 && grid_nd.count(f.name)) return kGridFunction;
+    if (thread_register(s.reg) >= 0 && block_nd.count(f.name)) return kThreadFunction;
     return std::string(grid_api(s.reg));
   };
   // A helper's (a function no other module can call) block index and grid size are its
@@ -736,7 +781,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     if (f.entry || f.visible) continue;
     const uint32_t flat[3] = {0, 1, 1};
     for (const Function::Special &s : f.specials) {
-      const std::string with = special_read(s, flat, grid_nd.count(f.name));
+      const std::string with = special_read(s, flat, grid_nd.count(f.name), block_nd.count(f.name));
       if (with.empty()) continue;
       edits.push_back({s.at, s.len, with});
       if (const std::string fn = api_of(f, s); !fn.empty()) api_needed.insert(fn);
@@ -757,12 +802,16 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     // Refused when any function it reaches does what a called function cannot.
     const elf::CubinReach reach = m.graph.reach(f.name);
     k.multi_dimensional_grid = grid_nd_kernels.count(f.name);
+    k.block_shape_needed = block_shape_kernels.count(f.name);
     for (const std::string &r : reach.functions)
       for (const Function &g : p.functions) {
+        if (g.name == r && block_nd.count(r) && !(g.visible && !g.entry) && reads_thread(r, false))
+          k.reads_block_shape = true;
         if (g.name != r || !k.refusal.empty()) continue;
         std::string why = g.refusal;
-        if (why.empty() && (g.entry || !g.visible)) why = special_refusal(g, g.name == f.name && f.reqntid[0]);
-        if (why.empty() && g.name != f.name && !flat && !g.visible)
+        if (why.empty() && (g.entry || !g.visible))
+          why = special_refusal(g, (g.name == f.name && f.reqntid[0]) || block_nd.count(g.name));
+        if (why.empty() && g.name != f.name && !flat && !g.visible && !block_nd.count(g.name))
           for (const Function::Special &s : g.specials)
             if (starts(s.reg, "%tid") || starts(s.reg, "%ntid"))
               why = "reads " + s.reg + " of a multi-dimensional block";
@@ -777,12 +826,14 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       std::set<std::string> seen, api;
       const uint32_t one_d[3] = {block[0], 1, 1};
       for (const Function::Special &s : f.specials) {
-        if (!flat && !f.reqntid[0] && !starts(s.reg, "%ctaid") && !starts(s.reg, "%nctaid")) {
+        if (!flat && !f.reqntid[0] && !k.block_shape_needed && !starts(s.reg, "%ctaid") &&
+            !starts(s.reg, "%nctaid")) {
           k.refusal = "a " + std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
                       std::to_string(block[2]) + " block (.maxntid) without .reqntid: its shape is not known";
           break;
         }
-        const std::string with = special_read(s, flat ? one_d : block, grid_nd.count(f.name));
+        const std::string with =
+            special_read(s, flat ? one_d : block, grid_nd.count(f.name), block_nd.count(f.name));
         if (with.empty()) continue;
         mine.push_back({s.at, s.len, with});
         const std::string fn = api_of(f, s);
@@ -790,16 +841,16 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         if (seen.insert(s.reg).second)
           notes.push_back(s.reg + (fn.empty()            ? std::string(" rebuilt from the block's thread index")
                                    : fn == kGridFunction ? " read from the step's grid shape (" + fn + ")"
-                                                         : " read as " + fn + "()"));
+                                   : fn == kThreadFunction
+                                       ? " read from the block's shape its caller gives (" + fn + ")"
+                                       : " read as " + fn + "()"));
       }
       if (k.refusal.empty()) k.refusal = pass_by_address(f, &k, &mine, &notes);
       for (const std::string &r : reach.functions)
         for (const Function &g : p.functions)
           if (k.refusal.empty() && !k.by_address.empty() && g.name == r && !g.entry && !g.param_to_generic.empty())
             k.refusal = "takes the address of a parameter and '" + g.name +
-                        "', which it calls, makes a parameter "
-                        "address generic (" +
-                        g.param_to_generic + ")";
+                        "', which it calls, makes a parameter address generic (" + g.param_to_generic + ")";
       if (!f.exits.empty()) notes.push_back("exit made ret");
       if (std::any_of(reach.functions.begin(), reach.functions.end(), [&](const std::string &r) {
             return std::any_of(p.functions.begin(), p.functions.end(),
@@ -807,8 +858,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
           }))
         notes.push_back(
             "griddepcontrol (programmatic dependent launch) taken out: a fused step starts once the steps it "
-            "depends "
-            "on have completed, which is what griddepcontrol.wait waits for");
+            "depends on have completed, which is what griddepcontrol.wait waits for");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
         edits.insert(edits.end(), mine.begin(), mine.end());
         edits.insert(edits.end(), f.exits.begin(), f.exits.end());
@@ -823,8 +873,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   std::string decls;
   for (const std::string &fn : api_needed)
     if (!p.declared.count(fn))
-      decls +=
-          "\n.extern .func (.param .b32 sk_r) " + fn + (fn == kGridFunction ? "\n(.param .b32 sk_a)\n;" : "\n()\n;");
+      decls += "\n.extern .func (.param .b32 sk_r) " + fn +
+               (fn == kGridFunction || fn == kThreadFunction ? "\n(.param .b32 sk_a)\n;" : "\n()\n;");
   if (!decls.empty()) edits.push_back({p.header_end, 0, decls + "\n"});
   m.text = apply(text, std::move(edits));
   *out = std::move(m);

@@ -32,6 +32,12 @@ struct PtxKernel {
   // It, or a function it reaches, reads a grid register beyond x (%ctaid.y/z, %nctaid.y/z):
   // its blocks need their grid's shape (sk_kernel_options.grid).
   bool multi_dimensional_grid = false;
+  // It reads a thread register beyond x (%tid.y, %ntid.y) of a block whose shape its PTX does not
+  // give (no .reqntid): the caller gives it (sk_kernel_desc.block).
+  bool block_shape_needed = false;
+  // It, or a helper it reaches, reads its thread registers through __sk_thread: its call site
+  // stores its block's shape.
+  bool reads_block_shape = false;
   // The parameters whose address it takes (a `__grid_constant__` CUtensorMap, a Triton tensor
   // descriptor), in order: each is passed as the generic address of its bytes, wherever the
   // super kernel holds them (ptx_param_address.hpp).

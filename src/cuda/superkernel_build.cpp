@@ -253,6 +253,11 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.arg_base = bases[i];
     s.arg_refs = ps.kernel.arg_refs;
     if (k.ptx) s.by_address = k.ptx->by_address;
+    if (k.ptx && k.ptx->reads_block_shape) {  // the caller's shape, else .reqntid's, else one dimension
+      const uint32_t *shape = k.block[0] ? k.block : k.ptx->reqntid;
+      s.block_shape[0] = shape[0] ? shape[0] : k.threads;
+      s.block_shape[1] = shape[0] ? shape[1] : 1;
+    }
     s.arrives = ps.arrives;
     // Without stream fusion a step waits for the one before it (which waited for its own
     // predecessor: the chain orders them all) and the scope events' steps; with it, for its

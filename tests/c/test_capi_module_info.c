@@ -98,10 +98,14 @@ static void test_kernel_desc(void **state) {
   desc.threads = 128;
   assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(sk_last_error(), "capi_types"));
-  assert_non_null(strstr(sk_last_error(), "threads and dynamic_shared"));
+  assert_non_null(strstr(sk_last_error(), "threads, dynamic_shared and block"));
   desc.threads = 0;
   desc.dynamic_shared = 64;
   assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
+  desc.dynamic_shared = 0;
+  desc.block[1] = 4;
+  assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
+  desc.block[1] = 0;
   desc.struct_size = 4;
   assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(sk_last_error(), "struct_size"));

@@ -343,10 +343,19 @@ def test_explain_names_the_field_of_a_triton_kernels_launch_facts(tmp_path):
     # Threads its .reqntid contradicts.
     r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], threads=64)]), env=env)
     assert r.returncode == 4 and "kernels[0]: " in r.stderr and "requires 128 threads per block" in r.stderr
-    for field, value in (("threads", 0), ("threads", True), ("dynamic_shared", -1), ("dynamic_shared", 1.5)):
+    for field, value in (("threads", 0), ("threads", True), ("dynamic_shared", -1), ("dynamic_shared", 1.5),
+                         ("threads", [32, "4"])):
         r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], **{field: value})]), env=env)
-        assert r.returncode == 3 and f"kernels[0]: {field} must be an integer" in r.stderr, r.stderr
+        name = field + ("[1]" if isinstance(value, list) else "")
+        assert r.returncode == 3 and f"kernels[0]: {name} must be an integer" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], threads=[1, 2, 3, 4])]), env=env)
+    assert r.returncode == 3 and "threads as a block has 1 to 3 extents, not 4" in r.stderr, r.stderr
+    # A block's shape is .reqntid's (128 x 1 x 1 for this Triton kernel), else refused by libsk.
+    r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], threads=[128])]), env=env)
+    assert r.returncode == 0, r.stderr
+    r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], threads=[32, 4])]), env=env)
+    assert r.returncode == 4 and "requires a block of 128 x 1 x 1 threads (.reqntid), not {32, 4, 1}" in r.stderr
     # The scratch pointers are arguments of the PTX kernel: leaving them out is a count mismatch.
     r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], args=TRITON_STEP[0]["args"][:5])]),
            env=env)
@@ -448,8 +457,7 @@ CUDA_SOURCES = os.path.join(ROOT, "tests", "kernels", "cuda")
 REFUSALS = {"refuse_cluster": "a thread block cluster (.reqnctapercluster)",
             "refuse_grid_sync": "a cooperative grid synchronisation",
             "refuse_child": "does not say its threads per block",
-            "refuse_dynamic_parallelism": "dynamic parallelism",
-            "refuse_block2d": "a multi-dimensional block (reads %tid.y)"}
+            "refuse_dynamic_parallelism": "dynamic parallelism"}
 
 
 def triton_meta(name):

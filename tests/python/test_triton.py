@@ -317,7 +317,7 @@ def test_a_two_dimensional_grid_is_given_as_tritons_launch_grid(fake_gpu):
     ((4, 4, 1, 1), TypeError, r"block_dim: a grid has 1 to 3 extents, not 4"),
     ((), TypeError, r"block_dim: a grid has 1 to 3 extents, not 0"),
     ((4, 0), ValueError, r"block_dim: grid \(4, 0\) has an extent of 0"),
-    ((65536, 65536), ValueError, r"block_dim: the blocks of grid \(65536, 65536\): 4294967296 does not fit u32"),
+    ((65536, 65536), ValueError, r"block_dim: the product of grid \(65536, 65536\): 4294967296 does not fit u32"),
     ((4, -1), ValueError, r"block_dim\[1\]: -1 does not fit u32"),
     ((4, 2.0), TypeError, r"block_dim\[1\]: u32 needs an int"),
 ])
@@ -498,6 +498,52 @@ def test_ptx_text_on_the_host_device_is_refused(dev):
     with pytest.raises(sk.BadBinary, match=r"^Device.load: PTX text loads on a CUDA device \(cuda:N\), "
                                            r"not 'host:cores=2,timeout_ms=5000'$"):
         dev.load(fixture("rope")[1])
+
+
+# A __global__ kernel launched with a 2-D block and no __launch_bounds__, as nvcc -ptx writes
+# one: it reads %tid.y and %ntid.x, and its PTX does not give the block's shape.
+BLOCK2D_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry rows(.param .u64 out)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<3>;
+mov.u32 %r1, %tid.y;
+mov.u32 %r2, %ntid.x;
+mov.u32 %r3, %tid.x;
+mad.lo.s32 %r1, %r1, %r2, %r3;
+ld.param.u64 %rd1, [out];
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd1, %rd1, %rd2;
+st.global.u32 [%rd1], %r1;
+ret;
+}
+"""
+
+
+def test_module_kernel_takes_a_block_shape(fake_gpu, ops):
+    mod = fake_gpu.load(BLOCK2D_PTX)
+    with pytest.raises(sk.Incompatible, match=r"kernel 'rows' of .* reads threadIdx.y/z or blockDim.y/z .* "
+                                              r"\(sk_kernel_desc.block\)"):
+        mod.kernel("rows", threads=128)
+    k = mod.kernel("rows", threads=(32, 4))
+    assert k.threads == (32, 4)
+    out = fake_gpu.alloc(4 * 256)
+    with fake_gpu.scope("rows") as s:
+        s.add(k, 2, out)
+    s.superkernel.launch()
+    fake_gpu.synchronize()
+    sub = s.superkernel.explain()["cuda_entry"]["sub_kernels"][0]
+    assert "%tid.y read from the block's shape its caller gives (__sk_thread)" in sub["ptx"]["rewrites"], sub
+    with pytest.raises(ValueError, match=r"^Module.kernel \(rows\) threads: block \(32, 0\) has an extent of 0"):
+        mod.kernel("rows", threads=(32, 0))
+    with pytest.raises(TypeError, match=r"^Module.kernel \(rows\) threads: a block has 1 to 3 extents, not 4"):
+        mod.kernel("rows", threads=(1, 2, 3, 4))
+    with pytest.raises(sk.InvalidArgument, match=r"threads 2048 is above 1024"):
+        mod.kernel("rows", threads=(64, 32))
+    with pytest.raises(sk.InvalidArgument, match=r"threads, dynamic_shared and block are launch facts of GPU"):
+        ops.kernel("fill_index", threads=(32, 4))
 
 
 def test_module_kernel_takes_threads_and_dynamic_shared(fake_gpu, dev, ops):

@@ -40,6 +40,7 @@ class KernelDesc(ctypes.Structure):
         ("signature", ctypes.c_char_p),
         ("threads", ctypes.c_uint32),
         ("dynamic_shared", ctypes.c_uint32),
+        ("block", ctypes.c_uint32 * 3),
     ]
 
 

@@ -101,16 +101,16 @@ def instance(value, cls, what, optional=False):
                     f"{type(value).__name__}")
 
 
-def blocks_and_grid(blocks, what):
+def blocks_and_grid(blocks, what, shape="grid"):
     """(block_dim, grid) of `blocks`: a block count (one dimension: grid (0, 0, 0)), or the
     grid's shape as Triton's launch grid is written, (x,), (x, y) or (x, y, z): block_dim their
-    product (sk_kernel_options.grid)."""
+    product (sk_kernel_options.grid). `shape` names it in messages (a block's threads too)."""
     if not isinstance(blocks, (tuple, list)):
         return integer(blocks, "u32", what), (0, 0, 0)
     if not 1 <= len(blocks) <= 3:
-        raise TypeError(f"{what}: a grid has 1 to 3 extents, not {len(blocks)}: {blocks!r}")
+        raise TypeError(f"{what}: a {shape} has 1 to 3 extents, not {len(blocks)}: {blocks!r}")
     grid = [integer(b, "u32", f"{what}[{i}]") for i, b in enumerate(blocks)] + [1] * (3 - len(blocks))
     if 0 in grid:
-        raise ValueError(f"{what}: grid {tuple(blocks)!r} has an extent of 0 (each is at least 1)")
+        raise ValueError(f"{what}: {shape} {tuple(blocks)!r} has an extent of 0 (each is at least 1)")
     block_dim = grid[0] * grid[1] * grid[2]
-    return integer(block_dim, "u32", f"{what}: the blocks of grid {tuple(blocks)!r}"), tuple(grid)
+    return integer(block_dim, "u32", f"{what}: the product of {shape} {tuple(blocks)!r}"), tuple(grid)

@@ -127,18 +127,21 @@ class Module(Handle):
     def kernel(self, name, signature=None, threads=None, dynamic_shared=None):
         """Kernel `name`; its signature from the object's metadata, or the one given (needed
         for objects built without SK_KERNEL; it must agree with the metadata if both exist).
-        `threads` (threads per block) and `dynamic_shared` (bytes of its `extern __shared__`
-        arrays) are what a CUDA kernel's binary may not say (sk_kernel_desc); None: its own."""
+        `threads` (threads per block, or the block's shape as CUDA's blockDim, (x, y) or
+        (x, y, z), for a kernel that reads threadIdx.y) and `dynamic_shared` (bytes of its
+        `extern __shared__` arrays) are what a CUDA kernel's binary may not say
+        (sk_kernel_desc); None: its own."""
         out = ctypes.c_void_p()
         name_c = c_string(name, "Module.kernel name")
         name_c = self._raw_names.get(name, name_c)
         signature_c = c_string(signature, "Module.kernel signature", optional=True)
         if threads is not None or dynamic_shared is not None:
             what = f"Module.kernel ({name})"
-            desc = KernelDesc(ctypes.sizeof(KernelDesc), signature_c,
-                              0 if threads is None else integer(threads, "u32", f"{what} threads"),
+            count, block = (0, (0, 0, 0)) if threads is None else blocks_and_grid(threads, f"{what} threads", "block")
+            desc = KernelDesc(ctypes.sizeof(KernelDesc), signature_c, count,
                               0 if dynamic_shared is None else
-                              integer(dynamic_shared, "u32", f"{what} dynamic_shared"))
+                              integer(dynamic_shared, "u32", f"{what} dynamic_shared"),
+                              (ctypes.c_uint32 * 3)(*block))
             check(lib().sk_module_get_kernel_desc(self.handle, name_c, ctypes.byref(desc),
                                                   ctypes.byref(out)),
                   "sk_module_get_kernel_desc")

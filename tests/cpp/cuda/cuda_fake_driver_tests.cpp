@@ -2393,6 +2393,15 @@ TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
   sk_kernel_desc tiny{4, nullptr, 0, 0};
   EXPECT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &tiny, &bad), SK_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(sk_last_error(), "struct_size")) << sk_last_error();
+  // A block's shape: .reqntid's, or refused naming both; a desc from before `block` has none.
+  sk_kernel_desc shaped{sizeof shaped, nullptr, 0, 16, {128, 1, 1}};
+  EXPECT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &shaped, &bad), SK_OK) << sk_last_error();
+  shaped.block[0] = 32, shaped.block[1] = 4;
+  EXPECT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &shaped, &bad), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "requires a block of 128 x 1 x 1 threads (.reqntid), not {32, 4, 1}"))
+      << sk_last_error();
+  shaped.struct_size = offsetof(sk_kernel_desc, block);
+  EXPECT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &shaped, &bad), SK_OK) << sk_last_error();
   sk_kernel *step = kernel("chain.cubin", "chain_step");
   ASSERT_NE(step, nullptr);
 

@@ -1114,9 +1114,9 @@ struct PtxDriver {
     return text;
   }
   // Launches kernel `name` of `ptx` unfused (args as sk_add_kernel takes them), on the legacy
-  // stream, within the primary context.
+  // stream, within the primary context; `threads` in blocks of block_y rows.
   int launch(const std::string &ptx, const char *name, uint32_t grid, uint32_t threads, uint32_t shared, void **args,
-             uint32_t grid_y = 1) {
+             uint32_t grid_y = 1, uint32_t block_y = 1) {
     if (cuCtxPushCurrent(ctx) != 0) return -1;
     const std::string text = for_jit(ptx);
     void *module = nullptr, *fn = nullptr;
@@ -1125,7 +1125,8 @@ struct PtxDriver {
     if (r == 0) r = cuModuleGetFunction(&fn, module, name);
     // Past 48 KiB a block opts in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), as Triton's launcher does.
     if (r == 0 && shared > 48 * 1024) r = cuFuncSetAttribute(fn, 8, (int)shared);
-    if (r == 0) r = cuLaunchKernel(fn, grid, grid_y, 1, threads, 1, 1, shared, nullptr, args, nullptr);
+    if (r == 0)
+      r = cuLaunchKernel(fn, grid, grid_y, 1, threads / block_y, block_y, 1, shared, nullptr, args, nullptr);
     if (r == 0) r = cuCtxSynchronize();
     void *popped = nullptr;
     cuCtxPopCurrent(&popped);
@@ -1364,6 +1365,69 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
       ADD_FAILURE() << "element " << i << ": " << d[i] << " != " << rows[i] << " + 1";
       break;
     }
+}
+
+// Kernels launched with two-dimensional blocks whose PTX does not give the shape
+// (block2d.cu, as llama.cpp's mul_mat_vec_q): fused in one super kernel with the shape given
+// (sk_kernel_desc.block), == the driver's launches with that blockDim == the CPU, bit for bit.
+TEST_F(CudaGpu, TwoDimensionalBlocksFusedEqualTheirPlainLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr uint32_t kBlocks = 8, kCols = 32, kRowsPerBlock = 4, kThreads = kCols * kRowsPerBlock;
+  constexpr uint32_t kN = kBlocks * kThreads;
+  std::vector<float> in(kN);
+  for (uint32_t i = 0; i < kN; ++i) in[i] = (float)(i * 7 % 101) * 0.125f - 6.0f;
+  std::vector<float> scaled(kN), sums(kBlocks, 0.0f);
+  for (uint32_t i = 0; i < kN; ++i) scaled[i] = std::fmaf(in[i], 1.0f + (float)(i / kCols % kRowsPerBlock), 4.0f);
+  for (uint32_t b = 0; b < kBlocks; ++b)
+    for (uint32_t t = 0; t < kThreads; ++t) sums[b] += in[b * kThreads + t];
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("block2d.ptx"));
+  const std::string ptx(bytes.begin(), bytes.end());
+  const float *x = alloc(in);
+  uint64_t xs = ptr_slot(x);
+  int32_t n_cols = kCols;
+  struct Out {
+    float *scaled, *sums, *copied;
+  };
+  auto outputs = [&] {
+    return Out{alloc(std::vector<float>(kN)), alloc(std::vector<float>(kBlocks)), alloc(std::vector<float>(kN))};
+  };
+  const Out plain = outputs(), fused = outputs();
+  uint64_t ps = ptr_slot(plain.scaled), pu = ptr_slot(plain.sums), pc = ptr_slot(plain.copied);
+  void *a0[] = {&xs, &ps, &n_cols}, *a1[] = {&xs, &pu}, *a2[] = {&xs, &pc};
+  ASSERT_EQ(drv.launch(ptx, "scale_rows_2d", kBlocks, kThreads, 0, a0, 1, kRowsPerBlock), 0);
+  ASSERT_EQ(drv.launch(ptx, "sum_blocks_2d", kBlocks, kThreads, 0, a1, 1, kRowsPerBlock), 0);
+  ASSERT_EQ(drv.launch(ptx, "copy_1d", kBlocks, kThreads, 0, a2), 0);
+
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel_desc two_d{sizeof two_d, nullptr, 0, 0, {kCols, kRowsPerBlock, 1}},
+      one_d{sizeof one_d, nullptr, 0, 0, {kThreads, 1, 1}};
+  sk_kernel *scale = nullptr, *sum = nullptr, *copy = nullptr;
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "scale_rows_2d", &two_d, &scale), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "sum_blocks_2d", &two_d, &sum), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "copy_1d", &one_d, &copy), SK_OK) << sk_last_error();
+  uint64_t fs = ptr_slot(fused.scaled), fu = ptr_slot(fused.sums), fc = ptr_slot(fused.copied);
+  void *f0[] = {&xs, &fs, &n_cols}, *f1[] = {&xs, &fu}, *f2[] = {&xs, &fc};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "block2d", nullptr, &scope), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, scale, kBlocks, f0, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, sum, kBlocks, f1, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, copy, kBlocks, f2, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  sk_superkernel_destroy(sk);
+  auto same = [&](const float *a, const float *b, const std::vector<float> &cpu, const char *what) {
+    const std::vector<float> va = read(a, cpu.size()), vb = read(b, cpu.size());
+    EXPECT_EQ(std::memcmp(va.data(), vb.data(), cpu.size() * 4), 0) << what << ": fused != the driver's launch";
+    EXPECT_EQ(std::memcmp(va.data(), cpu.data(), cpu.size() * 4), 0) << what << ": the driver's launch != the CPU";
+  };
+  same(plain.scaled, fused.scaled, scaled, "scale_rows_2d");
+  same(plain.sums, fused.sums, sums, "sum_blocks_2d");
+  same(plain.copied, fused.copied, in, "copy_1d");
 }
 
 // Kernels written for programmatic dependent launch (dependent_launch.cu, as llama.cpp writes its

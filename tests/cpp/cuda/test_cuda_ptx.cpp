@@ -254,7 +254,6 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
       {"refuse_cluster", "thread block cluster"},
       {"refuse_grid_sync", "cooperative grid synchronisation"},
       {"refuse_dynamic_parallelism", "dynamic parallelism (calls __cudaCDP2"},
-      {"refuse_block2d", "multi-dimensional block (reads %tid.y)"},
   };
   for (const auto &[name, why] : expect) {
     SCOPED_TRACE(name);
@@ -264,6 +263,102 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
     EXPECT_TRUE(m->ptx->find(name)->rewrites.empty());
   }
   EXPECT_TRUE(take(m, "refuse_child", 32));
+}
+
+// A kernel launched with a two-dimensional block whose PTX does not give its shape (no
+// .reqntid; llama.cpp's mul_mat_vec_q and RoPE): the caller gives it (sk_kernel_desc.block), and
+// every thread register it and its helpers read comes from __sk_thread, which rebuilds the
+// thread's index from the flat one and the shape its call site stores. Shapes that cannot be
+// are refused by name; the kernels link.
+TEST(CudaPtx, ABlockShapeTheCallerGivesRebuildsTheThreadIndex) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load("block2d.ptx");
+  ASSERT_TRUE(m);
+  auto with_block = [&](const char *name, uint32_t x, uint32_t y, uint32_t z, uint32_t threads = 0,
+                        std::shared_ptr<CudaKernel> *out = nullptr) {
+    sk::backend::KernelRequest r{nullptr, threads, 0, {x, y, z}};
+    std::shared_ptr<CudaKernel> k;
+    const sk_status st = sk::cuda::make_cuda_kernel(m, name, r, "test", &k);
+    if (out) *out = k;
+    return st;
+  };
+  for (const char *name : {"scale_rows_2d", "sum_blocks_2d"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(refused(m, name, 128), SK_ERR_INCOMPATIBLE);
+    EXPECT_TRUE(contains(sk::last_error(), "of a block whose shape its PTX does not give")) << sk::last_error();
+    EXPECT_TRUE(contains(sk::last_error(), "sk_kernel_desc.block")) << sk::last_error();
+    std::shared_ptr<CudaKernel> k;
+    ASSERT_EQ(with_block(name, 32, 4, 1, 0, &k), SK_OK) << sk::last_error();
+    EXPECT_EQ(k->threads, 128u);
+    EXPECT_TRUE(k->ptx->block_shape_needed && k->ptx->reads_block_shape);
+    EXPECT_TRUE(has_rewrite(k->ptx->rewrites, "read from the block's shape its caller gives (__sk_thread)"));
+  }
+  // A kernel whose helper reads threadIdx.y needs the shape too, one dimension or more; one
+  // that reads no thread register beyond x anywhere takes a one-dimensional block only.
+  std::shared_ptr<CudaKernel> copy;
+  EXPECT_EQ(refused(m, "copy_1d", 128), SK_ERR_INCOMPATIBLE);
+  ASSERT_EQ(with_block("copy_1d", 128, 1, 1, 0, &copy), SK_OK) << sk::last_error();
+  EXPECT_TRUE(copy->ptx->block_shape_needed && copy->ptx->reads_block_shape);
+  auto flat = load("refuse_global.ptx");
+  std::shared_ptr<CudaKernel> child;
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(flat, "refuse_child", {nullptr, 0, 0, {32, 4, 1}}, "test", &child),
+            SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "reads no thread register beyond x")) << sk::last_error();
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(flat, "refuse_child", {nullptr, 0, 0, {128, 1, 1}}, "test", &child), SK_OK)
+      << sk::last_error();
+  EXPECT_EQ(child->threads, 128u);
+  // The shape itself.
+  EXPECT_EQ(with_block("scale_rows_2d", 32, 0, 1), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk::last_error(), "block {32, 0, 1} has an extent of 0")) << sk::last_error();
+  EXPECT_EQ(with_block("scale_rows_2d", 64, 32, 1), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk::last_error(), "is 2048 threads, above 1024")) << sk::last_error();
+  EXPECT_EQ(with_block("scale_rows_2d", 32, 4, 1, 256), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk::last_error(), "block {32, 4, 1} is not threads 256")) << sk::last_error();
+  const std::string text = text_of(m->bytes);
+  EXPECT_TRUE(contains(text, ".extern .func (.param .b32 sk_r) __sk_thread")) << text;
+  EXPECT_FALSE(std::regex_search(text, std::regex("mov\\.u32\\s+%r\\d+, %tid\\.y"))) << text;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log;
+
+  // A .reqntid kernel's own reads stay constants; its helper's go through __sk_thread, with the
+  // .reqntid shape stored; a block other than its .reqntid is refused.
+  const std::string shaped =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".func (.param .b32 r) helper()\n{\n.reg .b32 %r<3>;\nmov.u32 %r1, %tid.y;\nst.param.b32 [r], %r1;\nret;\n}\n"
+      ".visible .entry k(.param .u64 out)\n.reqntid 8, 4, 1\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<2>;\n"
+      "{ .param .b32 r; call (r), helper, (); ld.param.b32 %r1, [r]; }\nmov.u32 %r2, %tid.y;\n"
+      "add.u32 %r1, %r1, %r2;\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], %r1;\nret;\n}\n";
+  std::shared_ptr<const CudaModule> rm;
+  ASSERT_EQ(sk::cuda::load_cuda_module(shaped.data(), shaped.size(), "shaped.ptx", &rm), SK_OK) << sk::last_error();
+  auto rk = take(rm, "k");
+  ASSERT_TRUE(rk);
+  EXPECT_TRUE(!rk->ptx->block_shape_needed && rk->ptx->reads_block_shape);
+  const std::string rt = text_of(rm->bytes);
+  EXPECT_TRUE(contains(rt, "rem.u32 %r2, %sk_t, 4;")) << rt;            // the entry's %tid.y: tid / 8 % 4
+  EXPECT_TRUE(contains(rt, "call (sk_r), __sk_thread, (sk_a)")) << rt;  // the helper's
+  std::shared_ptr<CudaKernel> wrong;
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(rm, "k", {nullptr, 0, 0, {16, 2, 1}}, "test", &wrong), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "requires a block of 8 x 4 x 1 threads (.reqntid), not {16, 2, 1}"))
+      << sk::last_error();
+  EXPECT_EQ(sk::cuda_test::ptxas(rt, "sm_90", &log), 0) << log;
+
+  // Fused: each call site stores its step's shape, x in the low word; two shapes of one kernel
+  // call it at two sites.
+  std::shared_ptr<CudaKernel> a, b;
+  ASSERT_EQ(with_block("sum_blocks_2d", 32, 4, 1, 0, &a), SK_OK) << sk::last_error();
+  ASSERT_EQ(with_block("sum_blocks_2d", 16, 8, 1, 0, &b), SK_OK) << sk::last_error();
+  Scope s;
+  s.add(a, 4);
+  s.add(b, 4);
+  s.add(copy, 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(contains(img.ptx, "mov.b64 %bs, " + std::to_string(4ull << 32 | 32) + ";")) << img.ptx;
+  EXPECT_TRUE(contains(img.ptx, "mov.b64 %bs, " + std::to_string(8ull << 32 | 16) + ";")) << img.ptx;
+  EXPECT_TRUE(contains(img.ptx, "mov.b64 %bs, " + std::to_string(1ull << 32 | 128) + ";")) << img.ptx;
+  EXPECT_EQ(count(img.ptx, "// call site "), 3u) << img.ptx;
 }
 
 // Programmatic dependent launch (llama.cpp's kernels for sm_90 use it throughout): fused, a step

@@ -36,9 +36,3 @@ extern "C" __global__ void refuse_dynamic_parallelism(float *out, int n) {
   if (blockIdx.x == 0 && threadIdx.x == 0) refuse_child<<<(n + 127) / 128, 128>>>(out, n);
 }
 
-// A 2-D block: threads index a tile by threadIdx.y and blockDim.y.
-extern "C" __global__ void refuse_block2d(const float *in, float *out, int n_cols) {
-  int row = blockIdx.x * blockDim.y + threadIdx.y;
-  int col = threadIdx.x;
-  if (col < n_cols) out[row * n_cols + col] = in[row * n_cols + col] + 1.0f;
-}

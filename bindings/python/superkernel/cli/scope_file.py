@@ -17,7 +17,8 @@
          "name": "axpy.0", "signature": "f32,ptr,ptr,u32", "core_type": "vector",
          "flags": 0, "stream": 0, "block_local": false,
          "threads": 128, "dynamic_shared": 2048}  (a CUDA kernel's launch facts its binary may
-      ],                                          not say: sk_kernel_desc)
+      ],                                          not say: sk_kernel_desc; "threads" may be a
+                                                  block's shape, [32, 4])
       "repeat": 20,                             (runs timed; --repeat overrides it)
       "compare": ["y"]                          (buffers compared; default: all)
     }
@@ -296,6 +297,12 @@ class ScopeSpec:
                   f"block_dim {list(block_dim)} makes {math.prod(block_dim)} blocks, more than {U32_MAX}")
         else:
             block_dim = _u32(block_dim, where, "block_dim", lo=1)
+        threads = k.get("threads")
+        if isinstance(threads, list):  # the block's shape, x fastest (sk_kernel_desc.block)
+            _need(1 <= len(threads) <= 3, where, f"threads as a block has 1 to 3 extents, not {len(threads)}")
+            threads = tuple(_u32(t, where, f"threads[{i}]", lo=1) for i, t in enumerate(threads))
+        elif threads is not None:
+            threads = _u32(threads, where, "threads", lo=1)
         args = k.get("args", [])
         _need(isinstance(args, list), where, "args must be a list")
         for i, a in enumerate(args):
@@ -308,8 +315,9 @@ class ScopeSpec:
                 "stream": _u32(k.get("stream", 0), where, "stream"),
                 "block_local": _bool(k.get("block_local", False), where, "block_local"),
                 # None: the kernel's own (libsk checks the range and what the kernel says).
-                **{field: None if k.get(field) is None else _u32(k[field], where, field, lo=lo)
-                   for field, lo in (("threads", 1), ("dynamic_shared", 0))},
+                "threads": threads,
+                "dynamic_shared": None if k.get("dynamic_shared") is None else
+                _u32(k["dynamic_shared"], where, "dynamic_shared", lo=0),
                 "where": where}
 
 
