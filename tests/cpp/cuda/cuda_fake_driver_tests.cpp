@@ -2587,7 +2587,9 @@ TEST_F(CudaFakeDriver, ATensorMapParameterIsPassedAsItsBytes) {
   by_ref.arg_refs = 1;
   void *maps_on_device = nullptr;
   ASSERT_EQ(sk_mem_alloc(dev_, 4 * sizeof tensor_map, &maps_on_device), SK_OK) << sk_last_error();
-  const uintptr_t at = (reinterpret_cast<uintptr_t>(maps_on_device) + 127) / 128 * 128;  // the stand-in's malloc
+  // The stand-in's memory is malloc's; past its base, which the stand-in would take for an
+  // argument buffer's.
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(maps_on_device) + 128) / 128 * 128;
   void *aligned = reinterpret_cast<void *>(at), *unaligned = reinterpret_cast<void *>(at + 64);
   void *ref_args[] = {unaligned, &out};
   ASSERT_EQ(sk_scope_begin(dev_, "tma_by_ref", nullptr, &scope), SK_OK);
