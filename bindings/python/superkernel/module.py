@@ -162,7 +162,8 @@ class Module(Handle):
 class Kernel:
     """One kernel of a module (owned by it: no close)."""
 
-    #: Threads per block and dynamic shared bytes given to Module.kernel (None: its own).
+    #: Threads per block (or the block's shape, a tuple) and dynamic shared bytes given to
+    #: Module.kernel (None: its own).
     threads = dynamic_shared = None
     #: The names of the parameters the caller passes, for messages (None: by index).
     param_names = None
