@@ -62,9 +62,12 @@ Program *ProgramPool::adopt(std::unique_ptr<Program> &program) {
 }
 
 void ProgramPool::put(Program *program) {
-  Slot &slot = slots_.load(std::memory_order_relaxed)[program->pool_slot];
-  slot.state.store(state(program->steps[0].block_dim, kFree), std::memory_order_release);
-  hint_.store(program->pool_slot, std::memory_order_relaxed);
+  // Nothing of the program is read past the store that frees its slot: from then on an adopt
+  // may give the slot to another program and free this one.
+  const uint32_t i = program->pool_slot;
+  const uint64_t free = state(program->steps[0].block_dim, kFree);
+  hint_.store(i, std::memory_order_relaxed);
+  slots_.load(std::memory_order_relaxed)[i].state.store(free, std::memory_order_release);
 }
 
 void ProgramPool::recycle(Program *program, std::unique_ptr<Program> unpooled) {
