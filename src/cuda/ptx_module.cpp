@@ -719,10 +719,17 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     if (named.count(f.name)) m.graph.pointer_targets.push_back(f.name);
   }
 
+  // Each function by name, and what each kernel (an entry, or a visible function that returns
+  // nothing) reaches, walked once.
+  std::map<std::string_view, const Function *> by_name;
+  std::map<std::string_view, elf::CubinReach> reach_of;
+  for (const Function &f : p.functions) {
+    by_name[f.name] = &f;
+    if ((f.entry || f.visible) && !f.returns) reach_of[f.name] = m.graph.reach(f.name);
+  }
+
   // The functions a kernel reaches that reads a grid register beyond x: each reads every grid
   // register from __sk_grid (x too: the x index is the block's modulo the grid's x extent).
-  std::map<std::string_view, const Function *> by_name;
-  for (const Function &f : p.functions) by_name[f.name] = &f;
   auto beyond_x = [&](std::string_view name) {
     const auto it = by_name.find(name);
     return it != by_name.end() && std::any_of(it->second->specials.begin(), it->second->specials.end(),
@@ -731,7 +738,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   std::set<std::string> grid_nd, grid_nd_kernels;
   for (const Function &f : p.functions) {
     if ((!f.entry && !f.visible) || f.returns) continue;
-    const elf::CubinReach reach = m.graph.reach(f.name);
+    const elf::CubinReach &reach = reach_of[f.name];
     if (std::any_of(reach.functions.begin(), reach.functions.end(),
                     [&](const std::string &r) { return beyond_x(r); })) {
       grid_nd_kernels.insert(f.name);
@@ -754,18 +761,17 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   std::set<std::string> block_nd, block_shape_kernels;
   for (const Function &f : p.functions) {
     if (!f.entry) continue;
-    const elf::CubinReach reach = m.graph.reach(f.name);
+    const elf::CubinReach &reach = reach_of[f.name];
     const bool flat_max = !f.maxntid[0] || f.maxntid[1] * f.maxntid[2] <= 1;
-    for (const std::string &r : reach.functions) {
-      const auto it = by_name.find(r);
-      if (it == by_name.end() || (it->second->visible && !it->second->entry)) continue;
-      const bool helper = r != f.name;
-      if (!f.reqntid[0] ? reads_thread(r, flat_max) : helper && reads_thread(r, true)) {
-        if (!f.reqntid[0]) block_shape_kernels.insert(f.name);
-        for (const std::string &h : reach.functions)
-          if (h != f.name || !f.reqntid[0]) block_nd.insert(h);
-      }
-    }
+    if (!std::any_of(reach.functions.begin(), reach.functions.end(), [&](const std::string &r) {
+          const auto it = by_name.find(r);
+          if (it == by_name.end() || (it->second->visible && !it->second->entry)) return false;
+          return !f.reqntid[0] ? reads_thread(r, flat_max) : r != f.name && reads_thread(r, true);
+        }))
+      continue;
+    if (!f.reqntid[0]) block_shape_kernels.insert(f.name);
+    for (const std::string &h : reach.functions)
+      if (h != f.name || !f.reqntid[0]) block_nd.insert(h);
   }
 
   std::set<std::string> api_needed;
@@ -799,24 +805,28 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     k.signature = f.signature;
     const uint32_t *block = f.reqntid[0] ? f.reqntid : f.maxntid;
     const bool flat = !block[0] || block[1] * block[2] <= 1;
-    // Refused when any function it reaches does what a called function cannot.
-    const elf::CubinReach reach = m.graph.reach(f.name);
+    const elf::CubinReach &reach = reach_of[f.name];
+    // The functions it reaches that this module defines (a call outside it links elsewhere).
+    std::vector<const Function *> reached;
+    for (const std::string &r : reach.functions)
+      if (const auto it = by_name.find(r); it != by_name.end()) reached.push_back(it->second);
     k.multi_dimensional_grid = grid_nd_kernels.count(f.name);
     k.block_shape_needed = block_shape_kernels.count(f.name);
-    for (const std::string &r : reach.functions)
-      for (const Function &g : p.functions) {
-        if (g.name == r && block_nd.count(r) && !(g.visible && !g.entry) && reads_thread(r, false))
-          k.reads_block_shape = true;
-        if (g.name != r || !k.refusal.empty()) continue;
-        std::string why = g.refusal;
-        if (why.empty() && (g.entry || !g.visible))
-          why = special_refusal(g, (g.name == f.name && f.reqntid[0]) || block_nd.count(g.name));
-        if (why.empty() && g.name != f.name && !flat && !g.visible && !block_nd.count(g.name))
-          for (const Function::Special &s : g.specials)
-            if (starts(s.reg, "%tid") || starts(s.reg, "%ntid"))
-              why = "reads " + s.reg + " of a multi-dimensional block";
-        if (!why.empty()) k.refusal = g.name == f.name ? why : why + ", in '" + g.name + "', which it calls";
-      }
+    // Refused when any function it reaches does what a called function cannot.
+    for (const Function *gp : reached) {
+      const Function &g = *gp;
+      if (block_nd.count(g.name) && !(g.visible && !g.entry) && reads_thread(g.name, false))
+        k.reads_block_shape = true;
+      if (!k.refusal.empty()) continue;
+      std::string why = g.refusal;
+      if (why.empty() && (g.entry || !g.visible))
+        why = special_refusal(g, (g.name == f.name && f.reqntid[0]) || block_nd.count(g.name));
+      if (why.empty() && g.name != f.name && !flat && !g.visible && !block_nd.count(g.name))
+        for (const Function::Special &s : g.specials)
+          if (starts(s.reg, "%tid") || starts(s.reg, "%ntid"))
+            why = "reads " + s.reg + " of a multi-dimensional block";
+      if (!why.empty()) k.refusal = g.name == f.name ? why : why + ", in '" + g.name + "', which it calls";
+    }
     if (k.refusal.empty()) k.refusal = f.signature_error;  // the construct first, if both
     if (k.entry && k.refusal.empty()) {
       std::vector<Edit> mine = f.header_edits;
@@ -846,16 +856,13 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
                                        : " read as " + fn + "()"));
       }
       if (k.refusal.empty()) k.refusal = pass_by_address(f, &k, &mine, &notes);
-      for (const std::string &r : reach.functions)
-        for (const Function &g : p.functions)
-          if (k.refusal.empty() && !k.by_address.empty() && g.name == r && !g.entry && !g.param_to_generic.empty())
-            k.refusal = "takes the address of a parameter and '" + g.name +
-                        "', which it calls, makes a parameter address generic (" + g.param_to_generic + ")";
+      for (const Function *g : reached)
+        if (k.refusal.empty() && !k.by_address.empty() && !g->entry && !g->param_to_generic.empty())
+          k.refusal = "takes the address of a parameter and '" + g->name +
+                      "', which it calls, makes a parameter address generic (" + g->param_to_generic + ")";
       if (!f.exits.empty()) notes.push_back("exit made ret");
-      if (std::any_of(reach.functions.begin(), reach.functions.end(), [&](const std::string &r) {
-            return std::any_of(p.functions.begin(), p.functions.end(),
-                               [&](const Function &g) { return g.name == r && !g.dependent_launch.empty(); });
-          }))
+      if (std::any_of(reached.begin(), reached.end(),
+                      [](const Function *g) { return !g->dependent_launch.empty(); }))
         notes.push_back(
             "griddepcontrol (programmatic dependent launch) taken out: a fused step starts once the steps it "
             "depends on have completed, which is what griddepcontrol.wait waits for");
