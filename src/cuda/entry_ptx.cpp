@@ -4,10 +4,10 @@
 #include <sk_kernel.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string_view>
 
 #include "cuda/ptx_template.hpp"
+#include "elf/fatbin.hpp"
 
 namespace sk::cuda {
 
@@ -169,7 +169,10 @@ PtxValues abi_values(const EntrySpec &spec) {
 }
 
 // TMA and its tensor-map proxy: sm_90 and later.
-bool has_tensor_maps(const std::string &arch) { return arch.size() > 3 && std::atoi(arch.c_str() + 3) >= 90; }
+bool has_tensor_maps(const std::string &arch) {
+  bool specific = false;
+  return elf::arch_number(arch, &specific) >= 90;
+}
 
 bool by_address(const EntryStep &s, size_t j) {
   return std::find(s.by_address.begin(), s.by_address.end(), j) != s.by_address.end();

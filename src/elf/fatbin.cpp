@@ -52,17 +52,6 @@ const char *machine_name(uint16_t machine) {
   }
 }
 
-// "sm_90" -> 90, with `specific` set for "sm_90a"; 0 when it does not parse.
-uint32_t arch_number(std::string_view arch, bool *specific) {
-  *specific = false;
-  if (arch.rfind("sm_", 0) == 0) arch.remove_prefix(3);
-  uint32_t n = 0;
-  size_t i = 0;
-  for (; i < arch.size() && arch[i] >= '0' && arch[i] <= '9' && n < 100000; ++i) n = n * 10 + (arch[i] - '0');
-  *specific = i < arch.size() && arch[i] == 'a';
-  return n;
-}
-
 // "SASS for sm_80 and sm_90, and PTX for compute_90": what a fatbinary holds.
 std::string holdings(const std::vector<FatbinEntry> &entries) {
   auto join = [](const std::vector<std::string> &names, const char *last) {
@@ -88,6 +77,16 @@ std::string holdings(const std::vector<FatbinEntry> &entries) {
 }
 
 }  // namespace
+
+uint32_t arch_number(std::string_view arch, bool *specific) {
+  *specific = false;
+  if (arch.rfind("sm_", 0) == 0) arch.remove_prefix(3);
+  uint32_t n = 0;
+  size_t i = 0;
+  for (; i < arch.size() && arch[i] >= '0' && arch[i] <= '9' && n < 100000; ++i) n = n * 10 + (arch[i] - '0');
+  *specific = i < arch.size() && arch[i] == 'a';
+  return n;
+}
 
 std::string FatbinEntry::describe() const {
   const std::string suffix = flags & kFatbinArchSpecific ? "a" : "";

@@ -51,6 +51,9 @@ struct FatbinEntry {
   std::string describe() const;
 };
 
+// "sm_90" -> 90 (also "90"), with `specific` set for "sm_90a"; 0 when it does not parse.
+uint32_t arch_number(std::string_view arch, bool *specific);
+
 // True if the bytes start with a fatbinary container's magic.
 bool looks_like_fatbin(const void *bytes, size_t size);
 
