@@ -68,6 +68,26 @@ class CudaGpu : public ::testing::Test {
     EXPECT_EQ(sk_memcpy(dev_, p, init.data(), init.size() * sizeof(T)), SK_OK) << sk_last_error();
     return static_cast<T *>(p);
   }
+  // One step of a super kernel run_fused builds: sk_add_kernel's arguments.
+  struct Step {
+    sk_kernel *kernel;
+    uint32_t blocks;
+    void *const *args;
+    const sk_kernel_options *options = nullptr;
+  };
+  // Fuses `steps` into super kernel `name`, launches it once and waits for it.
+  void run_fused(const char *name, const std::vector<Step> &steps) {
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
+    for (const Step &s : steps)
+      ASSERT_EQ(sk_add_kernel(scope, s.kernel, s.blocks, s.args, s.options), SK_OK)
+          << name << ": " << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << name << ": " << sk_last_error();
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << name << ": " << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << name << ": " << sk_last_error();
+    sk_superkernel_destroy(sk);
+  }
   template <class T>
   std::vector<T> read(const T *p, size_t n) {
     std::vector<T> out(n);
@@ -1410,16 +1430,7 @@ TEST_F(CudaGpu, TwoDimensionalBlocksFusedEqualTheirPlainLaunch) {
   ASSERT_EQ(sk_module_get_kernel_desc(mod, "copy_1d", &one_d, &copy), SK_OK) << sk_last_error();
   uint64_t fs = ptr_slot(fused.scaled), fu = ptr_slot(fused.sums), fc = ptr_slot(fused.copied);
   void *f0[] = {&xs, &fs, &n_cols}, *f1[] = {&xs, &fu}, *f2[] = {&xs, &fc};
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "block2d", nullptr, &scope), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, scale, kBlocks, f0, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, sum, kBlocks, f1, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, copy, kBlocks, f2, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-  sk_superkernel_destroy(sk);
+  ASSERT_NO_FATAL_FAILURE(run_fused("block2d", {{scale, kBlocks, f0}, {sum, kBlocks, f1}, {copy, kBlocks, f2}}));
   auto same = [&](const float *a, const float *b, const std::vector<float> &cpu, const char *what) {
     const std::vector<float> va = read(a, cpu.size()), vb = read(b, cpu.size());
     EXPECT_EQ(std::memcmp(va.data(), vb.data(), cpu.size() * 4), 0) << what << ": fused != the driver's launch";
@@ -1463,15 +1474,7 @@ TEST_F(CudaGpu, DependentLaunchKernelsFusedEqualTheirPlainLaunch) {
   ASSERT_EQ(sk_module_get_kernel_desc(mod, "pdl_scale", &desc, &scale), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_module_get_kernel_desc(mod, "pdl_mirror", &desc, &mirror), SK_OK) << sk_last_error();
   void *fused_scale[] = {&xs, &fm, &n}, *fused_mirror[] = {&fm, &fo, &n};
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "pdl", nullptr, &scope), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, scale, kBlocks, fused_scale, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, mirror, kBlocks, fused_mirror, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-  sk_superkernel_destroy(sk);
+  ASSERT_NO_FATAL_FAILURE(run_fused("pdl", {{scale, kBlocks, fused_scale}, {mirror, kBlocks, fused_mirror}}));
   const std::vector<float> plain = read(plain_out, kN), fused = read(fused_out, kN);
   EXPECT_EQ(std::memcmp(plain.data(), fused.data(), kN * 4), 0) << "fused != the driver's launches";
   EXPECT_EQ(std::memcmp(plain.data(), expect.data(), kN * 4), 0) << "the driver's launches != the CPU";
@@ -1617,20 +1620,16 @@ TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
     sk_kernel *k = nullptr;
     ASSERT_EQ(sk_module_get_kernel_desc(mod, "tma_copy_global", &desc, &k), SK_OK) << sk_last_error();
     constexpr size_t kSteps = 160;
-    sk_scope *scope = nullptr;
-    ASSERT_EQ(sk_scope_begin(dev_, "tma_buffered", nullptr, &scope), SK_OK) << sk_last_error();
     std::vector<float *> outs;
+    std::deque<std::array<void *, 2>> step_args;
+    std::vector<Step> steps;
     for (size_t i = 0; i < kSteps; ++i) {
       outs.push_back(alloc(std::vector<float>(kRows * kCols, -1.0f)));
       out_slots.push_back(reinterpret_cast<uintptr_t>(outs.back()));
-      void *args[] = {&in_map, &out_slots.back()};
-      ASSERT_EQ(sk_add_kernel(scope, k, kBlocks, args, nullptr), SK_OK) << sk_last_error();
+      step_args.push_back({&in_map, &out_slots.back()});
+      steps.push_back({k, kBlocks, step_args.back().data()});
     }
-    sk_superkernel *sk = nullptr;
-    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
-    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-    sk_superkernel_destroy(sk);
+    ASSERT_NO_FATAL_FAILURE(run_fused("tma_buffered", steps));
     for (size_t i = 0; i < kSteps; ++i) {
       const std::vector<float> got = read(outs[i], kRows * kCols);
       EXPECT_EQ(std::memcmp(got.data(), rows.data(), rows.size() * 4), 0) << "the buffered map, step " << i;
@@ -1642,12 +1641,7 @@ TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
     void *args[] = {on_device, &out_slots.back()};
     sk_kernel_options by_ref = SK_KERNEL_OPTIONS_INIT;
     by_ref.arg_refs = 1;
-    ASSERT_EQ(sk_scope_begin(dev_, "tma_by_ref", nullptr, &scope), SK_OK) << sk_last_error();
-    ASSERT_EQ(sk_add_kernel(scope, k, kBlocks, args, &by_ref), SK_OK) << sk_last_error();
-    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
-    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-    sk_superkernel_destroy(sk);
+    ASSERT_NO_FATAL_FAILURE(run_fused("tma_by_ref", {{k, kBlocks, args, &by_ref}}));
     const std::vector<float> got = read(out, kRows * kCols);
     EXPECT_EQ(std::memcmp(got.data(), rows.data(), rows.size() * 4), 0) << "the map read by reference";
   }
