@@ -22,11 +22,13 @@ struct Address {
 
 // What a statement does with parameter-space addresses.
 struct Role {
-  enum Kind { Other, Take, Copy, Offset, Generic, Load } kind = Other;
+  // Load: an ld.param of a parameter's bytes by its name; LoadVia: by a register that holds
+  // its address (CUB's kernels read a struct parameter so).
+  enum Kind { Other, Take, Copy, Offset, Generic, Load, LoadVia } kind = Other;
   std::string_view dst, src;  // the register written (t[1] of `op D, ...`); a register read
   size_t param = kNone;       // the parameter named (Take, Generic, Load)
   int64_t offset = 0;         // added to the address read
-  size_t bracket = 0;         // Load: where its `[` is
+  size_t bracket = 0;         // Load, LoadVia: where its `[` is
 };
 
 // An integer literal at t[*k] (PTX's decimal, 0x hexadecimal or 0 octal, an optional minus and
@@ -75,10 +77,14 @@ class Reader {
     if (starts(op, "ld.param")) {
       size_t b = 1;
       while (b < t.size() && t[b] != "[") ++b;
-      if (b + 1 < t.size() && (r.param = param(t[b + 1])) != kNone) {
+      const bool named = b + 1 < t.size() && (r.param = param(t[b + 1])) != kNone;
+      if (named || (b + 1 < t.size() && is_register(t[b + 1]))) {
         size_t k = b + 2;
         if (k < t.size() && t[k] == "+" && (++k, !integer(t, &k, &r.offset))) return Role{};
-        if (k + 1 == t.size() && t[k] == "]") r.kind = Role::Load, r.bracket = b;
+        if (k + 1 == t.size() && t[k] == "]") {
+          r.kind = named ? Role::Load : Role::LoadVia, r.bracket = b;
+          if (!named) r.src = t[b + 1];
+        }
       }
       return r;
     }
@@ -160,14 +166,6 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
     out.by_address.clear();
     return out;
   };
-  const std::string &first = names[out.by_address[0]];
-  for (const PtxStatement &s : body) {
-    if (!starts(s.toks[0], "ld.param") && !starts(s.toks[0], "st.param")) continue;
-    for (size_t k = 1; k + 1 < s.toks.size(); ++k)
-      if (s.toks[k] == "[" && is_register(s.toks[k + 1]))
-        return refuse("reads its parameters through a register address (" + std::string(s.toks[0]) +
-                      ") and takes the address of parameter '" + first + "'");
-  }
   for (uint32_t p : out.by_address)
     if (unknown_use[p] != kNone)
       return refuse("uses parameter '" + names[p] + "', whose address it takes, in a way libsk cannot rewrite (" +
@@ -196,6 +194,22 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
     }
   }
 
+  // A parameter read through a register is read where that register's address points, which
+  // must be one the rewrite follows.
+  const std::string &first = names[out.by_address[0]];
+  for (size_t i = 0; i < body.size(); ++i) {
+    const PtxStatement &s = body[i];
+    if (!starts(s.toks[0], "ld.param") && !starts(s.toks[0], "st.param")) continue;
+    if (roles[i].kind == Role::LoadVia && held.count(roles[i].src)) continue;
+    for (size_t k = 1; k + 1 < s.toks.size(); ++k)
+      if (s.toks[k] == "[" && is_register(s.toks[k + 1]))
+        return refuse("reads its parameters through a register address (" + std::string(s.toks[0]) + " [" +
+                      std::string(s.toks[k + 1]) +
+                      "]) that holds no parameter's address libsk can follow, and takes "
+                      "the address of parameter '" +
+                      first + "'");
+  }
+
   // Every statement that names such a register must be one the rewrite follows.
   for (size_t i = 0; i < body.size(); ++i) {
     const Role &r = roles[i];
@@ -205,8 +219,8 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
       if (h == held.end()) continue;
       const std::optional<Address> v = value(r);
       const bool defines = k == 1 && r.dst == h->first && v && *v == h->second;
-      const bool reads =
-          r.src == h->first && (r.kind == Role::Copy || r.kind == Role::Offset || r.kind == Role::Generic);
+      const bool reads = r.src == h->first && (r.kind == Role::Copy || r.kind == Role::Offset ||
+                                               r.kind == Role::Generic || r.kind == Role::LoadVia);
       if (!defines && !reads)
         return refuse("uses the address of parameter '" + names[h->second.param] + "' (in " + std::string(h->first) +
                       ") in a way libsk cannot rewrite (" + std::string(op) + ")");
@@ -235,12 +249,14 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
       std::string text = g + "ld.param.b64 " + dst + ", [" + names[a.param] + "];";
       if (a.offset) text += " " + g + "add.s64 " + dst + ", " + dst + ", " + std::to_string(a.offset) + ";";
       out.edits.push_back({s.at, s.len, text});
-    } else if (r.kind == Role::Load && taken[r.param]) {
+    } else if ((r.kind == Role::Load && taken[r.param]) || r.kind == Role::LoadVia) {
+      Address a{r.param, r.offset};
+      if (r.kind == Role::LoadVia) a = Address{held[r.src].param, held[r.src].offset + r.offset};
       const std::string_view into(s.toks[1].data(), (size_t)(s.toks[r.bracket].data() - s.toks[1].data()));
       out.edits.push_back({s.at, s.len,
-                           "{ .reg .b64 %sk_pq; ld.param.b64 %sk_pq, [" + names[r.param] + "]; " + g + "ld" +
+                           "{ .reg .b64 %sk_pq; ld.param.b64 %sk_pq, [" + names[a.param] + "]; " + g + "ld" +
                                std::string(s.toks[0].substr(8)) + " " + std::string(into) + "[%sk_pq" +
-                               (r.offset ? signed_offset(r.offset) : "") + "]; }"});
+                               (a.offset ? signed_offset(a.offset) : "") + "]; }"});
     }
   }
   for (uint32_t p : out.by_address) {

@@ -476,13 +476,31 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsTheGenericAddressOfItsBytes
             0)
       << log;
 
+  // Read through a register that holds its address, as CUB's kernels read a struct parameter
+  // (`mov.b64 %rd387, P; ld.param.u8 %rs16, [%rd387]; ld.param.u32 %r1176, [%rd387+8]`).
+  auto by_register = load_text(".param .align 8 .b8 s[32], .param .u64 out",
+                               "mov.b64 %rd1, s;\nld.param.u8 %r1, [%rd1];\nld.param.v2.u32 {%r2, %r3}, [%rd1+8];\n"
+                               "add.s64 %rd2, %rd1, 16;\nld.param.u64 %rd3, [%rd2+8];\nld.param.u64 %rd4, [out];\n"
+                               "st.global.u32 [%rd4], %r1;\nst.global.v2.u32 [%rd4+4], {%r2, %r3};\n"
+                               "st.global.u64 [%rd4+16], %rd3;");
+  ASSERT_TRUE(take(by_register, "k"));
+  const std::string via = text_of(by_register->bytes);
+  for (const char *load : {"ld.param.b64 %sk_pq, [s]; ld.u8 %r1, [%sk_pq]; }",
+                           "ld.param.b64 %sk_pq, [s]; ld.v2.u32 {%r2, %r3}, [%sk_pq+8]; }",
+                           "ld.param.b64 %sk_pq, [s]; ld.u64 %rd3, [%sk_pq+24]; }"})
+    EXPECT_TRUE(contains(via, load)) << load << " in:\n" << via;
+  EXPECT_EQ(sk::cuda_test::ptxas(via, "sm_90", &log), 0) << log << via;
+
   // What the rewrite cannot follow is refused by name: parameters read through a register
-  // address beside it, another use of the parameter or of a register holding its address, a
-  // register given two addresses, a cvta.param of an address from elsewhere, a helper's.
-  auto by_register = load_text(".param .align 8 .b8 s[16]",
-                               "mov.u64 %rd1, s;\nld.param.u32 %r1, [%rd1+4];\ncvta.param.u64 %rd2, %rd1;");
-  EXPECT_EQ(refused(by_register, "k"), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "register address (ld.param.u32)")) << sk::last_error();
+  // address it does not follow beside it, another use of the parameter or of a register holding
+  // its address, a register given two addresses, a cvta.param of an address from elsewhere, a
+  // helper's.
+  auto loaded_address = load_text(".param .align 8 .b8 s[16]",
+                                  "mov.u64 %rd1, s;\nld.global.u64 %rd2, [%rd7];\nld.param.u32 %r1, [%rd2+4];\n"
+                                  "cvta.param.u64 %rd3, %rd1;");
+  EXPECT_EQ(refused(loaded_address, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "register address (ld.param.u32 [%rd2]) that holds no parameter's address"))
+      << sk::last_error();
   EXPECT_TRUE(contains(sk::last_error(), "parameter 's'")) << sk::last_error();
   auto other_use = load_text(".param .align 64 .b8 s[128]", "prefetch.param.tensormap [s];");
   EXPECT_EQ(refused(other_use, "k"), SK_ERR_UNSUPPORTED);
