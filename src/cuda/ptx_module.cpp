@@ -82,16 +82,25 @@ bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size(
 
 using Edit = PtxEdit;
 
-std::string apply(std::string_view text, std::vector<Edit> edits) {
+// The text with `edits` made; each offset `marks` points at moves to where its byte lands (an
+// edit starting at a mark comes after it: a function's first token may be edited).
+std::string apply(std::string_view text, std::vector<Edit> edits, std::vector<size_t *> marks = {}) {
   std::sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
+  std::sort(marks.begin(), marks.end(), [](const size_t *a, const size_t *b) { return *a < *b; });
   std::string out;
-  size_t pos = 0;
+  size_t pos = 0, mark = 0;
+  auto place = [&](size_t before) {  // the marks before `before`, in the unedited text since `pos`
+    for (; mark < marks.size() && *marks[mark] < before; ++mark)
+      *marks[mark] = out.size() + (*marks[mark] > pos ? *marks[mark] - pos : 0);
+  };
   for (const Edit &e : edits) {
     if (e.at < pos) continue;  // overlapping: the first wins (never made so)
+    place(e.at + 1);
     out.append(text.substr(pos, e.at - pos));
     out += e.text;
     pos = e.at + e.len;
   }
+  place(SIZE_MAX);
   out.append(text.substr(pos));
   return out;
 }
@@ -103,6 +112,7 @@ struct Function {
   std::string name;
   bool entry = false, visible = false, weak = false, returns = false;
   size_t line = 0;
+  size_t at = 0, end = 0;  // its definition's text, from its first directive to its `}`
   Signature signature;
   std::string signature_error;  // a parameter that has no signature type
   std::vector<std::string> param_names;
@@ -234,8 +244,11 @@ class Parser {
   std::string version, target;
   size_t version_tok = SIZE_MAX, header_end = 0;
   std::vector<Function> functions;
-  std::set<std::string> declared;       // function declarations and definitions
-  std::set<std::string> extern_shared;  // `.extern .shared` arrays (dynamic shared memory)
+  std::set<std::string> declared;             // function declarations and definitions
+  std::set<std::string> extern_shared;        // `.extern .shared` arrays (dynamic shared memory)
+  std::vector<PtxFunctionText> declarations;  // of functions, where they stand
+  std::set<std::string> module_words;         // names the module-scope variables use
+  bool section_labels = false;                // a `.section` addresses a label (-G debug info)
 
  private:
   sk_status bad(size_t i, const std::string &what) const {
@@ -294,6 +307,8 @@ sk_status Parser::run() {
       while (open < toks_.size() && tok(open) != "{") ++open;
       size_t close = 0;
       if (sk_status st = matching(open, &close); st != SK_OK) return st;
+      for (size_t k = open; k < close; ++k)  // `.b64 $L__func_begin0`: a use; `$L__info_string0:` defines
+        section_labels |= tok(k)[0] == '$' && tok(k + 1) != ":";
       i = close + 1;
       continue;
     }
@@ -327,9 +342,19 @@ sk_status Parser::run() {
       for (size_t k = i; k < j; ++k)
         if (tok(k) == "(" && k > i && word_char(tok(k - 1)[0]) && tok(k - 1)[0] != '.') {
           declared.insert(std::string(tok(k - 1)));
+          PtxFunctionText d;
+          d.name = std::string(tok(k - 1));
+          d.at = toks_[i].at;
+          d.len = toks_[j].at + 1 - d.at;
+          declarations.push_back(std::move(d));
           break;
         }
-    } else if (shared && ext) {
+      i = j + 1;
+      continue;
+    }
+    for (size_t k = i; k < j; ++k)  // a variable's initializer may hold a function's address
+      if (word_char(tok(k)[0]) && !std::strchr(".%$0123456789", tok(k)[0])) module_words.insert(std::string(tok(k)));
+    if (shared && ext) {
       for (size_t k = j; k > i; --k)
         if (tok(k - 1) != "]" && tok(k - 1) != "[" && word_char(tok(k - 1)[0]) && tok(k - 1)[0] != '.') {
           extern_shared.insert(std::string(tok(k - 1)));
@@ -506,6 +531,8 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
 sk_status Parser::function(size_t begin, size_t body, size_t close) {
   Function f;
   f.line = toks_[begin].line;
+  f.at = toks_[begin].at;
+  f.end = toks_[close].at + 1;
   size_t k = begin;
   for (; k < body && tok(k) != ".entry" && tok(k) != ".func"; ++k) {
     f.visible |= tok(k) == ".visible";
@@ -883,7 +910,30 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       decls += "\n.extern .func (.param .b32 sk_r) " + fn +
                (fn == kGridFunction || fn == kThreadFunction ? "\n(.param .b32 sk_a)\n;" : "\n()\n;");
   if (!decls.empty()) edits.push_back({p.header_end, 0, decls + "\n"});
-  m.text = apply(text, std::move(edits));
+
+  // Where each function's definition and declarations stand in the rewritten text, and the
+  // module's functions each definition uses, for a link to keep what its kernels reach.
+  m.functions = std::move(p.declarations);
+  for (const Function &f : p.functions) {
+    PtxFunctionText t;
+    t.name = f.name;
+    t.at = f.at;
+    t.len = f.end - f.at;
+    t.definition = true;
+    t.always = (!f.entry && (f.visible || f.weak)) || p.module_words.count(f.name);
+    for (const std::string &c : f.callees)
+      if (defined.count(c)) t.uses.push_back(c);
+    for (const std::string &w : f.words)
+      if (defined.count(w) && !f.callees.count(w)) t.uses.push_back(w);
+    m.functions.push_back(std::move(t));
+  }
+  std::vector<size_t> ends;
+  for (const PtxFunctionText &t : m.functions) ends.push_back(t.at + t.len);
+  std::vector<size_t *> marks;
+  for (size_t i = 0; i < m.functions.size(); ++i) marks.insert(marks.end(), {&m.functions[i].at, &ends[i]});
+  m.whole = p.section_labels;
+  m.text = apply(text, std::move(edits), std::move(marks));
+  for (size_t i = 0; i < m.functions.size(); ++i) m.functions[i].len = ends[i] - m.functions[i].at;
   *out = std::move(m);
   return SK_OK;
 }

@@ -48,6 +48,17 @@ struct PtxKernel {
   std::string refusal;
 };
 
+// A function's text in `PtxModule::text`: its definition, or a declaration of it.
+struct PtxFunctionText {
+  std::string name;
+  size_t at = 0, len = 0;
+  bool definition = false;
+  // (A definition) kept in every link, whatever its kernels reach: a visible or weak `.func`,
+  // which another module may call, or a function a module-scope variable names.
+  bool always = false;
+  std::vector<std::string> uses;  // (a definition) the module's functions it calls or names
+};
+
 struct PtxModule {
   std::string version;  // `.version` as written ("9.4")
   std::string target;   // `.target`'s architecture as written ("sm_90a")
@@ -63,6 +74,10 @@ struct PtxModule {
   elf::Cubin graph;
   // It calls a function it neither defines nor is libsk's device API (another module's).
   bool calls_outside = false;
+  // Where each function stands in `text`, so that a link compiles only what its kernels reach
+  // (ptx_prune.hpp); `whole` when debug sections address code by label and nothing may go.
+  std::vector<PtxFunctionText> functions;
+  bool whole = false;
 
   const PtxKernel *find(std::string_view name) const;
 };

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "cuda/disk_cache.hpp"
 #include "cuda/nvjitlink.hpp"
+#include "cuda/ptx_prune.hpp"
 #include "elf/cubin_shared_overlay.hpp"
 
 namespace sk::cuda {
@@ -100,8 +101,9 @@ LinkKey link_key(const std::string &material) {
   return {h.low64, h.high64};
 }
 
-// Links the entry `img->ptx` with `modules` (a cubin's bytes `rewritten` where its shared
-// overlay moved variables), or finds the cubin in the caches, and reads it back.
+// Links the entry `img->ptx` with `modules` (their bytes `rewritten` where a cubin's shared
+// overlay moved variables or a PTX module was cut), or finds the cubin in the caches, and reads
+// it back.
 sk_status link_entry(const BuildRequest &req, const std::string &arch,
                      const std::vector<const CudaModule *> &modules,
                      const std::vector<std::vector<uint8_t>> &rewritten, BuiltImage *img) {
@@ -321,9 +323,17 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                       "super kernel '%s': function '%s' is defined by %s and by %s; a link holds one definition "
                       "of each function (make one static, rename it, or fuse kernels of one of the two)",
                       req.name.c_str(), f.name.c_str(), it->second->label.c_str(), m->label.c_str());
-  // The cubins with their static __shared__ variables moved into the entry's overlay.
+  // The cubins with their static __shared__ variables moved into the entry's overlay; the PTX
+  // modules cut to what the kernels reach (NUL-terminated: nvJitLink reads PTX as a C string).
   std::vector<std::vector<uint8_t>> rewritten(modules.size());
   for (size_t i = 0, c = 0; i < modules.size(); ++i) {
+    if (modules[i]->ptx) {
+      std::vector<std::string> taken;
+      for (const auto &k : req.kernels)
+        if (k->module.get() == modules[i]) taken.push_back(k->symbol);
+      const std::string text = ptx_text_for(*modules[i]->ptx, taken);
+      rewritten[i].assign(text.c_str(), text.c_str() + text.size() + 1);
+    }
     if (modules[i]->kind != InputKind::Cubin) continue;
     if (sk_status st = elf::rewrite_shared_overlay(modules[i]->bytes, modules[i]->cubin, modules[i]->label,
                                                    kSharedOverlaySymbol, overlay.offsets[c++], &rewritten[i]);

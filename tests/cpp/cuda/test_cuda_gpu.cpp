@@ -1480,6 +1480,35 @@ TEST_F(CudaGpu, DependentLaunchKernelsFusedEqualTheirPlainLaunch) {
   EXPECT_EQ(std::memcmp(plain.data(), expect.data(), kN * 4), 0) << "the driver's launches != the CPU";
 }
 
+// A module of which the super kernel takes one kernel links only what that kernel reaches
+// (cuda/ptx_prune.hpp): prune.cu's prune_taken, whose call through a function pointer a
+// module-scope variable holds reaches a function no call names, equals its plain launch and
+// the CPU, bit for bit.
+TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr uint32_t kN = 1024, kBlocks = kN / 128;
+  std::vector<float> in(kN), expect(kN);
+  for (uint32_t i = 0; i < kN; ++i) in[i] = (float)(i % 89) * 0.5f - 11.0f;
+  for (uint32_t i = 0; i < kN; ++i) expect[i] = std::fmaf(in[i], 2.0f, 1.0f) + 7.0f;
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("prune.ptx"));
+  const std::string ptx(bytes.begin(), bytes.end());
+  float *plain = alloc(in), *fused = alloc(in);
+  uint64_t ps = ptr_slot(plain), fs = ptr_slot(fused);
+  void *plain_args[] = {&ps}, *fused_args[] = {&fs};
+  ASSERT_EQ(drv.launch(ptx, "prune_taken", kBlocks, 128, 0, plain_args), 0);
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
+  sk_kernel *taken = nullptr;
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "prune_taken", &desc, &taken), SK_OK) << sk_last_error();
+  ASSERT_NO_FATAL_FAILURE(run_fused("prune", {{taken, kBlocks, fused_args}}));
+  const std::vector<float> a = read(plain, kN), b = read(fused, kN);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "fused != the driver's launch";
+  EXPECT_EQ(std::memcmp(a.data(), expect.data(), kN * 4), 0) << "the driver's launch != the CPU";
+}
+
 // TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its
 // address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
 // the tensor's shape and strides) and its device-side ones (built in the global scratch): each

@@ -16,6 +16,7 @@
 #include "common/device_api_usage.hpp"
 #include "cuda/nvjitlink.hpp"
 #include "cuda/ptx_module.hpp"
+#include "cuda/ptx_prune.hpp"
 #include "cuda_link_support.hpp"
 
 using sk::cuda::BuildRequest;
@@ -999,4 +1000,92 @@ TEST(CudaPtx, AnEntryLinkedForBlackwellIsRead) {
     }
     EXPECT_GT(empty_rela, 0u);
   }
+}
+
+namespace {
+
+// Whether `text` defines function `name` (its `.entry` or `.func`, not a declaration).
+bool defines(const std::string &text, const std::string &name) {
+  return std::regex_search(text, std::regex("\\.(entry|func)[^;{]*\\b" + name + "\\s*\\([^;{]*\\{"));
+}
+
+// Whether the code of `text`, its comments aside (nvcc's `// .globl name`), says `name`.
+bool says(const std::string &text, const std::string &name) {
+  return contains(std::regex_replace(text, std::regex("//[^\\n]*"), ""), name);
+}
+
+}  // namespace
+
+// A link compiles only the functions its kernels reach: of prune.cu's two kernels, one taken
+// leaves out the other and its own helper, and keeps the helper both call and the function a
+// module-scope variable points at (its declaration too); what is left compiles, and links into
+// a super kernel whose cubin has none of the functions left out. -lineinfo's debug strings
+// change nothing; -G's debug sections address every function by label, so nothing goes.
+TEST(CudaPtx, ALinkCompilesOnlyWhatItsKernelsReach) {
+  for (const char *file : {"prune.ptx", "prune_lineinfo.ptx"}) {
+    SCOPED_TRACE(file);
+    auto m = load(file);
+    ASSERT_TRUE(m && m->ptx);
+    EXPECT_FALSE(m->ptx->whole);
+    const std::string taken = sk::cuda::ptx_text_for(*m->ptx, {"prune_taken"});
+    for (const char *kept : {"prune_taken", "_Z12prune_sharedf", "_Z13prune_pointedf"})
+      EXPECT_TRUE(defines(taken, kept)) << kept << " in:\n" << taken;
+    EXPECT_TRUE(contains(taken, "prune_table = _Z13prune_pointedf;"));
+    EXPECT_TRUE(std::regex_search(taken, std::regex("\\)\\s*_Z13prune_pointedf\\s*\\([^)]*\\)\\s*;")))
+        << "the declaration the variable's initializer follows, kept:\n"
+        << taken;
+    for (const char *gone : {"prune_other", "_Z16prune_only_otherf", "_Z10prune_latef"})
+      EXPECT_FALSE(says(taken, gone)) << gone << " in:\n" << taken;
+    const std::string other = sk::cuda::ptx_text_for(*m->ptx, {"prune_other"});
+    for (const char *kept :
+         {"prune_other", "_Z12prune_sharedf", "_Z16prune_only_otherf", "_Z10prune_latef", "_Z13prune_pointedf"})
+      EXPECT_TRUE(defines(other, kept)) << kept;
+    EXPECT_FALSE(says(other, "prune_taken"));
+    EXPECT_EQ(sk::cuda::ptx_text_for(*m->ptx, {"prune_taken", "prune_other"}), text_of(m->bytes));
+    EXPECT_LT(taken.size(), other.size());
+    for (const std::string *text : {&taken, &other}) {
+      std::string log;
+      EXPECT_EQ(sk::cuda_test::ptxas(*text, m->ptx->link_arch, &log), 0) << log << "\n" << *text;
+    }
+  }
+  auto debug = load("prune_debug.ptx");
+  ASSERT_TRUE(debug && debug->ptx);
+  EXPECT_TRUE(debug->ptx->whole);
+  EXPECT_EQ(sk::cuda::ptx_text_for(*debug->ptx, {"prune_taken"}), text_of(debug->bytes));
+
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load("prune.ptx");
+  Scope s;
+  s.add(take(m, "prune_taken", 128), 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  for (const char *kept : {"prune_taken", "_Z12prune_sharedf", "_Z13prune_pointedf"})
+    EXPECT_NE(img.info.find(kept), nullptr) << kept;
+  for (const char *gone : {"prune_other", "_Z16prune_only_otherf", "_Z10prune_latef"})
+    EXPECT_EQ(img.info.find(gone), nullptr) << gone;
+}
+
+// A function declared before it is defined, and called only by a kernel left out: its
+// declaration goes with its definition, and the rest compiles.
+TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
+  const std::string text =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".func (.param .b32 r) late(.param .b32 a);\n"
+      ".visible .entry keep(.param .u64 p)\n.reqntid 32\n{\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [p];\nret;\n}\n"
+      ".visible .entry drop(.param .u64 p)\n.reqntid 32\n{\n.reg .b32 %r<3>;\n"
+      "{ .param .b32 a; .param .b32 r; st.param.b32 [a], 1; call (r), late, (a); ld.param.b32 %r1, [r]; }\n"
+      "ret;\n}\n"
+      ".func (.param .b32 r) late(.param .b32 a)\n{\n.reg .b32 %r<2>;\nld.param.b32 %r1, [a];\n"
+      "st.param.b32 [r], %r1;\nret;\n}\n";
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "decl.ptx", &m), SK_OK) << sk::last_error();
+  const std::string kept = sk::cuda::ptx_text_for(*m->ptx, {"keep"});
+  EXPECT_FALSE(contains(kept, "late")) << kept;
+  EXPECT_FALSE(contains(kept, "drop")) << kept;
+  EXPECT_TRUE(defines(kept, "keep")) << kept;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(kept, m->ptx->link_arch, &log), 0) << log << "\n" << kept;
+  EXPECT_EQ(count(sk::cuda::ptx_text_for(*m->ptx, {"drop"}), "late"), 3u) << "declared, called, defined";
 }
