@@ -8,6 +8,7 @@
 
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
+#include "cuda/entry_ptx.hpp"
 #include "cuda/ptx_param_address.hpp"
 
 namespace sk::cuda {
@@ -156,6 +157,20 @@ bool names_other_ctas(std::string_view token) {
 constexpr const char *kDynamicParallelism[] = {"__cudaCDP2", "cudaLaunchDevice", "cudaGetParameterBuffer",
                                                "cudaCGGetIntrinsicHandle", "cudaCGSynchronize"};
 
+// The barrier a `bar` / `barrier` statement `t` (opcode first) names, as written ("" for none:
+// bar.warp.sync, barrier.cluster): the first operand, the second of bar.red's.
+std::string_view barrier_named(const std::vector<std::string_view> &t) {
+  const std::string_view op = t.empty() ? std::string_view() : t[0];
+  if (!(starts(op, "bar.") || starts(op, "barrier.")) || starts(op, "bar.warp") || starts(op, "barrier.cluster"))
+    return "";
+  const bool red = op.find(".red") != std::string_view::npos;
+  size_t k = 1;
+  if (red)
+    while (k < t.size() && t[k] != ",") ++k;
+  if (red) ++k;
+  return k < t.size() ? t[k] : "";
+}
+
 // What a construct of a function body means for fusion, "" when nothing: the things a `.func`
 // called inside a super kernel cannot do.
 std::string refused_construct(std::string_view opcode, std::string_view token) {
@@ -171,6 +186,12 @@ std::string refused_construct(std::string_view opcode, std::string_view token) {
   if (starts(opcode, "prefetch.param.tensormap") || starts(opcode, "cvta.to.param"))
     return "a parameter addressed in the parameter space (" + std::string(opcode) +
            "): use its generic address (cvta.param)";
+  // Warp specialization gives registers from one warpgroup to another; the super kernel's own
+  // code, which a warp runs after the call, was compiled for the registers the launch gave.
+  if (starts(opcode, "setmaxnreg"))
+    return "register reallocation between warpgroups (" + std::string(opcode) +
+           ": warp specialization), which would leave the super kernel's code after the call with the registers a "
+           "warp gave up; compile it without warp specialization";
   return "";
 }
 
@@ -481,6 +502,15 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     if (k > op && !starts(opcode, "call") && t[0] != '%' && t[0] != '.' && t[0] != '$' && word_char(t[0]) &&
         !(t[0] >= '0' && t[0] <= '9'))
       f.words.insert(std::string(t));
+  }
+  if (f.refusal.empty() && starts(opcode, "bar")) {
+    std::vector<std::string_view> t;
+    for (size_t k = op; k < end; ++k) t.push_back(tok(k));
+    const std::string id(barrier_named(t));
+    if (!id.empty() && id[0] >= '0' && id[0] <= '9' && std::strtoul(id.c_str(), nullptr, 0) == kBlockBarrier)
+      f.refusal = "barrier " + id + " (" + std::string(opcode) +
+                  "), which the super kernel's own block barriers use: warps that left the sub-kernel would "
+                  "count at it";
   }
   if (starts(opcode, "griddepcontrol.")) {
     f.dependent_launch.push_back({toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, ""});

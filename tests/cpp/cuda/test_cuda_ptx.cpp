@@ -95,6 +95,16 @@ size_t count(const std::string &text, const std::string &what) {
   return n;
 }
 
+// A kernel of PTX text written here (a .reqntid 32 entry whose body is `body`, parameters
+// `params`), loaded.
+std::shared_ptr<const CudaModule> load_text(const std::string &params, const std::string &body) {
+  const std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(" + params +
+                           ")\n.reqntid 32\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n" + body + "\nret;\n}\n";
+  std::shared_ptr<const CudaModule> m;
+  EXPECT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "k.ptx", &m), SK_OK) << sk::last_error();
+  return m;
+}
+
 }  // namespace
 
 // Each Triton kernel: its signature from the parameter list (the two scratch pointers Triton
@@ -255,6 +265,9 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
       {"refuse_cluster", "thread block cluster"},
       {"refuse_grid_sync", "cooperative grid synchronisation"},
       {"refuse_dynamic_parallelism", "dynamic parallelism (calls __cudaCDP2"},
+      {"refuse_named_barrier",
+       "barrier 15 (bar.sync), which the super kernel's own block barriers use: warps that left the sub-kernel "
+       "would count at it, in '_Z19refuse_pair_barrierv', which it calls"},
   };
   for (const auto &[name, why] : expect) {
     SCOPED_TRACE(name);
@@ -264,6 +277,27 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
     EXPECT_TRUE(m->ptx->find(name)->rewrites.empty());
   }
   EXPECT_TRUE(take(m, "refuse_child", 32));
+
+  // The barrier's operand wherever the statement names it: bar.red's is the second; other
+  // barriers, and barrier 15 of the warp (bar.warp.sync's mask), are not libsk's.
+  auto barrier = [](const std::string &statement) {
+    return load_text(".param .u64 out", ".reg .pred %p<2>;\n" + statement);
+  };
+  for (const char *s : {"barrier.sync 15;", "bar.arrive 15, 64;", "barrier.sync.aligned 0xf, 32;",
+                        "bar.red.popc.u32 %r1, 15, %p1;", "@%p1 bar.sync 15;"}) {
+    SCOPED_TRACE(s);
+    EXPECT_EQ(refused(barrier(s), "k"), SK_ERR_UNSUPPORTED);
+    EXPECT_TRUE(contains(sk::last_error(), "own block barriers use")) << sk::last_error();
+  }
+  for (const char *s : {"bar.sync 14, 64;", "bar.red.popc.u32 %r1, 1, 15, %p1;", "bar.warp.sync 15;",
+                        "bar.sync %r1;"})
+    EXPECT_TRUE(take(barrier(s), "k", 32)) << s;
+
+  // Warp specialization (Triton's warp_specialize=True): its warpgroups trade registers.
+  auto ws = load_triton("matmul_ws");
+  ASSERT_TRUE(ws);
+  EXPECT_EQ(refused(ws, "matmul_ws_kernel", 0, 1024), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "register reallocation between warpgroups (setmaxnreg.")) << sk::last_error();
 }
 
 // A kernel launched with a two-dimensional block whose PTX does not give its shape (no
@@ -390,19 +424,6 @@ TEST(CudaPtx, ProgrammaticDependentLaunchIsTakenOut) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
 }
 
-namespace {
-
-// A kernel of PTX text written here (a .reqntid 32 entry whose body is `body`, parameters
-// `params`), loaded.
-std::shared_ptr<const CudaModule> load_text(const std::string &params, const std::string &body) {
-  const std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(" + params +
-                           ")\n.reqntid 32\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n" + body + "\nret;\n}\n";
-  std::shared_ptr<const CudaModule> m;
-  EXPECT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "k.ptx", &m), SK_OK) << sk::last_error();
-  return m;
-}
-
-}  // namespace
 
 // A parameter whose address the kernel takes (`__grid_constant__`: a CUtensorMap for TMA, as nvcc
 // and Triton's host-side tensor descriptors pass it) is passed as the generic address of its

@@ -36,3 +36,13 @@ extern "C" __global__ void refuse_dynamic_parallelism(float *out, int n) {
   if (blockIdx.x == 0 && threadIdx.x == 0) refuse_child<<<(n + 127) / 128, 128>>>(out, n);
 }
 
+
+// Named barrier 15, libsk's own between steps (CUTLASS numbers user barriers from 8 up): two
+// warps of the block pass it apart from the rest, in a helper the kernel calls.
+__device__ __noinline__ void refuse_pair_barrier() { asm volatile("bar.sync 15, 64;" ::: "memory"); }
+
+extern "C" __global__ void refuse_named_barrier(float *out) {
+  out[threadIdx.x] = static_cast<float>(threadIdx.x);
+  if (threadIdx.x < 64) refuse_pair_barrier();
+  out[threadIdx.x] += out[threadIdx.x ^ 32];
+}
