@@ -179,6 +179,10 @@ std::string refused_construct(std::string_view opcode, std::string_view token) {
   if (starts(token, "%cluster") || starts(token, "%nclusterid") || starts(token, "%is_explicit_cluster") ||
       names_other_ctas(token))
     return "a thread block cluster (" + std::string(token) + ")";
+  // The super kernel's launch has the shared memory of every sub-kernel and of libsk's state.
+  if (token == "%dynamic_smem_size" || token == "%total_smem_size" || token == "%aggr_smem_size")
+    return "the block's shared memory size (reads " + std::string(token) +
+           "), which in a super kernel is the entry's, not the kernel's";
   if (starts(opcode, "barrier.cluster") || starts(opcode, "mapa"))
     return "a thread block cluster (" + std::string(opcode) + ")";
   // A tensor map read where it is (cvta.param of a parameter's address, cp.async.bulk.tensor)

@@ -289,15 +289,22 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
     EXPECT_EQ(refused(barrier(s), "k"), SK_ERR_UNSUPPORTED);
     EXPECT_TRUE(contains(sk::last_error(), "own block barriers use")) << sk::last_error();
   }
-  for (const char *s : {"bar.sync 14, 64;", "bar.red.popc.u32 %r1, 1, 15, %p1;", "bar.warp.sync 15;",
-                        "bar.sync %r1;"})
+  for (const char *s :
+       {"bar.sync 14, 64;", "bar.red.popc.u32 %r1, 1, 15, %p1;", "bar.warp.sync 15;", "bar.sync %r1;"})
     EXPECT_TRUE(take(barrier(s), "k", 32)) << s;
+
+  // The block's shared memory size: the entry's in a super kernel.
+  for (const char *reg : {"%dynamic_smem_size", "%total_smem_size"}) {
+    EXPECT_EQ(refused(barrier(std::string("mov.u32 %r1, ") + reg + ";"), "k"), SK_ERR_UNSUPPORTED);
+    EXPECT_TRUE(contains(sk::last_error(), std::string("shared memory size (reads ") + reg)) << sk::last_error();
+  }
 
   // Warp specialization (Triton's warp_specialize=True): its warpgroups trade registers.
   auto ws = load_triton("matmul_ws");
   ASSERT_TRUE(ws);
   EXPECT_EQ(refused(ws, "matmul_ws_kernel", 0, 1024), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "register reallocation between warpgroups (setmaxnreg.")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "register reallocation between warpgroups (setmaxnreg."))
+      << sk::last_error();
 }
 
 // A kernel launched with a two-dimensional block whose PTX does not give its shape (no
@@ -423,7 +430,6 @@ TEST(CudaPtx, ProgrammaticDependentLaunchIsTakenOut) {
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
 }
-
 
 // A parameter whose address the kernel takes (`__grid_constant__`: a CUtensorMap for TMA, as nvcc
 // and Triton's host-side tensor descriptors pass it) is passed as the generic address of its
