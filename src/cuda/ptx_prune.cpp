@@ -30,8 +30,10 @@ std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &ker
   std::sort(cut.begin(), cut.end(),
             [](const PtxFunctionText *a, const PtxFunctionText *b) { return a->at < b->at; });
   std::string out;
+  out.reserve(m.text.size());
   size_t pos = 0;
   for (const PtxFunctionText *f : cut) {
+    if (f->at < pos || f->at + f->len > m.text.size()) continue;  // never so: pieces do not overlap
     out.append(m.text, pos, f->at - pos);
     pos = f->at + f->len;
   }

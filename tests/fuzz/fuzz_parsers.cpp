@@ -15,6 +15,7 @@
 #include "common/signature.hpp"
 #ifdef SK_HAVE_CUDA
 #include "cuda/ptx_module.hpp"
+#include "cuda/ptx_prune.hpp"
 #endif
 
 namespace {
@@ -69,6 +70,13 @@ void ptx(const std::string &text) {
   // What reads is rewritten into text that reads again.
   sk::cuda::PtxModule again;
   if (sk::cuda::read_ptx_module(m.text, "fuzz", "sm_90", "9.0", &again) != SK_OK) std::abort();
+  // A link's cut of it, for its first kernel, reads again and keeps that kernel.
+  if (m.kernels.empty()) return;
+  sk::cuda::PtxModule cut;
+  const std::string &first = m.kernels[0].name;
+  if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {first}), "fuzz", "sm_90", "9.0", &cut) != SK_OK ||
+      !cut.find(first))
+    std::abort();
 #else
   (void)text;
 #endif
