@@ -1095,13 +1095,13 @@ TEST(CudaPtx, ALinkCompilesOnlyWhatItsKernelsReach) {
 }
 
 // A function declared before it is defined, and called only by a kernel left out: its
-// declaration goes with its definition, and the rest compiles.
+// declaration goes with its definition, and the rest compiles; kept, it stays with both.
 TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
   const std::string text =
       ".version 8.0\n.target sm_90\n.address_size 64\n"
       ".func (.param .b32 r) late(.param .b32 a);\n"
       ".visible .entry keep(.param .u64 p)\n.reqntid 32\n{\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [p];\nret;\n}\n"
-      ".visible .entry drop(.param .u64 p)\n.reqntid 32\n{\n.reg .b32 %r<3>;\n"
+      ".entry drop(.param .u64 p)\n.reqntid 32\n{\n.reg .b32 %r<3>;\n"
       "{ .param .b32 a; .param .b32 r; st.param.b32 [a], 1; call (r), late, (a); ld.param.b32 %r1, [r]; }\n"
       "ret;\n}\n"
       ".func (.param .b32 r) late(.param .b32 a)\n{\n.reg .b32 %r<2>;\nld.param.b32 %r1, [a];\n"
@@ -1114,5 +1114,10 @@ TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
   EXPECT_TRUE(defines(kept, "keep")) << kept;
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(kept, m->ptx->link_arch, &log), 0) << log << "\n" << kept;
-  EXPECT_EQ(count(sk::cuda::ptx_text_for(*m->ptx, {"drop"}), "late"), 3u) << "declared, called, defined";
+  // An entry that is not .visible is made a `.visible .func` by an edit at its first token.
+  const std::string dropped = sk::cuda::ptx_text_for(*m->ptx, {"drop"});
+  EXPECT_EQ(count(dropped, "late"), 3u) << "declared, called, defined";
+  EXPECT_TRUE(contains(dropped, "\n.visible .func drop(")) << dropped;
+  EXPECT_FALSE(says(dropped, "keep")) << dropped;
+  EXPECT_EQ(sk::cuda_test::ptxas(dropped, m->ptx->link_arch, &log), 0) << log << "\n" << dropped;
 }
