@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "cuda/ptx_param_address.hpp"
+#include "cuda/ptx_special_registers.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -120,15 +121,9 @@ struct Function {
   uint32_t reqntid[3] = {0, 0, 0}, maxntid[3] = {0, 0, 0}, minnctapersm = 0, maxnreg = 0;
   std::vector<Edit> header_edits;  // entry -> func, parameter types, directives out
   std::vector<std::string> header_notes;
-  std::string refusal;  // a construct of its own code that cannot be fused
-  // Its reads of special registers that the rewrite replaces: statement range, guard, register
-  // written, special register read.
-  struct Special {
-    size_t at, len;
-    std::string guard, dst, reg;
-  };
-  std::vector<Special> specials;
-  std::vector<Edit> exits;  // `exit` -> `ret`
+  std::string refusal;                // a construct of its own code that cannot be fused
+  std::vector<SpecialRead> specials;  // its reads of special registers that the rewrite replaces
+  std::vector<Edit> exits;            // `exit` -> `ret`
   // Programmatic dependent launch (griddepcontrol.wait, .launch_dependents), taken out: fused, a
   // step starts once the steps it depends on have completed, which is what the wait waits for.
   std::vector<Edit> dependent_launch;
@@ -196,42 +191,6 @@ std::string refused_construct(std::string_view opcode, std::string_view token) {
     return "register reallocation between warpgroups (" + std::string(opcode) +
            ": warp specialization), which would leave the super kernel's code after the call with the registers a "
            "warp gave up; compile it without warp specialization";
-  return "";
-}
-
-const std::set<std::string_view> kSpecials = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z", "%nctaid.x",
-                                              "%nctaid.y", "%nctaid.z", "%tid.x",   "%tid.y",
-                                              "%tid.z",    "%ntid.x",   "%ntid.y",  "%ntid.z"};
-
-// The libsk function through which a sub-kernel that numbers its blocks in more than one
-// dimension reads its grid registers (superkernel.ptx), and its argument for each register:
-// the block index's x, y, z, then the grid's (-1: not a grid register).
-constexpr const char kGridFunction[] = "__sk_grid";
-int grid_register(std::string_view reg) {
-  static const std::string_view order[] = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z",
-                                           "%nctaid.x", "%nctaid.y", "%nctaid.z"};
-  for (int i = 0; i < 6; ++i)
-    if (reg == order[i]) return i;
-  return -1;
-}
-bool grid_beyond_x(std::string_view reg) { return grid_register(reg) >= 0 && reg.back() != 'x'; }
-
-// The libsk function through which a sub-kernel whose block's shape the PTX does not give reads
-// its thread registers (superkernel.ptx), and its argument for each: the thread index's x, y,
-// z, then the block's extents (-1: not a thread register).
-constexpr char kThreadFunction[] = "__sk_thread";
-int thread_register(std::string_view reg) {
-  static const std::string_view order[] = {"%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z"};
-  for (int i = 0; i < 6; ++i)
-    if (reg == order[i]) return i;
-  return -1;
-}
-
-// The device-API function the rewrite reads a grid register through: the block index and the
-// grid size of libsk's virtual block ("" for any other register).
-std::string_view grid_api(std::string_view reg) {
-  if (reg == "%ctaid.x") return "sk_block_idx";
-  if (reg == "%nctaid.x") return "sk_block_num";
   return "";
 }
 
@@ -545,7 +504,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   }
   if (starts(opcode, "mov.") && end == op + 4 && tok(op + 2) == ",") {
     const std::string_view src = tok(op + 3);
-    if (kSpecials.count(src)) {
+    if (special_register(src)) {
       // The rewrite reads the grid through libsk's device API, or its grid function.
       if (const std::string_view fn = grid_api(src); !fn.empty()) f.callees.insert(std::string(fn));
       if (grid_beyond_x(src)) f.callees.insert(kGridFunction);
@@ -629,49 +588,6 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
 }
 
 // ---- the rewrite -----------------------------------------------------------------------------
-
-// Why a function's reads of special registers cannot be rewritten, "" if they can: a thread
-// index beyond x needs the block's shape.
-std::string special_refusal(const Function &f, bool shape_known) {
-  for (const Function::Special &s : f.specials) {
-    const bool yz = s.reg.back() != 'x';
-    if (yz && grid_register(s.reg) < 0 && !shape_known)
-      return "a multi-dimensional block (reads " + s.reg + ") whose shape its PTX does not give (no .reqntid)";
-  }
-  return "";
-}
-
-// A special register read, as the rewritten `.func` reads it: the block from libsk's device
-// API (from __sk_grid in a sub-kernel whose grid has more dimensions: `grid_nd`), a 3-D thread
-// index rebuilt from the 1-D one of the super kernel's block, with the shape `block` or, where
-// the PTX does not give it (`block_nd`), from __sk_thread and the shape the caller gave.
-std::string special_read(const Function::Special &s, const uint32_t block[3], bool grid_nd, bool block_nd) {
-  const std::string g = s.guard.empty() ? "" : s.guard + " ";
-  const std::string axis = s.reg.substr(s.reg.size() - 1);
-  const int a = axis == "x" ? 0 : axis == "y" ? 1 : 2;
-  auto set = [&](const std::string &v) { return g + "mov.u32 " + s.dst + ", " + v + ";"; };
-  auto call = [&](const char *fn, int what) {
-    return "{ .param .b32 sk_r; .param .b32 sk_a; st.param.b32 [sk_a], " + std::to_string(what) + "; call (sk_r), " +
-           fn + ", (sk_a); " + g + "ld.param.b32 " + s.dst + ", [sk_r]; }";
-  };
-  if (const int what = grid_register(s.reg); what >= 0 && grid_nd) return call(kGridFunction, what);
-  if (const int what = thread_register(s.reg); what >= 0 && block_nd) return call(kThreadFunction, what);
-  // Outside such a sub-kernel a grid register is an .x one.
-  if (const std::string_view fn = grid_api(s.reg); !fn.empty())
-    return "{ .param .b32 sk_r; call (sk_r), " + std::string(fn) + ", (); " + g + "ld.param.b32 " + s.dst +
-           ", [sk_r]; }";
-  const bool flat = block[1] * block[2] <= 1;
-  if (starts(s.reg, "%ntid")) return a == 0 && (flat || !block[0]) ? "" : set(std::to_string(flat ? 1 : block[a]));
-  // %tid
-  if (flat) return a == 0 ? "" : set("0");
-  const std::string x = std::to_string(block[0]), xy = std::to_string(block[0] * block[1]);
-  const std::string head = "{ .reg .b32 %sk_t; mov.u32 %sk_t, %tid.x; ";
-  if (a == 0) return head + g + "rem.u32 " + s.dst + ", %sk_t, " + x + "; }";
-  if (a == 1)
-    return head + "div.u32 %sk_t, %sk_t, " + x + "; " + g + "rem.u32 " + s.dst + ", %sk_t, " +
-           std::to_string(block[1]) + "; }";
-  return head + g + "div.u32 " + s.dst + ", %sk_t, " + xy + "; }";
-}
 
 // The rewrite of the parameters an entry takes the address of (ptx_param_address.hpp) into
 // its edits and notes; the refusal, if one of them is used otherwise.
@@ -794,7 +710,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   auto beyond_x = [&](std::string_view name) {
     const auto it = by_name.find(name);
     return it != by_name.end() && std::any_of(it->second->specials.begin(), it->second->specials.end(),
-                                              [](const Function::Special &s) { return grid_beyond_x(s.reg); });
+                                              [](const SpecialRead &s) { return grid_beyond_x(s.reg); });
   };
   std::set<std::string> grid_nd, grid_nd_kernels;
   for (const Function &f : p.functions) {
@@ -815,7 +731,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   auto reads_thread = [&](std::string_view name, bool beyond_x_only) {
     const auto it = by_name.find(name);
     return it != by_name.end() &&
-           std::any_of(it->second->specials.begin(), it->second->specials.end(), [&](const Function::Special &s) {
+           std::any_of(it->second->specials.begin(), it->second->specials.end(), [&](const SpecialRead &s) {
              return thread_register(s.reg) >= 0 && (!beyond_x_only || s.reg.back() != 'x');
            });
   };
@@ -836,7 +752,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   }
 
   std::set<std::string> api_needed;
-  auto api_of = [&](const Function &f, const Function::Special &s) -> std::string {
+  auto api_of = [&](const Function &f, const SpecialRead &s) -> std::string {
     if (grid_register(s.reg) >= 0 && grid_nd.count(f.name)) return kGridFunction;
     if (thread_register(s.reg) >= 0 && block_nd.count(f.name)) return kThreadFunction;
     return std::string(grid_api(s.reg));
@@ -847,7 +763,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     if (!f.entry) edits.insert(edits.end(), f.dependent_launch.begin(), f.dependent_launch.end());
     if (f.entry || f.visible) continue;
     const uint32_t flat[3] = {0, 1, 1};
-    for (const Function::Special &s : f.specials) {
+    for (const SpecialRead &s : f.specials) {
       const std::string with = special_read(s, flat, grid_nd.count(f.name), block_nd.count(f.name));
       if (with.empty()) continue;
       edits.push_back({s.at, s.len, with});
@@ -881,9 +797,9 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       if (!k.refusal.empty()) continue;
       std::string why = g.refusal;
       if (why.empty() && (g.entry || !g.visible))
-        why = special_refusal(g, (g.name == f.name && f.reqntid[0]) || block_nd.count(g.name));
+        why = special_refusal(g.specials, (g.name == f.name && f.reqntid[0]) || block_nd.count(g.name));
       if (why.empty() && g.name != f.name && !flat && !g.visible && !block_nd.count(g.name))
-        for (const Function::Special &s : g.specials)
+        for (const SpecialRead &s : g.specials)
           if (starts(s.reg, "%tid") || starts(s.reg, "%ntid"))
             why = "reads " + s.reg + " of a multi-dimensional block";
       if (!why.empty()) k.refusal = g.name == f.name ? why : why + ", in '" + g.name + "', which it calls";
@@ -896,7 +812,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       notes.insert(notes.end(), f.header_notes.begin(), f.header_notes.end());
       std::set<std::string> seen, api;
       const uint32_t one_d[3] = {block[0], 1, 1};
-      for (const Function::Special &s : f.specials) {
+      for (const SpecialRead &s : f.specials) {
         if (!flat && !f.reqntid[0] && !k.block_shape_needed && !starts(s.reg, "%ctaid") &&
             !starts(s.reg, "%nctaid")) {
           k.refusal = "a " + std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
@@ -940,9 +856,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   // libsk's device API, declared where the rewrite calls it and the text does not.
   std::string decls;
   for (const std::string &fn : api_needed)
-    if (!p.declared.count(fn))
-      decls += "\n.extern .func (.param .b32 sk_r) " + fn +
-               (fn == kGridFunction || fn == kThreadFunction ? "\n(.param .b32 sk_a)\n;" : "\n()\n;");
+    if (!p.declared.count(fn)) decls += "\n" + special_function_declaration(fn);
   if (!decls.empty()) edits.push_back({p.header_end, 0, decls + "\n"});
 
   // Where each function's definition and declarations stand in the rewritten text, and the
