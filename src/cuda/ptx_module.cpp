@@ -78,8 +78,6 @@ std::vector<Tok> tokenize(std::string_view t) {
   return out;
 }
 
-bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 // ---- edits -----------------------------------------------------------------------------------
 
 using Edit = PtxEdit;
@@ -156,7 +154,8 @@ constexpr const char *kDynamicParallelism[] = {"__cudaCDP2", "cudaLaunchDevice",
 // bar.warp.sync, barrier.cluster): the first operand, the second of bar.red's.
 std::string_view barrier_named(const std::vector<std::string_view> &t) {
   const std::string_view op = t.empty() ? std::string_view() : t[0];
-  if (!(starts(op, "bar.") || starts(op, "barrier.")) || starts(op, "bar.warp") || starts(op, "barrier.cluster"))
+  if (!(op.starts_with("bar.") || op.starts_with("barrier.")) || op.starts_with("bar.warp") ||
+      op.starts_with("barrier.cluster"))
     return "";
   const bool red = op.find(".red") != std::string_view::npos;
   size_t k = 1;
@@ -169,25 +168,25 @@ std::string_view barrier_named(const std::vector<std::string_view> &t) {
 // What a construct of a function body means for fusion, "" when nothing: the things a `.func`
 // called inside a super kernel cannot do.
 std::string refused_construct(std::string_view opcode, std::string_view token) {
-  if (starts(token, "%envreg"))
+  if (token.starts_with("%envreg"))
     return "a cooperative grid synchronisation (cg::this_grid(): reads " + std::string(token) + ")";
-  if (starts(token, "%cluster") || starts(token, "%nclusterid") || starts(token, "%is_explicit_cluster") ||
-      names_other_ctas(token))
+  if (token.starts_with("%cluster") || token.starts_with("%nclusterid") ||
+      token.starts_with("%is_explicit_cluster") || names_other_ctas(token))
     return "a thread block cluster (" + std::string(token) + ")";
   // The super kernel's launch has the shared memory of every sub-kernel and of libsk's state.
   if (token == "%dynamic_smem_size" || token == "%total_smem_size" || token == "%aggr_smem_size")
     return "the block's shared memory size (reads " + std::string(token) +
            "), which in a super kernel is the entry's, not the kernel's";
-  if (starts(opcode, "barrier.cluster") || starts(opcode, "mapa"))
+  if (opcode.starts_with("barrier.cluster") || opcode.starts_with("mapa"))
     return "a thread block cluster (" + std::string(opcode) + ")";
   // A tensor map read where it is (cvta.param of a parameter's address, cp.async.bulk.tensor)
   // is rewritten; one addressed in the parameter space itself is not.
-  if (starts(opcode, "prefetch.param.tensormap") || starts(opcode, "cvta.to.param"))
+  if (opcode.starts_with("prefetch.param.tensormap") || opcode.starts_with("cvta.to.param"))
     return "a parameter addressed in the parameter space (" + std::string(opcode) +
            "): use its generic address (cvta.param)";
   // Warp specialization gives registers from one warpgroup to another; the super kernel's own
   // code, which a warp runs after the call, was compiled for the registers the launch gave.
-  if (starts(opcode, "setmaxnreg"))
+  if (opcode.starts_with("setmaxnreg"))
     return "register reallocation between warpgroups (" + std::string(opcode) +
            ": warp specialization), which would leave the super kernel's code after the call with the registers a "
            "warp gave up; compile it without warp specialization";
@@ -455,18 +454,18 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     PtxStatement s{toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, op > begin ? tok(begin) : "", {}};
     for (size_t k = op; k < end; ++k) s.toks.push_back(tok(k));
     f.body.push_back(std::move(s));
-  } else if (starts(opcode, "cvta.param") && f.param_to_generic.empty()) {
+  } else if (opcode.starts_with("cvta.param") && f.param_to_generic.empty()) {
     f.param_to_generic = std::string(opcode);
   }
   for (size_t k = op; k < end; ++k) {
     const std::string_view t = tok(k);
     if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
     if (extern_shared.count(std::string(t))) f.dynamic_shared = true;
-    if (k > op && !starts(opcode, "call") && t[0] != '%' && t[0] != '.' && t[0] != '$' && word_char(t[0]) &&
+    if (k > op && !opcode.starts_with("call") && t[0] != '%' && t[0] != '.' && t[0] != '$' && word_char(t[0]) &&
         !(t[0] >= '0' && t[0] <= '9'))
       f.words.insert(std::string(t));
   }
-  if (f.refusal.empty() && starts(opcode, "bar")) {
+  if (f.refusal.empty() && opcode.starts_with("bar")) {
     std::vector<std::string_view> t;
     for (size_t k = op; k < end; ++k) t.push_back(tok(k));
     const std::string id(barrier_named(t));
@@ -475,7 +474,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
                   "), which the super kernel's own block barriers use: warps that left the sub-kernel would "
                   "count at it";
   }
-  if (starts(opcode, "griddepcontrol.")) {
+  if (opcode.starts_with("griddepcontrol.")) {
     f.dependent_launch.push_back({toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, ""});
     return;
   }
@@ -486,7 +485,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
       f.refusal = "'" + f.name + "' ends its thread with exit";
     return;
   }
-  if (starts(opcode, "call")) {
+  if (opcode.starts_with("call")) {
     size_t k = op + 1;
     if (tok(k) == "(") {  // (return values),
       while (k < end && tok(k) != ")") ++k;
@@ -498,11 +497,11 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     } else {
       f.callees.insert(callee);
       for (const char *p : kDynamicParallelism)
-        if (starts(callee, p) && f.refusal.empty()) f.refusal = "dynamic parallelism (calls " + callee + ")";
+        if (callee.starts_with(p) && f.refusal.empty()) f.refusal = "dynamic parallelism (calls " + callee + ")";
     }
     return;
   }
-  if (starts(opcode, "mov.") && end == op + 4 && tok(op + 2) == ",") {
+  if (opcode.starts_with("mov.") && end == op + 4 && tok(op + 2) == ",") {
     const std::string_view src = tok(op + 3);
     if (special_register(src)) {
       // The rewrite reads the grid through libsk's device API, or its grid function.
@@ -515,7 +514,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   }
   for (size_t k = op; k < end; ++k) {
     const std::string_view t = tok(k);
-    if ((starts(t, "%ctaid") || starts(t, "%nctaid") || starts(t, "%tid") || starts(t, "%ntid")) &&
+    if ((t.starts_with("%ctaid") || t.starts_with("%nctaid") || t.starts_with("%tid") || t.starts_with("%ntid")) &&
         f.refusal.empty() && !(t == "%tid.x" || t == "%ntid.x"))
       f.refusal = "reads " + std::string(t) + " other than by a scalar mov";
   }
@@ -653,7 +652,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   // link to be for sm_90a.
   const unsigned device = (unsigned)std::strtoul(arch.c_str() + 3, nullptr, 10);
   char *end = nullptr;
-  const unsigned sm = starts(m.target, "sm_") ? (unsigned)std::strtoul(m.target.c_str() + 3, &end, 10) : 0;
+  const unsigned sm = m.target.starts_with("sm_") ? (unsigned)std::strtoul(m.target.c_str() + 3, &end, 10) : 0;
   if (!sm)
     return fail(SK_ERR_BAD_BINARY, "%s: .target %s is not an sm_XY architecture", label.c_str(), m.target.c_str());
   const std::string suffix = end ? end : "";
@@ -800,7 +799,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         why = special_refusal(g.specials, (g.name == f.name && f.reqntid[0]) || block_nd.count(g.name));
       if (why.empty() && g.name != f.name && !flat && !g.visible && !block_nd.count(g.name))
         for (const SpecialRead &s : g.specials)
-          if (starts(s.reg, "%tid") || starts(s.reg, "%ntid"))
+          if (s.reg.starts_with("%tid") || s.reg.starts_with("%ntid"))
             why = "reads " + s.reg + " of a multi-dimensional block";
       if (!why.empty()) k.refusal = g.name == f.name ? why : why + ", in '" + g.name + "', which it calls";
     }
@@ -813,8 +812,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       std::set<std::string> seen, api;
       const uint32_t one_d[3] = {block[0], 1, 1};
       for (const SpecialRead &s : f.specials) {
-        if (!flat && !f.reqntid[0] && !k.block_shape_needed && !starts(s.reg, "%ctaid") &&
-            !starts(s.reg, "%nctaid")) {
+        if (!flat && !f.reqntid[0] && !k.block_shape_needed && !s.reg.starts_with("%ctaid") &&
+            !s.reg.starts_with("%nctaid")) {
           k.refusal = "a " + std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
                       std::to_string(block[2]) + " block (.maxntid) without .reqntid: its shape is not known";
           break;

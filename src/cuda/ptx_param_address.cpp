@@ -10,7 +10,6 @@ namespace {
 
 constexpr size_t kNone = SIZE_MAX;
 
-bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool is_register(std::string_view t) { return !t.empty() && t[0] == '%'; }
 
 // A parameter-space address: a parameter's first byte plus an offset.
@@ -74,7 +73,7 @@ class Reader {
     const std::vector<std::string_view> &t = s.toks;
     const std::string_view op = t.empty() ? std::string_view() : t[0];
     Role r;
-    if (starts(op, "ld.param")) {
+    if (op.starts_with("ld.param")) {
       size_t b = 1;
       while (b < t.size() && t[b] != "[") ++b;
       const bool named = b + 1 < t.size() && (r.param = param(t[b + 1])) != kNone;
@@ -100,12 +99,12 @@ class Reader {
       if (k < t.size() && t[k] == "+" && (++k, !integer(t, &k, &r.offset))) return false;
       return k == t.size();
     };
-    if (starts(op, "cvta.param.")) {
+    if (op.starts_with("cvta.param.")) {
       if (operand(3)) r.kind = Role::Generic;
-    } else if (starts(op, "mov.") || (starts(op, "cvt.") && integer_cvt(op))) {
+    } else if (op.starts_with("mov.") || (op.starts_with("cvt.") && integer_cvt(op))) {
       if (t.size() == 4 && is_register(t[3]))
         r.kind = Role::Copy, r.src = t[3];
-      else if (starts(op, "mov.") && operand(3) && r.param != kNone)
+      else if (op.starts_with("mov.") && operand(3) && r.param != kNone)
         r.kind = Role::Take;
     } else if (op == "add.u32" || op == "add.s32" || op == "add.u64" || op == "add.s64" || op == "sub.u32" ||
                op == "sub.s32" || op == "sub.u64" || op == "sub.s64") {
@@ -199,7 +198,7 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
   const std::string &first = names[out.by_address[0]];
   for (size_t i = 0; i < body.size(); ++i) {
     const PtxStatement &s = body[i];
-    if (!starts(s.toks[0], "ld.param") && !starts(s.toks[0], "st.param")) continue;
+    if (!s.toks[0].starts_with("ld.param") && !s.toks[0].starts_with("st.param")) continue;
     if (roles[i].kind == Role::LoadVia && held.count(roles[i].src)) continue;
     for (size_t k = 1; k + 1 < s.toks.size(); ++k)
       if (s.toks[k] == "[" && is_register(s.toks[k + 1]))

@@ -52,7 +52,7 @@ std::string special_read(const SpecialRead &s, const uint32_t block[3], bool gri
     return "{ .param .b32 sk_r; call (sk_r), " + std::string(fn) + ", (); " + g + "ld.param.b32 " + s.dst +
            ", [sk_r]; }";
   const bool flat = block[1] * block[2] <= 1;
-  if (s.reg.rfind("%ntid", 0) == 0)
+  if (s.reg.starts_with("%ntid"))
     return a == 0 && (flat || !block[0]) ? "" : set(std::to_string(flat ? 1 : block[a]));
   // %tid
   if (flat) return a == 0 ? "" : set("0");
