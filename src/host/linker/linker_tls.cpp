@@ -126,7 +126,8 @@ sk_status Linker::create_tls() {
   // The image: the initialised sections, relocated (their addresses are the mapping's, known).
   std::vector<uint8_t> image(tls_image_size_, 0);
   for (size_t i = 1; i < o_.sections.size(); ++i)
-    if (tls_offset_[i] != kNotLoaded && o_.sections[i].type != SHT_NOBITS && o_.sections[i].data)
+    if (tls_offset_[i] != kNotLoaded && o_.sections[i].type != SHT_NOBITS && o_.sections[i].data &&
+        o_.sections[i].size)  // an empty one has nothing to copy, and may sit at the end of an empty image
       std::memcpy(image.data() + tls_offset_[i], o_.sections[i].data, o_.sections[i].size);
   for (const elf::RelocationSection &rs : o_.relocation_sections) {
     if (tls_offset_[rs.target] == kNotLoaded || o_.sections[rs.target].type == SHT_NOBITS) continue;
