@@ -457,7 +457,8 @@ CUDA_SOURCES = os.path.join(ROOT, "tests", "kernels", "cuda")
 REFUSALS = {"refuse_cluster": "a thread block cluster (.reqnctapercluster)",
             "refuse_grid_sync": "a cooperative grid synchronisation",
             "refuse_child": "does not say its threads per block",
-            "refuse_dynamic_parallelism": "dynamic parallelism"}
+            "refuse_dynamic_parallelism": "dynamic parallelism",
+            "refuse_named_barrier": "barrier 15 (bar.sync), which the super kernel's own block barriers use"}
 
 
 def triton_meta(name):

@@ -39,7 +39,7 @@ extern "C" __global__ void refuse_dynamic_parallelism(float *out, int n) {
 
 // Named barrier 15, libsk's own between steps (CUTLASS numbers user barriers from 8 up): two
 // warps of the block pass it apart from the rest, in a helper the kernel calls.
-__device__ __noinline__ void refuse_pair_barrier() { asm volatile("bar.sync 15, 64;" ::: "memory"); }
+static __device__ __noinline__ void refuse_pair_barrier() { asm volatile("bar.sync 15, 64;" ::: "memory"); }
 
 extern "C" __global__ void refuse_named_barrier(float *out) {
   out[threadIdx.x] = static_cast<float>(threadIdx.x);
