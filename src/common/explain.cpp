@@ -9,7 +9,7 @@ namespace sk {
 namespace {
 // The version of the layout include/sk_explain.schema.json describes: raised, with the schema,
 // whenever a key or a value's meaning changes, so a reader can tell which layout it holds.
-constexpr uint64_t kExplainSchemaVersion = 5;
+constexpr uint64_t kExplainSchemaVersion = 6;
 }  // namespace
 
 std::string explain_json(const Plan &plan, const std::string &backend,

@@ -398,6 +398,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     std::copy(b, b + 3, k->block);
     // .maxnreg bounds what the link compiles it to.
     if (pk->max_registers) k->registers = pk->max_registers;
+    k->static_shared = (uint32_t)std::min<uint64_t>(pk->static_shared, UINT32_MAX);
     k->ptx = pk;
   } else if (b[0]) {
     return fail(SK_ERR_INCOMPATIBLE,

@@ -21,6 +21,7 @@ void write_kernel_facts(JsonWriter &j, const CudaKernel &k) {
   j.key("threads").value(uint64_t{k.threads});
   j.key("threads_from").value(k.threads_from);
   dims(j, "block", k.block);
+  j.key("static_shared_bytes").value(uint64_t{k.static_shared});
   j.key("dynamic_shared_bytes").value(uint64_t{k.dynamic_shared});
   if (!k.dynamic_shared_from.empty()) j.key("dynamic_shared_from").value(k.dynamic_shared_from);
   j.key("device_api").begin_array();

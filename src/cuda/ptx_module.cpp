@@ -230,8 +230,10 @@ class Parser {
   std::set<std::string> declared;             // function declarations and definitions
   std::set<std::string> extern_shared;        // `.extern .shared` arrays (dynamic shared memory)
   std::vector<PtxFunctionText> declarations;  // of functions, where they stand
-  std::set<std::string> module_words;         // names the module-scope variables use
-  bool section_labels = false;                // a `.section` addresses a label (-G debug info)
+  // Static `.shared` variables (not `.extern`), of the module or of a function: bytes, alignment.
+  std::map<std::string, std::pair<uint64_t, uint32_t>> shared_vars;
+  std::set<std::string> module_words;  // names the module-scope variables use
+  bool section_labels = false;         // a `.section` addresses a label (-G debug info)
 
  private:
   sk_status bad(size_t i, const std::string &what) const {
@@ -244,6 +246,7 @@ class Parser {
     return i;
   }
   sk_status matching(size_t open, size_t *close) const;
+  void shared_variable(size_t begin, size_t end);
   sk_status function(size_t begin, size_t body, size_t close);
   sk_status params(Function &f, size_t open, size_t close);
   void directives(Function &f, size_t begin, size_t body);
@@ -337,6 +340,7 @@ sk_status Parser::run() {
     }
     for (size_t k = i; k < j; ++k)  // a variable's initializer may hold a function's address
       if (word_char(tok(k)[0]) && !std::strchr(".%$0123456789", tok(k)[0])) module_words.insert(std::string(tok(k)));
+    if (shared && !ext) shared_variable(i, j);
     if (shared && ext) {
       for (size_t k = j; k > i; --k)
         if (tok(k - 1) != "]" && tok(k - 1) != "[" && word_char(tok(k - 1)[0]) && tok(k - 1)[0] != '.') {
@@ -349,6 +353,32 @@ sk_status Parser::run() {
   if (version.empty()) return bad(0, "no .version directive: not PTX");
   if (target.empty()) return bad(0, "no .target directive");
   return SK_OK;
+}
+
+// `.shared [.align A] [.vN] .type name[N]...` (tokens [begin, end)): its bytes and alignment.
+void Parser::shared_variable(size_t begin, size_t end) {
+  static const std::map<std::string_view, uint32_t> sizes = {
+      {".b8", 1},  {".u8", 1},   {".s8", 1},    {".b16", 2}, {".u16", 2}, {".s16", 2},
+      {".f16", 2}, {".bf16", 2}, {".f16x2", 4}, {".b32", 4}, {".u32", 4}, {".s32", 4},
+      {".f32", 4}, {".b64", 8},  {".u64", 8},   {".s64", 8}, {".f64", 8}, {".b128", 16}};
+  uint64_t bytes = 0, count = 1;
+  uint32_t align = 0, vector = 1;
+  std::string name;
+  for (size_t k = begin; k < end; ++k) {
+    const std::string_view t = tok(k);
+    if (t == ".align")
+      align = (uint32_t)std::strtoul(std::string(tok(++k)).c_str(), nullptr, 10);
+    else if (t == ".v2" || t == ".v4")
+      vector = t == ".v2" ? 2 : 4;
+    else if (auto it = sizes.find(t); it != sizes.end())
+      bytes = it->second;
+    else if (t == "[" && !name.empty())
+      count *= std::strtoull(std::string(tok(k + 1)).c_str(), nullptr, 10);
+    else if (name.empty() && bytes && word_char(t[0]) && t[0] != '.' && t[0] != '%')
+      name = std::string(t);
+  }
+  if (name.empty() || !bytes) return;
+  shared_vars[name] = {bytes * vector * count, align ? align : (uint32_t)std::min<uint64_t>(bytes * vector, 16)};
 }
 
 sk_status Parser::params(Function &f, size_t open, size_t close) {
@@ -450,6 +480,12 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   if (tok(op)[0] == '@') guard = std::string(tok(op++));
   if (op >= end) return;
   const std::string_view opcode = tok(op);
+  if (opcode == ".shared") {  // a function's own variable: the function names it
+    shared_variable(op, end);
+    for (size_t k = op + 1; k < end; ++k)
+      if (word_char(tok(k)[0]) && !std::strchr(".%$0123456789", tok(k)[0])) f.words.insert(std::string(tok(k)));
+    return;
+  }
   if (f.entry) {
     PtxStatement s{toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, op > begin ? tok(begin) : "", {}};
     for (size_t k = op; k < end; ++k) s.toks.push_back(tok(k));
@@ -786,6 +822,15 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     std::vector<const Function *> reached;
     for (const std::string &r : reach.functions)
       if (const auto it = by_name.find(r); it != by_name.end()) reached.push_back(it->second);
+    // Its static shared memory: each variable a function it reaches names, once.
+    std::set<std::string> vars;
+    for (const Function *g : reached)
+      for (const std::string &w : g->words)
+        if (p.shared_vars.count(w)) vars.insert(w);
+    for (const std::string &v : vars) {
+      const auto &[bytes, align] = p.shared_vars.at(v);
+      k.static_shared = (k.static_shared + align - 1) / align * align + bytes;
+    }
     k.multi_dimensional_grid = grid_nd_kernels.count(f.name);
     k.block_shape_needed = block_shape_kernels.count(f.name);
     // Refused when any function it reaches does what a called function cannot.

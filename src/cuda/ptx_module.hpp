@@ -42,6 +42,9 @@ struct PtxKernel {
   // descriptor), in order: each is passed as the generic address of its bytes, wherever the
   // super kernel holds them (ptx_param_address.hpp).
   std::vector<uint32_t> by_address;
+  // Static `.shared` bytes of the variables it and the functions it reaches name, each on its
+  // alignment: a fused kernel's are the super kernel's block's, beside every other's.
+  uint64_t static_shared = 0;
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
   // `.entry` in the text, as it was written, so that the other kernels still link.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -101,6 +102,26 @@ LinkKey link_key(const std::string &material) {
   return {h.low64, h.high64};
 }
 
+// Which sub-kernels' static shared memory fills a block, for the link's "too much shared data":
+// the largest three, and that a PTX kernel's variables add to the others' (a cubin's share the
+// overlay).
+std::string static_shared_of(const BuildRequest &req) {
+  std::vector<const CudaKernel *> distinct;
+  for (const auto &k : req.kernels)
+    if (std::find(distinct.begin(), distinct.end(), k.get()) == distinct.end()) distinct.push_back(k.get());
+  std::stable_sort(distinct.begin(), distinct.end(),
+                   [](const CudaKernel *a, const CudaKernel *b) { return a->static_shared > b->static_shared; });
+  uint64_t ptx = 0;
+  for (const CudaKernel *k : distinct) ptx += k->ptx ? k->static_shared : 0;
+  std::string out = "the static __shared__ variables of its sub-kernels fill a block's 48 KiB: ";
+  for (size_t i = 0; i < distinct.size() && i < 3 && distinct[i]->static_shared; ++i)
+    out += (i ? ", '" : "'") + distinct[i]->symbol + "' " + std::to_string(distinct[i]->static_shared) + " bytes";
+  if (ptx)
+    out += "; those of kernels from PTX (" + std::to_string(ptx) +
+           " bytes) add up, one beside the other, where a cubin's share one overlay";
+  return out;
+}
+
 // Links the entry `img->ptx` with `modules` (their bytes `rewritten` where a cubin's shared
 // overlay moved variables or a PTX module was cut), or finds the cubin in the caches, and reads
 // it back.
@@ -143,6 +164,10 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
     auto cubin = std::make_shared<std::vector<uint8_t>>();
     if (sk_status st = linker->link(inputs, arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
         st != SK_OK) {
+      if (std::strstr(last_error(), "too much shared data")) {
+        const std::string error = last_error();
+        fail(st, "%s (%s)", error.c_str(), static_shared_of(req).c_str());
+      }
       // PTX written for a newer ISA than nvJitLink's may use what the lowered version lacks.
       std::string lowered;
       for (const CudaModule *m : modules)

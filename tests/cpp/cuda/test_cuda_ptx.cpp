@@ -1123,3 +1123,44 @@ TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
   EXPECT_FALSE(says(dropped, "keep")) << dropped;
   EXPECT_EQ(sk::cuda_test::ptxas(dropped, m->ptx->link_arch, &log), 0) << log << "\n" << dropped;
 }
+
+// A PTX kernel's static shared memory: the `.shared` variables of the module, or of a function,
+// that it or a function it reaches names, once each, on its alignment. Fused, they stand beside
+// every other PTX kernel's; a link past a block's 48 KiB names the kernels that fill it.
+TEST(CudaPtx, StaticSharedMemoryIsWhatAKernelAndItsHelpersName) {
+  const std::string text =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".shared .align 4 .b8 a[100];\n.shared .align 16 .v4 .f32 b[2];\n.shared .align 8 .u64 c;\n"
+      ".func h()\n{\n.reg .b32 %r<2>;\nmov.u32 %r1, b;\nst.shared.u32 [%r1], 0;\nret;\n}\n"
+      ".visible .entry k1()\n.reqntid 32\n{\nst.shared.u32 [a+4], 1;\ncall h, ();\nret;\n}\n"
+      ".visible .entry k2()\n.reqntid 32\n{\n.shared .align 4 .b32 d[3];\nst.shared.u64 [c], 2;\n"
+      "st.shared.u32 [d+8], 3;\ncall h, ();\nret;\n}\n";
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "shared.ptx", &m), SK_OK) << sk::last_error();
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text_of(m->bytes), "sm_90", &log), 0) << log;
+  EXPECT_EQ(m->ptx->find("k1")->static_shared, 144u) << "a (100), b on 16 (32)";
+  EXPECT_EQ(m->ptx->find("k2")->static_shared, 52u) << "b (32), c on 8 (8), its own d (12)";
+  EXPECT_EQ(take(m, "k2")->static_shared, 52u);
+
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  const std::string big =
+      ".version 8.0\n.target sm_90\n.address_size 64\n.shared .align 4 .b8 s1[30000];\n"
+      ".shared .align 4 .b8 s2[20000];\n"
+      ".visible .entry big1(.param .u32 i)\n.reqntid 32\n{\n.reg .b32 %r<3>;\nld.param.u32 %r1, [i];\n"
+      "mov.u32 %r2, s1;\nadd.u32 %r2, %r2, %r1;\nst.shared.u8 [%r2], 1;\nret;\n}\n"
+      ".visible .entry big2(.param .u32 i)\n.reqntid 32\n{\n.reg .b32 %r<3>;\nld.param.u32 %r1, [i];\n"
+      "mov.u32 %r2, s2;\nadd.u32 %r2, %r2, %r1;\nst.shared.u8 [%r2], 2;\nret;\n}\n";
+  std::shared_ptr<const CudaModule> both;
+  ASSERT_EQ(sk::cuda::load_cuda_module(big.data(), big.size(), "big.ptx", &both), SK_OK) << sk::last_error();
+  Scope s;
+  s.add(take(both, "big1"), 2);
+  s.add(take(both, "big2"), 2);
+  ASSERT_EQ(s.make_plan(2), SK_OK) << sk::last_error();
+  BuiltImage img;
+  EXPECT_NE(build_superkernel(s.request(), &img), SK_OK);
+  EXPECT_TRUE(contains(sk::last_error(), "too much shared data")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "'big1' 30000 bytes, 'big2' 20000 bytes")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "those of kernels from PTX (50000 bytes) add up")) << sk::last_error();
+}
