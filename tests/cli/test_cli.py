@@ -483,7 +483,8 @@ def test_inspect_triton_ptx_shows_its_launch_facts_and_rewrites():
     assert out.startswith(f"{rope}: PTX text, {os.path.getsize(rope)} bytes; for sm_90 libsk reads PTX"), out
     assert "PTX 9.4, .target sm_90a, linked for sm_90a\nmodule rewrites:\n  .version 9.4 lowered to " in out
     rope_text = out[:out.index(rms)]
-    assert f"  rope_kernel(ptr,ptr,ptr,ptr,u32,u32,ptr,ptr)\n    threads: {threads} (from .reqntid)\n" in rope_text
+    assert (f"  rope_kernel(ptr,ptr,ptr,ptr,u32,u32,ptr,ptr)\n    threads: {threads} (from .reqntid)\n"
+            "    static shared: 0 bytes\n    dynamic shared: 0 bytes\n") in rope_text
     assert f"    PTX .entry: reqntid {threads},1,1\n" in rope_text
     assert "\n      %ctaid.x read as sk_block_idx()\n" in rope_text
     assert "  rmsnorm_kernel: cannot be taken: " in out
@@ -496,6 +497,7 @@ def test_inspect_triton_ptx_shows_its_launch_facts_and_rewrites():
     assert d["ptx"]["rewrites"][0].startswith(".version 9.4 lowered to ")
     [k] = d["kernels"]
     assert (k["name"], k["threads"], k["threads_from"]) == ("rope_kernel", threads, ".reqntid")
+    assert (k["static_shared_bytes"], k["dynamic_shared_bytes"]) == (0, 0)  # Triton's is global_smem, dynamic
     assert k["ptx"]["reqntid"] == [threads, 1, 1] and "%ctaid.x read as sk_block_idx()" in k["ptx"]["rewrites"]
     [k] = json.loads(sk("inspect", "--json", rms).stdout)["kernels"]
     assert k["name"] == "rmsnorm_kernel" and "sk_kernel_desc.dynamic_shared" in k["error"]

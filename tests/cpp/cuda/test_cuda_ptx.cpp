@@ -219,6 +219,8 @@ TEST(CudaPtx, GlobalKernelsLoadWithTheirLaunchFacts) {
   EXPECT_EQ(rms->threads_from, ".maxntid");
   EXPECT_EQ(rms->ptx->min_blocks_per_sm, 2u);
   EXPECT_EQ(sk::signature_to_string(rms->signature), "ptr,ptr,ptr,u32,f32");
+  // Its block reduction's __shared__ float partial[32] and total: 132 bytes, the linked entry's.
+  EXPECT_EQ(rms->static_shared, 132u);
   // At most the launch bounds' threads.
   EXPECT_EQ(refused(m, "rmsnorm_global", 512), SK_ERR_INCOMPATIBLE);
   EXPECT_TRUE(contains(sk::last_error(), ".maxntid 256, 1, 1")) << sk::last_error();

@@ -99,6 +99,7 @@ def print_text(d, out):
         shared = f"{k['dynamic_shared_bytes']} bytes"
         if k.get("dynamic_shared_from"):
             shared += f" (from {k['dynamic_shared_from']})"
+        w(f"    static shared: {k['static_shared_bytes']} bytes\n")
         w(f"    dynamic shared: {shared}\n")
         w(f"    device API: {', '.join(k['device_api']) or 'none'}\n")
         p = k.get("ptx")
