@@ -157,11 +157,11 @@ std::string_view barrier_named(const std::vector<std::string_view> &t) {
   if (!(op.starts_with("bar.") || op.starts_with("barrier.")) || op.starts_with("bar.warp") ||
       op.starts_with("barrier.cluster"))
     return "";
-  const bool red = op.find(".red") != std::string_view::npos;
   size_t k = 1;
-  if (red)
+  if (op.find(".red") != std::string_view::npos) {  // `bar.red.popc.u32 d, a, ...`: after the result
     while (k < t.size() && t[k] != ",") ++k;
-  if (red) ++k;
+    ++k;
+  }
   return k < t.size() ? t[k] : "";
 }
 
