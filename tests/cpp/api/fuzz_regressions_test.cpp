@@ -227,14 +227,19 @@ TEST(FuzzRegressions, AnEmptyThreadLocalSectionCopiesNothing) {
       0x5f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
+  // An x86-64 object: another host refuses it for its machine, before any section is read.
+#if defined(__x86_64__)
+  const char *why = "thread-local variable 'tls_too_big_buffer'";
+#else
+  const char *why = "e_machine 62 is not";
+#endif
   for (const char *spec : {"host", "host:symbols=strict"}) {
     SCOPED_TRACE(spec);
     sk_device *dev = nullptr;
     ASSERT_EQ(sk_device_open(spec, &dev), SK_OK) << sk_last_error();
     sk_module *mod = nullptr;
     EXPECT_EQ(sk_module_load(dev, input, sizeof input, &mod), SK_ERR_UNSUPPORTED);
-    EXPECT_NE(std::string(sk_last_error()).find("thread-local variable 'tls_too_big_buffer'"), std::string::npos)
-        << sk_last_error();
+    EXPECT_NE(std::string(sk_last_error()).find(why), std::string::npos) << sk_last_error();
     EXPECT_EQ(mod, nullptr);
     sk_device_close(dev);
   }
