@@ -29,6 +29,9 @@ bool word_char(char c) {
          c == '%' || c == '.';
 }
 
+// A word that names a variable or a function: not a directive, register, label or number.
+bool identifier(std::string_view t) { return !t.empty() && word_char(t[0]) && !std::strchr(".%$0123456789", t[0]); }
+
 // PTX's lexical structure as far as a rewrite needs it: words (directives, opcodes with their
 // type suffixes, registers, names, numbers, `.shared::cluster`), guards (`@!%p1`), strings and
 // single punctuation; comments skipped.
@@ -339,7 +342,7 @@ sk_status Parser::run() {
       continue;
     }
     for (size_t k = i; k < j; ++k)  // a variable's initializer may hold a function's address
-      if (word_char(tok(k)[0]) && !std::strchr(".%$0123456789", tok(k)[0])) module_words.insert(std::string(tok(k)));
+      if (identifier(tok(k))) module_words.insert(std::string(tok(k)));
     if (shared && !ext) shared_variable(i, j);
     if (shared && ext) {
       for (size_t k = j; k > i; --k)
@@ -483,7 +486,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   if (opcode == ".shared") {  // a function's own variable: the function names it
     shared_variable(op, end);
     for (size_t k = op + 1; k < end; ++k)
-      if (word_char(tok(k)[0]) && !std::strchr(".%$0123456789", tok(k)[0])) f.words.insert(std::string(tok(k)));
+      if (identifier(tok(k))) f.words.insert(std::string(tok(k)));
     return;
   }
   if (f.entry) {
@@ -497,9 +500,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     const std::string_view t = tok(k);
     if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
     if (extern_shared.count(std::string(t))) f.dynamic_shared = true;
-    if (k > op && !opcode.starts_with("call") && t[0] != '%' && t[0] != '.' && t[0] != '$' && word_char(t[0]) &&
-        !(t[0] >= '0' && t[0] <= '9'))
-      f.words.insert(std::string(t));
+    if (k > op && !opcode.starts_with("call") && identifier(t)) f.words.insert(std::string(t));
   }
   if (f.refusal.empty() && opcode.starts_with("bar")) {
     std::vector<std::string_view> t;
