@@ -60,6 +60,16 @@ class CudaGpu : public ::testing::Test {
       EXPECT_EQ(sk_module_get_kernel(mod, name, &k), SK_OK) << sk_last_error();
     return k;
   }
+  // Kernel `name` of the PTX text `ptx`, taken with `desc`; its module unloads at the test's end.
+  sk_kernel *ptx_kernel(const std::string &ptx, const char *name, const sk_kernel_desc &desc) {
+    sk_module *mod = nullptr;
+    EXPECT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << name << ": " << sk_last_error();
+    if (!mod) return nullptr;
+    modules_.push_back(mod);
+    sk_kernel *k = nullptr;
+    EXPECT_EQ(sk_module_get_kernel_desc(mod, name, &desc, &k), SK_OK) << name << ": " << sk_last_error();
+    return k;
+  }
   template <class T>
   T *alloc(const std::vector<T> &init) {
     void *p = nullptr;
@@ -1291,12 +1301,8 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     sk_scope *scope = nullptr;
     ASSERT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
     for (PtxStep &s : steps) {
-      sk_module *mod = nullptr;
-      ASSERT_EQ(sk_module_load(dev_, s.ptx.data(), s.ptx.size(), &mod), SK_OK) << s.name << ": " << sk_last_error();
-      modules_.push_back(mod);
-      sk_kernel_desc desc{sizeof desc, nullptr, s.threads, s.shared};
-      sk_kernel *kernel = nullptr;
-      ASSERT_EQ(sk_module_get_kernel_desc(mod, s.name, &desc, &kernel), SK_OK) << sk_last_error();
+      sk_kernel *kernel = ptx_kernel(s.ptx, s.name, {sizeof(sk_kernel_desc), nullptr, s.threads, s.shared});
+      ASSERT_NE(kernel, nullptr) << s.name;
       std::vector<void *> args = s.args();
       ASSERT_EQ(sk_add_kernel(scope, kernel, s.grid, args.data(), nullptr), SK_OK)
           << s.name << ": " << sk_last_error();
@@ -1419,15 +1425,11 @@ TEST_F(CudaGpu, TwoDimensionalBlocksFusedEqualTheirPlainLaunch) {
   ASSERT_EQ(drv.launch(ptx, "sum_blocks_2d", kBlocks, kThreads, 0, a1, 1, kRowsPerBlock), 0);
   ASSERT_EQ(drv.launch(ptx, "copy_1d", kBlocks, kThreads, 0, a2), 0);
 
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
-  modules_.push_back(mod);
-  sk_kernel_desc two_d{sizeof two_d, nullptr, 0, 0, {kCols, kRowsPerBlock, 1}},
+  const sk_kernel_desc two_d{sizeof two_d, nullptr, 0, 0, {kCols, kRowsPerBlock, 1}},
       one_d{sizeof one_d, nullptr, 0, 0, {kThreads, 1, 1}};
-  sk_kernel *scale = nullptr, *sum = nullptr, *copy = nullptr;
-  ASSERT_EQ(sk_module_get_kernel_desc(mod, "scale_rows_2d", &two_d, &scale), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_module_get_kernel_desc(mod, "sum_blocks_2d", &two_d, &sum), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_module_get_kernel_desc(mod, "copy_1d", &one_d, &copy), SK_OK) << sk_last_error();
+  sk_kernel *scale = ptx_kernel(ptx, "scale_rows_2d", two_d), *sum = ptx_kernel(ptx, "sum_blocks_2d", two_d),
+            *copy = ptx_kernel(ptx, "copy_1d", one_d);
+  ASSERT_TRUE(scale && sum && copy);
   uint64_t fs = ptr_slot(fused.scaled), fu = ptr_slot(fused.sums), fc = ptr_slot(fused.copied);
   void *f0[] = {&xs, &fs, &n_cols}, *f1[] = {&xs, &fu}, *f2[] = {&xs, &fc};
   ASSERT_NO_FATAL_FAILURE(run_fused("block2d", {{scale, kBlocks, f0}, {sum, kBlocks, f1}, {copy, kBlocks, f2}}));
@@ -1466,13 +1468,9 @@ TEST_F(CudaGpu, DependentLaunchKernelsFusedEqualTheirPlainLaunch) {
   ASSERT_EQ(drv.launch(ptx, "pdl_scale", kBlocks, 128, 0, scale_args), 0);
   ASSERT_EQ(drv.launch(ptx, "pdl_mirror", kBlocks, 128, 0, mirror_args), 0);
 
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
-  modules_.push_back(mod);
-  sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
-  sk_kernel *scale = nullptr, *mirror = nullptr;
-  ASSERT_EQ(sk_module_get_kernel_desc(mod, "pdl_scale", &desc, &scale), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_module_get_kernel_desc(mod, "pdl_mirror", &desc, &mirror), SK_OK) << sk_last_error();
+  const sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
+  sk_kernel *scale = ptx_kernel(ptx, "pdl_scale", desc), *mirror = ptx_kernel(ptx, "pdl_mirror", desc);
+  ASSERT_TRUE(scale && mirror);
   void *fused_scale[] = {&xs, &fm, &n}, *fused_mirror[] = {&fm, &fo, &n};
   ASSERT_NO_FATAL_FAILURE(run_fused("pdl", {{scale, kBlocks, fused_scale}, {mirror, kBlocks, fused_mirror}}));
   const std::vector<float> plain = read(plain_out, kN), fused = read(fused_out, kN);
@@ -1497,12 +1495,8 @@ TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
   uint64_t ps = ptr_slot(plain), fs = ptr_slot(fused);
   void *plain_args[] = {&ps}, *fused_args[] = {&fs};
   ASSERT_EQ(drv.launch(ptx, "prune_taken", kBlocks, 128, 0, plain_args), 0);
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
-  modules_.push_back(mod);
-  sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
-  sk_kernel *taken = nullptr;
-  ASSERT_EQ(sk_module_get_kernel_desc(mod, "prune_taken", &desc, &taken), SK_OK) << sk_last_error();
+  sk_kernel *taken = ptx_kernel(ptx, "prune_taken", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+  ASSERT_NE(taken, nullptr);
   ASSERT_NO_FATAL_FAILURE(run_fused("prune", {{taken, kBlocks, fused_args}}));
   const std::vector<float> a = read(plain, kN), b = read(fused, kN);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "fused != the driver's launch";
@@ -1560,13 +1554,8 @@ TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
     for (float *&d : dst) d = alloc(std::vector<float>(kRows * kCols, -1.0f));
     std::vector<void *> a0 = args_for(dst[0]), a1 = args_for(dst[1]), a2 = args_for(dst[2]);
     EXPECT_EQ(drv.launch(ptx, name, kBlocks, threads, shared, a0.data()), 0) << name;
-    sk_module *mod = nullptr;
-    EXPECT_EQ(sk_module_load(dev_, ptx.data(), ptx.size(), &mod), SK_OK) << sk_last_error();
-    if (!mod) return out;
-    modules_.push_back(mod);
-    sk_kernel_desc desc{sizeof desc, nullptr, threads, shared};
-    sk_kernel *k = nullptr;
-    EXPECT_EQ(sk_module_get_kernel_desc(mod, name, &desc, &k), SK_OK) << sk_last_error();
+    sk_kernel *k = ptx_kernel(ptx, name, {sizeof(sk_kernel_desc), nullptr, threads, shared});
+    if (!k) return out;
     sk_scope *scope = nullptr;
     EXPECT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
     sk_kernel_options opts = SK_KERNEL_OPTIONS_INIT;
@@ -1642,12 +1631,8 @@ TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
   // 256 bytes: they are in its argument buffer, in global memory), each step copying into its
   // own output; and read by reference from device memory.
   {
-    sk_module *mod = nullptr;
-    ASSERT_EQ(sk_module_load(dev_, nvcc.data(), nvcc.size(), &mod), SK_OK) << sk_last_error();
-    modules_.push_back(mod);
-    sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
-    sk_kernel *k = nullptr;
-    ASSERT_EQ(sk_module_get_kernel_desc(mod, "tma_copy_global", &desc, &k), SK_OK) << sk_last_error();
+    sk_kernel *k = ptx_kernel(nvcc, "tma_copy_global", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+    ASSERT_NE(k, nullptr);
     constexpr size_t kSteps = 160;
     std::vector<float *> outs;
     std::deque<std::array<void *, 2>> step_args;
