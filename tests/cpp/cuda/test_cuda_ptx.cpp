@@ -95,14 +95,19 @@ size_t count(const std::string &text, const std::string &what) {
   return n;
 }
 
+// PTX text written here, loaded as `label`.
+std::shared_ptr<const CudaModule> load_ptx(const std::string &text, const char *label) {
+  std::shared_ptr<const CudaModule> m;
+  EXPECT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), label, &m), SK_OK) << sk::last_error();
+  return m;
+}
+
 // A kernel of PTX text written here (a .reqntid 32 entry whose body is `body`, parameters
 // `params`), loaded.
 std::shared_ptr<const CudaModule> load_text(const std::string &params, const std::string &body) {
-  const std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(" + params +
-                           ")\n.reqntid 32\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n" + body + "\nret;\n}\n";
-  std::shared_ptr<const CudaModule> m;
-  EXPECT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "k.ptx", &m), SK_OK) << sk::last_error();
-  return m;
+  return load_ptx(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(" + params +
+                      ")\n.reqntid 32\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n" + body + "\nret;\n}\n",
+                  "k.ptx");
 }
 
 }  // namespace
@@ -179,8 +184,8 @@ TEST(CudaPtx, ALinkFailingOnLoweredPtxSaysItWasLowered) {
   const size_t ret = text.rfind("\tret;");
   ASSERT_NE(ret, std::string::npos);
   text.insert(ret, "\tnewer.instruction.b32 %r1;\n");
-  std::shared_ptr<const CudaModule> m;
-  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "newer.ptx", &m), SK_OK) << sk::last_error();
+  const std::shared_ptr<const CudaModule> m = load_ptx(text, "newer.ptx");
+  ASSERT_TRUE(m);
   Scope s;
   s.add(take(m, "residual_add_kernel"), 4);
   ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
@@ -375,8 +380,8 @@ TEST(CudaPtx, ABlockShapeTheCallerGivesRebuildsTheThreadIndex) {
       ".visible .entry k(.param .u64 out)\n.reqntid 8, 4, 1\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<2>;\n"
       "{ .param .b32 r; call (r), helper, (); ld.param.b32 %r1, [r]; }\nmov.u32 %r2, %tid.y;\n"
       "add.u32 %r1, %r1, %r2;\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], %r1;\nret;\n}\n";
-  std::shared_ptr<const CudaModule> rm;
-  ASSERT_EQ(sk::cuda::load_cuda_module(shaped.data(), shaped.size(), "shaped.ptx", &rm), SK_OK) << sk::last_error();
+  const std::shared_ptr<const CudaModule> rm = load_ptx(shaped, "shaped.ptx");
+  ASSERT_TRUE(rm);
   auto rk = take(rm, "k");
   ASSERT_TRUE(rk);
   EXPECT_TRUE(!rk->ptx->block_shape_needed && rk->ptx->reads_block_shape);
@@ -565,9 +570,8 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsTheGenericAddressOfItsBytes
       ".visible .entry k(.param .align 64 .b8 s[128])\n{\n.reg .b64 %rd<4>;\nmov.u64 %rd1, s;\n"
       "cvta.param.u64 %rd3, %rd1;\n{ .param .b64 a0; .param .b64 r0; st.param.b64 [a0], %rd3;\n"
       "call (r0), h, (a0); }\nret;\n}\n";
-  std::shared_ptr<const CudaModule> helper;
-  ASSERT_EQ(sk::cuda::load_cuda_module(helper_text.data(), helper_text.size(), "h.ptx", &helper), SK_OK)
-      << sk::last_error();
+  const std::shared_ptr<const CudaModule> helper = load_ptx(helper_text, "h.ptx");
+  ASSERT_TRUE(helper);
   EXPECT_EQ(refused(helper, "k"), SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk::last_error(), "'h', which it calls, makes a parameter address generic (cvta.param.u64)"))
       << sk::last_error();
@@ -721,8 +725,8 @@ TEST(CudaPtx, EveryFunctionAMultiDimensionalKernelReachesReadsTheGridFromTheStep
 }
 )") + entry("plane", "%ctaid.y", "%nctaid.z") +
                            entry("line", "%ctaid.x", "%nctaid.x");
-  std::shared_ptr<const CudaModule> m;
-  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "planes.ptx", &m), SK_OK) << sk::last_error();
+  const std::shared_ptr<const CudaModule> m = load_ptx(text, "planes.ptx");
+  ASSERT_TRUE(m);
   EXPECT_TRUE(take(m, "plane", 32)->ptx->multi_dimensional_grid);
   EXPECT_FALSE(take(m, "line", 32)->ptx->multi_dimensional_grid);
   const std::string out = text_of(m->bytes);
@@ -1110,8 +1114,8 @@ TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
       "ret;\n}\n"
       ".func (.param .b32 r) late(.param .b32 a)\n{\n.reg .b32 %r<2>;\nld.param.b32 %r1, [a];\n"
       "st.param.b32 [r], %r1;\nret;\n}\n";
-  std::shared_ptr<const CudaModule> m;
-  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "decl.ptx", &m), SK_OK) << sk::last_error();
+  const std::shared_ptr<const CudaModule> m = load_ptx(text, "decl.ptx");
+  ASSERT_TRUE(m);
   const std::string kept = sk::cuda::ptx_text_for(*m->ptx, {"keep"});
   EXPECT_FALSE(contains(kept, "late")) << kept;
   EXPECT_FALSE(contains(kept, "drop")) << kept;
@@ -1137,8 +1141,8 @@ TEST(CudaPtx, StaticSharedMemoryIsWhatAKernelAndItsHelpersName) {
       ".visible .entry k1()\n.reqntid 32\n{\nst.shared.u32 [a+4], 1;\ncall h, ();\nret;\n}\n"
       ".visible .entry k2()\n.reqntid 32\n{\n.shared .align 4 .b32 d[3];\nst.shared.u64 [c], 2;\n"
       "st.shared.u32 [d+8], 3;\ncall h, ();\nret;\n}\n";
-  std::shared_ptr<const CudaModule> m;
-  ASSERT_EQ(sk::cuda::load_cuda_module(text.data(), text.size(), "shared.ptx", &m), SK_OK) << sk::last_error();
+  const std::shared_ptr<const CudaModule> m = load_ptx(text, "shared.ptx");
+  ASSERT_TRUE(m);
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(text_of(m->bytes), "sm_90", &log), 0) << log;
   EXPECT_EQ(m->ptx->find("k1")->static_shared, 144u) << "a (100), b on 16 (32)";
@@ -1154,8 +1158,8 @@ TEST(CudaPtx, StaticSharedMemoryIsWhatAKernelAndItsHelpersName) {
       "mov.u32 %r2, s1;\nadd.u32 %r2, %r2, %r1;\nst.shared.u8 [%r2], 1;\nret;\n}\n"
       ".visible .entry big2(.param .u32 i)\n.reqntid 32\n{\n.reg .b32 %r<3>;\nld.param.u32 %r1, [i];\n"
       "mov.u32 %r2, s2;\nadd.u32 %r2, %r2, %r1;\nst.shared.u8 [%r2], 2;\nret;\n}\n";
-  std::shared_ptr<const CudaModule> both;
-  ASSERT_EQ(sk::cuda::load_cuda_module(big.data(), big.size(), "big.ptx", &both), SK_OK) << sk::last_error();
+  const std::shared_ptr<const CudaModule> both = load_ptx(big, "big.ptx");
+  ASSERT_TRUE(both);
   Scope s;
   s.add(take(both, "big1"), 2);
   s.add(take(both, "big2"), 2);
