@@ -11,6 +11,7 @@
 #include "cuda/entry_ptx.hpp"
 #include "cuda/ptx_param_address.hpp"
 #include "cuda/ptx_special_registers.hpp"
+#include "elf/fatbin.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -687,7 +688,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   m.target = p.target;
   // The target: PTX for the device's architecture or an older one; `sm_90a` features need the
   // link to be for sm_90a.
-  const unsigned device = (unsigned)std::strtoul(arch.c_str() + 3, nullptr, 10);
+  bool specific = false;
+  const unsigned device = elf::arch_number(arch, &specific);
   char *end = nullptr;
   const unsigned sm = m.target.starts_with("sm_") ? (unsigned)std::strtoul(m.target.c_str() + 3, &end, 10) : 0;
   if (!sm)

@@ -16,6 +16,7 @@
 #include "cuda/nvjitlink.hpp"
 #include "cuda/ptx_prune.hpp"
 #include "elf/cubin_shared_overlay.hpp"
+#include "elf/fatbin.hpp"
 
 namespace sk::cuda {
 namespace {
@@ -329,8 +330,8 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
 
   const std::vector<const CudaModule *> modules = linked_modules(req.kernels);
   // A cubin holds SASS for one architecture: say so before nvJitLink says "bad input".
-  const unsigned target =
-      (unsigned)std::strtoul(req.arch.c_str() + (req.arch.rfind("sm_", 0) == 0 ? 3 : 0), nullptr, 10);
+  bool specific = false;
+  const unsigned target = elf::arch_number(req.arch, &specific);
   for (const CudaModule *m : modules)
     if (m->kind == InputKind::Cubin && m->cubin.sm && m->cubin.sm != target)
       return fail(SK_ERR_INCOMPATIBLE,
