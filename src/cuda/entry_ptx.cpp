@@ -69,6 +69,8 @@ constexpr StateField kBlockState[] = {
     {"S_BLOCK_SHAPE", 8},
     // A u64 per flag: the target of its wait.
     {"S_FLAG_TARGET", 8 * kCrossCoreFlags},
+    // How many of the running sub-kernel's threads have returned early (__sk_leave).
+    {"S_LEFT", 4},
 };
 constexpr uint32_t block_state_bytes() {
   uint32_t bytes = 0;

@@ -9,6 +9,7 @@
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
+#include "cuda/ptx_early_return.hpp"
 #include "cuda/ptx_param_address.hpp"
 #include "cuda/ptx_special_registers.hpp"
 #include "elf/fatbin.hpp"
@@ -129,10 +130,13 @@ struct Function {
   // Programmatic dependent launch (griddepcontrol.wait, .launch_dependents), taken out: fused, a
   // step starts once the steps it depends on have completed, which is what the wait waits for.
   std::vector<Edit> dependent_launch;
-  // Each parameter's declaration after `.param` (text offsets [first, second)), and an entry's
-  // statements, for the rewrite of a parameter whose address the kernel takes.
+  // Each parameter's declaration after `.param` (text offsets [first, second)), for the rewrite
+  // of a parameter whose address the kernel takes; its statements and labels (each with the
+  // statement it stands before), for that rewrite and for ptx_early_return.hpp's.
   std::vector<std::pair<size_t, size_t>> param_decls;
   std::vector<PtxStatement> body;
+  std::vector<std::pair<size_t, std::string_view>> labels;
+  bool barrier_zero = false;  // a statement of its own names barrier 0 (or a barrier in a register)
   // A helper's cvta.param: of a parameter-space address its kernel passed it, which the
   // rewrite of that kernel's parameters would not follow.
   std::string param_to_generic;
@@ -154,19 +158,14 @@ bool names_other_ctas(std::string_view token) {
 constexpr const char *kDynamicParallelism[] = {"__cudaCDP2", "cudaLaunchDevice", "cudaGetParameterBuffer",
                                                "cudaCGGetIntrinsicHandle", "cudaCGSynchronize"};
 
-// The barrier a `bar` / `barrier` statement `t` (opcode first) names, as written ("" for none:
-// bar.warp.sync, barrier.cluster): the first operand, the second of bar.red's.
-std::string_view barrier_named(const std::vector<std::string_view> &t) {
-  const std::string_view op = t.empty() ? std::string_view() : t[0];
-  if (!(op.starts_with("bar.") || op.starts_with("barrier.")) || op.starts_with("bar.warp") ||
-      op.starts_with("barrier.cluster"))
-    return "";
+// The callee a `call` statement names ("" for a call through a register).
+std::string_view call_target(const std::vector<std::string_view> &t) {
   size_t k = 1;
-  if (op.find(".red") != std::string_view::npos) {  // `bar.red.popc.u32 d, a, ...`: after the result
-    while (k < t.size() && t[k] != ",") ++k;
-    ++k;
+  if (k < t.size() && t[k] == "(") {  // (return values),
+    while (k < t.size() && t[k] != ")") ++k;
+    k += 2;
   }
-  return k < t.size() ? t[k] : "";
+  return k < t.size() && t[k][0] != '%' ? t[k] : "";
 }
 
 // What a construct of a function body means for fusion, "" when nothing: the things a `.func`
@@ -490,13 +489,14 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
       if (identifier(tok(k))) f.words.insert(std::string(tok(k)));
     return;
   }
-  if (f.entry) {
+  {
     PtxStatement s{toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, op > begin ? tok(begin) : "", {}};
     for (size_t k = op; k < end; ++k) s.toks.push_back(tok(k));
+    f.barrier_zero |= barrier_zero(s) != BarrierZero::None;
     f.body.push_back(std::move(s));
-  } else if (opcode.starts_with("cvta.param") && f.param_to_generic.empty()) {
-    f.param_to_generic = std::string(opcode);
   }
+  if (!f.entry && opcode.starts_with("cvta.param") && f.param_to_generic.empty())
+    f.param_to_generic = std::string(opcode);
   for (size_t k = op; k < end; ++k) {
     const std::string_view t = tok(k);
     if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
@@ -504,9 +504,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     if (k > op && !opcode.starts_with("call") && identifier(t)) f.words.insert(std::string(t));
   }
   if (f.refusal.empty() && opcode.starts_with("bar")) {
-    std::vector<std::string_view> t;
-    for (size_t k = op; k < end; ++k) t.push_back(tok(k));
-    const std::string id(barrier_named(t));
+    const std::string id(barrier_named(f.body.back().toks));
     if (!id.empty() && id[0] >= '0' && id[0] <= '9' && std::strtoul(id.c_str(), nullptr, 0) == kBlockBarrier)
       f.refusal = "barrier " + id + " (" + std::string(opcode) +
                   "), which the super kernel's own block barriers use: warps that left the sub-kernel would "
@@ -524,13 +522,8 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     return;
   }
   if (opcode.starts_with("call")) {
-    size_t k = op + 1;
-    if (tok(k) == "(") {  // (return values),
-      while (k < end && tok(k) != ")") ++k;
-      k += 2;
-    }
-    const std::string callee(tok(k));
-    if (callee.empty() || callee[0] == '%') {
+    const std::string callee(call_target(f.body.back().toks));
+    if (callee.empty()) {
       f.indirect_calls = true;
     } else {
       f.callees.insert(callee);
@@ -605,6 +598,7 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
       continue;
     }
     if (tok(i + 1) == ":" && s[0] != '@') {
+      f.labels.push_back({f.body.size(), s});
       i += 2;
       continue;
     }
@@ -640,6 +634,54 @@ std::string pass_by_address(const Function &f, PtxKernel *k, std::vector<Edit> *
   edits->insert(edits->end(), r.edits.begin(), r.edits.end());
   notes->insert(notes->end(), r.notes.begin(), r.notes.end());
   k->by_address = std::move(r.by_address);
+  return "";
+}
+
+// An entry whose threads may return while others of the block go on to barrier 0
+// (ptx_early_return.hpp): its returns branch to the wait of a returned thread, and every barrier
+// 0 that it and the functions it reaches name runs in two phases. The refusal, if a barrier is
+// in a form the rewrite does not pair, or may lie where it cannot see.
+std::string keep_step_after_return(const Function &f, const std::vector<const Function *> &reached,
+                                   const std::set<std::string_view> &barrier_functions, std::vector<Edit> *edits,
+                                   std::vector<std::string> *notes, bool *leaves) {
+  std::vector<bool> barrier;
+  for (const PtxStatement &s : f.body) {
+    const bool call = s.toks[0].starts_with("call");
+    const std::string_view callee = call ? call_target(s.toks) : "";
+    barrier.push_back(barrier_zero(s) != BarrierZero::None ||
+                      (call && (callee.empty() || barrier_functions.count(callee))));
+  }
+  if (!returns_before_barrier({&f.body, &f.labels}, f.param_names, barrier)) return "";
+  const std::string early = "returns early before a __syncthreads() its other threads reach, and ";
+  for (const Function *g : reached) {
+    if (g->indirect_calls) return early + "'" + g->name + "' calls through a pointer, whose barriers it cannot pair";
+    for (const std::string &c : g->callees)
+      if (!device_api_bit(c) && c != kGridFunction && c != kThreadFunction &&
+          std::none_of(reached.begin(), reached.end(), [&](const Function *r) { return r->name == c; }))
+        return early + "calls '" + c + "', defined in another module, whose barriers it cannot pair";
+    for (const PtxStatement &s : g->body) {
+      const BarrierZero z = barrier_zero(s);
+      if (z == BarrierZero::Other) {
+        std::string text;
+        for (std::string_view t : s.toks) text += (text.empty() || t == "," ? "" : " ") + std::string(t);
+        return early + "'" + (s.guard.empty() ? "" : std::string(s.guard) + " ") + text + "'" +
+               (g->name == f.name ? "" : " in '" + g->name + "'") +
+               " is a barrier whose threads are not known (a count, a guard, an id in a register)";
+      }
+      if (z != BarrierZero::None) edits->push_back({s.at, s.len, two_phase_barrier(s)});
+    }
+  }
+  for (const PtxStatement &s : f.body)
+    if (s.toks[0].starts_with("ret") || s.toks[0] == "exit")
+      edits->push_back({s.guard.empty() ? s.at : s.at + (size_t)(s.toks[0].data() - s.guard.data()),
+                        s.toks[0].size(), std::string("bra ") + kLeaveLabel});
+  edits->push_back({f.end - 1, 0, leave_block()});
+  notes->push_back(
+      "a thread may return before a __syncthreads() its block's other threads reach: its returns wait "
+      "in " +
+      std::string(kLeaveFunction) +
+      " until the block's last thread has returned, and its barriers 0 run in two phases");
+  *leaves = true;
   return "";
 }
 
@@ -741,6 +783,19 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   for (const Function &f : p.functions) {
     by_name[f.name] = &f;
     if ((f.entry || f.visible) && !f.returns) reach_of[f.name] = m.graph.reach(f.name);
+  }
+
+  // The functions that reach barrier 0, themselves or through a call (a call through a pointer
+  // may reach one).
+  std::set<std::string_view> barrier_functions;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Function &f : p.functions) {
+      if (barrier_functions.count(f.name)) continue;
+      bool reaches = f.barrier_zero || f.indirect_calls;
+      for (const std::string &c : f.callees) reaches |= barrier_functions.count(c) > 0;
+      if (reaches) changed = barrier_functions.insert(f.name).second;
+    }
   }
 
   // The functions a kernel reaches that reads a grid register beyond x: each reads every grid
@@ -884,7 +939,11 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         if (k.refusal.empty() && !k.by_address.empty() && !g->entry && !g->param_to_generic.empty())
           k.refusal = "takes the address of a parameter and '" + g->name +
                       "', which it calls, makes a parameter address generic (" + g->param_to_generic + ")";
-      if (!f.exits.empty()) notes.push_back("exit made ret");
+      bool leaves = false;
+      if (k.refusal.empty() && barrier_functions.count(f.name))
+        k.refusal = keep_step_after_return(f, reached, barrier_functions, &mine, &notes, &leaves);
+      if (leaves) api.insert(kLeaveFunction);
+      if (!f.exits.empty() && !leaves) notes.push_back("exit made ret");
       if (std::any_of(reached.begin(), reached.end(),
                       [](const Function *g) { return !g->dependent_launch.empty(); }))
         notes.push_back(
@@ -892,7 +951,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
             "depends on have completed, which is what griddepcontrol.wait waits for");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
         edits.insert(edits.end(), mine.begin(), mine.end());
-        edits.insert(edits.end(), f.exits.begin(), f.exits.end());
+        if (!leaves) edits.insert(edits.end(), f.exits.begin(), f.exits.end());
         edits.insert(edits.end(), f.dependent_launch.begin(), f.dependent_launch.end());
         api_needed.insert(api.begin(), api.end());
         k.rewrites = std::move(notes);
@@ -903,7 +962,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   // libsk's device API, declared where the rewrite calls it and the text does not.
   std::string decls;
   for (const std::string &fn : api_needed)
-    if (!p.declared.count(fn)) decls += "\n" + special_function_declaration(fn);
+    if (!p.declared.count(fn))
+      decls += "\n" + (fn == kLeaveFunction ? leave_declaration() : special_function_declaration(fn));
   if (!decls.empty()) edits.push_back({p.header_end, 0, decls + "\n"});
 
   // Where each function's definition and declarations stand in the rewritten text, and the

@@ -359,7 +359,8 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     spec.dynamic_shared = sub_kernels;
     const std::string ptx = generate_entry_ptx(spec);
     const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
-    EXPECT_EQ(end - base, 112 + 8 * SK_CROSS_CORE_FLAGS);  // 8 u64, 10 u32 and a 2 x u32 field, a u64 per flag
+    // 8 u64, 10 u32 and a 2 x u32 field, a u64 per flag, the early returns' u32.
+    EXPECT_EQ(end - base, 116 + 8 * SK_CROSS_CORE_FLAGS);
     const std::regex place("__sk_dynamic_shared\\+([0-9]+)");
     uint32_t lowest = UINT32_MAX, highest = 0;
     for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), place); it != std::sregex_iterator(); ++it) {
@@ -368,7 +369,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
       highest = std::max(highest, offset);
     }
     EXPECT_EQ(lowest, base);
-    EXPECT_EQ(highest, base + 112);  // the flag targets, indexed from there
+    EXPECT_EQ(highest, base + 112 + 8 * SK_CROSS_CORE_FLAGS);  // past the flag targets, indexed from 112
     EXPECT_LT(highest, end);
   }
 }

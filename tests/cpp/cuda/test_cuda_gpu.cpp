@@ -1503,6 +1503,40 @@ TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
   EXPECT_EQ(std::memcmp(a.data(), expect.data(), kN * 4), 0) << "the driver's launch != the CPU";
 }
 
+// Threads that return before a __syncthreads() the others reach (the guard of a partial last
+// block; a different round count per thread, the barriers in a helper, __syncthreads_count/and/
+// or after the returns): fused, the returned threads wait in __sk_leave and the block does not
+// hang; the two kernels in one super kernel equal their PTX launched by the driver, bit for bit.
+TEST_F(CudaGpu, ThreadsThatReturnBeforeABarrierFusedEqualTheirPlainLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr uint32_t kBlocks = 8, kN = kBlocks * 128, kLive = kN - 37;
+  std::vector<float> in(kN), zero(kN, 0.0f);
+  std::vector<int> rounds(kN);
+  for (uint32_t i = 0; i < kN; ++i) {
+    in[i] = (float)(i % 23) - 9.0f;
+    rounds[i] = (int)((i * 7 + i / 128) % 6);  // 0 returns at once; every block some of each
+  }
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("early_return_global.ptx"));
+  const std::string ptx(bytes.begin(), bytes.end());
+  float *src = alloc(in), *plain = alloc(zero), *fused = alloc(zero);
+  int *r = alloc(rounds);
+  uint64_t is = ptr_slot(src), ps = ptr_slot(plain), fs = ptr_slot(fused), rs = ptr_slot(r);
+  uint32_t n = kLive;
+  void *plain_guard[] = {&is, &ps, &n}, *fused_guard[] = {&is, &fs, &n};
+  void *plain_rounds[] = {&ps, &rs}, *fused_rounds[] = {&fs, &rs};
+  ASSERT_EQ(drv.launch(ptx, "er_guard", kBlocks, 128, 0, plain_guard), 0);
+  ASSERT_EQ(drv.launch(ptx, "er_rounds", kBlocks, 128, 0, plain_rounds), 0);
+  sk_kernel *guard = ptx_kernel(ptx, "er_guard", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+  sk_kernel *each = ptx_kernel(ptx, "er_rounds", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+  ASSERT_NE(guard, nullptr);
+  ASSERT_NE(each, nullptr);
+  ASSERT_NO_FATAL_FAILURE(run_fused("early_return", {{guard, kBlocks, fused_guard}, {each, kBlocks, fused_rounds}}));
+  const std::vector<float> a = read(plain, kN), b = read(fused, kN);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "fused != the driver's launch";
+  EXPECT_NE(a[0], 0.0f) << "the kernels wrote nothing";
+}
+
 // TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its
 // address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
 // the tensor's shape and strides) and its device-side ones (built in the global scratch): each

@@ -1102,6 +1102,60 @@ TEST(CudaPtx, ALinkCompilesOnlyWhatItsKernelsReach) {
     EXPECT_EQ(img.info.find(gone), nullptr) << gone;
 }
 
+// A kernel whose threads return before a __syncthreads() the others reach: its returns wait in
+// __sk_leave and each barrier 0 it and its helper reach runs in two phases, __syncthreads_and/or
+// counting too; a return the whole block takes alike, or none, leaves the kernel as it was; a
+// barrier of a thread count after the return is refused, named. The rewrite compiles, and links.
+TEST(CudaPtx, AThreadThatReturnsBeforeABarrierKeepsItsBlockInStep) {
+  auto m = load("early_return_global.ptx");
+  ASSERT_TRUE(m && m->ptx);
+  const std::string text = text_of(m->bytes);
+  auto function = [&](const std::string &name) {
+    const size_t at = text.find(" " + name + "(");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find("\n}\n", at) - at);
+  };
+  for (const char *name : {"er_guard", "er_rounds"}) {
+    SCOPED_TRACE(name);
+    ASSERT_NE(m->ptx->find(name), nullptr);
+    EXPECT_TRUE(has_rewrite(m->ptx->find(name)->rewrites, "__sk_leave"));
+    const std::string f = function(name);
+    EXPECT_FALSE(contains(f, "bar.sync") || contains(f, "bar.red")) << f;
+    EXPECT_FALSE(std::regex_search(f, std::regex("\\bret;[^]*\\$__sk_left:"))) << "a return left:\n" << f;
+    EXPECT_TRUE(contains(f, "$__sk_left:\n\tcall __sk_leave, ();\n\tret;")) << f;
+    EXPECT_NE(take(m, name), nullptr);
+  }
+  const std::string guard = function("er_guard");
+  EXPECT_EQ(count(guard, "barrier.sync 0;"), 4u) << guard;
+  EXPECT_EQ(count(guard, "barrier.red.popc.u32"), 4u) << guard;
+  EXPECT_EQ(count(guard, "setp.ne.u32 %p"), 1u) << "the or: one true";
+  EXPECT_EQ(count(guard, "setp.eq.u32 %p"), 1u) << "the and: none false";
+  EXPECT_EQ(count(function("_Z9er_rotatePffi"), "barrier.sync 0;"), 2u) << "the helper's barriers too";
+  for (const char *name : {"er_block_uniform", "er_strided"}) {
+    SCOPED_TRACE(name);
+    EXPECT_FALSE(has_rewrite(m->ptx->find(name)->rewrites, "__sk_leave"));
+    EXPECT_EQ(count(function(name), "bar.sync"), 1u) << function(name);
+  }
+  EXPECT_EQ(count(text, ".extern .func __sk_leave"), 1u);
+  EXPECT_NE(refused(m, "er_counted"), SK_OK);
+  EXPECT_TRUE(contains(sk::last_error(), "'er_counted'")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "'bar.sync 0, 64' is a barrier whose threads are not known"))
+      << sk::last_error();
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log << "\n" << text;
+
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  Scope s;
+  s.add(take(m, "er_guard"), 4);
+  s.add(take(m, "er_rounds"), 4);
+  s.add(take(m, "er_block_uniform"), 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  for (const char *linked : {"er_guard", "er_rounds", "_Z9er_rotatePffi", "__sk_leave"})
+    EXPECT_NE(img.info.find(linked), nullptr) << linked;
+}
+
 // A function declared before it is defined, and called only by a kernel left out: its
 // declaration goes with its definition, and the rest compiles; kept, it stays with both.
 TEST(CudaPtx, ADeclarationGoesWithItsFunction) {

@@ -1,0 +1,56 @@
+// A kernel whose threads may return while others of their block go on to a block-wide barrier
+// (`if (i >= n) return; ... __syncthreads();`). Launched alone, a returned thread exits and the
+// barrier stops waiting for it; fused, it returns into the super kernel, and the others would
+// wait at barrier 0 for it forever. Such a kernel is rewritten so that a returned thread keeps
+// step with barrier 0 until the block's last thread has returned (__sk_leave, in the super
+// kernel's library): each barrier 0 it and its helpers reach runs in two phases, a sync and a
+// counting reduction to which a returned thread adds nothing, and between the two every
+// returned thread reads how many have returned. Only kernels where a return may come first on a
+// branch the block's threads can take apart are rewritten; the others keep their barriers.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cuda/ptx_param_address.hpp"
+
+namespace sk::cuda {
+
+// The barrier a `bar` / `barrier` statement's tokens (opcode first) name, as written ("" for
+// none: bar.warp.sync, barrier.cluster): the first operand, the second of bar.red's.
+std::string_view barrier_named(const std::vector<std::string_view> &toks);
+
+// How a statement uses the block's barrier 0, which `__syncthreads()` (Sync) and
+// `__syncthreads_count/and/or` (Reduce) compile to. Other: a barrier the rewrite does not pair
+// (barrier 0 with a thread count, bar.arrive, a guarded one, an id in a register).
+enum class BarrierZero { None, Sync, Reduce, Other };
+BarrierZero barrier_zero(const PtxStatement &s);
+
+// A function body as the analysis reads it: its statements, and its labels, each with the index
+// of the statement it stands before.
+struct PtxBody {
+  const std::vector<PtxStatement> *statements = nullptr;
+  const std::vector<std::pair<size_t, std::string_view>> *labels = nullptr;
+};
+
+// Whether a thread may return on a branch its block's threads can take apart (one whose
+// predicate may differ between them: it derives from the thread index, a load, a shuffle...)
+// while another goes on to a barrier before they meet again. `barrier[i]`: statement i is one
+// (a barrier of the block, or a call of a function that reaches one). `uniform_params`: the
+// kernel's parameters, whose loads read the same in every thread.
+bool returns_before_barrier(const PtxBody &body, const std::vector<std::string> &uniform_params,
+                            const std::vector<bool> &barrier);
+
+// The two-phase text that replaces a Sync or Reduce statement of barrier 0.
+std::string two_phase_barrier(const PtxStatement &s);
+
+// The label a rewritten kernel's returns branch to, and what stands there: the wait of a returned
+// thread, then the return.
+constexpr char kLeaveFunction[] = "__sk_leave";
+constexpr char kLeaveLabel[] = "$__sk_left";
+std::string leave_block();
+std::string leave_declaration();
+
+}  // namespace sk::cuda
