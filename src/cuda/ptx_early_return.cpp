@@ -1,6 +1,7 @@
 #include "cuda/ptx_early_return.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -82,68 +83,126 @@ bool varying_special(std::string_view t) {
   return false;
 }
 
-// Opcodes whose results differ between threads whatever their operands.
+// Opcodes whose results differ between threads whatever their operands: a load of a thread's
+// own memory (local, or generic, which may be local) or of memory others change meanwhile
+// (volatile, relaxed, acquire); a weak load of global or shared memory at an address alike in
+// every thread reads alike, but for a data race.
 bool varying_opcode(std::string_view op) {
   for (std::string_view p :
-       {"atom",    "shfl",      "vote",     "activemask", "match",       "redux",      "elect",      "ldmatrix",
-        "tex",     "tld4",      "suld",     "mbarrier",   "wgmma",       "mma",        "wmma",       "tcgen05",
-        "call",    "ld.shared", "ld.local", "ld.global",  "ld.volatile", "ld.relaxed", "ld.acquire", "ld.weak",
-        "ld.mmio", "ld.u",      "ld.s",     "ld.b",       "ld.f",        "ld.v"})
+       {"atom",   "shfl",     "vote",        "activemask", "match",      "redux",   "elect", "ldmatrix",
+        "tex",    "tld4",     "suld",        "mbarrier",   "wgmma",      "mma",     "wmma",  "tcgen05",
+        "call",   "ld.local", "ld.volatile", "ld.relaxed", "ld.acquire", "ld.mmio", "ld.u",  "ld.s8",
+        "ld.s16", "ld.s32",   "ld.s64",      "ld.b",       "ld.f",       "ld.v"})
     if (op.starts_with(p)) return true;
   return false;
 }
 
-// Which registers may hold a value that differs between the threads of a block: a fixed point
-// over the statements, by name (a register of an inner scope counts with its namesake, which
-// only adds to the set).
-std::set<std::string_view> varying_registers(const std::vector<PtxStatement> &body,
-                                             const std::vector<std::string> &uniform_params) {
-  std::set<std::string_view> varying;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const PtxStatement &s : body) {
-      const std::vector<std::string_view> &t = s.toks;
-      if (t.empty() || t[0][0] == '.') continue;
-      const std::string_view op = t[0];
-      // The first operand is what it writes, unless it addresses memory.
-      size_t first_end = 1;
-      for (int depth = 0; first_end < t.size(); ++first_end) {
-        if (t[first_end] == "[" || t[first_end] == "{" || t[first_end] == "(") ++depth;
-        if (t[first_end] == "]" || t[first_end] == "}" || t[first_end] == ")") --depth;
-        if (t[first_end] == "," && depth == 0) break;
-      }
-      const bool writes = t.size() > 1 && t[1] != "[";
-      bool v = varying_opcode(op) && !(op.starts_with("ld.global.nc") || op.starts_with("ld.param"));
-      if (op.starts_with("ld.param")) {  // a kernel parameter's, not a call's return value
-        bool param = false;
-        for (size_t k = first_end; k < t.size(); ++k)
-          param |= std::find(uniform_params.begin(), uniform_params.end(), t[k]) != uniform_params.end();
-        v |= !param;
-      }
-      if (!s.guard.empty()) v |= varying.count(guard_register(s.guard)) > 0;
-      for (size_t k = writes ? first_end : 1; k < t.size() && !v; ++k)
-        v = t[k][0] == '%' && (varying_special(t[k]) || varying.count(t[k]));
-      if (!v || !writes) continue;
-      for (size_t k = 1; k < first_end; ++k)
-        if (t[k][0] == '%' && varying.insert(t[k]).second) changed = true;
-    }
-  }
-  return varying;
-}
-
 constexpr size_t kNone = SIZE_MAX;
 
+// The registers a statement reads and writes, as ids of (declaring scope, name): a register an
+// inner `{ .reg ...; }` scope declares is not its namesake outside (nvcc's __syncthreads_or
+// declares its own %p1 and %p2).
+struct Operands {
+  std::vector<uint32_t> writes, reads;
+  uint32_t guard = UINT32_MAX;
+  bool varying = false;  // its result differs between threads whatever it reads
+  bool uniform = false;  // its result is the block's alike whatever it reads (bar.red)
+};
+
+class Registers {
+ public:
+  Registers(const PtxBody &body) : body_(body) {
+    // Each inner scope's declarations: names, and `%p<3>` ranges as (prefix, count).
+    const std::vector<PtxStatement> &st = *body.statements;
+    for (size_t i = 0; i < st.size(); ++i) {
+      const uint32_t scope = (*body.scope_of)[i];
+      if (scope == 0 || st[i].toks.empty() || st[i].toks[0] != ".reg") continue;
+      const std::vector<std::string_view> &t = st[i].toks;
+      for (size_t k = 1; k < t.size(); ++k) {
+        if (t[k][0] != '%') continue;
+        uint32_t count = 0;
+        if (k + 3 < t.size() && t[k + 1] == "<" && t[k + 3] == ">")
+          count = (uint32_t)std::strtoul(std::string(t[k + 2]).c_str(), nullptr, 10);
+        declared_[scope].push_back({t[k], count});
+      }
+    }
+  }
+  uint32_t id(size_t statement, std::string_view name) {
+    uint32_t scope = (*body_.scope_of)[statement];
+    for (; scope != 0; scope = (*body_.scope_parent)[scope])
+      if (declares(scope, name)) break;
+    return ids_.try_emplace({scope, name}, (uint32_t)ids_.size()).first->second;
+  }
+  size_t size() const { return ids_.size(); }
+
+ private:
+  bool declares(uint32_t scope, std::string_view name) const {
+    const auto it = declared_.find(scope);
+    if (it == declared_.end()) return false;
+    for (const auto &[decl, count] : it->second) {
+      if (!count) {
+        if (decl == name) return true;
+        continue;
+      }
+      if (!name.starts_with(decl) || name.size() == decl.size()) continue;
+      const std::string_view digits = name.substr(decl.size());
+      if (digits.find_first_not_of("0123456789") == std::string_view::npos &&
+          std::strtoul(std::string(digits).c_str(), nullptr, 10) < count)
+        return true;
+    }
+    return false;
+  }
+  const PtxBody &body_;
+  std::map<uint32_t, std::vector<std::pair<std::string_view, uint32_t>>> declared_;
+  std::map<std::pair<uint32_t, std::string_view>, uint32_t> ids_;
+};
+
+Operands operands(const PtxStatement &s, size_t i, const std::vector<std::string> &uniform_params, Registers &regs) {
+  Operands o;
+  const std::vector<std::string_view> &t = s.toks;
+  if (t.empty() || t[0][0] == '.') return o;
+  const std::string_view op = t[0];
+  // The first operand is what it writes, unless it addresses memory.
+  size_t first_end = 1;
+  for (int depth = 0; first_end < t.size(); ++first_end) {
+    if (t[first_end] == "[" || t[first_end] == "{" || t[first_end] == "(") ++depth;
+    if (t[first_end] == "]" || t[first_end] == "}" || t[first_end] == ")") --depth;
+    if (t[first_end] == "," && depth == 0) break;
+  }
+  const bool writes = t.size() > 1 && t[1] != "[";
+  o.varying = varying_opcode(op);
+  if (op.starts_with("ld.param")) {  // a kernel parameter's, not a call's return value
+    bool param = false;
+    for (size_t k = first_end; k < t.size(); ++k)
+      param |= std::find(uniform_params.begin(), uniform_params.end(), t[k]) != uniform_params.end();
+    o.varying |= !param;
+  }
+  o.uniform = op.starts_with("bar.red") || op.starts_with("barrier.red") || op.starts_with("bar.cta.red") ||
+              op.starts_with("barrier.cta.red");
+  if (!s.guard.empty()) o.guard = regs.id(i, guard_register(s.guard));
+  for (size_t k = writes ? first_end : 1; k < t.size(); ++k) {
+    if (t[k][0] != '%') continue;
+    if (varying_special(t[k]))
+      o.varying = true;
+    else
+      o.reads.push_back(regs.id(i, t[k]));
+  }
+  if (writes)
+    for (size_t k = 1; k < first_end; ++k)
+      if (t[k][0] == '%') o.writes.push_back(regs.id(i, t[k]));
+  return o;
+}
+
 struct Block {
-  std::vector<size_t> succ;  // kExit stands for leaving the function
+  std::vector<size_t> succ;  // `exit` (the block count) stands for leaving the function
   bool barrier = false, returns = false;
-  bool diverges = false;  // its last statement branches or returns on a varying predicate
+  size_t last = kNone;  // its last statement, when it branches or returns on a guard
 };
 
 }  // namespace
 
 bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params, const std::vector<bool> &barrier) {
   const std::vector<PtxStatement> &st = *body.statements;
-  const std::set<std::string_view> varying = varying_registers(st, uniform_params);
 
   // Basic blocks: a label starts one, a branch or a return ends one.
   std::vector<size_t> block_of(st.size() + 1, kNone);
@@ -155,12 +214,11 @@ bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params
     label_at[name] = at;
   }
   auto op_of = [&](size_t i) { return st[i].toks.empty() ? std::string_view() : st[i].toks[0]; };
-  auto ends = [&](size_t i) {
+  for (size_t i = 0; i < st.size(); ++i) {
     const std::string_view op = op_of(i);
-    return op.starts_with("bra") || op.starts_with("brx") || op.starts_with("ret") || op == "exit";
-  };
-  for (size_t i = 0; i < st.size(); ++i)
-    if (ends(i)) starts[i + 1] = true;
+    if (op.starts_with("bra") || op.starts_with("brx") || op.starts_with("ret") || op == "exit")
+      starts[i + 1] = true;
+  }
   std::vector<Block> blocks;
   std::vector<size_t> first;  // each block's first statement
   for (size_t i = 0; i <= st.size(); ++i) {
@@ -171,14 +229,11 @@ bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params
     block_of[i] = blocks.size() - 1;
   }
   const size_t n = blocks.size(), exit = n;
-  auto guard_varies = [&](const PtxStatement &s) {
-    return !s.guard.empty() && varying.count(guard_register(s.guard)) > 0;
-  };
+  auto end_of = [&](size_t b) { return b + 1 < n ? first[b + 1] : st.size(); };
   for (size_t b = 0; b < n; ++b) {
-    const size_t last_plus = b + 1 < n ? first[b + 1] : st.size();
     Block &k = blocks[b];
-    for (size_t i = first[b]; i < last_plus; ++i) k.barrier = k.barrier || barrier[i];
-    const size_t last = last_plus > first[b] ? last_plus - 1 : kNone;
+    for (size_t i = first[b]; i < end_of(b); ++i) k.barrier = k.barrier || barrier[i];
+    const size_t last = end_of(b) > first[b] ? end_of(b) - 1 : kNone;
     const std::string_view op = last == kNone ? std::string_view() : op_of(last);
     const bool guarded = last != kNone && !st[last].guard.empty();
     bool falls = true;
@@ -187,15 +242,14 @@ bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params
       if (it == label_at.end()) return true;  // a branch the analysis cannot follow: assume the worst
       k.succ.push_back(block_of[it->second]);
       falls = guarded;
-      k.diverges = guard_varies(st[last]);
     } else if (op.starts_with("brx")) {
       return true;  // a branch through a table
     } else if (op.starts_with("ret") || op == "exit") {
       k.returns = true;
       k.succ.push_back(exit);
       falls = guarded;
-      k.diverges = guard_varies(st[last]);
     }
+    if (guarded && falls) k.last = last;
     if (falls) k.succ.push_back(b + 1 < n ? b + 1 : exit);
   }
 
@@ -247,6 +301,20 @@ bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params
       }
     }
   }
+  auto meets_at = [&](size_t b) { return ipdom[b] == kNone ? exit : ipdom[b]; };
+  // The blocks between a branch and where its two sides meet again.
+  auto region = [&](size_t b, auto &&visit) {
+    std::vector<bool> seen(n + 1, false);
+    std::vector<size_t> todo(blocks[b].succ);
+    while (!todo.empty()) {
+      const size_t v = todo.back();
+      todo.pop_back();
+      if (v == exit || v == meets_at(b) || seen[v]) continue;
+      seen[v] = true;
+      visit(v);
+      todo.insert(todo.end(), blocks[v].succ.begin(), blocks[v].succ.end());
+    }
+  };
 
   // From `from`, a path that returns before any barrier (`to_return`) or reaches a barrier,
   // without passing `meet_at`, where the two sides of the branch come together again; returning
@@ -277,15 +345,98 @@ bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params
     }
     return false;
   };
+  // The guarded branches and returns that would hang the block if its threads went apart there.
+  std::vector<size_t> hazards;
   for (size_t b = 0; b < n; ++b) {
-    const Block &k = blocks[b];
-    if (!k.diverges || k.succ.size() != 2) continue;
-    const size_t at = ipdom[b] == kNone ? exit : ipdom[b];
-    const size_t x = k.succ[0], y = k.succ[1];
+    if (blocks[b].last == kNone || blocks[b].succ.size() != 2) continue;
+    const size_t at = meets_at(b), x = blocks[b].succ[0], y = blocks[b].succ[1];
     if ((reaches(x, at, true) && reaches(y, at, false)) || (reaches(y, at, true) && reaches(x, at, false)))
-      return true;
+      hazards.push_back(b);
   }
-  return false;
+  if (hazards.empty()) return false;
+
+  // Whether their threads may go apart: which registers may differ between the threads of a
+  // block at each point, forward over the blocks. A register differs when what wrote it read
+  // a thread's index, a load, a shuffle... or one that differs; and past where the two sides of
+  // a branch that may go apart meet again, every register either side wrote differs (a value
+  // set on one side only is its threads' own).
+  Registers regs(body);
+  std::vector<Operands> ops;
+  ops.reserve(st.size());
+  for (size_t i = 0; i < st.size(); ++i) ops.push_back(operands(st[i], i, uniform_params, regs));
+  const size_t words = (regs.size() + 63) / 64;
+  std::vector<uint64_t> out(n * words, 0), joined(n * words, 0), state(words);
+  auto test = [](const uint64_t *set, uint32_t r) { return ((set[r / 64] >> (r % 64)) & 1) != 0; };
+  auto put = [](uint64_t *set, uint32_t r, bool v) {
+    set[r / 64] = v ? set[r / 64] | (uint64_t{1} << (r % 64)) : set[r / 64] & ~(uint64_t{1} << (r % 64));
+  };
+  std::vector<size_t> forward;  // reverse postorder from the first block
+  {
+    std::vector<bool> seen(n + 1, false);
+    std::vector<std::pair<size_t, size_t>> stack{{0, 0}};
+    seen[0] = true;
+    while (!stack.empty()) {
+      auto &[v, next] = stack.back();
+      if (next < blocks[v].succ.size()) {
+        const size_t w = blocks[v].succ[next++];
+        if (w != exit && !seen[w]) {
+          seen[w] = true;
+          stack.push_back({w, 0});
+        }
+        continue;
+      }
+      forward.push_back(v);
+      stack.pop_back();
+    }
+    std::reverse(forward.begin(), forward.end());
+  }
+  std::vector<bool> apart(n, false), diverges(n, false);
+  auto transfer = [&](size_t b) {
+    std::copy(joined.begin() + (long)(b * words), joined.begin() + (long)((b + 1) * words), state.begin());
+    for (size_t p : preds[b])
+      for (size_t w = 0; w < words; ++w) state[w] |= out[p * words + w];
+    for (size_t i = first[b]; i < end_of(b); ++i) {
+      const Operands &o = ops[i];
+      const bool guard = o.guard != UINT32_MAX && test(state.data(), o.guard);
+      if (i + 1 == end_of(b) && blocks[b].last == i) apart[b] = guard;
+      if (o.writes.empty()) continue;
+      bool v = o.varying || guard;
+      for (size_t r = 0; r < o.reads.size() && !v; ++r) v = test(state.data(), o.reads[r]);
+      if (o.uniform) v = guard;  // bar.red: the block's result
+      for (uint32_t w : o.writes)
+        if (v || o.guard == UINT32_MAX) put(state.data(), w, v);  // a guarded write keeps the old value too
+    }
+    if (std::equal(state.begin(), state.end(), out.begin() + (long)(b * words))) return false;
+    std::copy(state.begin(), state.end(), out.begin() + (long)(b * words));
+    return true;
+  };
+  for (bool grew = true; grew;) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t b : forward) changed |= transfer(b);
+    }
+    grew = false;
+    for (size_t b = 0; b < n; ++b) {
+      if (!apart[b] || diverges[b]) continue;
+      diverges[b] = true;
+      // Where the sides meet only to return (an early return's common `ret`), nothing either
+      // side computed is read by the other's threads.
+      const size_t at = meets_at(b);
+      if (at == exit ||
+          (end_of(at) == first[at] + 1 && op_of(first[at]).starts_with("ret") && st[first[at]].guard.empty()))
+        continue;
+      uint64_t *into = joined.data() + at * words;
+      region(b, [&](size_t v) {
+        for (size_t i = first[v]; i < end_of(v); ++i)
+          for (uint32_t w : ops[i].writes)
+            if (!test(into, w)) {
+              put(into, w, true);
+              grew = true;
+            }
+      });
+    }
+  }
+  return std::any_of(hazards.begin(), hazards.end(), [&](size_t b) { return apart[b]; });
 }
 
 }  // namespace early_return_detail

@@ -9,6 +9,7 @@
 // branch the block's threads can take apart are rewritten; the others keep their barriers.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,17 +29,22 @@ std::string_view barrier_named(const std::vector<std::string_view> &toks);
 enum class BarrierZero { None, Sync, Reduce, Other };
 BarrierZero barrier_zero(const PtxStatement &s);
 
-// A function body as the analysis reads it: its statements, and its labels, each with the index
-// of the statement it stands before.
+// A function body as the analysis reads it: its statements; its labels, each with the index of
+// the statement it stands before; the `{ }` scope each statement stands in (0: the body's), and
+// each scope's enclosing one, for the registers an inner scope declares.
 struct PtxBody {
   const std::vector<PtxStatement> *statements = nullptr;
   const std::vector<std::pair<size_t, std::string_view>> *labels = nullptr;
+  const std::vector<uint32_t> *scope_of = nullptr;
+  const std::vector<uint32_t> *scope_parent = nullptr;
 };
 
-// Whether a thread may return on a branch its block's threads can take apart (one whose
-// predicate may differ between them: it derives from the thread index, a load, a shuffle...)
-// while another goes on to a barrier before they meet again. `barrier[i]`: statement i is one
-// (a barrier of the block, or a call of a function that reaches one). `uniform_params`: the
+// Whether a thread may return on a branch its block's threads can take apart while another goes
+// on to a barrier before the two sides meet again. A predicate may differ between a block's
+// threads when it derives, along the flow, from the thread index, a shuffle, a vote, an atomic,
+// a call, a thread's own or a volatile load, or a load at an address that differs, or from a
+// value either side of such a branch wrote, past where they meet. `barrier[i]`: statement i is
+// one (a barrier of the block, or a call of a function that reaches one). `uniform_params`: the
 // kernel's parameters, whose loads read the same in every thread.
 bool returns_before_barrier(const PtxBody &body, const std::vector<std::string> &uniform_params,
                             const std::vector<bool> &barrier);

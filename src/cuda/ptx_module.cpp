@@ -136,6 +136,7 @@ struct Function {
   std::vector<std::pair<size_t, size_t>> param_decls;
   std::vector<PtxStatement> body;
   std::vector<std::pair<size_t, std::string_view>> labels;
+  std::vector<uint32_t> scope_of{}, scope_parent{0};  // per statement; per `{ }` scope (0: the body)
   bool barrier_zero = false;  // a statement of its own names barrier 0 (or a barrier in a register)
   // A helper's cvta.param: of a parameter-space address its kernel passed it, which the
   // rewrite of that kernel's parameters would not follow.
@@ -587,9 +588,17 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
   if (f.entry) f.header_edits.push_back({toks_[kind].at, 6, f.visible ? ".func" : ".visible .func"});
   directives(f, after, body);
   // The body: statements end at `;`; `{` `}` alone open and close scopes; labels end at `:`.
+  std::vector<uint32_t> open{0};
   for (size_t i = body + 1; i < close;) {
     const std::string_view s = tok(i);
-    if (s == "{" || s == "}") {
+    if (s == "{") {
+      open.push_back((uint32_t)f.scope_parent.size());
+      f.scope_parent.push_back(open[open.size() - 2]);
+      ++i;
+      continue;
+    }
+    if (s == "}") {
+      if (open.size() > 1) open.pop_back();
       ++i;
       continue;
     }
@@ -612,6 +621,7 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
     }
     if (j >= close) return bad(i, "a statement of '" + f.name + "' does not end with ';'");
     statement(f, i, j);
+    f.scope_of.resize(f.body.size(), open.back());
     i = j + 1;
   }
   functions.push_back(std::move(f));
@@ -651,7 +661,7 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
     barrier.push_back(barrier_zero(s) != BarrierZero::None ||
                       (call && (callee.empty() || barrier_functions.count(callee))));
   }
-  if (!returns_before_barrier({&f.body, &f.labels}, f.param_names, barrier)) return "";
+  if (!returns_before_barrier({&f.body, &f.labels, &f.scope_of, &f.scope_parent}, f.param_names, barrier)) return "";
   const std::string early = "returns early before a __syncthreads() its other threads reach, and ";
   for (const Function *g : reached) {
     if (g->indirect_calls) return early + "'" + g->name + "' calls through a pointer, whose barriers it cannot pair";

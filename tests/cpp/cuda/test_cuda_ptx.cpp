@@ -1156,6 +1156,64 @@ TEST(CudaPtx, AThreadThatReturnsBeforeABarrierKeepsItsBlockInStep) {
     EXPECT_NE(img.info.find(linked), nullptr) << linked;
 }
 
+// Which returns the load finds may leave a block's threads apart, read from the PTX's data and
+// control flow: a value set on one side of a thread-dependent branch differs past it, a weak
+// load at an address alike in every thread reads alike, a register written again with a
+// constant no longer differs, __syncthreads_or's inner-scope predicates are not their namesakes
+// outside, and a guarded `ret` on the thread index is itself a return the others may not take.
+TEST(CudaPtx, AReturnIsFoundToLeaveThreadsApartFromTheDataItsBranchReads) {
+  struct Case {
+    const char *what, *body;
+    bool rewritten;
+  };
+  const Case cases[] = {
+      {"a value set on one side of a branch on the thread",
+       "mov.u32 %r1, %tid.x;\nsetp.lt.u32 %p1, %r1, 5;\n@%p1 bra L1;\nmov.u32 %r2, 0;\nbra.uni L2;\n"
+       "L1:\nmov.u32 %r2, 1;\nL2:\nsetp.ne.u32 %p2, %r2, 0;\n@%p2 bra L3;\nbar.sync 0;\nL3:",
+       true},
+      {"a weak load at the block's own address",
+       "ld.param.u64 %rd1, [p];\nmov.u32 %r1, %ctaid.x;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
+       "ld.global.u32 %r2, [%rd3];\nsetp.eq.u32 %p1, %r2, 0;\n@%p1 bra L3;\nbar.sync 0;\nL3:",
+       false},
+      {"a volatile load at the block's own address",
+       "ld.param.u64 %rd1, [p];\nld.volatile.global.u32 %r2, [%rd1];\nsetp.eq.u32 %p1, %r2, 0;\n@%p1 bra L3;\n"
+       "bar.sync 0;\nL3:",
+       true},
+      {"a register written again with a constant",
+       "mov.u32 %r3, %tid.x;\nst.shared.u32 [s], %r3;\nmov.u32 %r3, 7;\nsetp.eq.u32 %p1, %r3, 0;\n@%p1 bra L3;\n"
+       "bar.sync 0;\nL3:",
+       false},
+      {"the block's or, in its own scope",
+       "mov.u32 %r1, %tid.x;\nsetp.lt.u32 %p1, %r1, 5;\n{\n.reg .pred %p1;\n.reg .pred %p2;\n"
+       "setp.ne.u32 %p1, %r1, 0;\nbar.red.or.pred %p2, 0, %p1;\nselp.u32 %r2, 1, 0, %p2;\n}\n"
+       "setp.eq.u32 %p3, %r2, 0;\n@%p3 bra L3;\nbar.sync 0;\nL3:",
+       false},
+      {"the outer predicate of the same name",
+       "mov.u32 %r1, %tid.x;\nsetp.lt.u32 %p1, %r1, 5;\n{\n.reg .pred %p1;\n.reg .pred %p2;\n"
+       "setp.ne.u32 %p1, %r1, 0;\nbar.red.or.pred %p2, 0, %p1;\n}\n@%p1 bra L3;\nbar.sync 0;\nL3:",
+       true},
+      {"a guarded ret on the thread", "mov.u32 %r1, %tid.x;\nsetp.lt.u32 %p1, %r1, 5;\n@%p1 ret;\nbar.sync 0;",
+       true},
+      {"a guarded ret on the block", "mov.u32 %r1, %ctaid.x;\nsetp.lt.u32 %p1, %r1, 5;\n@%p1 ret;\nbar.sync 0;",
+       false},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::shared_ptr<const CudaModule> m =
+        load_ptx(std::string(".version 8.0\n.target sm_90\n.address_size 64\n.shared .align 4 .b8 s[4];\n"
+                             ".visible .entry k(.param .u64 p)\n.reqntid 32\n{\n.reg .pred %p<4>;\n"
+                             ".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n") +
+                     c.body + "\nret;\n}\n",
+                 "apart.ptx");
+    ASSERT_TRUE(m && m->ptx);
+    EXPECT_EQ(has_rewrite(m->ptx->find("k")->rewrites, "__sk_leave"), c.rewritten);
+    const std::string text = text_of(m->bytes);
+    EXPECT_EQ(contains(text, "barrier.sync 0;"), c.rewritten) << text;
+    std::string log;
+    EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log << "\n" << text;
+  }
+}
+
 // A function declared before it is defined, and called only by a kernel left out: its
 // declaration goes with its definition, and the rest compiles; kept, it stays with both.
 TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
