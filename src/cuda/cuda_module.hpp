@@ -57,8 +57,8 @@ struct CudaKernel {
   uint32_t registers = 0;                  // the most of it and its callees; 0 when unknown (LTO-IR)
   // Static __shared__ bytes of it and its callees (0 for LTO-IR): a cubin's part of the shared
   // overlay, as its sk_launch_kernel entry lays it out, plus the variables that do not move
-  // (CubinSharedVar::overlay), which the linker places beside it; a PTX kernel's variables,
-  // which the link places beside every other sub-kernel's (PtxKernel::static_shared).
+  // (CubinSharedVar::overlay), which the linker places beside it; a PTX kernel's variables
+  // (PtxKernel::static_shared), which share the overlay the same way.
   uint32_t static_shared = 0;
   uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
   // Where `threads` came from, for explain: "metadata", ".reqntid", ".maxntid", "caller", "default".

@@ -234,9 +234,16 @@ class Parser {
   std::set<std::string> declared;             // function declarations and definitions
   std::set<std::string> extern_shared;        // `.extern .shared` arrays (dynamic shared memory)
   std::vector<PtxFunctionText> declarations;  // of functions, where they stand
-  // Static `.shared` variables (not `.extern`), of the module or of a function: bytes, alignment.
-  std::map<std::string, std::pair<uint64_t, uint32_t>> shared_vars;
-  std::set<std::string> module_words;  // names the module-scope variables use
+  // Static `.shared` variables (not `.extern`), of the module or of a function.
+  struct SharedVar {
+    uint64_t bytes = 0;
+    uint32_t align = 1;
+    size_t at = 0, end = 0;    // its declaration, `;` included
+    std::vector<size_t> refs;  // where a statement names it
+    bool movable = true;       // into the shared overlay: named by statements only, declared once
+  };
+  std::map<std::string, SharedVar, std::less<>> shared_vars;
+  std::set<std::string> module_words;  // names the module-scope variables' initializers use
   bool section_labels = false;         // a `.section` addresses a label (-G debug info)
 
  private:
@@ -250,7 +257,7 @@ class Parser {
     return i;
   }
   sk_status matching(size_t open, size_t *close) const;
-  void shared_variable(size_t begin, size_t end);
+  void shared_variable(size_t begin, size_t end, size_t decl_begin, bool movable);
   sk_status function(size_t begin, size_t body, size_t close);
   sk_status params(Function &f, size_t open, size_t close);
   void directives(Function &f, size_t begin, size_t body);
@@ -342,9 +349,16 @@ sk_status Parser::run() {
       i = j + 1;
       continue;
     }
-    for (size_t k = i; k < j; ++k)  // a variable's initializer may hold a function's address
-      if (identifier(tok(k))) module_words.insert(std::string(tok(k)));
-    if (shared && !ext) shared_variable(i, j);
+    bool initializer = false;  // a variable's initializer may hold a function's address
+    for (size_t k = i; k < j; ++k) {
+      initializer |= tok(k) == "=";
+      if (initializer && identifier(tok(k))) module_words.insert(std::string(tok(k)));
+    }
+    if (shared && !ext) {
+      bool own = true;  // another module may name a visible or weak variable
+      for (size_t k = i; k < j; ++k) own &= tok(k) != ".visible" && tok(k) != ".weak";
+      shared_variable(i, j, i, own);
+    }
     if (shared && ext) {
       for (size_t k = j; k > i; --k)
         if (tok(k - 1) != "]" && tok(k - 1) != "[" && word_char(tok(k - 1)[0]) && tok(k - 1)[0] != '.') {
@@ -359,8 +373,9 @@ sk_status Parser::run() {
   return SK_OK;
 }
 
-// `.shared [.align A] [.vN] .type name[N]...` (tokens [begin, end)): its bytes and alignment.
-void Parser::shared_variable(size_t begin, size_t end) {
+// `.shared [.align A] [.vN] .type name[N]...` (tokens [begin, end), `;` at end; the declaration
+// from `decl_begin`): its bytes, alignment and where it is declared.
+void Parser::shared_variable(size_t begin, size_t end, size_t decl_begin, bool movable) {
   static const std::map<std::string_view, uint32_t> sizes = {
       {".b8", 1},  {".u8", 1},   {".s8", 1},    {".b16", 2}, {".u16", 2}, {".s16", 2},
       {".f16", 2}, {".bf16", 2}, {".f16x2", 4}, {".b32", 4}, {".u32", 4}, {".s32", 4},
@@ -382,7 +397,17 @@ void Parser::shared_variable(size_t begin, size_t end) {
       name = std::string(t);
   }
   if (name.empty() || !bytes) return;
-  shared_vars[name] = {bytes * vector * count, align ? align : (uint32_t)std::min<uint64_t>(bytes * vector, 16)};
+  const auto [it, fresh] = shared_vars.try_emplace(name);
+  SharedVar &v = it->second;
+  if (!fresh) {  // a function's variable of another's name: neither moves
+    v.movable = false;
+    return;
+  }
+  v.bytes = bytes * vector * count;
+  v.align = align ? align : (uint32_t)std::min<uint64_t>(bytes * vector, 16);
+  v.at = toks_[decl_begin].at;
+  v.end = end < toks_.size() ? toks_[end].at + 1 : v.at;
+  v.movable = movable && end < toks_.size() && tok(end) == ";";
 }
 
 sk_status Parser::params(Function &f, size_t open, size_t close) {
@@ -485,7 +510,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   if (op >= end) return;
   const std::string_view opcode = tok(op);
   if (opcode == ".shared") {  // a function's own variable: the function names it
-    shared_variable(op, end);
+    shared_variable(op, end, begin, guard.empty());
     for (size_t k = op + 1; k < end; ++k)
       if (identifier(tok(k))) f.words.insert(std::string(tok(k)));
     return;
@@ -502,7 +527,10 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
     const std::string_view t = tok(k);
     if (f.refusal.empty()) f.refusal = refused_construct(k == op ? opcode : "", t);
     if (extern_shared.count(std::string(t))) f.dynamic_shared = true;
-    if (k > op && !opcode.starts_with("call") && identifier(t)) f.words.insert(std::string(t));
+    if (k > op && !opcode.starts_with("call") && identifier(t)) {
+      f.words.insert(std::string(t));
+      if (const auto v = shared_vars.find(t); v != shared_vars.end()) v->second.refs.push_back(toks_[k].at);
+    }
   }
   if (f.refusal.empty() && opcode.starts_with("bar")) {
     const std::string id(barrier_named(f.body.back().toks));
@@ -786,6 +814,23 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     if (named.count(f.name)) m.graph.pointer_targets.push_back(f.name);
   }
 
+  // Its static shared variables, and which each function names, as a cubin's: the overlay lays
+  // them out for the kernels' call trees. Debug sections may address a variable by name.
+  std::map<std::string_view, uint32_t> var_index;
+  for (const auto &[name, v] : p.shared_vars) {
+    var_index[name] = (uint32_t)m.graph.shared_vars.size();
+    elf::CubinSharedVar g;
+    g.name = name;
+    g.size = (uint32_t)std::min<uint64_t>(v.bytes, UINT32_MAX);
+    g.align = v.align;
+    g.overlay = v.movable && !p.section_labels && !p.module_words.count(name);
+    m.graph.shared_vars.push_back(std::move(g));
+  }
+  for (size_t i = 0; i < p.functions.size(); ++i)
+    for (const std::string &w : p.functions[i].words)
+      if (const auto it = var_index.find(w); it != var_index.end())
+        m.graph.functions[i].shared_vars.push_back(it->second);
+
   // Each function by name, and what each kernel (an entry, or a visible function that returns
   // nothing) reaches, walked once.
   std::map<std::string_view, const Function *> by_name;
@@ -896,8 +941,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       for (const std::string &w : g->words)
         if (p.shared_vars.count(w)) vars.insert(w);
     for (const std::string &v : vars) {
-      const auto &[bytes, align] = p.shared_vars.at(v);
-      k.static_shared = (k.static_shared + align - 1) / align * align + bytes;
+      const Parser::SharedVar &var = p.shared_vars.at(v);
+      k.static_shared = (k.static_shared + var.align - 1) / var.align * var.align + var.bytes;
     }
     k.multi_dimensional_grid = grid_nd_kernels.count(f.name);
     k.block_shape_needed = block_shape_kernels.count(f.name);
@@ -992,13 +1037,30 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       if (defined.count(w) && !f.callees.count(w)) t.uses.push_back(w);
     m.functions.push_back(std::move(t));
   }
-  std::vector<size_t> ends;
+  std::vector<size_t> ends, var_ends;
   for (const PtxFunctionText &t : m.functions) ends.push_back(t.at + t.len);
-  std::vector<size_t *> marks;
+  for (const auto &[name, v] : p.shared_vars) {
+    m.shared_text.push_back({v.at, 0, v.refs});
+    var_ends.push_back(v.end);
+  }
+  std::vector<size_t *> marks{&m.declarations_at};
+  m.declarations_at = p.header_end;
   for (size_t i = 0; i < m.functions.size(); ++i) marks.insert(marks.end(), {&m.functions[i].at, &ends[i]});
+  for (size_t i = 0; i < m.shared_text.size(); ++i) {
+    marks.insert(marks.end(), {&m.shared_text[i].at, &var_ends[i]});
+    for (size_t &r : m.shared_text[i].refs) marks.push_back(&r);
+  }
   m.whole = p.section_labels;
   m.text = apply(text, std::move(edits), std::move(marks));
   for (size_t i = 0; i < m.functions.size(); ++i) m.functions[i].len = ends[i] - m.functions[i].at;
+  // A variable stays where it is unless the rewritten text still names it at every place.
+  for (size_t i = 0; i < m.shared_text.size(); ++i) {
+    PtxSharedText &t = m.shared_text[i];
+    elf::CubinSharedVar &v = m.graph.shared_vars[i];
+    t.len = var_ends[i] - t.at;
+    for (size_t r : t.refs)
+      v.overlay = v.overlay && r + v.name.size() <= m.text.size() && m.text.compare(r, v.name.size(), v.name) == 0;
+  }
   *out = std::move(m);
   return SK_OK;
 }

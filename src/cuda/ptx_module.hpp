@@ -43,7 +43,7 @@ struct PtxKernel {
   // super kernel holds them (ptx_param_address.hpp).
   std::vector<uint32_t> by_address;
   // Static `.shared` bytes of the variables it and the functions it reaches name, each on its
-  // alignment: a fused kernel's are the super kernel's block's, beside every other's.
+  // alignment: fused, they move into the shared overlay the sub-kernels share (ptx_prune.hpp).
   uint64_t static_shared = 0;
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
@@ -60,6 +60,15 @@ struct PtxFunctionText {
   // which another module may call, or a function a module-scope variable names.
   bool always = false;
   std::vector<std::string> uses;  // (a definition) the module's functions it calls or names
+};
+
+// Where the text declares and names a static `.shared` variable (the same index of
+// `PtxModule::graph.shared_vars`, which says its size and whether it may move), for a link to
+// move it into the shared overlay: its declaration taken out, each name the overlay's symbol
+// at the variable's offset (ptx_prune.hpp).
+struct PtxSharedText {
+  size_t at = 0, len = 0;
+  std::vector<size_t> refs;
 };
 
 struct PtxModule {
@@ -81,6 +90,8 @@ struct PtxModule {
   // (ptx_prune.hpp); `whole` when debug sections address code by label and nothing may go.
   std::vector<PtxFunctionText> functions;
   bool whole = false;
+  std::vector<PtxSharedText> shared_text;
+  size_t declarations_at = 0;  // past `.version`, `.target` and `.address_size`: where a link declares
 
   const PtxKernel *find(std::string_view name) const;
 };

@@ -1,9 +1,14 @@
-// A PTX module's text cut to what one link's kernels reach. nvJitLink compiles every function
-// of the text it is given; an engine's module (llama.cpp's quantized GEMVs: 294 kernels, 12 MB)
-// costs its whole compile for the few kernels a super kernel calls. The cut keeps the module's
+// A PTX module's text as one link compiles it: cut to what the link's kernels reach, its static
+// `.shared` variables moved into the shared overlay. nvJitLink compiles every function of the
+// text it is given; an engine's module (llama.cpp's quantized GEMVs: 294 kernels, 12 MB) costs
+// its whole compile for the few kernels a super kernel calls. The cut keeps the module's
 // variables and directives, the kernels taken, every function they call or name, and what
-// another module may call; it removes the other functions' definitions and declarations.
+// another module may call; it removes the other functions' definitions and declarations. A
+// variable the overlay places is declared no more, and each name of it becomes the overlay's
+// symbol at its offset (the sub-kernels of a block run one after another: their variables
+// share the bytes, as a cubin's do, elf/shared_overlay_layout.hpp).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,8 +16,19 @@
 
 namespace sk::cuda {
 
+// Where a link's shared overlay puts the module's variables: its symbol, size and alignment,
+// and per `m.graph.shared_vars` entry an offset, or elf::SharedOverlayLayout::kInPlace.
+struct PtxOverlay {
+  std::string symbol;
+  uint64_t bytes = 0;
+  uint32_t align = 1;
+  const std::vector<uint64_t> *offsets = nullptr;
+};
+
 // `m.text` without the functions that no kernel of `kernels` (names) reaches, nor any function
-// kept always (PtxFunctionText::always); the whole text when `m.whole`.
-std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels);
+// kept always (PtxFunctionText::always), and with the variables `overlay` places moved; the
+// whole text when `m.whole`.
+std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels,
+                         const PtxOverlay *overlay = nullptr);
 
 }  // namespace sk::cuda

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/error.hpp"
@@ -67,27 +68,44 @@ std::vector<const CudaModule *> linked_modules(const std::vector<std::shared_ptr
   return modules;
 }
 
-// The shared overlay of a link: the cubins' movable variables laid out for the sub-kernels'
-// call trees (none moves in a link with LTO-IR, whose calls are not known before the link).
-elf::SharedOverlayLayout overlay_layout(const std::vector<const CudaModule *> &modules,
-                                        const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
-  std::vector<const elf::Cubin *> cubins;
+// The modules whose static __shared__ variables the overlay lays out, in link order: the cubins
+// and the PTX modules (their call graphs in the cubin reader's form). Linking for sm_100 and
+// later, nvJitLink 13.0 gives the overlay a second array when a cubin and PTX both name it: there
+// a PTX module's variables stay in place beside a cubin's.
+std::vector<const elf::Cubin *> overlay_graphs(const std::vector<const CudaModule *> &modules,
+                                               const std::string &arch) {
+  const bool cubins =
+      std::any_of(modules.begin(), modules.end(), [](const CudaModule *m) { return m->kind == InputKind::Cubin; });
+  bool specific = false;
+  const bool ptx_joins = !cubins || elf::arch_number(arch, &specific) < 100;
+  std::vector<const elf::Cubin *> graphs;
+  for (const CudaModule *m : modules)
+    if (m->kind == InputKind::Cubin || (m->ptx && ptx_joins)) graphs.push_back(m->ptx ? &m->ptx->graph : &m->cubin);
+  return graphs;
+}
+
+// Where a module's call graph stands among the overlay's, or none.
+std::optional<uint32_t> overlay_index(const std::vector<const elf::Cubin *> &graphs, const CudaModule *m) {
+  const auto at = std::find(graphs.begin(), graphs.end(), m->ptx ? &m->ptx->graph : &m->cubin);
+  if (at == graphs.end()) return std::nullopt;
+  return (uint32_t)(at - graphs.begin());
+}
+
+// The shared overlay of a link: the movable variables laid out for the sub-kernels' call trees
+// (none moves in a link with LTO-IR, whose calls are not known before the link).
+elf::SharedOverlayLayout overlay_layout(const std::vector<const CudaModule *> &modules, const BuildRequest &req) {
   bool lto = false;
-  for (const CudaModule *m : modules) {
+  for (const CudaModule *m : modules)
     // A call into another module from code compiled in the link: its callee's variables may
     // meet its caller's (the overlay lays out call trees it can see).
     lto |= m->kind == InputKind::LtoIr || (m->ptx && m->ptx->calls_outside);
-    if (m->kind == InputKind::Cubin) cubins.push_back(&m->cubin);
-  }
+  const std::vector<const elf::Cubin *> graphs = overlay_graphs(modules, req.arch);
   std::vector<elf::OverlayRoot> roots;
   std::set<std::pair<uint32_t, std::string>> seen;
-  for (const auto &k : kernels) {
-    const auto at = std::find(cubins.begin(), cubins.end(), &k->module->cubin);
-    if (at == cubins.end()) continue;  // LTO-IR
-    const uint32_t cubin = (uint32_t)(at - cubins.begin());
-    if (seen.insert({cubin, k->symbol}).second) roots.push_back({cubin, k->symbol});
-  }
-  return elf::layout_shared_overlay(cubins, roots, lto);
+  for (const auto &k : req.kernels)
+    if (const std::optional<uint32_t> g = overlay_index(graphs, k->module.get()))  // else LTO-IR
+      if (seen.insert({*g, k->symbol}).second) roots.push_back({*g, k->symbol});
+  return elf::layout_shared_overlay(graphs, roots, lto);
 }
 
 // The architecture to link for: the device's, or its arch-specific variant (sm_90a) when a PTX
@@ -104,22 +122,17 @@ LinkKey link_key(const std::string &material) {
 }
 
 // Which sub-kernels' static shared memory fills a block, for the link's "too much shared data":
-// the largest three, and that a PTX kernel's variables add to the others' (a cubin's share the
-// overlay).
+// the largest three (one after another, their variables share the overlay; what does not fit is
+// one call tree's, or what stays in place).
 std::string static_shared_of(const BuildRequest &req) {
   std::vector<const CudaKernel *> distinct;
   for (const auto &k : req.kernels)
     if (std::find(distinct.begin(), distinct.end(), k.get()) == distinct.end()) distinct.push_back(k.get());
   std::stable_sort(distinct.begin(), distinct.end(),
                    [](const CudaKernel *a, const CudaKernel *b) { return a->static_shared > b->static_shared; });
-  uint64_t ptx = 0;
-  for (const CudaKernel *k : distinct) ptx += k->ptx ? k->static_shared : 0;
   std::string out = "the static __shared__ variables of its sub-kernels fill a block's 48 KiB: ";
   for (size_t i = 0; i < distinct.size() && i < 3 && distinct[i]->static_shared; ++i)
     out += (i ? ", '" : "'") + distinct[i]->symbol + "' " + std::to_string(distinct[i]->static_shared) + " bytes";
-  if (ptx)
-    out += "; those of kernels from PTX (" + std::to_string(ptx) +
-           " bytes) add up, one beside the other, where a cubin's share one overlay";
   return out;
 }
 
@@ -247,7 +260,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
   const Plan &plan = *req.plan;
   EntrySpec spec;
   const std::vector<const CudaModule *> modules = linked_modules(req.kernels);
-  elf::SharedOverlayLayout layout = overlay_layout(modules, req.kernels);
+  elf::SharedOverlayLayout layout = overlay_layout(modules, req);
   spec.shared_overlay_bytes = layout.bytes;
   spec.shared_overlay_align = layout.align;
   spec.arch = link_arch(req.arch, modules);
@@ -349,20 +362,24 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                       "super kernel '%s': function '%s' is defined by %s and by %s; a link holds one definition "
                       "of each function (make one static, rename it, or fuse kernels of one of the two)",
                       req.name.c_str(), f.name.c_str(), it->second->label.c_str(), m->label.c_str());
-  // The cubins with their static __shared__ variables moved into the entry's overlay; the PTX
-  // modules cut to what the kernels reach (NUL-terminated: nvJitLink reads PTX as a C string).
+  // The cubins and PTX modules with their static __shared__ variables moved into the entry's
+  // overlay, the PTX cut to what the kernels reach (NUL-terminated: nvJitLink reads PTX as a C
+  // string).
   std::vector<std::vector<uint8_t>> rewritten(modules.size());
-  for (size_t i = 0, c = 0; i < modules.size(); ++i) {
+  const std::vector<const elf::Cubin *> graphs = overlay_graphs(modules, req.arch);
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const std::optional<uint32_t> g = overlay_index(graphs, modules[i]);
     if (modules[i]->ptx) {
       std::vector<std::string> taken;
       for (const auto &k : req.kernels)
         if (k->module.get() == modules[i]) taken.push_back(k->symbol);
-      const std::string text = ptx_text_for(*modules[i]->ptx, taken);
+      const PtxOverlay place{kSharedOverlaySymbol, overlay.bytes, overlay.align, g ? &overlay.offsets[*g] : nullptr};
+      const std::string text = ptx_text_for(*modules[i]->ptx, taken, g ? &place : nullptr);
       rewritten[i].assign(text.c_str(), text.c_str() + text.size() + 1);
     }
-    if (modules[i]->kind != InputKind::Cubin) continue;
+    if (modules[i]->kind != InputKind::Cubin || !g) continue;
     if (sk_status st = elf::rewrite_shared_overlay(modules[i]->bytes, modules[i]->cubin, modules[i]->label,
-                                                   kSharedOverlaySymbol, overlay.offsets[c++], &rewritten[i]);
+                                                   kSharedOverlaySymbol, overlay.offsets[*g], &rewritten[i]);
         st != SK_OK)
       return st;
   }

@@ -16,6 +16,7 @@
 #ifdef SK_HAVE_CUDA
 #include "cuda/ptx_module.hpp"
 #include "cuda/ptx_prune.hpp"
+#include "elf/shared_overlay_layout.hpp"
 #endif
 
 namespace {
@@ -76,6 +77,14 @@ void ptx(const std::string &text) {
   const std::string &first = m.kernels[0].name;
   if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {first}), "fuzz", "sm_90", "9.0", &cut) != SK_OK ||
       !cut.find(first))
+    std::abort();
+  // And so does the cut with its static shared variables moved into a shared overlay.
+  const sk::elf::SharedOverlayLayout layout = sk::elf::layout_shared_overlay({&m.graph}, {{0, first}}, false);
+  const sk::cuda::PtxOverlay place{"__sk_shared_overlay", layout.bytes, layout.align, &layout.offsets[0]};
+  sk::cuda::PtxModule moved;
+  if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {first}, &place), "fuzz", "sm_90", "9.0", &moved) !=
+          SK_OK ||
+      !moved.find(first))
     std::abort();
 #else
   (void)text;

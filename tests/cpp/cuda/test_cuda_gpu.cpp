@@ -1537,6 +1537,36 @@ TEST_F(CudaGpu, ThreadsThatReturnBeforeABarrierFusedEqualTheirPlainLaunch) {
   EXPECT_NE(a[0], 0.0f) << "the kernels wrote nothing";
 }
 
+// Two kernels with static tiles that add up past a block's 48 KiB (28000 and 24000 bytes), fused
+// one after the other: both tiles in the shared overlay, at the same bytes; the second reads the
+// first's output. Equal to their PTX launched by the driver, bit for bit.
+TEST_F(CudaGpu, KernelsWhoseTilesShareTheOverlayFusedEqualTheirPlainLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr uint32_t kBlocks = 6, kN = kBlocks * 7000;
+  std::vector<float> in(kN), zero(kN, 0.0f);
+  for (uint32_t i = 0; i < kN; ++i) in[i] = (float)(i % 97) * 0.25f - 7.0f;
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("shared_global.ptx"));
+  const std::string ptx(bytes.begin(), bytes.end());
+  float *src = alloc(in), *mid_plain = alloc(zero), *mid_fused = alloc(zero), *plain = alloc(zero),
+        *fused = alloc(zero);
+  uint64_t is = ptr_slot(src), mp = ptr_slot(mid_plain), mf = ptr_slot(mid_fused), ps = ptr_slot(plain),
+           fs = ptr_slot(fused);
+  void *plain_reverse[] = {&is, &mp}, *plain_rotate[] = {&mp, &ps};
+  void *fused_reverse[] = {&is, &mf}, *fused_rotate[] = {&mf, &fs};
+  ASSERT_EQ(drv.launch(ptx, "sg_reverse", kBlocks, 128, 0, plain_reverse), 0);
+  ASSERT_EQ(drv.launch(ptx, "sg_rotate", kBlocks, 128, 0, plain_rotate), 0);
+  sk_kernel *reverse = ptx_kernel(ptx, "sg_reverse", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+  sk_kernel *rotate = ptx_kernel(ptx, "sg_rotate", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+  ASSERT_NE(reverse, nullptr);
+  ASSERT_NE(rotate, nullptr);
+  ASSERT_NO_FATAL_FAILURE(
+      run_fused("shared_overlay", {{reverse, kBlocks, fused_reverse}, {rotate, kBlocks, fused_rotate}}));
+  const std::vector<float> a = read(plain, kN), b = read(fused, kN);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "fused != the driver's launch";
+  EXPECT_EQ(a[0], in[6999 - 17] * 2.0f) << "the driver's launch != the CPU";
+}
+
 // TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its
 // address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
 // the tensor's shape and strides) and its device-side ones (built in the global scratch): each

@@ -18,6 +18,7 @@
 #include "cuda/ptx_module.hpp"
 #include "cuda/ptx_prune.hpp"
 #include "cuda_link_support.hpp"
+#include "elf/shared_overlay_layout.hpp"
 
 using sk::cuda::BuildRequest;
 using sk::cuda::BuiltImage;
@@ -1214,6 +1215,26 @@ TEST(CudaPtx, AReturnIsFoundToLeaveThreadsApartFromTheDataItsBranchReads) {
   }
 }
 
+// Two nvcc kernels whose static tiles (28000 and 24000 bytes) add up past a block's 48 KiB: the
+// link moves both into the shared overlay, where they share the bytes, and the entry's static
+// shared memory is the larger tile's.
+TEST(CudaPtx, KernelsWhoseTilesAddUpPastABlockShareTheOverlay) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load("shared_global.ptx");
+  ASSERT_TRUE(m && m->ptx);
+  EXPECT_EQ(m->ptx->find("sg_reverse")->static_shared, 28000u);
+  EXPECT_EQ(m->ptx->find("sg_rotate")->static_shared, 24000u);
+  Scope s;
+  s.add(take(m, "sg_reverse"), 4);
+  s.add(take(m, "sg_rotate"), 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_GE(img.static_shared, 28000u);
+  EXPECT_LT(img.static_shared, 28000u + 2048u) << "one tile's bytes and the entry's reservation";
+}
+
 // A function declared before it is defined, and called only by a kernel left out: its
 // declaration goes with its definition, and the rest compiles; kept, it stays with both.
 TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
@@ -1243,8 +1264,9 @@ TEST(CudaPtx, ADeclarationGoesWithItsFunction) {
 }
 
 // A PTX kernel's static shared memory: the `.shared` variables of the module, or of a function,
-// that it or a function it reaches names, once each, on its alignment. Fused, they stand beside
-// every other PTX kernel's; a link past a block's 48 KiB names the kernels that fill it.
+// that it or a function it reaches names, once each, on its alignment. Fused, they move into the
+// shared overlay the sub-kernels of a block share, apart only within one call tree (a helper's
+// apart from both its callers'); a link past a block's 48 KiB names the kernels that fill it.
 TEST(CudaPtx, StaticSharedMemoryIsWhatAKernelAndItsHelpersName) {
   const std::string text =
       ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -1261,6 +1283,26 @@ TEST(CudaPtx, StaticSharedMemoryIsWhatAKernelAndItsHelpersName) {
   EXPECT_EQ(m->ptx->find("k2")->static_shared, 52u) << "b (32), c on 8 (8), its own d (12)";
   EXPECT_EQ(take(m, "k2")->static_shared, 52u);
 
+  // Largest first, each at the lowest offset clear of its call trees' others: a at 0, b (both
+  // trees) past it at 112, d and c (k2's) under a.
+  const sk::elf::SharedOverlayLayout layout =
+      sk::elf::layout_shared_overlay({&m->ptx->graph}, {{0, "k1"}, {0, "k2"}}, false);
+  EXPECT_EQ(layout.bytes, 144u) << "k1's tree, not the 196 bytes of both";
+  std::map<std::string, uint64_t> at;
+  for (size_t v = 0; v < m->ptx->graph.shared_vars.size(); ++v)
+    at[m->ptx->graph.shared_vars[v].name] = layout.offsets[0][v];
+  EXPECT_EQ(at, (std::map<std::string, uint64_t>{{"a", 0}, {"b", 112}, {"c", 16}, {"d", 0}}));
+  const sk::cuda::PtxOverlay place{"__sk_shared_overlay", layout.bytes, layout.align, &layout.offsets[0]};
+  const std::string moved = sk::cuda::ptx_text_for(*m->ptx, {"k1", "k2"}, &place);
+  EXPECT_FALSE(std::regex_search(moved, std::regex("\\.shared \\.align [0-9]+ \\.[a-z0-9. ]+ [abcd]\\b"))) << moved;
+  for (const char *use :
+       {".extern .shared .align 16 .b8 __sk_shared_overlay[144];", "[__sk_shared_overlay+0+4]",
+        "mov.u32 %r1, __sk_shared_overlay+112;", "[__sk_shared_overlay+16]", "[__sk_shared_overlay+0+8]"})
+    EXPECT_TRUE(contains(moved, use)) << use << " in:\n" << moved;
+  EXPECT_EQ(sk::cuda_test::ptxas(moved, "sm_90", &log), 0) << log << moved;
+  EXPECT_TRUE(contains(sk::cuda::ptx_text_for(*m->ptx, {"k1", "k2"}), ".shared .align 4 .b8 a[100];"))
+      << "without an overlay, in place";
+
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
   const std::string big =
@@ -1269,16 +1311,27 @@ TEST(CudaPtx, StaticSharedMemoryIsWhatAKernelAndItsHelpersName) {
       ".visible .entry big1(.param .u32 i)\n.reqntid 32\n{\n.reg .b32 %r<3>;\nld.param.u32 %r1, [i];\n"
       "mov.u32 %r2, s1;\nadd.u32 %r2, %r2, %r1;\nst.shared.u8 [%r2], 1;\nret;\n}\n"
       ".visible .entry big2(.param .u32 i)\n.reqntid 32\n{\n.reg .b32 %r<3>;\nld.param.u32 %r1, [i];\n"
-      "mov.u32 %r2, s2;\nadd.u32 %r2, %r2, %r1;\nst.shared.u8 [%r2], 2;\nret;\n}\n";
+      "mov.u32 %r2, s2;\nadd.u32 %r2, %r2, %r1;\nst.shared.u8 [%r2], 2;\nret;\n}\n"
+      ".visible .entry big3(.param .u32 i)\n.reqntid 32\n{\n.reg .b32 %r<3>;\nld.param.u32 %r1, [i];\n"
+      "mov.u32 %r2, s1;\nst.shared.u8 [%r2], 3;\nmov.u32 %r2, s2;\nst.shared.u8 [%r2], 3;\nret;\n}\n";
   const std::shared_ptr<const CudaModule> both = load_ptx(big, "big.ptx");
   ASSERT_TRUE(both);
+  {
+    Scope s;
+    s.add(take(both, "big1"), 2);
+    s.add(take(both, "big2"), 2);
+    ASSERT_EQ(s.make_plan(2), SK_OK) << sk::last_error();
+    BuiltImage img;
+    ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+    EXPECT_GE(img.static_shared, 30000u);
+    EXPECT_LT(img.static_shared, 50000u) << "big1's and big2's variables share the overlay";
+  }
   Scope s;
   s.add(take(both, "big1"), 2);
-  s.add(take(both, "big2"), 2);
+  s.add(take(both, "big3"), 2);
   ASSERT_EQ(s.make_plan(2), SK_OK) << sk::last_error();
   BuiltImage img;
   EXPECT_NE(build_superkernel(s.request(), &img), SK_OK);
   EXPECT_TRUE(contains(sk::last_error(), "too much shared data")) << sk::last_error();
-  EXPECT_TRUE(contains(sk::last_error(), "'big1' 30000 bytes, 'big2' 20000 bytes")) << sk::last_error();
-  EXPECT_TRUE(contains(sk::last_error(), "those of kernels from PTX (50000 bytes) add up")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "'big3' 50000 bytes, 'big1' 30000 bytes")) << sk::last_error();
 }
