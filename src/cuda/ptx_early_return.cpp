@@ -38,10 +38,10 @@ BarrierZero barrier_zero(const PtxStatement &s) {
   const std::string_view op = s.toks[0];
   const bool red = op.find(".red") != std::string_view::npos;
   const bool sync = op.find(".sync") != std::string_view::npos;
-  if (id[0] == '%' || !s.guard.empty() || (!red && !sync)) return BarrierZero::Other;
   const size_t after = operands_after_id(s.toks, id);
-  if (red) return after == 1 ? BarrierZero::Reduce : BarrierZero::Other;  // d, a, c
-  return after == 0 ? BarrierZero::Sync : BarrierZero::Other;
+  if (!(red || sync) || after > (red ? 1u : 0u)) return BarrierZero::Counted;  // bar.arrive always counts
+  if (id[0] == '%' || !s.guard.empty()) return BarrierZero::Unknown;
+  return red ? BarrierZero::Reduce : BarrierZero::Sync;
 }
 
 std::string two_phase_barrier(const PtxStatement &s) {

@@ -24,9 +24,11 @@ namespace sk::cuda {
 std::string_view barrier_named(const std::vector<std::string_view> &toks);
 
 // How a statement uses the block's barrier 0, which `__syncthreads()` (Sync) and
-// `__syncthreads_count/and/or` (Reduce) compile to. Other: a barrier the rewrite does not pair
-// (barrier 0 with a thread count, bar.arrive, a guarded one, an id in a register).
-enum class BarrierZero { None, Sync, Reduce, Other };
+// `__syncthreads_count/and/or` (Reduce) compile to, waiting for every thread of the block.
+// Counted: barrier 0 (or one in a register) for a thread count, which threads that returned do
+// not hold up (`bar.sync 0, 128`, `bar.arrive`: a warpgroup's own barrier). Unknown: one the
+// rewrite cannot pair and that may wait for every thread (guarded, or an id in a register).
+enum class BarrierZero { None, Sync, Reduce, Counted, Unknown };
 BarrierZero barrier_zero(const PtxStatement &s);
 
 // A function body as the analysis reads it: its statements; its labels, each with the index of

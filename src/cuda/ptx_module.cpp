@@ -144,6 +144,7 @@ struct Function {
   std::set<std::string> callees;
   std::set<std::string> words;  // names its statements use otherwise than as a call target
   bool indirect_calls = false, dynamic_shared = false;
+  bool trades_registers = false;  // setmaxnreg: warp specialization's register reallocation
 };
 
 // A `::cluster` qualifier that reaches beyond the block: `.shared::cluster` addresses the block's
@@ -188,12 +189,6 @@ std::string refused_construct(std::string_view opcode, std::string_view token) {
   if (opcode.starts_with("prefetch.param.tensormap") || opcode.starts_with("cvta.to.param"))
     return "a parameter addressed in the parameter space (" + std::string(opcode) +
            "): use its generic address (cvta.param)";
-  // Warp specialization gives registers from one warpgroup to another; the super kernel's own
-  // code, which a warp runs after the call, was compiled for the registers the launch gave.
-  if (opcode.starts_with("setmaxnreg"))
-    return "register reallocation between warpgroups (" + std::string(opcode) +
-           ": warp specialization), which would leave the super kernel's code after the call with the registers a "
-           "warp gave up; compile it without warp specialization";
   return "";
 }
 
@@ -518,7 +513,8 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   {
     PtxStatement s{toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, op > begin ? tok(begin) : "", {}};
     for (size_t k = op; k < end; ++k) s.toks.push_back(tok(k));
-    f.barrier_zero |= barrier_zero(s) != BarrierZero::None;
+    const BarrierZero z = barrier_zero(s);
+    f.barrier_zero |= z == BarrierZero::Sync || z == BarrierZero::Reduce || z == BarrierZero::Unknown;
     f.body.push_back(std::move(s));
   }
   if (!f.entry && opcode.starts_with("cvta.param") && f.param_to_generic.empty())
@@ -539,6 +535,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
                   "), which the super kernel's own block barriers use: warps that left the sub-kernel would "
                   "count at it";
   }
+  f.trades_registers |= opcode.starts_with("setmaxnreg");
   if (opcode.starts_with("griddepcontrol.")) {
     f.dependent_launch.push_back({toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, ""});
     return;
@@ -686,7 +683,8 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
   for (const PtxStatement &s : f.body) {
     const bool call = s.toks[0].starts_with("call");
     const std::string_view callee = call ? call_target(s.toks) : "";
-    barrier.push_back(barrier_zero(s) != BarrierZero::None ||
+    const BarrierZero z = barrier_zero(s);
+    barrier.push_back(z == BarrierZero::Sync || z == BarrierZero::Reduce || z == BarrierZero::Unknown ||
                       (call && (callee.empty() || barrier_functions.count(callee))));
   }
   if (!returns_before_barrier({&f.body, &f.labels, &f.scope_of, &f.scope_parent}, f.param_names, barrier)) return "";
@@ -699,14 +697,16 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
         return early + "calls '" + c + "', defined in another module, whose barriers it cannot pair";
     for (const PtxStatement &s : g->body) {
       const BarrierZero z = barrier_zero(s);
-      if (z == BarrierZero::Other) {
+      if (z == BarrierZero::Counted || z == BarrierZero::Unknown) {
         std::string text;
         for (std::string_view t : s.toks) text += (text.empty() || t == "," ? "" : " ") + std::string(t);
         return early + "'" + (s.guard.empty() ? "" : std::string(s.guard) + " ") + text + "'" +
                (g->name == f.name ? "" : " in '" + g->name + "'") +
-               " is a barrier whose threads are not known (a count, a guard, an id in a register)";
+               " may share barrier 0 with the returned threads' wait, which it cannot pair (a thread count, a "
+               "guard, "
+               "an id in a register)";
       }
-      if (z != BarrierZero::None) edits->push_back({s.at, s.len, two_phase_barrier(s)});
+      if (z == BarrierZero::Sync || z == BarrierZero::Reduce) edits->push_back({s.at, s.len, two_phase_barrier(s)});
     }
   }
   for (const PtxStatement &s : f.body)
@@ -999,6 +999,12 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         k.refusal = keep_step_after_return(f, reached, barrier_functions, &mine, &notes, &leaves);
       if (leaves) api.insert(kLeaveFunction);
       if (!f.exits.empty() && !leaves) notes.push_back("exit made ret");
+      // ptxas keeps no setmaxnreg in relocatable code (C7504), which is what a link compiles.
+      if (std::any_of(reached.begin(), reached.end(), [](const Function *g) { return g->trades_registers; }))
+        notes.push_back(
+            "setmaxnreg (warp specialization) has no effect in a link, which compiles each module as relocatable "
+            "code: every warp keeps the registers of the launch, as the kernel's own relocatable compile does; "
+            "maybe slower than alone");
       if (std::any_of(reached.begin(), reached.end(),
                       [](const Function *g) { return !g->dependent_launch.empty(); }))
         notes.push_back(

@@ -309,12 +309,15 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
     EXPECT_TRUE(contains(sk::last_error(), std::string("shared memory size (reads ") + reg)) << sk::last_error();
   }
 
-  // Warp specialization (Triton's warp_specialize=True): its warpgroups trade registers.
+  // Warp specialization (Triton's warp_specialize=True): its warpgroups would trade registers,
+  // which the link's relocatable compile leaves out (ptxas C7504), so it fuses, and says so.
   auto ws = load_triton("matmul_ws");
   ASSERT_TRUE(ws);
-  EXPECT_EQ(refused(ws, "matmul_ws_kernel", 0, 1024), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "register reallocation between warpgroups (setmaxnreg."))
-      << sk::last_error();
+  EXPECT_TRUE(take(ws, "matmul_ws_kernel", 0, 115168));
+  EXPECT_TRUE(
+      has_rewrite(ws->ptx->find("matmul_ws_kernel")->rewrites, "setmaxnreg (warp specialization) has no effect"));
+  EXPECT_FALSE(has_rewrite(ws->ptx->find("matmul_ws_kernel")->rewrites, "__sk_leave"))
+      << "its warpgroups' own barriers count their threads";
 }
 
 // A kernel launched with a two-dimensional block whose PTX does not give its shape (no
@@ -1105,8 +1108,9 @@ TEST(CudaPtx, ALinkCompilesOnlyWhatItsKernelsReach) {
 
 // A kernel whose threads return before a __syncthreads() the others reach: its returns wait in
 // __sk_leave and each barrier 0 it and its helper reach runs in two phases, __syncthreads_and/or
-// counting too; a return the whole block takes alike, or none, leaves the kernel as it was; a
-// barrier of a thread count after the return is refused, named. The rewrite compiles, and links.
+// counting too; a return the whole block takes alike, or none, or one before a barrier of a
+// thread count only (a warpgroup's own) leaves the kernel as it was; such a barrier beside a
+// __syncthreads() after the return is refused, named. The rewrite compiles, and links.
 TEST(CudaPtx, AThreadThatReturnsBeforeABarrierKeepsItsBlockInStep) {
   auto m = load("early_return_global.ptx");
   ASSERT_TRUE(m && m->ptx);
@@ -1131,7 +1135,7 @@ TEST(CudaPtx, AThreadThatReturnsBeforeABarrierKeepsItsBlockInStep) {
   EXPECT_EQ(count(guard, "setp.ne.u32 %p"), 1u) << "the or: one true";
   EXPECT_EQ(count(guard, "setp.eq.u32 %p"), 1u) << "the and: none false";
   EXPECT_EQ(count(function("_Z9er_rotatePffi"), "barrier.sync 0;"), 2u) << "the helper's barriers too";
-  for (const char *name : {"er_block_uniform", "er_strided"}) {
+  for (const char *name : {"er_block_uniform", "er_strided", "er_group"}) {
     SCOPED_TRACE(name);
     EXPECT_FALSE(has_rewrite(m->ptx->find(name)->rewrites, "__sk_leave"));
     EXPECT_EQ(count(function(name), "bar.sync"), 1u) << function(name);
@@ -1139,7 +1143,7 @@ TEST(CudaPtx, AThreadThatReturnsBeforeABarrierKeepsItsBlockInStep) {
   EXPECT_EQ(count(text, ".extern .func __sk_leave"), 1u);
   EXPECT_NE(refused(m, "er_counted"), SK_OK);
   EXPECT_TRUE(contains(sk::last_error(), "'er_counted'")) << sk::last_error();
-  EXPECT_TRUE(contains(sk::last_error(), "'bar.sync 0, 64' is a barrier whose threads are not known"))
+  EXPECT_TRUE(contains(sk::last_error(), "'bar.sync 0, 64' may share barrier 0 with the returned threads' wait"))
       << sk::last_error();
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log << "\n" << text;

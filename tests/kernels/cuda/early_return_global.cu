@@ -57,8 +57,19 @@ extern "C" __global__ void __launch_bounds__(128) er_strided(float *data, int n)
   data[blockIdx.x * n + threadIdx.x % n] = part[(threadIdx.x + 1) % 128];
 }
 
-// A barrier of 64 threads after the return: which threads it counts, a rewrite cannot say.
+// After the return, a __syncthreads() and a barrier 0 of 64 threads: the returned threads' wait
+// would arrive at the second, so the kernel is refused.
 extern "C" __global__ void __launch_bounds__(128) er_counted(float *data, int n) {
+  if ((int)threadIdx.x >= n) return;
+  data[threadIdx.x] += 1.0f;
+  __syncthreads();
+  asm volatile("bar.sync 0, 64;");
+  data[threadIdx.x] *= 2.0f;
+}
+
+// After the return, only a barrier of 64 threads (a warpgroup's own): the returned threads do
+// not hold it up, fused or not, and the kernel is left as written.
+extern "C" __global__ void __launch_bounds__(128) er_group(float *data, int n) {
   if ((int)threadIdx.x >= n) return;
   data[threadIdx.x] += 1.0f;
   asm volatile("bar.sync 0, 64;");

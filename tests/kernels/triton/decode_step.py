@@ -4,7 +4,8 @@ scripts/ptx-fixtures compiles the kernels of FIXTURES to PTX for sm_90 (tests/ke
 libsk fuses them from that PTX. The references describe what the fused run must compute; this
 module imports without Triton (CI has none): the kernels then stay plain, uncompiled functions.
 The decode kernels run one row / head / output tile per program, fp32 throughout (grid2d on a 2-D
-grid); matmul_ws is a kernel libsk refuses, as Triton warp-specializes it.
+grid); matmul_ws is warp-specialized by Triton, its warpgroups trading registers (setmaxnreg),
+which a link's relocatable compile leaves out.
 """
 import types
 
@@ -186,7 +187,7 @@ def tma_scale_kernel(in_desc, out_desc, scale, BLOCK_M: tl.constexpr):
 def matmul_ws_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_K: tl.constexpr):
     """C = A B^T in fp16 through TMA, its K loop warp-specialized: a producer warpgroup loads,
-    two consumers multiply, and they trade registers (setmaxnreg), which libsk refuses."""
+    two consumers multiply, and they trade registers (setmaxnreg), which a link ignores."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
@@ -312,10 +313,10 @@ FIXTURES = {
                                  "scale": "fp32"},
                       constexprs={"BLOCK_M": 16}, divisible_by_16=[], num_warps=4,
                       grid=[BATCH * HIDDEN // (16 * 64)], refused=False, reference=tma_scale_ref),
-    # A [256, 256] x B [256, 256]^T, fp16: 128 x 128 tiles. Refused: warp specialization.
+    # A [256, 256] x B [256, 256]^T, fp16: 128 x 128 tiles, warp-specialized.
     "matmul_ws": dict(kernel=matmul_ws_kernel,
                       signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
                                  "K": "i32"},
                       constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, divisible_by_16=["M", "N", "K"],
-                      num_warps=4, grid=[2, 2], refused=True, reference=None),
+                      num_warps=4, grid=[2, 2], refused=False, reference=None),
 }
