@@ -49,8 +49,11 @@ struct CubinFunction {
   // Static __shared__ bytes: the size of .nv.shared.<name> (linked cubins), else the variables
   // of `.nv_debug.shared` / `.nv.shared.*` that its own code's relocations reference.
   uint32_t shared_bytes = 0;
-  bool dynamic_shared = false;        // its code references an `extern __shared__` array
-  uint32_t param_bytes = 0;           // EIATTR_CBANK_PARAM_SIZE (entries only)
+  bool dynamic_shared = false;  // its code references an `extern __shared__` array
+  uint32_t param_bytes = 0;     // EIATTR_CBANK_PARAM_SIZE (entries only)
+  // EIATTR_NUM_BARRIERS: one past the highest barrier its code names (16 when an id is in a
+  // register), 0 when it names none.
+  uint32_t barriers = 0;
   uint32_t code_bytes = 0;            // size of .text.<name>
   std::vector<std::string> externs;   // functions it calls that are undefined in this object
   std::vector<std::string> callees;   // functions it calls (.nv.callgraph), defined or not

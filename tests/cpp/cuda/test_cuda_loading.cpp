@@ -189,6 +189,13 @@ TEST(CudaModule, KernelErrorsNameTheCulprit) {
   EXPECT_TRUE(contains(sk::last_error(), "'not_there'")) << sk::last_error();
   EXPECT_EQ(make_cuda_kernel(m, "a_global_kernel", nullptr, "sk_module_get_kernel", &k), SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk::last_error(), "__global__")) << sk::last_error();
+  // Barrier 15 is the super kernel's own (.nv.info counts 16 for the helper that names it).
+  EXPECT_EQ(m->cubin.find("names_barrier_3")->barriers, 4u);
+  EXPECT_EQ(make_cuda_kernel(m, "names_barrier_15", nullptr, "sk_module_get_kernel", &k), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "kernel 'names_barrier_15'")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "'_Z15misc_barrier_15v', which it calls, may name barrier 15"))
+      << sk::last_error();
+  EXPECT_EQ(make_cuda_kernel(m, "names_barrier_3", nullptr, "sk_module_get_kernel", &k), SK_OK) << sk::last_error();
   EXPECT_EQ(make_cuda_kernel(m, "no_metadata", nullptr, "sk_module_get_kernel", &k), SK_ERR_NOT_FOUND);
   EXPECT_TRUE(contains(sk::last_error(), "sk_module_get_kernel_with_signature")) << sk::last_error();
   ASSERT_EQ(make_cuda_kernel(m, "no_metadata", "ptr,u32", "sk_module_get_kernel_with_signature", &k), SK_OK)

@@ -37,3 +37,17 @@ extern "C" __device__ void any_flag(uint32_t flag) {
   sk_cross_core_set_flag_all(flag);
   sk_cross_core_wait_flag_all(flag);
 }
+
+// Named barriers: 3 is the kernel's own; 15 is the super kernel's block barrier, named in a
+// helper (ptxas counts 16 barriers for it).
+__device__ __noinline__ void misc_barrier_15() { asm volatile("bar.sync 15, 64;"); }
+SK_KERNEL_CUDA(names_barrier_15, "ptr", 128)
+extern "C" __device__ void names_barrier_15(uint32_t *x) {
+  x[threadIdx.x] += 1;
+  misc_barrier_15();
+}
+SK_KERNEL_CUDA(names_barrier_3, "ptr", 128)
+extern "C" __device__ void names_barrier_3(uint32_t *x) {
+  x[threadIdx.x] += 1;
+  asm volatile("bar.sync 3, 64;");
+}
