@@ -702,9 +702,8 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
         for (std::string_view t : s.toks) text += (text.empty() || t == "," ? "" : " ") + std::string(t);
         return early + "'" + (s.guard.empty() ? "" : std::string(s.guard) + " ") + text + "'" +
                (g->name == f.name ? "" : " in '" + g->name + "'") +
-               " may share barrier 0 with the returned threads' wait, which it cannot pair (a thread count, a "
-               "guard, "
-               "an id in a register)";
+               " may share barrier 0 with the returned threads' wait, which it cannot pair (a thread count, "
+               "a guard, an id in a register)";
       }
       if (z == BarrierZero::Sync || z == BarrierZero::Reduce) edits->push_back({s.at, s.len, two_phase_barrier(s)});
     }
