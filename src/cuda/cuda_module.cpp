@@ -7,6 +7,7 @@
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
+#include "cuda/ptx_special_registers.hpp"
 #include "elf/fatbin.hpp"
 #include "elf/shared_overlay_layout.hpp"
 
@@ -369,6 +370,9 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                     call, what.c_str(), f == name ? "it" : ("'" + f + "', which it calls,").c_str(), kBlockBarrier,
                     m.cubin.find(f)->barriers, kBlockBarrier);
     k->usage = device_api_usage(reach.externs);
+    // cg::this_grid().sync(): a barrier over the step's blocks, as sk_sync_all's.
+    if (std::find(reach.externs.begin(), reach.externs.end(), kWorkspaceFunction) != reach.externs.end())
+      k->usage |= kUsesSyncAll;
     k->usage_paths = device_api_paths(reach.paths);
     for (const std::string &f : reach.functions) k->registers = std::max(k->registers, m.cubin.find(f)->registers);
     if (m.kind == InputKind::Cubin) {

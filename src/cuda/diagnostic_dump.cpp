@@ -52,6 +52,8 @@ void dump_sync_buffer(uint64_t id, const std::string &name, const std::vector<st
     f << "arrivals[" << i << "] " << word(layout.arrivals + 8 * i) << " '" << step_names[i] << "'\n";
   for (size_t i = 0; i < step_names.size(); ++i)
     f << "sync_all[" << i << "] " << word(layout.sync_all + 8 * i) << " '" << step_names[i] << "'\n";
+  for (size_t i = 0; i < step_names.size(); ++i)
+    f << "grid[" << i << "] " << word(layout.grid + 8 * i) << " '" << step_names[i] << "'\n";
   for (size_t i = 0; i < SK_CROSS_CORE_FLAGS; ++i) f << "flag[" << i << "] " << word(layout.flags + 8 * i) << "\n";
   static const char *const report[kReportWords] = {"epoch", "id",   "step",   "block",
                                                    "point", "seen", "target", "abort"};

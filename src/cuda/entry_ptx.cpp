@@ -126,6 +126,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["SYNC_RUN"] = str(sync.run);
   v["SYNC_ARRIVALS"] = str(sync.arrivals);
   v["SYNC_SYNC_ALL"] = str(sync.sync_all);
+  v["SYNC_GRID"] = str(sync.grid);
   v["SYNC_FLAGS"] = str(sync.flags);
   v["SYNC_STEPS"] = str(sync.table);
   v["TABLE_RECORDS"] = str(4 * kTableHeaderWords);
@@ -304,7 +305,8 @@ SyncLayout sync_layout(size_t steps) {
   SyncLayout l;
   l.arrivals = kSyncRun + 8;
   l.sync_all = l.arrivals + 8 * steps;
-  l.flags = l.sync_all + 8 * steps;
+  l.grid = l.sync_all + 8 * steps;
+  l.flags = l.grid + 8 * steps;
   l.report = l.flags + 8 * kCrossCoreFlags;
   l.bytes = l.report + 8 * kReportWords;
   l.table = (l.bytes + 15) / 16 * 16;

@@ -138,6 +138,7 @@ constexpr size_t kSyncEpoch = 0, kSyncDone = 8, kSyncRun = 16;
 struct SyncLayout {
   size_t epoch = kSyncEpoch, done = kSyncDone, run = kSyncRun;
   size_t arrivals = 0, sync_all = 0, flags = 0;
+  size_t grid = 0;    // per step: the word cg::this_grid().sync() counts in (__sk_grid_workspace)
   size_t report = 0;  // where the hang report starts
   size_t bytes = 0;   // the zeroed part, report included
   size_t table = 0;   // where the step table starts (16-aligned, at or past bytes)

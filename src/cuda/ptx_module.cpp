@@ -173,8 +173,8 @@ std::string_view call_target(const std::vector<std::string_view> &t) {
 // What a construct of a function body means for fusion, "" when nothing: the things a `.func`
 // called inside a super kernel cannot do.
 std::string refused_construct(std::string_view opcode, std::string_view token) {
-  if (token.starts_with("%envreg"))
-    return "a cooperative grid synchronisation (cg::this_grid(): reads " + std::string(token) + ")";
+  if (token.starts_with("%envreg") && workspace_register(token) < 0)
+    return "a launch environment register (reads " + std::string(token) + ")";
   if (token.starts_with("%cluster") || token.starts_with("%nclusterid") ||
       token.starts_with("%is_explicit_cluster") || names_other_ctas(token))
     return "a thread block cluster (" + std::string(token) + ")";
@@ -564,6 +564,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
       // The rewrite reads the grid through libsk's device API, or its grid function.
       if (const std::string_view fn = grid_api(src); !fn.empty()) f.callees.insert(std::string(fn));
       if (grid_beyond_x(src)) f.callees.insert(kGridFunction);
+      if (workspace_register(src) >= 0) f.callees.insert(kWorkspaceFunction);
       const size_t from = toks_[begin].at;
       f.specials.push_back({from, toks_[end].at + 1 - from, guard, std::string(tok(op + 1)), std::string(src)});
       return;
@@ -571,7 +572,8 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   }
   for (size_t k = op; k < end; ++k) {
     const std::string_view t = tok(k);
-    if ((t.starts_with("%ctaid") || t.starts_with("%nctaid") || t.starts_with("%tid") || t.starts_with("%ntid")) &&
+    if ((t.starts_with("%ctaid") || t.starts_with("%nctaid") || t.starts_with("%tid") || t.starts_with("%ntid") ||
+         workspace_register(t) >= 0) &&
         f.refusal.empty() && !(t == "%tid.x" || t == "%ntid.x"))
       f.refusal = "reads " + std::string(t) + " other than by a scalar mov";
   }
@@ -692,7 +694,7 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
   for (const Function *g : reached) {
     if (g->indirect_calls) return early + "'" + g->name + "' calls through a pointer, whose barriers it cannot pair";
     for (const std::string &c : g->callees)
-      if (!device_api_bit(c) && c != kGridFunction && c != kThreadFunction &&
+      if (!library_function(c) &&
           std::none_of(reached.begin(), reached.end(), [&](const Function *r) { return r->name == c; }))
         return early + "calls '" + c + "', defined in another module, whose barriers it cannot pair";
     for (const PtxStatement &s : g->body) {
@@ -806,7 +808,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       g.callees.push_back(c);
       if (!defined.count(c)) {
         g.externs.push_back(c);
-        if (!device_api_bit(c) && c != kGridFunction && c != kThreadFunction) m.calls_outside = true;
+        if (!library_function(c)) m.calls_outside = true;
       }
     }
     m.graph.functions.push_back(std::move(g));
@@ -900,6 +902,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
 
   std::set<std::string> api_needed;
   auto api_of = [&](const Function &f, const SpecialRead &s) -> std::string {
+    if (workspace_register(s.reg) >= 0) return kWorkspaceFunction;
     if (grid_register(s.reg) >= 0 && grid_nd.count(f.name)) return kGridFunction;
     if (thread_register(s.reg) >= 0 && block_nd.count(f.name)) return kThreadFunction;
     return std::string(grid_api(s.reg));
@@ -969,8 +972,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       std::set<std::string> seen, api;
       const uint32_t one_d[3] = {block[0], 1, 1};
       for (const SpecialRead &s : f.specials) {
-        if (!flat && !f.reqntid[0] && !k.block_shape_needed && !s.reg.starts_with("%ctaid") &&
-            !s.reg.starts_with("%nctaid")) {
+        if (!flat && !f.reqntid[0] && !k.block_shape_needed && thread_register(s.reg) >= 0) {
           k.refusal = "a " + std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
                       std::to_string(block[2]) + " block (.maxntid) without .reqntid: its shape is not known";
           break;
@@ -982,11 +984,13 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
         const std::string fn = api_of(f, s);
         if (!fn.empty()) api.insert(fn);
         if (seen.insert(s.reg).second)
-          notes.push_back(s.reg + (fn.empty()            ? std::string(" rebuilt from the block's thread index")
-                                   : fn == kGridFunction ? " read from the step's grid shape (" + fn + ")"
-                                   : fn == kThreadFunction
-                                       ? " read from the block's shape its caller gives (" + fn + ")"
-                                       : " read as " + fn + "()"));
+          notes.push_back(s.reg +
+                          (fn.empty()                 ? std::string(" rebuilt from the block's thread index")
+                           : fn == kWorkspaceFunction ? " read as the address of the step's grid word (" + fn +
+                                                            "): cg::this_grid().sync() waits for the step's blocks"
+                           : fn == kGridFunction   ? " read from the step's grid shape (" + fn + ")"
+                           : fn == kThreadFunction ? " read from the block's shape its caller gives (" + fn + ")"
+                                                   : " read as " + fn + "()"));
       }
       if (k.refusal.empty()) k.refusal = pass_by_address(f, &k, &mine, &notes);
       for (const Function *g : reached)

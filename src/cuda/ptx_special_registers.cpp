@@ -1,5 +1,7 @@
 #include "cuda/ptx_special_registers.hpp"
 
+#include "common/device_api_usage.hpp"
+
 namespace sk::cuda {
 
 int grid_register(std::string_view reg) {
@@ -19,7 +21,15 @@ int thread_register(std::string_view reg) {
   return -1;
 }
 
-bool special_register(std::string_view reg) { return grid_register(reg) >= 0 || thread_register(reg) >= 0; }
+int workspace_register(std::string_view reg) { return reg == "%envreg1" ? 1 : reg == "%envreg2" ? 2 : -1; }
+
+bool special_register(std::string_view reg) {
+  return grid_register(reg) >= 0 || thread_register(reg) >= 0 || workspace_register(reg) >= 0;
+}
+
+bool library_function(std::string_view name) {
+  return device_api_bit(name) || name == kGridFunction || name == kThreadFunction || name == kWorkspaceFunction;
+}
 
 std::string_view grid_api(std::string_view reg) {
   if (reg == "%ctaid.x") return "sk_block_idx";
@@ -30,7 +40,7 @@ std::string_view grid_api(std::string_view reg) {
 std::string special_refusal(const std::vector<SpecialRead> &reads, bool shape_known) {
   for (const SpecialRead &s : reads) {
     const bool yz = s.reg.back() != 'x';
-    if (yz && grid_register(s.reg) < 0 && !shape_known)
+    if (yz && thread_register(s.reg) >= 0 && !shape_known)
       return "a multi-dimensional block (reads " + s.reg + ") whose shape its PTX does not give (no .reqntid)";
   }
   return "";
@@ -45,6 +55,7 @@ std::string special_read(const SpecialRead &s, const uint32_t block[3], bool gri
     return "{ .param .b32 sk_r; .param .b32 sk_a; st.param.b32 [sk_a], " + std::to_string(what) + "; call (sk_r), " +
            fn + ", (sk_a); " + g + "ld.param.b32 " + s.dst + ", [sk_r]; }";
   };
+  if (const int what = workspace_register(s.reg); what >= 0) return call(kWorkspaceFunction, what);
   if (const int what = grid_register(s.reg); what >= 0 && grid_nd) return call(kGridFunction, what);
   if (const int what = thread_register(s.reg); what >= 0 && block_nd) return call(kThreadFunction, what);
   // Outside such a sub-kernel a grid register is an .x one.
@@ -67,7 +78,8 @@ std::string special_read(const SpecialRead &s, const uint32_t block[3], bool gri
 
 std::string special_function_declaration(const std::string &fn) {
   return ".extern .func (.param .b32 sk_r) " + fn +
-         (fn == kGridFunction || fn == kThreadFunction ? "\n(.param .b32 sk_a)\n;" : "\n()\n;");
+         (fn == kGridFunction || fn == kThreadFunction || fn == kWorkspaceFunction ? "\n(.param .b32 sk_a)\n;"
+                                                                                   : "\n()\n;");
 }
 
 }  // namespace sk::cuda

@@ -3,7 +3,9 @@
 // virtual block (sk_block_idx, sk_block_num), every grid register from the step's shape
 // (__sk_grid) for a kernel whose grid has more dimensions, a thread index beyond x rebuilt from
 // the super kernel's 1-D one with the block's shape, given by the PTX (.reqntid) or, through
-// __sk_thread, by the caller. ptx_module.cpp decides which reading each function needs.
+// __sk_thread, by the caller; and the grid workspace cooperative groups' grid sync reads from
+// %envreg1/%envreg2 (__sk_grid_workspace: a word of the step's in the sync buffer). ptx_module.cpp
+// decides which reading each function needs.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,9 +25,17 @@ struct SpecialRead {
 // its grid has more dimensions, and its thread registers when its caller gives the block's shape.
 constexpr char kGridFunction[] = "__sk_grid";
 constexpr char kThreadFunction[] = "__sk_thread";
+// The grid workspace's address, for cg::this_grid().sync(): `what` 1 its high 32 bits (what
+// %envreg1 holds in a cooperative launch), 2 its low ones (%envreg2).
+constexpr char kWorkspaceFunction[] = "__sk_grid_workspace";
 
-// One of the twelve registers the rewrite replaces.
+// A function of libsk's a rewritten module calls: the device API or one of the above.
+bool library_function(std::string_view name);
+
+// One of the fourteen registers the rewrite replaces.
 bool special_register(std::string_view reg);
+// The argument of __sk_grid_workspace for %envreg1 and %envreg2 (-1: neither).
+int workspace_register(std::string_view reg);
 // The argument of __sk_grid for a grid register: the block index's x, y, z, then the grid's
 // extents (-1: not a grid register).
 int grid_register(std::string_view reg);

@@ -455,7 +455,6 @@ needs_cuda_kernels = pytest.mark.skipif(not CUDA_KERNELS,
 CUDA_SOURCES = os.path.join(ROOT, "tests", "kernels", "cuda")
 # Why libsk refuses each kernel of refuse_global.cu: the construct its message names.
 REFUSALS = {"refuse_cluster": "a thread block cluster (.reqnctapercluster)",
-            "refuse_grid_sync": "a cooperative grid synchronisation",
             "refuse_child": "does not say its threads per block",
             "refuse_dynamic_parallelism": "dynamic parallelism",
             "refuse_named_barrier": "barrier 15 (bar.sync), which the super kernel's own block barriers use"}

@@ -162,7 +162,8 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
     EXPECT_EQ(l.run, 16u);
     EXPECT_EQ(l.arrivals, 24u);
     EXPECT_EQ(l.sync_all, l.arrivals + 8 * steps);
-    EXPECT_EQ(l.flags, l.sync_all + 8 * steps);
+    EXPECT_EQ(l.grid, l.sync_all + 8 * steps);
+    EXPECT_EQ(l.flags, l.grid + 8 * steps);
     EXPECT_EQ(l.report, l.flags + 8 * SK_CROSS_CORE_FLAGS);
     EXPECT_EQ(l.bytes, l.report + 8 * kReportWords);
     EXPECT_GE(l.table, l.bytes);  // past what a hang's reset zeroes

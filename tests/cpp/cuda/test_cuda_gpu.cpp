@@ -1088,6 +1088,8 @@ struct PtxDriver {
   int (*cuModuleGetFunction)(void **, void *, const char *) = nullptr;
   int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                         void **, void **) = nullptr;
+  int (*cuLaunchCooperativeKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   void *, void **) = nullptr;
   int (*cuCtxSynchronize)() = nullptr;
   int (*cuDriverGetVersion)(int *) = nullptr;
   int (*cuFuncSetAttribute)(void *, int, int) = nullptr;
@@ -1111,6 +1113,7 @@ struct PtxDriver {
     get(&cuModuleUnload, "cuModuleUnload");
     get(&cuModuleGetFunction, "cuModuleGetFunction");
     get(&cuLaunchKernel, "cuLaunchKernel");
+    get(&cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel");
     get(&cuCtxSynchronize, "cuCtxSynchronize");
     get(&cuDriverGetVersion, "cuDriverGetVersion");
     get(&cuFuncSetAttribute, "cuFuncSetAttribute");
@@ -1144,9 +1147,10 @@ struct PtxDriver {
     return text;
   }
   // Launches kernel `name` of `ptx` unfused (args as sk_add_kernel takes them), on the legacy
-  // stream, within the primary context; `threads` in blocks of block_y rows.
+  // stream, within the primary context; `threads` in blocks of block_y rows; `cooperative`, as
+  // cg::this_grid().sync() needs.
   int launch(const std::string &ptx, const char *name, uint32_t grid, uint32_t threads, uint32_t shared, void **args,
-             uint32_t grid_y = 1, uint32_t block_y = 1) {
+             uint32_t grid_y = 1, uint32_t block_y = 1, bool cooperative = false) {
     if (cuCtxPushCurrent(ctx) != 0) return -1;
     const std::string text = for_jit(ptx);
     void *module = nullptr, *fn = nullptr;
@@ -1155,7 +1159,9 @@ struct PtxDriver {
     if (r == 0) r = cuModuleGetFunction(&fn, module, name);
     // Past 48 KiB a block opts in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), as Triton's launcher does.
     if (r == 0 && shared > 48 * 1024) r = cuFuncSetAttribute(fn, 8, (int)shared);
-    if (r == 0)
+    if (r == 0 && cooperative)
+      r = cuLaunchCooperativeKernel(fn, grid, grid_y, 1, threads / block_y, block_y, 1, shared, nullptr, args);
+    else if (r == 0)
       r = cuLaunchKernel(fn, grid, grid_y, 1, threads / block_y, block_y, 1, shared, nullptr, args, nullptr);
     if (r == 0) r = cuCtxSynchronize();
     void *popped = nullptr;
@@ -1565,6 +1571,39 @@ TEST_F(CudaGpu, KernelsWhoseTilesShareTheOverlayFusedEqualTheirPlainLaunch) {
   const std::vector<float> a = read(plain, kN), b = read(fused, kN);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "fused != the driver's launch";
   EXPECT_EQ(a[0], in[6999 - 17] * 2.0f) << "the driver's launch != the CPU";
+}
+
+// cg::this_grid().sync() fused: the step's grid syncs in its word of the sync buffer (twice in
+// gs_neighbour, the word's top bit flipping back), equal to the driver's cooperative launch of
+// the same PTX, bit for bit, launched twice (the words carry over between launches).
+TEST_F(CudaGpu, GridSyncsOfCooperativeGroupsFusedEqualTheirCooperativeLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  ASSERT_NE(drv.cuLaunchCooperativeKernel, nullptr);
+  constexpr uint32_t kBlocks = 8, kN = kBlocks * 128;
+  std::vector<float> in(kN), zero(kN, 0.0f);
+  for (uint32_t i = 0; i < kN; ++i) in[i] = (float)(i % 29) * 0.5f + 1.0f;
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("grid_sync.ptx"));
+  const std::string ptx(bytes.begin(), bytes.end());
+  float *src = alloc(in), *pp = alloc(zero), *pf = alloc(zero), *op = alloc(zero), *of = alloc(zero);
+  float *dp = alloc(zero), *df = alloc(zero), *np = alloc(zero), *nf = alloc(zero);
+  uint64_t s_ = ptr_slot(src), pp_ = ptr_slot(pp), pf_ = ptr_slot(pf), op_ = ptr_slot(op), of_ = ptr_slot(of);
+  uint64_t dp_ = ptr_slot(dp), df_ = ptr_slot(df), np_ = ptr_slot(np), nf_ = ptr_slot(nf);
+  void *plain_norm[] = {&s_, &pp_, &op_}, *fused_norm[] = {&s_, &pf_, &of_};
+  void *plain_nb[] = {&dp_, &np_}, *fused_nb[] = {&df_, &nf_};
+  ASSERT_EQ(drv.launch(ptx, "gs_normalize", kBlocks, 128, 0, plain_norm, 1, 1, true), 0);
+  ASSERT_EQ(drv.launch(ptx, "gs_neighbour", kBlocks, 128, 0, plain_nb, 1, 1, true), 0);
+  const sk_kernel_desc desc{sizeof(sk_kernel_desc), nullptr, 128, 0, {128, 1, 1}};
+  sk_kernel *norm = ptx_kernel(ptx, "gs_normalize", desc);
+  sk_kernel *nb = ptx_kernel(ptx, "gs_neighbour", desc);
+  ASSERT_NE(norm, nullptr);
+  ASSERT_NE(nb, nullptr);
+  for (int launch = 0; launch < 2; ++launch)
+    ASSERT_NO_FATAL_FAILURE(run_fused("grid_sync", {{norm, kBlocks, fused_norm}, {nb, kBlocks, fused_nb}}));
+  const std::vector<float> a = read(op, kN), b = read(of, kN), c = read(np, kN), d = read(nf, kN);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "gs_normalize fused != the driver's launch";
+  EXPECT_EQ(std::memcmp(c.data(), d.data(), kN * 4), 0) << "gs_neighbour fused != the driver's launch";
+  EXPECT_EQ(c[0], 129.0f) << "the driver's launch != the CPU";
 }
 
 // TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its

@@ -271,7 +271,6 @@ TEST(CudaPtx, ConstructsThatCannotBeFusedAreRefusedByName) {
   ASSERT_TRUE(m);
   const std::map<std::string, std::string> expect = {
       {"refuse_cluster", "thread block cluster"},
-      {"refuse_grid_sync", "cooperative grid synchronisation"},
       {"refuse_dynamic_parallelism", "dynamic parallelism (calls __cudaCDP2"},
       {"refuse_named_barrier",
        "barrier 15 (bar.sync), which the super kernel's own block barriers use: warps that left the sub-kernel "
@@ -1237,6 +1236,42 @@ TEST(CudaPtx, KernelsWhoseTilesAddUpPastABlockShareTheOverlay) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   EXPECT_GE(img.static_shared, 28000u);
   EXPECT_LT(img.static_shared, 28000u + 2048u) << "one tile's bytes and the entry's reservation";
+}
+
+// cg::this_grid().sync(): the grid workspace its code reads from %envreg1/%envreg2 becomes the
+// step's word in the sync buffer (__sk_grid_workspace), and the kernel synchronises its cores as
+// sk_sync_all's do (the planner gives each of its blocks a block of the super kernel). Another
+// launch environment register is refused, named.
+TEST(CudaPtx, AGridSyncOfCooperativeGroupsSyncsTheStepsBlocks) {
+  auto m = load("grid_sync.ptx");
+  ASSERT_TRUE(m && m->ptx);
+  sk::backend::KernelRequest flat{nullptr, 128, 0, {128, 1, 1}};  // cg reads %tid.y/z: a 1-D block
+  for (const char *name : {"gs_normalize", "gs_neighbour"}) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<CudaKernel> k;
+    ASSERT_EQ(sk::cuda::make_cuda_kernel(m, name, flat, "test", &k), SK_OK) << sk::last_error();
+    EXPECT_TRUE(k->usage & sk::kUsesSyncAll);
+    EXPECT_TRUE(has_rewrite(m->ptx->find(name)->rewrites, "%envreg1 read as the address of the step's grid word"));
+    EXPECT_TRUE(has_rewrite(m->ptx->find(name)->rewrites, "%envreg2 read as the address of the step's grid word"));
+  }
+  const std::string text = text_of(m->bytes);
+  EXPECT_FALSE(contains(text, "%envreg")) << text;
+  EXPECT_EQ(count(text, ".extern .func (.param .b32 sk_r) __sk_grid_workspace"), 1u);
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log;
+  EXPECT_EQ(refused(load_text(".param .u64 out", "mov.u32 %r1, %envreg3;"), "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "a launch environment register (reads %envreg3)")) << sk::last_error();
+
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  Scope s;
+  std::shared_ptr<CudaKernel> k;
+  ASSERT_EQ(sk::cuda::make_cuda_kernel(m, "gs_neighbour", flat, "test", &k), SK_OK) << sk::last_error();
+  s.add(k, 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_NE(img.info.find("__sk_grid_workspace"), nullptr);
 }
 
 // A function declared before it is defined, and called only by a kernel left out: its

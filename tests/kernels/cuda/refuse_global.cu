@@ -18,14 +18,6 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) refuse_cluster(float *out) 
   cluster.sync();  // the peer's shared memory stays alive until it was read
 }
 
-// A cooperative grid barrier: every block writes, the whole grid syncs, then reads a neighbour.
-extern "C" __global__ void refuse_grid_sync(float *data, float *out) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  data[i] = static_cast<float>(i);
-  cg::this_grid().sync();
-  out[i] = data[(i + blockDim.x) % (gridDim.x * blockDim.x)];
-}
-
 // Dynamic parallelism: a child grid launched from the device.
 extern "C" __global__ void refuse_child(float *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
