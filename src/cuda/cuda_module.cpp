@@ -360,21 +360,23 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                   "__device__ function (sk_kernel.h)",
                   call, what.c_str());
     const elf::CubinReach reach = m.cubin.reach(name);
-    // ptxas counts barriers up to the highest id named, or all 16 for an id in a register.
-    for (const std::string &f : reach.functions)
-      if (m.cubin.find(f)->barriers > kBlockBarrier)
+    for (const std::string &f : reach.functions) {
+      const elf::CubinFunction &callee = *m.cubin.find(f);
+      k->registers = std::max(k->registers, callee.registers);
+      // ptxas counts barriers up to the highest id named, or all 16 for an id in a register.
+      if (callee.barriers > kBlockBarrier)
         return fail(SK_ERR_UNSUPPORTED,
                     "%s: %s cannot be fused: %s may name barrier %u (its .nv.info counts %u barriers: that one, or "
                     "an id in a register), which the super kernel's own block barriers use: warps that left the "
                     "sub-kernel would count at it; number its barriers below %u",
                     call, what.c_str(), f == name ? "it" : ("'" + f + "', which it calls,").c_str(), kBlockBarrier,
-                    m.cubin.find(f)->barriers, kBlockBarrier);
+                    callee.barriers, kBlockBarrier);
+    }
     k->usage = device_api_usage(reach.externs);
     // cg::this_grid().sync(): a barrier over the step's blocks, as sk_sync_all's.
     if (std::find(reach.externs.begin(), reach.externs.end(), kWorkspaceFunction) != reach.externs.end())
       k->usage |= kUsesSyncAll;
     k->usage_paths = device_api_paths(reach.paths);
-    for (const std::string &f : reach.functions) k->registers = std::max(k->registers, m.cubin.find(f)->registers);
     if (m.kind == InputKind::Cubin) {
       const elf::SharedOverlayLayout alone = elf::layout_shared_overlay({&m.cubin}, {{0, name}}, false);
       uint64_t in_place = 0;
