@@ -193,6 +193,30 @@ Operands operands(const PtxStatement &s, size_t i, const std::vector<std::string
   return o;
 }
 
+// The nodes of [0, nodes) reachable from `root` along `edges(v)`, each after every node it leads
+// to (an iterative depth-first walk: a kernel's blocks run to thousands).
+template <typename Edges>
+std::vector<size_t> postorder(size_t root, size_t nodes, const Edges &edges) {
+  std::vector<size_t> order;
+  std::vector<bool> seen(nodes, false);
+  std::vector<std::pair<size_t, size_t>> stack{{root, 0}};
+  seen[root] = true;
+  while (!stack.empty()) {
+    auto &[v, next] = stack.back();
+    if (next < edges(v).size()) {
+      const size_t w = edges(v)[next++];
+      if (!seen[w]) {
+        seen[w] = true;
+        stack.push_back({w, 0});
+      }
+      continue;
+    }
+    order.push_back(v);
+    stack.pop_back();
+  }
+  return order;
+}
+
 struct Block {
   std::vector<size_t> succ;  // `exit` (the block count) stands for leaving the function
   bool barrier = false, returns = false;
@@ -258,26 +282,10 @@ bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params
   std::vector<std::vector<size_t>> preds(n + 1);
   for (size_t b = 0; b < n; ++b)
     for (size_t s : blocks[b].succ) preds[s].push_back(b);
-  std::vector<size_t> order, number(n + 1, kNone);  // postorder of the reversed graph from exit
-  {
-    std::vector<std::pair<size_t, size_t>> stack{{exit, 0}};
-    std::vector<bool> seen(n + 1, false);
-    seen[exit] = true;
-    while (!stack.empty()) {
-      auto &[v, next] = stack.back();
-      if (next < preds[v].size()) {
-        const size_t p = preds[v][next++];
-        if (!seen[p]) {
-          seen[p] = true;
-          stack.push_back({p, 0});
-        }
-        continue;
-      }
-      number[v] = order.size();
-      order.push_back(v);
-      stack.pop_back();
-    }
-  }
+  const std::vector<size_t> order =
+      postorder(exit, n + 1, [&](size_t v) -> const std::vector<size_t> & { return preds[v]; });
+  std::vector<size_t> number(n + 1, kNone);
+  for (size_t i = 0; i < order.size(); ++i) number[order[i]] = i;
   std::vector<size_t> ipdom(n + 1, kNone);
   ipdom[exit] = exit;
   auto meet = [&](size_t a, size_t b) {
@@ -370,26 +378,12 @@ bool analyse(const PtxBody &body, const std::vector<std::string> &uniform_params
   auto put = [](uint64_t *set, uint32_t r, bool v) {
     set[r / 64] = v ? set[r / 64] | (uint64_t{1} << (r % 64)) : set[r / 64] & ~(uint64_t{1} << (r % 64));
   };
-  std::vector<size_t> forward;  // reverse postorder from the first block
-  {
-    std::vector<bool> seen(n + 1, false);
-    std::vector<std::pair<size_t, size_t>> stack{{0, 0}};
-    seen[0] = true;
-    while (!stack.empty()) {
-      auto &[v, next] = stack.back();
-      if (next < blocks[v].succ.size()) {
-        const size_t w = blocks[v].succ[next++];
-        if (w != exit && !seen[w]) {
-          seen[w] = true;
-          stack.push_back({w, 0});
-        }
-        continue;
-      }
-      forward.push_back(v);
-      stack.pop_back();
-    }
-    std::reverse(forward.begin(), forward.end());
-  }
+  // Each block after its predecessors (but along loops' back edges); not the exit.
+  const std::vector<size_t> none;
+  std::vector<size_t> forward = postorder(
+      0, n + 1, [&](size_t v) -> const std::vector<size_t> & { return v == exit ? none : blocks[v].succ; });
+  std::reverse(forward.begin(), forward.end());
+  forward.erase(std::remove(forward.begin(), forward.end(), exit), forward.end());
   std::vector<bool> apart(n, false), diverges(n, false);
   auto transfer = [&](size_t b) {
     std::copy(joined.begin() + (long)(b * words), joined.begin() + (long)((b + 1) * words), state.begin());
