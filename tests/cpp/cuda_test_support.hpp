@@ -38,6 +38,11 @@ inline std::vector<uint8_t> read_file(const std::string &path) {
 }
 
 inline std::vector<uint8_t> kernel_bytes(const std::string &file) { return read_file(kernel_path(file)); }
+// A built kernel's file as text (PTX).
+inline std::string kernel_text(const std::string &file) {
+  const std::vector<uint8_t> bytes = kernel_bytes(file);
+  return std::string(bytes.begin(), bytes.end());
+}
 
 #ifdef SK_TRITON_PTX_DIR
 // A Triton kernel's checked-in PTX (tests/kernels/triton/ptx; $SK_TRITON_PTX overrides the

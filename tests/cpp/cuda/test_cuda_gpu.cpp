@@ -1413,8 +1413,7 @@ TEST_F(CudaGpu, TwoDimensionalBlocksFusedEqualTheirPlainLaunch) {
   for (uint32_t i = 0; i < kN; ++i) scaled[i] = std::fmaf(in[i], 1.0f + (float)(i / kCols % kRowsPerBlock), 4.0f);
   for (uint32_t b = 0; b < kBlocks; ++b)
     for (uint32_t t = 0; t < kThreads; ++t) sums[b] += in[b * kThreads + t];
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("block2d.ptx"));
-  const std::string ptx(bytes.begin(), bytes.end());
+  const std::string ptx = sk::cuda_test::kernel_text("block2d.ptx");
   const float *x = alloc(in);
   uint64_t xs = ptr_slot(x);
   int32_t n_cols = kCols;
@@ -1462,8 +1461,7 @@ TEST_F(CudaGpu, DependentLaunchKernelsFusedEqualTheirPlainLaunch) {
   for (int32_t i = 0; i < kN; ++i) in[i] = (float)(i % 97) * 0.25f - 3.0f;
   for (int32_t i = 0; i < kN; ++i) mid[i] = std::fmaf(2.0f, in[i], 1.0f);
   for (int32_t i = 0; i < kN; ++i) expect[i] = mid[i] * mid[kN - 1 - i];
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("dependent_launch.ptx"));
-  const std::string ptx(bytes.begin(), bytes.end());
+  const std::string ptx = sk::cuda_test::kernel_text("dependent_launch.ptx");
   const float *x = alloc(in);
   float *plain_mid = alloc(std::vector<float>(kN)), *plain_out = alloc(std::vector<float>(kN)),
         *fused_mid = alloc(std::vector<float>(kN)), *fused_out = alloc(std::vector<float>(kN));
@@ -1495,8 +1493,7 @@ TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
   std::vector<float> in(kN), expect(kN);
   for (uint32_t i = 0; i < kN; ++i) in[i] = (float)(i % 89) * 0.5f - 11.0f;
   for (uint32_t i = 0; i < kN; ++i) expect[i] = std::fmaf(in[i], 2.0f, 1.0f) + 7.0f;
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("prune.ptx"));
-  const std::string ptx(bytes.begin(), bytes.end());
+  const std::string ptx = sk::cuda_test::kernel_text("prune.ptx");
   float *plain = alloc(in), *fused = alloc(in);
   uint64_t ps = ptr_slot(plain), fs = ptr_slot(fused);
   void *plain_args[] = {&ps}, *fused_args[] = {&fs};
@@ -1523,8 +1520,7 @@ TEST_F(CudaGpu, ThreadsThatReturnBeforeABarrierFusedEqualTheirPlainLaunch) {
     in[i] = (float)(i % 23) - 9.0f;
     rounds[i] = (int)((i * 7 + i / 128) % 6);  // 0 returns at once; every block some of each
   }
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("early_return_global.ptx"));
-  const std::string ptx(bytes.begin(), bytes.end());
+  const std::string ptx = sk::cuda_test::kernel_text("early_return_global.ptx");
   float *src = alloc(in), *plain = alloc(zero), *fused = alloc(zero);
   int *r = alloc(rounds);
   uint64_t is = ptr_slot(src), ps = ptr_slot(plain), fs = ptr_slot(fused), rs = ptr_slot(r);
@@ -1552,8 +1548,7 @@ TEST_F(CudaGpu, KernelsWhoseTilesShareTheOverlayFusedEqualTheirPlainLaunch) {
   constexpr uint32_t kBlocks = 6, kN = kBlocks * 7000;
   std::vector<float> in(kN), zero(kN, 0.0f);
   for (uint32_t i = 0; i < kN; ++i) in[i] = (float)(i % 97) * 0.25f - 7.0f;
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("shared_global.ptx"));
-  const std::string ptx(bytes.begin(), bytes.end());
+  const std::string ptx = sk::cuda_test::kernel_text("shared_global.ptx");
   float *src = alloc(in), *mid_plain = alloc(zero), *mid_fused = alloc(zero), *plain = alloc(zero),
         *fused = alloc(zero);
   uint64_t is = ptr_slot(src), mp = ptr_slot(mid_plain), mf = ptr_slot(mid_fused), ps = ptr_slot(plain),
@@ -1583,8 +1578,7 @@ TEST_F(CudaGpu, GridSyncsOfCooperativeGroupsFusedEqualTheirCooperativeLaunch) {
   constexpr uint32_t kBlocks = 8, kN = kBlocks * 128;
   std::vector<float> in(kN), zero(kN, 0.0f);
   for (uint32_t i = 0; i < kN; ++i) in[i] = (float)(i % 29) * 0.5f + 1.0f;
-  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path("grid_sync.ptx"));
-  const std::string ptx(bytes.begin(), bytes.end());
+  const std::string ptx = sk::cuda_test::kernel_text("grid_sync.ptx");
   float *src = alloc(in), *pp = alloc(zero), *pf = alloc(zero), *op = alloc(zero), *of = alloc(zero);
   float *dp = alloc(zero), *df = alloc(zero), *np = alloc(zero), *nf = alloc(zero);
   uint64_t s_ = ptr_slot(src), pp_ = ptr_slot(pp), pf_ = ptr_slot(pf), op_ = ptr_slot(op), of_ = ptr_slot(of);

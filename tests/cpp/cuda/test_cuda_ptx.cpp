@@ -424,7 +424,7 @@ TEST(CudaPtx, ProgrammaticDependentLaunchIsTakenOut) {
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
   auto m = load("dependent_launch.ptx");
   ASSERT_TRUE(m);
-  const std::string original = text_of(sk::cuda_test::read_file(sk::cuda_test::kernel_path("dependent_launch.ptx")));
+  const std::string original = sk::cuda_test::kernel_text("dependent_launch.ptx");
   EXPECT_TRUE(contains(original, "griddepcontrol.wait;"));
   EXPECT_TRUE(contains(original, "griddepcontrol.launch_dependents;"));
   const std::string text = text_of(m->bytes);
@@ -966,8 +966,8 @@ TEST(CudaPtx, MutatedTextIsRefusedOrReadsAgain) {
   std::vector<std::string> texts;
   for (const TritonFixture &f : kTriton)
     texts.push_back(text_of(read_file(triton_path(std::string(f.file) + ".ptx"))));
-  texts.push_back(text_of(kernel_bytes("decode_global.ptx")));
-  texts.push_back(text_of(kernel_bytes("refuse_global.ptx")));
+  texts.push_back(sk::cuda_test::kernel_text("decode_global.ptx"));
+  texts.push_back(sk::cuda_test::kernel_text("refuse_global.ptx"));
   uint32_t seed = 7;
   auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
   size_t read = 0;
