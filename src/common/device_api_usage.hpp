@@ -18,6 +18,14 @@ enum DeviceApiBit : uint32_t {
   kUsesSyncAll = 1u << 2,
   kUsesSetNextTaskStart = 1u << 3,
   kUsesWaitPreTaskEnd = 1u << 4,
+  // Not a device-API function: a PTX kernel written for programmatic dependent launch waits at
+  // griddepcontrol.wait, which cuda/ptx_module.cpp makes its early start, per thread.
+  kUsesGridDependencyWait = 1u << 5,
+  // Not one either: griddepcontrol.launch_dependents, which lets a kernel of programmatic
+  // dependent launch after it start early (as a graph node's PDL does only after a trigger).
+  kUsesGridDependencyLaunch = 1u << 6,
+  // A kernel that waits for the previous step itself: it may start early.
+  kUsesWaitInKernel = kUsesWaitPreTaskEnd | kUsesGridDependencyWait,
   // Cache maintenance (bits 8..11): explain reports them; the plan places flushes by options.
   kUsesDcciLine = 1u << 8,
   kUsesDcciAll = 1u << 9,

@@ -9,7 +9,7 @@ namespace sk {
 namespace {
 // The version of the layout include/sk_explain.schema.json describes: raised, with the schema,
 // whenever a key or a value's meaning changes, so a reader can tell which layout it holds.
-constexpr uint64_t kExplainSchemaVersion = 6;
+constexpr uint64_t kExplainSchemaVersion = 7;
 }  // namespace
 
 std::string explain_json(const Plan &plan, const std::string &backend,
@@ -105,10 +105,11 @@ std::string explain_json(const Plan &plan, const std::string &backend,
       j.key("edge").value(s.block_local ? "block-local" : "barrier");
     }
     j.key("wait_previous")
-        .value(s.pred < 0         ? "launch"
-               : s.block_local    ? "none"
-               : s.wait_in_kernel ? "sk_wait_pre_task_end"
-                                  : "kernel start");
+        .value(s.pred < 0      ? "launch"
+               : s.block_local ? "none"
+               : s.wait_in_kernel
+                   ? ((s.kernel.usage & kUsesWaitPreTaskEnd) ? "sk_wait_pre_task_end" : "griddepcontrol.wait")
+                   : "kernel start");
     j.key("release_next").value(!s.arrives ? "none" : s.arrive_in_kernel ? "sk_set_next_task_start" : "kernel end");
     j.key("sync_all_scope").value((s.kernel.usage & kUsesSyncAll) ? "own cores" : "none");
     write_cache_json(j, s.cache);  // where DCCI flushes go (common/cache_plan.cpp)

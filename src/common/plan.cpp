@@ -165,7 +165,14 @@ void link_steps(Plan &plan) {
       s.after.insert(s.after.end(), tails.begin(), tails.end());
     first_in_segment[stream] = false;
     const bool same_segment = s.pred >= 0 && plan.steps[s.pred].segment == s.segment;
-    s.wait_in_kernel = overlap && same_segment && (s.kernel.usage & kUsesWaitPreTaskEnd);
+    s.wait_in_kernel = overlap && same_segment && (s.kernel.usage & kUsesWaitInKernel);
+    // A graph node of programmatic dependent launch starts before the node it waits for ends
+    // only if that node lets it (launch_dependents); a step of one waits at its start otherwise.
+    if ((s.kernel.usage & kUsesWaitInKernel) == kUsesGridDependencyWait) {
+      auto lets_start = [&](int32_t d) { return (plan.steps[d].kernel.usage & kUsesGridDependencyLaunch) != 0; };
+      s.wait_in_kernel =
+          s.wait_in_kernel && lets_start(s.pred) && std::all_of(s.after.begin(), s.after.end(), lets_start);
+    }
     s.arrive_in_kernel = overlap && (s.kernel.usage & kUsesSetNextTaskStart);
     if (s.pred >= 0 && !same_segment) plan.steps[s.pred].arrive_in_kernel = false;
     last[stream] = static_cast<int32_t>(i);

@@ -78,7 +78,7 @@ struct PlanStep {
   bool arrives = true;
   // Split-phase inter-task sync: where this step waits for the previous one, and where it lets
   // the next one start. "start"/"end" of the kernel, or "in-kernel" at its overlap call.
-  bool wait_in_kernel = false;    // at sk_wait_pre_task_end (early-start=1 and the kernel calls it)
+  bool wait_in_kernel = false;    // at sk_wait_pre_task_end or a PTX kernel's griddepcontrol.wait (early-start=1)
   bool arrive_in_kernel = false;  // at sk_set_next_task_start (same condition)
   CachePlacement cache;           // DCCI: per-access flush, whole-cache flushes around it
 };

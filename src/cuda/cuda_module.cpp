@@ -376,6 +376,9 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     // cg::this_grid().sync(): a barrier over the step's blocks, as sk_sync_all's.
     if (std::find(reach.externs.begin(), reach.externs.end(), kWorkspaceFunction) != reach.externs.end())
       k->usage |= kUsesSyncAll;
+    // griddepcontrol.wait: the step may start before the steps it depends on end.
+    if (std::find(reach.externs.begin(), reach.externs.end(), kDependentWaitFunction) != reach.externs.end())
+      k->usage |= kUsesGridDependencyWait;
     k->usage_paths = device_api_paths(reach.paths);
     if (m.kind == InputKind::Cubin) {
       const elf::SharedOverlayLayout alone = elf::layout_shared_overlay({&m.cubin}, {{0, name}}, false);
@@ -412,6 +415,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   if (pk) {
     if (sk_status st = ptx_threads(m, *pk, threads, what, call, k.get()); st != SK_OK) return st;
     std::copy(b, b + 3, k->block);
+    if (pk->launches_dependents) k->usage |= kUsesGridDependencyLaunch;
     // .maxnreg bounds what the link compiles it to.
     if (pk->max_registers) k->registers = pk->max_registers;
     k->static_shared = (uint32_t)std::min<uint64_t>(pk->static_shared, UINT32_MAX);

@@ -160,6 +160,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["POINT_WAIT_FLAG_ALL"] = str((unsigned)SyncPoint::WaitFlagAll);
   v["POINT_INVALID_FLAG"] = str((unsigned)SyncPoint::InvalidFlag);
   v["POINT_ITERATION"] = str((unsigned)SyncPoint::Iteration);
+  v["POINT_DEPENDENT_WAIT"] = str((unsigned)SyncPoint::DependentWait);
   v["CALL_SET_FLAG"] = str((unsigned)FlagCall::Set);
   v["CALL_WAIT_FLAG"] = str((unsigned)FlagCall::Wait);
   v["CALL_SET_FLAG_ALL"] = str((unsigned)FlagCall::SetAll);
@@ -380,6 +381,7 @@ const char *sync_point_name(uint32_t point) {
     case SyncPoint::WaitFlagAll: return "sk_cross_core_wait_flag_all";
     case SyncPoint::InvalidFlag: return "a cross-core flag call";
     case SyncPoint::Iteration: return "the barrier between two runs of sk_launch_repeat";
+    case SyncPoint::DependentWait: return "griddepcontrol.wait (programmatic dependent launch)";
   }
   return "an unknown sync point";
 }

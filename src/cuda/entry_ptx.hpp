@@ -209,7 +209,8 @@ enum class SyncPoint : uint32_t {
   SyncAll = 3,
   WaitFlagAll = 4,
   InvalidFlag = 5,
-  Iteration = 6,  // the barrier between two runs of sk_launch_repeat
+  Iteration = 6,      // the barrier between two runs of sk_launch_repeat
+  DependentWait = 7,  // griddepcontrol.wait of a PTX kernel (__sk_dependent_wait)
 };
 // The cross-core flag calls, as an InvalidFlag report names them.
 enum class FlagCall : uint32_t { Set = 0, Wait = 1, SetAll = 2, WaitAll = 3 };

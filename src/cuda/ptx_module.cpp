@@ -127,9 +127,11 @@ struct Function {
   std::string refusal;                // a construct of its own code that cannot be fused
   std::vector<SpecialRead> specials;  // its reads of special registers that the rewrite replaces
   std::vector<Edit> exits;            // `exit` -> `ret`
-  // Programmatic dependent launch (griddepcontrol.wait, .launch_dependents), taken out: fused, a
-  // step starts once the steps it depends on have completed, which is what the wait waits for.
+  // Programmatic dependent launch: griddepcontrol.wait calls __sk_dependent_wait, the step's wait
+  // for the steps it depends on (the early start PDL gives a graph node); .launch_dependents,
+  // taken out: a fused block goes on to the next step once it ends this one.
   std::vector<Edit> dependent_launch;
+  bool launches_dependents = false;
   // Each parameter's declaration after `.param` (text offsets [first, second)), for the rewrite
   // of a parameter whose address the kernel takes; its statements and labels (each with the
   // statement it stands before), for that rewrite and for ptx_early_return.hpp's.
@@ -536,7 +538,14 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
                   "count at it";
   }
   f.trades_registers |= opcode.starts_with("setmaxnreg");
+  if (opcode == "griddepcontrol.wait") {
+    f.dependent_launch.push_back(
+        {toks_[op].at, opcode.size(), std::string("call ") + kDependentWaitFunction + ", ()"});
+    f.callees.insert(kDependentWaitFunction);
+    return;
+  }
   if (opcode.starts_with("griddepcontrol.")) {
+    f.launches_dependents = true;
     f.dependent_launch.push_back({toks_[begin].at, toks_[end].at + 1 - toks_[begin].at, ""});
     return;
   }
@@ -910,7 +919,10 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   // A helper's (a function no other module can call) block index and grid size are its
   // kernel's: read like the kernel's own, as a one-dimensional block's.
   for (const Function &f : p.functions) {
-    if (!f.entry) edits.insert(edits.end(), f.dependent_launch.begin(), f.dependent_launch.end());
+    if (!f.entry) {
+      edits.insert(edits.end(), f.dependent_launch.begin(), f.dependent_launch.end());
+      if (f.callees.count(kDependentWaitFunction)) api_needed.insert(kDependentWaitFunction);
+    }
     if (f.entry || f.visible) continue;
     const uint32_t flat[3] = {0, 1, 1};
     for (const SpecialRead &s : f.specials) {
@@ -947,6 +959,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       k.static_shared = (k.static_shared + var.align - 1) / var.align * var.align + var.bytes;
     }
     k.multi_dimensional_grid = grid_nd_kernels.count(f.name);
+    k.launches_dependents =
+        std::any_of(reached.begin(), reached.end(), [](const Function *g) { return g->launches_dependents; });
     k.block_shape_needed = block_shape_kernels.count(f.name);
     // Refused when any function it reaches does what a called function cannot.
     for (const Function *gp : reached) {
@@ -1009,10 +1023,17 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
             "code: every warp keeps the registers of the launch, as the kernel's own relocatable compile does; "
             "maybe slower than alone");
       if (std::any_of(reached.begin(), reached.end(),
-                      [](const Function *g) { return !g->dependent_launch.empty(); }))
+                      [](const Function *g) { return g->callees.count(kDependentWaitFunction); })) {
+        notes.push_back(std::string("griddepcontrol.wait (programmatic dependent launch) calls ") +
+                        kDependentWaitFunction +
+                        ": the thread waits there for the steps this one depends on, and what comes before it "
+                        "runs while they end (the step's early start)");
+        if (f.callees.count(kDependentWaitFunction)) api.insert(kDependentWaitFunction);
+      }
+      if (k.launches_dependents)
         notes.push_back(
-            "griddepcontrol (programmatic dependent launch) taken out: a fused step starts once the steps it "
-            "depends on have completed, which is what griddepcontrol.wait waits for");
+            "griddepcontrol.launch_dependents taken out: a step after it that waits at griddepcontrol.wait may "
+            "start early");
       if (k.refusal.empty()) {  // else it stays an .entry, as written
         edits.insert(edits.end(), mine.begin(), mine.end());
         if (!leaves) edits.insert(edits.end(), f.exits.begin(), f.exits.end());

@@ -42,6 +42,9 @@ struct PtxKernel {
   // descriptor), in order: each is passed as the generic address of its bytes, wherever the
   // super kernel holds them (ptx_param_address.hpp).
   std::vector<uint32_t> by_address;
+  // It, or a helper it reaches, runs griddepcontrol.launch_dependents (taken out): a kernel of
+  // programmatic dependent launch after it may start early (common/plan.cpp).
+  bool launches_dependents = false;
   // Static `.shared` bytes of the variables it and the functions it reaches name, each on its
   // alignment: fused, they move into the shared overlay the sub-kernels share (ptx_prune.hpp).
   uint64_t static_shared = 0;

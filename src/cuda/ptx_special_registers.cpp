@@ -28,7 +28,8 @@ bool special_register(std::string_view reg) {
 }
 
 bool library_function(std::string_view name) {
-  return device_api_bit(name) || name == kGridFunction || name == kThreadFunction || name == kWorkspaceFunction;
+  return device_api_bit(name) || name == kGridFunction || name == kThreadFunction || name == kWorkspaceFunction ||
+         name == kDependentWaitFunction;
 }
 
 std::string_view grid_api(std::string_view reg) {
@@ -77,6 +78,7 @@ std::string special_read(const SpecialRead &s, const uint32_t block[3], bool gri
 }
 
 std::string special_function_declaration(const std::string &fn) {
+  if (fn == kDependentWaitFunction) return ".extern .func " + fn + "\n()\n;";
   return ".extern .func (.param .b32 sk_r) " + fn +
          (fn == kGridFunction || fn == kThreadFunction || fn == kWorkspaceFunction ? "\n(.param .b32 sk_a)\n;"
                                                                                    : "\n()\n;");

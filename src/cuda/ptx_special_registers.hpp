@@ -28,6 +28,9 @@ constexpr char kThreadFunction[] = "__sk_thread";
 // The grid workspace's address, for cg::this_grid().sync(): `what` 1 its high 32 bits (what
 // %envreg1 holds in a cooperative launch), 2 its low ones (%envreg2).
 constexpr char kWorkspaceFunction[] = "__sk_grid_workspace";
+// What griddepcontrol.wait (programmatic dependent launch) calls: the wait for the steps the
+// current one depends on, by whichever threads reach it (it takes and returns nothing).
+constexpr char kDependentWaitFunction[] = "__sk_dependent_wait";
 
 // A function of libsk's a rewritten module calls: the device API or one of the above.
 bool library_function(std::string_view name);

@@ -291,6 +291,33 @@ def test_a_decode_step_of_triton_kernels_fuses_and_launches(fake_gpu):
     fake_gpu.synchronize()
 
 
+def test_a_kernel_compiled_for_programmatic_dependent_launch_waits_at_its_gdc_wait(fake_gpu):
+    # scale_pdl was compiled with launch_pdl: it loads, its gdc_wait calls libsk's wait, and a
+    # step of it after a kernel that launches its dependents early (itself) starts early; after
+    # residual_add, which does not, it waits at its start; with early-start=0, always.
+    meta, _ = fixture("scale_pdl")
+    assert meta["launch_pdl"]
+    pdl = fake_gpu.load_triton(compiled("scale_pdl"))
+    add = fake_gpu.load_triton(compiled("residual_add"))
+    x = fake_gpu.alloc(1 << 16)
+    for options, early in ((None, "griddepcontrol.wait"), ({"early-start": 0}, "kernel start")):
+        with fake_gpu.scope("pdl", options) as scope:
+            for k in (pdl, pdl, add, pdl):
+                scope.add(k, 8, *arguments(k, x))
+        fused = scope.superkernel
+        plan = fused.explain()
+        assert [s["wait_previous"] for s in plan["steps"]] == ["launch", early, "kernel start", "kernel start"]
+        rewrites = plan["cuda_entry"]["sub_kernels"][0]["ptx"]["rewrites"]
+        assert any(r.startswith("griddepcontrol.wait (programmatic dependent launch) calls __sk_dependent_wait")
+                   for r in rewrites), rewrites
+        assert any(r.startswith("griddepcontrol.launch_dependents taken out") for r in rewrites), rewrites
+        fused.launch()
+        fake_gpu.synchronize()
+        fused.close()
+    pdl.launch(8, *arguments(pdl, x))  # unfused: the wait returns at once
+    fake_gpu.synchronize()
+
+
 def test_a_two_dimensional_grid_is_given_as_tritons_launch_grid(fake_gpu):
     # grid2d reads program_id(1): its blocks are added and launched with the grid's shape.
     k = fake_gpu.load_triton(compiled("grid2d"))
@@ -365,7 +392,6 @@ def test_kernels_of_other_widths_do_not_fuse(fake_gpu):
     ({"profile_scratch_size": 8}, "metadata profile_scratch_size: 8 bytes of per-program profiling scratch"),
     ({"num_ctas": 2}, "metadata num_ctas: 2 CTAs per program is a thread block cluster"),
     ({"launch_cooperative_grid": True}, "metadata launch_cooperative_grid: a cooperative grid launch"),
-    ({"launch_pdl": True}, "metadata launch_pdl: programmatic dependent launch"),
     ({"target": {"backend": "hip", "arch": "gfx942", "warp_size": 64}},
      "metadata target: backend 'hip' is not 'cuda'"),
 ])

@@ -29,8 +29,8 @@ SCRATCH_FIELDS = ("global_scratch_size", "profile_scratch_size")
 #: a kernel's global scratch may ask for at most.
 GLOBAL_SCRATCH_ALIGN = 256
 #: Launch features a super kernel's sub-kernel cannot have: metadata field, what it means.
-REFUSED_FLAGS = (("launch_cooperative_grid", "a cooperative grid launch"),
-                 ("launch_pdl", "programmatic dependent launch"))
+#: (`launch_pdl` is not one: fused, the kernel's griddepcontrol.wait is where its step waits.)
+REFUSED_FLAGS = (("launch_cooperative_grid", "a cooperative grid launch"),)
 #: Triton's scalar types that are a signature token's C type. An argument of such a type is
 #: range-checked as Triton declares it (i32 where the PTX says .u32) when the sizes agree;
 #: other types (i1, fp16, bf16...) are passed as the PTX parameter says.

@@ -85,10 +85,11 @@ class CudaGpu : public ::testing::Test {
     void *const *args;
     const sk_kernel_options *options = nullptr;
   };
-  // Fuses `steps` into super kernel `name`, launches it once and waits for it.
-  void run_fused(const char *name, const std::vector<Step> &steps) {
+  // Fuses `steps` into super kernel `name` (scope options `options`), launches it once and waits
+  // for it.
+  void run_fused(const char *name, const std::vector<Step> &steps, const char *options = nullptr) {
     sk_scope *scope = nullptr;
-    ASSERT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_scope_begin(dev_, name, options, &scope), SK_OK) << sk_last_error();
     for (const Step &s : steps)
       ASSERT_EQ(sk_add_kernel(scope, s.kernel, s.blocks, s.args, s.options), SK_OK)
           << name << ": " << sk_last_error();
@@ -1449,37 +1450,76 @@ TEST_F(CudaGpu, TwoDimensionalBlocksFusedEqualTheirPlainLaunch) {
 }
 
 // Kernels written for programmatic dependent launch (dependent_launch.cu, as llama.cpp writes its
-// kernels for sm_90), fused with their griddepcontrol taken out: pdl_mirror reads what other
-// blocks of pdl_scale wrote, after an early return and a wait in a helper. == the driver's plain
-// launches of the same PTX (where the wait returns at once) == the CPU, bit for bit.
+// kernels for sm_90), fused with each griddepcontrol.wait the step's early start: pdl_mirror
+// reads what other blocks of pdl_scale wrote, after an early return and a wait in a helper;
+// pdl_weighted loads its weight before its wait; in pdl_one_waits thread 0 alone waits. Many
+// more blocks than the super kernel's, so a block runs the next step's head while others still
+// run the step before. With early start and without (early-start=0: each step waits at its
+// start) == the driver's plain launches of the same PTX (where the wait returns at once) == the
+// CPU, bit for bit.
 TEST_F(CudaGpu, DependentLaunchKernelsFusedEqualTheirPlainLaunch) {
   PtxDriver drv;
   ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
-  constexpr int32_t kN = 1000;
+  constexpr int32_t kN = 256 * 1024 - 3;  // a partial last block: its threads past the end return
   constexpr uint32_t kBlocks = (kN + 127) / 128;
-  std::vector<float> in(kN), expect(kN), mid(kN);
+  std::vector<float> in(kN), w(kN), mid(kN), mirrored(kN), weighted(kN), sums(kBlocks, 0.0f);
   for (int32_t i = 0; i < kN; ++i) in[i] = (float)(i % 97) * 0.25f - 3.0f;
+  for (int32_t i = 0; i < kN; ++i) w[i] = (float)(i % 13) * 0.125f + 0.5f;
   for (int32_t i = 0; i < kN; ++i) mid[i] = std::fmaf(2.0f, in[i], 1.0f);
-  for (int32_t i = 0; i < kN; ++i) expect[i] = mid[i] * mid[kN - 1 - i];
+  for (int32_t i = 0; i < kN; ++i) mirrored[i] = mid[i] * mid[kN - 1 - i];
+  for (int32_t i = 0; i < kN; ++i) weighted[i] = w[i] * mirrored[kN - 1 - i];
+  for (uint32_t b = 0; b < kBlocks; ++b)
+    for (uint32_t t = 0; t < 128; ++t) {
+      const uint32_t i = b * 128 + t;
+      sums[b] += i < (uint32_t)kN ? weighted[i] : 0.0f;
+    }
   const std::string ptx = sk::cuda_test::kernel_text("dependent_launch.ptx");
-  const float *x = alloc(in);
-  float *plain_mid = alloc(std::vector<float>(kN)), *plain_out = alloc(std::vector<float>(kN)),
-        *fused_mid = alloc(std::vector<float>(kN)), *fused_out = alloc(std::vector<float>(kN));
   int32_t n = kN;
-  uint64_t xs = ptr_slot(x), pm = ptr_slot(plain_mid), po = ptr_slot(plain_out), fm = ptr_slot(fused_mid),
-           fo = ptr_slot(fused_out);
-  void *scale_args[] = {&xs, &pm, &n}, *mirror_args[] = {&pm, &po, &n};
-  ASSERT_EQ(drv.launch(ptx, "pdl_scale", kBlocks, 128, 0, scale_args), 0);
-  ASSERT_EQ(drv.launch(ptx, "pdl_mirror", kBlocks, 128, 0, mirror_args), 0);
-
+  struct Chain {
+    float *mid, *mirrored, *weighted, *sums;
+    uint64_t slots[4];
+  };
+  auto chain = [&] {
+    Chain c{alloc(std::vector<float>(kN)),
+            alloc(std::vector<float>(kN)),
+            alloc(std::vector<float>(kN)),
+            alloc(std::vector<float>(kBlocks)),
+            {}};
+    c.slots[0] = ptr_slot(c.mid), c.slots[1] = ptr_slot(c.mirrored), c.slots[2] = ptr_slot(c.weighted);
+    c.slots[3] = ptr_slot(c.sums);
+    return c;
+  };
+  uint64_t xs = ptr_slot(alloc(in)), ws = ptr_slot(alloc(w));
+  Chain plain = chain();
+  {
+    void *a0[] = {&xs, &plain.slots[0], &n}, *a1[] = {&plain.slots[0], &plain.slots[1], &n},
+         *a2[] = {&ws, &plain.slots[1], &plain.slots[2], &n}, *a3[] = {&plain.slots[2], &plain.slots[3], &n};
+    ASSERT_EQ(drv.launch(ptx, "pdl_scale", kBlocks, 128, 0, a0), 0);
+    ASSERT_EQ(drv.launch(ptx, "pdl_mirror", kBlocks, 128, 0, a1), 0);
+    ASSERT_EQ(drv.launch(ptx, "pdl_weighted", kBlocks, 128, 0, a2), 0);
+    ASSERT_EQ(drv.launch(ptx, "pdl_one_waits", kBlocks, 128, 0, a3), 0);
+  }
   const sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
-  sk_kernel *scale = ptx_kernel(ptx, "pdl_scale", desc), *mirror = ptx_kernel(ptx, "pdl_mirror", desc);
-  ASSERT_TRUE(scale && mirror);
-  void *fused_scale[] = {&xs, &fm, &n}, *fused_mirror[] = {&fm, &fo, &n};
-  ASSERT_NO_FATAL_FAILURE(run_fused("pdl", {{scale, kBlocks, fused_scale}, {mirror, kBlocks, fused_mirror}}));
-  const std::vector<float> plain = read(plain_out, kN), fused = read(fused_out, kN);
-  EXPECT_EQ(std::memcmp(plain.data(), fused.data(), kN * 4), 0) << "fused != the driver's launches";
-  EXPECT_EQ(std::memcmp(plain.data(), expect.data(), kN * 4), 0) << "the driver's launches != the CPU";
+  sk_kernel *scale = ptx_kernel(ptx, "pdl_scale", desc), *mirror = ptx_kernel(ptx, "pdl_mirror", desc),
+            *weigh = ptx_kernel(ptx, "pdl_weighted", desc), *sum = ptx_kernel(ptx, "pdl_one_waits", desc);
+  ASSERT_TRUE(scale && mirror && weigh && sum);
+  auto same = [&](const float *a, const float *b, const std::vector<float> &cpu, const std::string &what) {
+    const std::vector<float> va = read(a, cpu.size()), vb = read(b, cpu.size());
+    EXPECT_EQ(std::memcmp(va.data(), vb.data(), cpu.size() * 4), 0) << what << ": fused != the driver's launch";
+    EXPECT_EQ(std::memcmp(va.data(), cpu.data(), cpu.size() * 4), 0) << what << ": the driver's launch != the CPU";
+  };
+  for (const char *options : {"early-start=1", "early-start=0"}) {
+    SCOPED_TRACE(options);
+    Chain fused = chain();
+    void *a0[] = {&xs, &fused.slots[0], &n}, *a1[] = {&fused.slots[0], &fused.slots[1], &n},
+         *a2[] = {&ws, &fused.slots[1], &fused.slots[2], &n}, *a3[] = {&fused.slots[2], &fused.slots[3], &n};
+    ASSERT_NO_FATAL_FAILURE(run_fused(
+        "pdl", {{scale, kBlocks, a0}, {mirror, kBlocks, a1}, {weigh, kBlocks, a2}, {sum, kBlocks, a3}}, options));
+    same(plain.mid, fused.mid, mid, "pdl_scale");
+    same(plain.mirrored, fused.mirrored, mirrored, "pdl_mirror");
+    same(plain.weighted, fused.weighted, weighted, "pdl_weighted");
+    same(plain.sums, fused.sums, sums, "pdl_one_waits");
+  }
 }
 
 // A module of which the super kernel takes one kernel links only what that kernel reaches

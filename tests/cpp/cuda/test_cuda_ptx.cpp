@@ -415,30 +415,74 @@ TEST(CudaPtx, ABlockShapeTheCallerGivesRebuildsTheThreadIndex) {
   EXPECT_EQ(count(img.ptx, "// call site "), 3u) << img.ptx;
 }
 
-// Programmatic dependent launch (llama.cpp's kernels for sm_90 use it throughout): fused, a step
-// starts once the steps it depends on have completed, which is what griddepcontrol.wait waits
-// for, so the wait and the early launch of dependents are taken out, in the kernel and in the
-// helpers it calls. The kernels fuse, compile and link.
-TEST(CudaPtx, ProgrammaticDependentLaunchIsTakenOut) {
+// Programmatic dependent launch (llama.cpp's kernels for sm_90 use it throughout): each
+// griddepcontrol.wait, in a kernel or a helper, calls libsk's __sk_dependent_wait, and a step of
+// such a kernel starts early where PDL would start its graph node early, after a kernel that
+// launches its dependents (griddepcontrol.launch_dependents, taken out): the planner lets it
+// wait in the kernel (wait_in_kernel) unless early-start=0. The kernels fuse, compile and link.
+TEST(CudaPtx, ProgrammaticDependentLaunchWaitsWhereTheKernelWaits) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
   auto m = load("dependent_launch.ptx");
   ASSERT_TRUE(m);
   const std::string original = sk::cuda_test::kernel_text("dependent_launch.ptx");
-  EXPECT_TRUE(contains(original, "griddepcontrol.wait;"));
+  const size_t waits = count(original, "griddepcontrol.wait;");
+  EXPECT_EQ(waits, 4u) << original;  // the helper's and three kernels'
   EXPECT_TRUE(contains(original, "griddepcontrol.launch_dependents;"));
   const std::string text = text_of(m->bytes);
   EXPECT_FALSE(contains(text, "griddepcontrol")) << text;
-  Scope s;
-  for (const char *name : {"pdl_scale", "pdl_mirror"}) {
-    auto k = take(m, name, 128);
-    ASSERT_TRUE(k) << name;
-    EXPECT_TRUE(has_rewrite(k->ptx->rewrites, "griddepcontrol (programmatic dependent launch) taken out")) << name;
-    s.add(k, 4);
-  }
+  EXPECT_EQ(count(text, "call __sk_dependent_wait, ();"), waits) << text;
+  EXPECT_TRUE(contains(text, ".extern .func __sk_dependent_wait\n()\n;")) << text;
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log;
+  const char *const names[] = {"pdl_scale", "pdl_mirror", "pdl_weighted", "pdl_one_waits"};
+  std::vector<std::shared_ptr<CudaKernel>> ks;
+  for (const char *name : names) {
+    auto k = take(m, name, 128);
+    ASSERT_TRUE(k) << name;
+    EXPECT_TRUE(k->usage & sk::kUsesGridDependencyWait) << name;  // pdl_mirror's wait is its helper's
+    EXPECT_FALSE(k->usage & sk::kUsesWaitPreTaskEnd) << name;
+    EXPECT_TRUE(has_rewrite(k->ptx->rewrites,
+                            "griddepcontrol.wait (programmatic dependent launch) calls "
+                            "__sk_dependent_wait"))
+        << name;
+    const bool launches = std::string(name) == "pdl_scale" || std::string(name) == "pdl_mirror";
+    EXPECT_EQ(has_rewrite(k->ptx->rewrites, "griddepcontrol.launch_dependents taken out"), launches) << name;
+    EXPECT_EQ((k->usage & sk::kUsesGridDependencyLaunch) != 0, launches) << name;
+    ks.push_back(k);
+  }
+  for (const char *options : {"", "early-start=0"}) {
+    SCOPED_TRACE(options);
+    Scope s;
+    s.options = options;
+    for (const auto &k : ks) s.add(k, 8);
+    ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+    ASSERT_EQ(s.plan.steps.size(), 4u);
+    // The first waits for nothing; pdl_one_waits after pdl_weighted, which does not launch its
+    // dependents early, waits at its start as a graph node would.
+    const bool early = *options == 0;
+    EXPECT_FALSE(s.plan.steps[0].wait_in_kernel);
+    EXPECT_EQ(s.plan.steps[1].wait_in_kernel, early);
+    EXPECT_EQ(s.plan.steps[2].wait_in_kernel, early);
+    EXPECT_FALSE(s.plan.steps[3].wait_in_kernel);
+    BuiltImage img;
+    ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+    EXPECT_TRUE(contains(img.ptx, ".visible .func __sk_dependent_wait()")) << img.ptx;
+  }
+  // Triton's, compiled with launch_pdl (gdc_wait, then gdc_launch_dependents): the same, and
+  // after an nvcc kernel that launches its dependents it starts early.
+  auto triton = load_triton("scale_pdl");
+  ASSERT_TRUE(triton);
+  EXPECT_EQ(count(text_of(triton->bytes), "call __sk_dependent_wait, () ;"), 1u);
+  auto scale_pdl = take(triton, "scale_pdl_kernel", 128);
+  ASSERT_TRUE(scale_pdl);
+  EXPECT_TRUE(scale_pdl->usage & sk::kUsesGridDependencyWait);
+  EXPECT_TRUE(scale_pdl->usage & sk::kUsesGridDependencyLaunch);
+  Scope s;
+  s.add(ks[0], 8);
+  s.add(scale_pdl, 8);
   ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  EXPECT_TRUE(s.plan.steps[1].wait_in_kernel);
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
 }

@@ -3,7 +3,8 @@
 // (cudaTriggerProgrammaticLaunchCompletion, griddepcontrol.launch_dependents) and waits for the
 // kernel before it only where it reads that kernel's output (cudaGridDependencySynchronize,
 // griddepcontrol.wait), after an early return of the threads past the end. Fused from their PTX
-// (dependent_launch.ptx), both instructions are taken out.
+// (dependent_launch.ptx), the wait is the step's early start: what comes before it runs while
+// the step before ends; the early launch is taken out.
 #include <cstdint>
 
 // A helper that waits: the wait may sit in any function the kernel calls.
@@ -28,4 +29,30 @@ extern "C" __global__ void __launch_bounds__(128) pdl_mirror(const float *in, fl
   const float a = wait_then_load(in, i);
   out[i] = a * in[n - 1 - i];
   cudaTriggerProgrammaticLaunchCompletion();
+}
+
+// out[i] = w[i] * in[n - 1 - i]: w, which no kernel of the chain writes, loaded before the wait
+// (the head PDL overlaps with the kernel before); in, that kernel's output, after it.
+extern "C" __global__ void __launch_bounds__(128) pdl_weighted(const float *w, const float *in, float *out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float a = w[i];
+  cudaGridDependencySynchronize();
+  out[i] = a * in[n - 1 - i];
+}
+
+// out[b] = the sum of in's block b, in a fixed order: thread 0 alone waits, the others read what
+// the kernel before wrote after the __syncthreads() that follows its wait.
+extern "C" __global__ void __launch_bounds__(128) pdl_one_waits(const float *in, float *out, int n) {
+  __shared__ float part[128];
+  if (threadIdx.x == 0) cudaGridDependencySynchronize();
+  __syncthreads();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  part[threadIdx.x] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0.0f;
+    for (int t = 0; t < 128; ++t) s += part[t];
+    out[blockIdx.x] = s;
+  }
 }

@@ -14,6 +14,7 @@ import numpy as np
 try:
     import triton
     import triton.language as tl
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 except ImportError:  # Only the references and shapes are usable without Triton.
     triton = types.SimpleNamespace(jit=lambda fn: fn, cdiv=lambda a, b: (a + b - 1) // b)
     tl = types.SimpleNamespace(constexpr=None)
@@ -147,6 +148,20 @@ def project_kernel(x_ptr, w_ptr, out_ptr, n_rows, n_out, n_in, BLOCK_M: tl.const
     tl.store(out_ptr + rows[:, None] * n_out + cols[None, :], acc, mask=rmask[:, None])
 
 
+@triton.jit
+def scale_pdl_kernel(w_ptr, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = x * w, written for programmatic dependent launch (compiled with launch_pdl): the
+    weights, which no kernel before writes, load before gdc_wait, while the kernel before ends;
+    x, that kernel's output, after it; then the next kernel may launch."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    w = tl.load(w_ptr + offs, mask=mask, other=0.0)
+    gdc_wait()
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    gdc_launch_dependents()
+    tl.store(out_ptr + offs, x * w, mask=mask)
+
+
 # A kernel of a two-dimensional grid, then one libsk must refuse.
 
 
@@ -246,6 +261,10 @@ def project_ref(x, w):
     return (x.astype(np.float64) @ w.astype(np.float64).T).astype(np.float32)
 
 
+def scale_pdl_ref(w, x):
+    return (x * w).astype(np.float32)
+
+
 def grid2d_ref(x):
     return (x + np.float32(1.0)).astype(np.float32)
 
@@ -299,6 +318,12 @@ FIXTURES = {
                     constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
                     divisible_by_16=["n_out", "n_in"], num_warps=4, grid=[GEMV_OUT // 64], refused=False,
                     reference=project_ref),
+    # x [BATCH, HIDDEN]; `options`: what triton.compile takes besides num_warps.
+    "scale_pdl": dict(kernel=scale_pdl_kernel,
+                      signature={"w_ptr": "*fp32", "x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                      constexprs={"BLOCK": 512}, divisible_by_16=["n"], num_warps=4,
+                      options={"launch_pdl": True}, grid=[BATCH * HIDDEN // 512], refused=False,
+                      reference=scale_pdl_ref),
     # x [BATCH, HIDDEN]: programs (HIDDEN / 256) x BATCH.
     "grid2d": dict(kernel=grid2d_kernel, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32"},
                    constexprs={"BLOCK": 256}, divisible_by_16=["n_cols"], num_warps=4, grid=[HIDDEN // 256, BATCH],
