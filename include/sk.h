@@ -713,7 +713,8 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * - `debug-dcci-all=0|1` (default 0): a whole-cache flush before and after every kernel, the
  *   disabled ones too (per-access flushes unchanged).
  * - `early-start=0|1` (default 1): honour the task-overlap calls (sk_set_next_task_start,
- *   sk_wait_pre_task_end); with 0 every kernel waits at its start for the previous one's end.
+ *   sk_wait_pre_task_end) and, on CUDA, a PTX kernel's griddepcontrol.wait (programmatic
+ *   dependent launch); with 0 every kernel waits at its start for the previous one's end.
  * - `profiling=0|1` (default 0): record, per core and per kernel, when the core reached the
  *   kernel, when its code started and ended, and its time in runtime waits ("Profiled launches"
  *   below).
