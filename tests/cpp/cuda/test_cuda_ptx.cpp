@@ -469,6 +469,17 @@ TEST(CudaPtx, ProgrammaticDependentLaunchWaitsWhereTheKernelWaits) {
     ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
     EXPECT_TRUE(contains(img.ptx, ".visible .func __sk_dependent_wait()")) << img.ptx;
   }
+  // A guarded wait keeps its guard.
+  auto guarded = load_text(".param .u32 n",
+                           ".reg .pred %p<2>;\nld.param.u32 %r1, [n];\nsetp.ne.u32 %p1, %r1, 0;\n"
+                           "@%p1 griddepcontrol.wait;");
+  ASSERT_TRUE(guarded);
+  const std::string guarded_text = text_of(guarded->bytes);
+  EXPECT_TRUE(contains(guarded_text, "@%p1 call __sk_dependent_wait, ();")) << guarded_text;
+  EXPECT_EQ(sk::cuda_test::ptxas(guarded_text, guarded->ptx->link_arch, &log), 0) << log;
+  auto k = take(guarded, "k");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->usage & (sk::kUsesGridDependencyWait | sk::kUsesGridDependencyLaunch), sk::kUsesGridDependencyWait);
   // Triton's, compiled with launch_pdl (gdc_wait, then gdc_launch_dependents): the same, and
   // after an nvcc kernel that launches its dependents it starts early.
   auto triton = load_triton("scale_pdl");
