@@ -59,6 +59,7 @@ std::vector<DeviceApiPath> device_api_paths(const std::map<std::string, std::vec
 std::string sync_reason(uint32_t usage, std::span<const DeviceApiPath> paths) {
   const bool sync_all = usage & kUsesSyncAll;
   if (!(usage & kUsesSync)) return "";
+  if (!sync_all && (usage & kUsesGridSync)) return "cg::this_grid().sync()";
   std::string out = sync_all ? "sk_sync_all" : "cross-core flags";
   for (const DeviceApiPath &p : paths)
     if (sync_all ? device_api_bit(p.function) == kUsesSyncAll : (device_api_bit(p.function) & kUsesHardSync) != 0)

@@ -24,6 +24,9 @@ enum DeviceApiBit : uint32_t {
   // Not one either: griddepcontrol.launch_dependents, which lets a kernel of programmatic
   // dependent launch after it start early (as a graph node's PDL does only after a trigger).
   kUsesGridDependencyLaunch = 1u << 6,
+  // Not one either: cooperative groups' grid sync (cg::this_grid().sync(), which a PTX kernel
+  // reads the grid workspace for): a barrier over the step's blocks, as sk_sync_all's.
+  kUsesGridSync = 1u << 7,
   // A kernel that waits for the previous step itself: it may start early.
   kUsesWaitInKernel = kUsesWaitPreTaskEnd | kUsesGridDependencyWait,
   // Cache maintenance (bits 8..11): explain reports them; the plan places flushes by options.
@@ -42,9 +45,9 @@ enum DeviceApiBit : uint32_t {
   kUsesGroupFlags = kUsesCrossCoreSetFlag | kUsesCrossCoreWaitFlag,
   kUsesHardSync = kUsesGroupFlags | kUsesCrossCoreSetFlagAll | kUsesCrossCoreWaitFlagAll,
   // A kernel that synchronises its cores: its blocks cannot be multiplexed onto fewer cores.
-  kUsesSync = kUsesSyncAll | kUsesHardSync,
+  kUsesSync = kUsesSyncAll | kUsesGridSync | kUsesHardSync,
   // A kernel that waits for every block of its launch: on CUDA they must all be co-resident.
-  kUsesWaitForAll = kUsesSyncAll | kUsesCrossCoreWaitFlagAll,
+  kUsesWaitForAll = kUsesSyncAll | kUsesGridSync | kUsesCrossCoreWaitFlagAll,
 };
 
 // Bit of a device-API function name, 0 if the name is not one.

@@ -373,9 +373,8 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                     callee.barriers, kBlockBarrier);
     }
     k->usage = device_api_usage(reach.externs);
-    // cg::this_grid().sync(): a barrier over the step's blocks, as sk_sync_all's.
     if (std::find(reach.externs.begin(), reach.externs.end(), kWorkspaceFunction) != reach.externs.end())
-      k->usage |= kUsesSyncAll;
+      k->usage |= kUsesGridSync;
     // griddepcontrol.wait: the step may start before the steps it depends on end.
     if (std::find(reach.externs.begin(), reach.externs.end(), kDependentWaitFunction) != reach.externs.end())
       k->usage |= kUsesGridDependencyWait;

@@ -1305,7 +1305,8 @@ TEST(CudaPtx, AGridSyncOfCooperativeGroupsSyncsTheStepsBlocks) {
     SCOPED_TRACE(name);
     std::shared_ptr<CudaKernel> k;
     ASSERT_EQ(sk::cuda::make_cuda_kernel(m, name, flat, "test", &k), SK_OK) << sk::last_error();
-    EXPECT_TRUE(k->usage & sk::kUsesSyncAll);
+    EXPECT_EQ(k->usage & (sk::kUsesGridSync | sk::kUsesSyncAll), sk::kUsesGridSync);
+    EXPECT_EQ(sk::sync_reason(k->usage, k->usage_paths), "cg::this_grid().sync()");
     EXPECT_TRUE(has_rewrite(m->ptx->find(name)->rewrites, "%envreg1 read as the address of the step's grid word"));
     EXPECT_TRUE(has_rewrite(m->ptx->find(name)->rewrites, "%envreg2 read as the address of the step's grid word"));
   }
@@ -1327,6 +1328,13 @@ TEST(CudaPtx, AGridSyncOfCooperativeGroupsSyncsTheStepsBlocks) {
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
   EXPECT_NE(img.info.find("__sk_grid_workspace"), nullptr);
+  // More blocks than the super kernel's: refused, naming the grid sync.
+  Scope big;
+  big.add(k, 8);
+  EXPECT_EQ(big.make_plan(4), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(
+      contains(sk::last_error(), "'gs_neighbour' synchronises its cores (cg::this_grid().sync()) on block_dim 8"))
+      << sk::last_error();
 }
 
 // A function declared before it is defined, and called only by a kernel left out: its
