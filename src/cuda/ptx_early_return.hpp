@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/ptx_param_address.hpp"
+#include "cuda/ptx_statement.hpp"
 
 namespace sk::cuda {
 

@@ -13,21 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/ptx_statement.hpp"
+
 namespace sk::cuda {
-
-// A replacement of the text's bytes [at, at + len).
-struct PtxEdit {
-  size_t at, len;
-  std::string text;
-};
-
-// One statement of an entry's body: its text range, its guard ("@%p1", or ""), and its tokens
-// from the opcode up to, not including, the `;` (views into the text).
-struct PtxStatement {
-  size_t at, len;
-  std::string_view guard;
-  std::vector<std::string_view> toks;
-};
 
 struct ParamAddressRewrite {
   std::vector<uint32_t> by_address;  // the parameters passed by their address, in order

@@ -5,7 +5,7 @@
 #include <set>
 #include <string_view>
 
-#include "cuda/ptx_param_address.hpp"
+#include "cuda/ptx_statement.hpp"
 #include "elf/shared_overlay_layout.hpp"
 
 namespace sk::cuda {
