@@ -69,9 +69,11 @@ std::vector<const CudaModule *> linked_modules(const std::vector<std::shared_ptr
 }
 
 // The modules whose static __shared__ variables the overlay lays out, in link order: the cubins
-// and the PTX modules (their call graphs in the cubin reader's form). Linking for sm_100 and
-// later, nvJitLink 13.0 gives the overlay a second array when a cubin and PTX both name it: there
-// a PTX module's variables stay in place beside a cubin's.
+// and the PTX modules (their call graphs in the cubin reader's form). A cubin for sm_100 and
+// later also carries its symbols and relocations in a second form (.nv.merc.symtab,
+// .nv.merc.rela.*) that the overlay rewrite leaves as they were; linked beside PTX that names
+// the overlay, nvJitLink 13.0 (and nvlink) lays out that form's variables at full size besides
+// the overlay. There a PTX module's variables stay in place beside a cubin's.
 std::vector<const elf::Cubin *> overlay_graphs(const std::vector<const CudaModule *> &modules,
                                                const std::string &arch) {
   const bool cubins =
