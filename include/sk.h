@@ -521,14 +521,28 @@ typedef struct sk_kernel_desc {
    * kernel says (.reqntid exactly, .maxntid at most).
    */
   uint32_t block[3];
+  /** SK_KERNEL_DESC_* bits; 0: none. */
+  uint32_t flags;
 } sk_kernel_desc;
 /**
+ * sk_kernel_desc.flags: its blocks wait for each other by means of their own, a grid barrier
+ * of atomics that needs every block running at once (what a cooperative launch guarantees:
+ * Triton's `launch_cooperative_grid`, PyTorch Inductor's cooperative reductions, a kernel
+ * launched with cudaLaunchCooperativeKernel that does not use cooperative groups). Each of its
+ * blocks then gets a core of its own, never multiplexed, as a kernel that calls sk_sync_all
+ * does; a block_dim above the cores is refused with SK_ERR_INCOMPATIBLE naming the kernel
+ * (sk_finalize, sk_launch_kernel). Without it such a kernel may hang when its blocks outnumber
+ * the cores. Cooperative groups' grid sync in a PTX kernel is found without it.
+ */
+#define SK_KERNEL_DESC_COOPERATIVE 0x1u
+/**
  * Kernel by symbol name, with what desc says of it (NULL: as sk_module_get_kernel). Host
- * kernels take a signature only: threads, dynamic_shared or block fail with
+ * kernels take a signature and flags only: threads, dynamic_shared or block fail with
  * SK_ERR_INVALID_ARGUMENT.
  * - Errors: those of sk_module_get_kernel_with_signature; SK_ERR_INVALID_ARGUMENT for a
- *   struct_size too small, threads above 1024, dynamic_shared above 227 KiB, or a block with
- *   an extent of 0 or whose threads are not threads (when given) or above 1024;
+ *   struct_size too small, threads above 1024, dynamic_shared above 227 KiB, a block with
+ *   an extent of 0 or whose threads are not threads (when given) or above 1024, or a flag
+ *   that is not an SK_KERNEL_DESC_* bit;
  *   SK_ERR_INCOMPATIBLE, naming the kernel and the directive, for threads or a block the
  *   kernel's PTX forbids, or a PTX kernel that needs threads, dynamic_shared or block and has
  *   none.

@@ -4,6 +4,7 @@
 #include "api/handles.hpp"
 #include "api/object_file.hpp"
 #include "api/struct_size.hpp"
+#include "common/device_api_usage.hpp"
 
 using sk::fail;
 
@@ -30,13 +31,14 @@ sk_status get_kernel(sk_module *mod, const char *name, const sk::backend::Kernel
   const std::string key = std::string(name) + "|" + (request.signature ? request.signature : "<metadata>") + "|" +
                           std::to_string(request.threads) + "|" + std::to_string(request.dynamic_shared) + "|" +
                           std::to_string(request.block[0]) + "x" + std::to_string(request.block[1]) + "x" +
-                          std::to_string(request.block[2]);
+                          std::to_string(request.block[2]) + "|" + std::to_string(request.flags);
   if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
     *out = it->second.get();
     return SK_OK;
   }
   std::shared_ptr<sk::backend::Kernel> kernel;
   if (sk_status st = mod->backend->get_kernel(name, request, call, &kernel); st != SK_OK) return st;
+  if (request.flags & SK_KERNEL_DESC_COOPERATIVE) kernel->usage |= sk::kUsesOwnGridBarrier;
   auto handle = std::make_unique<sk_kernel>();
   handle->backend = std::move(kernel);
   handle->owner.attach(mod->owner.life(), sk::api::ChildKind::Module, false);
@@ -140,6 +142,11 @@ SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, con
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, threads)) request.threads = desc->threads;
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, dynamic_shared)) request.dynamic_shared = desc->dynamic_shared;
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, block)) std::copy(desc->block, desc->block + 3, request.block);
+  if (SK_STRUCT_COVERS(desc, sk_kernel_desc, flags)) request.flags = desc->flags;
+  if (const uint32_t unknown = request.flags & ~SK_KERNEL_DESC_COOPERATIVE)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: kernel '%s': desc->flags 0x%x has bits that are no SK_KERNEL_DESC_* flag (0x%x)", call,
+                name ? name : "(null)", request.flags, unknown);
   return sk::api::guarded(call, [&] { return get_kernel(mod, name, request, call, out); });
 }
 

@@ -156,6 +156,7 @@ struct KernelRequest {
   uint32_t threads = 0;
   uint32_t dynamic_shared = 0;
   uint32_t block[3] = {0, 0, 0};  // a CUDA block's shape (sk_kernel_desc.block)
+  uint32_t flags = 0;             // SK_KERNEL_DESC_* (the API applies them, for every backend)
 };
 
 // A loaded module: its kernels, by name.

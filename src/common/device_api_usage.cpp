@@ -60,6 +60,7 @@ std::string sync_reason(uint32_t usage, std::span<const DeviceApiPath> paths) {
   const bool sync_all = usage & kUsesSyncAll;
   if (!(usage & kUsesSync)) return "";
   if (!sync_all && (usage & kUsesGridSync)) return "cg::this_grid().sync()";
+  if (!sync_all && (usage & kUsesOwnGridBarrier)) return "a grid barrier of its own, SK_KERNEL_DESC_COOPERATIVE";
   std::string out = sync_all ? "sk_sync_all" : "cross-core flags";
   for (const DeviceApiPath &p : paths)
     if (sync_all ? device_api_bit(p.function) == kUsesSyncAll : (device_api_bit(p.function) & kUsesHardSync) != 0)

@@ -27,6 +27,9 @@ enum DeviceApiBit : uint32_t {
   // Not one either: cooperative groups' grid sync (cg::this_grid().sync(), which a PTX kernel
   // reads the grid workspace for): a barrier over the step's blocks, as sk_sync_all's.
   kUsesGridSync = 1u << 7,
+  // Not one either: the caller says its blocks wait for each other by means of their own
+  // (SK_KERNEL_DESC_COOPERATIVE): they must all run at once, as sk_sync_all's.
+  kUsesOwnGridBarrier = 1u << 12,
   // A kernel that waits for the previous step itself: it may start early.
   kUsesWaitInKernel = kUsesWaitPreTaskEnd | kUsesGridDependencyWait,
   // Cache maintenance (bits 8..11): explain reports them; the plan places flushes by options.
@@ -45,9 +48,9 @@ enum DeviceApiBit : uint32_t {
   kUsesGroupFlags = kUsesCrossCoreSetFlag | kUsesCrossCoreWaitFlag,
   kUsesHardSync = kUsesGroupFlags | kUsesCrossCoreSetFlagAll | kUsesCrossCoreWaitFlagAll,
   // A kernel that synchronises its cores: its blocks cannot be multiplexed onto fewer cores.
-  kUsesSync = kUsesSyncAll | kUsesGridSync | kUsesHardSync,
+  kUsesSync = kUsesSyncAll | kUsesGridSync | kUsesOwnGridBarrier | kUsesHardSync,
   // A kernel that waits for every block of its launch: on CUDA they must all be co-resident.
-  kUsesWaitForAll = kUsesSyncAll | kUsesGridSync | kUsesCrossCoreWaitFlagAll,
+  kUsesWaitForAll = kUsesSyncAll | kUsesGridSync | kUsesOwnGridBarrier | kUsesCrossCoreWaitFlagAll,
 };
 
 // Bit of a device-API function name, 0 if the name is not one.

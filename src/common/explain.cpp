@@ -111,7 +111,8 @@ std::string explain_json(const Plan &plan, const std::string &backend,
                    ? ((s.kernel.usage & kUsesWaitPreTaskEnd) ? "sk_wait_pre_task_end" : "griddepcontrol.wait")
                    : "kernel start");
     j.key("release_next").value(!s.arrives ? "none" : s.arrive_in_kernel ? "sk_set_next_task_start" : "kernel end");
-    j.key("sync_all_scope").value((s.kernel.usage & (kUsesSyncAll | kUsesGridSync)) ? "own cores" : "none");
+    j.key("sync_all_scope")
+        .value((s.kernel.usage & (kUsesSyncAll | kUsesGridSync | kUsesOwnGridBarrier)) ? "own cores" : "none");
     write_cache_json(j, s.cache);  // where DCCI flushes go (common/cache_plan.cpp)
     j.end_object();
   }

@@ -349,6 +349,12 @@ def test_explain_names_the_field_of_a_triton_kernels_launch_facts(tmp_path):
         name = field + ("[1]" if isinstance(value, list) else "")
         assert r.returncode == 3 and f"kernels[0]: {name} must be an integer" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    # cooperative: its blocks run at once, each on a block of its own (SK_KERNEL_DESC_COOPERATIVE).
+    plan = json.loads(sk("explain", "--json", triton_scope(tmp_path, [dict(TRITON_STEP[0], cooperative=True)]),
+                         env=env).stdout)
+    assert plan["steps"][0]["sync_all_scope"] == "own cores"
+    r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], cooperative="yes")]), env=env)
+    assert r.returncode == 3 and "kernels[0]: cooperative must be" in r.stderr, r.stderr
     r = sk("explain", triton_scope(tmp_path, [dict(TRITON_STEP[0], threads=[1, 2, 3, 4])]), env=env)
     assert r.returncode == 3 and "threads as a block has 1 to 3 extents, not 4" in r.stderr, r.stderr
     # A block's shape is .reqntid's (128 x 1 x 1 for this Triton kernel), else refused by libsk.

@@ -26,3 +26,17 @@ void capi_hang_if(uint32_t *out, uint32_t hang) {
   if (hang && sk_block_idx() == 0) sk_sync_all();
   out[sk_block_idx()] = sk_block_idx() + 1;
 }
+
+/* A grid barrier of its own, as a kernel written for a cooperative launch has one (no
+ * sk_sync_all): each block writes its word of mid, counts itself in *arrived and spins until
+ * every block of this launch has (launch `round`, from 1, is complete at round * blocks), then
+ * reads the next block's word. Its blocks must all run at once (SK_KERNEL_DESC_COOPERATIVE). */
+SK_KERNEL(capi_own_barrier_rotate, "ptr,ptr,ptr,ptr,u32")
+void capi_own_barrier_rotate(const uint32_t *in, uint32_t *mid, uint32_t *out, uint32_t *arrived, uint32_t round) {
+  const uint32_t idx = sk_block_idx(), num = sk_block_num();
+  mid[idx] = in[idx] * 2654435761u + round;
+  __atomic_fetch_add(arrived, 1u, __ATOMIC_RELEASE);
+  while (__atomic_load_n(arrived, __ATOMIC_ACQUIRE) < round * num) {
+  }
+  out[idx] = mid[(idx + 1) % num] ^ idx;
+}

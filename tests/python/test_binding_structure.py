@@ -259,3 +259,17 @@ def test_every_status_has_its_exception():
         assert cls.status == status, cls
         words = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper().removesuffix("_ERROR")
         assert statuses.get("SK_ERR_" + words) == status, (cls.__name__, status)
+
+
+def test_every_flag_the_binding_copies_has_sk_hs_value():
+    """The flags and sizes the binding copies from sk.h (KERNEL_FLAG_BLOCK_LOCAL for
+    SK_KERNEL_FLAG_BLOCK_LOCAL, KERNEL_DESC_COOPERATIVE, TENSOR_MAP_BYTES) have its values."""
+    import superkernel._lib
+    import superkernel.scope
+    defines = dict(re.findall(r"#define SK_((?:KERNEL_FLAG|KERNEL_DESC)_\w+|TENSOR_MAP_BYTES) (0x[0-9a-f]+|\d+)u?\b",
+                              header_text()))
+    assert {"KERNEL_FLAG_BLOCK_LOCAL", "KERNEL_DESC_COOPERATIVE", "TENSOR_MAP_BYTES"} <= set(defines)
+    for name, value in defines.items():
+        copies = [getattr(m, name) for m in (sk, superkernel._lib, superkernel.scope) if hasattr(m, name)]
+        assert copies, f"the binding has no {name} (sk.h's SK_{name})"
+        assert all(c == int(value, 0) for c in copies), (name, copies, value)

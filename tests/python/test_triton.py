@@ -318,6 +318,27 @@ def test_a_kernel_compiled_for_programmatic_dependent_launch_waits_at_its_gdc_wa
     fake_gpu.synchronize()
 
 
+def test_a_kernel_compiled_for_a_cooperative_grid_runs_its_blocks_at_once(fake_gpu):
+    # launch_cooperative_grid: its blocks wait for each other by means of their own (a grid
+    # barrier of atomics, as Inductor's cooperative reductions have): every block gets a block
+    # of the super kernel, all at once; more than the device holds is refused, naming why.
+    k = fake_gpu.load_triton(compiled("rmsnorm", launch_cooperative_grid=True))
+    assert k.cooperative and not fake_gpu.load_triton(compiled("rmsnorm")).cooperative
+    x = fake_gpu.alloc(1 << 16)
+    with fake_gpu.scope("cooperative") as scope:
+        scope.add(k, 4, *arguments(k, x))
+    assert scope.superkernel.explain()["steps"][0]["sync_all_scope"] == "own cores"
+    scope.superkernel.launch()
+    fake_gpu.synchronize()
+    wide = fake_gpu.scope("too_wide")
+    wide.add(k, 100000, *arguments(k, x))
+    with pytest.raises(sk.Incompatible, match=r"'rmsnorm_kernel' synchronises its cores \(a grid barrier of its "
+                                              r"own, SK_KERNEL_DESC_COOPERATIVE\) on block_dim 100000"):
+        wide.finalize()
+    with pytest.raises(TypeError, match=r"^Module.kernel \(rmsnorm_kernel\) cooperative: needs a bool, not str"):
+        k.module.kernel("rmsnorm_kernel", threads=128, cooperative="yes")
+
+
 def test_a_two_dimensional_grid_is_given_as_tritons_launch_grid(fake_gpu):
     # grid2d reads program_id(1): its blocks are added and launched with the grid's shape.
     k = fake_gpu.load_triton(compiled("grid2d"))
@@ -391,7 +412,6 @@ def test_kernels_of_other_widths_do_not_fuse(fake_gpu):
 @pytest.mark.parametrize("change, message", [
     ({"profile_scratch_size": 8}, "metadata profile_scratch_size: 8 bytes of per-program profiling scratch"),
     ({"num_ctas": 2}, "metadata num_ctas: 2 CTAs per program is a thread block cluster"),
-    ({"launch_cooperative_grid": True}, "metadata launch_cooperative_grid: a cooperative grid launch"),
     ({"target": {"backend": "hip", "arch": "gfx942", "warp_size": 64}},
      "metadata target: backend 'hip' is not 'cuda'"),
 ])

@@ -41,7 +41,12 @@ class KernelDesc(ctypes.Structure):
         ("threads", ctypes.c_uint32),
         ("dynamic_shared", ctypes.c_uint32),
         ("block", ctypes.c_uint32 * 3),
+        ("flags", ctypes.c_uint32),
     ]
+
+
+#: sk_kernel_desc.flags (sk.h): its blocks wait for each other by means of their own.
+KERNEL_DESC_COOPERATIVE = 0x1
 
 
 class TensorMapDesc(ctypes.Structure):

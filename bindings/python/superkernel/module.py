@@ -2,7 +2,7 @@
 import ctypes
 import os
 
-from ._lib import KernelDesc, lib
+from ._lib import KERNEL_DESC_COOPERATIVE, KernelDesc, lib
 from .args import PackedArgs, parse_signature
 from .checks import blocks_and_grid, c_path, c_string, c_text, instance, integer, message_text
 from .errors import BadBinary, Error, FileNotReadable, NotFound, StateError, Unsupported
@@ -124,24 +124,28 @@ class Module(Handle):
     def _destroy(self, handle):
         lib().sk_module_unload(handle)
 
-    def kernel(self, name, signature=None, threads=None, dynamic_shared=None):
+    def kernel(self, name, signature=None, threads=None, dynamic_shared=None, cooperative=False):
         """Kernel `name`; its signature from the object's metadata, or the one given (needed
         for objects built without SK_KERNEL; it must agree with the metadata if both exist).
         `threads` (threads per block, or the block's shape as CUDA's blockDim, (x, y) or
         (x, y, z), for a kernel that reads threadIdx.y) and `dynamic_shared` (bytes of its
         `extern __shared__` arrays) are what a CUDA kernel's binary may not say
-        (sk_kernel_desc); None: its own."""
+        (sk_kernel_desc); None: its own. `cooperative`: its blocks wait for each other by
+        means of their own, as a kernel written for a cooperative launch may
+        (SK_KERNEL_DESC_COOPERATIVE): every block runs at once on a core of its own."""
         out = ctypes.c_void_p()
         name_c = c_string(name, "Module.kernel name")
         name_c = self._raw_names.get(name, name_c)
         signature_c = c_string(signature, "Module.kernel signature", optional=True)
-        if threads is not None or dynamic_shared is not None:
+        if not isinstance(cooperative, bool):
+            raise TypeError(f"Module.kernel ({name}) cooperative: needs a bool, not {type(cooperative).__name__}")
+        if threads is not None or dynamic_shared is not None or cooperative:
             what = f"Module.kernel ({name})"
             count, block = (0, (0, 0, 0)) if threads is None else blocks_and_grid(threads, f"{what} threads", "block")
             desc = KernelDesc(ctypes.sizeof(KernelDesc), signature_c, count,
                               0 if dynamic_shared is None else
                               integer(dynamic_shared, "u32", f"{what} dynamic_shared"),
-                              (ctypes.c_uint32 * 3)(*block))
+                              (ctypes.c_uint32 * 3)(*block), KERNEL_DESC_COOPERATIVE if cooperative else 0)
             check(lib().sk_module_get_kernel_desc(self.handle, name_c, ctypes.byref(desc),
                                                   ctypes.byref(out)),
                   "sk_module_get_kernel_desc")
@@ -155,7 +159,7 @@ class Module(Handle):
         if signature is None:
             signature = kernel_signature(out.value)
         kernel = Kernel(self, out.value, name, signature, kernel_core_type(out.value))
-        kernel.threads, kernel.dynamic_shared = threads, dynamic_shared
+        kernel.threads, kernel.dynamic_shared, kernel.cooperative = threads, dynamic_shared, cooperative
         return kernel
 
 
@@ -165,6 +169,8 @@ class Kernel:
     #: Threads per block (or the block's shape, a tuple) and dynamic shared bytes given to
     #: Module.kernel (None: its own).
     threads = dynamic_shared = None
+    #: Whether Module.kernel was told its blocks wait for each other (SK_KERNEL_DESC_COOPERATIVE).
+    cooperative = False
     #: The names of the parameters the caller passes, for messages (None: by index).
     param_names = None
     #: Trailing pointer parameters libsk's signature has that the binding passes (a Triton

@@ -28,9 +28,6 @@ SCRATCH_FIELDS = ("global_scratch_size", "profile_scratch_size")
 #: The alignment of the device memory Buffer allocations have (cuMemAlloc's, at least), which
 #: a kernel's global scratch may ask for at most.
 GLOBAL_SCRATCH_ALIGN = 256
-#: Launch features a super kernel's sub-kernel cannot have: metadata field, what it means.
-#: (`launch_pdl` is not one: fused, the kernel's griddepcontrol.wait is where its step waits.)
-REFUSED_FLAGS = (("launch_cooperative_grid", "a cooperative grid launch"),)
 #: Triton's scalar types that are a signature token's C type. An argument of such a type is
 #: range-checked as Triton declares it (i32 where the PTX says .u32) when the sizes agree;
 #: other types (i1, fp16, bf16...) are passed as the PTX parameter says.
@@ -132,9 +129,10 @@ def load_triton(device, compiled):
     if num_ctas > 1:
         refuse("num_ctas", f"{num_ctas} CTAs per program is a thread block cluster, which a super "
                            "kernel's sub-kernel cannot run")
-    for field, feature in REFUSED_FLAGS:
-        if _get(meta, field, False):
-            refuse(field, f"{feature}, which a super kernel's sub-kernel cannot use")
+    # launch_cooperative_grid: the kernel's blocks wait for each other (a grid barrier of its
+    # own), SK_KERNEL_DESC_COOPERATIVE. launch_pdl asks nothing: fused, its gdc_wait is where its
+    # step waits.
+    cooperative = bool(_get(meta, "launch_cooperative_grid", False))
     if device.is_host:
         raise Unsupported(f"Triton kernel {name!r}: device {device.spec!r} is not a CUDA device "
                           "(Triton's PTX loads on cuda:N)", call=call)
@@ -154,7 +152,7 @@ def load_triton(device, compiled):
         e.call = f"{what}: {e.call}" if e.call else what
         raise
     try:
-        kernel = module.kernel(name, threads=num_warps * warp_size, dynamic_shared=shared)
+        kernel = module.kernel(name, threads=num_warps * warp_size, dynamic_shared=shared, cooperative=cooperative)
         tokens = kernel.signature_tokens
         tail = sum(_get(meta, field, _MISSING) is not _MISSING for field in SCRATCH_FIELDS)
         if len(tokens) < tail or any(t != "ptr" for t in tokens[len(tokens) - tail:]):
@@ -176,7 +174,7 @@ def load_triton(device, compiled):
     triton.param_names, triton.null_tail = names, tail
     triton.descriptors, triton.ptx_param_names = descriptors, ptx_names
     triton.global_scratch = global_scratch if tail else 0
-    triton.threads, triton.dynamic_shared = num_warps * warp_size, shared
+    triton.threads, triton.dynamic_shared, triton.cooperative = num_warps * warp_size, shared, cooperative
     triton.metadata = meta
     return triton
 

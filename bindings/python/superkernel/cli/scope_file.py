@@ -16,9 +16,9 @@
         {"object": "ops", "kernel": "axpy", "block_dim": 4, "args": [2.0, "@x", "@y", 1024],
          "name": "axpy.0", "signature": "f32,ptr,ptr,u32", "core_type": "vector",
          "flags": 0, "stream": 0, "block_local": false,
-         "threads": 128, "dynamic_shared": 2048}  (a CUDA kernel's launch facts its binary may
-      ],                                          not say: sk_kernel_desc; "threads" may be a
-                                                  block's shape, [32, 4])
+         "threads": 128, "dynamic_shared": 2048,  (a CUDA kernel's launch facts its binary may
+         "cooperative": false}                     not say: sk_kernel_desc; "threads" may be a
+      ],                                          block's shape, [32, 4])
       "repeat": 20,                             (runs timed; --repeat overrides it)
       "compare": ["y"]                          (buffers compared; default: all)
     }
@@ -34,8 +34,9 @@ device; a Triton kernel's args end with its two scratch pointers, given as null.
 be a grid's shape, [x], [x, y] or [x, y, z] (sk_kernel_options.grid): a kernel that reads
 program_id(1) or blockIdx.y needs one. "block_local":
 true adds the kernel with SK_KERNEL_FLAG_BLOCK_LOCAL: its block i reads and writes only what
-block i of the kernel before it wrote, so it waits for no other block. Every error names the
-field.
+block i of the kernel before it wrote, so it waits for no other block. "cooperative": true takes
+it with SK_KERNEL_DESC_COOPERATIVE: its blocks wait for each other by means of their own, so
+all run at once. Every error names the field.
 """
 import ctypes
 import json
@@ -318,6 +319,7 @@ class ScopeSpec:
                 "threads": threads,
                 "dynamic_shared": None if k.get("dynamic_shared") is None else
                 _u32(k["dynamic_shared"], where, "dynamic_shared", lo=0),
+                "cooperative": _bool(k.get("cooperative", False), where, "cooperative"),
                 "where": where}
 
 
@@ -395,7 +397,7 @@ class Instance:
             mod = self.modules[k["object"]]
             try:
                 self.kernels.append(mod.kernel(k["kernel"], k["signature"], k["threads"],
-                                               k["dynamic_shared"]))
+                                               k["dynamic_shared"], k["cooperative"]))
             except Error as e:  # libsk's own verdict: reported as a libsk error, where it arose
                 raise type(e)(f"{k['where']}: {e.message}", e.status, e.status_name,
                               call=e.call) from None
