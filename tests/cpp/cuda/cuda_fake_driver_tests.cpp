@@ -482,6 +482,48 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
   }
 }
 
+// A kernel with a grid barrier of its own, taken with SK_KERNEL_DESC_COOPERATIVE: its blocks are
+// each a block of the super kernel, all co-resident (the stand-in holds 8); 9 are refused at
+// sk_finalize and by sk_launch_kernel, naming the barrier; taken without the flag it is another
+// kernel handle, planned as any other.
+TEST_F(CudaFakeDriver, AKernelWithAGridBarrierOfItsOwnRunsEveryBlockAtOnce) {
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("grid_sync.ptx").c_str(), &mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(mod);
+  sk_kernel_desc desc{sizeof desc, nullptr, 0, 0, {0, 0, 0}, SK_KERNEL_DESC_COOPERATIVE};
+  sk_kernel *k = nullptr, *plain = nullptr;
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "own_barrier_rotate", &desc, &k), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(mod, "own_barrier_rotate", &plain), SK_OK) << sk_last_error();
+  EXPECT_NE(k, plain);
+  uint64_t p = 0x1000;
+  uint32_t round = 1;
+  void *args[] = {&p, &p, &p, &p, &round};
+  for (const uint32_t blocks : {8u, 9u}) {
+    SCOPED_TRACE(blocks);
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "own_barrier", nullptr, &scope), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(scope, k, blocks, args, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    if (blocks == 9) {
+      EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE);
+      EXPECT_TRUE(contains(sk_last_error(),
+                           "'own_barrier_rotate' synchronises its cores (a grid barrier of its own, "
+                           "SK_KERNEL_DESC_COOPERATIVE) on block_dim 9"))
+          << sk_last_error();
+      EXPECT_EQ(sk_launch_kernel(k, 9, args, nullptr), SK_ERR_INCOMPATIBLE);
+      continue;
+    }
+    ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    char json[8192];
+    ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
+    EXPECT_TRUE(contains(json, "\"sync_all_scope\":\"own cores\"")) << json;
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    sk_superkernel_destroy(sk);
+  }
+}
+
 // Dependencies, not order: a decode step's two independent branches (b on scope stream 1, a on
 // stream 0) and a join after an event b recorded. The step table the launch uploads gives each
 // step only what it depends on: a branch's steps their own predecessor, the join a's last step

@@ -1640,6 +1640,56 @@ TEST_F(CudaGpu, GridSyncsOfCooperativeGroupsFusedEqualTheirCooperativeLaunch) {
   EXPECT_EQ(c[0], 129.0f) << "the driver's launch != the CPU";
 }
 
+// A grid barrier of its own (grid_sync.cu's own_barrier_rotate: atomics and a spin, as a kernel
+// written for a cooperative launch may have), taken with SK_KERNEL_DESC_COOPERATIVE, fused after
+// a kernel whose blocks outnumber the super kernel's (so they are multiplexed) and before itself
+// again: equal to the driver's cooperative launches of the same PTX and to the CPU, bit for bit.
+TEST_F(CudaGpu, AGridBarrierOfItsOwnFusedEqualsItsCooperativeLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  ASSERT_NE(drv.cuLaunchCooperativeKernel, nullptr);
+  constexpr uint32_t kBlocks = 8, kN = kBlocks * 128, kScaleN = 256 * 1024;
+  const std::string rotate_ptx = sk::cuda_test::kernel_text("grid_sync.ptx");
+  const std::string scale_ptx = sk::cuda_test::kernel_text("dependent_launch.ptx");
+  std::vector<float> big(kScaleN);
+  for (uint32_t i = 0; i < kScaleN; ++i) big[i] = (float)(i % 31);
+  std::vector<uint32_t> in(kN), zero(kN, 0), expect(kN);
+  for (uint32_t i = 0; i < kN; ++i) in[i] = i * 40503u + 11u;
+  std::vector<uint32_t> mid(kN), first(kN);
+  for (uint32_t i = 0; i < kN; ++i) mid[i] = in[i] * 2654435761u + 1u;
+  for (uint32_t i = 0; i < kN; ++i) first[i] = mid[(i / 128 + 1) % kBlocks * 128 + i % 128] ^ i;
+  for (uint32_t i = 0; i < kN; ++i) mid[i] = first[i] * 2654435761u + 1u;
+  for (uint32_t i = 0; i < kN; ++i) expect[i] = mid[(i / 128 + 1) % kBlocks * 128 + i % 128] ^ i;
+  struct Run {
+    uint32_t *mid, *first, *second, *arrived;
+  };
+  auto buffers = [&] { return Run{alloc(zero), alloc(zero), alloc(zero), alloc(std::vector<uint32_t>{0, 0})}; };
+  const uint32_t *x = alloc(in);
+  uint64_t xs = ptr_slot(x), bs = ptr_slot(alloc(big)), bo = ptr_slot(alloc(big));
+  int32_t scale_n = kScaleN;
+  uint32_t round = 1;
+  Run plain = buffers(), fused = buffers();
+  uint64_t pm = ptr_slot(plain.mid), p1 = ptr_slot(plain.first), p2 = ptr_slot(plain.second),
+           pa = ptr_slot(plain.arrived), pb = pa + 4;
+  uint64_t fm = ptr_slot(fused.mid), f1 = ptr_slot(fused.first), f2 = ptr_slot(fused.second),
+           fa = ptr_slot(fused.arrived), fb = fa + 4;
+  void *plain_first[] = {&xs, &pm, &p1, &pa, &round}, *plain_second[] = {&p1, &pm, &p2, &pb, &round};
+  ASSERT_EQ(drv.launch(rotate_ptx, "own_barrier_rotate", kBlocks, 128, 0, plain_first, 1, 1, true), 0);
+  ASSERT_EQ(drv.launch(rotate_ptx, "own_barrier_rotate", kBlocks, 128, 0, plain_second, 1, 1, true), 0);
+  sk_kernel *scale = ptx_kernel(scale_ptx, "pdl_scale", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+  sk_kernel *rotate = ptx_kernel(rotate_ptx, "own_barrier_rotate",
+                                 {sizeof(sk_kernel_desc), nullptr, 128, 0, {0, 0, 0}, SK_KERNEL_DESC_COOPERATIVE});
+  ASSERT_TRUE(scale && rotate);
+  void *scale_args[] = {&bs, &bo, &scale_n};
+  void *fused_first[] = {&xs, &fm, &f1, &fa, &round}, *fused_second[] = {&f1, &fm, &f2, &fb, &round};
+  ASSERT_NO_FATAL_FAILURE(run_fused(
+      "own_barrier",
+      {{scale, kScaleN / 128, scale_args}, {rotate, kBlocks, fused_first}, {rotate, kBlocks, fused_second}}));
+  const std::vector<uint32_t> a = read(plain.second, kN), b = read(fused.second, kN);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "fused != the driver's cooperative launches";
+  EXPECT_EQ(std::memcmp(a.data(), expect.data(), kN * 4), 0) << "the driver's launches != the CPU";
+}
+
 // TMA. A `__grid_constant__` CUtensorMap (nvcc), a grid-constant struct read both through its
 // address and as values (nvcc), Triton's host-side tensor descriptors (their tensor maps then
 // the tensor's shape and strides) and its device-side ones (built in the global scratch): each

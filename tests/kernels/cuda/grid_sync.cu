@@ -1,6 +1,7 @@
 // __global__ kernels that sync their grid with cooperative groups (a cooperative launch gives
 // the grid workspace in %envreg1/%envreg2): fused, each step's grid syncs in a word of the super
-// kernel's sync buffer, and the planner gives every block of such a step its own block.
+// kernel's sync buffer, and the planner gives every block of such a step its own block. And one
+// with a grid barrier of its own, which the caller names (SK_KERNEL_DESC_COOPERATIVE).
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
@@ -31,4 +32,23 @@ extern "C" __global__ void __launch_bounds__(128) gs_neighbour(float *data, floa
   data[i] += 1.0f;
   cg::this_grid().sync();
   out[i] = data[(i + 128) % (gridDim.x * 128)];
+}
+
+// A grid barrier of its own, as a kernel written for a cooperative launch may have one instead of
+// cooperative groups: thread 0 of each block counts it in *arrived and spins until every block of
+// launch `round` (from 1) has; then the block reads the next block's words of mid. Nothing in its
+// code tells libsk; taken with SK_KERNEL_DESC_COOPERATIVE, its blocks all run at once.
+extern "C" __global__ void __launch_bounds__(128)
+    own_barrier_rotate(const unsigned *in, unsigned *mid, unsigned *out, unsigned *arrived, unsigned round) {
+  const unsigned b = blockIdx.x, n = gridDim.x, i = b * blockDim.x + threadIdx.x;
+  mid[i] = in[i] * 2654435761u + round;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(arrived, 1u);
+    while (*(volatile unsigned *)arrived < round * n) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+  out[i] = mid[((b + 1) % n) * blockDim.x + threadIdx.x] ^ i;
 }
