@@ -1,5 +1,7 @@
 // Which device-API functions a kernel uses, read from the undefined symbols of its code: the
-// binary itself tells the planner whether it syncs all cores or overlaps tasks.
+// binary itself tells the planner whether it syncs all cores or overlaps tasks. A few bits say
+// the same of what is no device-API call (a PTX kernel's griddepcontrol and cooperative groups'
+// grid sync, read by cuda/ptx_module.cpp; a grid barrier of its own, which the caller names).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -27,9 +29,6 @@ enum DeviceApiBit : uint32_t {
   // Not one either: cooperative groups' grid sync (cg::this_grid().sync(), which a PTX kernel
   // reads the grid workspace for): a barrier over the step's blocks, as sk_sync_all's.
   kUsesGridSync = 1u << 7,
-  // Not one either: the caller says its blocks wait for each other by means of their own
-  // (SK_KERNEL_DESC_COOPERATIVE): they must all run at once, as sk_sync_all's.
-  kUsesOwnGridBarrier = 1u << 12,
   // A kernel that waits for the previous step itself: it may start early.
   kUsesWaitInKernel = kUsesWaitPreTaskEnd | kUsesGridDependencyWait,
   // Cache maintenance (bits 8..11): explain reports them; the plan places flushes by options.
@@ -37,6 +36,9 @@ enum DeviceApiBit : uint32_t {
   kUsesDcciAll = 1u << 9,
   kUsesGmLoad = 1u << 10,
   kUsesGmStore = 1u << 11,
+  // Not a device-API function: the caller says its blocks wait for each other by means of their
+  // own (SK_KERNEL_DESC_COOPERATIVE): they must all run at once, as sk_sync_all's.
+  kUsesOwnGridBarrier = 1u << 12,
   // Core types and hard cross-core sync (bits 16..): the planner splits scopes on these.
   kUsesCoreType = 1u << 16,
   kUsesSubBlockIdx = 1u << 17,
