@@ -24,6 +24,13 @@ constexpr Entry kEntries[] = {
     {"sk_cross_core_set_flag_all", kUsesCrossCoreSetFlagAll},
     {"sk_cross_core_wait_flag_all", kUsesCrossCoreWaitFlagAll},
 };
+// The bits that are no device-API call, by what names them in a kernel's code or its caller's.
+constexpr Entry kConstructs[] = {
+    {"griddepcontrol.wait", kUsesGridDependencyWait},
+    {"griddepcontrol.launch_dependents", kUsesGridDependencyLaunch},
+    {"cg::this_grid().sync()", kUsesGridSync},
+    {"SK_KERNEL_DESC_COOPERATIVE", kUsesOwnGridBarrier},
+};
 }  // namespace
 
 uint32_t device_api_bit(std::string_view symbol) {
@@ -45,6 +52,13 @@ std::vector<const char *> device_api_names(uint32_t usage) {
   return names;
 }
 
+std::vector<const char *> construct_names(uint32_t usage) {
+  std::vector<const char *> names;
+  for (const Entry &e : kConstructs)
+    if (usage & e.bit) names.push_back(e.name);
+  return names;
+}
+
 std::vector<DeviceApiPath> device_api_paths(const std::map<std::string, std::vector<ReachStep>> &paths) {
   std::vector<DeviceApiPath> out;
   for (const Entry &e : kEntries) {
@@ -59,8 +73,9 @@ std::vector<DeviceApiPath> device_api_paths(const std::map<std::string, std::vec
 std::string sync_reason(uint32_t usage, std::span<const DeviceApiPath> paths) {
   const bool sync_all = usage & kUsesSyncAll;
   if (!(usage & kUsesSync)) return "";
-  if (!sync_all && (usage & kUsesGridSync)) return "cg::this_grid().sync()";
-  if (!sync_all && (usage & kUsesOwnGridBarrier)) return "a grid barrier of its own, SK_KERNEL_DESC_COOPERATIVE";
+  if (!sync_all && (usage & kUsesGridSync)) return construct_names(kUsesGridSync)[0];
+  if (!sync_all && (usage & kUsesOwnGridBarrier))
+    return std::string("a grid barrier of its own, ") + construct_names(kUsesOwnGridBarrier)[0];
   std::string out = sync_all ? "sk_sync_all" : "cross-core flags";
   for (const DeviceApiPath &p : paths)
     if (sync_all ? device_api_bit(p.function) == kUsesSyncAll : (device_api_bit(p.function) & kUsesHardSync) != 0)

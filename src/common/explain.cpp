@@ -84,6 +84,11 @@ std::string explain_json(const Plan &plan, const std::string &backend,
     j.key("device_api").begin_array();
     for (const char *n : device_api_names(s.kernel.usage)) j.value(n);
     j.end_array();
+    if (const std::vector<const char *> c = construct_names(s.kernel.usage); !c.empty()) {
+      j.key("constructs").begin_array();
+      for (const char *n : c) j.value(n);
+      j.end_array();
+    }
     // How it reaches what it does not call itself: which function brings each one in.
     if (!s.kernel.usage_paths.empty()) {
       j.key("device_api_paths").begin_array();
@@ -108,7 +113,8 @@ std::string explain_json(const Plan &plan, const std::string &backend,
         .value(s.pred < 0      ? "launch"
                : s.block_local ? "none"
                : s.wait_in_kernel
-                   ? ((s.kernel.usage & kUsesWaitPreTaskEnd) ? "sk_wait_pre_task_end" : "griddepcontrol.wait")
+                   ? ((s.kernel.usage & kUsesWaitPreTaskEnd) ? "sk_wait_pre_task_end"
+                                                             : construct_names(kUsesGridDependencyWait)[0])
                    : "kernel start");
     j.key("release_next").value(!s.arrives ? "none" : s.arrive_in_kernel ? "sk_set_next_task_start" : "kernel end");
     j.key("sync_all_scope")

@@ -55,6 +55,7 @@ static void run_chain(struct fixture *f, int fused, uint32_t *in, uint32_t *mid,
     SK_CHECK(sk_add_kernel(scope, f->rotate, BLOCKS, second, NULL));
     SK_CHECK(sk_finalize(scope, &sk));
     SK_EXPECT_EXPLAIN(sk, "\"sync_all_scope\":\"own cores\"");
+    SK_EXPECT_EXPLAIN(sk, "\"constructs\":[\"SK_KERNEL_DESC_COOPERATIVE\"]");
     SK_CHECK(sk_launch(sk, NULL));
     SK_CHECK(sk_stream_synchronize(NULL));
     sk_superkernel_destroy(sk);

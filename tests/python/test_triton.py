@@ -307,6 +307,8 @@ def test_a_kernel_compiled_for_programmatic_dependent_launch_waits_at_its_gdc_wa
         fused = scope.superkernel
         plan = fused.explain()
         assert [s["wait_previous"] for s in plan["steps"]] == ["launch", early, "kernel start", "kernel start"]
+        assert plan["steps"][0]["constructs"] == ["griddepcontrol.wait", "griddepcontrol.launch_dependents"]
+        assert "constructs" not in plan["steps"][2]  # residual_add
         rewrites = plan["cuda_entry"]["sub_kernels"][0]["ptx"]["rewrites"]
         assert any(r.startswith("griddepcontrol.wait (programmatic dependent launch) calls __sk_dependent_wait")
                    for r in rewrites), rewrites

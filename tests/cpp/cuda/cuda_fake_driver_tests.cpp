@@ -478,6 +478,9 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
         << json;
     EXPECT_TRUE(contains(json, "\"previous_step\":1,\"edge\":\"barrier\",\"wait_previous\":\"kernel start\""))
         << json;
+    EXPECT_TRUE(contains(json, "\"constructs\":[\"griddepcontrol.wait\",\"griddepcontrol.launch_dependents\"]"))
+        << json;
+    EXPECT_TRUE(contains(json, "\"constructs\":[\"griddepcontrol.wait\"]")) << json;  // pdl_weighted
     sk_superkernel_destroy(sk);
   }
 }
@@ -518,6 +521,7 @@ TEST_F(CudaFakeDriver, AKernelWithAGridBarrierOfItsOwnRunsEveryBlockAtOnce) {
     char json[8192];
     ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
     EXPECT_TRUE(contains(json, "\"sync_all_scope\":\"own cores\"")) << json;
+    EXPECT_TRUE(contains(json, "\"constructs\":[\"SK_KERNEL_DESC_COOPERATIVE\"]")) << json;
     ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
     sk_superkernel_destroy(sk);

@@ -71,8 +71,8 @@ def print_plan(plan, out, limit=None):
       f"{'waits for':<22} {'device API'}\n")
     steps = plan.get("steps", [])
     for s in steps[:limit] if limit else steps:
-        api = ", ".join(a for a in s.get("device_api", [])
-                        if a not in ("sk_block_idx", "sk_block_num")) or "-"
+        api = ", ".join([a for a in s.get("device_api", []) if a not in ("sk_block_idx", "sk_block_num")]
+                        + s.get("constructs", [])) or "-"
         w(f"  {s.get('index', '?'):>4} {str(s.get('name'))[:22]:<22} "
           f"{str(s.get('symbol'))[:18]:<18} {s.get('block_dim', '?'):>6} {s.get('cores', '?'):>5} "
           f"{_units_on(s):>9}  "
