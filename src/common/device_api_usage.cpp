@@ -30,6 +30,7 @@ constexpr Entry kConstructs[] = {
     {"griddepcontrol.launch_dependents", kUsesGridDependencyLaunch},
     {"cg::this_grid().sync()", kUsesGridSync},
     {"SK_KERNEL_DESC_COOPERATIVE", kUsesOwnGridBarrier},
+    {"a write before griddepcontrol.wait", kUsesWriteBeforeGridDependencyWait},
 };
 }  // namespace
 

@@ -39,6 +39,9 @@ enum DeviceApiBit : uint32_t {
   // Not a device-API function: the caller says its blocks wait for each other by means of their
   // own (SK_KERNEL_DESC_COOPERATIVE): they must all run at once, as sk_sync_all's.
   kUsesOwnGridBarrier = 1u << 12,
+  // Not one either: a kernel that waits at griddepcontrol.wait may write memory another block
+  // reads before it (cuda/ptx_dependent_wait.hpp): its step waits at its start.
+  kUsesWriteBeforeGridDependencyWait = 1u << 13,
   // Core types and hard cross-core sync (bits 16..): the planner splits scopes on these.
   kUsesCoreType = 1u << 16,
   kUsesSubBlockIdx = 1u << 17,

@@ -168,10 +168,12 @@ void link_steps(Plan &plan) {
     s.wait_in_kernel = overlap && same_segment && (s.kernel.usage & kUsesWaitInKernel);
     // A graph node of programmatic dependent launch starts before the node it waits for ends
     // only if that node lets it (launch_dependents); a step of one waits at its start otherwise.
+    // PDL holds a head back until every block before has let it start; a fused block runs it as
+    // soon as its own part ends, which is the same for a head that writes nothing others read.
     if ((s.kernel.usage & kUsesWaitInKernel) == kUsesGridDependencyWait) {
       auto lets_start = [&](int32_t d) { return (plan.steps[d].kernel.usage & kUsesGridDependencyLaunch) != 0; };
-      s.wait_in_kernel =
-          s.wait_in_kernel && lets_start(s.pred) && std::all_of(s.after.begin(), s.after.end(), lets_start);
+      s.wait_in_kernel = s.wait_in_kernel && !(s.kernel.usage & kUsesWriteBeforeGridDependencyWait) &&
+                         lets_start(s.pred) && std::all_of(s.after.begin(), s.after.end(), lets_start);
     }
     s.arrive_in_kernel = overlap && (s.kernel.usage & kUsesSetNextTaskStart);
     if (s.pred >= 0 && !same_segment) plan.steps[s.pred].arrive_in_kernel = false;

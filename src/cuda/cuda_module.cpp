@@ -415,6 +415,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     if (sk_status st = ptx_threads(m, *pk, threads, what, call, k.get()); st != SK_OK) return st;
     std::copy(b, b + 3, k->block);
     if (pk->launches_dependents) k->usage |= kUsesGridDependencyLaunch;
+    if (!pk->write_before_dependent_wait.empty()) k->usage |= kUsesWriteBeforeGridDependencyWait;
     // .maxnreg bounds what the link compiles it to.
     if (pk->max_registers) k->registers = pk->max_registers;
     k->static_shared = (uint32_t)std::min<uint64_t>(pk->static_shared, UINT32_MAX);

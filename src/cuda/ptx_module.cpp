@@ -9,6 +9,7 @@
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
+#include "cuda/ptx_dependent_wait.hpp"
 #include "cuda/ptx_early_return.hpp"
 #include "cuda/ptx_param_address.hpp"
 #include "cuda/ptx_parse.hpp"
@@ -272,6 +273,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   }
 
   std::set<std::string> api_needed;
+  DependentWaitFlow wait_flow(by_name, text);
   auto api_of = [&](const Function &f, const SpecialRead &s) -> std::string {
     if (workspace_register(s.reg) >= 0) return kWorkspaceFunction;
     if (grid_register(s.reg) >= 0 && grid_nd.count(f.name)) return kGridFunction;
@@ -323,6 +325,9 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     k.multi_dimensional_grid = grid_nd_kernels.count(f.name);
     k.launches_dependents =
         std::any_of(reached.begin(), reached.end(), [](const Function *g) { return g->launches_dependents; });
+    const bool waits = std::any_of(reached.begin(), reached.end(),
+                                   [](const Function *g) { return g->callees.count(kDependentWaitFunction); });
+    if (waits) k.write_before_dependent_wait = wait_flow.write_before_wait(f);
     k.block_shape_needed = block_shape_kernels.count(f.name);
     // Refused when any function it reaches does what a called function cannot.
     for (const Function *gp : reached) {
@@ -384,12 +389,14 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
             "setmaxnreg (warp specialization) has no effect in a link, which compiles each module as relocatable "
             "code: every warp keeps the registers of the launch, as the kernel's own relocatable compile does; "
             "maybe slower than alone");
-      if (std::any_of(reached.begin(), reached.end(),
-                      [](const Function *g) { return g->callees.count(kDependentWaitFunction); })) {
+      if (waits) {
         notes.push_back(std::string("griddepcontrol.wait (programmatic dependent launch) calls ") +
-                        kDependentWaitFunction +
-                        ": the thread waits there for the steps this one depends on, and what comes before it "
-                        "runs while they end (the step's early start)");
+                        kDependentWaitFunction + ": the thread waits there for the steps this one depends on" +
+                        (k.write_before_dependent_wait.empty()
+                             ? ", and what comes before it runs while they end (the step's early start)"
+                             : "; the step waits at its start all the same, since the kernel may write memory "
+                               "another block reads before it (" +
+                                   k.write_before_dependent_wait + ")"));
         if (f.callees.count(kDependentWaitFunction)) api.insert(kDependentWaitFunction);
       }
       if (k.launches_dependents)

@@ -432,11 +432,13 @@ TEST_F(CudaFakeDriver, BlockLocalEdgesAreInTheStepTable) {
 // in the step table a step of one after a kernel that launches its dependents early waits in
 // the kernel (no wait at its start), after one that does not at its start, the first step
 // waits for nothing, and explain says which; with early-start=0 every step after the first
-// waits at its start.
+// waits at its start. So does a step whose kernel may write global memory before its wait
+// (pdl_one_waits: thread 0 alone waits), wherever it stands.
 TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
   sk_kernel *scale = kernel("dependent_launch.ptx", "pdl_scale");
   sk_kernel *weigh = kernel("dependent_launch.ptx", "pdl_weighted");
-  ASSERT_TRUE(scale && weigh);
+  sk_kernel *one = kernel("dependent_launch.ptx", "pdl_one_waits");
+  ASSERT_TRUE(scale && weigh && one);
   uint64_t x = 0x1000, y = 0x2000, z = 0x3000;
   int32_t n = 1000;
   void *scale_args[] = {&x, &y, &n}, *weigh_args[] = {&x, &y, &z, &n};
@@ -448,6 +450,7 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
     ASSERT_EQ(sk_add_kernel(scope, scale, 8, scale_args, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_add_kernel(scope, weigh, 8, weigh_args, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_add_kernel(scope, scale, 8, scale_args, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(scope, one, 8, scale_args, nullptr), SK_OK) << sk_last_error();
     sk_superkernel *sk = nullptr;
     ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
@@ -455,14 +458,15 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
     std::vector<FakeLaunch> l = fake_.all();
     ASSERT_FALSE(l.empty());
     using namespace sk::cuda;
-    const size_t words = kTableHeaderWords + 3 * kStepWords + 4;  // a dependency pair each: steps 1, 2
+    const size_t words = kTableHeaderWords + 4 * kStepWords + 6;  // a dependency pair each: steps 1, 2, 3
     std::vector<FakeCall> tables;                                 // this launch's: past its sync buffer
     for (const FakeCall &c : fake_.log())
       if (named(c, "cuMemcpyHtoDAsync") && c.address > l.back().sync && c.size == 4 * words) tables.push_back(c);
     ASSERT_FALSE(tables.empty());
     std::vector<uint32_t> table(words);
     ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables.back().address), 4 * words), SK_OK);
-    const uint32_t *r0 = &table[kTableHeaderWords], *r1 = r0 + kStepWords, *r2 = r1 + kStepWords;
+    const uint32_t *r0 = &table[kTableHeaderWords], *r1 = r0 + kStepWords, *r2 = r1 + kStepWords,
+                   *r3 = r2 + kStepWords;
     EXPECT_EQ(r0[kStepFlags] & kStepWaitNow, 0u);
     EXPECT_EQ(r0[kStepDepBegin], r0[kStepDepEnd]);
     ASSERT_EQ(r1[kStepDepEnd] - r1[kStepDepBegin], 2u);
@@ -471,6 +475,9 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
     ASSERT_EQ(r2[kStepDepEnd] - r2[kStepDepBegin], 2u);
     EXPECT_EQ(table[r2[kStepDepBegin]], 1u);
     EXPECT_EQ(r2[kStepFlags] & kStepWaitNow, kStepWaitNow);  // pdl_weighted launches no dependent early
+    ASSERT_EQ(r3[kStepDepEnd] - r3[kStepDepBegin], 2u);
+    EXPECT_EQ(table[r3[kStepDepBegin]], 2u);
+    EXPECT_EQ(r3[kStepFlags] & kStepWaitNow, kStepWaitNow);  // pdl_one_waits may store before it waits
     char json[8192];
     ASSERT_EQ(sk_superkernel_explain(sk, json, sizeof json, nullptr), SK_OK);
     EXPECT_TRUE(contains(json, std::string("\"previous_step\":0,\"edge\":\"barrier\",\"wait_previous\":\"") +
@@ -481,6 +488,10 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
     EXPECT_TRUE(contains(json, "\"constructs\":[\"griddepcontrol.wait\",\"griddepcontrol.launch_dependents\"]"))
         << json;
     EXPECT_TRUE(contains(json, "\"constructs\":[\"griddepcontrol.wait\"]")) << json;  // pdl_weighted
+    EXPECT_TRUE(contains(json,
+                         "\"constructs\":[\"griddepcontrol.wait\",\"a write before griddepcontrol.wait\"],"
+                         "\"previous_step\":2,\"edge\":\"barrier\",\"wait_previous\":\"kernel start\""))
+        << json;
     sk_superkernel_destroy(sk);
   }
 }

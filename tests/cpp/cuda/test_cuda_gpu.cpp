@@ -1522,6 +1522,55 @@ TEST_F(CudaGpu, DependentLaunchKernelsFusedEqualTheirPlainLaunch) {
   }
 }
 
+// A head written for programmatic dependent launch that writes what the kernel before reads
+// before its trigger: pdl_refill_acc refills acc, which pdl_read_acc's blocks read across the
+// grid, before its wait. PDL starts that head only once every block before has triggered; fused,
+// a block would run it while others still read acc, so its step waits at its start
+// (ptx_dependent_wait.hpp). Many more blocks than the super kernel's; 20 launches ==
+// the driver's plain launches == the CPU, bit for bit.
+TEST_F(CudaGpu, AHeadThatWritesWhatTheStepBeforeReadsWaitsForIt) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr int32_t kN = 256 * 1024;
+  constexpr uint32_t kBlocks = kN / 128;
+  std::vector<float> acc(kN), in(kN), read_out(kN), refilled(kN), out(kN);
+  for (int32_t i = 0; i < kN; ++i) acc[i] = (float)(i % 101) * 0.5f + 1.0f;
+  for (int32_t i = 0; i < kN; ++i) in[i] = (float)(i % 89) * 0.25f - 7.0f;
+  for (int32_t i = 0; i < kN; ++i) read_out[i] = 3.0f * acc[kN - 1 - i];
+  for (int32_t i = 0; i < kN; ++i) refilled[i] = in[i] - 1.0f;
+  for (int32_t i = 0; i < kN; ++i) out[i] = refilled[i] + read_out[kN - 1 - i];
+  const std::string ptx = sk::cuda_test::kernel_text("dependent_launch.ptx");
+  int32_t n = kN;
+  const sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
+  sk_kernel *read_acc = ptx_kernel(ptx, "pdl_read_acc", desc), *refill = ptx_kernel(ptx, "pdl_refill_acc", desc);
+  ASSERT_TRUE(read_acc && refill);
+  float *a = alloc(acc), *r = alloc(std::vector<float>(kN)), *o = alloc(std::vector<float>(kN));
+  uint64_t ins = ptr_slot(alloc(in)), as = ptr_slot(a), rs = ptr_slot(r), os = ptr_slot(o);
+  void *a0[] = {&as, &rs, &n}, *a1[] = {&ins, &as, &rs, &os, &n};
+  auto check = [&](const std::string &what) {
+    const std::vector<float> got_read = read(r, kN), got_acc = read(a, kN), got = read(o, kN);
+    EXPECT_EQ(std::memcmp(got_read.data(), read_out.data(), kN * 4), 0) << what << ": pdl_read_acc read a new acc";
+    EXPECT_EQ(std::memcmp(got_acc.data(), refilled.data(), kN * 4), 0) << what << ": pdl_refill_acc's acc";
+    EXPECT_EQ(std::memcmp(got.data(), out.data(), kN * 4), 0) << what << ": pdl_refill_acc's out";
+    ASSERT_EQ(sk_memcpy(dev_, a, acc.data(), kN * 4), SK_OK) << sk_last_error();  // for the next run
+  };
+  ASSERT_EQ(drv.launch(ptx, "pdl_read_acc", kBlocks, 128, 0, a0), 0);
+  ASSERT_EQ(drv.launch(ptx, "pdl_refill_acc", kBlocks, 128, 0, a1), 0);
+  ASSERT_NO_FATAL_FAILURE(check("the driver's launches"));
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "refill", nullptr, &scope), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, read_acc, kBlocks, a0, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, refill, kBlocks, a1, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  for (int round = 0; round < 20 && !HasFailure(); ++round) {
+    ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    check("fused, round " + std::to_string(round));
+  }
+  sk_superkernel_destroy(sk);
+}
+
 // A module of which the super kernel takes one kernel links only what that kernel reaches
 // (cuda/ptx_prune.hpp): prune.cu's prune_taken, whose call through a function pointer a
 // module-scope variable holds reaches a function no call names, equals its plain launch and

@@ -427,7 +427,7 @@ TEST(CudaPtx, ProgrammaticDependentLaunchWaitsWhereTheKernelWaits) {
   ASSERT_TRUE(m);
   const std::string original = sk::cuda_test::kernel_text("dependent_launch.ptx");
   const size_t waits = count(original, "griddepcontrol.wait;");
-  EXPECT_EQ(waits, 4u) << original;  // the helper's and three kernels'
+  EXPECT_EQ(waits, 5u) << original;  // the helper's and four kernels'
   EXPECT_TRUE(contains(original, "griddepcontrol.launch_dependents;"));
   const std::string text = text_of(m->bytes);
   EXPECT_FALSE(contains(text, "griddepcontrol")) << text;
@@ -449,6 +449,11 @@ TEST(CudaPtx, ProgrammaticDependentLaunchWaitsWhereTheKernelWaits) {
     const bool launches = std::string(name) == "pdl_scale" || std::string(name) == "pdl_mirror";
     EXPECT_EQ(has_rewrite(k->ptx->rewrites, "griddepcontrol.launch_dependents taken out"), launches) << name;
     EXPECT_EQ((k->usage & sk::kUsesGridDependencyLaunch) != 0, launches) << name;
+    // Thread 0 alone waits: the others may go on to its store without waiting themselves.
+    const bool writes = std::string(name) == "pdl_one_waits";
+    EXPECT_EQ((k->usage & sk::kUsesWriteBeforeGridDependencyWait) != 0, writes) << name;
+    EXPECT_EQ(k->ptx->write_before_dependent_wait.starts_with("st.global.f32 at line "), writes)
+        << name << ": " << k->ptx->write_before_dependent_wait;
     ks.push_back(k);
   }
   for (const char *options : {"", "early-start=0"}) {
@@ -494,6 +499,139 @@ TEST(CudaPtx, ProgrammaticDependentLaunchWaitsWhereTheKernelWaits) {
   s.add(scale_pdl, 8);
   ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
   EXPECT_TRUE(s.plan.steps[1].wait_in_kernel);
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+}
+
+// A kernel of programmatic dependent launch whose head may write memory another block reads
+// waits at its start, fused: PDL holds a head back until every block of the kernel before has
+// passed its trigger, a fused block runs it as soon as its own part of the step before ends.
+// Each path from the kernel's start to a griddepcontrol.wait is followed, through branches and
+// into the functions it calls; loads, stores to shared and local memory and prefetches keep the
+// early start.
+TEST(CudaPtx, AKernelThatMayWriteBeforeItsGridDependencyWaitWaitsAtItsStart) {
+  const std::string head =
+      ".shared .align 16 .b8 sh[128];\n.local .align 4 .b8 lo[16];\n.reg .pred %p<2>;\n"
+      "ld.param.u64 %rd1, [out];\nld.param.u32 %r1, [n];\nsetp.ne.u32 %p1, %r1, 0;\n";  // lines 9-14
+  struct Case {
+    const char *what, *body, *write;  // write: what the analysis names, "" for none
+  } const cases[] = {
+      {"a store", "st.global.u32 [%rd1], %r1;\ngriddepcontrol.wait;", "st.global.u32 at line 15"},
+      {"a generic store", "st.u32 [%rd1], %r1;\ngriddepcontrol.wait;", "st.u32 at line 15"},
+      {"an atomic", "atom.global.add.u32 %r2, [%rd1], 1;\ngriddepcontrol.wait;", "atom.global.add.u32 at line 15"},
+      {"a loop after the wait", "griddepcontrol.wait;\n$L0:\nst.global.u32 [%rd1], %r1;\n@%p1 bra $L0;", ""},
+      {"a bulk copy to global memory",
+       "cp.async.bulk.global.shared::cta.bulk_group [%rd1], [sh], 128;\n"
+       "griddepcontrol.wait;",
+       "cp.async.bulk.global.shared::cta.bulk_group at line 15"},
+      {"a store after the wait", "griddepcontrol.wait;\nst.global.u32 [%rd1], %r1;", ""},
+      {"a guarded wait", "@%p1 griddepcontrol.wait;\nst.global.u32 [%rd1], %r1;", "st.global.u32 at line 16"},
+      {"a branch past the wait", "@%p1 bra $L1;\ngriddepcontrol.wait;\n$L1:\nst.global.u32 [%rd1], %r1;",
+       "st.global.u32 at line 18"},
+      {"a return past the wait", "@%p1 bra $L1;\ngriddepcontrol.wait;\nst.global.u32 [%rd1], %r1;\n$L1:\nret;", ""},
+      {"a wait in a loop", "$L0:\n@%p1 griddepcontrol.wait;\nst.global.u32 [%rd1], %r1;\n@%p1 bra $L0;",
+       "st.global.u32 at line 17"},
+      {"reads, block-local stores and prefetches",
+       "ld.global.u32 %r2, [%rd1];\nst.shared.u32 [sh], %r2;\nst.local.u32 [lo], %r2;\n"
+       "atom.shared.add.u32 %r3, [sh], 1;\nprefetch.global.L2 [%rd1];\n"
+       "cp.async.bulk.prefetch.L2.global [%rd1], 128;\ncp.async.ca.shared.global [sh+16], [%rd1], 4;\n"
+       "cp.async.wait_all;\nbar.sync 0;\ngriddepcontrol.wait;\nst.global.u32 [%rd1], %r2;",
+       ""},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    auto m = load_text(".param .u64 out, .param .u32 n", head + c.body);
+    ASSERT_TRUE(m) << sk::last_error();
+    auto k = take(m, "k");
+    ASSERT_TRUE(k);
+    EXPECT_TRUE(k->usage & sk::kUsesGridDependencyWait);
+    EXPECT_EQ(k->ptx->write_before_dependent_wait, c.write);
+    EXPECT_EQ((k->usage & sk::kUsesWriteBeforeGridDependencyWait) != 0, *c.write != 0);
+    EXPECT_EQ(has_rewrite(k->ptx->rewrites, std::string("the step waits at its start all the same, since the kernel "
+                                                        "may write memory another block reads before it (") +
+                                                c.write + ")"),
+              *c.write != 0);
+    std::string log;
+    EXPECT_EQ(sk::cuda_test::ptxas(text_of(m->bytes), m->ptx->link_arch, &log), 0) << log;
+  }
+
+  // Into the functions it calls: a helper that always waits is the kernel's wait; one that may
+  // return without waiting is not; a write before a helper's wait is named where it stands; a
+  // function outside the module may write anything.
+  const std::string module =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"                                   // 1-3
+      ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n"            // 4
+      ".func waits()\n{\ngriddepcontrol.wait;\nret;\n}\n"                                 // 5-9
+      ".func stores_then_waits(.param .b64 p)\n{\n.reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n"  // 10-13
+      "ld.param.u64 %rd1, [p];\nmov.u32 %r1, 7;\nst.global.u32 [%rd1], %r1;\n"            // 14-16
+      "griddepcontrol.wait;\nret;\n}\n"                                                   // 17-19
+      ".func may_wait(.param .b32 n)\n{\n.reg .pred %p<2>;\n.reg .b32 %r<2>;\n"           // 20-23
+      "ld.param.u32 %r1, [n];\nsetp.ne.u32 %p1, %r1, 0;\n@%p1 bra $L;\n"                  // 24-26
+      "griddepcontrol.wait;\n$L:\nret;\n}\n";                                             // 27-30
+  auto kernel = [](const char *name, const char *call) {
+    return std::string(".visible .entry ") + name +
+           "(.param .u64 out, .param .u32 n)\n.reqntid 32\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n"
+           "ld.param.u64 %rd1, [out];\nld.param.u32 %r1, [n];\n" +
+           call + "\nst.global.u32 [%rd1], %r1;\ngriddepcontrol.wait;\nret;\n}\n";
+  };
+  const std::string text =
+      module + kernel("after_waits", "call.uni waits, ();") +
+      kernel("after_stores", "{ .param .b64 a; st.param.b64 [a], %rd1; call.uni stores_then_waits, (a); }") +
+      kernel("after_may_wait", "{ .param .b32 a; st.param.b32 [a], %r1; call.uni may_wait, (a); }") +
+      kernel("prints",
+             "{ .param .b64 f; .param .b64 a; .param .b32 r; st.param.b64 [f], %rd1; "
+             "st.param.b64 [a], %rd1; call.uni (r), vprintf, (f, a); }");
+  auto m = load_ptx(text, "helpers.ptx");
+  ASSERT_TRUE(m) << sk::last_error();
+  struct Want {
+    const char *kernel, *write;
+  } const wants[] = {
+      {"after_waits", ""},
+      {"after_stores", "st.global.u32 at line 16 in 'stores_then_waits', which it reaches"},
+      {"after_may_wait", "st.global.u32 at line 63"},
+      {"prints", "a call of 'vprintf' at line 74, outside the module"},
+  };
+  std::vector<std::shared_ptr<CudaKernel>> ks;
+  for (const Want &w : wants) {
+    SCOPED_TRACE(w.kernel);
+    auto k = take(m, w.kernel);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->ptx->write_before_dependent_wait, w.write);
+    EXPECT_EQ((k->usage & sk::kUsesWriteBeforeGridDependencyWait) != 0, *w.write != 0);
+    ks.push_back(k);
+  }
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text_of(m->bytes), m->ptx->link_arch, &log), 0) << log;
+
+  // Planned after a kernel that lets its dependents start early: only the one that writes
+  // nothing before its wait waits in the kernel. nvcc's: pdl_refill_acc refills, before its
+  // wait, a buffer that pdl_read_acc reads before its trigger.
+  auto pdl = load("dependent_launch.ptx");
+  ASSERT_TRUE(pdl);
+  auto scale = take(pdl, "pdl_scale", 128), read_acc = take(pdl, "pdl_read_acc", 128),
+       refill = take(pdl, "pdl_refill_acc", 128);
+  ASSERT_TRUE(scale && read_acc && refill);
+  EXPECT_EQ(read_acc->usage & (sk::kUsesGridDependencyWait | sk::kUsesGridDependencyLaunch),
+            sk::kUsesGridDependencyLaunch);
+  EXPECT_TRUE(refill->usage & sk::kUsesWriteBeforeGridDependencyWait);
+  EXPECT_TRUE(refill->ptx->write_before_dependent_wait.starts_with("st.global.f32 at line "))
+      << refill->ptx->write_before_dependent_wait;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    SCOPED_TRACE(wants[i].kernel);
+    Scope s;
+    s.add(scale, 8);
+    s.add(ks[i], 8);
+    ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+    EXPECT_EQ(s.plan.steps[1].wait_in_kernel, *wants[i].write == 0);
+  }
+  Scope s;
+  s.add(read_acc, 8);
+  s.add(refill, 8);
+  s.add(scale, 8);
+  s.add(scale, 8);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  EXPECT_FALSE(s.plan.steps[1].wait_in_kernel);
+  EXPECT_TRUE(s.plan.steps[3].wait_in_kernel);
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
 }

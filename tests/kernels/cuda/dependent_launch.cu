@@ -56,3 +56,22 @@ extern "C" __global__ void __launch_bounds__(128) pdl_one_waits(const float *in,
     out[blockIdx.x] = s;
   }
 }
+
+// out[i] = 3 * acc[n - 1 - i]: it reads acc, another block's part, before it lets the next
+// kernel launch; that one may then write acc in its head.
+extern "C" __global__ void __launch_bounds__(128) pdl_read_acc(const float *acc, float *out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 3.0f * acc[n - 1 - i];
+  cudaTriggerProgrammaticLaunchCompletion();
+}
+
+// acc[i] = in[i] - 1 before the wait (PDL starts this head once every block of the kernel before
+// has passed its trigger, so after every read of acc), then out[i] = acc[i] + prev[n - 1 - i].
+extern "C" __global__ void __launch_bounds__(128) pdl_refill_acc(const float *in, float *acc, const float *prev,
+                                                                 float *out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  acc[i] = in[i] - 1.0f;
+  cudaGridDependencySynchronize();
+  out[i] = acc[i] + prev[n - 1 - i];
+}
