@@ -10,6 +10,8 @@ bool state_space(std::string_view s) {
   return block_space(s) || s == "global" || s == "shared::cluster" || s == "const";
 }
 
+constexpr size_t kMaxDepth = 256;
+
 }  // namespace
 
 bool writes_global_memory(std::string_view opcode) {
@@ -46,8 +48,7 @@ size_t DependentWaitFlow::line(size_t at) {
 
 const DependentWaitFlow::Flow &DependentWaitFlow::flow(const ptx_parse::Function &f) {
   if (const auto it = done_.find(f.name); it != done_.end()) return it->second;
-  static const Flow recursion{false, "a recursive call", {}};
-  if (!active_.insert(f.name).second) return recursion;
+  active_.insert(f.name);
   Flow out{true, "", f.name};
   const std::vector<PtxStatement> &st = f.body;
   std::map<std::string_view, size_t> label_at;
@@ -78,6 +79,13 @@ const DependentWaitFlow::Flow &DependentWaitFlow::flow(const ptx_parse::Function
       if (it == functions_.end()) {
         out.write = callee.empty() ? "a call through a register" + at
                                    : "a call of '" + std::string(callee) + "'" + at + ", outside the module";
+        break;
+      }
+      // Recursion, or calls nested deeper than compilers write (the walk recurses per call):
+      // taken to write.
+      if (active_.count(callee) || active_.size() >= kMaxDepth) {
+        out.write = (active_.count(callee) ? "a recursive call of '" : "a call nested too deep, of '") +
+                    std::string(callee) + "'" + at;
         break;
       }
       const Flow &c = flow(*it->second);

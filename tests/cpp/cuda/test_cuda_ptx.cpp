@@ -580,7 +580,12 @@ TEST(CudaPtx, AKernelThatMayWriteBeforeItsGridDependencyWaitWaitsAtItsStart) {
       kernel("after_may_wait", "{ .param .b32 a; st.param.b32 [a], %r1; call.uni may_wait, (a); }") +
       kernel("prints",
              "{ .param .b64 f; .param .b64 a; .param .b32 r; st.param.b64 [f], %rd1; "
-             "st.param.b64 [a], %rd1; call.uni (r), vprintf, (f, a); }");
+             "st.param.b64 [a], %rd1; call.uni (r), vprintf, (f, a); }") +
+      ".func recurse(.param .b32 n)\n{\n.reg .pred %p<2>;\n.reg .b32 %r<2>;\nld.param.u32 %r1, [n];\n"  // 79-83
+      "setp.ne.u32 %p1, %r1, 0;\n@%p1 bra $L;\nsub.u32 %r1, %r1, 1;\n"                                  // 84-86
+      "{ .param .b32 a; st.param.b32 [a], %r1; call.uni recurse, (a); }\n"                              // 87
+      "$L:\ngriddepcontrol.wait;\nret;\n}\n" +
+      kernel("recurses", "{ .param .b32 a; st.param.b32 [a], %r1; call.uni recurse, (a); }");
   auto m = load_ptx(text, "helpers.ptx");
   ASSERT_TRUE(m) << sk::last_error();
   struct Want {
@@ -590,6 +595,7 @@ TEST(CudaPtx, AKernelThatMayWriteBeforeItsGridDependencyWaitWaitsAtItsStart) {
       {"after_stores", "st.global.u32 at line 16 in 'stores_then_waits', which it reaches"},
       {"after_may_wait", "st.global.u32 at line 63"},
       {"prints", "a call of 'vprintf' at line 74, outside the module"},
+      {"recurses", "a recursive call of 'recurse' at line 87 in 'recurse', which it reaches"},
   };
   std::vector<std::shared_ptr<CudaKernel>> ks;
   for (const Want &w : wants) {
@@ -602,6 +608,18 @@ TEST(CudaPtx, AKernelThatMayWriteBeforeItsGridDependencyWaitWaitsAtItsStart) {
   }
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(text_of(m->bytes), m->ptx->link_arch, &log), 0) << log;
+  // Calls nested deeper than compilers write are taken to write, without a walk that deep.
+  std::string nested =
+      ".version 8.0\n.target sm_90\n.address_size 64\n.func f300()\n{\ngriddepcontrol.wait;\nret;\n}\n";
+  for (int i = 299; i >= 0; --i)
+    nested += ".func f" + std::to_string(i) + "()\n{\ncall.uni f" + std::to_string(i + 1) + ", ();\nret;\n}\n";
+  nested += kernel("deep", "call.uni f0, ();");
+  auto deep = load_ptx(nested, "nested.ptx");
+  ASSERT_TRUE(deep) << sk::last_error();
+  auto dk = take(deep, "deep");
+  ASSERT_TRUE(dk);
+  EXPECT_TRUE(dk->ptx->write_before_dependent_wait.starts_with("a call nested too deep, of 'f255' at line "))
+      << dk->ptx->write_before_dependent_wait;
 
   // Planned after a kernel that lets its dependents start early: only the one that writes
   // nothing before its wait waits in the kernel. nvcc's: pdl_refill_acc refills, before its
