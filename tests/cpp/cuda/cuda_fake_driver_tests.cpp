@@ -224,6 +224,17 @@ class CudaFakeDriver : public ::testing::Test {
     EXPECT_EQ(sk_module_get_kernel(mod, name, &k), SK_OK) << sk_last_error();
     return k;
   }
+  // The step tables uploaded for `launch` (cuMemcpyHtoDAsync past its sync buffer, where the
+  // launch's device memory follows it) whose size in words `fits` takes, read back in order.
+  std::vector<std::vector<uint32_t>> step_tables(const FakeLaunch &launch, const std::function<bool(size_t)> &fits) {
+    std::vector<std::vector<uint32_t>> out;
+    for (const FakeCall &c : fake_.log())
+      if (named(c, "cuMemcpyHtoDAsync") && c.address > launch.sync && c.size % 4 == 0 && fits(c.size / 4)) {
+        out.emplace_back(c.size / 4);
+        EXPECT_EQ(sk_memcpy(dev_, out.back().data(), reinterpret_cast<void *>(c.address), c.size), SK_OK);
+      }
+    return out;
+  }
   Fake fake_;
   sk_device *dev_ = nullptr;
   std::vector<sk_module *> modules_;
@@ -357,12 +368,9 @@ TEST_F(CudaFakeDriver, FinalizeClipsTheGridToCoResidency) {
   // entry linked for the first plan (20 blocks on 20 cores).
   using namespace sk::cuda;
   const size_t words = kTableHeaderWords + 2 * kStepWords + 2;  // step 1 waits for step 0
-  std::vector<FakeCall> tables;
-  for (const FakeCall &c : fake_.log())
-    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size == 4 * words) tables.push_back(c);
+  const auto tables = step_tables(l[0], [&](size_t n) { return n == words; });
   ASSERT_EQ(tables.size(), 1u);
-  std::vector<uint32_t> table(words);
-  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), 4 * words), SK_OK);
+  const std::vector<uint32_t> &table = tables[0];
   EXPECT_EQ(table[0], 2u);
   const uint32_t *r0 = &table[kTableHeaderWords], *r1 = r0 + kStepWords;
   EXPECT_EQ(r0[kStepBlockDim], 20u);
@@ -406,12 +414,9 @@ TEST_F(CudaFakeDriver, BlockLocalEdgesAreInTheStepTable) {
   ASSERT_EQ(l.size(), 1u);
   using namespace sk::cuda;
   const size_t words = kTableHeaderWords + 3 * kStepWords + 2;  // one dependency pair: step 2's
-  std::vector<FakeCall> tables;
-  for (const FakeCall &c : fake_.log())
-    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size == 4 * words) tables.push_back(c);
+  const auto tables = step_tables(l[0], [&](size_t n) { return n == words; });
   ASSERT_EQ(tables.size(), 1u);
-  std::vector<uint32_t> table(words);
-  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), 4 * words), SK_OK);
+  const std::vector<uint32_t> &table = tables[0];
   const uint32_t *r0 = &table[kTableHeaderWords], *r1 = r0 + kStepWords, *r2 = r1 + kStepWords;
   EXPECT_EQ(r0[kStepFlags] & kStepNoArrive, kStepNoArrive);
   EXPECT_EQ(r1[kStepDepBegin], r1[kStepDepEnd]);
@@ -459,12 +464,9 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
     ASSERT_FALSE(l.empty());
     using namespace sk::cuda;
     const size_t words = kTableHeaderWords + 4 * kStepWords + 6;  // a dependency pair each: steps 1, 2, 3
-    std::vector<FakeCall> tables;                                 // this launch's: past its sync buffer
-    for (const FakeCall &c : fake_.log())
-      if (named(c, "cuMemcpyHtoDAsync") && c.address > l.back().sync && c.size == 4 * words) tables.push_back(c);
+    const auto tables = step_tables(l.back(), [&](size_t n) { return n == words; });
     ASSERT_FALSE(tables.empty());
-    std::vector<uint32_t> table(words);
-    ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables.back().address), 4 * words), SK_OK);
+    const std::vector<uint32_t> &table = tables.back();
     const uint32_t *r0 = &table[kTableHeaderWords], *r1 = r0 + kStepWords, *r2 = r1 + kStepWords,
                    *r3 = r2 + kStepWords;
     EXPECT_EQ(r0[kStepFlags] & kStepWaitNow, 0u);
@@ -568,12 +570,9 @@ TEST_F(CudaFakeDriver, TwoBranchesWaitOnlyForWhatTheyDependOn) {
   ASSERT_EQ(l.size(), 1u);
   using namespace sk::cuda;
   const size_t steps = 2 * k, records = kTableHeaderWords + steps * kStepWords;
-  std::vector<FakeCall> tables;
-  for (const FakeCall &c : fake_.log())
-    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size > 4 * records) tables.push_back(c);
+  const auto tables = step_tables(l[0], [&](size_t n) { return n > records; });  // records and dependencies
   ASSERT_EQ(tables.size(), 1u);
-  std::vector<uint32_t> table(tables[0].size / 4);
-  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), tables[0].size), SK_OK);
+  const std::vector<uint32_t> &table = tables[0];
   ASSERT_EQ(table[0], steps);
   auto deps = [&](uint32_t s) {
     const uint32_t *r = &table[kTableHeaderWords + s * kStepWords];
@@ -2604,12 +2603,9 @@ TEST_F(CudaFakeDriver, ATwoDimensionalGridIsGivenWithItsShape) {
   ASSERT_EQ(l.size(), 1u);
   using namespace sk::cuda;
   const size_t records = kTableHeaderWords + 2 * kStepWords;
-  std::vector<FakeCall> tables;
-  for (const FakeCall &c : fake_.log())
-    if (named(c, "cuMemcpyHtoDAsync") && c.address > l[0].sync && c.size >= 4 * records) tables.push_back(c);
+  const auto tables = step_tables(l[0], [&](size_t n) { return n >= records; });
   ASSERT_EQ(tables.size(), 1u);
-  std::vector<uint32_t> table(tables[0].size / 4);
-  ASSERT_EQ(sk_memcpy(dev_, table.data(), reinterpret_cast<void *>(tables[0].address), tables[0].size), SK_OK);
+  const std::vector<uint32_t> &table = tables[0];
   EXPECT_EQ(table[kTableHeaderWords + kStepGridX], 4u);
   EXPECT_EQ(table[kTableHeaderWords + kStepGridY], 4u);
   EXPECT_EQ(table[kTableHeaderWords + kStepWords + kStepGridX], 2u);
