@@ -735,6 +735,12 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * - `block-local=LIST` (default: no kernel): these kernels are block-local to the kernel before
  *   them, as if added with SK_KERNEL_FLAG_BLOCK_LOCAL (the way to say so for the launches of a
  *   stream capture, which carry no options), with the same checks.
+ * - `max-registers=N` (0, or 16 to 255; default: libsk's choice): CUDA only, the registers per
+ *   thread the super kernel is linked to use at most (-maxrregcount), 0 for no cap. libsk caps
+ *   a link of cubins at the largest sub-kernel's count (at least 32); a PTX or LTO-IR
+ *   sub-kernel is compiled in the link, as a function, where its count is not known before, so
+ *   such a link has no cap unless this gives one. Fewer registers let more blocks run per SM
+ *   and may spill; explain's `cuda_entry` gives `registers`, `stack_bytes` and `register_cap`.
  * - `split-mode`, `preload-code`, `func-align` (any non-empty value; default: none): vendor
  *   tuning knobs, accepted and reported; no libsk device has them.
  *
@@ -744,8 +750,8 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * (back-references and `\0`) and empty entries are refused, and entries longer than 256 bytes
  * match as exact names only.
  *
- * What each device acts on: the host device on every key but `feed-sync-all` and the vendor
- * tuning keys. Explain shows the effect: `segments` (each dispatch's layout and why the scope
+ * What each device acts on: the host device on every key but `feed-sync-all`, `max-registers`
+ * and the vendor tuning keys. Explain shows the effect: `segments` (each dispatch's layout and why the scope
  * was split, from `strict-scope-check` and `debug-aic-num` / `debug-aiv-num`) and each step's
  * `cache` object (`per_access_flush`, `flush_before`, `flush_after` and the `rules` that
  * decided them). A CUDA device builds its entry from the same plan (`early-start`,

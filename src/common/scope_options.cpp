@@ -36,6 +36,9 @@ const char *unsafe_pattern(const std::string &pattern) {
   return nullptr;
 }
 
+// What ptxas takes for -maxrregcount (a smaller cap is raised to the ABI's minimum).
+constexpr uint32_t kMinRegisterCap = 16, kMaxRegisterCap = 255;
+
 sk_status parse_bool(const std::string &key, const std::string &value, bool *out) {
   if (value == "0" || value == "1") {
     *out = value == "1";
@@ -75,6 +78,13 @@ sk_status apply(ScopeOptions &o, const std::string &key, const std::string &valu
   if (key == "debug-dcci-all") return parse_bool(key, value, &o.debug_dcci_all);
   if (key == "early-start") return parse_bool(key, value, &o.early_start);
   if (key == "profiling") return parse_bool(key, value, &o.profiling);
+  if (key == "max-registers") {
+    if (sk_status st = parse_count(key, value, &o.max_registers); st != SK_OK) return st;
+    if (*o.max_registers == 0 || (*o.max_registers >= kMinRegisterCap && *o.max_registers <= kMaxRegisterCap))
+      return SK_OK;
+    return fail(SK_ERR_INVALID_ARGUMENT, "scope option 'max-registers': value '%s' is not 0 or in [%u, %u]",
+                value.c_str(), kMinRegisterCap, kMaxRegisterCap);
+  }
   if (key == "split-mode" || key == "preload-code" || key == "func-align") {
     // Vendor tuning knobs: accepted and reported; the host device has no such knob.
     if (value.empty()) return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty value", key.c_str());

@@ -41,6 +41,8 @@ struct ScopeOptions {
   bool debug_dcci_all = false;
   bool early_start = true;
   bool profiling = false;
+  // max-registers: the CUDA link's -maxrregcount in place of the one libsk picks (0: none).
+  std::optional<uint32_t> max_registers;
   // Every key as given, in order (explain reports them, tuning keys included).
   std::vector<std::pair<std::string, std::string>> given;
 };

@@ -200,6 +200,7 @@ std::string CudaBackendSuperKernel::explain() const {
     j.key("entry").value(r.entry);
     j.key("arch").value("sm_" + std::to_string(r.sm));
     j.key("registers").value(uint64_t{r.registers});
+    if (r.register_cap) j.key("register_cap").value(uint64_t{r.register_cap});
     j.key("local_bytes").value(uint64_t{r.local_bytes});
     j.key("stack_bytes").value(uint64_t{r.stack_bytes});
     j.key("static_shared_bytes").value(uint64_t{r.static_shared});

@@ -23,7 +23,7 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
                 image.entry.c_str());
   p->resources_ = {image.entry,       image.info.sm,       fn->registers,        fn->frame_size,
                    image.stack_bytes, image.static_shared, image.dynamic_shared, step_loop_code(image.ptx),
-                   image.args};
+                   image.args,        image.register_cap};
   const DriverApi &a = device->api();
   const char *call = "sk_finalize";
   ContextScope ctx(*device, call);

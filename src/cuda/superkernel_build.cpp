@@ -152,7 +152,7 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
     const std::vector<uint8_t> &bytes = rewritten[i].empty() ? modules[i]->bytes : rewritten[i];
     inputs.push_back({modules[i]->kind, bytes.data(), bytes.size(), modules[i]->label});
   }
-  const uint32_t max_registers = entry_register_cap(req.kernels);
+  const uint32_t max_registers = img->register_cap = link_register_cap(req);
   std::string material = link_material(inputs, arch, max_registers);
   const LinkKey key = link_key(material);
   {
@@ -183,6 +183,11 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
       if (std::strstr(last_error(), "too much shared data")) {
         const std::string error = last_error();
         fail(st, "%s (%s)", error.c_str(), static_shared_of(req).c_str());
+      }
+      // A cap the caller gave that an instruction cannot compile under (wgmma needs 90 or so).
+      if (req.plan && req.plan->options.max_registers && std::strstr(last_error(), "Insufficient registers")) {
+        const std::string error = last_error();
+        return fail(st, "%s (the scope option max-registers=%u caps the link)", error.c_str(), max_registers);
       }
       // PTX written for a newer ISA than nvJitLink's may use what the lowered version lacks.
       std::string lowered;
@@ -222,10 +227,15 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
 uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
   uint32_t most = kEntryRegisterFloor;
   for (const auto &k : kernels) {
-    if (!k->registers) return 0;  // LTO-IR: compiled in the link, its needs are unknown
+    if (!k->registers) return 0;  // LTO-IR or PTX: compiled in the link, its needs are unknown
     most = std::max(most, k->registers);
   }
   return most;
+}
+
+uint32_t link_register_cap(const BuildRequest &req) {
+  if (req.plan && req.plan->options.max_registers) return *req.plan->options.max_registers;
+  return entry_register_cap(req.kernels);
 }
 
 size_t param_space_bytes(int driver_version) { return driver_version >= 12010 ? 32764 : 4096; }

@@ -51,6 +51,7 @@ struct BuiltImage {
   uint32_t static_shared = 0;   // the linked entry's static __shared__ (.nv.shared.<entry>)
   uint32_t shared_pad = 0;      // of which padding before the dynamic base (EntrySpec::shared_pad_bytes)
   uint32_t stack_bytes = 0;     // call stack per thread its launches need (entry_stack_bytes)
+  uint32_t register_cap = 0;    // the link's -maxrregcount (0: none; link_register_cap)
 };
 
 // Each step's first 8-byte argument slot in the entry's slots, then the slots in all: the
@@ -76,6 +77,9 @@ constexpr uint32_t kEntryRegisterFloor = 32;
 // The -maxrregcount of the link: the most registers any sub-kernel (and its callees) needs,
 // at least kEntryRegisterFloor; 0 (no cap) when a sub-kernel is LTO-IR.
 uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kernels);
+// The link's -maxrregcount: the scope option max-registers where given (0: none), else
+// entry_register_cap's.
+uint32_t link_register_cap(const BuildRequest &req);
 
 // Generates, links (or finds in the cache) and reads back the super kernel's cubin.
 sk_status build_superkernel(const BuildRequest &req, BuiltImage *out);

@@ -72,7 +72,10 @@ static void test_scope_options(void **state) {
       "early-start=1",
       "strict-scope-check=bypass:feed-sync-all=0:stream-fusion=1",
       "debug-aic-num=4:debug-aiv-num=8:profiling=0:debug-dcci-all=1",
-      "dcci-before-kernel-start=capi_fill:dcci-after-kernel-end=capi_.*"};
+      "dcci-before-kernel-start=capi_fill:dcci-after-kernel-end=capi_.*",
+      "max-registers=0",
+      "max-registers=16",
+      "max-registers=255"};
   size_t i;
   for (i = 0; i < sizeof good / sizeof good[0]; ++i) {
     sk_scope *scope = NULL;
@@ -91,6 +94,9 @@ static void test_scope_options(void **state) {
   expect_bad_options(f->dev, "early-start=yes", "yes");
   expect_bad_options(f->dev, "strict-scope-check=maybe", "maybe");
   expect_bad_options(f->dev, "debug-aic-num=-3", "debug-aic-num");
+  expect_bad_options(f->dev, "max-registers=15", "max-registers"); /* below ptxas's least */
+  expect_bad_options(f->dev, "max-registers=256", "'256' is not 0 or in [16, 255]");
+  expect_bad_options(f->dev, "max-registers=many", "max-registers");
   expect_bad_options(f->dev, "dcci-disable-on-kernel=(", "dcci-disable-on-kernel"); /* bad regex */
   expect_bad_options(f->dev, "dcci-disable-on-kernel=a,,b", "dcci-disable-on-kernel");
   expect_bad_options(f->dev, "early-start", "early-start"); /* not key=value */

@@ -654,6 +654,53 @@ TEST(CudaPtx, AKernelThatMayWriteBeforeItsGridDependencyWaitWaitsAtItsStart) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
 }
 
+// A PTX sub-kernel is compiled in the link, as a function: its register count is not known
+// before, so the link has no -maxrregcount, and libsk's own functions take registers freely
+// too. The scope option max-registers gives the link one (the entry's count stays under it),
+// and wins over the cap libsk picks for cubins; explain's cuda_entry says which applied.
+TEST(CudaPtx, MaxRegistersCapsTheLinkOfPtxSubKernels) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load("dependent_launch.ptx");
+  ASSERT_TRUE(m);
+  auto scale = take(m, "pdl_scale", 128), mirror = take(m, "pdl_mirror", 128);
+  ASSERT_TRUE(scale && mirror);
+  auto registers = [&](const char *options, uint32_t *cap) -> uint32_t {
+    Scope s;
+    s.options = options;
+    s.add(scale, 8);
+    s.add(mirror, 8);
+    EXPECT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+    BuiltImage img;
+    EXPECT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+    *cap = img.register_cap;
+    const sk::elf::CubinFunction *e = img.info.find("sk_superkernel_entry");
+    return e ? e->registers : 0;
+  };
+  uint32_t cap = 1;
+  const uint32_t free = registers("", &cap);
+  EXPECT_EQ(cap, 0u);
+  EXPECT_GT(free, 40u);  // uncapped, libsk's waits alone take more
+  EXPECT_LE(registers("max-registers=40", &cap), 40u);
+  EXPECT_EQ(cap, 40u);
+  EXPECT_EQ(registers("max-registers=0", &cap), free);
+  EXPECT_EQ(cap, 0u);
+  // A cap an instruction cannot compile under (Triton's wgmma) fails the link, naming the option.
+  auto ws = load_triton("matmul_ws");
+  ASSERT_TRUE(ws);
+  auto matmul = take(ws, "matmul_ws_kernel", 0, 115168);
+  ASSERT_TRUE(matmul);
+  Scope s;
+  s.options = "max-registers=32";
+  s.add(matmul, 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  EXPECT_EQ(build_superkernel(s.request(), &img), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "Insufficient registers (32)")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "(the scope option max-registers=32 caps the link)")) << sk::last_error();
+  EXPECT_FALSE(contains(sk::last_error(), "lowered")) << sk::last_error();
+}
+
 // A parameter whose address the kernel takes (`__grid_constant__`: a CUtensorMap for TMA, as nvcc
 // and Triton's host-side tensor descriptors pass it) is passed as the generic address of its
 // bytes, wherever the super kernel holds them: the kernel's arithmetic on the parameter-space
