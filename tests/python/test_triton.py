@@ -320,6 +320,25 @@ def test_a_kernel_compiled_for_programmatic_dependent_launch_waits_at_its_gdc_wa
     fake_gpu.synchronize()
 
 
+def test_max_registers_caps_the_link_of_a_triton_kernel(fake_gpu):
+    # A Triton kernel is compiled in the link, where its registers are not known before: no cap
+    # unless the scope option gives one; explain says which, and the entry stays under it.
+    k = fake_gpu.load_triton(compiled("residual_add"))
+    x = fake_gpu.alloc(1 << 16)
+    entries = {}
+    for options in (None, {"max-registers": 40}):
+        with fake_gpu.scope("capped", options) as scope:
+            scope.add(k, 4, *arguments(k, x))
+        entries[options is None] = scope.superkernel.explain()["cuda_entry"]
+        scope.superkernel.close()
+    assert "register_cap" not in entries[True]
+    assert entries[False]["register_cap"] == 40
+    assert entries[False]["registers"] <= 40 < entries[True]["registers"]
+    with pytest.raises(sk.InvalidArgument) as e:
+        fake_gpu.scope("capped", {"max-registers": 300})
+    assert "max-registers" in str(e.value) and "\n" not in str(e.value)
+
+
 def test_a_kernel_compiled_for_a_cooperative_grid_runs_its_blocks_at_once(fake_gpu):
     # launch_cooperative_grid: its blocks wait for each other by means of their own (a grid
     # barrier of atomics, as Inductor's cooperative reductions have): every block gets a block

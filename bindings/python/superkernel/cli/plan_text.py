@@ -16,7 +16,8 @@ def _waits_for(step):
 
 
 def _print_cuda_entry(entry, w):
-    w(f"cuda entry: {entry.get('arch', '?')}, {entry.get('registers', '?')} registers, "
+    cap = f" (linked with at most {entry['register_cap']})" if "register_cap" in entry else " (no cap)"
+    w(f"cuda entry: {entry.get('arch', '?')}, {entry.get('registers', '?')} registers{cap}, "
       f"{entry.get('stack_bytes', '?')} B stack, {entry.get('static_shared_bytes', '?')} B static and "
       f"{entry.get('dynamic_shared_bytes', '?')} B dynamic shared, {entry.get('blocks_per_sm', '?')} "
       f"block(s) per SM\n")
