@@ -751,8 +751,8 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * match as exact names only.
  *
  * What each device acts on: the host device on every key but `feed-sync-all`, `max-registers`
- * and the vendor tuning keys. Explain shows the effect: `segments` (each dispatch's layout and why the scope
- * was split, from `strict-scope-check` and `debug-aic-num` / `debug-aiv-num`) and each step's
+ * and the vendor tuning keys. Explain shows the effect: `segments` (each dispatch's layout and
+ * why the scope was split, from `strict-scope-check` and `debug-aic-num` / `debug-aiv-num`) and each step's
  * `cache` object (`per_access_flush`, `flush_before`, `flush_after` and the `rules` that
  * decided them). A CUDA device builds its entry from the same plan (`early-start`,
  * `debug-sync-all`, `stream-fusion`, `block-local` and the cache keys shape it); it accepts

@@ -69,23 +69,23 @@ const DependentWaitFlow::Flow &DependentWaitFlow::flow(const ptx_parse::Function
     }
     const PtxStatement &s = st[i];
     const std::string_view op = s.toks.empty() ? std::string_view() : s.toks[0];
-    const std::string at = " at line " + std::to_string(line(s.at));
-    bool falls = true;  // to the next statement
+    auto at = [&] { return " at line " + std::to_string(line(s.at)); };  // for the one named
+    bool falls = true;                                                   // to the next statement
     if (op == "griddepcontrol.wait") {
       falls = !s.guard.empty();
     } else if (op.starts_with("call")) {
       const std::string_view callee = ptx_parse::call_target(s.toks);
       const auto it = callee.empty() ? functions_.end() : functions_.find(callee);
       if (it == functions_.end()) {
-        out.write = callee.empty() ? "a call through a register" + at
-                                   : "a call of '" + std::string(callee) + "'" + at + ", outside the module";
+        out.write = callee.empty() ? "a call through a register" + at()
+                                   : "a call of '" + std::string(callee) + "'" + at() + ", outside the module";
         break;
       }
       // Recursion, or calls nested deeper than compilers write (the walk recurses per call):
       // taken to write.
       if (active_.count(callee) || active_.size() >= kMaxDepth) {
         out.write = (active_.count(callee) ? "a recursive call of '" : "a call nested too deep, of '") +
-                    std::string(callee) + "'" + at;
+                    std::string(callee) + "'" + at();
         break;
       }
       const Flow &c = flow(*it->second);
@@ -95,12 +95,12 @@ const DependentWaitFlow::Flow &DependentWaitFlow::flow(const ptx_parse::Function
       }
       falls = !c.always_waits || !s.guard.empty();
     } else if (writes_global_memory(op)) {
-      out.write = std::string(op) + at;
+      out.write = std::string(op) + at();
       break;
     } else if (op.starts_with("bra")) {
       const auto to = s.toks.size() > 1 ? label_at.find(s.toks.back()) : label_at.end();
       if (to == label_at.end()) {
-        out.write = "a branch the analysis cannot follow" + at;
+        out.write = "a branch the analysis cannot follow" + at();
         break;
       }
       reach(to->second);
