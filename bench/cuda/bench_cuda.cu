@@ -40,7 +40,7 @@
 // Then the per-run cost of 16 runs of a super kernel as 16 sk_launch against one
 // sk_launch_repeat of 16 (one launch whose entry loops, with a stop flag nobody sets; host time,
 // as the launches are what it compares), and with --triton a decode step of Triton kernels as
-// they were compiled (issue #33), three ways over one set of buffers:
+// they were compiled (issue #33), five ways over one set of buffers:
 //
 //   stream     each kernel's PTX JIT-compiled by the driver (cudaLibraryLoadData), five
 //              cudaLaunchKernel per step with the grid, num_warps x 32 threads and dynamic shared
@@ -48,6 +48,8 @@
 //   graph      a CUDA Graph captured from one step's launches, one cudaGraphLaunch per step
 //   super      one libsk super kernel of the same kernels from the same PTX (sk_module_load,
 //              sk_module_get_kernel_desc with the metadata's facts), one sk_launch per step
+//   cap64      the same linked with max-registers=64 (a PTX kernel compiled in the link takes
+//   cap32      more registers than alone: fewer registers, more blocks per SM, maybe spills)
 //
 //   bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...] [--triton DIR]
 //
@@ -93,11 +95,11 @@
 // residual_add, rmsnorm, decode_attention, silu_mul and gemv (decode_step.py's shapes), each
 // reading what an earlier one wrote. us per step: GPU time from cudaEvents around 200 steps queued
 // back to back, median of R rounds after the methods took turns for half a second. Then each
-// method runs one step from the same words (inputs, NaN in every output word): graph's and
-// super's outputs must equal stream's bit for bit, stream's a CPU reference within a relative
-// bound (the GPU's exp, sqrt and division are approximate); a mismatch or an error fails the run
-// as above. Its cost: five driver JITs, one link, 0.5 s of warm-up, 3 x R x 200 steps of about
-// 10-30 us: about 2 s.
+// method runs one step from the same words (inputs, NaN in every output word): the others'
+// outputs must equal stream's bit for bit, stream's a CPU reference within a relative bound (the
+// GPU's exp, sqrt and division are approximate); a mismatch or an error fails the run as above.
+// Its cost: five driver JITs, three links, 0.5 s of warm-up, 5 x R x 200 steps of about 10-30
+// us: about 3 s.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <sk.h>
@@ -1339,8 +1341,12 @@ bool find_ptx_version(const std::string &ptx, size_t *begin, size_t *end) {
 
 // ---- The three methods -------------------------------------------------------------------------
 
-enum TritonMethod { kTStream, kTGraph, kTSuper, kTritonMethods };
-const char *const kTritonMethodName[kTritonMethods] = {"stream", "graph", "super"};
+enum TritonMethod { kTStream, kTGraph, kTSuper, kTSuperCap64, kTSuperCap32, kTritonMethods };
+const char *const kTritonMethodName[kTritonMethods] = {"stream", "graph", "super", "cap64", "cap32"};
+// The super kernels' scope options, from kTSuper on: the same step linked under register caps,
+// since a PTX kernel compiled in the link takes more registers than its own launch (max-registers).
+constexpr int kTritonSupers = kTritonMethods - kTSuper;
+const char *const kTritonSuperOptions[kTritonSupers] = {nullptr, "max-registers=64", "max-registers=32"};
 
 // One kernel of the step: its launch facts from the fixture's .json, its arguments, and the kernel
 // twice: from the driver's JIT (stream, graph) and from libsk (super).
@@ -1363,7 +1369,7 @@ struct TritonRun {
   void *memory = nullptr;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  sk_superkernel *super = nullptr;
+  sk_superkernel *super[kTritonSupers] = {};  // per kTritonSuperOptions
   sk_stream *stream = nullptr;  // libsk's stream over b.stream: the super kernel runs in order there
   cudaEvent_t events[2] = {};
   explicit TritonRun(Bench &bench) : b(bench) {}
@@ -1377,7 +1383,8 @@ struct TritonRun {
     }
     if (stream) sk_stream_destroy(stream);  // waits for its launches
     cudaStreamSynchronize(b.stream);
-    if (super) sk_superkernel_destroy(super);
+    for (sk_superkernel *k : super)
+      if (k) sk_superkernel_destroy(k);
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
     for (TritonStep &s : steps) {
@@ -1484,14 +1491,14 @@ void queue_triton(TritonRun &t, int m, int count) {
     else if (m == kTGraph)
       CHECK_CUDA(cudaGraphLaunch(t.exec, t.b.stream));
     else
-      CHECK_SK(sk_launch(t.super, t.stream));
+      CHECK_SK(sk_launch(t.super[m - kTSuper], t.stream));
   }
 }
 
 // Waits for what was queued: through libsk for the super kernel first (its deadline turns a hang
 // into an error, and a failure inside it is reported there).
 void wait_triton(TritonRun &t, int m) {
-  if (m == kTSuper) CHECK_SK(sk_stream_synchronize(t.stream));
+  if (m >= kTSuper) CHECK_SK(sk_stream_synchronize(t.stream));
   CHECK_CUDA(cudaStreamSynchronize(t.b.stream));
 }
 
@@ -1562,7 +1569,24 @@ double reference_error(const std::vector<float> &got, const std::vector<float> &
   return worst;
 }
 
-// The Triton decode step, three ways, as one table (docs/cuda.md, "The benchmark").
+// Links the decode step into t.super[i], under kTritonSuperOptions[i]; the ms sk_finalize took.
+double finalize_triton(TritonRun &t, int i) {
+  where("Triton decode step, %s: finalize", kTritonMethodName[kTSuper + i]);
+  sk_scope *scope = nullptr;
+  CHECK_SK(sk_scope_begin(t.b.dev, "triton_decode_step", kTritonSuperOptions[i], &scope));
+  for (TritonStep &s : t.steps)
+    if (sk_add_kernel(scope, s.fused, s.grid, s.args.data(), nullptr) != SK_OK) {
+      const std::string error = sk_last_error();
+      sk_scope_abort(scope);
+      raise_error("%s: sk_add_kernel(%s) failed: %s", g_where, s.kernel.c_str(), error.c_str());
+    }
+  const double f0 = now_us();
+  CHECK_SK(sk_finalize(scope, &t.super[i]));
+  return (now_us() - f0) / 1000;
+}
+
+// The Triton decode step, five ways (the super kernel under three register caps), as one table
+// (docs/cuda.md, "The benchmark").
 void bench_triton(Bench &b, const char *dir, int driver) {
   if (!dir) {
     std::printf("\nTriton decode step: skipped (no --triton DIR, the directory of tests/kernels/triton/ptx)\n");
@@ -1597,34 +1621,13 @@ void bench_triton(Bench &b, const char *dir, int driver) {
     launch_triton_step(t);
     CHECK_CUDA(cudaStreamEndCapture(b.stream, &t.graph));
     CHECK_CUDA(cudaGraphInstantiate(&t.exec, t.graph, 0));
-    where("Triton decode step, super: finalize");
-    sk_scope *scope = nullptr;
-    CHECK_SK(sk_scope_begin(b.dev, "triton_decode_step", nullptr, &scope));
-    for (TritonStep &s : t.steps)
-      if (sk_add_kernel(scope, s.fused, s.grid, s.args.data(), nullptr) != SK_OK) {
-        const std::string error = sk_last_error();
-        sk_scope_abort(scope);
-        raise_error("%s: sk_add_kernel(%s) failed: %s", g_where, s.kernel.c_str(), error.c_str());
-      }
-    const double f0 = now_us();
-    CHECK_SK(sk_finalize(scope, &t.super));
-    finalize_ms = (now_us() - f0) / 1000;
+    finalize_ms = finalize_triton(t, 0);
   } catch (const BenchError &e) {
     std::printf("ERROR: %s\n", e.what());
     std::fflush(stdout);
     b.failures.push_back(std::string("error: Triton decode step: ") + e.what());
     return;
   }
-  for (const TritonStep &s : t.steps)
-    std::printf("  %-17s %-24s %3u blocks x %u threads, %u bytes of dynamic shared memory\n", s.fixture.c_str(),
-                s.kernel.c_str(), s.grid, s.threads, s.shared);
-  std::printf("stream: each kernel JIT-compiled by the driver from its PTX%s%s; super: sk_finalize %.1f ms\n",
-              note.empty() ? "" : ", ", note.c_str(), finalize_ms);
-  std::printf("GPU us per step (cudaEvents around %d steps), median of %d rounds after a %.1f s warm-up\n",
-              kTritonReplays, b.rounds, kTritonWarmupUs / 1e6);
-  std::printf("%-6s | %9s %12s | %s\n", "method", "us/step", "method/super", "check (one step from the same words)");
-  std::fflush(stdout);
-
   // A method that fails is left out from then on; its row says why.
   std::string error[kTritonMethods];
   auto attempt = [&](int m, const char *what, auto &&body) {
@@ -1636,6 +1639,24 @@ void bench_triton(Bench &b, const char *dir, int driver) {
       error[m] = e.what();
     }
   };
+  for (int m = kTSuper + 1; m < kTritonMethods; ++m)  // a cap an instruction cannot take fails its row only
+    attempt(m, "finalize", [&] { finalize_triton(t, m - kTSuper); });
+  for (const TritonStep &s : t.steps)
+    std::printf("  %-17s %-24s %3u blocks x %u threads, %u bytes of dynamic shared memory\n", s.fixture.c_str(),
+                s.kernel.c_str(), s.grid, s.threads, s.shared);
+  std::printf("stream: each kernel JIT-compiled by the driver from its PTX%s%s; super: sk_finalize %.1f ms\n",
+              note.empty() ? "" : ", ", note.c_str(), finalize_ms);
+  for (int m = kTSuper; m < kTritonMethods; ++m)
+    if (t.super[m - kTSuper]) {
+      const std::string json = explain(t.super[m - kTSuper]);
+      std::printf("%s: scope options \"%s\", entry %ld registers, %ld bytes of call stack, %ld blocks/SM\n",
+                  kTritonMethodName[m], kTritonSuperOptions[m - kTSuper] ? kTritonSuperOptions[m - kTSuper] : "",
+                  json_number(json, "registers"), json_number(json, "stack_bytes"), json_number(json, "blocks_per_sm"));
+    }
+  std::printf("GPU us per step (cudaEvents around %d steps), median of %d rounds after a %.1f s warm-up\n",
+              kTritonReplays, b.rounds, kTritonWarmupUs / 1e6);
+  std::printf("%-6s | %9s %12s | %s\n", "method", "us/step", "method/super", "check (one step from the same words)");
+  std::fflush(stdout);
   auto any_left = [&] {
     for (const std::string &e : error)
       if (e.empty()) return true;
