@@ -736,11 +736,13 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  *   them, as if added with SK_KERNEL_FLAG_BLOCK_LOCAL (the way to say so for the launches of a
  *   stream capture, which carry no options), with the same checks.
  * - `max-registers=N` (0, or 16 to 255; default: libsk's choice): CUDA only, the registers per
- *   thread the super kernel is linked to use at most (-maxrregcount), 0 for no cap. libsk caps
- *   a link of cubins at the largest sub-kernel's count (at least 32); a PTX or LTO-IR
- *   sub-kernel is compiled in the link, as a function, where its count is not known before, so
- *   such a link has no cap unless this gives one. Fewer registers let more blocks run per SM
- *   and may spill; explain's `cuda_entry` gives `registers`, `stack_bytes` and `register_cap`.
+ *   thread the whole super kernel, sub-kernels included, is linked to use at most
+ *   (-maxrregcount), 0 for no cap at all. libsk caps a link of cubins at the largest
+ *   sub-kernel's count (at least 32); a PTX sub-kernel is compiled in the link, where its count
+ *   is first known, so there libsk caps its own code alone at the largest count the link finds
+ *   (the entry's .maxnreg); an LTO-IR sub-kernel's link has no cap. Fewer registers let more
+ *   blocks run per SM and may spill; explain's `cuda_entry` gives `registers`, `stack_bytes`
+ *   and `register_cap`.
  * - `split-mode`, `preload-code`, `func-align` (any non-empty value; default: none): vendor
  *   tuning knobs, accepted and reported; no libsk device has them.
  *

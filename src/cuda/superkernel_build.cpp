@@ -152,8 +152,11 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
     const std::vector<uint8_t> &bytes = rewritten[i].empty() ? modules[i]->bytes : rewritten[i];
     inputs.push_back({modules[i]->kind, bytes.data(), bytes.size(), modules[i]->label});
   }
-  const uint32_t max_registers = img->register_cap = link_register_cap(req);
+  const uint32_t max_registers = link_register_cap(req);
+  const uint32_t maxnreg_start = entry_maxnreg_start(req);
   std::string material = link_material(inputs, arch, max_registers);
+  if (maxnreg_start)
+    material += "entry .maxnreg from " + std::to_string(maxnreg_start) + ", raised as the link asks\n";
   const LinkKey key = link_key(material);
   {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
@@ -178,8 +181,20 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
       return st;
     }
     auto cubin = std::make_shared<std::vector<uint8_t>>();
-    if (sk_status st = linker->link(inputs, arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
-        st != SK_OK) {
+    // PTX sub-kernels compile freely in their modules; the entry's .maxnreg caps libsk's own code
+    // at the most they need, which a link under too low a cap names (registers_the_link_asks).
+    sk_status st = SK_OK;
+    std::string capped;
+    for (uint32_t maxnreg = maxnreg_start;;) {
+      capped = maxnreg ? with_entry_maxnreg(img->ptx, maxnreg) : img->ptx;
+      inputs[0].data = capped.data();
+      inputs[0].size = capped.size();
+      st = linker->link(inputs, arch, "super kernel '" + req.name + "'", cubin.get(), max_registers);
+      if (st == SK_OK || !maxnreg) break;
+      const uint32_t need = registers_the_link_asks(last_error());
+      maxnreg = need > maxnreg && need <= 255 ? need : 0;  // else linked as without the cap, which decides
+    }
+    if (st != SK_OK) {
       if (std::strstr(last_error(), "too much shared data")) {
         const std::string error = last_error();
         fail(st, "%s (%s)", error.c_str(), static_shared_of(req).c_str());
@@ -219,6 +234,8 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
     return fail(SK_ERR_DEVICE, "super kernel '%s': the linked cubin has no entry '%s'", req.name.c_str(),
                 img->entry.c_str());
   img->static_shared = entry->shared_bytes;
+  // The cap the link had: its -maxrregcount, or the entry's .maxnreg (255 in a cubin: none).
+  img->register_cap = max_registers ? max_registers : entry->max_registers < 255 ? entry->max_registers : 0;
   return SK_OK;
 }
 
@@ -236,6 +253,35 @@ uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kern
 uint32_t link_register_cap(const BuildRequest &req) {
   if (req.plan && req.plan->options.max_registers) return *req.plan->options.max_registers;
   return entry_register_cap(req.kernels);
+}
+
+uint32_t entry_maxnreg_start(const BuildRequest &req) {
+  if (req.plan && req.plan->options.max_registers) return 0;
+  uint32_t most = kEntryRegisterFloor;
+  bool unknown = false;
+  for (const auto &k : req.kernels) {
+    if (k->module && k->module->kind == InputKind::LtoIr) return 0;
+    unknown = unknown || !k->registers;
+    most = std::max(most, k->registers);
+  }
+  return unknown ? most : 0;  // all known: the link's -maxrregcount caps everything already
+}
+
+std::string with_entry_maxnreg(const std::string &entry_ptx, uint32_t n) {
+  const size_t at = entry_ptx.find("\n  .reqntid ");
+  if (at == std::string::npos) return entry_ptx;
+  const size_t end = entry_ptx.find('\n', at + 1);
+  return entry_ptx.substr(0, end + 1) + "  .maxnreg " + std::to_string(n) + "\n" + entry_ptx.substr(end + 1);
+}
+
+uint32_t registers_the_link_asks(const char *error) {
+  static constexpr char kAsk[] = "with regcount of ";
+  uint32_t most = 0;
+  for (const char *p = std::strstr(error, kAsk); p; p = std::strstr(p, kAsk)) {
+    p += sizeof kAsk - 1;
+    most = std::max(most, (uint32_t)std::strtoul(p, nullptr, 10));
+  }
+  return most;
 }
 
 size_t param_space_bytes(int driver_version) { return driver_version >= 12010 ? 32764 : 4096; }

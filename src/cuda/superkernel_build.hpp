@@ -75,11 +75,24 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
 // the largest sub-kernel's would only spill libsk's code.
 constexpr uint32_t kEntryRegisterFloor = 32;
 // The -maxrregcount of the link: the most registers any sub-kernel (and its callees) needs,
-// at least kEntryRegisterFloor; 0 (no cap) when a sub-kernel is LTO-IR.
+// at least kEntryRegisterFloor; 0 (no cap) when a sub-kernel's count is not known before the
+// link (PTX, LTO-IR).
 uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kernels);
 // The link's -maxrregcount: the scope option max-registers where given (0: none), else
 // entry_register_cap's.
 uint32_t link_register_cap(const BuildRequest &req);
+// Where the link has no -maxrregcount because PTX sub-kernels compile in it, the first
+// `.maxnreg` to give the entry: it caps libsk's own code only (the entry and the functions of
+// its module), each PTX module compiling freely; the link then names any sub-kernel function
+// that needs more, and is made again at that count (link_entry). The largest known count of
+// the others, at least kEntryRegisterFloor; 0 (none) for an LTO-IR sub-kernel, whose functions
+// the link's LTO compiles with the entry's, or when the scope option max-registers is given.
+uint32_t entry_maxnreg_start(const BuildRequest &req);
+// The entry's text with `.maxnreg n` after its `.reqntid`.
+std::string with_entry_maxnreg(const std::string &entry_ptx, uint32_t n);
+// The most registers a link's error says a function the entry calls needs ("... calls function
+// 'k' with regcount of 38"), 0 if it names none.
+uint32_t registers_the_link_asks(const char *error);
 
 // Generates, links (or finds in the cache) and reads back the super kernel's cubin.
 sk_status build_superkernel(const BuildRequest &req, BuiltImage *out);

@@ -19,7 +19,7 @@ namespace {
 // records of `nvcc -G` cubins show) or a 2-byte size and that many bytes (EIFMT_SVAL).
 constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
-                  kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f, kAttrNumBarriers = 0x4c;
+                  kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f, kAttrNumBarriers = 0x4c, kAttrMaxRegCount = 0x1b;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
 // Where CUDA 13 puts the static __shared__ variables of a relocatable cubin: a NOBITS
 // section in which a variable's st_value is its alignment (it has no offset before the link).
@@ -307,6 +307,8 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
         owner->param_bytes = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
       } else if (owner && attr == kAttrNumBarriers && format == kFormatByte) {
         owner->barriers = value[0];
+      } else if (owner && attr == kAttrMaxRegCount && format == kFormatHalf) {
+        owner->max_registers = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
       }
     }
   }

@@ -54,6 +54,8 @@ struct CubinFunction {
   // EIATTR_NUM_BARRIERS: one past the highest barrier its code names (16 when an id is in a
   // register), 0 when it names none.
   uint32_t barriers = 0;
+  // EIATTR_MAXREG_COUNT: an entry's .maxnreg (0: none recorded; 255 where it had none).
+  uint32_t max_registers = 0;
   uint32_t code_bytes = 0;            // size of .text.<name>
   std::vector<std::string> externs;   // functions it calls that are undefined in this object
   std::vector<std::string> callees;   // functions it calls (.nv.callgraph), defined or not

@@ -321,19 +321,21 @@ def test_a_kernel_compiled_for_programmatic_dependent_launch_waits_at_its_gdc_wa
 
 
 def test_max_registers_caps_the_link_of_a_triton_kernel(fake_gpu):
-    # A Triton kernel is compiled in the link, where its registers are not known before: no cap
-    # unless the scope option gives one; explain says which, and the entry stays under it.
+    # A Triton kernel is compiled in the link, where its registers are first known: libsk caps
+    # its own code at what the kernel needs (at least 32); max-registers caps the whole link,
+    # 0 not at all. Explain says which cap applied, and the entry stays under it.
     k = fake_gpu.load_triton(compiled("residual_add"))
     x = fake_gpu.alloc(1 << 16)
     entries = {}
-    for options in (None, {"max-registers": 40}):
+    for options in (None, {"max-registers": 40}, {"max-registers": 0}):
         with fake_gpu.scope("capped", options) as scope:
             scope.add(k, 4, *arguments(k, x))
-        entries[options is None] = scope.superkernel.explain()["cuda_entry"]
+        entries[str(options)] = scope.superkernel.explain()["cuda_entry"]
         scope.superkernel.close()
-    assert "register_cap" not in entries[True]
-    assert entries[False]["register_cap"] == 40
-    assert entries[False]["registers"] <= 40 < entries[True]["registers"]
+    default, forty, none = entries["None"], entries[str({"max-registers": 40})], entries[str({"max-registers": 0})]
+    assert 32 <= default["register_cap"] and default["registers"] <= default["register_cap"]
+    assert forty["register_cap"] == 40 and forty["registers"] <= 40
+    assert "register_cap" not in none and none["registers"] > default["registers"]
     with pytest.raises(sk.InvalidArgument) as e:
         fake_gpu.scope("capped", {"max-registers": 300})
     assert "max-registers" in str(e.value) and "\n" not in str(e.value)

@@ -654,13 +654,21 @@ TEST(CudaPtx, AKernelThatMayWriteBeforeItsGridDependencyWaitWaitsAtItsStart) {
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
 }
 
-// A PTX sub-kernel is compiled in the link, as a function: its register count is not known
-// before, so the link has no -maxrregcount, and libsk's own functions take registers freely
-// too. The scope option max-registers gives the link one (the entry's count stays under it),
-// and wins over the cap libsk picks for cubins; explain's cuda_entry says which applied.
+// A PTX sub-kernel is compiled in the link, as a function: its register count is known only
+// there. The link caps libsk's own code with the entry's .maxnreg, from 32 up to what the link
+// says a sub-kernel function needs, each PTX module compiling uncapped: fewer registers than an
+// uncapped link (max-registers=0), whose waits take registers freely. The scope option
+// max-registers=N caps the whole link instead; explain's cuda_entry says which cap applied.
 TEST(CudaPtx, MaxRegistersCapsTheLinkOfPtxSubKernels) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  EXPECT_EQ(sk::cuda::registers_the_link_asks(
+                "error   : entry function 'e' with max regcount of 32 calls function 'k' with regcount of 38\n"
+                "error   : entry function 'e' with max regcount of 32 calls function 'j' with regcount of 45\n"),
+            45u);
+  EXPECT_EQ(sk::cuda::registers_the_link_asks("ptxas fatal   : Insufficient registers"), 0u);
+  EXPECT_EQ(sk::cuda::with_entry_maxnreg(".entry e()\n  .reqntid 128, 1, 1\n{\n}\n", 40),
+            ".entry e()\n  .reqntid 128, 1, 1\n  .maxnreg 40\n{\n}\n");
   auto m = load("dependent_launch.ptx");
   ASSERT_TRUE(m);
   auto scale = take(m, "pdl_scale", 128), mirror = take(m, "pdl_mirror", 128);
@@ -677,14 +685,18 @@ TEST(CudaPtx, MaxRegistersCapsTheLinkOfPtxSubKernels) {
     const sk::elf::CubinFunction *e = img.info.find("sk_superkernel_entry");
     return e ? e->registers : 0;
   };
-  uint32_t cap = 1;
-  const uint32_t free = registers("", &cap);
+  uint32_t cap = 0;
+  const uint32_t capped = registers("", &cap);
+  EXPECT_GE(cap, sk::cuda::kEntryRegisterFloor);
+  EXPECT_LE(capped, cap);
+  const uint32_t learned = cap;
+  const uint32_t free = registers("max-registers=0", &cap);
   EXPECT_EQ(cap, 0u);
-  EXPECT_GT(free, 40u);  // uncapped, libsk's waits alone take more
+  EXPECT_LT(capped, free);  // uncapped, libsk's waits take more
   EXPECT_LE(registers("max-registers=40", &cap), 40u);
   EXPECT_EQ(cap, 40u);
-  EXPECT_EQ(registers("max-registers=0", &cap), free);
-  EXPECT_EQ(cap, 0u);
+  EXPECT_EQ(registers("", &cap), capped);  // the cache's cubin says its cap too
+  EXPECT_EQ(cap, learned);
   // A cap an instruction cannot compile under (Triton's wgmma) fails the link, naming the option.
   auto ws = load_triton("matmul_ws");
   ASSERT_TRUE(ws);
