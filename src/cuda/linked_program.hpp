@@ -32,7 +32,7 @@ struct EntryResources {
   uint32_t dynamic_shared = 0;         // per block, passed by each launch
   StepLoopCode step_loop;              // the synchronisation in its step loop
   ArgSource args = ArgSource::Params;  // where its argument slots are
-  uint32_t register_cap = 0;           // the link's -maxrregcount (0: none)
+  uint32_t register_cap = 0;           // BuiltImage::register_cap
 };
 
 class LinkedProgram {

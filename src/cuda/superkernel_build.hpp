@@ -51,7 +51,7 @@ struct BuiltImage {
   uint32_t static_shared = 0;   // the linked entry's static __shared__ (.nv.shared.<entry>)
   uint32_t shared_pad = 0;      // of which padding before the dynamic base (EntrySpec::shared_pad_bytes)
   uint32_t stack_bytes = 0;     // call stack per thread its launches need (entry_stack_bytes)
-  uint32_t register_cap = 0;    // the link's -maxrregcount (0: none; link_register_cap)
+  uint32_t register_cap = 0;    // the link's -maxrregcount, else the entry's .maxnreg (0: none)
 };
 
 // Each step's first 8-byte argument slot in the entry's slots, then the slots in all: the
