@@ -63,9 +63,8 @@ uint32_t device_api_bit(std::string_view symbol);
 uint32_t device_api_usage(const std::vector<std::string> &undefined_symbols);
 // Function names of the bits set, in a fixed order.
 std::vector<const char *> device_api_names(uint32_t usage);
-// What the bits that are no device-API call name ("griddepcontrol.wait",
-// "griddepcontrol.launch_dependents", "cg::this_grid().sync()", "SK_KERNEL_DESC_COOPERATIVE"),
-// of those set, in that order: explain's `constructs`.
+// What the bits that are no device-API call name ("griddepcontrol.wait", ...: the table
+// kConstructs), of those set, in its order: explain's `constructs`.
 std::vector<const char *> construct_names(uint32_t usage);
 
 // How a kernel reaches a device-API function that it does not call itself: through helpers, or

@@ -152,8 +152,8 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
     const std::vector<uint8_t> &bytes = rewritten[i].empty() ? modules[i]->bytes : rewritten[i];
     inputs.push_back({modules[i]->kind, bytes.data(), bytes.size(), modules[i]->label});
   }
-  const uint32_t max_registers = link_register_cap(req);
-  const uint32_t maxnreg_start = entry_maxnreg_start(req);
+  const RegisterCaps caps = register_caps(req.kernels, req.plan ? req.plan->options.max_registers : std::nullopt);
+  const uint32_t max_registers = caps.link, maxnreg_start = caps.entry_start;
   std::string material = link_material(inputs, arch, max_registers);
   if (maxnreg_start)
     material += "entry .maxnreg from " + std::to_string(maxnreg_start) + ", raised as the link asks\n";
@@ -241,30 +241,17 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
 
 }  // namespace
 
-uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
+RegisterCaps register_caps(const std::vector<std::shared_ptr<CudaKernel>> &kernels, std::optional<uint32_t> option) {
+  if (option) return {*option, 0};
   uint32_t most = kEntryRegisterFloor;
+  bool unknown = false, lto = false;  // counts not known before the link: PTX, LTO-IR
   for (const auto &k : kernels) {
-    if (!k->registers) return 0;  // LTO-IR or PTX: compiled in the link, its needs are unknown
-    most = std::max(most, k->registers);
-  }
-  return most;
-}
-
-uint32_t link_register_cap(const BuildRequest &req) {
-  if (req.plan && req.plan->options.max_registers) return *req.plan->options.max_registers;
-  return entry_register_cap(req.kernels);
-}
-
-uint32_t entry_maxnreg_start(const BuildRequest &req) {
-  if (req.plan && req.plan->options.max_registers) return 0;
-  uint32_t most = kEntryRegisterFloor;
-  bool unknown = false;
-  for (const auto &k : req.kernels) {
-    if (k->module && k->module->kind == InputKind::LtoIr) return 0;
     unknown = unknown || !k->registers;
+    lto = lto || (k->module && k->module->kind == InputKind::LtoIr);
     most = std::max(most, k->registers);
   }
-  return unknown ? most : 0;  // all known: the link's -maxrregcount caps everything already
+  if (!unknown) return {most, 0};
+  return {0, lto ? 0 : most};
 }
 
 std::string with_entry_maxnreg(const std::string &entry_ptx, uint32_t n) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,20 +75,21 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
 // more than small sub-kernels do. A cubin sub-kernel's SASS keeps its count, so a cap below
 // the largest sub-kernel's would only spill libsk's code.
 constexpr uint32_t kEntryRegisterFloor = 32;
-// The -maxrregcount of the link: the most registers any sub-kernel (and its callees) needs,
-// at least kEntryRegisterFloor; 0 (no cap) when a sub-kernel's count is not known before the
-// link (PTX, LTO-IR).
-uint32_t entry_register_cap(const std::vector<std::shared_ptr<CudaKernel>> &kernels);
-// The link's -maxrregcount: the scope option max-registers where given (0: none), else
-// entry_register_cap's.
-uint32_t link_register_cap(const BuildRequest &req);
-// Where the link has no -maxrregcount because PTX sub-kernels compile in it, the first
-// `.maxnreg` to give the entry: it caps libsk's own code only (the entry and the functions of
-// its module), each PTX module compiling freely; the link then names any sub-kernel function
-// that needs more, and is made again at that count (link_entry). The largest known count of
-// the others, at least kEntryRegisterFloor; 0 (none) for an LTO-IR sub-kernel, whose functions
-// the link's LTO compiles with the entry's, or when the scope option max-registers is given.
-uint32_t entry_maxnreg_start(const BuildRequest &req);
+// The register caps of a link, from its sub-kernels' counts and the scope option
+// max-registers (`option`, which wins: the whole link, 0 none).
+struct RegisterCaps {
+  // -maxrregcount: where every sub-kernel's count is known (cubins, PTX with .maxnreg), the
+  // most any one (and its callees) needs, at least kEntryRegisterFloor; else 0.
+  uint32_t link = 0;
+  // Where PTX sub-kernels compile in the link instead, the first `.maxnreg` to give the entry:
+  // it caps libsk's own code only (the entry and the functions of its module), each PTX module
+  // compiling freely; the link then names any sub-kernel function that needs more, and is made
+  // again at that count (link_entry). The largest known count, at least kEntryRegisterFloor;
+  // 0 with an LTO-IR sub-kernel, whose functions the link's LTO compiles with the entry's.
+  uint32_t entry_start = 0;
+};
+RegisterCaps register_caps(const std::vector<std::shared_ptr<CudaKernel>> &kernels,
+                           std::optional<uint32_t> option = std::nullopt);
 // The entry's text with `.maxnreg n` after its `.reqntid`.
 std::string with_entry_maxnreg(const std::string &entry_ptx, uint32_t n);
 // The most registers a link's error says a function the entry calls needs ("... calls function

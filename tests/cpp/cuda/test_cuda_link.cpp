@@ -655,7 +655,7 @@ TEST(CudaRegisters, TheEntryAddsNoRegistersAboveItsLargestSubKernel) {
   for (const auto &k : small.kernels) most = std::max(most, k->registers);
   ASSERT_GT(most, 0u);
   ASSERT_LE(most, kEntryRegisterFloor);  // the premise: every sub-kernel fits in the floor
-  EXPECT_EQ(entry_register_cap(small.kernels), kEntryRegisterFloor);
+  EXPECT_EQ(register_caps(small.kernels).link, kEntryRegisterFloor);
   const uint32_t small_entry = entry_registers(small);
   EXPECT_GT(small_entry, 0u);
   EXPECT_LE(small_entry, kEntryRegisterFloor);
@@ -667,13 +667,13 @@ TEST(CudaRegisters, TheEntryAddsNoRegistersAboveItsLargestSubKernel) {
   const uint32_t helper = wide.kernels.back()->registers;  // its own count, or its callee's
   ASSERT_GT(helper, wide.kernels[wide.kernels.size() - 2]->registers);
   ASSERT_GT(wide.kernels[wide.kernels.size() - 2]->registers, kEntryRegisterFloor);
-  EXPECT_EQ(entry_register_cap(wide.kernels), helper);
+  EXPECT_EQ(register_caps(wide.kernels).link, helper);
   EXPECT_EQ(entry_registers(wide), helper);
 
   auto lto = load("lto.ltoir");  // compiled in the link: no cap that could spill it
   std::vector<std::shared_ptr<CudaKernel>> with_lto = small.kernels;
   with_lto.push_back(kernel(lto, "lto_scale", "ptr,u32,u32"));
-  EXPECT_EQ(entry_register_cap(with_lto), 0u);
+  EXPECT_EQ(register_caps(with_lto).link, 0u);
 }
 
 // A dependent step spins on relaxed loads and acquires once (an acquire-only fence after the
