@@ -326,13 +326,15 @@ def test_max_registers_caps_the_link_of_a_triton_kernel(fake_gpu):
     # 0 not at all. Explain says which cap applied, and the entry stays under it.
     k = fake_gpu.load_triton(compiled("residual_add"))
     x = fake_gpu.alloc(1 << 16)
-    entries = {}
-    for options in (None, {"max-registers": 40}, {"max-registers": 0}):
+
+    def entry(options):
         with fake_gpu.scope("capped", options) as scope:
             scope.add(k, 4, *arguments(k, x))
-        entries[str(options)] = scope.superkernel.explain()["cuda_entry"]
+        e = scope.superkernel.explain()["cuda_entry"]
         scope.superkernel.close()
-    default, forty, none = entries["None"], entries[str({"max-registers": 40})], entries[str({"max-registers": 0})]
+        return e
+
+    default, forty, none = (entry(o) for o in (None, {"max-registers": 40}, {"max-registers": 0}))
     assert 32 <= default["register_cap"] and default["registers"] <= default["register_cap"]
     assert forty["register_cap"] == 40 and forty["registers"] <= 40
     assert "register_cap" not in none and none["registers"] > default["registers"]
