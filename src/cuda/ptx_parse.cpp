@@ -145,6 +145,37 @@ std::string apply(std::string_view text, std::vector<Edit> edits, std::vector<si
   return out;
 }
 
+size_t closing(const std::vector<Tok> &toks, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < toks.size(); ++i) {
+    const std::string_view s = toks[i].s;
+    if (s == "{" || s == "(" || s == "[") ++depth;
+    if ((s == "}" || s == ")" || s == "]") && --depth == 0) return i;
+  }
+  return toks.size();
+}
+
+size_t line_end(const std::vector<Tok> &toks, size_t i) {
+  for (++i; i < toks.size() && !toks[i].bol;) ++i;
+  return i;
+}
+
+size_t statement_end(const std::vector<Tok> &toks, size_t i, bool *function) {
+  bool init = false;
+  int depth = 0;
+  *function = false;
+  for (; i < toks.size(); ++i) {
+    const std::string_view t = toks[i].s;
+    if ((t == ".entry" || t == ".func") && depth == 0) *function = true;
+    if (t == "=") init = true;
+    if (t == "{" && depth == 0 && *function && !init) return i;
+    if (t == "(" || t == "[" || t == "{") ++depth;
+    if (t == ")" || t == "]" || t == "}") --depth;
+    if (t == ";" && depth == 0) return i;
+  }
+  return i;
+}
+
 std::string_view call_target(const std::vector<std::string_view> &t) {
   size_t k = 1;
   if (k < t.size() && t[k] == "(") {  // (return values),
@@ -160,15 +191,8 @@ sk_status Parser::bad(size_t i, const std::string &what) const {
 }
 
 sk_status Parser::matching(size_t open, size_t *close) const {
-  int depth = 0;
-  for (size_t i = open; i < toks_.size(); ++i) {
-    const std::string_view s = toks_[i].s;
-    if (s == "{" || s == "(" || s == "[") ++depth;
-    if ((s == "}" || s == ")" || s == "]") && --depth == 0) {
-      *close = i;
-      return SK_OK;
-    }
-  }
+  *close = closing(toks_, open);
+  if (*close < toks_.size()) return SK_OK;
   return bad(open, "'" + std::string(tok(open)) + "' is never closed");
 }
 
@@ -204,19 +228,8 @@ sk_status Parser::run() {
       i = close + 1;
       continue;
     }
-    // A declaration, a variable or a function: up to `;`, or a function's body.
-    bool func = false, init = false;
-    int depth = 0;
-    size_t j = i;
-    for (; j < toks_.size(); ++j) {
-      const std::string_view t = tok(j);
-      if ((t == ".entry" || t == ".func") && depth == 0) func = true;
-      if (t == "=") init = true;
-      if (t == "{" && depth == 0 && func && !init) break;
-      if (t == "(" || t == "[" || t == "{") ++depth;
-      if (t == ")" || t == "]" || t == "}") --depth;
-      if (t == ";" && depth == 0) break;
-    }
+    bool func = false;
+    const size_t j = statement_end(toks_, i, &func);
     if (j >= toks_.size()) return bad(i, "'" + std::string(s) + "' does not end");
     if (tok(j) == "{") {
       size_t close = 0;

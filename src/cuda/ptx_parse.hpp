@@ -41,6 +41,16 @@ using Edit = PtxEdit;
 // edit starting at a mark comes after it: a function's first token may be edited).
 std::string apply(std::string_view text, std::vector<PtxEdit> edits, std::vector<size_t *> marks = {});
 
+// The bracket that closes the one at token `open` (`{`, `(` or `[`), or toks.size().
+size_t closing(const std::vector<Tok> &toks, size_t open);
+// The first token of the line after token `i`'s, or toks.size(): `.loc` and `.file` end there.
+size_t line_end(const std::vector<Tok> &toks, size_t i);
+
+// Where the module-scope statement from token `i` (a declaration, a variable or a function)
+// ends: its `;`, or the `{` of a function's body (`*function` says whether it names `.entry` or
+// `.func`); toks.size() when it does not end.
+size_t statement_end(const std::vector<Tok> &toks, size_t i, bool *function);
+
 // What one function's text says, before deciding whether it is rewritten.
 struct Function {
   std::string name;
@@ -111,10 +121,7 @@ class Parser {
  private:
   sk_status bad(size_t i, const std::string &what) const;  // SK_ERR_BAD_BINARY at token i's line
   const std::string_view tok(size_t i) const { return i < toks_.size() ? toks_[i].s : std::string_view(); }
-  size_t line_end(size_t i) const {
-    for (++i; i < toks_.size() && !toks_[i].bol;) ++i;
-    return i;
-  }
+  size_t line_end(size_t i) const { return ptx_parse::line_end(toks_, i); }
   sk_status matching(size_t open, size_t *close) const;
   void shared_variable(size_t begin, size_t end, size_t decl_begin, bool movable);
   sk_status function(size_t begin, size_t body, size_t close);
