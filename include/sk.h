@@ -742,7 +742,15 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  *   is first known, so there libsk caps its own code alone at the largest count the link finds
  *   (the entry's .maxnreg); an LTO-IR sub-kernel's link has no cap. Fewer registers let more
  *   blocks run per SM and may spill; explain's `cuda_entry` gives `registers`, `stack_bytes`
- *   and `register_cap`.
+ *   and `register_cap`. A super kernel compiled as one program (`whole-program`) is capped
+ *   the same way as a whole, by its entry's .maxnreg.
+ * - `whole-program=0|1` (default 1): CUDA only. A super kernel whose sub-kernels are all PTX
+ *   (Triton's, nvcc's PTX of `__global__` kernels) is also joined into one PTX program with its
+ *   entry and compiled by the driver's JIT at finalize, which inlines the sub-kernels instead of
+ *   calling them (a link compiles each module on its own), so the entry takes about the
+ *   registers the kernels take alone; it runs in place of the linked cubin where it compiles
+ *   and fits as many blocks per SM. 0 keeps the linked cubin. Explain's `cuda_entry` says
+ *   `compiled` (`whole program` or `linked`) and, linked, `why_linked`.
  * - `split-mode`, `preload-code`, `func-align` (any non-empty value; default: none): vendor
  *   tuning knobs, accepted and reported; no libsk device has them.
  *
@@ -752,8 +760,8 @@ SK_API void sk_stream_destroy(sk_stream *stream);
  * (back-references and `\0`) and empty entries are refused, and entries longer than 256 bytes
  * match as exact names only.
  *
- * What each device acts on: the host device on every key but `feed-sync-all`, `max-registers`
- * and the vendor tuning keys. Explain shows the effect: `segments` (each dispatch's layout and
+ * What each device acts on: the host device on every key but `feed-sync-all`, `max-registers`,
+ * `whole-program` and the vendor tuning keys. Explain shows the effect: `segments` (each dispatch's layout and
  * why the scope was split, from `strict-scope-check` and `debug-aic-num` / `debug-aiv-num`) and each step's
  * `cache` object (`per_access_flush`, `flush_before`, `flush_after` and the `rules` that
  * decided them). A CUDA device builds its entry from the same plan (`early-start`,

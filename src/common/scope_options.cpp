@@ -85,6 +85,7 @@ sk_status apply(ScopeOptions &o, const std::string &key, const std::string &valu
     return fail(SK_ERR_INVALID_ARGUMENT, "scope option 'max-registers': value '%s' is not 0 or in [%u, %u]",
                 value.c_str(), kMinRegisterCap, kMaxRegisterCap);
   }
+  if (key == "whole-program") return parse_bool(key, value, &o.whole_program);
   if (key == "split-mode" || key == "preload-code" || key == "func-align") {
     // Vendor tuning knobs: accepted and reported; the host device has no such knob.
     if (value.empty()) return fail(SK_ERR_INVALID_ARGUMENT, "scope option '%s': empty value", key.c_str());

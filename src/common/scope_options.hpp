@@ -43,6 +43,9 @@ struct ScopeOptions {
   bool profiling = false;
   // max-registers: the CUDA link's -maxrregcount in place of the one libsk picks (0: none).
   std::optional<uint32_t> max_registers;
+  // whole-program: a CUDA super kernel of PTX sub-kernels alone is also compiled as one program
+  // by the driver's JIT at finalize (cuda/ptx_join.hpp), and runs so where that compiles.
+  bool whole_program = true;
   // Every key as given, in order (explain reports them, tuning keys included).
   std::vector<std::pair<std::string, std::string>> given;
 };

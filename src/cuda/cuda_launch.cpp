@@ -200,6 +200,9 @@ std::string CudaBackendSuperKernel::explain() const {
     j.key("entry").value(r.entry);
     j.key("arch").value("sm_" + std::to_string(r.sm));
     j.key("registers").value(uint64_t{r.registers});
+    j.key("compiled").value(r.whole_program ? "whole program" : "linked");
+    if (r.whole_program) j.key("linked_registers").value(uint64_t{r.linked_registers});
+    if (!r.why_linked.empty()) j.key("why_linked").value(r.why_linked);
     if (r.register_cap) j.key("register_cap").value(uint64_t{r.register_cap});
     j.key("local_bytes").value(uint64_t{r.local_bytes});
     j.key("stack_bytes").value(uint64_t{r.stack_bytes});

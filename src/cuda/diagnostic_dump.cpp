@@ -30,10 +30,10 @@ std::string file_name(uint64_t id, const std::string &name, const char *suffix) 
 
 bool dumping() { return !directory().empty(); }
 
-void dump_cubin(uint64_t id, const std::string &name, const std::vector<uint8_t> &cubin) {
+void dump_image(uint64_t id, const std::string &name, const char *suffix, const void *bytes, size_t size) {
   if (!dumping()) return;
-  std::ofstream f(file_name(id, name, ".cubin"), std::ios::binary);
-  f.write(reinterpret_cast<const char *>(cubin.data()), (std::streamsize)cubin.size());
+  std::ofstream f(file_name(id, name, suffix), std::ios::binary);
+  f.write(static_cast<const char *>(bytes), (std::streamsize)size);
 }
 
 void dump_sync_buffer(uint64_t id, const std::string &name, const std::vector<std::string> &step_names,

@@ -69,6 +69,7 @@ sk_status load_driver_api(const std::string &library, std::shared_ptr<const Driv
   bind(l, &api->cuEventRecord, "cuEventRecord", &missing);
   bind(l, &api->cuEventSynchronize, "cuEventSynchronize", &missing);
   bind(l, &api->cuModuleLoadData, "cuModuleLoadData", &missing);
+  bind(l, &api->cuModuleLoadDataEx, "cuModuleLoadDataEx", &missing);
   bind(l, &api->cuModuleUnload, "cuModuleUnload", &missing);
   bind(l, &api->cuModuleGetFunction, "cuModuleGetFunction", &missing);
   bind(l, &api->cuFuncGetAttribute, "cuFuncGetAttribute", &missing);

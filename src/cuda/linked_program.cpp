@@ -24,6 +24,7 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
   p->resources_ = {image.entry,       image.info.sm,       fn->registers,        fn->frame_size,
                    image.stack_bytes, image.static_shared, image.dynamic_shared, step_loop_code(image.ptx),
                    image.args,        image.register_cap};
+  p->resources_.why_linked = image.why_linked;
   const DriverApi &a = device->api();
   const char *call = "sk_finalize";
   ContextScope ctx(*device, call);
@@ -31,7 +32,8 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
   // An application may finalize while its thread captures a stream in global mode: these
   // calls (a load, allocations, a limit) are not part of its graph, and must not end it.
   RelaxedCapture relaxed(a);
-  dump_cubin(id, name, *image.cubin);
+  dump_image(id, name, ".cubin", image.cubin->data(), image.cubin->size());
+  if (!image.program_ptx.empty()) dump_image(id, name, ".ptx", image.program_ptx.data(), image.program_ptx.size());
   if (sk_status st = device->reserve_stack(image.stack_bytes, call, name); st != SK_OK) return st;
   if (sk_status st = device->check(a.cuModuleLoadData(&p->module_, image.cubin->data()), call,
                                    ("cuModuleLoadData of super kernel '" + name + "'").c_str());
@@ -71,6 +73,7 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
     return fail(SK_ERR_INCOMPATIBLE,
                 "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)", name.c_str(),
                 image.threads, device->name().c_str(), regs);
+  if (!image.program_ptx.empty()) p->load_program(image);
   const SyncLayout layout = sync_layout(steps);
   p->sync_bytes_ = layout.bytes;
   p->table_offset_ = layout.table;
@@ -87,6 +90,64 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
     return st;
   *out = std::move(p);
   return SK_OK;
+}
+
+void LinkedProgram::load_program(const BuiltImage &image) {
+  const DriverApi &a = device_->api();
+  char log[2048] = "";
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t{sizeof log - 1})};
+  CUmodule module = nullptr;
+  const CUresult r = a.cuModuleLoadDataEx(&module, image.program_ptx.c_str(), 2, options, values);
+  if (r != CUDA_SUCCESS) {
+    std::string first(log, strnlen(log, sizeof log));
+    first = first.substr(0, first.find('\n'));
+    resources_.why_linked = "the driver's JIT did not compile it as one program (" + a.describe(r) +
+                            (first.empty() ? ")" : "): " + first);
+    return;
+  }
+  // The one program must be launchable as the linked entry is, with as many blocks per SM.
+  CUfunction fn = nullptr;
+  int shared = -1, linked_shared = -1, max_threads = 0, regs = 0, local = 0, blocks = 0;
+  std::string why;
+  if (a.cuModuleGetFunction(&fn, module, image.entry.c_str()) != CUDA_SUCCESS) {
+    why = "the driver's JIT compiled it as one program without the entry '" + image.entry + "'";
+  } else {
+    a.cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
+    a.cuFuncGetAttribute(&linked_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_);
+    a.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
+    a.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+    a.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
+    if (image.static_shared + image.dynamic_shared > kDefaultSharedLimit)
+      a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)image.dynamic_shared);
+    a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, (int)threads_, dynamic_shared_);
+    const std::string as_one = "compiled as one program (" + std::to_string(regs) + " registers), ";
+    if (shared != linked_shared)
+      why = as_one + "its static shared memory is " + std::to_string(shared) +
+            " bytes where the linked entry's is " + std::to_string(linked_shared) +
+            " (the dynamic shared base would move)";
+    else if (max_threads > 0 && (uint32_t)max_threads < threads_)
+      why = as_one + "it runs at most " + std::to_string(max_threads) + " threads per block";
+    else if ((uint32_t)blocks < occupancy_)
+      why = as_one + std::to_string(blocks) + " blocks fit on an SM where " + std::to_string(occupancy_) +
+            " of the linked entry (" + std::to_string(resources_.registers) + " registers) do";
+  }
+  if (!why.empty()) {
+    a.cuModuleUnload(module);
+    resources_.why_linked = why;
+    return;
+  }
+  a.cuModuleUnload(module_);
+  module_ = module;
+  function_ = fn;
+  resources_.whole_program = true;
+  resources_.linked_registers = resources_.registers;
+  resources_.registers = registers_ = (uint32_t)regs;
+  resources_.local_bytes = (uint32_t)local;
+  resources_.register_cap = image.program_register_cap;
+  resources_.why_linked.clear();
+  occupancy_ = (uint32_t)blocks;
+  max_coresident_ = occupancy_ * device_->multiprocessors();
 }
 
 LinkedProgram::~LinkedProgram() {

@@ -32,7 +32,12 @@ struct EntryResources {
   uint32_t dynamic_shared = 0;         // per block, passed by each launch
   StepLoopCode step_loop;              // the synchronisation in its step loop
   ArgSource args = ArgSource::Params;  // where its argument slots are
-  uint32_t register_cap = 0;           // BuiltImage::register_cap
+  uint32_t register_cap = 0;           // BuiltImage::register_cap, or program_register_cap
+  // It runs as one program the driver's JIT compiled (BuiltImage::program_ptx): registers and
+  // local_bytes are then the driver's figures, `linked_registers` the linked cubin's.
+  bool whole_program = false;
+  uint32_t linked_registers = 0;
+  std::string why_linked;  // BuiltImage::why_linked, or why the JIT's program is not used
 };
 
 class LinkedProgram {
@@ -79,6 +84,11 @@ class LinkedProgram {
   // libsk's own stream and waits for it, then captures the kernel launch.
   sk_status launch_captured(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop);
   sk_status launch_kernel(CUstream stream, const char *call, uint32_t runs, CUdeviceptr stop);
+  // Compiles image.program_ptx with the driver's JIT and runs that in place of the linked
+  // cubin where it compiles, its static shared memory is the linked entry's (the dynamic
+  // shared base, which the entry's padding aligned, must not move), it runs the block's threads
+  // and as many blocks fit on an SM; else says why not (EntryResources::why_linked).
+  void load_program(const BuiltImage &image);
   std::shared_ptr<CudaDevice> device_;
   std::string name_;
   CUmodule module_ = nullptr;

@@ -384,7 +384,9 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       if (leaves) api.insert(kLeaveFunction);
       if (!f.exits.empty() && !leaves) notes.push_back("exit made ret");
       // ptxas keeps no setmaxnreg in relocatable code (C7504), which is what a link compiles.
-      if (std::any_of(reached.begin(), reached.end(), [](const Function *g) { return g->trades_registers; }))
+      k.trades_registers =
+          std::any_of(reached.begin(), reached.end(), [](const Function *g) { return g->trades_registers; });
+      if (k.trades_registers)
         notes.push_back(
             "setmaxnreg (warp specialization) has no effect in a link, which compiles each module as relocatable "
             "code: every warp keeps the registers of the launch, as the kernel's own relocatable compile does; "

@@ -45,6 +45,9 @@ struct PtxKernel {
   // It, or a helper it reaches, runs griddepcontrol.launch_dependents (taken out): a kernel of
   // programmatic dependent launch after it may start early (common/plan.cpp).
   bool launches_dependents = false;
+  // It, or a function it reaches, reallocates registers between warps (setmaxnreg: warp
+  // specialization), which compiled into one program would hold for the steps after it too.
+  bool trades_registers = false;
   // It waits at griddepcontrol.wait but may write memory another block reads before (the
   // statement, as ptx_dependent_wait.hpp names it; "" if not): its step waits at its start.
   std::string write_before_dependent_wait;

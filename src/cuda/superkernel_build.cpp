@@ -15,6 +15,7 @@
 #include "common/error.hpp"
 #include "cuda/disk_cache.hpp"
 #include "cuda/nvjitlink.hpp"
+#include "cuda/ptx_join.hpp"
 #include "cuda/ptx_prune.hpp"
 #include "elf/cubin_shared_overlay.hpp"
 #include "elf/fatbin.hpp"
@@ -239,6 +240,41 @@ sk_status link_entry(const BuildRequest &req, const std::string &arch,
   return SK_OK;
 }
 
+// With PTX sub-kernels alone, the entry as linked (its shared padding included) and the
+// modules' rewritten texts as one program for the driver's JIT.
+void join_program(const BuildRequest &req, const std::string &arch, const std::vector<const CudaModule *> &modules,
+                  const std::vector<std::vector<uint8_t>> &rewritten, BuiltImage *img) {
+  for (const CudaModule *m : modules)
+    if (m->kind != InputKind::Ptx || !m->ptx) return;
+  const ScopeOptions &options = req.plan->options;
+  if (!options.whole_program) {
+    img->why_linked = "the scope option whole-program=0";
+    return;
+  }
+  // Compiled whole, a warp that gives registers back would run the later steps with them
+  // (and ptxas takes minutes and gigabytes over such a program).
+  for (const auto &k : req.kernels)
+    if (k->ptx && k->ptx->trades_registers) {
+      img->why_linked = "'" + k->symbol + "' reallocates registers between warps (setmaxnreg), which compiled as " +
+                        "one program would hold for the steps after it";
+      return;
+    }
+  // ptxas leaves -maxrregcount (the JIT's CU_JIT_MAX_REGISTERS) aside for an entry with
+  // .reqntid, as libsk's has; its .maxnreg caps all that the program compiles into it.
+  img->program_register_cap = options.max_registers.value_or(0);
+  const std::string entry =
+      img->program_register_cap ? with_entry_maxnreg(img->ptx, img->program_register_cap) : img->ptx;
+  std::vector<PtxPart> parts{{entry, req.name + " (generated entry)"}};
+  for (size_t i = 0; i < modules.size(); ++i)  // the texts end with the NUL nvJitLink reads
+    parts.push_back(
+        {std::string_view((const char *)rewritten[i].data(), rewritten[i].size() - 1), modules[i]->label});
+  if (!join_ptx(parts, arch, &img->program_ptx, &img->why_linked)) {
+    img->program_ptx.clear();
+    img->program_register_cap = 0;
+    img->why_linked = "its PTX cannot be one program: " + img->why_linked;
+  }
+}
+
 }  // namespace
 
 RegisterCaps register_caps(const std::vector<std::shared_ptr<CudaKernel>> &kernels, std::optional<uint32_t> option) {
@@ -447,6 +483,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                   "(the linked entry's static shared memory is %u bytes, %u before %u bytes of padding)",
                   req.name.c_str(), kDynamicSharedAlign, img.static_shared, unpadded, spec.shared_pad_bytes);
   }
+  join_program(req, spec.arch, modules, rewritten, &img);
   *out = std::move(img);
   return SK_OK;
 }

@@ -53,6 +53,13 @@ struct BuiltImage {
   uint32_t shared_pad = 0;      // of which padding before the dynamic base (EntrySpec::shared_pad_bytes)
   uint32_t stack_bytes = 0;     // call stack per thread its launches need (entry_stack_bytes)
   uint32_t register_cap = 0;    // the link's -maxrregcount, else the entry's .maxnreg (0: none)
+  // Where every sub-kernel is PTX: the entry and the modules as one program (ptx_join.hpp),
+  // which loading compiles with the driver's JIT and runs in place of `cubin` where that
+  // compiles (its entry's .maxnreg `program_register_cap`: the scope option max-registers, 0:
+  // none); else "" and, for such a super kernel, `why_linked` says why not.
+  std::string program_ptx;
+  uint32_t program_register_cap = 0;
+  std::string why_linked;
 };
 
 // Each step's first 8-byte argument slot in the entry's slots, then the slots in all: the

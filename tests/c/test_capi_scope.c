@@ -75,7 +75,8 @@ static void test_scope_options(void **state) {
       "dcci-before-kernel-start=capi_fill:dcci-after-kernel-end=capi_.*",
       "max-registers=0",
       "max-registers=16",
-      "max-registers=255"};
+      "max-registers=255",
+      "whole-program=0:max-registers=64"};
   size_t i;
   for (i = 0; i < sizeof good / sizeof good[0]; ++i) {
     sk_scope *scope = NULL;
@@ -97,6 +98,7 @@ static void test_scope_options(void **state) {
   expect_bad_options(f->dev, "max-registers=15", "max-registers"); /* below ptxas's least */
   expect_bad_options(f->dev, "max-registers=256", "'256' is not 0 or in [16, 255]");
   expect_bad_options(f->dev, "max-registers=many", "max-registers");
+  expect_bad_options(f->dev, "whole-program=on", "whole-program");
   expect_bad_options(f->dev, "dcci-disable-on-kernel=(", "dcci-disable-on-kernel"); /* bad regex */
   expect_bad_options(f->dev, "dcci-disable-on-kernel=a,,b", "dcci-disable-on-kernel");
   expect_bad_options(f->dev, "early-start", "early-start"); /* not key=value */

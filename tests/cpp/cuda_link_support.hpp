@@ -93,8 +93,9 @@ struct Scope {
 };
 
 #ifdef SK_PTXAS
-// Runs ptxas on the PTX; returns its exit status and output.
-inline int ptxas(const std::string &ptx, const std::string &arch, std::string *output) {
+// Runs ptxas on the PTX, a relocatable module (-c), or `whole_program` as the driver's JIT
+// compiles a module (and -v: "Used N registers"); returns its exit status and output.
+inline int ptxas(const std::string &ptx, const std::string &arch, std::string *output, bool whole_program = false) {
   char dir[] = "/tmp/sk-ptxas-XXXXXX";
   if (!mkdtemp(dir)) return -1;
   const std::string in = std::string(dir) + "/entry.ptx", out = std::string(dir) + "/entry.o",
@@ -102,7 +103,8 @@ inline int ptxas(const std::string &ptx, const std::string &arch, std::string *o
   FILE *f = std::fopen(in.c_str(), "w");
   std::fwrite(ptx.data(), 1, ptx.size(), f);
   std::fclose(f);
-  const std::string cmd = ptxas_path() + " -c -arch=" + arch + " " + in + " -o " + out + " > " + log + " 2>&1";
+  const std::string cmd = ptxas_path() + (whole_program ? " -v" : " -c") + " -arch=" + arch + " " + in + " -o " +
+                          out + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
   const std::vector<uint8_t> bytes = read_file(log);
   output->assign(bytes.begin(), bytes.end());

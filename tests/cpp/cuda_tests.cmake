@@ -49,6 +49,8 @@ add_library(sk_fake_cuda_driver SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cuda/fake_cud
 # Types only (cuda/driver_api.hpp's mirror of cuda.h): nothing of libsk is linked in.
 target_include_directories(sk_fake_cuda_driver PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_compile_features(sk_fake_cuda_driver PRIVATE cxx_std_20)
+# PTX given to cuModuleLoadDataEx is compiled by ptxas, as the driver's JIT would compile it.
+target_compile_definitions(sk_fake_cuda_driver PRIVATE SK_PTXAS="${SK_PTXAS}")
 add_executable(sk_cuda_fake_driver_tests ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda_fake_driver_tests.cpp)
 # The device ABI's constants (cuda/entry_ptx.hpp), header-only: the tests link libsk's public ABI.
 target_include_directories(sk_cuda_fake_driver_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)

@@ -323,15 +323,17 @@ def test_a_kernel_compiled_for_programmatic_dependent_launch_waits_at_its_gdc_wa
 def test_max_registers_caps_the_link_of_a_triton_kernel(fake_gpu):
     # A Triton kernel is compiled in the link, where its registers are first known: libsk caps
     # its own code at what the kernel needs (at least 32); max-registers caps the whole link,
-    # 0 not at all. Explain says which cap applied, and the entry stays under it.
+    # 0 not at all. Explain says which cap applied, and the entry stays under it. (Linked:
+    # whole-program=0; compiled as one program, the kernel alone is the test below.)
     k = fake_gpu.load_triton(compiled("residual_add"))
     x = fake_gpu.alloc(1 << 16)
 
     def entry(options):
-        with fake_gpu.scope("capped", options) as scope:
+        with fake_gpu.scope("capped", dict(options or {}, **{"whole-program": 0})) as scope:
             scope.add(k, 4, *arguments(k, x))
         e = scope.superkernel.explain()["cuda_entry"]
         scope.superkernel.close()
+        assert e["compiled"] == "linked" and e["why_linked"] == "the scope option whole-program=0"
         return e
 
     default, forty, none = (entry(o) for o in (None, {"max-registers": 40}, {"max-registers": 0}))
@@ -341,6 +343,32 @@ def test_max_registers_caps_the_link_of_a_triton_kernel(fake_gpu):
     with pytest.raises(sk.InvalidArgument) as e:
         fake_gpu.scope("capped", {"max-registers": 300})
     assert "max-registers" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(sk.InvalidArgument) as e:
+        fake_gpu.scope("whole", {"whole-program": "yes"})
+    assert "'whole-program'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_triton_kernels_run_as_one_program_the_driver_compiled(fake_gpu):
+    # Triton kernels alone in a super kernel: their PTX and the entry joined into one program,
+    # which the driver's JIT compiles whole (the stand-in: ptxas), the calls inlined, so the
+    # entry takes the registers the kernels take alone, not the link's; max-registers caps it.
+    ks = [fake_gpu.load_triton(compiled(name)) for name in ("rmsnorm", "gemv", "decode_attention")]
+    x = fake_gpu.alloc(1 << 20)
+
+    def entry(options=None):
+        with fake_gpu.scope("decode", options) as scope:
+            for k in ks:
+                scope.add(k, 4, *arguments(k, x))
+        scope.superkernel.launch()
+        fake_gpu.synchronize()
+        e = scope.superkernel.explain()["cuda_entry"]
+        scope.superkernel.close()
+        return e
+
+    whole, capped = entry(), entry({"max-registers": 64})
+    assert whole["compiled"] == "whole program" and "why_linked" not in whole
+    assert whole["registers"] < whole["linked_registers"] and "register_cap" not in whole
+    assert capped["compiled"] == "whole program" and capped["register_cap"] == 64 and capped["registers"] <= 64
 
 
 def test_a_kernel_compiled_for_a_cooperative_grid_runs_its_blocks_at_once(fake_gpu):

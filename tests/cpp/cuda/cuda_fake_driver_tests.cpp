@@ -215,11 +215,24 @@ class CudaFakeDriver : public ::testing::Test {
     if (mem) EXPECT_EQ(sk_memcpy(dev_, mem, &zero, 4), SK_OK) << sk_last_error();
     return static_cast<uint32_t *>(mem);
   }
-  sk_kernel *kernel(const char *file, const char *name) {
+  // Its explain JSON ("" after a failed expectation).
+  static std::string explain(sk_superkernel *sk) {
+    size_t need = 0;
+    EXPECT_EQ(sk_superkernel_explain(sk, nullptr, 0, &need), SK_OK) << sk_last_error();
+    std::string json(need, '\0');
+    EXPECT_EQ(sk_superkernel_explain(sk, json.data(), need, nullptr), SK_OK) << sk_last_error();
+    return json;
+  }
+  // The module of the file at `path`, unloaded at the end (nullptr after a failed expectation).
+  sk_module *module(const std::string &path) {
     sk_module *mod = nullptr;
-    EXPECT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path(file).c_str(), &mod), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_module_load_file(dev_, path.c_str(), &mod), SK_OK) << path << ": " << sk_last_error();
+    if (mod) modules_.push_back(mod);
+    return mod;
+  }
+  sk_kernel *kernel(const char *file, const char *name) {
+    sk_module *mod = module(sk::cuda_test::kernel_path(file));
     if (!mod) return nullptr;
-    modules_.push_back(mod);
     sk_kernel *k = nullptr;
     EXPECT_EQ(sk_module_get_kernel(mod, name, &k), SK_OK) << sk_last_error();
     return k;
@@ -2466,16 +2479,10 @@ TEST_F(CudaFakeDriver, AGlobalCaptureOnAnotherThreadSurvivesAFirstLaunch) {
 // one super kernel that finalizes (a real nvJitLink link) and launches, and unfused; explain
 // names each sub-kernel's launch facts and rewrites.
 TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
-  sk_module *rms_mod = nullptr, *gemv_mod = nullptr, *global = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::triton_path("rmsnorm.ptx").c_str(), &rms_mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(rms_mod);
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::triton_path("gemv.ptx").c_str(), &gemv_mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(gemv_mod);
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("decode_global.o").c_str(), &global), SK_OK)
-      << sk_last_error();
-  modules_.push_back(global);
+  sk_module *rms_mod = module(sk::cuda_test::triton_path("rmsnorm.ptx")),
+            *gemv_mod = module(sk::cuda_test::triton_path("gemv.ptx")),
+            *global = module(sk::cuda_test::kernel_path("decode_global.o"));
+  ASSERT_TRUE(rms_mod && gemv_mod && global);
   size_t count = 0;
   ASSERT_EQ(sk_module_kernel_count(rms_mod, &count), SK_OK);
   EXPECT_EQ(count, 1u);
@@ -2532,10 +2539,7 @@ TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
   ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
   EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-  size_t need = 0;
-  ASSERT_EQ(sk_superkernel_explain(sk, nullptr, 0, &need), SK_OK);
-  std::string json(need, '\0');
-  ASSERT_EQ(sk_superkernel_explain(sk, json.data(), need, nullptr), SK_OK) << sk_last_error();
+  const std::string json = explain(sk);
   for (const char *fact :
        {R"("name":"rmsnorm_kernel")", R"("threads_from":".reqntid")", R"("dynamic_shared_bytes":512)",
         R"("dynamic_shared_from":"caller")", R"("name":"residual_add_global")", R"("threads_from":"caller")",
@@ -2860,4 +2864,85 @@ TEST(CudaModuleInspect, SaysWhatEachKernelWouldBeOrWhyNot) {
   char small[8];
   EXPECT_EQ(sk_module_inspect("cuda:arch=sm_90", rms.data(), rms.size(), small, sizeof small, nullptr),
             SK_ERR_INVALID_ARGUMENT);
+}
+
+// A super kernel of PTX sub-kernels alone runs as one program: finalize gives the joined PTX to
+// cuModuleLoadDataEx (the stand-in compiles it with ptxas, whole, as the driver's JIT would)
+// and launches that in place of the linked cubin, which explain says, with both register
+// counts. Where the JIT fails, the program fits fewer blocks on an SM, or the scope option
+// says whole-program=0, the linked cubin runs, and explain says why; max-registers caps the
+// program (its entry's .maxnreg).
+TEST_F(CudaFakeDriver, ASuperKernelOfPtxSubKernelsRunsAsOneProgram) {
+  sk_module *rms_mod = module(sk::cuda_test::triton_path("rmsnorm.ptx")),
+            *gemv_mod = module(sk::cuda_test::triton_path("gemv.ptx"));
+  ASSERT_TRUE(rms_mod && gemv_mod);
+  sk_kernel *rms = nullptr, *gemv = nullptr;
+  sk_kernel_desc desc{sizeof desc, nullptr, 0, 16};
+  ASSERT_EQ(sk_module_get_kernel_desc(rms_mod, "rmsnorm_kernel", &desc, &rms), SK_OK) << sk_last_error();
+  desc.dynamic_shared = 512;
+  ASSERT_EQ(sk_module_get_kernel_desc(gemv_mod, "gemv_kernel", &desc, &gemv), SK_OK) << sk_last_error();
+  float *x = reinterpret_cast<float *>(0x1234000), *w = x + 4096, *y = x + 8192, eps = 1e-6f;
+  void *null = nullptr;
+  uint32_t n = 1024, m = 1024;
+  void *rms_args[] = {&x, &w, &y, &n, &eps, &null, &null};
+  void *gemv_args[] = {&w, &y, &x, &n, &m, &null, &null};
+  // Finalizes and launches the two under `options`; their explain.
+  auto fused = [&](const char *options) -> std::string {
+    sk_scope *scope = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev_, "decode", options, &scope), SK_OK) << sk_last_error();
+    if (!scope) return "";
+    EXPECT_EQ(sk_add_kernel(scope, rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_add_kernel(scope, gemv, 8, gemv_args, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    if (!sk) return "";
+    EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    const std::string json = explain(sk);
+    sk_superkernel_destroy(sk);
+    return json;
+  };
+  auto number = [](const std::string &json, const std::string &key) {
+    const size_t at = json.find("\"" + key + "\":");
+    return at == std::string::npos ? -1 : std::atoi(json.c_str() + at + key.size() + 3);
+  };
+  auto program = [&] {
+    std::vector<uint8_t> img(1 << 20);
+    img.resize(reinterpret_cast<size_t (*)(uint8_t *, size_t)>(dlsym(fake_.lib, "fake_cuda_last_program"))(
+        img.data(), img.size()));
+    return img;
+  };
+  const std::string whole = fused(nullptr);
+  EXPECT_TRUE(contains(whole, R"("compiled":"whole program")")) << whole;
+  EXPECT_FALSE(contains(whole, "why_linked")) << whole;
+  EXPECT_GT(number(whole, "registers"), 0);
+  EXPECT_LT(number(whole, "registers"), number(whole, "linked_registers")) << whole;
+  const std::vector<uint8_t> compiled = program();
+  ASSERT_GT(compiled.size(), 4u);
+  EXPECT_EQ(std::memcmp(compiled.data(), "\177ELF", 4), 0);
+  EXPECT_EQ(fake_.all().size(), 1u);  // launched
+
+  fake_.fail_next("cuModuleLoadDataEx", 218);  // CUDA_ERROR_INVALID_PTX
+  const std::string failed = fused(nullptr);
+  EXPECT_TRUE(contains(failed, R"("compiled":"linked")")) << failed;
+  EXPECT_TRUE(contains(failed, "the driver's JIT did not compile it as one program (CUDA_ERROR_INVALID_PTX"))
+      << failed;
+  EXPECT_FALSE(contains(failed, "linked_registers")) << failed;
+
+  reinterpret_cast<void (*)(int)>(dlsym(fake_.lib, "fake_cuda_set_program_occupancy"))(1);
+  const std::string fewer = fused(nullptr);
+  EXPECT_TRUE(contains(fewer, R"("compiled":"linked")")) << fewer;
+  EXPECT_TRUE(contains(fewer, "1 blocks fit on an SM where 2 of the linked entry (")) << fewer;
+  EXPECT_EQ(number(fewer, "blocks_per_sm"), 2);
+  reinterpret_cast<void (*)(int)>(dlsym(fake_.lib, "fake_cuda_set_program_occupancy"))(0);
+
+  const std::string off = fused("whole-program=0");
+  EXPECT_TRUE(contains(off, R"("compiled":"linked")") &&
+              contains(off, R"("why_linked":"the scope option whole-program=0")"))
+      << off;
+
+  const std::string capped = fused("max-registers=24");
+  EXPECT_TRUE(contains(capped, R"("compiled":"whole program")") && contains(capped, R"("register_cap":24)"))
+      << capped;
+  EXPECT_LE(number(capped, "registers"), 24) << capped;
 }

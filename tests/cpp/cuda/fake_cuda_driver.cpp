@@ -1,6 +1,7 @@
 // A stand-in for libcuda.so.1 on machines without a GPU (loaded through SK_CUDA_DRIVER_LIBRARY
 // by test_cuda_fake_driver.cpp): "device memory" is host memory, modules are checked for an
-// ELF image (the last one is kept for the tests to read) and the function name, and launches
+// ELF image (the last one is kept for the tests to read) and the function name, PTX given to
+// cuModuleLoadDataEx is compiled by ptxas as one program (as the driver's JIT does), and launches
 // are recorded instead of run. It lets the launch path of the CUDA backend (finalize,
 // co-residency clipping, parameters, epochs, stream ordering, argument rebinding, hang
 // reports, context handling, sticky errors, shared memory requests, graph capture, tensor maps)
@@ -59,8 +60,49 @@ struct Call {
   uint64_t address, size;
 };
 std::vector<Call> g_calls;
-std::map<std::string, int> g_fail;  // a call's name -> the error its next call returns
-std::vector<uint8_t> g_last_image;  // the ELF image of the last cuModuleLoadData
+std::map<std::string, int> g_fail;    // a call's name -> the error its next call returns
+std::vector<uint8_t> g_last_image;    // the ELF image of the last cuModuleLoadData
+std::vector<uint8_t> g_last_program;  // the cubin the last cuModuleLoadDataEx compiled from PTX
+
+// A loaded module, which is also its function's handle: what cuFuncGetAttribute says of it
+// (a cubin's registers are a fixed 40; a compiled program's are what ptxas said).
+struct FakeModule {
+  int registers, shared, local;
+  bool program = false;  // compiled from PTX by cuModuleLoadDataEx
+};
+int g_program_occupancy = 0;  // blocks per SM of a compiled program's function (0: g_occupancy)
+
+// The size of the section `name` of an ELF64 image (0 without one).
+int elf_section_size(const uint8_t *image, const char *name) {
+  const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(image);
+  const auto *sh = reinterpret_cast<const Elf64_Shdr *>(image + eh->e_shoff);
+  if (eh->e_shstrndx >= eh->e_shnum) return 0;
+  const char *names = reinterpret_cast<const char *>(image + sh[eh->e_shstrndx].sh_offset);
+  for (unsigned i = 0; i < eh->e_shnum; ++i)
+    if (std::strcmp(names + sh[i].sh_name, name) == 0) return (int)sh[i].sh_size;
+  return 0;
+}
+
+// Keeps an ELF image the driver takes without its size in `last` (it ends at its last section,
+// segment or header table) and makes its module.
+int load_image(void **m, const void *image, std::vector<uint8_t> *last) {
+  if (std::memcmp(image, "\177ELF", 4) != 0) return 200;  // CUDA_ERROR_INVALID_IMAGE
+  const auto *eh = static_cast<const Elf64_Ehdr *>(image);
+  size_t size = std::max<size_t>(eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize,
+                                 eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
+  const auto *ph = reinterpret_cast<const Elf64_Phdr *>(static_cast<const uint8_t *>(image) + eh->e_phoff);
+  for (unsigned i = 0; i < eh->e_phnum; ++i) size = std::max<size_t>(size, ph[i].p_offset + ph[i].p_filesz);
+  const auto *sh = reinterpret_cast<const Elf64_Shdr *>(static_cast<const uint8_t *>(image) + eh->e_shoff);
+  for (unsigned i = 0; i < eh->e_shnum; ++i)
+    if (sh[i].sh_type != SHT_NOBITS) size = std::max<size_t>(size, sh[i].sh_offset + sh[i].sh_size);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    last->assign(static_cast<const uint8_t *>(image), static_cast<const uint8_t *>(image) + size);
+  }
+  *m = new FakeModule{40, elf_section_size(static_cast<const uint8_t *>(image), ".nv.shared.sk_superkernel_entry"),
+                      0};
+  return 0;
+}
 
 // A node of a captured graph: a kernel launch, a write (memset or copy) or an event record.
 struct Node {
@@ -232,12 +274,18 @@ void fake_cuda_reset(int occupancy) {
   g_calls.clear();
   g_fail.clear();
   g_occupancy = occupancy;
+  g_program_occupancy = 0;
   g_shared = {};
   g_hang = {};
   g_driver_version = 13000;
   g_stack_limit = 1024;
   g_shared_optin = 232448;
   g_shared_reserved = 1024;
+}
+// Blocks per SM of the functions of programs compiled from PTX from now on (0: as any other).
+void fake_cuda_set_program_occupancy(int occupancy) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_program_occupancy = occupancy;
 }
 // The context's CU_LIMIT_STACK_SIZE, and the shared memory per block the device reports.
 size_t fake_cuda_stack_limit() {
@@ -528,32 +576,79 @@ int cuEventSynchronize(void *) {
 int cuModuleLoadData(void **m, const void *image) {
   if (int r = enter("cuModuleLoadData")) return r;
   if (int r = unsafe_call()) return r;
-  if (std::memcmp(image, "\177ELF", 4) != 0) return 200;  // CUDA_ERROR_INVALID_IMAGE
-  // The driver takes no size: an ELF64 image ends at its last section, segment or header table.
-  const auto *eh = static_cast<const Elf64_Ehdr *>(image);
-  size_t size = std::max<size_t>(eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize,
-                                 eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
-  const auto *ph = reinterpret_cast<const Elf64_Phdr *>(static_cast<const uint8_t *>(image) + eh->e_phoff);
-  for (unsigned i = 0; i < eh->e_phnum; ++i) size = std::max<size_t>(size, ph[i].p_offset + ph[i].p_filesz);
-  const auto *sh = reinterpret_cast<const Elf64_Shdr *>(static_cast<const uint8_t *>(image) + eh->e_shoff);
-  for (unsigned i = 0; i < eh->e_shnum; ++i)
-    if (sh[i].sh_type != SHT_NOBITS) size = std::max<size_t>(size, sh[i].sh_offset + sh[i].sh_size);
+  return load_image(m, image, &g_last_image);
+}
+// PTX is compiled as the driver's JIT compiles it, as one program: by ptxas (without -c), its
+// log in CU_JIT_ERROR_LOG_BUFFER on failure; the cubin is kept apart
+// from the last cuModuleLoadData's (fake_cuda_last_program).
+int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, void **values) {
+  if (int r = enter("cuModuleLoadDataEx")) return r;
+  if (int r = unsafe_call()) return r;
+  if (std::memcmp(image, "\177ELF", 4) == 0) return load_image(m, image, &g_last_image);
+  char *log = nullptr;
+  size_t log_size = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    const auto value = reinterpret_cast<uintptr_t>(values[i]);
+    if (options[i] == sk::cuda::CU_JIT_ERROR_LOG_BUFFER) log = static_cast<char *>(values[i]);
+    if (options[i] == sk::cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) log_size = value;
+  }
+  const std::string text = static_cast<const char *>(image);
+  const size_t target = text.find("\n.target ");
+  if (target == std::string::npos) return sk::cuda::CUDA_ERROR_INVALID_PTX;
+  const std::string arch = text.substr(target + 9, text.find_first_of(" ,\n", target + 9) - target - 9);
+  char dir[] = "/tmp/sk-fake-jit-XXXXXX";
+  if (!mkdtemp(dir)) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  const std::string ptx = std::string(dir) + "/program.ptx", cubin = std::string(dir) + "/program.cubin",
+                    out = std::string(dir) + "/ptxas.log";
+  FILE *f = std::fopen(ptx.c_str(), "w");
+  if (f) {
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
+  std::string command = std::string(SK_PTXAS) + " -v -arch=" + arch + " " + ptx + " -o " + cubin;
+  const int status = f ? std::system((command + " > " + out + " 2>&1").c_str()) : -1;
+  std::string said, line;
+  if (FILE *l = std::fopen(out.c_str(), "r")) {
+    for (int c; (c = std::fgetc(l)) != EOF;) said += (char)c;
+    std::fclose(l);
+  }
+  std::vector<uint8_t> bytes;
+  if (FILE *c = std::fopen(cubin.c_str(), "rb")) {
+    for (int b; (b = std::fgetc(c)) != EOF;) bytes.push_back((uint8_t)b);
+    std::fclose(c);
+  }
+  for (const std::string &file : {ptx, cubin, out}) std::remove(file.c_str());
+  rmdir(dir);
+  if (status != 0 || bytes.empty()) {
+    if (log && log_size) {
+      std::strncpy(log, said.c_str(), log_size - 1);
+      log[log_size - 1] = '\0';
+    }
+    return sk::cuda::CUDA_ERROR_INVALID_PTX;
+  }
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_last_image.assign(static_cast<const uint8_t *>(image), static_cast<const uint8_t *>(image) + size);
+    g_last_program = bytes;
   }
-  *m = new int(0);
+  auto *module = new FakeModule{40, elf_section_size(bytes.data(), ".nv.shared.sk_superkernel_entry"), 0, true};
+  // "Compiling entry function 'E' ... Used N registers": the entry's count, its callees' included.
+  const size_t entry = said.find("Compiling entry function 'sk_superkernel_entry'");
+  const size_t used = said.find("Used ", entry == std::string::npos ? 0 : entry);
+  if (used != std::string::npos) module->registers = std::atoi(said.c_str() + used + 5);
+  const size_t frame = said.find("bytes stack frame", entry == std::string::npos ? 0 : entry);
+  if (frame != std::string::npos) module->local = std::atoi(said.c_str() + said.rfind('\n', frame) + 1);
+  *m = module;
   return 0;
 }
 int cuModuleUnload(void *m) {
   if (int r = enter("cuModuleUnload")) return r;
-  delete static_cast<int *>(m);
+  delete static_cast<FakeModule *>(m);
   return 0;
 }
-int cuModuleGetFunction(void **f, void *, const char *name) {
+int cuModuleGetFunction(void **f, void *m, const char *name) {
   if (int r = enter("cuModuleGetFunction")) return r;
   if (std::strcmp(name, "sk_superkernel_entry") != 0) return 500;  // CUDA_ERROR_NOT_FOUND
-  *f = reinterpret_cast<void *>(0x2000);
+  *f = m;                                                          // a function is its module's FakeModule
   return 0;
 }
 // Copies the last loaded image (up to `cap` bytes); returns its size.
@@ -561,6 +656,12 @@ size_t fake_cuda_last_image(uint8_t *out, size_t cap) {
   std::lock_guard<std::mutex> lock(g_mutex);
   std::memcpy(out, g_last_image.data(), std::min(cap, g_last_image.size()));
   return g_last_image.size();
+}
+// The same of the cubin the last cuModuleLoadDataEx of PTX compiled.
+size_t fake_cuda_last_program(uint8_t *out, size_t cap) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::memcpy(out, g_last_program.data(), std::min(cap, g_last_program.size()));
+  return g_last_program.size();
 }
 void fake_cuda_shared(FakeShared *out) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -572,14 +673,18 @@ int cuFuncSetAttribute(void *, int attr, int value) {
   g_shared.max_dynamic = value;
   return 0;
 }
-int cuFuncGetAttribute(int *v, int attr, void *) {
-  *v = attr == 4 ? 40 : 1024;
+int cuFuncGetAttribute(int *v, int attr, void *f) {
+  const auto *m = static_cast<const FakeModule *>(f);
+  *v = attr == sk::cuda::CU_FUNC_ATTRIBUTE_NUM_REGS            ? m->registers
+       : attr == sk::cuda::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES ? m->shared
+       : attr == sk::cuda::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES  ? m->local
+                                                               : 1024;
   return 0;
 }
-int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *, int, size_t dynamic_shared) {
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int, size_t dynamic_shared) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_shared.occupancy_dynamic = (unsigned)dynamic_shared;
-  *n = g_occupancy;
+  *n = static_cast<const FakeModule *>(f)->program && g_program_occupancy ? g_program_occupancy : g_occupancy;
   return 0;
 }
 int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
@@ -722,6 +827,7 @@ int cuTensorMapEncodeTiled(void *map, int type, uint32_t rank, void *address, co
 int cuGetErrorName(int r, const char **s) {
   switch (r) {
     case 500: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    case 218: *s = "CUDA_ERROR_INVALID_PTX"; break;
     case 200: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
     case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
     case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;

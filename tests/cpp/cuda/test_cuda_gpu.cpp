@@ -1197,7 +1197,8 @@ uint64_t ptr_slot(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 // Each decode-step kernel as Triton and nvcc compiled it: fused from its PTX (Triton's five
 // 128-thread kernels in one super kernel, gemv reading what rmsnorm wrote; rope alone at 32
 // threads; nvcc's six __global__ kernels from a plain nvcc -c object) == the same PTX launched
-// unfused through the driver, bit for bit.
+// unfused through the driver, bit for bit: as one program the driver's JIT compiled (explain
+// says so), and Triton's linked (whole-program=0) too.
 TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   PtxDriver drv;
   ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
@@ -1303,10 +1304,11 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
       EXPECT_EQ(std::memcmp(fa.data(), fb.data(), sizes[i] * 4), 0) << what << ": output " << i;
     }
   };
-  // The fused runs: each group of one thread width is one super kernel.
-  auto fuse = [&](std::vector<PtxStep> steps, const char *name) {
+  // The fused runs: each group of one thread width is one super kernel, compiled as one program
+  // by the driver's JIT (PTX sub-kernels alone), or linked under `options` "whole-program=0".
+  auto fuse = [&](std::vector<PtxStep> steps, const char *name, const char *options = nullptr) {
     sk_scope *scope = nullptr;
-    ASSERT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_scope_begin(dev_, name, options, &scope), SK_OK) << sk_last_error();
     for (PtxStep &s : steps) {
       sk_kernel *kernel = ptx_kernel(s.ptx, s.name, {sizeof(sk_kernel_desc), nullptr, s.threads, s.shared});
       ASSERT_NE(kernel, nullptr) << s.name;
@@ -1316,6 +1318,13 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     }
     sk_superkernel *sk = nullptr;
     ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    size_t need = 0;
+    ASSERT_EQ(sk_superkernel_explain(sk, nullptr, 0, &need), SK_OK);
+    std::string json(need, '\0');
+    ASSERT_EQ(sk_superkernel_explain(sk, json.data(), need, nullptr), SK_OK) << sk_last_error();
+    const bool linked = options && std::strstr(options, "whole-program=0");
+    EXPECT_TRUE(json.find(linked ? R"("compiled":"linked")" : R"("compiled":"whole program")") != std::string::npos)
+        << name << ": " << json.substr(0, json.find("\"sub_kernels\""));
     ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
     sk_superkernel_destroy(sk);
@@ -1332,6 +1341,10 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   ASSERT_NO_FATAL_FAILURE(unfused(triton_steps(alone)));
   ASSERT_NO_FATAL_FAILURE(unfused(rope_steps(alone)));
   compare(fused, alone, "Triton");
+  const Outputs linked = outputs();
+  ASSERT_NO_FATAL_FAILURE(fuse(triton_steps(linked), "triton_decode_step_linked", "whole-program=0"));
+  ASSERT_NO_FATAL_FAILURE(fuse(rope_steps(linked), "triton_rope_linked", "whole-program=0"));
+  compare(linked, alone, "Triton, linked");
   const Outputs fused_nvcc = outputs(), alone_nvcc = outputs();
   ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc), "global_decode_step"));
   ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc)));

@@ -15,6 +15,7 @@
 
 #include "common/device_api_usage.hpp"
 #include "cuda/nvjitlink.hpp"
+#include "cuda/ptx_join.hpp"
 #include "cuda/ptx_module.hpp"
 #include "cuda/ptx_prune.hpp"
 #include "cuda_link_support.hpp"
@@ -1651,4 +1652,189 @@ TEST(CudaPtx, StaticSharedMemoryIsWhatAKernelAndItsHelpersName) {
   EXPECT_NE(build_superkernel(s.request(), &img), SK_OK);
   EXPECT_TRUE(contains(sk::last_error(), "too much shared data")) << sk::last_error();
   EXPECT_TRUE(contains(sk::last_error(), "'big3' 50000 bytes, 'big1' 30000 bytes")) << sk::last_error();
+}
+
+namespace {
+
+// The registers ptxas -v gives the entry of a whole program (0 if it says none).
+uint32_t entry_registers(const std::string &ptxas_output) {
+  const size_t entry = ptxas_output.find("Compiling entry function 'sk_superkernel_entry'");
+  const size_t used = ptxas_output.find("Used ", entry == std::string::npos ? 0 : entry);
+  return used == std::string::npos ? 0 : (uint32_t)std::atoi(ptxas_output.c_str() + used + 5);
+}
+
+// A module of one `.entry` `name` that stores what its internal helper returns and the first
+// byte of its own string, both named as nvcc names them in every module.
+std::string helper_module(const char *name, int value, char letter) {
+  const std::string v = std::to_string(value), l = std::to_string((int)letter);
+  return ".version 8.0\n.target sm_90\n.address_size 64\n"
+         ".global .align 1 .b8 $str[2] = {" +
+         l +
+         ", 0};\n"
+         ".extern .shared .align 16 .b8 smem[];\n"
+         ".func (.param .b32 r) helper()\n{\n.reg .b32 %v;\nmov.b32 %v, " +
+         v +
+         ";\nst.param.b32 [r], %v;\nret;\n}\n"
+         ".visible .entry " +
+         std::string(name) +
+         "(.param .u64 p)\n.reqntid 32\n{\n"
+         ".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n"
+         "ld.param.u64 %rd1, [p];\ncvta.to.global.u64 %rd1, %rd1;\n"
+         "{\n.param .b32 ret0;\ncall (ret0), helper, ();\nld.param.b32 %r1, [ret0];\n}\n"
+         "mov.u64 %rd2, $str;\ncvta.global.u64 %rd2, %rd2;\nld.u8 %r2, [%rd2];\nadd.s32 %r1, %r1, %r2;\n"
+         "mov.u32 %r3, smem;\nst.shared.u32 [%r3], %r1;\nld.shared.u32 %r1, [%r3];\n"
+         "st.global.u32 [%rd1], %r1;\nret;\n}\n";
+}
+
+}  // namespace
+
+// A super kernel of PTX sub-kernels alone is also one program: the entry and the modules as
+// linked, joined into one PTX text that the driver's JIT compiles whole (cuda/ptx_join.hpp).
+// Compiled so by ptxas, Triton's decode-step kernels take the registers they take alone,
+// where the link (each module compiled on its own, the kernels called functions) gives them
+// the call ABI's: the joined text has one header, no debug sections and no line information.
+TEST(CudaWholeProgram, PtxSubKernelsJoinIntoOneProgramThatTakesFewerRegisters) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  struct Case {
+    std::vector<const char *> fixtures;
+  };
+  for (const Case &c : {Case{{"residual_add"}}, Case{{"rmsnorm", "gemv"}},
+                        Case{{"residual_add", "rmsnorm", "silu_mul", "gemv", "decode_attention", "project"}}}) {
+    Scope s;
+    std::string what;
+    for (const char *f : c.fixtures) {
+      const TritonFixture *fx = nullptr;
+      for (const TritonFixture &t : kTriton)
+        if (std::string(t.file) == f) fx = &t;
+      ASSERT_TRUE(fx) << f;
+      auto m = load_triton(f);
+      ASSERT_TRUE(m);
+      auto k = take(m, fx->kernel, fx->threads, fx->shared);
+      ASSERT_TRUE(k);
+      s.add(k, 4);
+      what += std::string(what.empty() ? "" : ",") + f;
+    }
+    ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+    BuiltImage img;
+    ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+    ASSERT_FALSE(img.program_ptx.empty()) << what << ": " << img.why_linked;
+    EXPECT_EQ(img.program_register_cap, 0u);
+    const std::string &p = img.program_ptx;
+    EXPECT_EQ(count(p, ".version "), 1u) << what;
+    EXPECT_TRUE(p.starts_with(".version ") && contains(p, "\n.target sm_90a\n")) << what;
+    for (const char *gone : {".section", ".file", ".loc"}) EXPECT_EQ(count(p, gone), 0u) << what << ": " << gone;
+    EXPECT_EQ(count(p, ".extern .shared .align 16 .b8 global_smem[];"),
+              c.fixtures.size() > 1 ? 1u : count(p, "global_smem[]"))
+        << what;
+    std::string log;
+    ASSERT_EQ(sk::cuda_test::ptxas(p, "sm_90a", &log, true), 0) << what << ": " << log;
+    const sk::elf::CubinFunction *linked = img.info.find("sk_superkernel_entry");
+    ASSERT_TRUE(linked);
+    const uint32_t whole = entry_registers(log);
+    EXPECT_GT(whole, 0u) << log;
+    EXPECT_LT(whole, linked->registers) << what;
+  }
+}
+
+// Names a module keeps to itself (nvcc's `$str`, an internal helper) are kept apart where two
+// modules use the same: each module's become its own, in its declarations and every
+// statement that names them (the entry's stay as they are); one `.extern .shared` array of a name is declared once; the
+// entry's declarations of the kernels become forward declarations. The program compiles.
+TEST(CudaWholeProgram, NamesEachModuleKeepsToItselfStayApart) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto a = load_ptx(helper_module("ka", 1, 'A'), "a.ptx"), b = load_ptx(helper_module("kb", 2, 'B'), "b.ptx");
+  ASSERT_TRUE(a && b);
+  auto ka = take(a, "ka", 32, 16), kb = take(b, "kb", 32, 16);
+  ASSERT_TRUE(ka && kb);
+  Scope s;
+  s.add(ka, 2);
+  s.add(kb, 2);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  const std::string &p = img.program_ptx;
+  ASSERT_FALSE(p.empty()) << img.why_linked;
+  const size_t b_at = p.find("\n// b.ptx\n");
+  ASSERT_NE(b_at, std::string::npos) << p;
+  const std::string first = p.substr(0, b_at), second = p.substr(b_at);
+  EXPECT_TRUE(contains(first, ".b8 $str_sk1[2] = {65, 0};") && contains(first, "mov.u64 %rd2, $str_sk1;") &&
+              contains(first, ") helper_sk1()") && contains(first, "call (ret0), helper_sk1, ();"))
+      << first;
+  EXPECT_TRUE(contains(second, ".b8 $str_sk2[2] = {66, 0};") && contains(second, "mov.u64 %rd2, $str_sk2;") &&
+              contains(second, ") helper_sk2()") && contains(second, "call (ret0), helper_sk2, ();"))
+      << second;
+  EXPECT_FALSE(contains(p, "helper,") || contains(p, "$str;")) << p;
+  EXPECT_EQ(count(p, ".extern .shared .align 16 .b8 smem[];"), 1u) << p;
+  EXPECT_EQ(count(p, ".extern .func"), 0u) << p;  // the entry's declarations of ka and kb: forward ones now
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(p, "sm_90", &log, true), 0) << log << "\n" << p;
+}
+
+// What cannot be one program is linked, and says why: the scope option, a warp-specialized
+// kernel (setmaxnreg would hold for the steps after it), a name two modules define for others to use, a declaration of a variable another part defines after it, a
+// target with more than an architecture. A super kernel with a cubin sub-kernel is linked
+// without a reason (it has no PTX to join), and max-registers caps the one program too.
+TEST(CudaWholeProgram, WhatCannotBeOneProgramIsLinkedAndSaysWhy) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load_triton("residual_add");
+  ASSERT_TRUE(m);
+  auto add = take(m, "residual_add_kernel", 128);
+  auto build = [&](const char *options, std::vector<std::shared_ptr<CudaKernel>> ks, BuiltImage *img) {
+    Scope s;
+    s.options = options;
+    for (auto &k : ks) s.add(k, 4);
+    ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+    ASSERT_EQ(build_superkernel(s.request(), img), SK_OK) << sk::last_error();
+  };
+  BuiltImage off, capped, mixed, specialized;
+  build("whole-program=0", {add}, &off);
+  EXPECT_TRUE(off.program_ptx.empty());
+  EXPECT_EQ(off.why_linked, "the scope option whole-program=0");
+  auto ws = load_triton("matmul_ws");
+  ASSERT_TRUE(ws);
+  auto matmul = take(ws, "matmul_ws_kernel", 0, 115168);
+  ASSERT_TRUE(matmul);
+  build("", {matmul}, &specialized);
+  EXPECT_TRUE(specialized.program_ptx.empty());
+  EXPECT_EQ(specialized.why_linked,
+            "'matmul_ws_kernel' reallocates registers between warps (setmaxnreg), which compiled as one program "
+            "would hold for the steps after it");
+  build("max-registers=24", {add}, &capped);
+  EXPECT_FALSE(capped.program_ptx.empty()) << capped.why_linked;
+  EXPECT_EQ(capped.program_register_cap, 24u);
+  EXPECT_TRUE(contains(capped.program_ptx, "  .reqntid 128, 1, 1\n  .maxnreg 24\n")) << capped.program_ptx;
+  auto chain = load("chain.cubin");
+  ASSERT_TRUE(chain);
+  auto step = sk::cuda_test::kernel(chain, "chain_step");
+  ASSERT_TRUE(step);
+  ASSERT_EQ(step->threads, add->threads);
+  build("", {add, step}, &mixed);
+  EXPECT_TRUE(mixed.program_ptx.empty() && mixed.why_linked.empty()) << mixed.why_linked;
+
+  using sk::cuda::PtxPart;
+  const std::string head = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  std::string out, why;
+  const std::string twice = head + ".visible .func f()\n{\nret;\n}\n";
+  EXPECT_FALSE(sk::cuda::join_ptx({{twice, "x.ptx"}, {twice, "y.ptx"}}, "sm_90", &out, &why));
+  EXPECT_EQ(why, "'f' is defined by x.ptx and by y.ptx");
+  EXPECT_FALSE(sk::cuda::join_ptx({{head + ".extern .global .align 4 .b32 v;\n", "x.ptx"},
+                                   {head + ".visible .global .align 4 .b32 v;\n", "y.ptx"}},
+                                  "sm_90", &out, &why));
+  EXPECT_EQ(why, "x.ptx declares 'v', which y.ptx defines after it (a variable)");
+  EXPECT_FALSE(sk::cuda::join_ptx({{".version 8.0\n.target sm_90, debug\n.address_size 64\n", "g.ptx"}}, "sm_90",
+                                  &out, &why));
+  EXPECT_EQ(why, "g.ptx targets 'sm_90, debug' (a whole program has one target, an architecture)");
+  EXPECT_FALSE(sk::cuda::join_ptx({{head + ".visible .func f()\n{\nret;\n", "open.ptx"}}, "sm_90", &out, &why));
+  EXPECT_TRUE(contains(why, "open.ptx: line 4")) << why;
+  // Joined: the newest version, the target given, each part under its label.
+  EXPECT_TRUE(sk::cuda::join_ptx({{head + ".visible .func f()\n{\nret;\n}\n", "x.ptx"},
+                                  {".version 9.0\n.target sm_90a\n.address_size 64\n.extern .func f();\n", "y.ptx"}},
+                                 "sm_90a", &out, &why))
+      << why;
+  EXPECT_EQ(out,
+            ".version 9.0\n.target sm_90a\n.address_size 64\n\n// x.ptx\n\n\n\n.visible .func f()\n{\nret;\n}\n"
+            "\n// y.ptx\n\n\n\n\n");
 }

@@ -16,11 +16,17 @@ def _waits_for(step):
 
 
 def _print_cuda_entry(entry, w):
-    cap = f" (linked with at most {entry['register_cap']})" if "register_cap" in entry else " (no cap)"
+    whole = entry.get("compiled") == "whole program"
+    cap = (f" ({'compiled' if whole else 'linked'} with at most {entry['register_cap']})"
+           if "register_cap" in entry else " (no cap)")
+    if whole:
+        cap += f", compiled as one program (linked: {entry.get('linked_registers', '?')})"
     w(f"cuda entry: {entry.get('arch', '?')}, {entry.get('registers', '?')} registers{cap}, "
       f"{entry.get('stack_bytes', '?')} B stack, {entry.get('static_shared_bytes', '?')} B static and "
       f"{entry.get('dynamic_shared_bytes', '?')} B dynamic shared, {entry.get('blocks_per_sm', '?')} "
       f"block(s) per SM\n")
+    if "why_linked" in entry:
+        w(f"  linked, not one program: {entry['why_linked']}\n")
     if "arguments" in entry:
         w(f"  arguments: {entry.get('argument_bytes', '?')} B in the entry's "
           + ("kernel parameters\n" if entry["arguments"] == "parameters" else "device buffer (past the "

@@ -1,0 +1,222 @@
+#include "cuda/ptx_join.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "cuda/ptx_parse.hpp"
+
+namespace sk::cuda {
+namespace {
+
+using ptx_parse::closing;
+using ptx_parse::line_end;
+using ptx_parse::Tok;
+
+// A name a module gives a function or variable: not a directive, register, number or string.
+bool name_token(std::string_view t) {
+  if (t.empty()) return false;
+  const char c = t[0];
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$';
+}
+
+enum class What { Header, Debug, FuncDef, FuncDecl, Var };
+
+// A module-scope statement: tokens [begin, end], `;` or the body's `}` last.
+struct Item {
+  What what;
+  size_t begin = 0, end = 0;
+  std::string name;
+  bool visible = false, weak = false, ext = false, shared = false;
+};
+
+struct Part {
+  std::vector<Tok> toks;
+  std::vector<Item> items;
+  std::string version;
+};
+
+// The function a declaration or definition names: the word after `.func`/`.entry` and its
+// return parameters.
+std::string function_name(const std::vector<Tok> &toks, size_t begin, size_t end) {
+  for (size_t k = begin; k < end; ++k)
+    if (toks[k].s == ".func" || toks[k].s == ".entry") {
+      size_t n = k + 1;
+      if (n < end && toks[n].s == "(") n = closing(toks, n) + 1;
+      return n < end && name_token(toks[n].s) ? std::string(toks[n].s) : "";
+    }
+  return "";
+}
+
+// The variable a declaration names: its first name before an initializer.
+std::string variable_name(const std::vector<Tok> &toks, size_t begin, size_t end) {
+  for (size_t k = begin; k < end && toks[k].s != "="; ++k)
+    if (name_token(toks[k].s)) return std::string(toks[k].s);
+  return "";
+}
+
+// Reads a part's module-scope statements, or says what it cannot read.
+bool read_part(const PtxPart &in, Part *p, std::string *why) {
+  p->toks = ptx_parse::tokenize(in.text);
+  const std::vector<Tok> &t = p->toks;
+  auto s = [&t](size_t i) { return i < t.size() ? t[i].s : std::string_view(); };
+  for (size_t i = 0; i < t.size();) {
+    Item it;
+    it.begin = i;
+    if (s(i) == ".version" || s(i) == ".address_size") {
+      if (s(i) == ".version") p->version = std::string(s(i + 1));
+      it.what = What::Header;
+      it.end = i + 1;
+    } else if (s(i) == ".target") {
+      it.what = What::Header;
+      it.end = i + 1;
+      if (s(i + 2) == ",") {
+        *why = in.label + " targets '" + std::string(s(i + 1)) + ", " + std::string(s(i + 3)) +
+               "' (a whole program has one target, an architecture)";
+        return false;
+      }
+    } else if (s(i) == ".file" || s(i) == ".loc") {
+      it.what = What::Debug;
+      it.end = line_end(t, i) - 1;
+    } else if (s(i) == ".section") {
+      size_t open = i + 1;
+      while (open < t.size() && s(open) != "{") ++open;
+      it.what = What::Debug;
+      it.end = closing(t, open);
+    } else {
+      bool func = false;
+      const size_t j = ptx_parse::statement_end(t, i, &func);
+      it.end = j < t.size() && s(j) == "{" ? closing(t, j) : j;
+      it.what = s(j) == "{" ? What::FuncDef : func ? What::FuncDecl : What::Var;
+      it.name = func ? function_name(t, i, j) : variable_name(t, i, j);
+      for (size_t k = i; k < j && s(k) != ".func" && s(k) != ".entry" && s(k) != "="; ++k) {
+        it.visible |= s(k) == ".visible";
+        it.weak |= s(k) == ".weak";
+        it.ext |= s(k) == ".extern";
+        it.shared |= s(k) == ".shared";
+      }
+      if (it.name.empty()) {
+        *why = in.label + ": line " + std::to_string(t[i].line) + ": a statement that names nothing";
+        return false;
+      }
+    }
+    if (it.end >= t.size()) {
+      *why = in.label + ": line " + std::to_string(t[i].line) + ": '" + std::string(s(i)) + "' does not end";
+      return false;
+    }
+    i = it.end + 1;
+    p->items.push_back(std::move(it));
+  }
+  return true;
+}
+
+bool newer_version(const std::string &a, const std::string &b) {
+  const unsigned long am = std::strtoul(a.c_str(), nullptr, 10), bm = std::strtoul(b.c_str(), nullptr, 10);
+  const size_t ad = a.find('.'), bd = b.find('.');
+  const unsigned long an = ad == std::string::npos ? 0 : std::strtoul(a.c_str() + ad + 1, nullptr, 10);
+  const unsigned long bn = bd == std::string::npos ? 0 : std::strtoul(b.c_str() + bd + 1, nullptr, 10);
+  return am != bm ? am > bm : an > bn;
+}
+
+bool defines(const Item &it) { return it.what == What::FuncDef || (it.what == What::Var && !it.ext); }
+
+}  // namespace
+
+bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::string *out, std::string *why) {
+  std::vector<Part> parts(in.size());
+  for (size_t p = 0; p < in.size(); ++p)
+    if (!read_part(in[p], &parts[p], why)) return false;
+
+  // Where each name is defined (the part of a visible or weak definition, which others may
+  // reference), and every part that names it at module scope.
+  std::map<std::string, size_t> exported;
+  std::map<std::string, std::set<size_t>> named_in;
+  std::set<std::string> words;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    for (const Tok &t : parts[p].toks)
+      if (name_token(t.s)) words.insert(std::string(t.s));
+    for (const Item &it : parts[p].items) {
+      if (it.name.empty()) continue;
+      named_in[it.name].insert(p);
+      if (!defines(it) || !(it.visible || it.weak)) continue;
+      if (auto [at, fresh] = exported.emplace(it.name, p); !fresh && at->second != p) {
+        *why = "'" + it.name + "' is defined by " + in[at->second].label + " and by " + in[p].label;
+        return false;
+      }
+    }
+  }
+
+  std::string version = parts.empty() ? "" : parts[0].version;
+  for (const Part &p : parts)
+    if (newer_version(p.version, version)) version = p.version;
+  *out = ".version " + version + "\n.target " + target + "\n.address_size 64\n";
+
+  std::set<std::string> declared_once;  // undefined functions, `.extern .shared` arrays
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const Part &part = parts[p];
+    const std::vector<Tok> &t = part.toks;
+    std::vector<ptx_parse::Edit> edits;
+    auto drop = [&](const Item &it) {
+      edits.push_back({t[it.begin].at, t[it.end].at + t[it.end].s.size() - t[it.begin].at, ""});
+    };
+    // An internal name another part also uses gets this part's suffix.
+    std::map<std::string_view, std::string> renamed;
+    for (const Item &it : part.items)
+      if (p > 0 && defines(it) && !it.visible && !it.weak && named_in[it.name].size() > 1) {
+        std::string fresh = it.name + "_sk" + std::to_string(p);
+        while (words.count(fresh)) fresh += "_";
+        words.insert(fresh);
+        renamed.emplace(it.name, fresh);
+      }
+    for (const Item &it : part.items) {
+      if (it.what == What::Header || it.what == What::Debug) {
+        drop(it);
+        continue;
+      }
+      if (it.what == What::FuncDef) {  // its line information goes with the debug sections
+        for (size_t k = it.begin; k <= it.end; ++k)
+          if (t[k].bol && t[k].s == ".loc") {
+            const size_t nl = in[p].text.find('\n', t[k].at);
+            edits.push_back({t[k].at, (nl == std::string_view::npos ? in[p].text.size() : nl) - t[k].at, ""});
+          }
+        continue;
+      }
+      const bool declaration = it.what == What::FuncDecl || it.ext;
+      if (!declaration || renamed.count(it.name)) continue;
+      const auto def = exported.find(it.name);
+      const bool own = def != exported.end() && def->second == p;
+      if (def == exported.end() || own) {
+        // Not defined by another part: libsk's or the driver's (vprintf), or dynamic shared memory.
+        bool defined_here = own;
+        for (const Item &d : part.items) defined_here |= defines(d) && d.name == it.name;
+        if (!defined_here && (it.shared || it.what == What::FuncDecl) && !declared_once.insert(it.name).second)
+          drop(it);
+        continue;
+      }
+      if (def->second < p) {
+        drop(it);
+        continue;
+      }
+      // Defined by a later part: a forward declaration of a function, as that part defines it.
+      const Item *d = nullptr;
+      for (const Item &x : parts[def->second].items)
+        if (defines(x) && x.name == it.name) d = &x;
+      if (it.what != What::FuncDecl || d->weak) {
+        *why = in[p].label + " declares '" + it.name + "', which " + in[def->second].label +
+               " defines after it (a " + (d->weak ? "weak function" : "variable") + ")";
+        return false;
+      }
+      for (size_t k = it.begin; k <= it.end; ++k)
+        if (t[k].s == ".extern") edits.push_back({t[k].at, t[k].s.size(), it.visible ? "" : ".visible"});
+    }
+    for (const Tok &tok : t)
+      if (auto r = renamed.find(tok.s); r != renamed.end()) edits.push_back({tok.at, tok.s.size(), r->second});
+    std::string label = in[p].label;
+    for (char &c : label)
+      if (c == '\n' || c == '\r') c = ' ';
+    *out += "\n// " + label + "\n" + ptx_parse::apply(in[p].text, std::move(edits));
+  }
+  return true;
+}
+
+}  // namespace sk::cuda
