@@ -47,9 +47,12 @@
 //              bytes of the fixture's Triton metadata
 //   graph      a CUDA Graph captured from one step's launches, one cudaGraphLaunch per step
 //   super      one libsk super kernel of the same kernels from the same PTX (sk_module_load,
-//              sk_module_get_kernel_desc with the metadata's facts), one sk_launch per step
-//   cap64      the same linked with max-registers=64 (a PTX kernel compiled in the link takes
-//   cap32      more registers than alone: fewer registers, more blocks per SM, maybe spills)
+//              sk_module_get_kernel_desc with the metadata's facts), one sk_launch per step:
+//              one program the driver's JIT compiled, where it did (explain's "compiled")
+//   linked     the same linked by nvJitLink (whole-program=0): each kernel a called function,
+//              compiled on its own, with more registers than alone
+//   cap64      the same with max-registers=64 and 32: fewer registers, more blocks per SM,
+//   cap32      maybe spills
 //
 //   bench_cuda <bench_chain.cubin> [--rounds R] [--steps S] [--blocks B1,B2,...] [--triton DIR]
 //
@@ -1341,12 +1344,13 @@ bool find_ptx_version(const std::string &ptx, size_t *begin, size_t *end) {
 
 // ---- The three methods -------------------------------------------------------------------------
 
-enum TritonMethod { kTStream, kTGraph, kTSuper, kTSuperCap64, kTSuperCap32, kTritonMethods };
-const char *const kTritonMethodName[kTritonMethods] = {"stream", "graph", "super", "cap64", "cap32"};
-// The super kernels' scope options, from kTSuper on: the same step linked under register caps,
-// since a PTX kernel compiled in the link takes more registers than its own launch (max-registers).
+enum TritonMethod { kTStream, kTGraph, kTSuper, kTSuperLinked, kTSuperCap64, kTSuperCap32, kTritonMethods };
+const char *const kTritonMethodName[kTritonMethods] = {"stream", "graph", "super", "linked", "cap64", "cap32"};
+// The super kernels' scope options, from kTSuper on: the same step linked rather than compiled
+// as one program, and under register caps (max-registers).
 constexpr int kTritonSupers = kTritonMethods - kTSuper;
-const char *const kTritonSuperOptions[kTritonSupers] = {nullptr, "max-registers=64", "max-registers=32"};
+const char *const kTritonSuperOptions[kTritonSupers] = {nullptr, "whole-program=0", "max-registers=64",
+                                                        "max-registers=32"};
 
 // One kernel of the step: its launch facts from the fixture's .json, its arguments, and the kernel
 // twice: from the driver's JIT (stream, graph) and from libsk (super).
@@ -1649,9 +1653,11 @@ void bench_triton(Bench &b, const char *dir, int driver) {
   for (int m = kTSuper; m < kTritonMethods; ++m)
     if (t.super[m - kTSuper]) {
       const std::string json = explain(t.super[m - kTSuper]);
-      std::printf("%s: scope options \"%s\", entry %ld registers, %ld bytes of call stack, %ld blocks/SM\n",
+      const bool whole = json.find("\"compiled\":\"whole program\"") != std::string::npos;
+      std::printf("%s: scope options \"%s\", %s, entry %ld registers, %ld bytes of call stack, %ld blocks/SM\n",
                   kTritonMethodName[m], kTritonSuperOptions[m - kTSuper] ? kTritonSuperOptions[m - kTSuper] : "",
-                  json_number(json, "registers"), json_number(json, "stack_bytes"), json_number(json, "blocks_per_sm"));
+                  whole ? "one program" : "linked", json_number(json, "registers"), json_number(json, "stack_bytes"),
+                  json_number(json, "blocks_per_sm"));
     }
   std::printf("GPU us per step (cudaEvents around %d steps), median of %d rounds after a %.1f s warm-up\n",
               kTritonReplays, b.rounds, kTritonWarmupUs / 1e6);
