@@ -237,12 +237,20 @@ class CudaFakeDriver : public ::testing::Test {
     EXPECT_EQ(sk_module_get_kernel(mod, name, &k), SK_OK) << sk_last_error();
     return k;
   }
-  // The step tables uploaded for `launch` (cuMemcpyHtoDAsync past its sync buffer, where the
-  // launch's device memory follows it) whose size in words `fits` takes, read back in order.
+  // The step tables uploaded for `launch` (cuMemcpyHtoDAsync past its sync buffer, in the
+  // allocation that holds it, since it was made) whose size in words `fits` takes, read back in
+  // order. Another super kernel's memory, freed since, may lie past it.
   std::vector<std::vector<uint32_t>> step_tables(const FakeLaunch &launch, const std::function<bool(size_t)> &fits) {
+    const std::vector<FakeCall> log = fake_.log();
+    size_t from = log.size();
+    uint64_t end = 0;
+    for (size_t i = 0; i < log.size(); ++i)
+      if (named(log[i], "cuMemAlloc") && log[i].address <= launch.sync && launch.sync < log[i].address + log[i].size)
+        from = i, end = log[i].address + log[i].size;
     std::vector<std::vector<uint32_t>> out;
-    for (const FakeCall &c : fake_.log())
-      if (named(c, "cuMemcpyHtoDAsync") && c.address > launch.sync && c.size % 4 == 0 && fits(c.size / 4)) {
+    for (size_t i = from; i < log.size(); ++i)
+      if (const FakeCall &c = log[i]; named(c, "cuMemcpyHtoDAsync") && c.address > launch.sync &&
+                                      c.address + c.size <= end && c.size % 4 == 0 && fits(c.size / 4)) {
         out.emplace_back(c.size / 4);
         EXPECT_EQ(sk_memcpy(dev_, out.back().data(), reinterpret_cast<void *>(c.address), c.size), SK_OK);
       }

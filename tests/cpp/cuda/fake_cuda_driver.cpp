@@ -414,8 +414,11 @@ int cuMemAlloc_v2(uint64_t *p, size_t size) {
   if (int r = unsafe_call()) return r;
   *p = reinterpret_cast<uint64_t>(std::calloc(1, size));
   if (!*p) return 2;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_allocations[*p] = size;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_allocations[*p] = size;
+  }
+  record("cuMemAlloc", nullptr, *p, size);
   return 0;
 }
 int cuMemFree_v2(uint64_t p) {
