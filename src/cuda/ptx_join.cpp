@@ -110,6 +110,7 @@ bool read_part(const PtxPart &in, Part *p, std::string *why) {
   return true;
 }
 
+// `.version` a is newer than b ("9.0" than "8.7").
 bool newer_version(const std::string &a, const std::string &b) {
   const unsigned long am = std::strtoul(a.c_str(), nullptr, 10), bm = std::strtoul(b.c_str(), nullptr, 10);
   const size_t ad = a.find('.'), bd = b.find('.');
@@ -118,6 +119,7 @@ bool newer_version(const std::string &a, const std::string &b) {
   return am != bm ? am > bm : an > bn;
 }
 
+// A definition, which a declaration elsewhere may name (an `.extern` variable is none).
 bool defines(const Item &it) { return it.what == What::FuncDef || (it.what == What::Var && !it.ext); }
 
 }  // namespace

@@ -582,8 +582,8 @@ int cuModuleLoadData(void **m, const void *image) {
   return load_image(m, image, &g_last_image);
 }
 // PTX is compiled as the driver's JIT compiles it, as one program: by ptxas (without -c), its
-// log in CU_JIT_ERROR_LOG_BUFFER on failure; the cubin is kept apart
-// from the last cuModuleLoadData's (fake_cuda_last_program).
+// log in CU_JIT_ERROR_LOG_BUFFER on failure; the cubin is kept apart from the last
+// cuModuleLoadData's (fake_cuda_last_program).
 int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, void **values) {
   if (int r = enter("cuModuleLoadDataEx")) return r;
   if (int r = unsafe_call()) return r;
@@ -608,9 +608,9 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);
   }
-  std::string command = std::string(SK_PTXAS) + " -v -arch=" + arch + " " + ptx + " -o " + cubin;
+  const std::string command = std::string(SK_PTXAS) + " -v -arch=" + arch + " " + ptx + " -o " + cubin;
   const int status = f ? std::system((command + " > " + out + " 2>&1").c_str()) : -1;
-  std::string said, line;
+  std::string said;
   if (FILE *l = std::fopen(out.c_str(), "r")) {
     for (int c; (c = std::fgetc(l)) != EOF;) said += (char)c;
     std::fclose(l);
