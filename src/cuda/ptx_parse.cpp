@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
@@ -197,8 +198,15 @@ sk_status Parser::matching(size_t open, size_t *close) const {
 }
 
 sk_status Parser::run() {
+  std::set<std::string_view> header;  // the module's header directives, each once before the rest
+  bool body = false;
   for (size_t i = 0; i < toks_.size();) {
     const std::string_view s = tok(i);
+    // A link declares past the header (header_end): one that comes again, or after what it
+    // heads (two modules' texts one after the other), has no one end.
+    if ((s == ".version" || s == ".target" || s == ".address_size") && (body || !header.insert(s).second))
+      return bad(i, "'" + std::string(s) + "' " + (body ? "after a declaration" : "a second time") +
+                        ": a module's .version, .target and .address_size head it, once each");
     if (s == ".version") {
       version = std::string(tok(i + 1));
       version_tok = i + 1;
@@ -228,6 +236,7 @@ sk_status Parser::run() {
       i = close + 1;
       continue;
     }
+    body = true;
     bool func = false;
     const size_t j = statement_end(toks_, i, &func);
     if (j >= toks_.size()) return bad(i, "'" + std::string(s) + "' does not end");

@@ -1051,7 +1051,7 @@ TEST(CudaPtx, TheStepTableCarriesEachStepsGrid) {
   EXPECT_FALSE(sk::cuda_test::sass_function(sass, "__sk_grid").empty()) << "the entry's library defines it";
 }
 
-// PTX for another GPU, and text that is not PTX as far as the rewrite reads it.
+// PTX for another GPU, and text that is not PTX as far as the rewrite reads it (two headers).
 TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
   const std::string rms = text_of(read_file(triton_path("rmsnorm.ptx")));
   auto load_text = [](const std::string &t, const char *label, const std::string &arch = "sm_90") {
@@ -1072,6 +1072,18 @@ TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
   EXPECT_TRUE(contains(sk::last_error(), "cut.ptx: line ")) << sk::last_error();
   EXPECT_EQ(load_text(".version 9.0\n.address_size 64\n", "notarget.ptx"), SK_ERR_BAD_BINARY);
   EXPECT_TRUE(contains(sk::last_error(), "no .target")) << sk::last_error();
+  // Two modules' texts one after the other (a fuzzer's find: the second header moved where a
+  // link declares past the first, and the cut of a kernel read as garbage).
+  const std::string rope = text_of(read_file(triton_path("rope.ptx")));
+  EXPECT_EQ(load_text(rope + rms, "two.ptx"), SK_ERR_BAD_BINARY);
+  EXPECT_TRUE(contains(sk::last_error(), "two.ptx: line ") &&
+              contains(sk::last_error(),
+                       "'.version' after a declaration: a module's .version, .target and "
+                       ".address_size head it, once each"))
+      << sk::last_error();
+  EXPECT_EQ(load_text(".version 9.0\n.version 9.0\n.target sm_90\n.address_size 64\n", "twice.ptx"),
+            SK_ERR_BAD_BINARY);
+  EXPECT_TRUE(contains(sk::last_error(), "twice.ptx: line 2: '.version' a second time")) << sk::last_error();
   // Any prefix of the text: a clear refusal or a module, never a crash.
   for (size_t n = 1; n < rms.size(); n += 97) {
     const std::string cut = rms.substr(0, n);
