@@ -43,37 +43,20 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
                                    ("cuModuleGetFunction '" + image.entry + "'").c_str());
       st != SK_OK)
     return st;
-  int max_threads = 0, regs = 0, blocks = 0;
-  // Past 48 KiB of static plus dynamic shared memory a launch needs the function's opt-in.
-  if (image.static_shared + image.dynamic_shared > kDefaultSharedLimit) {
-    const std::string what = "cuFuncSetAttribute (" + std::to_string(image.dynamic_shared) +
-                             " bytes of dynamic shared memory, " + std::to_string(image.static_shared) + " static)";
-    const int dynamic = (int)image.dynamic_shared;
-    if (sk_status st = device->check(
-            a.cuFuncSetAttribute(p->function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic), call,
-            what.c_str());
-        st != SK_OK)
-      return st;
-  }
-  a.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->function_);
-  a.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->function_);
-  p->registers_ = (uint32_t)regs;
-  if (max_threads > 0 && (uint32_t)max_threads < image.threads)
+  Fit fit;
+  if (sk_status st = p->measure(p->function_, image, call, &fit); st != SK_OK) return st;
+  p->registers_ = (uint32_t)fit.registers;
+  if (fit.max_threads > 0 && (uint32_t)fit.max_threads < image.threads)
     return fail(SK_ERR_INCOMPATIBLE,
                 "super kernel '%s': %u threads per block, but with %d registers per thread %s runs at most %d",
-                name.c_str(), image.threads, regs, device->name().c_str(), max_threads);
-  if (sk_status st = device->check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                                       &blocks, p->function_, (int)image.threads, image.dynamic_shared),
-                                   call, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-      st != SK_OK)
-    return st;
-  p->occupancy_ = (uint32_t)blocks;
-  p->max_coresident_ = (uint32_t)blocks * device->multiprocessors();
+                name.c_str(), image.threads, fit.registers, device->name().c_str(), fit.max_threads);
+  p->occupancy_ = (uint32_t)fit.blocks;
+  p->max_coresident_ = (uint32_t)fit.blocks * device->multiprocessors();
   if (p->max_coresident_ == 0)
     return fail(SK_ERR_INCOMPATIBLE,
                 "super kernel '%s': not one block of %u threads fits on an SM of %s (%d registers)", name.c_str(),
-                image.threads, device->name().c_str(), regs);
-  if (!image.program_ptx.empty()) p->load_program(image);
+                image.threads, device->name().c_str(), fit.registers);
+  if (!image.program_ptx.empty()) p->load_program(image, call);
   const SyncLayout layout = sync_layout(steps);
   p->sync_bytes_ = layout.bytes;
   p->table_offset_ = layout.table;
@@ -92,7 +75,27 @@ sk_status LinkedProgram::load(const std::shared_ptr<CudaDevice> &device, const B
   return SK_OK;
 }
 
-void LinkedProgram::load_program(const BuiltImage &image) {
+sk_status LinkedProgram::measure(CUfunction fn, const BuiltImage &image, const char *call, Fit *out) const {
+  const DriverApi &a = device_->api();
+  // Past 48 KiB of static plus dynamic shared memory a launch needs the function's opt-in.
+  if (image.static_shared + image.dynamic_shared > kDefaultSharedLimit) {
+    const std::string what = "cuFuncSetAttribute (" + std::to_string(image.dynamic_shared) +
+                             " bytes of dynamic shared memory, " + std::to_string(image.static_shared) + " static)";
+    const int dynamic = (int)image.dynamic_shared;
+    if (sk_status st = device_->check(
+            a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic), call, what.c_str());
+        st != SK_OK)
+      return st;
+  }
+  a.cuFuncGetAttribute(&out->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
+  a.cuFuncGetAttribute(&out->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+  if (out->max_threads > 0 && (uint32_t)out->max_threads < threads_) return SK_OK;  // no block: 0 per SM
+  return device_->check(
+      a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&out->blocks, fn, (int)threads_, dynamic_shared_), call,
+      "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
+void LinkedProgram::load_program(const BuiltImage &image, const char *call) {
   const DriverApi &a = device_->api();
   char log[2048] = "";
   int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -108,28 +111,26 @@ void LinkedProgram::load_program(const BuiltImage &image) {
   }
   // The one program must be launchable as the linked entry is, with as many blocks per SM.
   CUfunction fn = nullptr;
-  int shared = -1, linked_shared = -1, max_threads = 0, regs = 0, local = 0, blocks = 0;
+  int shared = -1, linked_shared = -1, local = 0;
+  Fit fit;
   std::string why;
   if (a.cuModuleGetFunction(&fn, module, image.entry.c_str()) != CUDA_SUCCESS) {
     why = "the driver's JIT compiled it as one program without the entry '" + image.entry + "'";
+  } else if (measure(fn, image, call, &fit) != SK_OK) {
+    why = std::string("compiled as one program, it did not say how it fits: ") + last_error();
   } else {
     a.cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
     a.cuFuncGetAttribute(&linked_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_);
-    a.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
-    a.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
     a.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn);
-    if (image.static_shared + image.dynamic_shared > kDefaultSharedLimit)
-      a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)image.dynamic_shared);
-    a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, (int)threads_, dynamic_shared_);
-    const std::string as_one = "compiled as one program (" + std::to_string(regs) + " registers), ";
+    const std::string as_one = "compiled as one program (" + std::to_string(fit.registers) + " registers), ";
     if (shared != linked_shared)
       why = as_one + "its static shared memory is " + std::to_string(shared) +
             " bytes where the linked entry's is " + std::to_string(linked_shared) +
             " (the dynamic shared base would move)";
-    else if (max_threads > 0 && (uint32_t)max_threads < threads_)
-      why = as_one + "it runs at most " + std::to_string(max_threads) + " threads per block";
-    else if ((uint32_t)blocks < occupancy_)
-      why = as_one + std::to_string(blocks) + " blocks fit on an SM where " + std::to_string(occupancy_) +
+    else if (fit.max_threads > 0 && (uint32_t)fit.max_threads < threads_)
+      why = as_one + "it runs at most " + std::to_string(fit.max_threads) + " threads per block";
+    else if ((uint32_t)fit.blocks < occupancy_)
+      why = as_one + std::to_string(fit.blocks) + " blocks fit on an SM where " + std::to_string(occupancy_) +
             " of the linked entry (" + std::to_string(resources_.registers) + " registers) do";
   }
   if (!why.empty()) {
@@ -142,11 +143,11 @@ void LinkedProgram::load_program(const BuiltImage &image) {
   function_ = fn;
   resources_.whole_program = true;
   resources_.linked_registers = resources_.registers;
-  resources_.registers = registers_ = (uint32_t)regs;
+  resources_.registers = registers_ = (uint32_t)fit.registers;
   resources_.local_bytes = (uint32_t)local;
   resources_.register_cap = image.program_register_cap;
   resources_.why_linked.clear();
-  occupancy_ = (uint32_t)blocks;
+  occupancy_ = (uint32_t)fit.blocks;
   max_coresident_ = occupancy_ * device_->multiprocessors();
 }
 

@@ -88,7 +88,14 @@ class LinkedProgram {
   // cubin where it compiles, its static shared memory is the linked entry's (the dynamic
   // shared base, which the entry's padding aligned, must not move), it runs the block's threads
   // and as many blocks fit on an SM; else says why not (EntryResources::why_linked).
-  void load_program(const BuiltImage &image);
+  void load_program(const BuiltImage &image, const char *call);
+  // What `fn` gets as the entry of this program's launches (threads_, dynamic_shared_): its
+  // opt-in to dynamic shared memory past 48 KiB, its most threads per block and registers, and
+  // the blocks of it that fit on an SM (0 where it runs fewer threads than a block has).
+  struct Fit {
+    int max_threads = 0, registers = 0, blocks = 0;
+  };
+  sk_status measure(CUfunction fn, const BuiltImage &image, const char *call, Fit *out) const;
   std::shared_ptr<CudaDevice> device_;
   std::string name_;
   CUmodule module_ = nullptr;
