@@ -524,10 +524,8 @@ TEST_F(CudaFakeDriver, ADependentLaunchKernelWaitsAtItsGridDependencyWait) {
 // sk_finalize and by sk_launch_kernel, naming the barrier; taken without the flag it is another
 // kernel handle, planned as any other.
 TEST_F(CudaFakeDriver, AKernelWithAGridBarrierOfItsOwnRunsEveryBlockAtOnce) {
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("grid_sync.ptx").c_str(), &mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(mod);
+  sk_module *mod = module(sk::cuda_test::kernel_path("grid_sync.ptx"));
+  ASSERT_NE(mod, nullptr);
   sk_kernel_desc desc{sizeof desc, nullptr, 0, 0, {0, 0, 0}, SK_KERNEL_DESC_COOPERATIVE};
   sk_kernel *k = nullptr, *plain = nullptr;
   ASSERT_EQ(sk_module_get_kernel_desc(mod, "own_barrier_rotate", &desc, &k), SK_OK) << sk_last_error();
@@ -1347,10 +1345,8 @@ FakeShared shared_requests(void *lib) {
 }  // namespace
 
 TEST_F(CudaFakeDriver, LaunchesPassTheLargestDynamicSharedAndOptInPast48KiB) {
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(mod);
+  sk_module *mod = module(sk::cuda_test::kernel_path("shared.cubin"));
+  ASSERT_NE(mod, nullptr);
   sk_kernel *big = nullptr, *small = nullptr, *tile = nullptr;
   ASSERT_EQ(sk_module_get_kernel(mod, "dyn_big", &big), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_module_get_kernel(mod, "dyn_small", &small), SK_OK) << sk_last_error();
@@ -1544,10 +1540,8 @@ long long entry_number(const std::string &json, const std::string &key) {
 }  // namespace
 
 TEST_F(CudaFakeDriver, ExplainReportsTheLinkedEntrysResourcesAsItsCubinSays) {
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(mod);
+  sk_module *mod = module(sk::cuda_test::kernel_path("shared.cubin"));
+  ASSERT_NE(mod, nullptr);
   sk_kernel *tile = nullptr, *helper = nullptr;
   ASSERT_EQ(sk_module_get_kernel(mod, "tile_a", &tile), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_module_get_kernel(mod, "tile_in_helper", &helper), SK_OK) << sk_last_error();
@@ -1620,10 +1614,8 @@ uint32_t last_image_shared(void *lib, const std::string &entry) {
 // static shared memory, one tile's (the shared overlay), where the sum (72 KiB) would not link;
 // sk_launch_kernel's entry of one of them holds that kernel's tile.
 TEST_F(CudaFakeDriver, ExplainGivesTheOverlaysStaticSharedMemoryNotTheSum) {
-  sk_module *shared_cu = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("shared.cubin").c_str(), &shared_cu), SK_OK)
-      << sk_last_error();
-  modules_.push_back(shared_cu);
+  sk_module *shared_cu = module(sk::cuda_test::kernel_path("shared.cubin"));
+  ASSERT_NE(shared_cu, nullptr);
   sk_kernel *a = nullptr, *b = nullptr, *c = kernel("overlay.cubin", "tile_c");
   ASSERT_EQ(sk_module_get_kernel(shared_cu, "tile_a", &a), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_module_get_kernel(shared_cu, "tile_b", &b), SK_OK) << sk_last_error();
@@ -1801,10 +1793,8 @@ TEST_F(CudaFakeDriver, ArgumentsStayInTheParameterSpaceUpTo32KiBFromDriver12_1) 
 
 TEST_F(CudaFakeDriver, AModuleDeclaresItsKernelsAndEachSaysItsSignatureAndCoreType) {
   // What the Python binding reads instead of the cubin: the SK_KERNEL_CUDA metadata.
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("chain.cubin").c_str(), &mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(mod);
+  sk_module *mod = module(sk::cuda_test::kernel_path("chain.cubin"));
+  ASSERT_NE(mod, nullptr);
   size_t count = 0;
   ASSERT_EQ(sk_module_kernel_count(mod, &count), SK_OK) << sk_last_error();
   std::vector<std::string> names;
@@ -2566,10 +2556,8 @@ TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
 // launched unfused with sk_launch_kernel_grid, captured as such; refused without a shape, and
 // every malformed shape refused naming the kernel and the field.
 TEST_F(CudaFakeDriver, ATwoDimensionalGridIsGivenWithItsShape) {
-  sk_module *mod = nullptr;
-  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::triton_path("grid2d.ptx").c_str(), &mod), SK_OK)
-      << sk_last_error();
-  modules_.push_back(mod);
+  sk_module *mod = module(sk::cuda_test::triton_path("grid2d.ptx"));
+  ASSERT_NE(mod, nullptr);
   sk_kernel *k = nullptr;
   ASSERT_EQ(sk_module_get_kernel(mod, "grid2d_kernel", &k), SK_OK) << sk_last_error();
   uint64_t x = 0x1000, null = 0;
