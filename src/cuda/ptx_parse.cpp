@@ -147,11 +147,15 @@ std::string apply(std::string_view text, std::vector<Edit> edits, std::vector<si
 }
 
 size_t closing(const std::vector<Tok> &toks, size_t open) {
-  int depth = 0;
+  std::string expected;  // the closers of the brackets open, innermost last
   for (size_t i = open; i < toks.size(); ++i) {
     const std::string_view s = toks[i].s;
-    if (s == "{" || s == "(" || s == "[") ++depth;
-    if ((s == "}" || s == ")" || s == "]") && --depth == 0) return i;
+    if (s == "{" || s == "(" || s == "[") expected += s == "{" ? '}' : s == "(" ? ')' : ']';
+    if (s == "}" || s == ")" || s == "]") {
+      if (expected.empty() || s[0] != expected.back()) return toks.size();  // `{ ]`: never closed
+      expected.pop_back();
+      if (expected.empty()) return i;
+    }
   }
   return toks.size();
 }

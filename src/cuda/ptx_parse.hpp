@@ -41,7 +41,8 @@ using Edit = PtxEdit;
 // edit starting at a mark comes after it: a function's first token may be edited).
 std::string apply(std::string_view text, std::vector<PtxEdit> edits, std::vector<size_t *> marks = {});
 
-// The bracket that closes the one at token `open` (`{`, `(` or `[`), or toks.size().
+// The bracket that closes the one at token `open` (`{`, `(` or `[`), or toks.size() where a
+// bracket inside is closed by another kind (`{ ]`) or none closes it.
 size_t closing(const std::vector<Tok> &toks, size_t open);
 // The first token of the line after token `i`'s, or toks.size(): `.loc` and `.file` end there.
 size_t line_end(const std::vector<Tok> &toks, size_t i);

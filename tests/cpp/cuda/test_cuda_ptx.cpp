@@ -1084,6 +1084,12 @@ TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
   EXPECT_EQ(load_text(".version 9.0\n.version 9.0\n.target sm_90\n.address_size 64\n", "twice.ptx"),
             SK_ERR_BAD_BINARY);
   EXPECT_TRUE(contains(sk::last_error(), "twice.ptx: line 2: '.version' a second time")) << sk::last_error();
+  // A body cut short whose brackets are not balanced (a fuzzer's find: the `]` closed the
+  // function's `{`, and the body read as ended there).
+  const std::string unbalanced = rms.substr(0, rms.find("\tret;")) + "\tmov.u32 %r1, %r2];\n";
+  EXPECT_EQ(load_text(unbalanced, "unbalanced.ptx"), SK_ERR_BAD_BINARY);
+  EXPECT_TRUE(contains(sk::last_error(), "unbalanced.ptx: line ") && contains(sk::last_error(), "is never closed"))
+      << sk::last_error();
   // Any prefix of the text: a clear refusal or a module, never a crash.
   for (size_t n = 1; n < rms.size(); n += 97) {
     const std::string cut = rms.substr(0, n);
