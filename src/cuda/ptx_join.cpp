@@ -25,7 +25,7 @@ enum class What { Header, Debug, FuncDef, FuncDecl, Var };
 // A module-scope statement: tokens [begin, end], `;` or the body's `}` last.
 struct Item {
   What what;
-  size_t begin = 0, end = 0;
+  size_t begin = 0, end = 0, body = 0;  // body: a definition's `{`
   std::string name;
   bool visible = false, weak = false, ext = false, shared = false;
 };
@@ -87,6 +87,7 @@ bool read_part(const PtxPart &in, Part *p, std::string *why) {
       bool func = false;
       const size_t j = ptx_parse::statement_end(t, i, &func);
       it.end = j < t.size() && s(j) == "{" ? closing(t, j) : j;
+      it.body = j;
       it.what = s(j) == "{" ? What::FuncDef : func ? What::FuncDecl : What::Var;
       it.name = func ? function_name(t, i, j) : variable_name(t, i, j);
       for (size_t k = i; k < j && s(k) != ".func" && s(k) != ".entry" && s(k) != "="; ++k) {
@@ -122,6 +123,15 @@ bool newer_version(const std::string &a, const std::string &b) {
 // A definition, which a declaration elsewhere may name (an `.extern` variable is none).
 bool defines(const Item &it) { return it.what == What::FuncDef || (it.what == What::Var && !it.ext); }
 
+// The definition of a visible or weak name the program keeps, as a link keeps one: the
+// visible one, else the first weak one (nvcc -rdc writes every template function weak, in each
+// module that instantiates it).
+struct Kept {
+  size_t part;
+  bool weak;
+  const char *linkage() const { return weak ? ".weak" : ".visible"; }
+};
+
 }  // namespace
 
 bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::string *out, std::string *why) {
@@ -131,7 +141,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
 
   // Where each name is defined (the part of a visible or weak definition, which others may
   // reference), and every part that names it at module scope.
-  std::map<std::string, size_t> exported;
+  std::map<std::string, Kept> exported;
   std::map<std::string, std::set<size_t>> named_in;
   std::set<std::string> words;
   for (size_t p = 0; p < parts.size(); ++p) {
@@ -141,10 +151,13 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
       if (it.name.empty()) continue;
       named_in[it.name].insert(p);
       if (!defines(it) || !(it.visible || it.weak)) continue;
-      if (auto [at, fresh] = exported.emplace(it.name, p); !fresh && at->second != p) {
-        *why = "'" + it.name + "' is defined by " + in[at->second].label + " and by " + in[p].label;
+      auto [at, fresh] = exported.emplace(it.name, Kept{p, it.weak});
+      if (fresh || at->second.part == p || it.weak) continue;
+      if (!at->second.weak) {
+        *why = "'" + it.name + "' is defined by " + in[at->second.part].label + " and by " + in[p].label;
         return false;
       }
+      at->second = Kept{p, false};
     }
   }
 
@@ -170,9 +183,36 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
         words.insert(fresh);
         renamed.emplace(it.name, fresh);
       }
+    // A declaration's linkage (`.extern`, `.visible`, `.weak`) becomes that of the definition
+    // the program keeps, which a later part holds.
+    auto link_as = [&](const Item &it, const Kept &kept) {
+      bool first = true;
+      for (size_t k = it.begin; k <= it.end && t[k].s != ".func"; ++k)
+        if (t[k].s == ".extern" || t[k].s == ".visible" || t[k].s == ".weak") {
+          edits.push_back({t[k].at, t[k].s.size(), first ? kept.linkage() : ""});
+          first = false;
+        }
+    };
     for (const Item &it : part.items) {
       if (it.what == What::Header || it.what == What::Debug) {
         drop(it);
+        continue;
+      }
+      const auto def = exported.find(it.name);
+      if (defines(it) && def != exported.end() && def->second.part != p) {
+        // Another part's definition is kept: this one goes, or becomes the declaration of a
+        // function that part defines after it.
+        if (def->second.part < p) {
+          drop(it);
+        } else if (it.what == What::FuncDef) {
+          link_as(it, def->second);
+          const size_t head_end = t[it.body - 1].at + t[it.body - 1].s.size();
+          edits.push_back({head_end, t[it.end].at + 1 - head_end, ";"});
+        } else {
+          *why = in[p].label + " defines '" + it.name + "' weak, and " + in[def->second.part].label +
+                 " after it (a variable)";
+          return false;
+        }
         continue;
       }
       if (it.what == What::FuncDef) {  // its line information goes with the debug sections
@@ -185,8 +225,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
       }
       const bool declaration = it.what == What::FuncDecl || it.ext;
       if (!declaration || renamed.count(it.name)) continue;
-      const auto def = exported.find(it.name);
-      const bool own = def != exported.end() && def->second == p;
+      const bool own = def != exported.end() && def->second.part == p;
       if (def == exported.end() || own) {
         // Not defined by another part: libsk's or the driver's (vprintf), or dynamic shared memory.
         bool defined_here = own;
@@ -195,21 +234,17 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
           drop(it);
         continue;
       }
-      if (def->second < p) {
+      if (def->second.part < p) {
         drop(it);
         continue;
       }
       // Defined by a later part: a forward declaration of a function, as that part defines it.
-      const Item *d = nullptr;
-      for (const Item &x : parts[def->second].items)
-        if (defines(x) && x.name == it.name) d = &x;
-      if (it.what != What::FuncDecl || d->weak) {
-        *why = in[p].label + " declares '" + it.name + "', which " + in[def->second].label +
-               " defines after it (a " + (d->weak ? "weak function" : "variable") + ")";
+      if (it.what != What::FuncDecl) {
+        *why = in[p].label + " declares '" + it.name + "', which " + in[def->second.part].label +
+               " defines after it (a variable)";
         return false;
       }
-      for (size_t k = it.begin; k <= it.end; ++k)
-        if (t[k].s == ".extern") edits.push_back({t[k].at, t[k].s.size(), it.visible ? "" : ".visible"});
+      link_as(it, def->second);
     }
     for (const Tok &tok : t)
       if (auto r = renamed.find(tok.s); r != renamed.end()) edits.push_back({tok.at, tok.s.size(), r->second});

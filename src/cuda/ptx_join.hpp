@@ -8,11 +8,13 @@
 // functions and variables, Triton's `_$_str`, nvcc's `$str`) are renamed where another part
 // defines or declares the same name; a declaration of what another part defines is dropped, or
 // made a forward declaration when that part comes later; `.extern .shared` arrays (dynamic
-// shared memory, one base for all) are declared once; debug sections, `.file` and `.loc` are
-// left out (their numbering and labels are per module). What it cannot join as the link
-// would link it (a visible or weak definition in two parts, a forward reference to a
-// variable, a `.target` with more than an architecture) it refuses, saying why: the super
-// kernel is then linked as before.
+// shared memory, one base for all) are declared once; of a function or variable defined in
+// several parts, weak (nvcc -rdc's template functions), the program keeps the definition a link
+// keeps (the visible one, else the first), the others dropped or made declarations; debug
+// sections, `.file` and `.loc` are left out (their numbering and labels are per module). What
+// it cannot join as the link would link it (a visible definition in two parts, a forward
+// reference to a variable, a `.target` with more than an architecture) it refuses, saying why:
+// the super kernel is then linked as before.
 #pragma once
 #include <string>
 #include <string_view>

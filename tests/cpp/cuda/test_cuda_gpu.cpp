@@ -1196,7 +1196,8 @@ uint64_t ptr_slot(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 
 // Each decode-step kernel as Triton and nvcc compiled it: fused from its PTX (Triton's five
 // 128-thread kernels in one super kernel, gemv reading what rmsnorm wrote; rope alone at 32
-// threads; nvcc's six __global__ kernels from a plain nvcc -c object) == the same PTX launched
+// threads; nvcc's six __global__ kernels from a plain nvcc -c object; two nvcc -rdc files that
+// define the same weak template function and variable) == the same PTX launched
 // unfused through the driver, bit for bit: as one program the driver's JIT compiled (explain
 // says so), and Triton's linked (whole-program=0) too.
 TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
@@ -1349,6 +1350,31 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc), "global_decode_step"));
   ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc)));
   compare(fused_nvcc, alone_nvcc, "nvcc __global__");
+  // Two files of nvcc -rdc=true, each defining the same weak template function and variable
+  // (rdc_shared.cuh): one program that keeps one of each, as a link would.
+  auto rdc_steps = [&](const float *sums, const float *scaled) {
+    return std::vector<PtxStep>{{text(sk::cuda_test::kernel_path("rdc_sum.ptx")),
+                                 "rdc_sum",
+                                 B * H / 32,
+                                 32,
+                                 0,
+                                 {ptr_slot(x), ptr_slot(sums)}},
+                                {text(sk::cuda_test::kernel_path("rdc_scale.ptx")),
+                                 "rdc_scale",
+                                 B * H / 32,
+                                 32,
+                                 0,
+                                 {ptr_slot(x), ptr_slot(scaled)}}};
+  };
+  const float *rdc_fused[2] = {alloc(std::vector<float>(B * H / 32)), alloc(std::vector<float>(B * H))},
+              *rdc_alone[2] = {alloc(std::vector<float>(B * H / 32)), alloc(std::vector<float>(B * H))};
+  ASSERT_NO_FATAL_FAILURE(fuse(rdc_steps(rdc_fused[0], rdc_fused[1]), "rdc_weak_definitions"));
+  ASSERT_NO_FATAL_FAILURE(unfused(rdc_steps(rdc_alone[0], rdc_alone[1])));
+  for (size_t i = 0; i < 2; ++i) {
+    const size_t n = i ? B * H : B * H / 32;
+    const std::vector<float> f = read(rdc_fused[i], n), a = read(rdc_alone[i], n);
+    EXPECT_EQ(std::memcmp(f.data(), a.data(), n * 4), 0) << "nvcc -rdc: output " << i;
+  }
   // Triton's wgmma projection of the normed rows after nvcc's rmsnorm, whose static __shared__
   // variables come before the projection's tiles in the super kernel's shared memory: the tiles
   // are swizzled on absolute addresses, so they must start where a plain launch starts them.

@@ -1790,6 +1790,73 @@ TEST(CudaWholeProgram, NamesEachModuleKeepsToItselfStayApart) {
   EXPECT_EQ(sk::cuda_test::ptxas(p, "sm_90", &log, true), 0) << log << "\n" << p;
 }
 
+// Two files compiled with -rdc=true (rdc_sum.cu, rdc_scale.cu) each define the template
+// function and the inline variable of a header they share, weak: a link keeps one of each, and
+// so does the program (the first part's), the other part's definitions left out. It compiles.
+TEST(CudaWholeProgram, WeakDefinitionsOfSeveralModulesAreKeptOnceAsALinkKeepsThem) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto a = load("rdc_sum.ptx"), b = load("rdc_scale.ptx");
+  ASSERT_TRUE(a && b);
+  auto sum = take(a, "rdc_sum", 32), scale = take(b, "rdc_scale", 32);
+  ASSERT_TRUE(sum && scale);
+  Scope s;
+  s.add(sum, 4);
+  s.add(scale, 4);
+  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  const std::string &p = img.program_ptx;
+  ASSERT_FALSE(p.empty()) << img.why_linked;
+  const size_t second = p.find("rdc_scale.ptx\n");
+  ASSERT_NE(second, std::string::npos) << p;
+  const std::string weights = ".weak .global .align 4 .b8 kRdcWeights[16] = {";
+  EXPECT_EQ(count(p, weights), 1u) << p;
+  EXPECT_LT(p.find(weights), second) << p;
+  const std::string template_fn = ".weak .func  (.param .b32 func_retval0) _Z12rdc_warp_sumIfET_S0_(";
+  ASSERT_EQ(count(p, template_fn), 1u) << p;
+  EXPECT_LT(p.find(template_fn), second) << p;
+  EXPECT_EQ(count(p, "_Z12rdc_warp_sumIfET_S0__sk"), 0u) << p;  // one function, not renamed
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(p, "sm_90", &log, true), 0) << log << "\n" << p;
+
+  // Hand-written: the visible definition is kept wherever it is, an earlier weak one becoming
+  // its declaration (a function), or refused (a variable, declared before it is defined).
+  using sk::cuda::PtxPart;
+  const std::string head = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  const std::string weak_f = head +
+                             ".weak .func (.param .b32 r) f()\n{\n.reg .b32 %v;\nmov.b32 %v, 1;\n"
+                             "st.param.b32 [r], %v;\nret;\n}\n";
+  const std::string strong_f = head +
+                               ".visible .func (.param .b32 r) f()\n{\n.reg .b32 %v;\nmov.b32 %v, 2;\n"
+                               "st.param.b32 [r], %v;\nret;\n}\n";
+  const std::string user =
+      head +
+      ".extern .func (.param .b32 r) f();\n"
+      ".visible .entry k(.param .u64 p)\n{\n.reg .b32 %r;\n.reg .b64 %rd;\n"
+      "ld.param.u64 %rd, [p];\n{\n.param .b32 r0;\ncall (r0), f, ();\nld.param.b32 %r, [r0];\n}\n"
+      "st.global.u32 [%rd], %r;\nret;\n}\n";
+  std::string out, why;
+  ASSERT_TRUE(sk::cuda::join_ptx({{user, "user.ptx"}, {weak_f, "w1.ptx"}, {strong_f, "s.ptx"}, {weak_f, "w2.ptx"}},
+                                 "sm_90", &out, &why))
+      << why;
+  EXPECT_EQ(count(out, "mov.b32 %v, 1;"), 0u) << out;
+  EXPECT_EQ(count(out, "mov.b32 %v, 2;"), 1u) << out;
+  EXPECT_TRUE(contains(out, "// w1.ptx\n\n\n\n.visible .func (.param .b32 r) f();\n")) << out;
+  EXPECT_TRUE(contains(out, "// user.ptx\n\n\n\n.visible .func (.param .b32 r) f();\n")) << out;
+  EXPECT_EQ(sk::cuda_test::ptxas(out, "sm_90", &log, true), 0) << log << "\n" << out;
+  // Weak alone: the first definition, a later declaration of it kept weak.
+  ASSERT_TRUE(sk::cuda::join_ptx({{user, "user.ptx"}, {weak_f, "w1.ptx"}, {weak_f, "w2.ptx"}}, "sm_90", &out, &why))
+      << why;
+  EXPECT_EQ(count(out, "mov.b32 %v, 1;"), 1u) << out;
+  EXPECT_TRUE(contains(out, "// user.ptx\n\n\n\n.weak .func (.param .b32 r) f();\n")) << out;
+  EXPECT_EQ(sk::cuda_test::ptxas(out, "sm_90", &log, true), 0) << log << "\n" << out;
+  EXPECT_FALSE(sk::cuda::join_ptx({{head + ".weak .global .align 4 .b32 v = 1;\n", "x.ptx"},
+                                   {head + ".visible .global .align 4 .b32 v = 2;\n", "y.ptx"}},
+                                  "sm_90", &out, &why));
+  EXPECT_EQ(why, "x.ptx defines 'v' weak, and y.ptx after it (a variable)");
+}
+
 // What cannot be one program is linked, and says why: the scope option, a warp-specialized
 // kernel (setmaxnreg would hold for the steps after it), a name two modules define for others to use, a declaration of a variable another part defines after it, a
 // target with more than an architecture. A super kernel with a cubin sub-kernel is linked
