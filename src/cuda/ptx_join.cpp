@@ -174,6 +174,11 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
     auto drop = [&](const Item &it) {
       edits.push_back({t[it.begin].at, t[it.end].at + t[it.end].s.size() - t[it.begin].at, ""});
     };
+    // A `.loc` or `.file` directive's line, which the tokenizer reads as the directive alone.
+    auto line_of = [&](size_t k) {
+      const size_t nl = in[p].text.find('\n', t[k].at);
+      return ptx_parse::Edit{t[k].at, (nl == std::string_view::npos ? in[p].text.size() : nl) - t[k].at, ""};
+    };
     // An internal name another part also uses gets this part's suffix.
     std::map<std::string_view, std::string> renamed;
     for (const Item &it : part.items)
@@ -195,7 +200,10 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
     };
     for (const Item &it : part.items) {
       if (it.what == What::Header || it.what == What::Debug) {
-        drop(it);
+        if (t[it.begin].s == ".loc" || t[it.begin].s == ".file")
+          edits.push_back(line_of(it.begin));
+        else
+          drop(it);
         continue;
       }
       const auto def = exported.find(it.name);
@@ -217,10 +225,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
       }
       if (it.what == What::FuncDef) {  // its line information goes with the debug sections
         for (size_t k = it.begin; k <= it.end; ++k)
-          if (t[k].bol && t[k].s == ".loc") {
-            const size_t nl = in[p].text.find('\n', t[k].at);
-            edits.push_back({t[k].at, (nl == std::string_view::npos ? in[p].text.size() : nl) - t[k].at, ""});
-          }
+          if (t[k].bol && t[k].s == ".loc") edits.push_back(line_of(k));
         continue;
       }
       const bool declaration = it.what == What::FuncDecl || it.ext;

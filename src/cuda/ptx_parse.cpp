@@ -121,6 +121,9 @@ std::vector<Tok> tokenize(std::string_view t) {
     out.push_back({t.substr(i, j - i), i, line, bol});
     bol = false;
     i = j;
+    // Line information: the directive stands for its line, which no reader looks into.
+    if (out.back().s == ".loc" || out.back().s == ".file")
+      while (i < t.size() && t[i] != '\n') ++i;
   }
   return out;
 }

@@ -32,7 +32,8 @@ struct Tok {
 
 // PTX's lexical structure as far as a rewrite needs it: words (directives, opcodes with their
 // type suffixes, registers, names, numbers, `.shared::cluster`), guards (`@!%p1`), strings and
-// single punctuation; comments skipped.
+// single punctuation; comments skipped, and the rest of a `.loc` or `.file` directive's line
+// (line information, which no rewrite reads: a stray bracket there is no bracket).
 std::vector<Tok> tokenize(std::string_view t);
 
 using Edit = PtxEdit;

@@ -14,6 +14,7 @@
 #include "common/scope_options.hpp"
 #include "common/signature.hpp"
 #ifdef SK_HAVE_CUDA
+#include "cuda/ptx_join.hpp"
 #include "cuda/ptx_module.hpp"
 #include "cuda/ptx_prune.hpp"
 #include "elf/shared_overlay_layout.hpp"
@@ -82,10 +83,18 @@ void ptx(const std::string &text) {
   const sk::elf::SharedOverlayLayout layout = sk::elf::layout_shared_overlay({&m.graph}, {{0, first}}, false);
   const sk::cuda::PtxOverlay place{"__sk_shared_overlay", layout.bytes, layout.align, &layout.offsets[0]};
   sk::cuda::PtxModule moved;
-  if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {first}, &place), "fuzz", "sm_90", "9.0", &moved) !=
-          SK_OK ||
-      !moved.find(first))
+  const std::string moved_text = sk::cuda::ptx_text_for(m, {first}, &place);
+  if (sk::cuda::read_ptx_module(moved_text, "fuzz", "sm_90", "9.0", &moved) != SK_OK || !moved.find(first))
     std::abort();
+  // One program of that cut, alone or twice (its visible names then defined twice, its own
+  // renamed in the second), reads again where the join takes it.
+  for (size_t copies : {1, 2}) {
+    const std::vector<sk::cuda::PtxPart> parts(copies, sk::cuda::PtxPart{moved_text, "fuzz"});
+    std::string program, why;
+    if (!sk::cuda::join_ptx(parts, "sm_90", &program, &why)) continue;
+    sk::cuda::PtxModule whole;
+    if (sk::cuda::read_ptx_module(program, "fuzz", "sm_90", "9.0", &whole) != SK_OK) std::abort();
+  }
 #else
   (void)text;
 #endif

@@ -1090,6 +1090,11 @@ TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
   EXPECT_EQ(load_text(unbalanced, "unbalanced.ptx"), SK_ERR_BAD_BINARY);
   EXPECT_TRUE(contains(sk::last_error(), "unbalanced.ptx: line ") && contains(sk::last_error(), "is never closed"))
       << sk::last_error();
+  // A `.loc` line is skipped whole by every reader, a bracket on it too (a fuzzer's find: the
+  // parser matched brackets across it, the one-program join dropped it).
+  std::string loc = rms;
+  loc.insert(loc.find("\tret;"), "\t.loc 1 2 3 rmsnorm_kernel(\n");
+  EXPECT_EQ(load_text(loc, "loc.ptx"), SK_OK) << sk::last_error();
   // Any prefix of the text: a clear refusal or a module, never a crash.
   for (size_t n = 1; n < rms.size(); n += 97) {
     const std::string cut = rms.substr(0, n);
