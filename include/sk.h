@@ -921,7 +921,8 @@ SK_API sk_status sk_scope_wait_event(sk_scope *scope, uint32_t stream, uint32_t 
  * - Errors: SK_ERR_STATE for a scope without kernels; SK_ERR_INCOMPATIBLE for kernels that
  *   cannot be planned together (a kernel that syncs its cores on more blocks than the device
  *   has cores, strict-scope-check=abort, core counts that do not fit the layout); on a CUDA
- *   device also SK_ERR_INCOMPATIBLE for kernels that disagree on threads per block, more
+ *   device also SK_ERR_INCOMPATIBLE for a sub-kernel of fewer threads per block than the
+ *   widest that cannot run on the block's first ones (a cubin's, part of a warp), more
  *   blocks that sync than are co-resident, a failed link, more shared memory per block than
  *   the GPU allows (the message names the sub-kernels and the bytes the GPU reserves in every
  *   block) or a call stack ptxas cannot bound without the `stack_bytes` device key,

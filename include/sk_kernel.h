@@ -161,8 +161,9 @@ SK_DEVICE_INLINE void sk_block_range(uint32_t n, uint32_t *begin, uint32_t *end)
  * Metadata: a device compiler keeps no custom section, so each record is a __device__ string
  * named sk_kernel_meta_<fn> that libsk finds in the cubin's symbol table:
  * "sk1;kernel=NAME;sig=SIGNATURE;type=CORE_TYPE[;threads=N][;shared=BYTES]". threads is the
- * block size the kernel is written for (every sub-kernel of a super kernel must agree; 128 if
- * not given); shared the bytes its `extern __shared__` array needs.
+ * block size the kernel is written for (128 if not given; a super kernel runs its widest
+ * sub-kernel's, and a cubin's or LTO-IR's must be that wide: its barriers wait for every thread
+ * of the block); shared the bytes its `extern __shared__` array needs.
  */
 #define SK_KERNEL_TYPED(fn, signature, core_type)                                               \
   extern "C" __device__ __attribute__((used)) const char SK_KERNEL_CAT(sk_kernel_meta_, fn)[] = \

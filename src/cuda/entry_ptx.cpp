@@ -228,6 +228,9 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   const size_t n = s.signature.size();
   const std::vector<uint32_t> at = slot_offsets(s.signature);
   std::string o = "  {\n";
+  if (s.threads && s.threads < spec.threads)  // whole warps: the branch is uniform in each
+    o += "    .reg .pred %nt;\n    .reg .b32 %tt;\n    mov.u32 %tt, %tid.x;\n    setp.ge.u32 %nt, %tt, " +
+         str(s.threads) + ";\n    @%nt bra.uni $called;\n";
   if (s.block_shape[0])  // x in the low word
     o += "    .reg .b64 %bs;\n    mov.b64 %bs, " + str(uint64_t{s.block_shape[1]} << 32 | s.block_shape[0]) +
          ";\n    st.shared.u64 [" + state_address(spec, "S_BLOCK_SHAPE") + "], %bs;\n";
@@ -315,10 +318,10 @@ SyncLayout sync_layout(size_t steps) {
 }
 
 // Steps call at one site when they call one function with the same arguments read by reference
-// and the same block shape.
+// and the same block shape and threads.
 bool same_call_site(const EntryStep &a, const EntryStep &b) {
   return a.symbol == b.symbol && a.arg_refs == b.arg_refs && a.block_shape[0] == b.block_shape[0] &&
-         a.block_shape[1] == b.block_shape[1];
+         a.block_shape[1] == b.block_shape[1] && a.threads == b.threads;
 }
 
 std::vector<const EntryStep *> distinct_kernels(const EntrySpec &spec) {

@@ -57,6 +57,9 @@ struct EntryStep {
   bool dcci_after = false;
   bool gm_flush = true;   // sk_gm_load/store flush their access (else plain accesses)
   uint32_t arg_base = 0;  // first 8-byte argument slot of this step
+  // The sub-kernel's threads per block; fewer than the super kernel's: the block's first ones
+  // call it, the others go on to the step's end barrier (0: all of them).
+  uint32_t threads = 0;
   // Bit j: parameter j is read by reference, from the address in its slot, at each call
   // (sk_kernel_options.arg_refs). Steps of one function with other bits call at other sites.
   uint64_t arg_refs = 0;

@@ -32,6 +32,15 @@ size_t operands_after_id(const std::vector<std::string_view> &t, std::string_vie
 
 }  // namespace
 
+std::string_view barrier_of_block(const std::vector<std::string_view> &toks) {
+  const std::string_view id = barrier_named(toks);
+  if (id.empty()) return "";
+  const std::string_view op = toks[0];
+  const bool red = op.find(".red") != std::string_view::npos;
+  if (!red && op.find(".sync") == std::string_view::npos) return "";  // bar.arrive counts
+  return operands_after_id(toks, id) > (red ? 1u : 0u) ? "" : id;
+}
+
 BarrierZero barrier_zero(const PtxStatement &s) {
   const std::string_view id = barrier_named(s.toks);
   if (id.empty() || (id[0] != '%' && id != "0")) return BarrierZero::None;

@@ -23,6 +23,12 @@ namespace sk::cuda {
 // none: bar.warp.sync, barrier.cluster): the first operand, the second of bar.red's.
 std::string_view barrier_named(const std::vector<std::string_view> &toks);
 
+// The barrier id token of a `bar` / `barrier` statement that waits for every thread of the block
+// (sync or red without a thread count: `bar.sync 0`, `__syncthreads_count`'s bar.red), "" for
+// any other statement. Where its kernel runs fewer threads than the super kernel's block, the
+// count goes right after it (ptx_prune.hpp).
+std::string_view barrier_of_block(const std::vector<std::string_view> &toks);
+
 // How a statement uses the block's barrier 0, which `__syncthreads()` (Sync) and
 // `__syncthreads_count/and/or` (Reduce) compile to, waiting for every thread of the block.
 // Counted: barrier 0 (or one in a register) for a thread count, which threads that returned do

@@ -49,10 +49,11 @@ std::string pass_by_address(const Function &f, PtxKernel *k, std::vector<Edit> *
 // An entry whose threads may return while others of the block go on to barrier 0
 // (ptx_early_return.hpp): its returns branch to the wait of a returned thread, and every barrier
 // 0 that it and the functions it reaches name runs in two phases. The refusal, if a barrier is
-// in a form the rewrite does not pair, or may lie where it cannot see.
+// in a form the rewrite does not pair, or may lie where it cannot see. `paired`: the functions
+// whose barriers it rewrote.
 std::string keep_step_after_return(const Function &f, const std::vector<const Function *> &reached,
                                    const std::set<std::string_view> &barrier_functions, std::vector<Edit> *edits,
-                                   std::vector<std::string> *notes, bool *leaves) {
+                                   std::vector<std::string> *notes, bool *leaves, std::set<std::string> *paired) {
   std::vector<bool> barrier;
   for (const PtxStatement &s : f.body) {
     const bool call = s.toks[0].starts_with("call");
@@ -79,9 +80,13 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
                " may share barrier 0 with the returned threads' wait, which it cannot pair (a thread count, "
                "a guard, an id in a register)";
       }
-      if (z == BarrierZero::Sync || z == BarrierZero::Reduce) edits->push_back({s.at, s.len, two_phase_barrier(s)});
+      if (z == BarrierZero::Sync || z == BarrierZero::Reduce) {
+        edits->push_back({s.at, s.len, two_phase_barrier(s)});
+        paired->insert(g->name);
+      }
     }
   }
+  paired->insert(f.name);  // its returns wait in __sk_leave, for every thread of the block
   for (const PtxStatement &s : f.body)
     if (s.toks[0].starts_with("ret") || s.toks[0] == "exit")
       edits->push_back({s.guard.empty() ? s.at : s.at + (size_t)(s.toks[0].data() - s.guard.data()),
@@ -94,6 +99,13 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
       " until the block's last thread has returned, and its barriers 0 run in two phases");
   *leaves = true;
   return "";
+}
+
+// libsk's functions that a kernel running fewer threads than its block may call: none waits at
+// a barrier of the block's threads (the others wait at the step's end, at libsk's barrier).
+bool barrier_free(std::string_view fn) {
+  return fn == kDependentWaitFunction || fn == kGridFunction || fn == kThreadFunction || fn == kWorkspaceFunction ||
+         fn == "sk_block_idx" || fn == "sk_block_num";
 }
 
 bool newer(const std::string &a, const std::string &b) {  // "9.4" > "9.0"
@@ -273,6 +285,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   }
 
   std::set<std::string> api_needed;
+  std::set<size_t> replaced_specials;  // the special register reads the rewrite replaced
+  std::set<std::string> paired;        // the functions whose barriers 0 run in two phases
   DependentWaitFlow wait_flow(by_name, text);
   auto api_of = [&](const Function &f, const SpecialRead &s) -> std::string {
     if (workspace_register(s.reg) >= 0) return kWorkspaceFunction;
@@ -293,6 +307,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       const std::string with = special_read(s, flat, grid_nd.count(f.name), block_nd.count(f.name));
       if (with.empty()) continue;
       edits.push_back({s.at, s.len, with});
+      replaced_specials.insert(s.at);
       if (const std::string fn = api_of(f, s); !fn.empty()) api_needed.insert(fn);
     }
   }
@@ -362,6 +377,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
             special_read(s, flat ? one_d : block, grid_nd.count(f.name), block_nd.count(f.name));
         if (with.empty()) continue;
         mine.push_back({s.at, s.len, with});
+        replaced_specials.insert(s.at);
         const std::string fn = api_of(f, s);
         if (!fn.empty()) api.insert(fn);
         if (seen.insert(s.reg).second)
@@ -380,7 +396,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
                       "', which it calls, makes a parameter address generic (" + g->param_to_generic + ")";
       bool leaves = false;
       if (k.refusal.empty() && barrier_functions.count(f.name))
-        k.refusal = keep_step_after_return(f, reached, barrier_functions, &mine, &notes, &leaves);
+        k.refusal = keep_step_after_return(f, reached, barrier_functions, &mine, &notes, &leaves, &paired);
       if (leaves) api.insert(kLeaveFunction);
       if (!f.exits.empty() && !leaves) notes.push_back("exit made ret");
       // ptxas keeps no setmaxnreg in relocatable code (C7504), which is what a link compiles.
@@ -415,6 +431,34 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     }
     m.kernels.push_back(std::move(k));
   }
+  // Which kernels can run on fewer threads than their super kernel's block: the count of every
+  // barrier of the block and each %ntid.x of the functions they reach become their own.
+  for (PtxKernel &k : m.kernels) {
+    if (!k.refusal.empty()) continue;
+    const elf::CubinReach &reach = reach_of.at(k.name);
+    for (const std::string &r : reach.externs) {
+      if (!library_function(r))
+        k.narrow_refusal = "it calls '" + r + "', of another module, whose barriers count every thread";
+      else if (!barrier_free(r))
+        k.narrow_refusal = "it calls '" + r + "', which waits at a barrier of every thread of the block";
+      if (!k.narrow_refusal.empty()) break;
+    }
+    for (const std::string &r : reach.functions) {
+      if (!k.narrow_refusal.empty()) break;
+      const Function &g = *by_name.at(r);
+      if (g.indirect_calls) {
+        k.narrow_refusal = "'" + r + "' calls through a pointer, whose barriers count every thread";
+      } else if (paired.count(r)) {
+        k.narrow_refusal =
+            "'" + r + "' runs its barriers in two phases for threads that return early, which wait for every thread";
+      } else if (g.block_dim_operand) {
+        k.narrow_refusal = "'" + r + "' reads %ntid.x as an operand, not by a mov";
+      } else if (g.trades_registers) {
+        k.narrow_refusal =
+            "'" + r + "' reallocates registers between warps (setmaxnreg), which every warp of a warpgroup must run";
+      }
+    }
+  }
   // libsk's device API, declared where the rewrite calls it and the text does not.
   std::string decls;
   for (const std::string &fn : api_needed)
@@ -436,6 +480,11 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       if (defined.count(c)) t.uses.push_back(c);
     for (const std::string &w : f.words)
       if (defined.count(w) && !f.callees.count(w)) t.uses.push_back(w);
+    for (const PtxStatement &st : f.body)
+      if (const std::string_view id = barrier_of_block(st.toks); !id.empty())
+        t.barrier_counts.push_back((size_t)(id.data() - text.data()) + id.size());
+    for (const SpecialRead &r : f.specials)
+      if (r.reg == "%ntid.x" && !replaced_specials.count(r.at)) t.block_dims.push_back(text.find("%ntid.x", r.at));
     m.functions.push_back(std::move(t));
   }
   std::vector<size_t> ends, var_ends;
@@ -446,7 +495,11 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   }
   std::vector<size_t *> marks{&m.declarations_at};
   m.declarations_at = p.header_end;
-  for (size_t i = 0; i < m.functions.size(); ++i) marks.insert(marks.end(), {&m.functions[i].at, &ends[i]});
+  for (size_t i = 0; i < m.functions.size(); ++i) {
+    marks.insert(marks.end(), {&m.functions[i].at, &ends[i]});
+    for (size_t &c : m.functions[i].barrier_counts) marks.push_back(&c);
+    for (size_t &d : m.functions[i].block_dims) marks.push_back(&d);
+  }
   for (size_t i = 0; i < m.shared_text.size(); ++i) {
     marks.insert(marks.end(), {&m.shared_text[i].at, &var_ends[i]});
     for (size_t &r : m.shared_text[i].refs) marks.push_back(&r);

@@ -55,6 +55,9 @@ struct PtxKernel {
   // alignment: fused, they move into the shared overlay the sub-kernels share (ptx_prune.hpp).
   uint64_t static_shared = 0;
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
+  // Why it cannot run on fewer threads than its super kernel's block ("" if it can: the block's
+  // barriers and %ntid.x of every function it reaches then count its own, ptx_prune.hpp).
+  std::string narrow_refusal;
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
   // `.entry` in the text, as it was written, so that the other kernels still link.
   std::string refusal;
@@ -69,6 +72,10 @@ struct PtxFunctionText {
   // which another module may call, or a function a module-scope variable names.
   bool always = false;
   std::vector<std::string> uses;  // (a definition) the module's functions it calls or names
+  // (A definition) where the number of its kernel's threads goes in the text, for a kernel that
+  // runs fewer than its super kernel's block: past the id of each barrier that waits for every
+  // thread of the block (a thread count added), and each %ntid.x it reads (replaced).
+  std::vector<size_t> barrier_counts, block_dims;
 };
 
 // Where the text declares and names a static `.shared` variable (the same index of

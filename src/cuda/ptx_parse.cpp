@@ -508,6 +508,7 @@ void Parser::statement(Function &f, size_t begin, size_t end) {
   }
   for (size_t k = op; k < end; ++k) {
     const std::string_view t = tok(k);
+    f.block_dim_operand |= t == "%ntid.x";
     if ((t.starts_with("%ctaid") || t.starts_with("%nctaid") || t.starts_with("%tid") || t.starts_with("%ntid") ||
          workspace_register(t) >= 0) &&
         f.refusal.empty() && !(t == "%tid.x" || t == "%ntid.x"))

@@ -87,7 +87,8 @@ struct Function {
   std::set<std::string> callees;
   std::set<std::string> words;  // names its statements use otherwise than as a call target
   bool indirect_calls = false, dynamic_shared = false;
-  bool trades_registers = false;  // setmaxnreg: warp specialization's register reallocation
+  bool trades_registers = false;   // setmaxnreg: warp specialization's register reallocation
+  bool block_dim_operand = false;  // %ntid.x as an operand of another statement than a mov
 };
 
 // The callee a `call` statement names ("" for a call through a register).

@@ -10,15 +10,18 @@
 
 namespace sk::cuda {
 
-std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels, const PtxOverlay *overlay) {
-  if (m.whole) return m.text;
+namespace {
+
+// The definitions of `m` by name, and those that `roots` reach through their uses.
+std::map<std::string_view, const PtxFunctionText *> definitions(const PtxModule &m) {
   std::map<std::string_view, const PtxFunctionText *> defined;
-  std::vector<std::string_view> todo(kernels.begin(), kernels.end());
-  for (const PtxFunctionText &f : m.functions) {
-    if (!f.definition) continue;
-    defined[f.name] = &f;
-    if (f.always) todo.push_back(f.name);
-  }
+  for (const PtxFunctionText &f : m.functions)
+    if (f.definition) defined[f.name] = &f;
+  return defined;
+}
+
+std::set<std::string_view> reached(const std::map<std::string_view, const PtxFunctionText *> &defined,
+                                   std::vector<std::string_view> todo) {
   std::set<std::string_view> kept;
   while (!todo.empty()) {
     const std::string_view name = todo.back();
@@ -27,12 +30,52 @@ std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &ker
     if (it == defined.end() || !kept.insert(name).second) continue;
     todo.insert(todo.end(), it->second->uses.begin(), it->second->uses.end());
   }
-  // The pieces cut, and the overlay's edits; one inside a piece cut goes with it.
+  return kept;
+}
+
+}  // namespace
+
+std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &kernels,
+                          const std::vector<uint32_t> &threads, uint32_t block,
+                          std::map<std::string, uint32_t> *counts) {
+  const auto defined = definitions(m);
+  std::map<std::string_view, std::pair<uint32_t, std::string_view>> by;  // function: threads, the kernel
+  counts->clear();
+  for (size_t i = 0; i < kernels.size(); ++i)
+    for (const std::string_view f : reached(defined, {kernels[i]})) {
+      const PtxFunctionText &t = *defined.at(f);
+      if (t.barrier_counts.empty() && t.block_dims.empty()) continue;
+      const auto [at, fresh] = by.emplace(f, std::make_pair(threads[i], std::string_view(kernels[i])));
+      if (!fresh && at->second.first != threads[i])
+        return "'" + std::string(f) + "' counts the threads of the block for '" + std::string(at->second.second) +
+               "' (" + std::to_string(at->second.first) + ") and for '" + kernels[i] + "' (" +
+               std::to_string(threads[i]) + ")";
+      if (threads[i] < block) (*counts)[std::string(f)] = threads[i];
+    }
+  return "";
+}
+
+std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels, const PtxOverlay *overlay,
+                         const std::map<std::string, uint32_t> *counts) {
+  const auto defined = definitions(m);
   std::vector<PtxEdit> edits;
+  // A narrow kernel's counts: one thread count past each barrier id, %ntid.x its threads.
+  for (const PtxFunctionText &f : m.functions) {
+    const auto c = counts ? counts->find(f.name) : std::map<std::string, uint32_t>::const_iterator();
+    if (!counts || !f.definition || c == counts->end()) continue;
+    const std::string n = std::to_string(c->second);
+    for (size_t at : f.barrier_counts) edits.push_back({at, 0, ", " + n});
+    for (size_t at : f.block_dims) edits.push_back({at, 7, n});  // "%ntid.x"
+  }
+  std::vector<std::string_view> roots(kernels.begin(), kernels.end());
   for (const PtxFunctionText &f : m.functions)
-    if (defined.count(f.name) && !kept.count(f.name)) edits.push_back({f.at, f.len, ""});
+    if (f.definition && f.always) roots.push_back(f.name);
+  const std::set<std::string_view> kept = m.whole ? std::set<std::string_view>() : reached(defined, roots);
+  // The pieces cut, and the overlay's edits; one inside a piece cut goes with it.
+  for (const PtxFunctionText &f : m.functions)
+    if (!m.whole && defined.count(f.name) && !kept.count(f.name)) edits.push_back({f.at, f.len, ""});
   bool moved = false;
-  for (size_t v = 0; overlay && v < m.shared_text.size() && v < overlay->offsets->size(); ++v) {
+  for (size_t v = 0; !m.whole && overlay && v < m.shared_text.size() && v < overlay->offsets->size(); ++v) {
     const uint64_t at = (*overlay->offsets)[v];
     if (at == elf::SharedOverlayLayout::kInPlace || !m.graph.shared_vars[v].overlay) continue;
     const PtxSharedText &t = m.shared_text[v];

@@ -9,6 +9,7 @@
 // share the bytes, as a cubin's do, elf/shared_overlay_layout.hpp).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,19 @@ struct PtxOverlay {
   const std::vector<uint64_t> *offsets = nullptr;
 };
 
+// The threads each function of `m` counts where a kernel that reaches it runs fewer than the
+// super kernel's `block` (kernels[i] runs threads[i]): its barriers of the whole block and its
+// %ntid.x count those (PtxFunctionText::barrier_counts, block_dims). "" with `*counts`, or why
+// not: two kernels of different threads reach a function that counts them.
+std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &kernels,
+                          const std::vector<uint32_t> &threads, uint32_t block,
+                          std::map<std::string, uint32_t> *counts);
+
 // `m.text` without the functions that no kernel of `kernels` (names) reaches, nor any function
 // kept always (PtxFunctionText::always), and with the variables `overlay` places moved; the
-// whole text when `m.whole`.
+// whole text when `m.whole`. The functions of `counts` (narrow_counts) count those threads.
 std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels,
-                         const PtxOverlay *overlay = nullptr);
+                         const PtxOverlay *overlay = nullptr,
+                         const std::map<std::string, uint32_t> *counts = nullptr);
 
 }  // namespace sk::cuda

@@ -309,17 +309,32 @@ uint32_t registers_the_link_asks(const char *error) {
 
 size_t param_space_bytes(int driver_version) { return driver_version >= 12010 ? 32764 : 4096; }
 
-sk_status agree_on_threads(const std::string &name, const std::vector<std::shared_ptr<CudaKernel>> &kernels,
-                           const std::vector<std::string> &step_names, uint32_t *threads) {
+sk_status block_threads(const std::string &name, const std::vector<std::shared_ptr<CudaKernel>> &kernels,
+                        const std::vector<std::string> &step_names, uint32_t *threads) {
   if (kernels.empty()) return fail(SK_ERR_STATE, "super kernel '%s' has no sub-kernels", name.c_str());
+  size_t widest = 0;
   for (size_t i = 1; i < kernels.size(); ++i)
-    if (kernels[i]->threads != kernels[0]->threads)
-      return fail(SK_ERR_INCOMPATIBLE,
-                  "super kernel '%s': sub-kernels must agree on threads per block, but '%s' (step 0) runs %u and "
-                  "'%s' (step %zu) runs %u (SK_KERNEL_CUDA's threads)",
-                  name.c_str(), step_names[0].c_str(), kernels[0]->threads, step_names[i].c_str(), i,
-                  kernels[i]->threads);
-  *threads = kernels[0]->threads;
+    if (kernels[i]->threads > kernels[widest]->threads) widest = i;
+  const uint32_t block = kernels[widest]->threads;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const CudaKernel &k = *kernels[i];
+    if (k.threads == block) continue;
+    std::string why;
+    if (!k.ptx)
+      why = "its barriers (a cubin's or LTO-IR's code) wait for every thread of the block; load its PTX";
+    else if (k.threads % 32)
+      why = "a part of a warp cannot be left out";
+    else
+      why = k.ptx->narrow_refusal;
+    if (!why.empty())
+      return fail(
+          SK_ERR_INCOMPATIBLE,
+          "super kernel '%s': '%s' (step %zu) runs %u threads per block, fewer than the %u of '%s' (step %zu), "
+          "and cannot run on the first %u threads of a block of %u: %s",
+          name.c_str(), step_names[i].c_str(), i, k.threads, block, step_names[widest].c_str(), widest, k.threads,
+          block, why.c_str());
+  }
+  *threads = block;
   return SK_OK;
 }
 
@@ -373,6 +388,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     s.dcci_before = ps.cache.flush_before;
     s.dcci_after = ps.cache.flush_after;
     s.arg_base = bases[i];
+    s.threads = k.threads;
     s.arg_refs = ps.kernel.arg_refs;
     if (k.ptx) s.by_address = k.ptx->by_address;
     if (k.ptx && k.ptx->reads_block_shape) {  // the caller's shape, else .reqntid's, else one dimension
@@ -410,7 +426,7 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   std::vector<std::string> names;
   for (const PlanStep &ps : req.plan->steps) names.push_back(ps.kernel.name);
   uint32_t threads = 0;
-  if (sk_status st = agree_on_threads(req.name, req.kernels, names, &threads); st != SK_OK) return st;
+  if (sk_status st = block_threads(req.name, req.kernels, names, &threads); st != SK_OK) return st;
   EntrySpec spec;
   elf::SharedOverlayLayout overlay;
   if (sk_status st = make_entry_spec(req, threads, &spec, &overlay); st != SK_OK) return st;
@@ -452,10 +468,19 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
     const std::optional<uint32_t> g = overlay_index(graphs, modules[i]);
     if (modules[i]->ptx) {
       std::vector<std::string> taken;
+      std::vector<uint32_t> threads;
       for (const auto &k : req.kernels)
-        if (k->module.get() == modules[i]) taken.push_back(k->symbol);
+        if (k->module.get() == modules[i]) {
+          taken.push_back(k->symbol);
+          threads.push_back(k->threads);
+        }
+      std::map<std::string, uint32_t> counts;
+      if (const std::string why = narrow_counts(*modules[i]->ptx, taken, threads, spec.threads, &counts);
+          !why.empty())
+        return fail(SK_ERR_INCOMPATIBLE, "super kernel '%s': %s: %s", req.name.c_str(), modules[i]->label.c_str(),
+                    why.c_str());
       const PtxOverlay place{kSharedOverlaySymbol, overlay.bytes, overlay.align, g ? &overlay.offsets[*g] : nullptr};
-      const std::string text = ptx_text_for(*modules[i]->ptx, taken, g ? &place : nullptr);
+      const std::string text = ptx_text_for(*modules[i]->ptx, taken, g ? &place : nullptr, &counts);
       rewritten[i].assign(text.c_str(), text.c_str() + text.size() + 1);
     }
     if (modules[i]->kind != InputKind::Cubin || !g) continue;

@@ -68,9 +68,11 @@ struct BuiltImage {
 // aligned as its type asks.
 std::vector<uint32_t> step_arg_bases(const std::vector<std::shared_ptr<CudaKernel>> &kernels);
 
-// The threads per block the kernels agree on, or SK_ERR_INCOMPATIBLE naming two that differ.
-sk_status agree_on_threads(const std::string &name, const std::vector<std::shared_ptr<CudaKernel>> &kernels,
-                           const std::vector<std::string> &step_names, uint32_t *threads);
+// The super kernel's threads per block: its widest sub-kernel's. A sub-kernel of fewer threads
+// runs on the block's first ones (its call site skips the others) where it can count its own
+// (PtxKernel::narrow_refusal: PTX, whole warps); else SK_ERR_INCOMPATIBLE naming it and why.
+sk_status block_threads(const std::string &name, const std::vector<std::shared_ptr<CudaKernel>> &kernels,
+                        const std::vector<std::string> &step_names, uint32_t *threads);
 
 // The entry description of a plan (exposed for tests), and where its shared overlay puts the
 // static __shared__ variables of the cubins it links.

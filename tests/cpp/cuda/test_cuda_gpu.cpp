@@ -1197,7 +1197,8 @@ uint64_t ptr_slot(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 // Each decode-step kernel as Triton and nvcc compiled it: fused from its PTX (Triton's five
 // 128-thread kernels in one super kernel, gemv reading what rmsnorm wrote; rope alone at 32
 // threads; nvcc's six __global__ kernels from a plain nvcc -c object; two nvcc -rdc files that
-// define the same weak template function and variable) == the same PTX launched
+// define the same weak template function and variable; kernels of several widths in one
+// super kernel) == the same PTX launched
 // unfused through the driver, bit for bit: as one program the driver's JIT compiled (explain
 // says so), and Triton's linked (whole-program=0) too.
 TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
@@ -1273,25 +1274,28 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
          0,
          {ptr_slot(q), ptr_slot(cs), ptr_slot(sn), ptr_slot(o.rope), HEADS, HD, null, null}}};
   };
-  auto nvcc_steps = [&](const Outputs &o) {
+  // Each kernel's threads per block, in step order (rmsnorm, gemv, silu_mul, residual_add,
+  // attention, rope).
+  using Widths = std::array<uint32_t, 6>;
+  auto nvcc_steps = [&](const Outputs &o, Widths t = {128, 128, 128, 128, 128, 128}) {
     uint64_t rope_shape[2] = {0, 0};
     const int32_t shape[3] = {(int32_t)HEADS, (int32_t)HD, (int32_t)B};
     std::memcpy(rope_shape, shape, sizeof shape);
     return std::vector<PtxStep>{
-        {nvcc, "rmsnorm_global", B, 128, 0, {ptr_slot(x), ptr_slot(w), ptr_slot(o.rms), H, f32_slot(eps)}},
-        {nvcc, "gemv_global", 32, 128, 0, {ptr_slot(wg), ptr_slot(o.rms), ptr_slot(o.gemv), OUT, H}},
-        {nvcc, "silu_mul_global", 16, 128, 0, {ptr_slot(gate), ptr_slot(up), ptr_slot(o.silu), B * H}},
-        {nvcc, "residual_add_global", B * H / 128, 128, 0, {ptr_slot(x), ptr_slot(gate), ptr_slot(o.add), B * H}},
+        {nvcc, "rmsnorm_global", B, t[0], 0, {ptr_slot(x), ptr_slot(w), ptr_slot(o.rms), H, f32_slot(eps)}},
+        {nvcc, "gemv_global", 32, t[1], 0, {ptr_slot(wg), ptr_slot(o.rms), ptr_slot(o.gemv), OUT, H}},
+        {nvcc, "silu_mul_global", 16, t[2], 0, {ptr_slot(gate), ptr_slot(up), ptr_slot(o.silu), B * H}},
+        {nvcc, "residual_add_global", B * H / t[3], t[3], 0, {ptr_slot(x), ptr_slot(gate), ptr_slot(o.add), B * H}},
         {nvcc,
          "decode_attention_global",
          B * HEADS,
-         128,
+         t[4],
          SEQ * 4,
          {ptr_slot(q), ptr_slot(k), ptr_slot(v), ptr_slot(o.attn), SEQ, HEADS, HD, KV, f32_slot(scale)}},
         {nvcc,
          "rope_global",
          B * HEADS,
-         128,
+         t[5],
          0,
          {ptr_slot(q), ptr_slot(cs), ptr_slot(sn), ptr_slot(o.rope), rope_shape[0], rope_shape[1]}},
     };
@@ -1336,7 +1340,7 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
       ASSERT_EQ(drv.launch(s.ptx, s.name, s.grid, s.threads, s.shared, args.data()), 0) << s.name;
     }
   };
-  const Outputs fused = outputs(), alone = outputs();
+  const Outputs fused = outputs(), alone = outputs(), fused_mixed_widths = outputs();
   ASSERT_NO_FATAL_FAILURE(fuse(triton_steps(fused), "triton_decode_step"));
   ASSERT_NO_FATAL_FAILURE(fuse(rope_steps(fused), "triton_rope"));
   ASSERT_NO_FATAL_FAILURE(unfused(triton_steps(alone)));
@@ -1350,6 +1354,17 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc), "global_decode_step"));
   ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc)));
   compare(fused_nvcc, alone_nvcc, "nvcc __global__");
+  // Several widths in one super kernel: Triton's rope (one warp) with its four-warp kernels, and
+  // nvcc's kernels at 256, 128 and 64 threads, each launched alone at its own.
+  std::vector<PtxStep> triton_mixed = triton_steps(fused_mixed_widths), rope_mixed = rope_steps(fused_mixed_widths);
+  triton_mixed.insert(triton_mixed.end(), rope_mixed.begin(), rope_mixed.end());
+  ASSERT_NO_FATAL_FAILURE(fuse(triton_mixed, "triton_two_widths"));
+  compare(fused_mixed_widths, alone, "Triton, rope's one warp beside four");
+  const Widths widths = {256, 128, 64, 256, 128, 128};
+  const Outputs fused_nvcc_widths = outputs(), alone_nvcc_widths = outputs();
+  ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc_widths, widths), "global_three_widths"));
+  ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc_widths, widths)));
+  compare(fused_nvcc_widths, alone_nvcc_widths, "nvcc __global__ at 256, 128 and 64 threads");
   // Two files of nvcc -rdc=true, each defining the same weak template function and variable
   // (rdc_shared.cuh): one program that keeps one of each, as a link would.
   auto rdc_steps = [&](const float *sums, const float *scaled) {

@@ -1221,9 +1221,9 @@ TEST(CudaPtx, DynamicSharedMemoryStartsOnTheBoundaryOfAPlainLaunch) {
   EXPECT_TRUE(std::regex_search(project, std::regex(immediate))) << immediate << " in:\n" << project;
 }
 
-// Triton's rope runs 32 threads: it fuses with kernels of its own width (here nvcc's, told 32),
-// and a super kernel of two widths is refused by name.
-TEST(CudaPtx, ThreadsPerBlockAgreeAcrossPtxKernels) {
+// Triton's rope runs 32 threads: it fuses with kernels of its own width (here nvcc's, told 32)
+// in a block of 32, and with wider ones in theirs.
+TEST(CudaPtx, PtxKernelsOfOneOrSeveralWidthsShareABlock) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
   auto rope = take(load_triton("rope"), "rope_kernel");
@@ -1234,13 +1234,15 @@ TEST(CudaPtx, ThreadsPerBlockAgreeAcrossPtxKernels) {
   ASSERT_EQ(narrow.make_plan(8), SK_OK) << sk::last_error();
   BuiltImage img;
   EXPECT_EQ(build_superkernel(narrow.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_EQ(img.threads, 32u);
+  // Triton's rope (num_warps=1) beside a kernel of four warps: the block's first warp runs it.
   Scope mixed;
   mixed.add(rope, 8);
   mixed.add(take(load_triton("silu_mul"), "silu_mul_kernel"), 8);
   ASSERT_EQ(mixed.make_plan(8), SK_OK) << sk::last_error();
-  EXPECT_EQ(build_superkernel(mixed.request(), &img), SK_ERR_INCOMPATIBLE);
-  EXPECT_TRUE(contains(sk::last_error(), "silu_mul_kernel")) << sk::last_error();
-  EXPECT_TRUE(contains(sk::last_error(), "rope_kernel")) << sk::last_error();
+  ASSERT_EQ(build_superkernel(mixed.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_EQ(img.threads, 128u);
+  EXPECT_TRUE(contains(img.ptx, "setp.ge.u32 %nt, %tt, 32;")) << img.ptx;
 }
 
 // A __global__ kernel in SASS cannot be called: the refusal says to load its PTX.
@@ -1860,6 +1862,105 @@ TEST(CudaWholeProgram, WeakDefinitionsOfSeveralModulesAreKeptOnceAsALinkKeepsThe
                                    {head + ".visible .global .align 4 .b32 v = 2;\n", "y.ptx"}},
                                   "sm_90", &out, &why));
   EXPECT_EQ(why, "x.ptx defines 'v' weak, and y.ptx after it (a variable)");
+}
+
+namespace {
+
+// The definition of function `name` in `ptx`, from its `.func` to its closing line.
+std::string function_text(const std::string &ptx, const std::string &name) {
+  const size_t at = ptx.rfind(".func " + name + "(");  // the definition, after the entry declares it
+  if (at == std::string::npos) return "";
+  return ptx.substr(at, ptx.find("\n}\n", at) + 3 - at);
+}
+
+}  // namespace
+
+// A super kernel runs its widest sub-kernel's threads; one of fewer threads (nvcc's rmsnorm at
+// 128 beside silu_mul at 256, as a decode step launches them) runs on the block's first ones:
+// its call site skips the others, which go on to the step's end barrier, and the barriers of
+// the whole block and each %ntid.x of the functions it reaches count its own threads. The
+// wider kernel's stay as written; the program compiles whole.
+TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load("decode_global.ptx");
+  ASSERT_TRUE(m);
+  auto rms = take(m, "rmsnorm_global", 128), silu = take(m, "silu_mul_global", 256);
+  ASSERT_TRUE(rms && silu);
+  EXPECT_EQ(rms->ptx->narrow_refusal, "");
+  Scope s;
+  s.add(rms, 4);
+  s.add(silu, 16);
+  ASSERT_EQ(s.make_plan(16), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_EQ(img.threads, 256u);
+  EXPECT_EQ(count(img.ptx, "setp.ge.u32 %nt, %tt, 128;\n    @%nt bra.uni $called;"), 1u) << img.ptx;
+  EXPECT_EQ(count(img.ptx, "%nt, %tt, 256"), 0u);
+  ASSERT_FALSE(img.program_ptx.empty()) << img.why_linked;
+  const std::string narrow = function_text(img.program_ptx, "rmsnorm_global"),
+                    wide = function_text(img.program_ptx, "silu_mul_global");
+  ASSERT_FALSE(narrow.empty() || wide.empty()) << img.program_ptx;
+  EXPECT_EQ(count(narrow, "bar.sync \t0, 128;"), 3u) << narrow;
+  EXPECT_EQ(count(narrow, "bar.sync \t0;"), 0u) << narrow;
+  EXPECT_EQ(count(narrow, "%ntid.x"), 0u) << narrow;
+  EXPECT_EQ(count(narrow, "\tmov.u32 \t%r2, 128;"), 1u) << narrow;
+  EXPECT_EQ(count(wide, "%ntid.x"), 1u) << wide;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(img.program_ptx, "sm_90", &log, true), 0) << log;
+  // The decode step at three widths, as CudaGpu.PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver
+  // runs it: every kernel counts its own.
+  Scope step;
+  const struct {
+    const char *name;
+    uint32_t threads, shared;
+  } widths[] = {{"rmsnorm_global", 256, 0},
+                {"gemv_global", 128, 0},
+                {"silu_mul_global", 64, 0},
+                {"residual_add_global", 256, 0},
+                {"decode_attention_global", 128, 800},
+                {"rope_global", 128, 0}};
+  for (const auto &w : widths) step.add(take(m, w.name, w.threads, w.shared), 8);
+  ASSERT_EQ(step.make_plan(16), SK_OK) << sk::last_error();
+  BuiltImage step_img;
+  ASSERT_EQ(build_superkernel(step.request(), &step_img), SK_OK) << sk::last_error();
+  EXPECT_EQ(step_img.threads, 256u);
+  ASSERT_FALSE(step_img.program_ptx.empty()) << step_img.why_linked;
+  for (const char *name : {"gemv_global", "silu_mul_global", "decode_attention_global", "rope_global"})
+    EXPECT_EQ(count(function_text(step_img.program_ptx, name), "%ntid.x"), 0u) << name;
+  EXPECT_EQ(count(function_text(step_img.program_ptx, "decode_attention_global"), "bar.sync \t0;"), 0u);
+  EXPECT_EQ(sk::cuda_test::ptxas(step_img.program_ptx, "sm_90", &log, true), 0) << log;
+
+  // What cannot run on fewer threads says which kernel and why.
+  auto refused = [&](std::vector<std::pair<std::shared_ptr<CudaKernel>, uint32_t>> ks, const char *why) {
+    Scope r;
+    for (auto &[k, blocks] : ks) r.add(k, blocks);
+    ASSERT_EQ(r.make_plan(16), SK_OK) << sk::last_error();
+    BuiltImage no;
+    EXPECT_EQ(build_superkernel(r.request(), &no), SK_ERR_INCOMPATIBLE) << why;
+    EXPECT_TRUE(contains(sk::last_error(), why)) << sk::last_error();
+  };
+  refused({{take(m, "residual_add_global", 100), 4}, {silu, 16}},
+          "'residual_add_global' (step 0) runs 100 threads per block, fewer than the 256 of 'silu_mul_global' (step "
+          "1), and cannot run on the first 100 threads of a block of 256: a part of a warp cannot be left out");
+  auto early = load("early_return_global.ptx");
+  ASSERT_TRUE(early);
+  refused({{take(early, "er_guard", 128), 4}, {silu, 16}},
+          "'er_guard' runs its barriers in two phases for threads that return early, which wait for every thread");
+  refused({{sk::cuda_test::kernel(load("chain.cubin"), "chain_step"), 4}, {silu, 16}},
+          "its barriers (a cubin's or LTO-IR's code) wait for every thread of the block; load its PTX");
+  // libsk's device API that waits at the block's barrier: every thread must call it.
+  auto syncing = load_ptx(
+      ".version 8.0\n.target sm_90\n.address_size 64\n.extern .func sk_sync_all();\n"
+      ".visible .func k()\n{\ncall sk_sync_all, ();\nret;\n}\n",
+      "syncing.ptx");
+  ASSERT_TRUE(syncing && syncing->ptx->find("k"));
+  EXPECT_EQ(syncing->ptx->find("k")->narrow_refusal,
+            "it calls 'sk_sync_all', which waits at a barrier of every thread of the block");
+  // One function, two thread counts: its barriers can count one.
+  refused({{rms, 4}, {take(m, "rmsnorm_global", 64), 4}, {silu, 16}},
+          "decode_global.ptx: 'rmsnorm_global' counts the threads of the block for 'rmsnorm_global' (128) and for "
+          "'rmsnorm_global' (64)");
 }
 
 // What cannot be one program is linked, and says why: the scope option, a warp-specialized
