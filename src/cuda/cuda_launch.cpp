@@ -199,6 +199,7 @@ std::string CudaBackendSuperKernel::explain() const {
     const EntryResources &r = p.resources();
     j.key("entry").value(r.entry);
     j.key("arch").value("sm_" + std::to_string(r.sm));
+    j.key("threads").value(uint64_t{p.threads()});
     j.key("registers").value(uint64_t{r.registers});
     j.key("compiled").value(r.whole_program ? "whole program" : "linked");
     if (r.whole_program) j.key("linked_registers").value(uint64_t{r.linked_registers});

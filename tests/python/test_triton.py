@@ -268,10 +268,11 @@ def test_the_scratch_pointers_are_passed_as_null(fake_gpu):
 
 
 def test_a_decode_step_of_triton_kernels_fuses_and_launches(fake_gpu):
-    # The decode step's 128-thread kernels, in its order (rope runs 32 threads).
+    # The decode step's kernels, in its order: four warps each but rope's one, which runs on the
+    # block's first warp.
     wide = ["rmsnorm", "decode_attention", "silu_mul", "residual_add", "gemv"]
-    assert all(fixture(n)[0]["num_warps"] == 4 for n in wide)
-    kernels = [fake_gpu.load_triton(compiled(n)) for n in wide]
+    assert all(fixture(n)[0]["num_warps"] == 4 for n in wide) and fixture("rope")[0]["num_warps"] == 1
+    kernels = [fake_gpu.load_triton(compiled(n)) for n in wide + ["rope"]]
     x = fake_gpu.alloc(1 << 16)
     with fake_gpu.scope("decode_step") as scope:
         for k in kernels:
@@ -282,6 +283,8 @@ def test_a_decode_step_of_triton_kernels_fuses_and_launches(fake_gpu):
     assert [s["signature"] for s in plan["steps"]] == [k.ptx_signature for k in kernels]
     # The largest dynamic shared memory of its sub-kernels (decode attention's) is launched.
     assert plan["cuda_entry"]["dynamic_shared_bytes"] >= max(k.dynamic_shared for k in kernels)
+    assert plan["cuda_entry"]["threads"] == 128
+    assert [k["threads"] for k in plan["cuda_entry"]["sub_kernels"]] == [128] * 5 + [32]
     fused.launch()
     fused.set_arg(0, 3, 7)  # n_cols, an i32
     with pytest.raises(IndexError, match="has 5 arguments, no 5"):
@@ -451,14 +454,22 @@ def test_a_host_kernel_takes_a_grid_and_numbers_its_blocks_alike(dev, ops):
     assert np.array_equal(shaped, flat) and np.array_equal(fused, flat) and not np.array_equal(flat, y0)
 
 
-def test_kernels_of_other_widths_do_not_fuse(fake_gpu):
+def test_kernels_of_other_widths_fuse_and_part_of_a_warp_is_refused_by_name(fake_gpu):
     rope, silu = fake_gpu.load_triton(compiled("rope")), fake_gpu.load_triton(compiled("silu_mul"))
     assert (rope.threads, silu.threads) == (32, 128)
     x = fake_gpu.alloc(4096)
-    scope = fake_gpu.scope("mixed")
-    scope.add(rope, 2, *arguments(rope, x))
+    with fake_gpu.scope("mixed") as scope:
+        scope.add(rope, 2, *arguments(rope, x))
+        scope.add(silu, 2, *arguments(silu, x))
+    assert scope.superkernel.explain()["cuda_entry"]["threads"] == 128
+    # A kernel of 48 threads beside 128 would leave out part of a warp.
+    mod = fake_gpu.load(BLOCK2D_PTX)
+    narrow = mod.kernel("rows", threads=(16, 3))
+    scope = fake_gpu.scope("odd")
+    scope.add(narrow, 2, x)
     scope.add(silu, 2, *arguments(silu, x))
-    with pytest.raises(sk.Incompatible, match=r"silu_mul_kernel.*rope_kernel|rope_kernel.*silu_mul_kernel"):
+    with pytest.raises(sk.Incompatible, match=r"'rows' \(step 0\) runs 48 threads per block, fewer than the 128 of "
+                                              r"'silu_mul_kernel' \(step 1\).*: a part of a warp cannot be left out"):
         scope.finalize()
 
 

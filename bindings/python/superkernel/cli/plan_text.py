@@ -21,7 +21,8 @@ def _print_cuda_entry(entry, w):
            if "register_cap" in entry else " (no cap)")
     if whole:
         cap += f", compiled as one program (linked: {entry.get('linked_registers', '?')})"
-    w(f"cuda entry: {entry.get('arch', '?')}, {entry.get('registers', '?')} registers{cap}, "
+    w(f"cuda entry: {entry.get('arch', '?')}, {entry.get('threads', '?')} threads, "
+      f"{entry.get('registers', '?')} registers{cap}, "
       f"{entry.get('stack_bytes', '?')} B stack, {entry.get('static_shared_bytes', '?')} B static and "
       f"{entry.get('dynamic_shared_bytes', '?')} B dynamic shared, {entry.get('blocks_per_sm', '?')} "
       f"block(s) per SM\n")
