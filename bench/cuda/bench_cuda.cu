@@ -40,9 +40,9 @@
 // Then the per-run cost of 16 runs of a super kernel as 16 sk_launch against one
 // sk_launch_repeat of 16 (one launch whose entry loops, with a stop flag nobody sets; host time,
 // as the launches are what it compares), and with --triton a decode step of Triton kernels as
-// they were compiled (issue #33), five ways over one set of buffers:
+// they were compiled (issue #33), several ways over one set of buffers:
 //
-//   stream     each kernel's PTX JIT-compiled by the driver (cudaLibraryLoadData), five
+//   stream     each kernel's PTX JIT-compiled by the driver (cudaLibraryLoadData), six
 //              cudaLaunchKernel per step with the grid, num_warps x 32 threads and dynamic shared
 //              bytes of the fixture's Triton metadata
 //   graph      a CUDA Graph captured from one step's launches, one cudaGraphLaunch per step
@@ -95,13 +95,14 @@
 // not run.
 //
 // The Triton table (DIR: tests/kernels/triton/ptx, the .ptx and .json of each fixture) runs
-// residual_add, rmsnorm, decode_attention, silu_mul and gemv (decode_step.py's shapes), each
-// reading what an earlier one wrote. us per step: GPU time from cudaEvents around 200 steps queued
+// residual_add, rmsnorm, rope (one warp: it runs on the first of the super kernel's four),
+// decode_attention, silu_mul and gemv (decode_step.py's shapes), each reading what an earlier one
+// wrote. us per step: GPU time from cudaEvents around 200 steps queued
 // back to back, median of R rounds after the methods took turns for half a second. Then each
 // method runs one step from the same words (inputs, NaN in every output word): the others'
 // outputs must equal stream's bit for bit, stream's a CPU reference within a relative bound (the
 // GPU's exp, sqrt and division are approximate); a mismatch or an error fails the run as above.
-// Its cost: five driver JITs, three links, 0.5 s of warm-up, 5 x R x 200 steps of about 10-30
+// Its cost: six driver JITs, three links, 0.5 s of warm-up, 5 x R x 200 steps of about 10-30
 // us: about 3 s.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -1112,7 +1113,9 @@ constexpr double kTritonWarmupUs = 500000;  // the methods take turns for this l
 constexpr double kTritonTolerance = 1e-3;
 
 // One set of buffers for the whole step: inputs first, then what the kernels write.
-enum DecodeBuffer { kX, kResidual, kNormW, kKCache, kVCache, kGemvW, kH, kHn, kAttn, kY, kOut, kDecodeBuffers };
+enum DecodeBuffer {
+  kX, kResidual, kNormW, kCos, kSin, kKCache, kVCache, kGemvW, kH, kHn, kQ, kAttn, kY, kOut, kDecodeBuffers
+};
 constexpr int kFirstOutput = kH;
 struct DecodeBufferSpec {
   const char *name;
@@ -1124,11 +1127,14 @@ const DecodeBufferSpec kDecodeBuffer[kDecodeBuffers] = {
     {"x", kTokens, -1, 1},
     {"residual", kTokens, -1, 1},
     {"norm_w", kHidden, 0.5f, 1.5f},
+    {"cos", size_t{kBatch} * kHeadDim / 2, -1, 1},
+    {"sin", size_t{kBatch} * kHeadDim / 2, -1, 1},
     {"k_cache", kCache, -2, 2},
     {"v_cache", kCache, -1, 1},
     {"gemv_w", size_t{kGemvOut} * kHidden, -1.0f / 32, 1.0f / 32},
     {"h", kTokens, 0, 0},
     {"hn", kTokens, 0, 0},
+    {"q", kTokens, 0, 0},
     {"attn", kTokens, 0, 0},
     {"y", kTokens, 0, 0},
     {"out", kGemvOut, 0, 0},
@@ -1165,8 +1171,11 @@ const std::vector<DecodeStepSpec> &decode_steps() {
         {"rmsnorm",
          {arg_buffer("x_ptr", kH), arg_buffer("w_ptr", kNormW), arg_buffer("out_ptr", kHn),
           arg_u32("n_cols", kHidden), arg_f32("eps", kEps)}},
+        {"rope",
+         {arg_buffer("x_ptr", kHn), arg_buffer("cos_ptr", kCos), arg_buffer("sin_ptr", kSin), arg_buffer("out_ptr", kQ),
+          arg_u32("n_heads", kHeads), arg_u32("head_dim", kHeadDim)}},
         {"decode_attention",
-         {arg_buffer("q_ptr", kHn), arg_buffer("k_ptr", kKCache), arg_buffer("v_ptr", kVCache),
+         {arg_buffer("q_ptr", kQ), arg_buffer("k_ptr", kKCache), arg_buffer("v_ptr", kVCache),
           arg_buffer("out_ptr", kAttn), arg_u32("seq_len", kSeqLen), arg_u32("n_heads", kHeads),
           arg_u32("head_dim", kHeadDim), arg_u32("kv_len", kKvLen),
           arg_f32("scale", 1.0f / std::sqrt(float(kHeadDim)))}},
@@ -1224,9 +1233,9 @@ std::vector<float> decode_image() {
 // outputs of `w` (decode_image's layout) from its inputs.
 void decode_reference(std::vector<float> &w) {
   auto at = [&w](DecodeBuffer b) { return w.data() + kLayout.offset[b]; };
-  const float *x = at(kX), *res = at(kResidual), *norm_w = at(kNormW), *k = at(kKCache), *v = at(kVCache),
-              *gemv_w = at(kGemvW);
-  float *h = at(kH), *hn = at(kHn), *attn = at(kAttn), *y = at(kY), *out = at(kOut);
+  const float *x = at(kX), *res = at(kResidual), *norm_w = at(kNormW), *cos = at(kCos), *sin = at(kSin),
+              *k = at(kKCache), *v = at(kVCache), *gemv_w = at(kGemvW);
+  float *h = at(kH), *hn = at(kHn), *qr = at(kQ), *attn = at(kAttn), *y = at(kY), *out = at(kOut);
   for (size_t i = 0; i < kTokens; ++i) h[i] = x[i] + res[i];
   for (uint32_t r = 0; r < kBatch; ++r) {
     double sum = 0;
@@ -1234,12 +1243,21 @@ void decode_reference(std::vector<float> &w) {
     const double rms = std::sqrt(sum / kHidden + double(kEps));
     for (uint32_t c = 0; c < kHidden; ++c) hn[r * kHidden + c] = float(h[r * kHidden + c] / rms * norm_w[c]);
   }
+  // Rotate-half RoPE of each (token, head) row, the token's cos/sin rows holding head_dim / 2.
+  const uint32_t half = kHeadDim / 2;
+  for (uint32_t r = 0; r < kBatch * kHeads; ++r)
+    for (uint32_t i = 0; i < half; ++i) {
+      const double x1 = hn[r * kHeadDim + i], x2 = hn[r * kHeadDim + half + i];
+      const double c = cos[r / kHeads * half + i], sn = sin[r / kHeads * half + i];
+      qr[r * kHeadDim + i] = float(x1 * c - x2 * sn);
+      qr[r * kHeadDim + half + i] = float(x2 * c + x1 * sn);
+    }
   const double scale = 1.0 / std::sqrt(double(kHeadDim));
   const size_t row = size_t{kHeads} * kHeadDim;
   std::vector<double> score(kSeqLen), acc(kHeadDim);
   for (uint32_t s = 0; s < kBatch; ++s)
     for (uint32_t head = 0; head < kHeads; ++head) {
-      const float *q = hn + (s * kHeads + head) * kHeadDim;
+      const float *q = qr + (s * kHeads + head) * kHeadDim;
       const size_t cache = s * kKvLen * row + head * kHeadDim;
       double top = -INFINITY;
       for (uint32_t l = 0; l < kSeqLen; ++l) {
@@ -1589,7 +1607,7 @@ double finalize_triton(TritonRun &t, int i) {
   return (now_us() - f0) / 1000;
 }
 
-// The Triton decode step, five ways (the super kernel under three register caps), as one table
+// The Triton decode step, six ways (the super kernel under four options), as one table
 // (docs/cuda.md, "The benchmark").
 void bench_triton(Bench &b, const char *dir, int driver) {
   if (!dir) {

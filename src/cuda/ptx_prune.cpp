@@ -45,6 +45,11 @@ std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &ke
     for (const std::string_view f : reached(defined, {kernels[i]})) {
       const PtxFunctionText &t = *defined.at(f);
       if (t.barrier_counts.empty() && t.block_dims.empty()) continue;
+      // A link keeps one copy of a weak function; another module may call a visible one.
+      if (t.always && threads[i] < block)
+        return "'" + std::string(f) + "', which '" + kernels[i] + "' (" + std::to_string(threads[i]) +
+               " threads) reaches, counts the threads of the block and is visible or weak: another module's "
+               "kernels may call it, counting theirs";
       const auto [at, fresh] = by.emplace(f, std::make_pair(threads[i], std::string_view(kernels[i])));
       if (!fresh && at->second.first != threads[i])
         return "'" + std::string(f) + "' counts the threads of the block for '" + std::string(at->second.second) +

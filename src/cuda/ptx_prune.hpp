@@ -29,7 +29,8 @@ struct PtxOverlay {
 // The threads each function of `m` counts where a kernel that reaches it runs fewer than the
 // super kernel's `block` (kernels[i] runs threads[i]): its barriers of the whole block and its
 // %ntid.x count those (PtxFunctionText::barrier_counts, block_dims). "" with `*counts`, or why
-// not: two kernels of different threads reach a function that counts them.
+// not: two kernels of different threads reach a function that counts them, or a narrow one
+// reaches a visible or weak one that does (which another module's kernels may call).
 std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &kernels,
                           const std::vector<uint32_t> &threads, uint32_t block,
                           std::map<std::string, uint32_t> *counts);
