@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,18 @@ void ptx(const std::string &text) {
   const std::string moved_text = sk::cuda::ptx_text_for(m, {first}, &place);
   if (sk::cuda::read_ptx_module(moved_text, "fuzz", "sm_90", "9.0", &moved) != SK_OK || !moved.find(first))
     std::abort();
+  // Each kernel that can run on fewer threads than its block, cut with its barriers and
+  // %ntid.x counting 32 of 64, reads again.
+  for (const sk::cuda::PtxKernel &k : m.kernels) {
+    if (!k.refusal.empty() || !k.narrow_refusal.empty()) continue;
+    std::map<std::string, uint32_t> counts;
+    if (!sk::cuda::narrow_counts(m, {k.name}, {32}, 64, &counts).empty()) continue;  // a visible function counts
+    sk::cuda::PtxModule narrow;
+    if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {k.name}, nullptr, &counts), "fuzz", "sm_90", "9.0",
+                                  &narrow) != SK_OK ||
+        !narrow.find(k.name))
+      std::abort();
+  }
   // One program of that cut, alone or twice (its visible names then defined twice, its own
   // renamed in the second), reads again where the join takes it.
   for (size_t copies : {1, 2}) {
