@@ -1959,14 +1959,16 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
             "it calls 'sk_sync_all', which waits at a barrier of every thread of the block");
   // A visible function that counts the block's threads: another module may call it at its own
   // width (nvcc -rdc writes every __device__ function visible, every template one weak).
-  auto helper = load_ptx(".version 8.0\n.target sm_90\n.address_size 64\n"
-                         ".visible .func sync_helper()\n{\nbar.sync 0;\nret;\n}\n"
-                         ".visible .entry calls_helper(.param .u64 p)\n{\ncall sync_helper, ();\nret;\n}\n",
-                         "helper.ptx");
+  auto helper = load_ptx(
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".visible .func sync_helper()\n{\nbar.sync 0;\nret;\n}\n"
+      ".visible .entry calls_helper(.param .u64 p)\n{\ncall sync_helper, ();\nret;\n}\n",
+      "helper.ptx");
   ASSERT_TRUE(helper);
-  refused({{take(helper, "calls_helper", 64), 4}, {silu, 16}},
-          "helper.ptx: 'sync_helper', which 'calls_helper' (64 threads) reaches, counts the threads of the block and "
-          "is visible or weak: another module's kernels may call it, counting theirs");
+  refused(
+      {{take(helper, "calls_helper", 64), 4}, {silu, 16}},
+      "helper.ptx: 'sync_helper', which 'calls_helper' (64 threads) reaches, counts the threads of the block and "
+      "is visible or weak: another module's kernels may call it, counting theirs");
   // One function, two thread counts: its barriers can count one.
   refused({{rms, 4}, {take(m, "rmsnorm_global", 64), 4}, {silu, 16}},
           "decode_global.ptx: 'rmsnorm_global' counts the threads of the block for 'rmsnorm_global' (128) and for "
