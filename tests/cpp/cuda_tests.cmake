@@ -35,9 +35,13 @@ if(EXISTS ${SK_CUDA_BIN_DIR}/../include/cuda.h)
   target_include_directories(sk_cuda_tests SYSTEM PRIVATE ${SK_CUDA_BIN_DIR}/../include)
 endif()
 add_dependencies(sk_cuda_tests sk_cuda_test_kernels)
+# LeakSanitizer for the CUDA tests: nvJitLink's suppressions, and no tracking of dynamic TLS
+# (__tls_get_addr): GCC 12's leak check crashed reading the dynamic TLS of the dlopened
+# nvJitLink ("Tracer caught signal 11"), in a process whose layout (the test binary's path, its
+# arguments) decides whether it does.
+set(sk_cuda_lsan "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp:intercept_tls_get_addr=0")
 gtest_discover_tests(sk_cuda_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300 LABELS cuda
-                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp"
-                     ${SK_EXPLAIN_COLLECT})
+                     ENVIRONMENT "${sk_cuda_lsan}" ${SK_EXPLAIN_COLLECT})
 
 # What a device run loaded (scripts/gpu-check prints it first; scripts/device-bundle ships it).
 add_executable(sk_cuda_info ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda_info.cpp)
@@ -62,5 +66,4 @@ target_compile_definitions(sk_cuda_fake_driver_tests PRIVATE SK_CUDA_KERNEL_DIR=
                            SK_FAKE_CUDA_DRIVER="$<TARGET_FILE:sk_fake_cuda_driver>")
 add_dependencies(sk_cuda_fake_driver_tests sk_cuda_test_kernels sk_fake_cuda_driver)
 gtest_discover_tests(sk_cuda_fake_driver_tests DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300
-                     LABELS cuda ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-cuda.supp"
-                     ${SK_EXPLAIN_COLLECT})
+                     LABELS cuda ENVIRONMENT "${sk_cuda_lsan}" ${SK_EXPLAIN_COLLECT})
