@@ -44,13 +44,9 @@ std::string_view barrier_of_block(const std::vector<std::string_view> &toks) {
 BarrierZero barrier_zero(const PtxStatement &s) {
   const std::string_view id = barrier_named(s.toks);
   if (id.empty() || (id[0] != '%' && id != "0")) return BarrierZero::None;
-  const std::string_view op = s.toks[0];
-  const bool red = op.find(".red") != std::string_view::npos;
-  const bool sync = op.find(".sync") != std::string_view::npos;
-  const size_t after = operands_after_id(s.toks, id);
-  if (!(red || sync) || after > (red ? 1u : 0u)) return BarrierZero::Counted;  // bar.arrive always counts
+  if (barrier_of_block(s.toks).empty()) return BarrierZero::Counted;  // a thread count, or bar.arrive
   if (id[0] == '%' || !s.guard.empty()) return BarrierZero::Unknown;
-  return red ? BarrierZero::Reduce : BarrierZero::Sync;
+  return s.toks[0].find(".red") != std::string_view::npos ? BarrierZero::Reduce : BarrierZero::Sync;
 }
 
 std::string two_phase_barrier(const PtxStatement &s) {

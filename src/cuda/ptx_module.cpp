@@ -484,7 +484,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       if (const std::string_view id = barrier_of_block(st.toks); !id.empty())
         t.barrier_counts.push_back((size_t)(id.data() - text.data()) + id.size());
     for (const SpecialRead &r : f.specials)
-      if (r.reg == "%ntid.x" && !replaced_specials.count(r.at)) t.block_dims.push_back(text.find("%ntid.x", r.at));
+      if (r.reg == kBlockDimX && !replaced_specials.count(r.at)) t.block_dims.push_back(text.find(kBlockDimX, r.at));
     m.functions.push_back(std::move(t));
   }
   std::vector<size_t> ends, var_ends;

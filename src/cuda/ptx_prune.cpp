@@ -12,7 +12,7 @@ namespace sk::cuda {
 
 namespace {
 
-// The definitions of `m` by name, and those that `roots` reach through their uses.
+// The definitions of `m` by name.
 std::map<std::string_view, const PtxFunctionText *> definitions(const PtxModule &m) {
   std::map<std::string_view, const PtxFunctionText *> defined;
   for (const PtxFunctionText &f : m.functions)
@@ -20,6 +20,7 @@ std::map<std::string_view, const PtxFunctionText *> definitions(const PtxModule 
   return defined;
 }
 
+// The definitions that `todo` (names) reach through their uses, themselves included.
 std::set<std::string_view> reached(const std::map<std::string_view, const PtxFunctionText *> &defined,
                                    std::vector<std::string_view> todo) {
   std::set<std::string_view> kept;
@@ -65,12 +66,14 @@ std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &ker
   const auto defined = definitions(m);
   std::vector<PtxEdit> edits;
   // A narrow kernel's counts: one thread count past each barrier id, %ntid.x its threads.
+  static const std::map<std::string, uint32_t> kNone;
+  const std::map<std::string, uint32_t> &narrow = counts ? *counts : kNone;
   for (const PtxFunctionText &f : m.functions) {
-    const auto c = counts ? counts->find(f.name) : std::map<std::string, uint32_t>::const_iterator();
-    if (!counts || !f.definition || c == counts->end()) continue;
+    const auto c = narrow.find(f.name);
+    if (!f.definition || c == narrow.end()) continue;
     const std::string n = std::to_string(c->second);
     for (size_t at : f.barrier_counts) edits.push_back({at, 0, ", " + n});
-    for (size_t at : f.block_dims) edits.push_back({at, 7, n});  // "%ntid.x"
+    for (size_t at : f.block_dims) edits.push_back({at, kBlockDimX.size(), n});
   }
   std::vector<std::string_view> roots(kernels.begin(), kernels.end());
   for (const PtxFunctionText &f : m.functions)
