@@ -1688,6 +1688,17 @@ uint32_t entry_registers(const std::string &ptxas_output) {
   return used == std::string::npos ? 0 : (uint32_t)std::atoi(ptxas_output.c_str() + used + 5);
 }
 
+// Builds into `img` the super kernel of `kernels` (each with its blocks), planned for `cores`,
+// which must be one program (else why it is linked).
+void one_program(const std::vector<std::pair<std::shared_ptr<CudaKernel>, uint32_t>> &kernels, uint32_t cores,
+                 BuiltImage *img) {
+  Scope s;
+  for (const auto &[k, blocks] : kernels) s.add(k, blocks);
+  ASSERT_EQ(s.make_plan(cores), SK_OK) << sk::last_error();
+  ASSERT_EQ(build_superkernel(s.request(), img), SK_OK) << sk::last_error();
+  ASSERT_FALSE(img->program_ptx.empty()) << img->why_linked;
+}
+
 // A module of one `.entry` `name` that stores what its internal helper returns and the first
 // byte of its own string, both named as nvcc names them in every module.
 std::string helper_module(const char *name, int value, char letter) {
@@ -1726,7 +1737,7 @@ TEST(CudaWholeProgram, PtxSubKernelsJoinIntoOneProgramThatTakesFewerRegisters) {
   };
   for (const Case &c : {Case{{"residual_add"}}, Case{{"rmsnorm", "gemv"}},
                         Case{{"residual_add", "rmsnorm", "silu_mul", "gemv", "decode_attention", "project"}}}) {
-    Scope s;
+    std::vector<std::pair<std::shared_ptr<CudaKernel>, uint32_t>> kernels;
     std::string what;
     for (const char *f : c.fixtures) {
       const TritonFixture *fx = nullptr;
@@ -1737,13 +1748,11 @@ TEST(CudaWholeProgram, PtxSubKernelsJoinIntoOneProgramThatTakesFewerRegisters) {
       ASSERT_TRUE(m);
       auto k = take(m, fx->kernel, fx->threads, fx->shared);
       ASSERT_TRUE(k);
-      s.add(k, 4);
+      kernels.push_back({k, 4});
       what += std::string(what.empty() ? "" : ",") + f;
     }
-    ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
     BuiltImage img;
-    ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-    ASSERT_FALSE(img.program_ptx.empty()) << what << ": " << img.why_linked;
+    ASSERT_NO_FATAL_FAILURE(one_program(kernels, 8, &img)) << what;
     EXPECT_EQ(img.program_register_cap, 0u);
     const std::string &p = img.program_ptx;
     EXPECT_EQ(count(p, ".version "), 1u) << what;
@@ -1773,14 +1782,9 @@ TEST(CudaWholeProgram, NamesEachModuleKeepsToItselfStayApart) {
   ASSERT_TRUE(a && b);
   auto ka = take(a, "ka", 32, 16), kb = take(b, "kb", 32, 16);
   ASSERT_TRUE(ka && kb);
-  Scope s;
-  s.add(ka, 2);
-  s.add(kb, 2);
-  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
   BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  ASSERT_NO_FATAL_FAILURE(one_program({{ka, 2}, {kb, 2}}, 4, &img));
   const std::string &p = img.program_ptx;
-  ASSERT_FALSE(p.empty()) << img.why_linked;
   const size_t b_at = p.find("\n// b.ptx\n");
   ASSERT_NE(b_at, std::string::npos) << p;
   const std::string first = p.substr(0, b_at), second = p.substr(b_at);
@@ -1807,14 +1811,9 @@ TEST(CudaWholeProgram, WeakDefinitionsOfSeveralModulesAreKeptOnceAsALinkKeepsThe
   ASSERT_TRUE(a && b);
   auto sum = take(a, "rdc_sum", 32), scale = take(b, "rdc_scale", 32);
   ASSERT_TRUE(sum && scale);
-  Scope s;
-  s.add(sum, 4);
-  s.add(scale, 4);
-  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
   BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  ASSERT_NO_FATAL_FAILURE(one_program({{sum, 4}, {scale, 4}}, 4, &img));
   const std::string &p = img.program_ptx;
-  ASSERT_FALSE(p.empty()) << img.why_linked;
   const size_t second = p.find("rdc_scale.ptx\n");
   ASSERT_NE(second, std::string::npos) << p;
   const std::string weights = ".weak .global .align 4 .b8 kRdcWeights[16] = {";
@@ -1888,16 +1887,11 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   auto rms = take(m, "rmsnorm_global", 128), silu = take(m, "silu_mul_global", 256);
   ASSERT_TRUE(rms && silu);
   EXPECT_EQ(rms->ptx->narrow_refusal, "");
-  Scope s;
-  s.add(rms, 4);
-  s.add(silu, 16);
-  ASSERT_EQ(s.make_plan(16), SK_OK) << sk::last_error();
   BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  ASSERT_NO_FATAL_FAILURE(one_program({{rms, 4}, {silu, 16}}, 16, &img));
   EXPECT_EQ(img.threads, 256u);
   EXPECT_EQ(count(img.ptx, "setp.ge.u32 %nt, %tt, 128;\n    @%nt bra.uni $called;"), 1u) << img.ptx;
   EXPECT_EQ(count(img.ptx, "%nt, %tt, 256"), 0u);
-  ASSERT_FALSE(img.program_ptx.empty()) << img.why_linked;
   const std::string narrow = function_text(img.program_ptx, "rmsnorm_global"),
                     wide = function_text(img.program_ptx, "silu_mul_global");
   ASSERT_FALSE(narrow.empty() || wide.empty()) << img.program_ptx;
@@ -1910,7 +1904,7 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   EXPECT_EQ(sk::cuda_test::ptxas(img.program_ptx, "sm_90", &log, true), 0) << log;
   // The decode step at three widths, as CudaGpu.PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver
   // runs it: every kernel counts its own.
-  Scope step;
+  std::vector<std::pair<std::shared_ptr<CudaKernel>, uint32_t>> step;
   const struct {
     const char *name;
     uint32_t threads, shared;
@@ -1920,12 +1914,10 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
                 {"residual_add_global", 256, 0},
                 {"decode_attention_global", 128, 800},
                 {"rope_global", 128, 0}};
-  for (const auto &w : widths) step.add(take(m, w.name, w.threads, w.shared), 8);
-  ASSERT_EQ(step.make_plan(16), SK_OK) << sk::last_error();
+  for (const auto &w : widths) step.push_back({take(m, w.name, w.threads, w.shared), 8});
   BuiltImage step_img;
-  ASSERT_EQ(build_superkernel(step.request(), &step_img), SK_OK) << sk::last_error();
+  ASSERT_NO_FATAL_FAILURE(one_program(step, 16, &step_img));
   EXPECT_EQ(step_img.threads, 256u);
-  ASSERT_FALSE(step_img.program_ptx.empty()) << step_img.why_linked;
   for (const char *name : {"gemv_global", "silu_mul_global", "decode_attention_global", "rope_global"})
     EXPECT_EQ(count(function_text(step_img.program_ptx, name), "%ntid.x"), 0u) << name;
   EXPECT_EQ(count(function_text(step_img.program_ptx, "decode_attention_global"), "bar.sync \t0;"), 0u);
