@@ -49,28 +49,41 @@ BarrierZero barrier_zero(const PtxStatement &s) {
   return s.toks[0].find(".red") != std::string_view::npos ? BarrierZero::Reduce : BarrierZero::Sync;
 }
 
+std::string thread_count_read() {
+  return std::string("mov.u32 ") + kThreadCountRegister + ", " + std::string(kBlockDimX) + ";";
+}
+
 std::string two_phase_barrier(const PtxStatement &s) {
   // Phase one syncs; phase two counts, and a returned thread (__sk_leave) adds false: a count
-  // of the others' predicates, their and (none false) and their or (one true).
+  // of the others' predicates, their and (none false) and their or (one true). Both count the
+  // kernel's threads.
+  const std::string n = kThreadCountRegister;
+  const std::string regs = "{ .reg .b32 " + n + ", %sk_n; ";
+  const std::string sync = thread_count_read() + " barrier.sync 0, " + n + "; ";
+  auto count = [&](const std::string &dst, const std::string &pred) {
+    return "barrier.red.popc.u32 " + dst + ", 0, " + n + ", " + pred + "; ";
+  };
   if (barrier_zero(s) == BarrierZero::Sync)
-    return "{ .reg .pred %sk_p; .reg .b32 %sk_n; mov.pred %sk_p, 0; barrier.sync 0; "
-           "barrier.red.popc.u32 %sk_n, 0, %sk_p; }";
+    return regs + ".reg .pred %sk_p; mov.pred %sk_p, 0; " + sync + count("%sk_n", "%sk_p") + "}";
   const std::string_view op = s.toks[0];
   std::string dst, pred;
   size_t k = 1;
   for (; k < s.toks.size() && s.toks[k] != ","; ++k) dst += s.toks[k];
   for (k += 3; k < s.toks.size(); ++k) pred += s.toks[k];  // past `, 0,`
-  if (op.find(".popc") != std::string_view::npos)
-    return "{ barrier.sync 0; barrier.red.popc.u32 " + dst + ", 0, " + pred + "; }";
+  if (op.find(".popc") != std::string_view::npos) return regs + sync + count(dst, pred) + "}";
   const bool all = op.find(".and") != std::string_view::npos;
   if (all) pred = pred[0] == '!' ? pred.substr(1) : "!" + pred;
-  return "{ .reg .b32 %sk_n; barrier.sync 0; barrier.red.popc.u32 %sk_n, 0, " + pred + "; setp." +
-         (all ? "eq" : "ne") + ".u32 " + dst + ", %sk_n, 0; }";
+  return regs + sync + count("%sk_n", pred) + "setp." + (all ? "eq" : "ne") + ".u32 " + dst + ", %sk_n, 0; }";
 }
 
-std::string leave_block() { return std::string(kLeaveLabel) + ":\n\tcall " + kLeaveFunction + ", ();\n\tret;\n"; }
+std::string leave_block() {
+  return std::string(kLeaveLabel) + ":\n\t{ .reg .b32 " + kThreadCountRegister + "; " + thread_count_read() +
+         " call " + kLeaveFunction + ", (" + kThreadCountRegister + "); }\n\tret;\n";
+}
 
-std::string leave_declaration() { return std::string(".extern .func ") + kLeaveFunction + "\n()\n;"; }
+std::string leave_declaration() {
+  return std::string(".extern .func ") + kLeaveFunction + "\n(.param .b32 threads)\n;";
+}
 
 namespace early_return_detail {
 namespace {

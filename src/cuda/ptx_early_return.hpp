@@ -57,11 +57,17 @@ struct PtxBody {
 bool returns_before_barrier(const PtxBody &body, const std::vector<std::string> &uniform_params,
                             const std::vector<bool> &barrier);
 
-// The two-phase text that replaces a Sync or Reduce statement of barrier 0.
+// The two-phase text that replaces a Sync or Reduce statement of barrier 0. Its barriers count
+// the threads the kernel runs, which it reads with thread_count_read().
 std::string two_phase_barrier(const PtxStatement &s);
 
+// Where the two-phase barriers and the returned threads' wait read the kernel's thread count:
+// the block's, or a narrower kernel's once its `%ntid.x` reads become that count (ptx_prune.hpp).
+constexpr char kThreadCountRegister[] = "%sk_nt";
+std::string thread_count_read();  // "mov.u32 %sk_nt, %ntid.x;"
+
 // The label a rewritten kernel's returns branch to, and what stands there: the wait of a returned
-// thread, then the return.
+// thread (for the kernel's thread count), then the return.
 constexpr char kLeaveFunction[] = "__sk_leave";
 constexpr char kLeaveLabel[] = "$__sk_left";
 std::string leave_block();

@@ -49,11 +49,10 @@ std::string pass_by_address(const Function &f, PtxKernel *k, std::vector<Edit> *
 // An entry whose threads may return while others of the block go on to barrier 0
 // (ptx_early_return.hpp): its returns branch to the wait of a returned thread, and every barrier
 // 0 that it and the functions it reaches name runs in two phases. The refusal, if a barrier is
-// in a form the rewrite does not pair, or may lie where it cannot see. `paired`: the functions
-// whose barriers it rewrote.
+// in a form the rewrite does not pair, or may lie where it cannot see.
 std::string keep_step_after_return(const Function &f, const std::vector<const Function *> &reached,
                                    const std::set<std::string_view> &barrier_functions, std::vector<Edit> *edits,
-                                   std::vector<std::string> *notes, bool *leaves, std::set<std::string> *paired) {
+                                   std::vector<std::string> *notes, bool *leaves) {
   std::vector<bool> barrier;
   for (const PtxStatement &s : f.body) {
     const bool call = s.toks[0].starts_with("call");
@@ -80,13 +79,9 @@ std::string keep_step_after_return(const Function &f, const std::vector<const Fu
                " may share barrier 0 with the returned threads' wait, which it cannot pair (a thread count, "
                "a guard, an id in a register)";
       }
-      if (z == BarrierZero::Sync || z == BarrierZero::Reduce) {
-        edits->push_back({s.at, s.len, two_phase_barrier(s)});
-        paired->insert(g->name);
-      }
+      if (z == BarrierZero::Sync || z == BarrierZero::Reduce) edits->push_back({s.at, s.len, two_phase_barrier(s)});
     }
   }
-  paired->insert(f.name);  // its returns wait in __sk_leave, for every thread of the block
   for (const PtxStatement &s : f.body)
     if (s.toks[0].starts_with("ret") || s.toks[0] == "exit")
       edits->push_back({s.guard.empty() ? s.at : s.at + (size_t)(s.toks[0].data() - s.guard.data()),
@@ -286,7 +281,6 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
 
   std::set<std::string> api_needed;
   std::set<size_t> replaced_specials;  // the special register reads the rewrite replaced
-  std::set<std::string> paired;        // the functions whose barriers 0 run in two phases
   DependentWaitFlow wait_flow(by_name, text);
   auto api_of = [&](const Function &f, const SpecialRead &s) -> std::string {
     if (workspace_register(s.reg) >= 0) return kWorkspaceFunction;
@@ -396,7 +390,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
                       "', which it calls, makes a parameter address generic (" + g->param_to_generic + ")";
       bool leaves = false;
       if (k.refusal.empty() && barrier_functions.count(f.name))
-        k.refusal = keep_step_after_return(f, reached, barrier_functions, &mine, &notes, &leaves, &paired);
+        k.refusal = keep_step_after_return(f, reached, barrier_functions, &mine, &notes, &leaves);
       if (leaves) api.insert(kLeaveFunction);
       if (!f.exits.empty() && !leaves) notes.push_back("exit made ret");
       // ptxas keeps no setmaxnreg in relocatable code (C7504), which is what a link compiles.
@@ -448,9 +442,6 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
       const Function &g = *by_name.at(r);
       if (g.indirect_calls) {
         k.narrow_refusal = "'" + r + "' calls through a pointer, whose barriers count every thread";
-      } else if (paired.count(r)) {
-        k.narrow_refusal =
-            "'" + r + "' runs its barriers in two phases for threads that return early, which wait for every thread";
       } else if (g.block_dim_operand) {
         k.narrow_refusal = "'" + r + "' reads %ntid.x as an operand, not by a mov";
       } else if (g.trades_registers) {
@@ -469,6 +460,9 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   // Where each function's definition and declarations stand in the rewritten text, and the
   // module's functions each definition uses, for a link to keep what its kernels reach.
   m.functions = std::move(p.declarations);
+  std::set<size_t> edited;  // where an edit replaces a statement (a two-phase barrier 0)
+  for (const Edit &e : edits)
+    if (e.len) edited.insert(e.at);
   for (const Function &f : p.functions) {
     PtxFunctionText t;
     t.name = f.name;
@@ -481,7 +475,7 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     for (const std::string &w : f.words)
       if (defined.count(w) && !f.callees.count(w)) t.uses.push_back(w);
     for (const PtxStatement &st : f.body)
-      if (const std::string_view id = barrier_of_block(st.toks); !id.empty())
+      if (const std::string_view id = barrier_of_block(st.toks); !id.empty() && !edited.count(st.at))
         t.barrier_counts.push_back((size_t)(id.data() - text.data()) + id.size());
     for (const SpecialRead &r : f.specials)
       if (r.reg == kBlockDimX && !replaced_specials.count(r.at)) t.block_dims.push_back(text.find(kBlockDimX, r.at));
@@ -507,6 +501,15 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
   m.whole = p.section_labels;
   m.text = apply(text, std::move(edits), std::move(marks));
   for (size_t i = 0; i < m.functions.size(); ++i) m.functions[i].len = ends[i] - m.functions[i].at;
+  // The thread count the two-phase barriers and the returned threads' wait read, in the text the
+  // rewrite added (ptx_early_return.hpp).
+  const std::string count_read = thread_count_read();
+  for (PtxFunctionText &t : m.functions) {
+    if (!t.definition) continue;
+    for (size_t at = m.text.find(count_read, t.at); at < t.at + t.len; at = m.text.find(count_read, at + 1))
+      t.block_dims.push_back(at + count_read.find(kBlockDimX));
+    std::sort(t.block_dims.begin(), t.block_dims.end());
+  }
   // A variable stays where it is unless the rewritten text still names it at every place.
   for (size_t i = 0; i < m.shared_text.size(); ++i) {
     PtxSharedText &t = m.shared_text[i];

@@ -63,10 +63,6 @@ struct PtxKernel {
   std::string refusal;
 };
 
-// The block's extent that a kernel narrower than its super kernel's block reads as its own
-// thread count (PtxFunctionText::block_dims).
-constexpr std::string_view kBlockDimX = "%ntid.x";
-
 // A function's text in `PtxModule::text`: its definition, or a declaration of it.
 struct PtxFunctionText {
   std::string name;

@@ -22,4 +22,8 @@ struct PtxStatement {
   std::vector<std::string_view> toks;
 };
 
+// The block's extent that a kernel narrower than its super kernel's block reads as its own
+// thread count (PtxFunctionText::block_dims).
+constexpr std::string_view kBlockDimX = "%ntid.x";
+
 }  // namespace sk::cuda

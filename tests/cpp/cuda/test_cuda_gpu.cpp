@@ -1652,7 +1652,8 @@ TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
 // Threads that return before a __syncthreads() the others reach (the guard of a partial last
 // block; a different round count per thread, the barriers in a helper, __syncthreads_count/and/
 // or after the returns): fused, the returned threads wait in __sk_leave and the block does not
-// hang; the two kernels in one super kernel equal their PTX launched by the driver, bit for bit.
+// hang; the two kernels in one super kernel equal their PTX launched by the driver, bit for bit,
+// in blocks of their own 128 threads and on the first 128 of blocks of 256.
 TEST_F(CudaGpu, ThreadsThatReturnBeforeABarrierFusedEqualTheirPlainLaunch) {
   PtxDriver drv;
   ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
@@ -1680,6 +1681,22 @@ TEST_F(CudaGpu, ThreadsThatReturnBeforeABarrierFusedEqualTheirPlainLaunch) {
   const std::vector<float> a = read(plain, kN), b = read(fused, kN);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), kN * 4), 0) << "fused != the driver's launch";
   EXPECT_NE(a[0], 0.0f) << "the kernels wrote nothing";
+  // The same two at 128 threads beside er_wide at 256: they run on each block's first 128, and
+  // their returned threads' wait and two-phase barriers count 128.
+  float *narrow = alloc(zero), *wide_plain = alloc(in), *wide_fused = alloc(in);
+  uint64_t ns = ptr_slot(narrow), wp = ptr_slot(wide_plain), wf = ptr_slot(wide_fused);
+  void *narrow_guard[] = {&is, &ns, &n}, *narrow_rounds[] = {&ns, &rs};
+  void *plain_wide[] = {&wp, &n}, *fused_wide[] = {&wf, &n};
+  ASSERT_EQ(drv.launch(ptx, "er_wide", kBlocks / 2, 256, 0, plain_wide), 0);
+  sk_kernel *wide = ptx_kernel(ptx, "er_wide", {sizeof(sk_kernel_desc), nullptr, 256, 0});
+  ASSERT_NE(wide, nullptr);
+  ASSERT_NO_FATAL_FAILURE(
+      run_fused("early_return_narrow",
+                {{guard, kBlocks, narrow_guard}, {wide, kBlocks / 2, fused_wide}, {each, kBlocks, narrow_rounds}}));
+  const std::vector<float> c = read(narrow, kN), d = read(wide_plain, kN), e = read(wide_fused, kN);
+  EXPECT_EQ(std::memcmp(a.data(), c.data(), kN * 4), 0) << "fused at 128 of 256 != the driver's launch";
+  EXPECT_EQ(std::memcmp(d.data(), e.data(), kN * 4), 0) << "er_wide fused != the driver's launch";
+  EXPECT_EQ(d[kLive], in[kLive]) << "er_wide wrote past n";
 }
 
 // Two kernels with static tiles that add up past a block's 48 KiB (28000 and 24000 bytes), fused

@@ -1421,15 +1421,18 @@ TEST(CudaPtx, AThreadThatReturnsBeforeABarrierKeepsItsBlockInStep) {
     const std::string f = function(name);
     EXPECT_FALSE(contains(f, "bar.sync") || contains(f, "bar.red")) << f;
     EXPECT_FALSE(std::regex_search(f, std::regex("\\bret;[^]*\\$__sk_left:"))) << "a return left:\n" << f;
-    EXPECT_TRUE(contains(f, "$__sk_left:\n\tcall __sk_leave, ();\n\tret;")) << f;
+    EXPECT_TRUE(contains(
+        f, "$__sk_left:\n\t{ .reg .b32 %sk_nt; mov.u32 %sk_nt, %ntid.x; call __sk_leave, (%sk_nt); }\n\tret;"))
+        << f;
     EXPECT_NE(take(m, name), nullptr);
   }
   const std::string guard = function("er_guard");
-  EXPECT_EQ(count(guard, "barrier.sync 0;"), 4u) << guard;
+  EXPECT_EQ(count(guard, "barrier.sync 0, %sk_nt;"), 4u) << guard;
   EXPECT_EQ(count(guard, "barrier.red.popc.u32"), 4u) << guard;
+  EXPECT_EQ(count(guard, ", 0, %sk_nt, "), 4u) << "each count: the kernel's threads";
   EXPECT_EQ(count(guard, "setp.ne.u32 %p"), 1u) << "the or: one true";
   EXPECT_EQ(count(guard, "setp.eq.u32 %p"), 1u) << "the and: none false";
-  EXPECT_EQ(count(function("_Z9er_rotatePffi"), "barrier.sync 0;"), 2u) << "the helper's barriers too";
+  EXPECT_EQ(count(function("_Z9er_rotatePffi"), "barrier.sync 0, %sk_nt;"), 2u) << "the helper's barriers too";
   for (const char *name : {"er_block_uniform", "er_strided", "er_group"}) {
     SCOPED_TRACE(name);
     EXPECT_FALSE(has_rewrite(m->ptx->find(name)->rewrites, "__sk_leave"));
@@ -1508,7 +1511,7 @@ TEST(CudaPtx, AReturnIsFoundToLeaveThreadsApartFromTheDataItsBranchReads) {
     ASSERT_TRUE(m && m->ptx);
     EXPECT_EQ(has_rewrite(m->ptx->find("k")->rewrites, "__sk_leave"), c.rewritten);
     const std::string text = text_of(m->bytes);
-    EXPECT_EQ(contains(text, "barrier.sync 0;"), c.rewritten) << text;
+    EXPECT_EQ(contains(text, "barrier.sync 0, %sk_nt;"), c.rewritten) << text;
     std::string log;
     EXPECT_EQ(sk::cuda_test::ptxas(text, m->ptx->link_arch, &log), 0) << log << "\n" << text;
   }
@@ -1865,10 +1868,11 @@ TEST(CudaWholeProgram, WeakDefinitionsOfSeveralModulesAreKeptOnceAsALinkKeepsThe
 
 namespace {
 
-// The definition of function `name` in `ptx`, from its `.func` to its closing line.
+// The definition of function `name` in `ptx`, from its `.func` line to its closing line.
 std::string function_text(const std::string &ptx, const std::string &name) {
-  const size_t at = ptx.rfind(".func " + name + "(");  // the definition, after the entry declares it
+  size_t at = ptx.rfind(" " + name + "(");  // the definition, after the entry declares it
   if (at == std::string::npos) return "";
+  at = ptx.rfind('\n', at) + 1;
   return ptx.substr(at, ptx.find("\n}\n", at) + 3 - at);
 }
 
@@ -1923,6 +1927,25 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   EXPECT_EQ(count(function_text(step_img.program_ptx, "decode_attention_global"), "bar.sync \t0;"), 0u);
   EXPECT_EQ(sk::cuda_test::ptxas(step_img.program_ptx, "sm_90", &log, true), 0) << log;
 
+  // Threads that return before a barrier, in kernels of 128 beside one of 256: the returned
+  // threads' wait and each two-phase barrier, in the kernel and its helper, count 128.
+  auto early = load("early_return_global.ptx");
+  ASSERT_TRUE(early);
+  BuiltImage early_img;
+  ASSERT_NO_FATAL_FAILURE(one_program(
+      {{take(early, "er_guard", 128), 4}, {take(early, "er_rounds", 128), 4}, {silu, 16}}, 16, &early_img));
+  EXPECT_EQ(early_img.threads, 256u);
+  for (const char *name : {"er_guard", "er_rounds", "_Z9er_rotatePffi"}) {
+    const std::string f = function_text(early_img.program_ptx, name);
+    EXPECT_EQ(count(f, "mov.u32 %sk_nt, 128;"), count(f, "barrier.sync 0, %sk_nt;") + count(f, "call __sk_leave"))
+        << f;
+    EXPECT_GE(count(f, "barrier.sync 0, %sk_nt;"), name == std::string("er_guard") ? 4u : 1u) << name << "\n" << f;
+    EXPECT_EQ(count(f, "%ntid.x"), 0u) << f;
+    EXPECT_EQ(count(f, "barrier.sync 0;") + count(f, "bar.sync"), 0u) << f;
+  }
+  EXPECT_EQ(count(early_img.program_ptx, "call __sk_leave, (%sk_nt);"), 2u);
+  EXPECT_EQ(sk::cuda_test::ptxas(early_img.program_ptx, "sm_90", &log, true), 0) << log;
+
   // What cannot run on fewer threads says which kernel and why.
   auto refused = [&](std::vector<std::pair<std::shared_ptr<CudaKernel>, uint32_t>> ks, const char *why) {
     Scope r;
@@ -1935,10 +1958,6 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   refused({{take(m, "residual_add_global", 100), 4}, {silu, 16}},
           "'residual_add_global' (step 0) runs 100 threads per block, fewer than the 256 of 'silu_mul_global' (step "
           "1), and cannot run on the first 100 threads of a block of 256: a part of a warp cannot be left out");
-  auto early = load("early_return_global.ptx");
-  ASSERT_TRUE(early);
-  refused({{take(early, "er_guard", 128), 4}, {silu, 16}},
-          "'er_guard' runs its barriers in two phases for threads that return early, which wait for every thread");
   refused({{sk::cuda_test::kernel(load("chain.cubin"), "chain_step"), 4}, {silu, 16}},
           "its barriers (a cubin's or LTO-IR's code) wait for every thread of the block; load its PTX");
   // libsk's device API that waits at the block's barrier: every thread must call it.

@@ -75,3 +75,9 @@ extern "C" __global__ void __launch_bounds__(128) er_group(float *data, int n) {
   asm volatile("bar.sync 0, 64;");
   data[threadIdx.x] *= 2.0f;
 }
+
+// Twice the threads of the kernels above, so that they run on the first half of a fused block.
+extern "C" __global__ void __launch_bounds__(256) er_wide(float *data, int n) {
+  const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) data[i] = data[i] * 0.5f + 1.0f;
+}
