@@ -65,7 +65,7 @@ constexpr StateField kBlockState[] = {
     {"S_ARG_BASE", 4},
     {"S_FLAGS", 4},
     {"S_GO", 4},
-    // The running step's block shape, x and y, where its sub-kernel reads it (__sk_thread).
+    // The running step's block shape, x, y and z, where its sub-kernel reads it (__sk_thread).
     {"S_BLOCK_SHAPE", 8},
     // A u64 per flag: the target of its wait.
     {"S_FLAG_TARGET", 8 * kCrossCoreFlags},
@@ -231,8 +231,9 @@ std::string subkernel_call(const EntrySpec &spec, const EntryStep &s) {
   if (s.threads && s.threads < spec.threads)  // whole warps: the branch is uniform in each
     o += "    .reg .pred %nt;\n    .reg .b32 %tt;\n    mov.u32 %tt, %tid.x;\n    setp.ge.u32 %nt, %tt, " +
          str(s.threads) + ";\n    @%nt bra.uni $called;\n";
-  if (s.block_shape[0])  // x in the low word
-    o += "    .reg .b64 %bs;\n    mov.b64 %bs, " + str(uint64_t{s.block_shape[1]} << 32 | s.block_shape[0]) +
+  if (s.block_shape[0])  // x in the low word, y (at most 1024) and z (64) in the high word's halves
+    o += "    .reg .b64 %bs;\n    mov.b64 %bs, " +
+         str(uint64_t{s.block_shape[2] << 16 | s.block_shape[1]} << 32 | s.block_shape[0]) +
          ";\n    st.shared.u64 [" + state_address(spec, "S_BLOCK_SHAPE") + "], %bs;\n";
   if (n)
     o += "    .reg .b64 %x<" + str(n) + ">;\n    .reg .b32 %y<" + str(n) + ">;\n    .reg .b64 %a<" + str(n) + ">;\n";
@@ -320,8 +321,8 @@ SyncLayout sync_layout(size_t steps) {
 // Steps call at one site when they call one function with the same arguments read by reference
 // and the same block shape and threads.
 bool same_call_site(const EntryStep &a, const EntryStep &b) {
-  return a.symbol == b.symbol && a.arg_refs == b.arg_refs && a.block_shape[0] == b.block_shape[0] &&
-         a.block_shape[1] == b.block_shape[1] && a.threads == b.threads;
+  return a.symbol == b.symbol && a.arg_refs == b.arg_refs &&
+         std::equal(a.block_shape, a.block_shape + 3, b.block_shape) && a.threads == b.threads;
 }
 
 std::vector<const EntryStep *> distinct_kernels(const EntrySpec &spec) {

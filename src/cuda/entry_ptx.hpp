@@ -67,9 +67,9 @@ struct EntryStep {
   // Parameters passed as the generic address of their bytes, not by value
   // (PtxKernel::by_address): of their slots, or the address a slot holds when read by reference.
   std::vector<uint32_t> by_address;
-  // The block shape (x, y) its call site stores for __sk_thread, where it or a helper reads its
-  // thread registers through it (PtxKernel::reads_block_shape); {0, 0}: none.
-  uint32_t block_shape[2] = {0, 0};
+  // The block shape (x, y, z) its call site stores for __sk_thread, where it or a helper reads
+  // its thread registers through it (PtxKernel::reads_block_shape); {0, 0, 0}: none.
+  uint32_t block_shape[3] = {0, 0, 0};
   // Earlier steps whose arrival it waits for (the previous step, or with stream fusion its
   // stream predecessor and the steps of the events it waits on). Empty: it waits for nothing.
   std::vector<uint32_t> deps;

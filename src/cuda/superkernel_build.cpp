@@ -395,6 +395,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
       const uint32_t *shape = k.block[0] ? k.block : k.ptx->reqntid;
       s.block_shape[0] = shape[0] ? shape[0] : k.threads;
       s.block_shape[1] = shape[0] ? shape[1] : 1;
+      s.block_shape[2] = shape[0] ? shape[2] : 1;
     }
     s.arrives = ps.arrives;
     // Without stream fusion a step waits for the one before it (which waited for its own

@@ -1151,7 +1151,7 @@ struct PtxDriver {
   // stream, within the primary context; `threads` in blocks of block_y rows; `cooperative`, as
   // cg::this_grid().sync() needs.
   int launch(const std::string &ptx, const char *name, uint32_t grid, uint32_t threads, uint32_t shared, void **args,
-             uint32_t grid_y = 1, uint32_t block_y = 1, bool cooperative = false) {
+             uint32_t grid_y = 1, uint32_t block_y = 1, bool cooperative = false, uint32_t block_z = 1) {
     if (cuCtxPushCurrent(ctx) != 0) return -1;
     const std::string text = for_jit(ptx);
     void *module = nullptr, *fn = nullptr;
@@ -1161,9 +1161,11 @@ struct PtxDriver {
     // Past 48 KiB a block opts in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), as Triton's launcher does.
     if (r == 0 && shared > 48 * 1024) r = cuFuncSetAttribute(fn, 8, (int)shared);
     if (r == 0 && cooperative)
-      r = cuLaunchCooperativeKernel(fn, grid, grid_y, 1, threads / block_y, block_y, 1, shared, nullptr, args);
+      r = cuLaunchCooperativeKernel(fn, grid, grid_y, 1, threads / block_y / block_z, block_y, block_z, shared,
+                                    nullptr, args);
     else if (r == 0)
-      r = cuLaunchKernel(fn, grid, grid_y, 1, threads / block_y, block_y, 1, shared, nullptr, args, nullptr);
+      r = cuLaunchKernel(fn, grid, grid_y, 1, threads / block_y / block_z, block_y, block_z, shared, nullptr, args,
+                         nullptr);
     if (r == 0) r = cuCtxSynchronize();
     void *popped = nullptr;
     cuCtxPopCurrent(&popped);
@@ -1456,7 +1458,8 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
 
 // Kernels launched with two-dimensional blocks whose PTX does not give the shape
 // (block2d.cu, as llama.cpp's mul_mat_vec_q): fused in one super kernel with the shape given
-// (sk_kernel_desc.block), == the driver's launches with that blockDim == the CPU, bit for bit.
+// (sk_kernel_desc.block), == the driver's launches with that blockDim == the CPU, bit for bit;
+// a three-dimensional one too, narrower than its super kernel's block.
 TEST_F(CudaGpu, TwoDimensionalBlocksFusedEqualTheirPlainLaunch) {
   PtxDriver drv;
   ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
@@ -1501,6 +1504,21 @@ TEST_F(CudaGpu, TwoDimensionalBlocksFusedEqualTheirPlainLaunch) {
   same(plain.scaled, fused.scaled, scaled, "scale_rows_2d");
   same(plain.sums, fused.sums, sums, "sum_blocks_2d");
   same(plain.copied, fused.copied, in, "copy_1d");
+  // A (32, 2, 2) block, on the first 128 threads of a super kernel's 256 (copy_1d's): blockDim.z
+  // is the kernel's 2, not the block's threads / 64.
+  const Out deep_plain = outputs(), deep_fused = outputs();
+  uint64_t dp = ptr_slot(deep_plain.sums), dc = ptr_slot(deep_plain.copied), qp = ptr_slot(deep_fused.sums),
+           qc = ptr_slot(deep_fused.copied);
+  void *d1[] = {&xs, &dp}, *d2[] = {&xs, &dc}, *q1[] = {&xs, &qp}, *q2[] = {&xs, &qc};
+  ASSERT_EQ(drv.launch(ptx, "sum_blocks_2d", kBlocks, kThreads, 0, d1, 1, 2, false, 2), 0);
+  ASSERT_EQ(drv.launch(ptx, "copy_1d", kBlocks / 2, 2 * kThreads, 0, d2), 0);
+  const sk_kernel_desc three_d{sizeof three_d, nullptr, 0, 0, {kCols, 2, 2}},
+      wide{sizeof wide, nullptr, 0, 0, {2 * kThreads, 1, 1}};
+  sk_kernel *deep = ptx_kernel(ptx, "sum_blocks_2d", three_d), *copy_wide = ptx_kernel(ptx, "copy_1d", wide);
+  ASSERT_TRUE(deep && copy_wide);
+  ASSERT_NO_FATAL_FAILURE(run_fused("block3d_narrow", {{deep, kBlocks, q1}, {copy_wide, kBlocks / 2, q2}}));
+  same(deep_plain.sums, deep_fused.sums, sums, "sum_blocks_2d in (32, 2, 2) of 256");
+  same(deep_plain.copied, deep_fused.copied, in, "copy_1d at 256");
 }
 
 // Kernels written for programmatic dependent launch (dependent_launch.cu, as llama.cpp writes its

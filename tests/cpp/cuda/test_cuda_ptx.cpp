@@ -398,8 +398,8 @@ TEST(CudaPtx, ABlockShapeTheCallerGivesRebuildsTheThreadIndex) {
       << sk::last_error();
   EXPECT_EQ(sk::cuda_test::ptxas(rt, "sm_90", &log), 0) << log;
 
-  // Fused: each call site stores its step's shape, x in the low word; two shapes of one kernel
-  // call it at two sites.
+  // Fused: each call site stores its step's shape, x in the low word, y and z in the high
+  // word's halves; two shapes of one kernel call it at two sites.
   std::shared_ptr<CudaKernel> a, b;
   ASSERT_EQ(with_block("sum_blocks_2d", 32, 4, 1, 0, &a), SK_OK) << sk::last_error();
   ASSERT_EQ(with_block("sum_blocks_2d", 16, 8, 1, 0, &b), SK_OK) << sk::last_error();
@@ -410,10 +410,30 @@ TEST(CudaPtx, ABlockShapeTheCallerGivesRebuildsTheThreadIndex) {
   ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
   BuiltImage img;
   ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
-  EXPECT_TRUE(contains(img.ptx, "mov.b64 %bs, " + std::to_string(4ull << 32 | 32) + ";")) << img.ptx;
-  EXPECT_TRUE(contains(img.ptx, "mov.b64 %bs, " + std::to_string(8ull << 32 | 16) + ";")) << img.ptx;
-  EXPECT_TRUE(contains(img.ptx, "mov.b64 %bs, " + std::to_string(1ull << 32 | 128) + ";")) << img.ptx;
+  auto shape = [](uint64_t x, uint64_t y, uint64_t z) {
+    return "mov.b64 %bs, " + std::to_string((z << 16 | y) << 32 | x) + ";";
+  };
+  EXPECT_TRUE(contains(img.ptx, shape(32, 4, 1))) << img.ptx;
+  EXPECT_TRUE(contains(img.ptx, shape(16, 8, 1))) << img.ptx;
+  EXPECT_TRUE(contains(img.ptx, shape(128, 1, 1))) << img.ptx;
   EXPECT_EQ(count(img.ptx, "// call site "), 3u) << img.ptx;
+  // The block's extents are the stored shape's, z too: a kernel narrower than the super
+  // kernel's block (32 x 2 x 2 of 256 threads) reads its own, not the block's threads / (x·y).
+  std::shared_ptr<CudaKernel> deep, wide;
+  ASSERT_EQ(with_block("sum_blocks_2d", 32, 2, 2, 0, &deep), SK_OK) << sk::last_error();
+  ASSERT_EQ(with_block("copy_1d", 256, 1, 1, 0, &wide), SK_OK) << sk::last_error();
+  Scope n;
+  n.add(deep, 4);
+  n.add(wide, 4);
+  ASSERT_EQ(n.make_plan(4), SK_OK) << sk::last_error();
+  BuiltImage narrow;
+  ASSERT_EQ(build_superkernel(n.request(), &narrow), SK_OK) << sk::last_error();
+  EXPECT_EQ(narrow.threads, 256u);
+  EXPECT_TRUE(contains(narrow.ptx, shape(32, 2, 2))) << narrow.ptx;
+  const size_t thread_at = narrow.ptx.find(".func (.param .b32 r) __sk_thread(");
+  ASSERT_NE(thread_at, std::string::npos) << narrow.ptx;
+  const std::string thread = narrow.ptx.substr(thread_at, narrow.ptx.find("\n}\n", thread_at) - thread_at);
+  EXPECT_FALSE(contains(thread, "%ntid")) << thread;
 }
 
 // Programmatic dependent launch (llama.cpp's kernels for sm_90 use it throughout): each

@@ -11,13 +11,15 @@ extern "C" __global__ void scale_rows_2d(const float *in, float *out, int n_cols
 }
 
 // The thread's place in its block, x fastest, as a helper computes it.
-__device__ __noinline__ unsigned flat_thread() { return threadIdx.y * blockDim.x + threadIdx.x; }
+__device__ __noinline__ unsigned flat_thread() {
+  return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+}
 
-// Each warp of a (32, k) block sums its block's slice of a row through shared memory: sums[b] =
-// the sum of in[b * blockDim.x * blockDim.y + t] over the block's threads t, in a fixed order.
+// Each warp of a (32, k) or (32, k, m) block sums its block's slice of a row through shared
+// memory: sums[b] = the sum of in[b * threads + t] over the block's threads t, in a fixed order.
 extern "C" __global__ void sum_blocks_2d(const float *in, float *sums) {
   __shared__ float partial[1024];
-  const unsigned t = flat_thread(), threads = blockDim.x * blockDim.y;
+  const unsigned t = flat_thread(), threads = blockDim.x * blockDim.y * blockDim.z;
   partial[t] = in[blockIdx.x * threads + t];
   __syncthreads();
   if (t == 0) {
