@@ -38,6 +38,7 @@ std::set<std::string_view> reached(const std::map<std::string_view, const PtxFun
 
 std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &kernels,
                           const std::vector<uint32_t> &threads, uint32_t block,
+                          const std::function<std::string(std::string_view)> &named_elsewhere,
                           std::map<std::string, uint32_t> *counts) {
   const auto defined = definitions(m);
   std::map<std::string_view, std::pair<uint32_t, std::string_view>> by;  // function: threads, the kernel
@@ -48,9 +49,10 @@ std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &ke
       if (t.barrier_counts.empty() && t.block_dims.empty()) continue;
       // A link keeps one copy of a weak function; another module may call a visible one.
       if (t.always && threads[i] < block)
-        return "'" + std::string(f) + "', which '" + kernels[i] + "' (" + std::to_string(threads[i]) +
-               " threads) reaches, counts the threads of the block and is visible or weak: another module's "
-               "kernels may call it, counting theirs";
+        if (const std::string other = named_elsewhere(f); !other.empty())
+          return "'" + std::string(f) + "', which '" + kernels[i] + "' (" + std::to_string(threads[i]) +
+                 " threads) reaches, counts the threads of the block and is visible or weak, and " + other +
+                 ": its kernels may call it, or a link keep its copy, counting theirs";
       const auto [at, fresh] = by.emplace(f, std::make_pair(threads[i], std::string_view(kernels[i])));
       if (!fresh && at->second.first != threads[i])
         return "'" + std::string(f) + "' counts the threads of the block for '" + std::string(at->second.second) +

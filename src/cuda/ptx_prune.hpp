@@ -9,8 +9,10 @@
 // share the bytes, as a cubin's do, elf/shared_overlay_layout.hpp).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cuda/ptx_module.hpp"
@@ -30,9 +32,12 @@ struct PtxOverlay {
 // super kernel's `block` (kernels[i] runs threads[i]): its barriers of the whole block and its
 // %ntid.x count those (PtxFunctionText::barrier_counts, block_dims). "" with `*counts`, or why
 // not: two kernels of different threads reach a function that counts them, or a narrow one
-// reaches a visible or weak one that does (which another module's kernels may call).
+// reaches a visible or weak one that does and that another module of the link names
+// (`named_elsewhere`: which, "y.ptx names it too", or "" for none): its kernels may call it, or a
+// link keep its copy of a weak one.
 std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &kernels,
                           const std::vector<uint32_t> &threads, uint32_t block,
+                          const std::function<std::string(std::string_view)> &named_elsewhere,
                           std::map<std::string, uint32_t> *counts);
 
 // `m.text` without the functions that no kernel of `kernels` (names) reaches, nor any function

@@ -465,6 +465,21 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   // string).
   std::vector<std::vector<uint8_t>> rewritten(modules.size());
   const std::vector<const elf::Cubin *> graphs = overlay_graphs(modules, req.arch);
+  // Which other module names a function (defines, declares or calls it), for a narrower kernel's
+  // visible helper: an LTO-IR module's calls are not known, so it may name any.
+  auto named_elsewhere = [&](const CudaModule *self, std::string_view fn) -> std::string {
+    for (const CudaModule *m : modules) {
+      if (m == self) continue;
+      if (m->kind == InputKind::LtoIr) return m->label + " may name it (LTO-IR, whose calls libsk cannot read)";
+      const bool named = m->ptx
+                             ? std::any_of(m->ptx->functions.begin(), m->ptx->functions.end(),
+                                           [&](const PtxFunctionText &f) { return f.name == fn; })
+                             : m->cubin.find(fn) || std::find(m->cubin.undefined.begin(), m->cubin.undefined.end(),
+                                                              fn) != m->cubin.undefined.end();
+      if (named) return m->label + " names it too";
+    }
+    return "";
+  };
   for (size_t i = 0; i < modules.size(); ++i) {
     const std::optional<uint32_t> g = overlay_index(graphs, modules[i]);
     if (modules[i]->ptx) {
@@ -476,7 +491,8 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
           threads.push_back(k->threads);
         }
       std::map<std::string, uint32_t> counts;
-      if (const std::string why = narrow_counts(*modules[i]->ptx, taken, threads, spec.threads, &counts);
+      auto elsewhere = [&](std::string_view fn) { return named_elsewhere(modules[i], fn); };
+      if (const std::string why = narrow_counts(*modules[i]->ptx, taken, threads, spec.threads, elsewhere, &counts);
           !why.empty())
         return fail(SK_ERR_INCOMPATIBLE, "super kernel '%s': %s: %s", req.name.c_str(), modules[i]->label.c_str(),
                     why.c_str());

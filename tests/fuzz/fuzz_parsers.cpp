@@ -92,7 +92,8 @@ void ptx(const std::string &text) {
   for (const sk::cuda::PtxKernel &k : m.kernels) {
     if (!k.refusal.empty() || !k.narrow_refusal.empty()) continue;
     std::map<std::string, uint32_t> counts;
-    if (!sk::cuda::narrow_counts(m, {k.name}, {32}, 64, &counts).empty()) continue;  // a visible function counts
+    auto nowhere = [](std::string_view) { return std::string(); };  // no other module
+    if (!sk::cuda::narrow_counts(m, {k.name}, {32}, 64, nowhere, &counts).empty()) continue;
     sk::cuda::PtxModule narrow;
     if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {k.name}, nullptr, &counts), "fuzz", "sm_90", "9.0",
                                   &narrow) != SK_OK ||

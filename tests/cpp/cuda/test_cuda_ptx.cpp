@@ -1988,18 +1988,27 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   ASSERT_TRUE(syncing && syncing->ptx->find("k"));
   EXPECT_EQ(syncing->ptx->find("k")->narrow_refusal,
             "it calls 'sk_sync_all', which waits at a barrier of every thread of the block");
-  // A visible function that counts the block's threads: another module may call it at its own
-  // width (nvcc -rdc writes every __device__ function visible, every template one weak).
+  // A visible function that counts the block's threads (nvcc -rdc writes every __device__
+  // function visible, every template one weak): its counts are the narrow kernel's where no other
+  // module of the link names it; where one does, its kernels may call it at their own width.
   auto helper = load_ptx(
       ".version 8.0\n.target sm_90\n.address_size 64\n"
       ".visible .func sync_helper()\n{\nbar.sync 0;\nret;\n}\n"
       ".visible .entry calls_helper(.param .u64 p)\n{\ncall sync_helper, ();\nret;\n}\n",
       "helper.ptx");
-  ASSERT_TRUE(helper);
+  auto caller = load_ptx(
+      ".version 8.0\n.target sm_90\n.address_size 64\n.extern .func sync_helper();\n"
+      ".visible .entry also_calls(.param .u64 p)\n{\ncall sync_helper, ();\nret;\n}\n",
+      "caller.ptx");
+  ASSERT_TRUE(helper && caller);
+  BuiltImage alone;
+  ASSERT_NO_FATAL_FAILURE(one_program({{take(helper, "calls_helper", 64), 4}, {silu, 16}}, 16, &alone));
+  EXPECT_EQ(count(function_text(alone.program_ptx, "sync_helper"), "bar.sync 0, 64;"), 1u) << alone.program_ptx;
   refused(
-      {{take(helper, "calls_helper", 64), 4}, {silu, 16}},
+      {{take(helper, "calls_helper", 64), 4}, {take(caller, "also_calls", 256), 4}, {silu, 16}},
       "helper.ptx: 'sync_helper', which 'calls_helper' (64 threads) reaches, counts the threads of the block and "
-      "is visible or weak: another module's kernels may call it, counting theirs");
+      "is visible or weak, and caller.ptx names it too: its kernels may call it, or a link keep its copy, "
+      "counting theirs");
   // One function, two thread counts: its barriers can count one.
   refused({{rms, 4}, {take(m, "rmsnorm_global", 64), 4}, {silu, 16}},
           "decode_global.ptx: 'rmsnorm_global' counts the threads of the block for 'rmsnorm_global' (128) and for "
