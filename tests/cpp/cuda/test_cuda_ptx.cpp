@@ -112,6 +112,14 @@ std::shared_ptr<const CudaModule> load_text(const std::string &params, const std
                   "k.ptx");
 }
 
+// The definition of function `name` in `ptx`, from its `.func` line to its closing line.
+std::string function_text(const std::string &ptx, const std::string &name) {
+  size_t at = ptx.rfind(" " + name + "(");  // the definition, after the entry declares it
+  if (at == std::string::npos) return "";
+  at = ptx.rfind('\n', at) + 1;
+  return ptx.substr(at, ptx.find("\n}\n", at) + 3 - at);
+}
+
 }  // namespace
 
 // Each Triton kernel: its signature from the parameter list (the two scratch pointers Triton
@@ -400,16 +408,17 @@ TEST(CudaPtx, ABlockShapeTheCallerGivesRebuildsTheThreadIndex) {
 
   // Fused: each call site stores its step's shape, x in the low word, y and z in the high
   // word's halves; two shapes of one kernel call it at two sites.
+  auto fuse = [](std::vector<std::shared_ptr<CudaKernel>> kernels, BuiltImage *img) {
+    Scope s;
+    for (const auto &k : kernels) s.add(k, 4);
+    ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
+    ASSERT_EQ(build_superkernel(s.request(), img), SK_OK) << sk::last_error();
+  };
   std::shared_ptr<CudaKernel> a, b;
   ASSERT_EQ(with_block("sum_blocks_2d", 32, 4, 1, 0, &a), SK_OK) << sk::last_error();
   ASSERT_EQ(with_block("sum_blocks_2d", 16, 8, 1, 0, &b), SK_OK) << sk::last_error();
-  Scope s;
-  s.add(a, 4);
-  s.add(b, 4);
-  s.add(copy, 4);
-  ASSERT_EQ(s.make_plan(4), SK_OK) << sk::last_error();
   BuiltImage img;
-  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  ASSERT_NO_FATAL_FAILURE(fuse({a, b, copy}, &img));
   auto shape = [](uint64_t x, uint64_t y, uint64_t z) {
     return "mov.b64 %bs, " + std::to_string((z << 16 | y) << 32 | x) + ";";
   };
@@ -422,17 +431,12 @@ TEST(CudaPtx, ABlockShapeTheCallerGivesRebuildsTheThreadIndex) {
   std::shared_ptr<CudaKernel> deep, wide;
   ASSERT_EQ(with_block("sum_blocks_2d", 32, 2, 2, 0, &deep), SK_OK) << sk::last_error();
   ASSERT_EQ(with_block("copy_1d", 256, 1, 1, 0, &wide), SK_OK) << sk::last_error();
-  Scope n;
-  n.add(deep, 4);
-  n.add(wide, 4);
-  ASSERT_EQ(n.make_plan(4), SK_OK) << sk::last_error();
   BuiltImage narrow;
-  ASSERT_EQ(build_superkernel(n.request(), &narrow), SK_OK) << sk::last_error();
+  ASSERT_NO_FATAL_FAILURE(fuse({deep, wide}, &narrow));
   EXPECT_EQ(narrow.threads, 256u);
   EXPECT_TRUE(contains(narrow.ptx, shape(32, 2, 2))) << narrow.ptx;
-  const size_t thread_at = narrow.ptx.find(".func (.param .b32 r) __sk_thread(");
-  ASSERT_NE(thread_at, std::string::npos) << narrow.ptx;
-  const std::string thread = narrow.ptx.substr(thread_at, narrow.ptx.find("\n}\n", thread_at) - thread_at);
+  const std::string thread = function_text(narrow.ptx, "__sk_thread");
+  ASSERT_TRUE(contains(thread, ".func (.param .b32 r) __sk_thread(")) << narrow.ptx;
   EXPECT_FALSE(contains(thread, "%ntid")) << thread;
 }
 
@@ -1430,10 +1434,7 @@ TEST(CudaPtx, AThreadThatReturnsBeforeABarrierKeepsItsBlockInStep) {
   auto m = load("early_return_global.ptx");
   ASSERT_TRUE(m && m->ptx);
   const std::string text = text_of(m->bytes);
-  auto function = [&](const std::string &name) {
-    const size_t at = text.find(" " + name + "(");
-    return at == std::string::npos ? std::string() : text.substr(at, text.find("\n}\n", at) - at);
-  };
+  auto function = [&](const std::string &name) { return function_text(text, name); };
   for (const char *name : {"er_guard", "er_rounds"}) {
     SCOPED_TRACE(name);
     ASSERT_NE(m->ptx->find(name), nullptr);
@@ -1885,18 +1886,6 @@ TEST(CudaWholeProgram, WeakDefinitionsOfSeveralModulesAreKeptOnceAsALinkKeepsThe
                                   "sm_90", &out, &why));
   EXPECT_EQ(why, "x.ptx defines 'v' weak, and y.ptx after it (a variable)");
 }
-
-namespace {
-
-// The definition of function `name` in `ptx`, from its `.func` line to its closing line.
-std::string function_text(const std::string &ptx, const std::string &name) {
-  size_t at = ptx.rfind(" " + name + "(");  // the definition, after the entry declares it
-  if (at == std::string::npos) return "";
-  at = ptx.rfind('\n', at) + 1;
-  return ptx.substr(at, ptx.find("\n}\n", at) + 3 - at);
-}
-
-}  // namespace
 
 // A super kernel runs its widest sub-kernel's threads; one of fewer threads (nvcc's rmsnorm at
 // 128 beside silu_mul at 256, as a decode step launches them) runs on the block's first ones:
