@@ -9,6 +9,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/entry_limits.hpp"
 #include "cuda/kernel_facts_json.hpp"
+#include "cuda/ptx_prune.hpp"
 #include "cuda/superkernel_build.hpp"
 
 namespace sk::cuda {
@@ -225,6 +226,8 @@ std::string CudaBackendSuperKernel::explain() const {
     for (const CudaKernel *k : distinct) {
       j.begin_object();
       write_kernel_facts(j, *k);
+      j.key("function")
+          .value(k->module->ptx ? narrow_call_name(*k->module->ptx, k->symbol, k->threads, p.threads()) : k->symbol);
       j.end_object();
     }
     j.end_array();

@@ -55,8 +55,8 @@ struct PtxKernel {
   // alignment: fused, they move into the shared overlay the sub-kernels share (ptx_prune.hpp).
   uint64_t static_shared = 0;
   std::vector<std::string> rewrites;  // what loading changed in it, one line each
-  // Why it cannot run on fewer threads than its super kernel's block ("" if it can: the block's
-  // barriers and %ntid.x of every function it reaches then count its own, ptx_prune.hpp).
+  // Why it cannot run on fewer threads than its super kernel's block ("" if it can: it then runs
+  // its copy, and of each function it reaches that counts threads, counting its own, ptx_prune.hpp).
   std::string narrow_refusal;
   // Why it cannot be fused, naming the construct ("" if it can). A refused entry stays an
   // `.entry` in the text, as it was written, so that the other kernels still link.

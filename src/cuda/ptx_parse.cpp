@@ -534,7 +534,7 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
     ++k;
   }
   f.name = std::string(tok(k));
-  if (f.name.empty() || f.name[0] == '.' || f.name == "(") return bad(kind, "a function without a name");
+  if (f.name.empty() || f.name[0] == '.' || !word_char(f.name[0])) return bad(kind, "a function without a name");
   declared.insert(f.name);
   size_t after = k + 1;
   if (tok(after) == "(") {

@@ -1,10 +1,12 @@
 #include "cuda/ptx_prune.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <string_view>
 
+#include "cuda/ptx_parse.hpp"
 #include "cuda/ptx_statement.hpp"
 #include "elf/shared_overlay_layout.hpp"
 
@@ -34,82 +36,160 @@ std::set<std::string_view> reached(const std::map<std::string_view, const PtxFun
   return kept;
 }
 
+// It counts the block's threads itself: a barrier of the whole block, a read of %ntid.x.
+bool counts_itself(const PtxFunctionText &f) { return !f.barrier_counts.empty() || !f.block_dims.empty(); }
+
+// The definitions that count the block's threads, or reach one that does: a narrower kernel
+// calls its own copy of each.
+std::set<std::string_view> counting(const std::map<std::string_view, const PtxFunctionText *> &defined) {
+  std::set<std::string_view> out;
+  for (const auto &[name, f] : defined)
+    if (counts_itself(*f)) out.insert(name);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto &[name, f] : defined)
+      if (!out.count(name) &&
+          std::any_of(f->uses.begin(), f->uses.end(), [&](const std::string &u) { return out.count(u) > 0; }))
+        grew = out.insert(name).second;
+  }
+  return out;
+}
+
+// The name of f's copy for kernels of `threads`, which no function of `m` has.
+std::string copy_name(const PtxModule &m, std::string_view f, uint32_t threads) {
+  std::string name = std::string(f) + "$w" + std::to_string(threads);
+  while (
+      std::any_of(m.functions.begin(), m.functions.end(), [&](const PtxFunctionText &g) { return g.name == name; }))
+    name += "_";
+  return name;
+}
+
+// `text` with `edits` made, in order of place (an insertion before a replacement at the same
+// place); an edit inside one before it (a piece cut) goes with that one.
+std::string edited(std::string_view text, std::vector<PtxEdit> edits) {
+  std::sort(edits.begin(), edits.end(),
+            [](const PtxEdit &a, const PtxEdit &b) { return a.at != b.at ? a.at < b.at : a.len < b.len; });
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  for (const PtxEdit &e : edits) {
+    if (e.at < pos || e.at + e.len > text.size()) continue;
+    out.append(text, pos, e.at - pos);
+    out += e.text;
+    pos = e.at + e.len;
+  }
+  out.append(text, pos, std::string_view::npos);
+  return out;
+}
+
+// f's copy for kernels of `threads`: its declaration and definition, in which each barrier of
+// the whole block and %ntid.x count them, each name of `names` is its copy's, and the overlay's
+// `moves` within it are made. Its linkage, then its text from `.func` to its `}`: what a lenient
+// read took into the statement before `.func` stays out. False where the text is no definition
+// as the reader takes one.
+bool copy_for(const PtxModule &m, const PtxFunctionText &f, uint32_t threads, const std::vector<PtxEdit> &moves,
+              const std::map<std::string_view, std::string> &names, std::string *declaration,
+              std::string *definition) {
+  const std::vector<ptx_parse::Tok> toks = ptx_parse::tokenize(std::string_view(m.text).substr(f.at, f.len));
+  bool function = false;
+  const size_t body = ptx_parse::statement_end(toks, 0, &function);
+  bool visible = false, weak = false;
+  size_t first = 0;
+  for (; first < body && toks[first].s != ".func" && toks[first].s != ".entry"; ++first) {
+    visible |= toks[first].s == ".visible";
+    weak |= toks[first].s == ".weak";
+  }
+  if (body >= toks.size() || first >= body) return false;
+  const std::string linkage = visible ? ".visible " : weak ? ".weak " : "", n = std::to_string(threads);
+  const size_t from = f.at + toks[first].at, head = f.at + toks[body].at - from, end = f.at + f.len;
+  std::vector<PtxEdit> own;
+  for (const PtxEdit &e : moves)
+    if (e.at >= from && e.at + e.len <= end) own.push_back({e.at - from, e.len, e.text});
+  for (size_t at : f.barrier_counts)
+    if (at >= from) own.push_back({at - from, 0, ", " + n});
+  for (size_t at : f.block_dims)
+    if (at >= from) own.push_back({at - from, kBlockDimX.size(), n});
+  for (size_t k = first; k < toks.size(); ++k)
+    if (const auto r = names.find(toks[k].s); r != names.end())
+      own.push_back({f.at + toks[k].at - from, toks[k].s.size(), r->second});
+  const std::string_view text = std::string_view(m.text).substr(from, end - from);
+  std::vector<PtxEdit> in_head;
+  for (const PtxEdit &e : own)
+    if (e.at < head) in_head.push_back(e);
+  *declaration = linkage + edited(text.substr(0, head), std::move(in_head));
+  while (!declaration->empty() && std::isspace((unsigned char)declaration->back())) declaration->pop_back();
+  *declaration += ";";
+  *definition = linkage + edited(text, std::move(own));
+  return true;
+}
+
 }  // namespace
 
-std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &kernels,
-                          const std::vector<uint32_t> &threads, uint32_t block,
-                          const std::function<std::string(std::string_view)> &named_elsewhere,
-                          std::map<std::string, uint32_t> *counts) {
+std::string narrow_call_name(const PtxModule &m, const std::string &kernel, uint32_t threads, uint32_t block) {
+  if (threads >= block) return kernel;
   const auto defined = definitions(m);
-  std::map<std::string_view, std::pair<uint32_t, std::string_view>> by;  // function: threads, the kernel
-  counts->clear();
-  for (size_t i = 0; i < kernels.size(); ++i)
-    for (const std::string_view f : reached(defined, {kernels[i]})) {
-      const PtxFunctionText &t = *defined.at(f);
-      if (t.barrier_counts.empty() && t.block_dims.empty()) continue;
-      // A link keeps one copy of a weak function; another module may call a visible one.
-      if (t.always && threads[i] < block)
-        if (const std::string other = named_elsewhere(f); !other.empty())
-          return "'" + std::string(f) + "', which '" + kernels[i] + "' (" + std::to_string(threads[i]) +
-                 " threads) reaches, counts the threads of the block and is visible or weak, and " + other +
-                 ": its kernels may call it, or a link keep its copy, counting theirs";
-      const auto [at, fresh] = by.emplace(f, std::make_pair(threads[i], std::string_view(kernels[i])));
-      if (!fresh && at->second.first != threads[i])
-        return "'" + std::string(f) + "' counts the threads of the block for '" + std::string(at->second.second) +
-               "' (" + std::to_string(at->second.first) + ") and for '" + kernels[i] + "' (" +
-               std::to_string(threads[i]) + ")";
-      if (threads[i] < block) (*counts)[std::string(f)] = threads[i];
-    }
-  return "";
+  for (const std::string_view f : reached(defined, {kernel}))
+    if (counts_itself(*defined.at(f))) return copy_name(m, kernel, threads);
+  return kernel;
 }
 
 std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels, const PtxOverlay *overlay,
-                         const std::map<std::string, uint32_t> *counts) {
+                         const std::vector<PtxNarrow> &narrow) {
   const auto defined = definitions(m);
-  std::vector<PtxEdit> edits;
-  // A narrow kernel's counts: one thread count past each barrier id, %ntid.x its threads.
-  static const std::map<std::string, uint32_t> kNone;
-  const std::map<std::string, uint32_t> &narrow = counts ? *counts : kNone;
-  for (const PtxFunctionText &f : m.functions) {
-    const auto c = narrow.find(f.name);
-    if (!f.definition || c == narrow.end()) continue;
-    const std::string n = std::to_string(c->second);
-    for (size_t at : f.barrier_counts) edits.push_back({at, 0, ", " + n});
-    for (size_t at : f.block_dims) edits.push_back({at, kBlockDimX.size(), n});
-  }
+  // Per thread count, the functions its kernels reach that count threads or call one that does,
+  // each copied; the originals they call besides.
+  const std::set<std::string_view> counts = counting(defined);
+  std::map<uint32_t, std::set<std::string_view>> copies;
   std::vector<std::string_view> roots(kernels.begin(), kernels.end());
+  std::set<std::string_view> called_by_copies;
+  for (const PtxNarrow &n : narrow) {
+    if (!counts.count(n.kernel)) {
+      roots.push_back(n.kernel);
+      continue;
+    }
+    for (const std::string_view f : reached(defined, {n.kernel}))
+      (counts.count(f) ? copies[n.threads] : called_by_copies).insert(f);
+  }
   for (const PtxFunctionText &f : m.functions)
     if (f.definition && f.always) roots.push_back(f.name);
-  const std::set<std::string_view> kept = m.whole ? std::set<std::string_view>() : reached(defined, roots);
-  // The pieces cut, and the overlay's edits; one inside a piece cut goes with it.
+  std::set<std::string_view> kept = m.whole ? std::set<std::string_view>() : reached(defined, roots);
+  kept.insert(called_by_copies.begin(), called_by_copies.end());
+  // The pieces cut, and the overlay's edits (`moves`: a copy makes those within its function);
+  // one inside a piece cut goes with it.
+  std::vector<PtxEdit> edits, moves;
   for (const PtxFunctionText &f : m.functions)
     if (!m.whole && defined.count(f.name) && !kept.count(f.name)) edits.push_back({f.at, f.len, ""});
-  bool moved = false;
   for (size_t v = 0; !m.whole && overlay && v < m.shared_text.size() && v < overlay->offsets->size(); ++v) {
     const uint64_t at = (*overlay->offsets)[v];
     if (at == elf::SharedOverlayLayout::kInPlace || !m.graph.shared_vars[v].overlay) continue;
     const PtxSharedText &t = m.shared_text[v];
-    edits.push_back({t.at, t.len, ""});
+    moves.push_back({t.at, t.len, ""});
     for (size_t r : t.refs)
-      edits.push_back({r, m.graph.shared_vars[v].name.size(), overlay->symbol + "+" + std::to_string(at)});
-    moved = true;
+      moves.push_back({r, m.graph.shared_vars[v].name.size(), overlay->symbol + "+" + std::to_string(at)});
   }
-  if (moved)
+  if (!moves.empty())
     edits.push_back({m.declarations_at, 0,
                      "\n.extern .shared .align " + std::to_string(overlay->align) + " .b8 " + overlay->symbol + "[" +
                          std::to_string(std::max<uint64_t>(overlay->bytes, 1)) + "];"});
-  std::sort(edits.begin(), edits.end(),
-            [](const PtxEdit &a, const PtxEdit &b) { return a.at != b.at ? a.at < b.at : a.len < b.len; });
-  std::string out;
-  out.reserve(m.text.size());
-  size_t pos = 0;
-  for (const PtxEdit &e : edits) {
-    if (e.at < pos || e.at + e.len > m.text.size()) continue;  // inside a piece cut
-    out.append(m.text, pos, e.at - pos);
-    out += e.text;
-    pos = e.at + e.len;
+  edits.insert(edits.end(), moves.begin(), moves.end());
+  std::string out = edited(m.text, std::move(edits));
+
+  // The copies, after the rest: each with its counts and the names of the copies it calls, and
+  // declared before them all (a copy may call one that comes after it).
+  std::string declarations, bodies;
+  for (const auto &[threads, fs] : copies) {
+    std::map<std::string_view, std::string> names;
+    for (const std::string_view f : fs) names.emplace(f, copy_name(m, f, threads));
+    for (const PtxFunctionText &f : m.functions) {
+      if (!f.definition || !fs.count(f.name)) continue;
+      std::string declaration, definition;
+      if (!copy_for(m, f, threads, moves, names, &declaration, &definition)) continue;
+      declarations += "\n" + declaration;
+      bodies += "\n" + definition + "\n";
+    }
   }
-  out.append(m.text, pos, std::string::npos);
+  if (!declarations.empty())
+    out += "\n// copies for kernels of fewer threads than the block" + declarations + "\n" + bodies;
   return out;
 }
 

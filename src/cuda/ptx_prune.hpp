@@ -6,13 +6,11 @@
 // another module may call; it removes the other functions' definitions and declarations. A
 // variable the overlay places is declared no more, and each name of it becomes the overlay's
 // symbol at its offset (the sub-kernels of a block run one after another: their variables
-// share the bytes, as a cubin's do, elf/shared_overlay_layout.hpp).
+// share the bytes, as a cubin's do, elf/shared_overlay_layout.hpp). A kernel that runs fewer
+// threads than its block gets copies that count those (below).
 #pragma once
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "cuda/ptx_module.hpp"
@@ -28,23 +26,27 @@ struct PtxOverlay {
   const std::vector<uint64_t> *offsets = nullptr;
 };
 
-// The threads each function of `m` counts where a kernel that reaches it runs fewer than the
-// super kernel's `block` (kernels[i] runs threads[i]): its barriers of the whole block and its
-// %ntid.x count those (PtxFunctionText::barrier_counts, block_dims). "" with `*counts`, or why
-// not: two kernels of different threads reach a function that counts them, or a narrow one
-// reaches a visible or weak one that does and that another module of the link names
-// (`named_elsewhere`: which, "y.ptx names it too", or "" for none): its kernels may call it, or a
-// link keep its copy of a weak one.
-std::string narrow_counts(const PtxModule &m, const std::vector<std::string> &kernels,
-                          const std::vector<uint32_t> &threads, uint32_t block,
-                          const std::function<std::string(std::string_view)> &named_elsewhere,
-                          std::map<std::string, uint32_t> *counts);
+// A kernel of the link that runs fewer threads than its super kernel's block, on the block's
+// first ones.
+struct PtxNarrow {
+  std::string kernel;
+  uint32_t threads = 0;
+};
+
+// The name a super kernel calls `kernel` of `m` by when it runs `threads` of its block's `block`:
+// its own, or, where it or a function it reaches counts the block's threads (a barrier of the
+// whole block, %ntid.x: PtxFunctionText::barrier_counts, block_dims) and `threads` is fewer, its
+// copy for that many threads ("k$w128"), which counts those.
+std::string narrow_call_name(const PtxModule &m, const std::string &kernel, uint32_t threads, uint32_t block);
 
 // `m.text` without the functions that no kernel of `kernels` (names) reaches, nor any function
 // kept always (PtxFunctionText::always), and with the variables `overlay` places moved; the
-// whole text when `m.whole`. The functions of `counts` (narrow_counts) count those threads.
+// whole text when `m.whole`. Each kernel of `narrow` gets its copy of every function it reaches
+// that counts the block's threads, or calls one that does (narrow_call_name names them, the
+// same per thread count), appended with its declaration: the originals stay as they were for the
+// kernels of the block's width and for other modules, so one function is reached at any number
+// of widths.
 std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels,
-                         const PtxOverlay *overlay = nullptr,
-                         const std::map<std::string, uint32_t> *counts = nullptr);
+                         const PtxOverlay *overlay = nullptr, const std::vector<PtxNarrow> &narrow = {});
 
 }  // namespace sk::cuda

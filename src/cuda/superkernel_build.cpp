@@ -376,7 +376,7 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
                   "super kernel '%s': kernel %zu '%s' is a mixed (%s) kernel; CUDA devices have one core type",
                   req.name.c_str(), i, ps.kernel.name.c_str(), kernel_kind_name(ps.kernel.kind));
     EntryStep s;
-    s.symbol = k.symbol;
+    s.symbol = k.module && k.module->ptx ? narrow_call_name(*k.module->ptx, k.symbol, k.threads, threads) : k.symbol;
     s.signature = k.signature;
     s.block_dim = ps.kernel.block_dim;
     s.grid = ps.kernel.grid;
@@ -465,39 +465,20 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   // string).
   std::vector<std::vector<uint8_t>> rewritten(modules.size());
   const std::vector<const elf::Cubin *> graphs = overlay_graphs(modules, req.arch);
-  // Which other module names a function (defines, declares or calls it), for a narrower kernel's
-  // visible helper: an LTO-IR module's calls are not known, so it may name any.
-  auto named_elsewhere = [&](const CudaModule *self, std::string_view fn) -> std::string {
-    for (const CudaModule *m : modules) {
-      if (m == self) continue;
-      if (m->kind == InputKind::LtoIr) return m->label + " may name it (LTO-IR, whose calls libsk cannot read)";
-      const bool named = m->ptx
-                             ? std::any_of(m->ptx->functions.begin(), m->ptx->functions.end(),
-                                           [&](const PtxFunctionText &f) { return f.name == fn; })
-                             : m->cubin.find(fn) || std::find(m->cubin.undefined.begin(), m->cubin.undefined.end(),
-                                                              fn) != m->cubin.undefined.end();
-      if (named) return m->label + " names it too";
-    }
-    return "";
-  };
   for (size_t i = 0; i < modules.size(); ++i) {
     const std::optional<uint32_t> g = overlay_index(graphs, modules[i]);
     if (modules[i]->ptx) {
       std::vector<std::string> taken;
-      std::vector<uint32_t> threads;
-      for (const auto &k : req.kernels)
-        if (k->module.get() == modules[i]) {
+      std::vector<PtxNarrow> narrow;  // called by narrow_call_name's names (make_entry_spec)
+      for (const auto &k : req.kernels) {
+        if (k->module.get() != modules[i]) continue;
+        if (k->threads < spec.threads)
+          narrow.push_back({k->symbol, k->threads});
+        else
           taken.push_back(k->symbol);
-          threads.push_back(k->threads);
-        }
-      std::map<std::string, uint32_t> counts;
-      auto elsewhere = [&](std::string_view fn) { return named_elsewhere(modules[i], fn); };
-      if (const std::string why = narrow_counts(*modules[i]->ptx, taken, threads, spec.threads, elsewhere, &counts);
-          !why.empty())
-        return fail(SK_ERR_INCOMPATIBLE, "super kernel '%s': %s: %s", req.name.c_str(), modules[i]->label.c_str(),
-                    why.c_str());
+      }
       const PtxOverlay place{kSharedOverlaySymbol, overlay.bytes, overlay.align, g ? &overlay.offsets[*g] : nullptr};
-      const std::string text = ptx_text_for(*modules[i]->ptx, taken, g ? &place : nullptr, &counts);
+      const std::string text = ptx_text_for(*modules[i]->ptx, taken, g ? &place : nullptr, narrow);
       rewritten[i].assign(text.c_str(), text.c_str() + text.size() + 1);
     }
     if (modules[i]->kind != InputKind::Cubin || !g) continue;

@@ -565,6 +565,29 @@ def test_inspect_nvcc_ptx_names_each_refusal():
         assert set(k) == {"name", "error"} and REFUSALS[k["name"]] in k["error"], k
 
 
+@needs_fake_cuda
+@needs_cuda_kernels
+def test_explain_names_the_copy_a_narrower_kernel_is_called_as(tmp_path):
+    # nvcc's rmsnorm at 128 and 256 threads beside silu_mul at 256: the narrower one's steps
+    # call its copy counting 128 threads.
+    rms = {"object": "global", "kernel": "rmsnorm_global", "block_dim": 2, "threads": 128,
+           "args": ["@x", "@w", "@y", 256, 1e-6]}
+    kernels = [rms, {**rms, "threads": 256, "args": ["@x", "@w", "@out", 256, 1e-6]},
+               {"object": "global", "kernel": "silu_mul_global", "block_dim": 2, "threads": 256,
+                "args": ["@x", "@w", "@out", 256]}]
+    path = scope_file(tmp_path, kernels, TRITON_BUFFERS, device="cuda:0", name="widths",
+                      objects={"global": os.path.join(CUDA_KERNELS, "decode_global.ptx")})
+    env = fake_cuda_env(tmp_path)
+    r = sk("explain", path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "cuda entry: sm_90, 256 threads," in r.stdout, r.stdout
+    assert "  rmsnorm_global: 128 threads (from caller), called as its copy rmsnorm_global$w128;" in r.stdout
+    assert "  rmsnorm_global: 256 threads (from caller);" in r.stdout
+    plan = json.loads(sk("explain", "--json", path, env=env).stdout)
+    assert [k["function"] for k in plan["cuda_entry"]["sub_kernels"]] == [
+        "rmsnorm_global$w128", "rmsnorm_global", "silu_mul_global"]
+
+
 @needs_cuda_kernels
 def test_inspect_cubins_fatbinaries_and_nvcc_objects():
     # chain.cu's SK_KERNEL_CUDA records: each kernel's name, signature and threads.

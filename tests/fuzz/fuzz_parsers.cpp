@@ -87,17 +87,14 @@ void ptx(const std::string &text) {
   const std::string moved_text = sk::cuda::ptx_text_for(m, {first}, &place);
   if (sk::cuda::read_ptx_module(moved_text, "fuzz", "sm_90", "9.0", &moved) != SK_OK || !moved.find(first))
     std::abort();
-  // Each kernel that can run on fewer threads than its block, cut with its barriers and
-  // %ntid.x counting 32 of 64, reads again.
+  // Each kernel that can run on fewer threads than its block, cut for a block of 64 where it runs
+  // 32 and 64 (its copy counting 32 beside it), reads again with both.
   for (const sk::cuda::PtxKernel &k : m.kernels) {
     if (!k.refusal.empty() || !k.narrow_refusal.empty()) continue;
-    std::map<std::string, uint32_t> counts;
-    auto nowhere = [](std::string_view) { return std::string(); };  // no other module
-    if (!sk::cuda::narrow_counts(m, {k.name}, {32}, 64, nowhere, &counts).empty()) continue;
     sk::cuda::PtxModule narrow;
-    if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {k.name}, nullptr, &counts), "fuzz", "sm_90", "9.0",
-                                  &narrow) != SK_OK ||
-        !narrow.find(k.name))
+    if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {k.name}, nullptr, {{k.name, 32}}), "fuzz", "sm_90",
+                                  "9.0", &narrow) != SK_OK ||
+        !narrow.find(k.name) || !narrow.find(sk::cuda::narrow_call_name(m, k.name, 32, 64)))
       std::abort();
   }
   // One program of that cut, alone or twice (its visible names then defined twice, its own

@@ -215,6 +215,17 @@ class CudaFakeDriver : public ::testing::Test {
     if (mem) EXPECT_EQ(sk_memcpy(dev_, mem, &zero, 4), SK_OK) << sk_last_error();
     return static_cast<uint32_t *>(mem);
   }
+  // The super kernel of `scope`, finalized and launched once (nullptr after a failed expectation).
+  static sk_superkernel *finalize_and_launch(sk_scope *scope) {
+    sk_superkernel *sk = nullptr;
+    EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+    if (sk && (sk_launch(sk, nullptr) != SK_OK || sk_stream_synchronize(nullptr) != SK_OK)) {
+      ADD_FAILURE() << sk_last_error();
+      sk_superkernel_destroy(sk);
+      sk = nullptr;
+    }
+    return sk;
+  }
   // Its explain JSON ("" after a failed expectation).
   static std::string explain(sk_superkernel *sk) {
     size_t need = 0;
@@ -2533,10 +2544,8 @@ TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
   ASSERT_EQ(sk_add_kernel(scope, gemv, 8, gemv_args, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_add_kernel(scope, add, 8, add_args, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_add_kernel(scope, step, 8, step_args, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = nullptr;
-  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
-  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = finalize_and_launch(scope);
+  ASSERT_NE(sk, nullptr);
   const std::string json = explain(sk);
   for (const char *fact :
        {R"("name":"rmsnorm_kernel")", R"("threads_from":".reqntid")", R"("dynamic_shared_bytes":512)",
@@ -2549,6 +2558,38 @@ TEST_F(CudaFakeDriver, TritonAndGlobalKernelsFuseWithDeviceSubKernels) {
   ASSERT_EQ(sk_launch_kernel(rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_launch_kernel(add, 8, add_args, nullptr), SK_OK) << sk_last_error();
   EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+}
+
+// One nvcc kernel at three widths in one super kernel, beside a wider one: each narrower width
+// calls its own copy of the kernel (explain's `function`), the block's width the original; the
+// super kernel finalizes, runs as one program and launches.
+TEST_F(CudaFakeDriver, OneKernelAtThreeWidthsCallsACopyPerNarrowerWidth) {
+  sk_module *global = module(sk::cuda_test::kernel_path("decode_global.o"));
+  ASSERT_NE(global, nullptr);
+  sk_kernel *rms[3] = {}, *silu = nullptr;
+  const uint32_t widths[3] = {256, 128, 64};
+  for (int i = 0; i < 3; ++i) {
+    sk_kernel_desc desc{sizeof desc, nullptr, widths[i], 0};
+    ASSERT_EQ(sk_module_get_kernel_desc(global, "rmsnorm_global", &desc, &rms[i]), SK_OK) << sk_last_error();
+  }
+  sk_kernel_desc desc{sizeof desc, nullptr, 256, 0};
+  ASSERT_EQ(sk_module_get_kernel_desc(global, "silu_mul_global", &desc, &silu), SK_OK) << sk_last_error();
+  float *x = reinterpret_cast<float *>(0x1234000), *w = x + 4096, *y = x + 8192, eps = 1e-6f;
+  uint32_t n = 1024;
+  void *rms_args[] = {&x, &w, &y, &n, &eps};
+  void *silu_args[] = {&x, &w, &y, &n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "widths", nullptr, &scope), SK_OK);
+  for (sk_kernel *k : {rms[1], rms[2], rms[0]}) ASSERT_EQ(sk_add_kernel(scope, k, 4, rms_args, nullptr), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, silu, 4, silu_args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = finalize_and_launch(scope);
+  ASSERT_NE(sk, nullptr);
+  const std::string json = explain(sk);
+  for (const char *fact :
+       {R"("threads":256,)", R"("compiled":"whole program")", R"("function":"rmsnorm_global$w128")",
+        R"("function":"rmsnorm_global$w64")", R"("function":"rmsnorm_global")", R"("function":"silu_mul_global")"})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  sk_superkernel_destroy(sk);
 }
 
 // A kernel that numbers its blocks in two dimensions (Triton's program_id(1)): fused with its

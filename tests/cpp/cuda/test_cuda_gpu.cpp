@@ -1367,6 +1367,18 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc_widths, widths), "global_three_widths"));
   ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc_widths, widths)));
   compare(fused_nvcc_widths, alone_nvcc_widths, "nvcc __global__ at 256, 128 and 64 threads");
+  // One kernel at three widths in one super kernel: the original at the block's, and a copy per
+  // narrower count, each compared with a plain launch at its width.
+  auto rmsnorm_widths = [&](const Outputs &o) {
+    return std::vector<PtxStep>{
+        {nvcc, "rmsnorm_global", B, 256, 0, {ptr_slot(x), ptr_slot(w), ptr_slot(o.rms), H, f32_slot(eps)}},
+        {nvcc, "rmsnorm_global", B, 128, 0, {ptr_slot(x), ptr_slot(w), ptr_slot(o.silu), H, f32_slot(eps)}},
+        {nvcc, "rmsnorm_global", B, 64, 0, {ptr_slot(x), ptr_slot(w), ptr_slot(o.add), H, f32_slot(eps)}}};
+  };
+  const Outputs fused_rmsnorm = outputs(), alone_rmsnorm = outputs();
+  ASSERT_NO_FATAL_FAILURE(fuse(rmsnorm_widths(fused_rmsnorm), "one_kernel_three_widths"));
+  ASSERT_NO_FATAL_FAILURE(unfused(rmsnorm_widths(alone_rmsnorm)));
+  compare(fused_rmsnorm, alone_rmsnorm, "rmsnorm_global at 256, 128 and 64 threads in one super kernel");
   // Two files of nvcc -rdc=true, each defining the same weak template function and variable
   // (rdc_shared.cuh): one program that keeps one of each, as a link would.
   auto rdc_steps = [&](const float *sums, const float *scaled) {

@@ -1410,6 +1410,27 @@ TEST(CudaPtx, ALinkCompilesOnlyWhatItsKernelsReach) {
   ASSERT_TRUE(debug && debug->ptx);
   EXPECT_TRUE(debug->ptx->whole);
   EXPECT_EQ(sk::cuda::ptx_text_for(*debug->ptx, {"prune_taken"}), text_of(debug->bytes));
+  // A kernel that runs fewer threads than its block, and reads %ntid.x: its copy counting them
+  // is appended and calls the helpers as they are; the original goes unless the text stays
+  // whole. With line information and -G debug sections (which address the original's labels),
+  // the copy compiles too.
+  for (const char *file : {"prune.ptx", "prune_lineinfo.ptx", "prune_debug.ptx"}) {
+    SCOPED_TRACE(file);
+    auto m = load(file);
+    ASSERT_TRUE(m && m->ptx);
+    EXPECT_EQ(sk::cuda::narrow_call_name(*m->ptx, "prune_other", 64, 128), "prune_other$w64");
+    EXPECT_EQ(sk::cuda::narrow_call_name(*m->ptx, "prune_other", 128, 128), "prune_other");
+    const std::string narrow = sk::cuda::ptx_text_for(*m->ptx, {}, nullptr, {{"prune_other", 64}});
+    EXPECT_TRUE(defines(narrow, "prune_other\\$w64")) << narrow;  // a regex
+    EXPECT_EQ(defines(narrow, "prune_other"), m->ptx->whole);
+    for (const char *kept : {"_Z12prune_sharedf", "_Z16prune_only_otherf", "_Z10prune_latef"})
+      EXPECT_TRUE(defines(narrow, kept)) << kept;
+    const size_t at = narrow.rfind("prune_other$w64(");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(count(narrow.substr(at), "%ntid.x"), 0u) << narrow.substr(at);
+    std::string log;
+    EXPECT_EQ(sk::cuda_test::ptxas(narrow, m->ptx->link_arch, &log), 0) << log << "\n" << narrow;
+  }
 
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
@@ -1889,9 +1910,11 @@ TEST(CudaWholeProgram, WeakDefinitionsOfSeveralModulesAreKeptOnceAsALinkKeepsThe
 
 // A super kernel runs its widest sub-kernel's threads; one of fewer threads (nvcc's rmsnorm at
 // 128 beside silu_mul at 256, as a decode step launches them) runs on the block's first ones:
-// its call site skips the others, which go on to the step's end barrier, and the barriers of
-// the whole block and each %ntid.x of the functions it reaches count its own threads. The
-// wider kernel's stay as written; the program compiles whole.
+// its call site skips the others, which go on to the step's end barrier, and it calls its copy
+// for that many threads ("k$w128"), in which the barriers of the whole block and each %ntid.x
+// count its own, as in the copies of the functions it reaches that count threads or call one
+// that does. The originals stay as written for the kernels of the block's width and other
+// modules, so one kernel or helper runs at several widths; the program compiles whole.
 TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
@@ -1905,7 +1928,9 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   EXPECT_EQ(img.threads, 256u);
   EXPECT_EQ(count(img.ptx, "setp.ge.u32 %nt, %tt, 128;\n    @%nt bra.uni $called;"), 1u) << img.ptx;
   EXPECT_EQ(count(img.ptx, "%nt, %tt, 256"), 0u);
-  const std::string narrow = function_text(img.program_ptx, "rmsnorm_global"),
+  EXPECT_EQ(count(img.ptx, "call rmsnorm_global$w128, ("), 1u) << img.ptx;
+  EXPECT_EQ(count(img.program_ptx, " rmsnorm_global("), 0u);  // the original: no kernel of 256 calls it
+  const std::string narrow = function_text(img.program_ptx, "rmsnorm_global$w128"),
                     wide = function_text(img.program_ptx, "silu_mul_global");
   ASSERT_FALSE(narrow.empty() || wide.empty()) << img.program_ptx;
   EXPECT_EQ(count(narrow, "bar.sync \t0, 128;"), 3u) << narrow;
@@ -1931,9 +1956,13 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   BuiltImage step_img;
   ASSERT_NO_FATAL_FAILURE(one_program(step, 16, &step_img));
   EXPECT_EQ(step_img.threads, 256u);
-  for (const char *name : {"gemv_global", "silu_mul_global", "decode_attention_global", "rope_global"})
-    EXPECT_EQ(count(function_text(step_img.program_ptx, name), "%ntid.x"), 0u) << name;
-  EXPECT_EQ(count(function_text(step_img.program_ptx, "decode_attention_global"), "bar.sync \t0;"), 0u);
+  for (const char *name :
+       {"gemv_global$w128", "silu_mul_global$w64", "decode_attention_global$w128", "rope_global$w128"}) {
+    const std::string f = function_text(step_img.program_ptx, name);
+    EXPECT_FALSE(f.empty()) << name;
+    EXPECT_EQ(count(f, "%ntid.x"), 0u) << name;
+  }
+  EXPECT_EQ(count(function_text(step_img.program_ptx, "decode_attention_global$w128"), "bar.sync \t0;"), 0u);
   EXPECT_EQ(sk::cuda_test::ptxas(step_img.program_ptx, "sm_90", &log, true), 0) << log;
 
   // Threads that return before a barrier, in kernels of 128 beside one of 256: the returned
@@ -1944,15 +1973,20 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   ASSERT_NO_FATAL_FAILURE(one_program(
       {{take(early, "er_guard", 128), 4}, {take(early, "er_rounds", 128), 4}, {silu, 16}}, 16, &early_img));
   EXPECT_EQ(early_img.threads, 256u);
-  for (const char *name : {"er_guard", "er_rounds", "_Z9er_rotatePffi"}) {
+  for (const char *name : {"er_guard$w128", "er_rounds$w128", "_Z9er_rotatePffi$w128"}) {
     const std::string f = function_text(early_img.program_ptx, name);
     EXPECT_EQ(count(f, "mov.u32 %sk_nt, 128;"), count(f, "barrier.sync 0, %sk_nt;") + count(f, "call __sk_leave"))
         << f;
-    EXPECT_GE(count(f, "barrier.sync 0, %sk_nt;"), name == std::string("er_guard") ? 4u : 1u) << name << "\n" << f;
+    EXPECT_GE(count(f, "barrier.sync 0, %sk_nt;"), name == std::string("er_guard$w128") ? 4u : 1u) << name << "\n"
+                                                                                                   << f;
     EXPECT_EQ(count(f, "%ntid.x"), 0u) << f;
     EXPECT_EQ(count(f, "barrier.sync 0;") + count(f, "bar.sync"), 0u) << f;
   }
   EXPECT_EQ(count(early_img.program_ptx, "call __sk_leave, (%sk_nt);"), 2u);
+  // The kernel's copy calls the helper's.
+  const std::string rounds = function_text(early_img.program_ptx, "er_rounds$w128");
+  EXPECT_GE(count(rounds, "_Z9er_rotatePffi$w128"), 1u) << rounds;
+  EXPECT_EQ(count(rounds, "_Z9er_rotatePffi,"), 0u) << rounds;
   EXPECT_EQ(sk::cuda_test::ptxas(early_img.program_ptx, "sm_90", &log, true), 0) << log;
 
   // What cannot run on fewer threads says which kernel and why.
@@ -1978,30 +2012,48 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
   EXPECT_EQ(syncing->ptx->find("k")->narrow_refusal,
             "it calls 'sk_sync_all', which waits at a barrier of every thread of the block");
   // A visible function that counts the block's threads (nvcc -rdc writes every __device__
-  // function visible, every template one weak): its counts are the narrow kernel's where no other
-  // module of the link names it; where one does, its kernels may call it at their own width.
+  // function visible, every template one weak), reached through one that does not: the narrow
+  // kernel calls its copies of both, while another module's kernel of the block's width calls
+  // the original, as written.
   auto helper = load_ptx(
       ".version 8.0\n.target sm_90\n.address_size 64\n"
       ".visible .func sync_helper()\n{\nbar.sync 0;\nret;\n}\n"
-      ".visible .entry calls_helper(.param .u64 p)\n{\ncall sync_helper, ();\nret;\n}\n",
+      ".func middle()\n{\ncall sync_helper, ();\nret;\n}\n"
+      ".visible .entry calls_helper(.param .u64 p)\n{\ncall middle, ();\nret;\n}\n",
       "helper.ptx");
   auto caller = load_ptx(
       ".version 8.0\n.target sm_90\n.address_size 64\n.extern .func sync_helper();\n"
       ".visible .entry also_calls(.param .u64 p)\n{\ncall sync_helper, ();\nret;\n}\n",
       "caller.ptx");
   ASSERT_TRUE(helper && caller);
-  BuiltImage alone;
-  ASSERT_NO_FATAL_FAILURE(one_program({{take(helper, "calls_helper", 64), 4}, {silu, 16}}, 16, &alone));
-  EXPECT_EQ(count(function_text(alone.program_ptx, "sync_helper"), "bar.sync 0, 64;"), 1u) << alone.program_ptx;
-  refused(
-      {{take(helper, "calls_helper", 64), 4}, {take(caller, "also_calls", 256), 4}, {silu, 16}},
-      "helper.ptx: 'sync_helper', which 'calls_helper' (64 threads) reaches, counts the threads of the block and "
-      "is visible or weak, and caller.ptx names it too: its kernels may call it, or a link keep its copy, "
-      "counting theirs");
-  // One function, two thread counts: its barriers can count one.
-  refused({{rms, 4}, {take(m, "rmsnorm_global", 64), 4}, {silu, 16}},
-          "decode_global.ptx: 'rmsnorm_global' counts the threads of the block for 'rmsnorm_global' (128) and for "
-          "'rmsnorm_global' (64)");
+  BuiltImage shared;
+  ASSERT_NO_FATAL_FAILURE(one_program(
+      {{take(helper, "calls_helper", 64), 4}, {take(caller, "also_calls", 256), 4}, {silu, 16}}, 16, &shared));
+  EXPECT_EQ(count(shared.ptx, "call calls_helper$w64, ("), 1u) << shared.ptx;
+  EXPECT_EQ(count(function_text(shared.program_ptx, "sync_helper$w64"), "bar.sync 0, 64;"), 1u)
+      << shared.program_ptx;
+  EXPECT_EQ(count(function_text(shared.program_ptx, "sync_helper"), "bar.sync 0;"), 1u) << shared.program_ptx;
+  EXPECT_EQ(count(function_text(shared.program_ptx, "middle$w64"), "call sync_helper$w64, ();"), 1u);
+  EXPECT_EQ(count(function_text(shared.program_ptx, "calls_helper$w64"), "call middle$w64, ();"), 1u);
+  EXPECT_EQ(count(shared.program_ptx, " calls_helper("), 0u);
+  EXPECT_EQ(count(shared.program_ptx, " middle("), 0u);
+  EXPECT_EQ(sk::cuda_test::ptxas(shared.program_ptx, "sm_90", &log, true), 0) << log;
+  // One kernel at three widths in one super kernel: the original at the block's, a copy per
+  // narrower count, each called from its own site.
+  BuiltImage widths3;
+  ASSERT_NO_FATAL_FAILURE(
+      one_program({{rms, 4}, {take(m, "rmsnorm_global", 64), 4}, {take(m, "rmsnorm_global", 256), 4}, {silu, 16}},
+                  16, &widths3));
+  for (const char *site : {"call rmsnorm_global$w128, (", "call rmsnorm_global$w64, (", "call rmsnorm_global, ("})
+    EXPECT_EQ(count(widths3.ptx, site), 1u) << site << "\n" << widths3.ptx;
+  const size_t reads = count(function_text(m->ptx->text, "rmsnorm_global"), "%ntid.x");
+  EXPECT_GE(reads, 1u);
+  EXPECT_EQ(count(function_text(widths3.program_ptx, "rmsnorm_global"), "%ntid.x"), reads);
+  for (const char *copy : {"rmsnorm_global$w128", "rmsnorm_global$w64"})
+    EXPECT_EQ(count(function_text(widths3.program_ptx, copy), "%ntid.x"), 0u) << copy;
+  EXPECT_EQ(count(function_text(widths3.program_ptx, "rmsnorm_global$w128"), "bar.sync \t0, 128;"), 3u);
+  EXPECT_EQ(count(function_text(widths3.program_ptx, "rmsnorm_global$w64"), "bar.sync \t0, 64;"), 3u);
+  EXPECT_EQ(sk::cuda_test::ptxas(widths3.program_ptx, "sm_90", &log, true), 0) << log;
 }
 
 // What cannot be one program is linked, and says why: the scope option, a warp-specialized

@@ -42,6 +42,7 @@ def _print_cuda_entry(entry, w):
         shared = k.get("dynamic_shared_bytes", 0)
         w(f"  {k.get('name')}: {k.get('threads', '?')} threads (from {k.get('threads_from', '?')})"
           + (f", {shared} B dynamic shared (from {k.get('dynamic_shared_from', '?')})" if shared else "")
+          + (f", called as its copy {k['function']}" if k.get("function", k.get("name")) != k.get("name") else "")
           + f"; {k.get('module', '?')}\n")
         ptx = k.get("ptx")
         if ptx:
