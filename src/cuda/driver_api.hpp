@@ -42,6 +42,7 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // CUjit_option (cuModuleLoadDataEx)
 constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+constexpr int CU_JIT_GENERATE_LINE_INFO = 13;
 // cuModuleLoadDataEx of PTX the JIT cannot compile
 constexpr CUresult CUDA_ERROR_INVALID_PTX = 218;
 // cuPointerGetAttribute

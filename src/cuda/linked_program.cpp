@@ -98,10 +98,12 @@ sk_status LinkedProgram::measure(CUfunction fn, const BuiltImage &image, const c
 void LinkedProgram::load_program(const BuiltImage &image, const char *call) {
   const DriverApi &a = device_->api();
   char log[2048] = "";
-  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {log, reinterpret_cast<void *>(uintptr_t{sizeof log - 1})};
+  // Line tables from the modules' `.loc`s, as Triton's own compile (ptxas -lineinfo) makes them.
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_GENERATE_LINE_INFO};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t{sizeof log - 1}),
+                    reinterpret_cast<void *>(uintptr_t{1})};
   CUmodule module = nullptr;
-  const CUresult r = a.cuModuleLoadDataEx(&module, image.program_ptx.c_str(), 2, options, values);
+  const CUresult r = a.cuModuleLoadDataEx(&module, image.program_ptx.c_str(), 3, options, values);
   if (r != CUDA_SUCCESS) {
     std::string first(log, strnlen(log, sizeof log));
     first = first.substr(0, first.find('\n'));

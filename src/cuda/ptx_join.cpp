@@ -1,6 +1,8 @@
 #include "cuda/ptx_join.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -82,6 +84,7 @@ bool read_part(const PtxPart &in, Part *p, std::string *why) {
       size_t open = i + 1;
       while (open < t.size() && s(open) != "{") ++open;
       it.what = What::Debug;
+      it.name = std::string(s(i + 1));
       it.end = closing(t, open);
     } else {
       bool func = false;
@@ -118,6 +121,71 @@ bool newer_version(const std::string &a, const std::string &b) {
   const unsigned long an = ad == std::string::npos ? 0 : std::strtoul(a.c_str() + ad + 1, nullptr, 10);
   const unsigned long bn = bd == std::string::npos ? 0 : std::strtoul(b.c_str() + bd + 1, nullptr, 10);
   return am != bm ? am > bm : an > bn;
+}
+
+// The words of a line-information directive's line (`.file`, `.loc`), its comment aside:
+// numbers, names, quoted strings and commas.
+std::vector<std::string_view> line_words(std::string_view line) {
+  std::vector<std::string_view> words;
+  for (size_t i = 0; i < line.size();) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      continue;
+    }
+    if (line.compare(i, 2, "//") == 0) break;
+    size_t j = i + 1;
+    if (c == '"') {
+      while (j < line.size() && line[j] != '"') j += line[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, line.size());
+    } else if (c != ',') {
+      while (j < line.size() && !std::strchr(" \t\r,\"", line[j]) && line.compare(j, 2, "//") != 0) ++j;
+    }
+    words.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return words;
+}
+
+// The line from `at` to its end.
+std::string_view line_text(std::string_view text, size_t at) {
+  const size_t nl = text.find('\n', at);
+  return text.substr(at, (nl == std::string_view::npos ? text.size() : nl) - at);
+}
+
+bool number(std::string_view w) {
+  return !w.empty() && w.size() < 10 && w.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// `.file N "path"[, ...]`, as words.
+bool file_line(const std::vector<std::string_view> &w) {
+  return w.size() >= 3 && w[0] == ".file" && number(w[1]) && w[2].size() >= 2 && w[2][0] == '"' &&
+         w[2].back() == '"';
+}
+
+// A `.loc` line with the program's file numbers (`files`: the module's to the program's) and
+// its function_name label as the program names it (`labels`, in the debug strings the program
+// keeps); "" where it does not read as `.loc F L C[, function_name S, inlined_at F L C]` or names
+// a file the module does not.
+std::string program_loc(std::string_view line, const std::map<unsigned, unsigned> &files,
+                        const std::map<std::string_view, std::string> &labels) {
+  const std::vector<std::string_view> w = line_words(line);
+  auto file = [&](std::string_view n) -> std::string {
+    const auto f = number(n) ? files.find((unsigned)std::strtoul(std::string(n).c_str(), nullptr, 10)) : files.end();
+    return f == files.end() ? "" : std::to_string(f->second);
+  };
+  if (w.size() < 4 || w[0] != ".loc" || !number(w[2]) || !number(w[3])) return "";
+  const std::string at = file(w[1]);
+  if (at.empty()) return "";
+  std::string out = ".loc " + at + " " + std::string(w[2]) + " " + std::string(w[3]);
+  if (w.size() == 12 && w[4] == "," && w[5] == "function_name" && w[7] == "," && w[8] == "inlined_at" &&
+      number(w[10]) && number(w[11]) && !file(w[9]).empty()) {
+    const std::string_view label = w[6].substr(0, w[6].find('+')), offset = w[6].substr(label.size());
+    const auto l = labels.find(label);
+    out += ", function_name " + (l == labels.end() ? std::string(label) : l->second) + std::string(offset) +
+           ", inlined_at " + file(w[9]) + " " + std::string(w[10]) + " " + std::string(w[11]);
+  }
+  return out;
 }
 
 // A definition, which a declaration elsewhere may name (an `.extern` variable is none).
@@ -161,6 +229,28 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
     }
   }
 
+  // Line information: each module's `.file` numbers become the program's, one per path, and a
+  // label of its debug strings (`.loc`'s function_name) is renamed where an earlier part has it.
+  std::map<std::string, unsigned> file_numbers;  // the path as written: the program's number
+  std::vector<std::map<unsigned, unsigned>> files(parts.size());
+  std::map<std::string, size_t> string_labels;  // the first part whose debug strings define it
+  std::vector<std::vector<std::string_view>> file_words(parts.size());
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (const Item &it : parts[p].items) {
+      const std::vector<Tok> &t = parts[p].toks;
+      if (it.what == What::Debug && t[it.begin].s == ".file") {
+        const std::vector<std::string_view> w = line_words(line_text(in[p].text, t[it.begin].at));
+        if (file_line(w)) {
+          const auto [at, fresh] = file_numbers.emplace(std::string(w[2]), (unsigned)file_numbers.size() + 1);
+          files[p].emplace((unsigned)std::strtoul(std::string(w[1]).c_str(), nullptr, 10), at->second);
+        }
+      } else if (it.what == What::Debug && it.name == ".debug_str") {
+        for (size_t k = it.begin; k < it.end; ++k)
+          if (t[k + 1].s == ":") string_labels.emplace(std::string(t[k].s), p);
+      }
+    }
+  std::set<unsigned> files_declared;
+
   std::string version = parts.empty() ? "" : parts[0].version;
   for (const Part &p : parts)
     if (newer_version(p.version, version)) version = p.version;
@@ -174,20 +264,37 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
     auto drop = [&](const Item &it) {
       edits.push_back({t[it.begin].at, t[it.end].at + t[it.end].s.size() - t[it.begin].at, ""});
     };
-    // A `.loc` or `.file` directive's line, which the tokenizer reads as the directive alone.
-    auto line_of = [&](size_t k) {
-      const size_t nl = in[p].text.find('\n', t[k].at);
-      return ptx_parse::Edit{t[k].at, (nl == std::string_view::npos ? in[p].text.size() : nl) - t[k].at, ""};
-    };
-    // An internal name another part also uses gets this part's suffix.
+    // An internal name another part also uses gets this part's suffix, as does a label of its
+    // debug strings an earlier part defines.
     std::map<std::string_view, std::string> renamed;
+    auto rename = [&](std::string_view name) {
+      std::string fresh = std::string(name) + "_sk" + std::to_string(p);
+      while (words.count(fresh)) fresh += "_";
+      words.insert(fresh);
+      renamed.emplace(name, fresh);
+    };
     for (const Item &it : part.items)
-      if (p > 0 && defines(it) && !it.visible && !it.weak && named_in[it.name].size() > 1) {
-        std::string fresh = it.name + "_sk" + std::to_string(p);
-        while (words.count(fresh)) fresh += "_";
-        words.insert(fresh);
-        renamed.emplace(it.name, fresh);
+      if (p > 0 && defines(it) && !it.visible && !it.weak && named_in[it.name].size() > 1) rename(it.name);
+    for (const Item &it : part.items)
+      if (it.what == What::Debug && it.name == ".debug_str")
+        for (size_t k = it.begin; k < it.end; ++k)
+          if (t[k + 1].s == ":" && string_labels.at(std::string(t[k].s)) != p) rename(t[k].s);
+    // A `.loc` or `.file` directive's line, which the tokenizer reads as the directive alone: in
+    // the program's numbers, or left out where it does not read as line information.
+    auto line_of = [&](size_t k) {
+      const std::string_view line = line_text(in[p].text, t[k].at);
+      ptx_parse::Edit e{t[k].at, line.size(), ""};
+      if (t[k].s == ".loc") {
+        e.text = program_loc(line, files[p], renamed);
+      } else if (const std::vector<std::string_view> w = line_words(line); file_line(w)) {
+        // The first line of the number the module's first line of it was given.
+        const unsigned n = file_numbers.at(std::string(w[2]));
+        const auto f = files[p].find((unsigned)std::strtoul(std::string(w[1]).c_str(), nullptr, 10));
+        if (f->second == n && files_declared.insert(n).second)
+          e.text = ".file " + std::to_string(n) + " " + std::string(w[2]);
       }
+      return e;
+    };
     // A declaration's linkage (`.extern`, `.visible`, `.weak`) becomes that of the definition
     // the program keeps, which a later part holds.
     auto link_as = [&](const Item &it, const Kept &kept) {
@@ -202,7 +309,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
       if (it.what == What::Header || it.what == What::Debug) {
         if (t[it.begin].s == ".loc" || t[it.begin].s == ".file")
           edits.push_back(line_of(it.begin));
-        else
+        else if (it.name != ".debug_str")  // the labels `.loc` names; the others address code
           drop(it);
         continue;
       }
@@ -223,7 +330,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
         }
         continue;
       }
-      if (it.what == What::FuncDef) {  // its line information goes with the debug sections
+      if (it.what == What::FuncDef) {  // its line information in the program's file numbers
         for (size_t k = it.begin; k <= it.end; ++k)
           if (t[k].bol && t[k].s == ".loc") edits.push_back(line_of(k));
         continue;

@@ -10,8 +10,11 @@
 // made a forward declaration when that part comes later; `.extern .shared` arrays (dynamic
 // shared memory, one base for all) are declared once; of a function or variable defined in
 // several parts, weak (nvcc -rdc's template functions), the program keeps the definition a link
-// keeps (the visible one, else the first), the others dropped or made declarations; debug
-// sections, `.file` and `.loc` are left out (their numbering and labels are per module). What
+// keeps (the visible one, else the first), the others dropped or made declarations; line
+// information stays, in the program's numbering: each module's `.file` numbers become the
+// program's (one `.file` per path) in its `.loc`s, and the debug strings its `.loc`s name as
+// inlined functions stay, their labels renamed where an earlier part has the same; the other
+// debug sections (which address code by label) are left out. What
 // it cannot join as the link would link it (a visible definition in two parts, a forward
 // reference to a variable, a `.target` with more than an architecture) it refuses, saying why:
 // the super kernel is then linked as before.

@@ -95,7 +95,8 @@ struct Scope {
 #ifdef SK_PTXAS
 // Runs ptxas on the PTX, a relocatable module (-c), or `whole_program` as the driver's JIT
 // compiles a module (and -v: "Used N registers"); returns its exit status and output.
-inline int ptxas(const std::string &ptx, const std::string &arch, std::string *output, bool whole_program = false) {
+inline int ptxas(const std::string &ptx, const std::string &arch, std::string *output, bool whole_program = false,
+                 std::vector<uint8_t> *cubin = nullptr) {
   char dir[] = "/tmp/sk-ptxas-XXXXXX";
   if (!mkdtemp(dir)) return -1;
   const std::string in = std::string(dir) + "/entry.ptx", out = std::string(dir) + "/entry.o",
@@ -108,6 +109,7 @@ inline int ptxas(const std::string &ptx, const std::string &arch, std::string *o
   int rc = std::system(cmd.c_str());
   const std::vector<uint8_t> bytes = read_file(log);
   output->assign(bytes.begin(), bytes.end());
+  if (cubin) *cubin = read_file(out);
   std::remove(in.c_str());
   std::remove(out.c_str());
   std::remove(log.c_str());

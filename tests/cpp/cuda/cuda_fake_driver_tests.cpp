@@ -2957,6 +2957,10 @@ TEST_F(CudaFakeDriver, ASuperKernelOfPtxSubKernelsRunsAsOneProgram) {
   const std::vector<uint8_t> compiled = program();
   ASSERT_GT(compiled.size(), 4u);
   EXPECT_EQ(std::memcmp(compiled.data(), "\177ELF", 4), 0);
+  // With the line tables of the Triton source, which the JIT was asked for.
+  EXPECT_EQ(reinterpret_cast<int (*)()>(dlsym(fake_.lib, "fake_cuda_last_program_line_info"))(), 1);
+  const std::string bytes(compiled.begin(), compiled.end());
+  EXPECT_TRUE(contains(bytes, ".debug_line") && contains(bytes, "decode_step.py"));
   EXPECT_EQ(fake_.all().size(), 1u);  // launched
 
   fake_.fail_next("cuModuleLoadDataEx", 218);  // CUDA_ERROR_INVALID_PTX

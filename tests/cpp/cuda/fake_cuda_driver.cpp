@@ -60,9 +60,10 @@ struct Call {
   uint64_t address, size;
 };
 std::vector<Call> g_calls;
-std::map<std::string, int> g_fail;    // a call's name -> the error its next call returns
-std::vector<uint8_t> g_last_image;    // the ELF image of the last cuModuleLoadData
-std::vector<uint8_t> g_last_program;  // the cubin the last cuModuleLoadDataEx compiled from PTX
+std::map<std::string, int> g_fail;      // a call's name -> the error its next call returns
+std::vector<uint8_t> g_last_image;      // the ELF image of the last cuModuleLoadData
+std::vector<uint8_t> g_last_program;    // the cubin the last cuModuleLoadDataEx compiled from PTX
+bool g_last_program_line_info = false;  // ... asked for line tables (CU_JIT_GENERATE_LINE_INFO)
 
 // A loaded module, which is also its function's handle: what cuFuncGetAttribute says of it
 // (a cubin's registers are a fixed 40; a compiled program's are what ptxas said).
@@ -590,10 +591,12 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
   if (std::memcmp(image, "\177ELF", 4) == 0) return load_image(m, image, &g_last_image);
   char *log = nullptr;
   size_t log_size = 0;
+  bool line_info = false;
   for (unsigned i = 0; i < n; ++i) {
     const auto value = reinterpret_cast<uintptr_t>(values[i]);
     if (options[i] == sk::cuda::CU_JIT_ERROR_LOG_BUFFER) log = static_cast<char *>(values[i]);
     if (options[i] == sk::cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) log_size = value;
+    if (options[i] == sk::cuda::CU_JIT_GENERATE_LINE_INFO) line_info = value != 0;
   }
   const std::string text = static_cast<const char *>(image);
   const size_t target = text.find("\n.target ");
@@ -608,7 +611,8 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);
   }
-  const std::string command = std::string(SK_PTXAS) + " -v -arch=" + arch + " " + ptx + " -o " + cubin;
+  const std::string command = std::string(SK_PTXAS) + " -v" + (line_info ? " -lineinfo" : "") + " -arch=" + arch +
+                              " " + ptx + " -o " + cubin;
   const int status = f ? std::system((command + " > " + out + " 2>&1").c_str()) : -1;
   std::string said;
   if (FILE *l = std::fopen(out.c_str(), "r")) {
@@ -632,6 +636,7 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_last_program = bytes;
+    g_last_program_line_info = line_info;
   }
   auto *module = new FakeModule{40, elf_section_size(bytes.data(), ".nv.shared.sk_superkernel_entry"), 0, true};
   // "Compiling entry function 'E' ... Used N registers": the entry's count, its callees' included.
@@ -665,6 +670,11 @@ size_t fake_cuda_last_program(uint8_t *out, size_t cap) {
   std::lock_guard<std::mutex> lock(g_mutex);
   std::memcpy(out, g_last_program.data(), std::min(cap, g_last_program.size()));
   return g_last_program.size();
+}
+// Whether that compile was asked for line tables.
+int fake_cuda_last_program_line_info() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_last_program_line_info;
 }
 void fake_cuda_shared(FakeShared *out) {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -1773,7 +1774,10 @@ std::string helper_module(const char *name, int value, char letter) {
 // linked, joined into one PTX text that the driver's JIT compiles whole (cuda/ptx_join.hpp).
 // Compiled so by ptxas, Triton's decode-step kernels take the registers they take alone,
 // where the link (each module compiled on its own, the kernels called functions) gives them
-// the call ABI's: the joined text has one header, no debug sections and no line information.
+// the call ABI's: the joined text has one header, and the modules' line information in the
+// program's file numbers (one `.file` per path; Triton's debug strings, which its `.loc`s name
+// as inlined functions, kept, the other debug sections not), so the compiled program has
+// line tables naming the Triton source, as each module compiled alone has.
 TEST(CudaWholeProgram, PtxSubKernelsJoinIntoOneProgramThatTakesFewerRegisters) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
@@ -1802,12 +1806,37 @@ TEST(CudaWholeProgram, PtxSubKernelsJoinIntoOneProgramThatTakesFewerRegisters) {
     const std::string &p = img.program_ptx;
     EXPECT_EQ(count(p, ".version "), 1u) << what;
     EXPECT_TRUE(p.starts_with(".version ") && contains(p, "\n.target sm_90a\n")) << what;
-    for (const char *gone : {".section", ".file", ".loc"}) EXPECT_EQ(count(p, gone), 0u) << what << ": " << gone;
+    for (const char *gone : {".debug_info", ".debug_abbrev", ".debug_macinfo"})
+      EXPECT_EQ(count(p, gone), 0u) << what << ": " << gone;
+    // Every fixture is decode_step.py, some inlining Triton's standard.py: one `.file` per path,
+    // each module's debug strings, and every label a `.loc` names defined once.
+    std::set<std::string> paths;
+    size_t strings = 0;
+    for (const char *f : c.fixtures) {
+      const std::string text = text_of(load_triton(f)->bytes);
+      strings += count(text, "\t.section\t.debug_str");
+      const std::regex file("\\.file\\s+\\d+\\s+(\"[^\"]*\")");
+      for (auto m = std::sregex_iterator(text.begin(), text.end(), file); m != std::sregex_iterator(); ++m)
+        paths.insert((*m)[1]);
+    }
+    EXPECT_EQ(count(p, "\t.section\t.debug_str"), strings) << what;
+    EXPECT_EQ(count(p, ".file 1 \"tests/kernels/triton/decode_step.py\""), 1u) << what;
+    EXPECT_EQ(count(p, ".file "), paths.size()) << what;
+    EXPECT_GT(count(p, "\n\t.loc 1 "), 10u) << what;
+    EXPECT_EQ(count(p, "\n\t.loc\t"), 0u) << what;  // each module's line, renumbered
+    const std::regex named(", function_name (\\$\\w+), inlined_at ");
+    size_t inlined = 0;
+    for (auto m = std::sregex_iterator(p.begin(), p.end(), named); m != std::sregex_iterator(); ++m, ++inlined)
+      EXPECT_EQ(count(p, "\n" + (*m)[1].str() + ":"), 1u) << what << ": " << (*m)[1];
+    EXPECT_EQ(inlined > 0, strings > 0) << what;
     EXPECT_EQ(count(p, ".extern .shared .align 16 .b8 global_smem[];"),
               c.fixtures.size() > 1 ? 1u : count(p, "global_smem[]"))
         << what;
     std::string log;
-    ASSERT_EQ(sk::cuda_test::ptxas(p, "sm_90a", &log, true), 0) << what << ": " << log;
+    std::vector<uint8_t> cubin;
+    ASSERT_EQ(sk::cuda_test::ptxas(p, "sm_90a", &log, true, &cubin), 0) << what << ": " << log;
+    const std::string compiled(cubin.begin(), cubin.end());
+    EXPECT_TRUE(contains(compiled, ".debug_line") && contains(compiled, "decode_step.py")) << what;
     const sk::elf::CubinFunction *linked = img.info.find("sk_superkernel_entry");
     ASSERT_TRUE(linked);
     const uint32_t whole = entry_registers(log);
@@ -1849,6 +1878,43 @@ TEST(CudaWholeProgram, NamesEachModuleKeepsToItselfStayApart) {
 // Two files compiled with -rdc=true (rdc_sum.cu, rdc_scale.cu) each define the template
 // function and the inline variable of a header they share, weak: a link keeps one of each, and
 // so does the program (the first part's), the other part's definitions left out. It compiles.
+// Line information as the program numbers it: each module's `.file` numbers become the
+// program's (one `.file` per path), in its `.loc`s and their inlined_at too; a label of the debug
+// strings a `.loc` names as its inlined function keeps apart from another module's of the same
+// name. A `.loc` that does not read as line information, or names a file its module does not
+// declare, is left out; the other debug sections too. The program compiles, with line tables.
+TEST(CudaWholeProgram, LineInformationKeepsEachModulesFilesApart) {
+  const std::string head = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  auto module = [&](const char *kernel, const char *files) {
+    return head + ".visible .func " + kernel +
+           "()\n{\n\t.loc 2 11 7\n\t.loc 1 5 3, function_name $L__info_string0, inlined_at 2 11 7 // x.py:5:3\n"
+           "\t.loc 7 1 1\n\t.loc 2 x(\n\tret;\n}\n" +
+           files +
+           "\t.section\t.debug_str\n\t{\n$L__info_string0:\n.b8 102\n.b8 0\n\t}\n"
+           "\t.section\t.debug_abbrev\n\t{\n.b8 1\n\t}\n";
+  };
+  const std::string a = module("ka", "\t.file\t1 \"lib.py\"\n\t.file\t2 \"a.py\"\n"),
+                    b = module("kb", "\t.file\t1 \"b.py\", 1700000000, 42\n\t.file\t2 \"lib.py\"\n");
+  std::string out, why;
+  ASSERT_TRUE(sk::cuda::join_ptx({{head, "entry"}, {a, "a.ptx"}, {b, "b.ptx"}}, "sm_90", &out, &why)) << why;
+  // a.ptx: lib.py 1, a.py 2; b.ptx: b.py 3, lib.py 1 (declared by a.ptx already).
+  EXPECT_EQ(count(out, ".file "), 3u) << out;
+  for (const char *file : {".file 1 \"lib.py\"\n", ".file 2 \"a.py\"\n", ".file 3 \"b.py\"\n"})
+    EXPECT_EQ(count(out, file), 1u) << file << " in\n" << out;
+  EXPECT_EQ(count(out, "\t.loc 2 11 7\n"), 1u) << out;
+  EXPECT_EQ(count(out, "\t.loc 1 11 7\n"), 1u) << out;
+  EXPECT_EQ(count(out, "\t.loc 1 5 3, function_name $L__info_string0, inlined_at 2 11 7\n"), 1u) << out;
+  EXPECT_EQ(count(out, "\t.loc 3 5 3, function_name $L__info_string0_sk2, inlined_at 1 11 7\n"), 1u) << out;
+  EXPECT_EQ(count(out, "\n$L__info_string0:"), 1u) << out;
+  EXPECT_EQ(count(out, "\n$L__info_string0_sk2:"), 1u) << out;
+  EXPECT_EQ(count(out, ".loc 7") + count(out, "x(") + count(out, ".debug_abbrev"), 0u) << out;
+  std::string log;
+  std::vector<uint8_t> cubin;
+  EXPECT_EQ(sk::cuda_test::ptxas(out, "sm_90", &log, false, &cubin), 0) << log << "\n" << out;
+  const std::string compiled(cubin.begin(), cubin.end());
+  for (const char *name : {".debug_line", "lib.py", "a.py", "b.py"}) EXPECT_TRUE(contains(compiled, name)) << name;
+}
+
 TEST(CudaWholeProgram, WeakDefinitionsOfSeveralModulesAreKeptOnceAsALinkKeepsThem) {
   std::shared_ptr<const sk::cuda::NvJitLink> linker;
   if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
