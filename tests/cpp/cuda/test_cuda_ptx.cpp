@@ -2112,6 +2112,8 @@ TEST(CudaPtx, ASubKernelOfFewerThreadsRunsOnTheBlocksFirstThreadsAndCountsItsOwn
                   16, &widths3));
   for (const char *site : {"call rmsnorm_global$w128, (", "call rmsnorm_global$w64, (", "call rmsnorm_global, ("})
     EXPECT_EQ(count(widths3.ptx, site), 1u) << site << "\n" << widths3.ptx;
+  for (const char *linked : {"rmsnorm_global$w128", "rmsnorm_global$w64", "rmsnorm_global"})
+    EXPECT_TRUE(widths3.info.find(linked)) << linked << ": not in the linked cubin";
   const size_t reads = count(function_text(m->ptx->text, "rmsnorm_global"), "%ntid.x");
   EXPECT_GE(reads, 1u);
   EXPECT_EQ(count(function_text(widths3.program_ptx, "rmsnorm_global"), "%ntid.x"), reads);
