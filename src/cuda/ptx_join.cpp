@@ -234,7 +234,6 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
   std::map<std::string, unsigned> file_numbers;  // the path as written: the program's number
   std::vector<std::map<unsigned, unsigned>> files(parts.size());
   std::map<std::string, size_t> string_labels;  // the first part whose debug strings define it
-  std::vector<std::vector<std::string_view>> file_words(parts.size());
   for (size_t p = 0; p < parts.size(); ++p)
     for (const Item &it : parts[p].items) {
       const std::vector<Tok> &t = parts[p].toks;
@@ -287,7 +286,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
       if (t[k].s == ".loc") {
         e.text = program_loc(line, files[p], renamed);
       } else if (const std::vector<std::string_view> w = line_words(line); file_line(w)) {
-        // The first line of the number the module's first line of it was given.
+        // Declared once: by the first module line that gave the path its number.
         const unsigned n = file_numbers.at(std::string(w[2]));
         const auto f = files[p].find((unsigned)std::strtoul(std::string(w[1]).c_str(), nullptr, 10));
         if (f->second == n && files_declared.insert(n).second)

@@ -1115,6 +1115,14 @@ TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
   EXPECT_EQ(load_text(unbalanced, "unbalanced.ptx"), SK_ERR_BAD_BINARY);
   EXPECT_TRUE(contains(sk::last_error(), "unbalanced.ptx: line ") && contains(sk::last_error(), "is never closed"))
       << sk::last_error();
+  // A function whose name is not a word (a fuzzer's find: a byte of no word, which a name made
+  // from it would not continue).
+  const std::string head = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  for (const char *name : {"\xa9", "+"}) {
+    EXPECT_EQ(load_text(head + ".visible .func " + name + "()\n{\nret;\n}\n", "nameless.ptx"), SK_ERR_BAD_BINARY)
+        << name;
+    EXPECT_TRUE(contains(sk::last_error(), "nameless.ptx: line 4: a function without a name")) << sk::last_error();
+  }
   // A `.loc` line is skipped whole by every reader, a bracket on it too (a fuzzer's find: the
   // parser matched brackets across it, the one-program join dropped it).
   std::string loc = rms;
