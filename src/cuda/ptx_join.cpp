@@ -157,6 +157,9 @@ bool number(std::string_view w) {
   return !w.empty() && w.size() < 10 && w.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
+// The value of a word that is a number.
+unsigned value_of(std::string_view w) { return (unsigned)std::strtoul(std::string(w).c_str(), nullptr, 10); }
+
 // `.file N "path"[, ...]`, as words.
 bool file_line(const std::vector<std::string_view> &w) {
   return w.size() >= 3 && w[0] == ".file" && number(w[1]) && w[2].size() >= 2 && w[2][0] == '"' &&
@@ -171,7 +174,7 @@ std::string program_loc(std::string_view line, const std::map<unsigned, unsigned
                         const std::map<std::string_view, std::string> &labels) {
   const std::vector<std::string_view> w = line_words(line);
   auto file = [&](std::string_view n) -> std::string {
-    const auto f = number(n) ? files.find((unsigned)std::strtoul(std::string(n).c_str(), nullptr, 10)) : files.end();
+    const auto f = number(n) ? files.find(value_of(n)) : files.end();
     return f == files.end() ? "" : std::to_string(f->second);
   };
   if (w.size() < 4 || w[0] != ".loc" || !number(w[2]) || !number(w[3])) return "";
@@ -241,7 +244,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
         const std::vector<std::string_view> w = line_words(line_text(in[p].text, t[it.begin].at));
         if (file_line(w)) {
           const auto [at, fresh] = file_numbers.emplace(std::string(w[2]), (unsigned)file_numbers.size() + 1);
-          files[p].emplace((unsigned)std::strtoul(std::string(w[1]).c_str(), nullptr, 10), at->second);
+          files[p].emplace(value_of(w[1]), at->second);
         }
       } else if (it.what == What::Debug && it.name == ".debug_str") {
         for (size_t k = it.begin; k < it.end; ++k)
@@ -288,7 +291,7 @@ bool join_ptx(const std::vector<PtxPart> &in, const std::string &target, std::st
       } else if (const std::vector<std::string_view> w = line_words(line); file_line(w)) {
         // Declared once: by the first module line that gave the path its number.
         const unsigned n = file_numbers.at(std::string(w[2]));
-        const auto f = files[p].find((unsigned)std::strtoul(std::string(w[1]).c_str(), nullptr, 10));
+        const auto f = files[p].find(value_of(w[1]));
         if (f->second == n && files_declared.insert(n).second)
           e.text = ".file " + std::to_string(n) + " " + std::string(w[2]);
       }

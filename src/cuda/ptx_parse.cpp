@@ -129,7 +129,8 @@ std::vector<Tok> tokenize(std::string_view t) {
 }
 
 std::string apply(std::string_view text, std::vector<Edit> edits, std::vector<size_t *> marks) {
-  std::sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
+  std::sort(edits.begin(), edits.end(),
+            [](const Edit &a, const Edit &b) { return a.at != b.at ? a.at < b.at : a.len < b.len; });
   std::sort(marks.begin(), marks.end(), [](const size_t *a, const size_t *b) { return *a < *b; });
   std::string out;
   size_t pos = 0, mark = 0;
@@ -138,7 +139,7 @@ std::string apply(std::string_view text, std::vector<Edit> edits, std::vector<si
       *marks[mark] = out.size() + (*marks[mark] > pos ? *marks[mark] - pos : 0);
   };
   for (const Edit &e : edits) {
-    if (e.at < pos) continue;  // overlapping: the first wins (never made so)
+    if (e.at < pos || e.at + e.len > text.size()) continue;  // overlapping: the first wins (a piece cut)
     place(e.at + 1);
     out.append(text.substr(pos, e.at - pos));
     out += e.text;

@@ -38,8 +38,10 @@ std::vector<Tok> tokenize(std::string_view t);
 
 using Edit = PtxEdit;
 
-// The text with `edits` made; each offset `marks` points at moves to where its byte lands (an
-// edit starting at a mark comes after it: a function's first token may be edited).
+// The text with `edits` made, in order of place (an insertion before a replacement at the same
+// place; an edit inside one before it, a piece cut, goes with that one); each offset `marks`
+// points at moves to where its byte lands (an edit starting at a mark comes after it: a
+// function's first token may be edited).
 std::string apply(std::string_view text, std::vector<PtxEdit> edits, std::vector<size_t *> marks = {});
 
 // The bracket that closes the one at token `open` (`{`, `(` or `[`), or toks.size() where a

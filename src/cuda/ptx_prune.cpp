@@ -64,24 +64,6 @@ std::string copy_name(const PtxModule &m, std::string_view f, uint32_t threads) 
   return name;
 }
 
-// `text` with `edits` made, in order of place (an insertion before a replacement at the same
-// place); an edit inside one before it (a piece cut) goes with that one.
-std::string edited(std::string_view text, std::vector<PtxEdit> edits) {
-  std::sort(edits.begin(), edits.end(),
-            [](const PtxEdit &a, const PtxEdit &b) { return a.at != b.at ? a.at < b.at : a.len < b.len; });
-  std::string out;
-  out.reserve(text.size());
-  size_t pos = 0;
-  for (const PtxEdit &e : edits) {
-    if (e.at < pos || e.at + e.len > text.size()) continue;
-    out.append(text, pos, e.at - pos);
-    out += e.text;
-    pos = e.at + e.len;
-  }
-  out.append(text, pos, std::string_view::npos);
-  return out;
-}
-
 // f's copy for kernels of `threads`: its declaration and definition, in which each barrier of
 // the whole block and %ntid.x count them, each name of `names` is its copy's, and the overlay's
 // `moves` within it are made. Its linkage, then its text from `.func` to its `}`: what a lenient
@@ -116,10 +98,10 @@ bool copy_for(const PtxModule &m, const PtxFunctionText &f, uint32_t threads, co
   std::vector<PtxEdit> in_head;
   for (const PtxEdit &e : own)
     if (e.at < head) in_head.push_back(e);
-  *declaration = linkage + edited(text.substr(0, head), std::move(in_head));
+  *declaration = linkage + ptx_parse::apply(text.substr(0, head), std::move(in_head));
   while (!declaration->empty() && std::isspace((unsigned char)declaration->back())) declaration->pop_back();
   *declaration += ";";
-  *definition = linkage + edited(text, std::move(own));
+  *definition = linkage + ptx_parse::apply(text, std::move(own));
   return true;
 }
 
@@ -172,7 +154,7 @@ std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &ker
                      "\n.extern .shared .align " + std::to_string(overlay->align) + " .b8 " + overlay->symbol + "[" +
                          std::to_string(std::max<uint64_t>(overlay->bytes, 1)) + "];"});
   edits.insert(edits.end(), moves.begin(), moves.end());
-  std::string out = edited(m.text, std::move(edits));
+  std::string out = ptx_parse::apply(m.text, std::move(edits));
 
   // The copies, after the rest: each with its counts and the names of the copies it calls, and
   // declared before them all (a copy may call one that comes after it).
