@@ -118,6 +118,31 @@ sk_status load_ptx_module(const uint8_t *text, size_t size, CudaModule *m, const
   m->ptx = std::move(ptx);
   return SK_OK;
 }
+// "a, b, c": the `.entry` kernels of a PTX module.
+std::string entry_names(const PtxModule &ptx) {
+  std::string names;
+  for (const PtxKernel &k : ptx.kernels)
+    if (k.entry) names += (names.empty() ? "" : ", ") + k.name;
+  return names;
+}
+
+// The __global__ kernels of an LTO-IR module, from the PTX its IR links to alone: the link
+// keeps every `.entry` (it drops the __device__ functions nothing in the IR calls, which is why
+// sk_kernel.h's sub-kernels stay IR), so they fuse as the PTX kernels of nvcc -ptx do. Their
+// metadata joins the module's, for listing; a reading the PTX reader refuses is noted.
+void read_global_kernels(const std::string &ptx, const std::string &arch, CudaModule *m) {
+  if (ptx.find(".entry ") == std::string::npos) return;
+  auto g = std::make_shared<CudaModule>();
+  g->label = m->label + " (the PTX of its LTO-IR)";
+  if (load_ptx_module(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size(), g.get(), arch) != SK_OK) {
+    m->global_kernels_note = last_error();
+    return;
+  }
+  for (const PtxKernel &k : g->ptx->kernels)
+    if (k.entry) m->metadata.push_back({k.name, signature_to_string(k.signature), "vector"});
+  m->global_kernels = std::move(g);
+}
+
 }  // namespace
 
 sk_status load_cuda_module(const void *image, size_t size, const std::string &label,
@@ -179,6 +204,7 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     if (NvJitLink::get(&linker) == SK_OK &&
         linker->lto_to_ptx({InputKind::LtoIr, image, size, m->label}, arch, &ptx) == SK_OK) {
       if (sk_status st = take_records(ptx_metadata_records(ptx), m.get()); st != SK_OK) return st;
+      read_global_kernels(ptx, arch, m.get());
     } else {
       m->metadata_note = last_error();
     }
@@ -301,6 +327,9 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                            const backend::KernelRequest &request, const char *call,
                            std::shared_ptr<CudaKernel> *out) {
   const CudaModule &m = *module;
+  if (m.global_kernels)
+    if (const PtxKernel *g = m.global_kernels->ptx->find(name); g && g->entry)
+      return make_cuda_kernel(m.global_kernels, name, request, call, out);
   const char *signature = request.signature;
   const std::string what = kernel_of(name, m.label);
   const KernelMetadata *meta = nullptr;
@@ -399,7 +428,11 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   const std::string no_metadata =
       "sk_kernel.h metadata (" +
       (!m.metadata_note.empty() ? m.metadata_note : "no sk_kernel_meta_ variable: built without SK_KERNEL_CUDA?") +
-      ")";
+      ")" +
+      (m.global_kernels_note.empty() ? ""
+                                     : ", and its __global__ kernels cannot be read: " + m.global_kernels_note) +
+      (m.global_kernels ? " and is none of its __global__ kernels (" + entry_names(*m.global_kernels->ptx) + ")"
+                        : "");
   if (!pk || !pk->entry)
     if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK)
       return st;

@@ -1,6 +1,6 @@
-// A CUDA kernel module: a relocatable cubin (`nvcc -dc -cubin`) or LTO-IR (`nvcc -dc -dlto
-// -ltoir`), or the cubin for the device's architecture in a fatbinary (`nvcc -dc -fatbin`) or
-// in a host object of `nvcc -dc` (elf/fatbin.hpp), and the kernels taken from it. Loading
+// A CUDA kernel module: a relocatable cubin (`nvcc -dc -cubin`), LTO-IR (`nvcc -dc -dlto
+// -ltoir`) or PTX, or the code for the device's architecture in a fatbinary (`nvcc -dc -fatbin`)
+// or in a host object of `nvcc -dc` (elf/fatbin.hpp), and the kernels taken from it. Loading
 // needs no GPU: it reads the binary (symbols, `.nv.info*` attributes, sk_kernel.h's metadata);
 // nvJitLink links it later, per super kernel.
 #pragma once
@@ -41,6 +41,10 @@ struct CudaModule {
   std::map<std::string, uint32_t> threads;         // metadata "threads=" per kernel
   std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
   std::string metadata_note;                       // why an LTO-IR module has no metadata ("" if it has)
+  // LTO-IR only: its __global__ kernels, a PTX module of their own read from the PTX the IR
+  // links to alone (null without any), and why they could not be read ("" if they could).
+  std::shared_ptr<const CudaModule> global_kernels;
+  std::string global_kernels_note;
 };
 
 struct CudaKernel {
@@ -67,12 +71,12 @@ struct CudaKernel {
   const PtxKernel *ptx = nullptr;   // a PTX module's kernel: its facts and rewrites (module-owned)
 };
 
-// Parses a cubin or LTO-IR image (copied), or a fatbinary or host object holding a relocatable
-// cubin for `arch` (the label then names the cubin: "foo.o (sm_90 cubin)"; one without SASS for
-// `arch` is SK_ERR_INCOMPATIBLE). Anything else is SK_ERR_BAD_BINARY; an ELF for another
-// machine without a fatbinary SK_ERR_UNSUPPORTED. LTO-IR metadata is read by linking the IR
-// alone to PTX for `arch` (the device's); without nvJitLink, or when that fails, the module
-// has none.
+// Parses a cubin, LTO-IR or PTX image (copied), or a fatbinary or host object holding code for
+// `arch` (the label then names it: "foo.o (sm_90 cubin)"; one without code `arch` runs is
+// SK_ERR_INCOMPATIBLE). Anything else is SK_ERR_BAD_BINARY; an ELF for another machine without
+// a fatbinary SK_ERR_UNSUPPORTED. LTO-IR metadata and __global__ kernels are read by linking
+// the IR alone to PTX for `arch` (the device's); without nvJitLink, or when that fails, the
+// module has neither.
 sk_status load_cuda_module(const void *image, size_t size, const std::string &label,
                            std::shared_ptr<const CudaModule> *out, const std::string &arch = "sm_90");
 

@@ -41,9 +41,10 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
   j.key("module").value(m->label);
   j.key("kind").value(kind_name(m->kind));
   j.key("arch").value(parsed.arch);
-  if (m->ptx) {
+  // An LTO-IR module's __global__ kernels are read from the PTX its IR links to.
+  if (const CudaModule *read = m->ptx ? m.get() : m->global_kernels.get()) {
     j.key("ptx").begin_object();
-    write_ptx_module_facts(j, *m->ptx);
+    write_ptx_module_facts(j, *read->ptx);
     j.end_object();
   }
   j.key("kernels").begin_array();

@@ -460,6 +460,23 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
                       "super kernel '%s': function '%s' is defined by %s and by %s; a link holds one definition "
                       "of each function (make one static, rename it, or fuse kernels of one of the two)",
                       req.name.c_str(), f.name.c_str(), it->second->label.c_str(), m->label.c_str());
+  // An LTO-IR module's __global__ kernels are its IR compiled: linked beside the IR, every
+  // function and variable of it would be defined twice (two copies of a __device__ variable).
+  for (const CudaModule *m : modules)
+    if (m->global_kernels && std::find(modules.begin(), modules.end(), m->global_kernels.get()) != modules.end()) {
+      auto of = [&](const CudaModule *owner) {
+        return std::find_if(req.kernels.begin(), req.kernels.end(),
+                            [&](const auto &k) { return k->module.get() == owner; })
+            ->get()
+            ->symbol;
+      };
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "super kernel '%s': '%s' of %s is linked as its LTO-IR and '%s' as the PTX that IR compiles to "
+                  "(a __global__ kernel): one link cannot hold both, each defines the module's functions and "
+                  "variables; fuse them in two super kernels, or load the module's PTX, which holds both kinds "
+                  "(nvcc -ptx -rdc=true, or the host object of nvcc -dc -dlto, which keeps PTX beside the IR)",
+                  req.name.c_str(), of(m).c_str(), m->label.c_str(), of(m->global_kernels.get()).c_str());
+    }
   // The cubins and PTX modules with their static __shared__ variables moved into the entry's
   // overlay, the PTX cut to what the kernels reach (NUL-terminated: nvJitLink reads PTX as a C
   // string).

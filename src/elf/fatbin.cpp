@@ -59,19 +59,22 @@ std::string holdings(const std::vector<FatbinEntry> &entries) {
     for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
     return s;
   };
-  std::vector<std::string> sass, ptx, other;
+  std::vector<std::string> sass, ptx, lto, other;
   for (const FatbinEntry &e : entries) {
     const std::string arch = std::to_string(e.arch) + (e.flags & kFatbinArchSpecific ? "a" : "");
     if (e.kind == kFatbinElf)
       sass.push_back("sm_" + arch);
     else if (e.kind == kFatbinPtx)
       ptx.push_back("compute_" + arch);
+    else if (e.kind == kFatbinLtoIr)
+      lto.push_back("lto_" + arch);
     else
       other.push_back(e.describe());
   }
   std::vector<std::string> parts;
   if (!sass.empty()) parts.push_back("SASS for " + join(sass, ", "));
   if (!ptx.empty()) parts.push_back("PTX for " + join(ptx, ", "));
+  if (!lto.empty()) parts.push_back("LTO-IR for " + join(lto, ", "));
   if (!other.empty()) parts.push_back(join(other, ", "));
   return parts.empty() ? "no entries" : join(parts, " and ");
 }
@@ -92,6 +95,7 @@ std::string FatbinEntry::describe() const {
   const std::string suffix = flags & kFatbinArchSpecific ? "a" : "";
   if (kind == kFatbinElf) return "sm_" + std::to_string(arch) + suffix + " cubin";
   if (kind == kFatbinPtx) return "compute_" + std::to_string(arch) + suffix + " PTX";
+  if (kind == kFatbinLtoIr) return "lto_" + std::to_string(arch) + suffix + " LTO-IR";
   return "kind " + std::to_string(kind) + " for arch " + std::to_string(arch);
 }
 
@@ -273,6 +277,16 @@ sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view l
         chosen = &e;
   if (!chosen) {
     const std::string a(arch);
+    // nvJitLink compiles a fatbinary's LTO-IR in a whole link but gives no PTX of it, the form
+    // whose __global__ kernels a super kernel calls.
+    for (const FatbinEntry &e : entries)
+      if (e.kind == kFatbinLtoIr && e.arch <= want)
+        return fail(SK_ERR_INCOMPATIBLE,
+                    "%s: the %s holds %s: LTO-IR in a fatbinary is stored in a form only a whole link reads, "
+                    "and libsk needs its PTX; build with -dlto -arch=%s (which keeps compute_%u PTX beside "
+                    "the LTO-IR), add -gencode arch=compute_%u,code=compute_%u, or give the LTO-IR itself "
+                    "(nvcc -dc -dlto -ltoir)",
+                    label.c_str(), origin.c_str(), holdings(entries).c_str(), a.c_str(), want, want, want);
     return fail(SK_ERR_INCOMPATIBLE,
                 "%s: the %s holds %s; the device is %s, which runs neither: build with -arch=%s (or add -gencode "
                 "arch=compute_%u,code=%s)",

@@ -11,7 +11,7 @@
 //     u64 bytes of the entries that follow it;
 //   entry: a header of `header size` bytes (64 for SASS, 96 or more for PTX, more with -G),
 //     then `payload size` bytes (padded):
-//     0x00 u16 kind (1 PTX, 2 ELF), 0x04 u32 header size, 0x08 u64 payload size,
+//     0x00 u16 kind (1 PTX, 2 ELF, 8 LTO-IR), 0x04 u32 header size, 0x08 u64 payload size,
 //     0x10 u32 compressed size (0 when plain), 0x1c u32 architecture (90 for sm_90),
 //     0x28 u64 flags (0x2000 LZ4 block, 0x8000 zstd frame; 0x100000 an arch-specific sm_90a),
 //     0x38 u64 uncompressed size (0 when plain).
@@ -28,7 +28,7 @@
 namespace sk::elf {
 
 constexpr uint32_t kFatbinMagic = 0xba55ed50;
-constexpr uint16_t kFatbinPtx = 1, kFatbinElf = 2;
+constexpr uint16_t kFatbinPtx = 1, kFatbinElf = 2, kFatbinLtoIr = 8;  // 8: what -gencode ...,code=lto_90 writes
 constexpr uint64_t kFatbinLz4 = 0x2000, kFatbinZstd = 0x8000;
 // Bits 12-15 of the flags: compression. Values other than the two above are refused.
 constexpr uint64_t kFatbinCompressionMask = 0xf000;
@@ -39,7 +39,7 @@ constexpr uint64_t kMaxFatbinEntryBytes = uint64_t{1} << 30;
 struct FatbinEntry {
   uint32_t index = 0;   // over all containers, from 0, for messages
   uint64_t offset = 0;  // of its header within the fatbinary
-  uint16_t kind = 0;    // kFatbinPtx, kFatbinElf or another (listed, never read)
+  uint16_t kind = 0;    // kFatbinPtx, kFatbinElf, kFatbinLtoIr or another (listed, never read)
   uint32_t arch = 0;    // 90 for sm_90 / compute_90
   uint64_t flags = 0;
   const uint8_t *payload = nullptr;  // into the fatbinary
@@ -47,7 +47,7 @@ struct FatbinEntry {
   uint32_t compressed_size = 0;      // 0 when stored plain
   uint64_t uncompressed_size = 0;    // 0 when stored plain
 
-  // "sm_90 cubin", "compute_90 PTX", "sm_90a cubin", "kind 7 for arch 90".
+  // "sm_90 cubin", "compute_90 PTX", "sm_90a cubin", "lto_90 LTO-IR", "kind 7 for arch 90".
   std::string describe() const;
 };
 
@@ -68,7 +68,8 @@ sk_status fatbin_entry_bytes(const FatbinEntry &entry, std::string_view label, s
 // caller has seen a fatbinary magic or an ELF of a machine other than EM_CUDA): its cubin for
 // `arch` when `sass` and it has one, else the PTX of the newest architecture `arch` runs
 // (`*ptx` set). `what` says which ("sm_90 cubin", "compute_90 PTX"). An object without a
-// fatbinary is SK_ERR_UNSUPPORTED; one without either SK_ERR_INCOMPATIBLE, listing what it holds.
+// fatbinary is SK_ERR_UNSUPPORTED; one without either SK_ERR_INCOMPATIBLE, listing what it holds
+// (LTO-IR alone, `code=lto_90`, is stored in a form nvJitLink reads only as a whole link).
 sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label, std::string_view arch,
                               bool sass, std::vector<uint8_t> *code, std::string *what, bool *ptx);
 

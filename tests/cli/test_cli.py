@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -615,6 +616,40 @@ def test_inspect_cubins_fatbinaries_and_nvcc_objects():
     r = sk("inspect", os.path.join(CUDA_KERNELS, "decode_global.o"))
     assert "libsk reads PTX" in r.stdout and "(compute_" in r.stdout
     assert "\n      %ctaid.x read as sk_block_idx()\n" in r.stdout
+
+
+@needs_cuda_kernels
+def test_inspect_lto_ir(tmp_path):
+    # LTO-IR of __global__ kernels: read from the PTX the IR links to, as decode_global.ptx is.
+    path = os.path.join(CUDA_KERNELS, "decode_global.ltoir")
+    d = json.loads(sk("inspect", "--json", path).stdout)
+    ptx = json.loads(sk("inspect", "--json", os.path.join(CUDA_KERNELS, "decode_global.ptx")).stdout)
+    assert (d["file_kind"], d["kind"]) == ("LTO-IR", "lto-ir"), d
+    assert [(k["name"], k.get("signature"), k.get("threads")) for k in d["kernels"]] == \
+        [(k["name"], k.get("signature"), k.get("threads")) for k in ptx["kernels"]]
+    r = sk("inspect", path)
+    assert r.returncode == 0, r.stderr
+    assert "LTO-IR" in r.stdout and "read from the PTX its IR links to" in r.stdout
+    assert "  rmsnorm_global(ptr,ptr,ptr,u32,f32)\n    threads: 256 (from .maxntid)\n" in r.stdout
+    # Through a pipe (read in chunks, stopping at bytes no module begins with): the same.
+    fifo = tmp_path / "ir"
+    os.mkfifo(fifo)
+    with open(path, "rb") as f:
+        image = f.read()
+    writer = threading.Thread(target=lambda: fifo.write_bytes(image), daemon=True)
+    writer.start()
+    piped = json.loads(sk("inspect", "--json", fifo).stdout)
+    writer.join()
+    assert piped["kernels"] == d["kernels"]
+    # A libsk sub-kernel's IR: its record, and the device API it is planned with.
+    d = json.loads(sk("inspect", "--json", os.path.join(CUDA_KERNELS, "lto.ltoir")).stdout)
+    [k] = d["kernels"]
+    assert (k["name"], k["signature"], k["threads_from"]) == ("lto_scale", "ptr,u32,u32", "metadata")
+    assert "ptx" not in d
+    # LTO-IR alone in an nvcc object (code=lto_90) cannot be read: said, with what to build.
+    r = sk("inspect", os.path.join(CUDA_KERNELS, "decode_global_lto.o"))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "holds LTO-IR for lto_" in r.stderr and "nvcc -dc -dlto -ltoir" in r.stderr, r.stderr
 
 
 # ---- run ---------------------------------------------------------------------------------------

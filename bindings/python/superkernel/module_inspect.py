@@ -16,8 +16,8 @@ CALL = "sk_module_inspect"
 def inspect_module(source, spec="cuda:arch=sm_90", name=None):
     """What a device of `spec` would read from a module, as a dict (sk_module_inspect's JSON),
     without opening one. `source` is as Device.load takes one module: a path, the bytes of an
-    object, archive, PTX file, cubin, fatbinary or nvcc object, or PTX text (a str beginning
-    with `.version`); `name` names bytes in error messages (a path names itself).
+    object, archive, PTX file, cubin, LTO-IR, fatbinary or nvcc object, or PTX text (a str
+    beginning with `.version`); `name` names bytes in error messages (a path names itself).
 
     "cuda:arch=sm_XY" (no GPU needed): the module's kind, a PTX module's version, target and
     rewrites, and each kernel's launch facts, PTX directives and rewrites, or the error taking

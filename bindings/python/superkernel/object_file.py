@@ -10,6 +10,7 @@ MAX_OBJECT_SIZE = 1 << 30
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"  # an archive, for a list given to Device.load
 FATBIN_MAGIC = (0xba55ed50).to_bytes(4, "little")  # nvcc's fatbinary (a CUDA device loads it)
+LTOIR_MAGIC = (0x7f4e43ed).to_bytes(4, "little")  # NVVM's LTO-IR (nvcc -dc -dlto -ltoir)
 _SCRIPT_START = b"EXTERN"  # a linker script of EXTERN commands, for a list given to Device.load
 _CHUNK = 1 << 16
 
@@ -51,7 +52,8 @@ def read_object(path):
                 raise _too_large(name, size)
             if len(head) < len(ELF_MAGIC):
                 head = (head + chunk)[:len(ELF_MAGIC)]
-                if not any(m.startswith(head) for m in (ELF_MAGIC, AR_MAGIC, FATBIN_MAGIC)) and \
+                if not any(m.startswith(head)
+                           for m in (ELF_MAGIC, AR_MAGIC, FATBIN_MAGIC, LTOIR_MAGIC)) and \
                         not _text(head):
                     raise ObjectFileError(f"{name}: not an ELF object (no \\x7fELF magic)",
                                           "not-elf")

@@ -2592,6 +2592,44 @@ TEST_F(CudaFakeDriver, OneKernelAtThreeWidthsCallsACopyPerNarrowerWidth) {
   sk_superkernel_destroy(sk);
 }
 
+// nvcc -dc -dlto -ltoir's __global__ kernels through the C API: the module lists them, each is
+// taken with its launch facts, a narrower one beside a wider one in one super kernel that
+// finalizes (nvJitLink links the IR to PTX at load), runs as one program and launches; each
+// also launches alone. A name the IR does not define says which kernels it has.
+TEST_F(CudaFakeDriver, AnLtoIrsGlobalKernelsFuseAndLaunch) {
+  sk_module *ir = module(sk::cuda_test::kernel_path("decode_global.ltoir"));
+  ASSERT_NE(ir, nullptr);
+  size_t count = 0;
+  ASSERT_EQ(sk_module_kernel_count(ir, &count), SK_OK);
+  EXPECT_EQ(count, 6u);
+  sk_kernel *rms = nullptr, *add = nullptr, *missing = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(ir, "rmsnorm_global", &rms), SK_OK) << sk_last_error();
+  sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
+  ASSERT_EQ(sk_module_get_kernel_desc(ir, "residual_add_global", &desc, &add), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_module_get_kernel(ir, "no_such_kernel", &missing), SK_ERR_NOT_FOUND);
+  EXPECT_TRUE(contains(sk_last_error(), "no_such_kernel")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "none of its __global__ kernels (rmsnorm_global, rope_global,"))
+      << sk_last_error();
+  float *x = reinterpret_cast<float *>(0x1234000), *w = x + 4096, *y = x + 8192, eps = 1e-6f;
+  uint32_t n = 1024;
+  void *rms_args[] = {&x, &w, &y, &n, &eps};
+  void *add_args[] = {&x, &y, &w, &n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "lto_ir_step", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, add, 8, add_args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = finalize_and_launch(scope);
+  ASSERT_NE(sk, nullptr);
+  const std::string json = explain(sk);
+  for (const char *fact : {R"("threads":256,)", R"("compiled":"whole program")", R"("threads_from":".maxntid")",
+                           R"("threads_from":"caller")", "decode_global.ltoir (the PTX of its LTO-IR)"})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  sk_superkernel_destroy(sk);
+  ASSERT_EQ(sk_launch_kernel(rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(add, 8, add_args, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+}
+
 // A kernel that numbers its blocks in two dimensions (Triton's program_id(1)): fused with its
 // grid's shape (sk_kernel_options.grid), which explain shows and the step table carries;
 // launched unfused with sk_launch_kernel_grid, captured as such; refused without a shape, and

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/nvjitlink.hpp"
 #include "cuda/ptx_module.hpp"
 #include "cuda_test_support.hpp"
 
@@ -1180,6 +1181,7 @@ struct PtxStep {
   const char *name;
   uint32_t grid, threads, shared;
   std::vector<uint64_t> slots;
+  std::string fused_from;  // the module the super kernel loads where not `ptx`: the LTO-IR `ptx` came from
   std::vector<void *> args() {
     std::vector<void *> a;
     for (uint64_t &s : slots) a.push_back(&s);
@@ -1198,7 +1200,7 @@ uint64_t ptr_slot(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 
 // Each decode-step kernel as Triton and nvcc compiled it: fused from its PTX (Triton's five
 // 128-thread kernels in one super kernel, gemv reading what rmsnorm wrote; rope alone at 32
-// threads; nvcc's six __global__ kernels from a plain nvcc -c object; two nvcc -rdc files that
+// threads; nvcc's six __global__ kernels from a plain nvcc -c object, and from LTO-IR; two nvcc -rdc files that
 // define the same weak template function and variable; kernels of several widths in one
 // super kernel) == the same PTX launched
 // unfused through the driver, bit for bit: as one program the driver's JIT compiled (explain
@@ -1317,7 +1319,8 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     sk_scope *scope = nullptr;
     ASSERT_EQ(sk_scope_begin(dev_, name, options, &scope), SK_OK) << sk_last_error();
     for (PtxStep &s : steps) {
-      sk_kernel *kernel = ptx_kernel(s.ptx, s.name, {sizeof(sk_kernel_desc), nullptr, s.threads, s.shared});
+      sk_kernel *kernel = ptx_kernel(s.fused_from.empty() ? s.ptx : s.fused_from, s.name,
+                                     {sizeof(sk_kernel_desc), nullptr, s.threads, s.shared});
       ASSERT_NE(kernel, nullptr) << s.name;
       std::vector<void *> args = s.args();
       ASSERT_EQ(sk_add_kernel(scope, kernel, s.grid, args.data(), nullptr), SK_OK)
@@ -1356,6 +1359,30 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   ASSERT_NO_FATAL_FAILURE(fuse(nvcc_steps(fused_nvcc), "global_decode_step"));
   ASSERT_NO_FATAL_FAILURE(unfused(nvcc_steps(alone_nvcc)));
   compare(fused_nvcc, alone_nvcc, "nvcc __global__");
+  // The same kernels compiled to LTO-IR (nvcc -dc -dlto -ltoir): fused from the IR == the PTX it
+  // links to alone (what libsk reads its __global__ kernels from), launched by the driver.
+  {
+    const std::vector<uint8_t> ir = sk::cuda_test::read_file(sk::cuda_test::kernel_path("decode_global.ltoir"));
+    const size_t target = nvcc.find(".target ");
+    ASSERT_NE(target, std::string::npos);
+    const std::string arch = nvcc.substr(target + 8, nvcc.find_first_of(" \n", target + 8) - target - 8);
+    std::shared_ptr<const sk::cuda::NvJitLink> linker;
+    std::string lto_ptx;
+    ASSERT_EQ(sk::cuda::NvJitLink::get(&linker), SK_OK) << sk_last_error();
+    ASSERT_EQ(linker->lto_to_ptx({sk::cuda::InputKind::LtoIr, ir.data(), ir.size(), "decode_global.ltoir"}, arch,
+                                 &lto_ptx),
+              SK_OK)
+        << sk_last_error();
+    auto lto_steps = [&](const Outputs &o) {
+      std::vector<PtxStep> steps = nvcc_steps(o);
+      for (PtxStep &s : steps) s.ptx = lto_ptx, s.fused_from.assign(ir.begin(), ir.end());
+      return steps;
+    };
+    const Outputs fused_lto = outputs(), alone_lto = outputs();
+    ASSERT_NO_FATAL_FAILURE(fuse(lto_steps(fused_lto), "lto_ir_global_decode_step"));
+    ASSERT_NO_FATAL_FAILURE(unfused(lto_steps(alone_lto)));
+    compare(fused_lto, alone_lto, "nvcc -dc -dlto -ltoir __global__");
+  }
   // Several widths in one super kernel: Triton's rope (one warp) with its four-warp kernels, and
   // nvcc's kernels at 256, 128 and 64 threads, each launched alone at its own.
   std::vector<PtxStep> triton_mixed = triton_steps(fused_mixed_widths), rope_mixed = rope_steps(fused_mixed_widths);

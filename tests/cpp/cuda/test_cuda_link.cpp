@@ -475,6 +475,40 @@ TEST(CudaLink, LtoIrLinksWithCubins) {
   EXPECT_NE(img.info.find("sk_superkernel_entry"), nullptr);
 }
 
+// An LTO-IR holding a libsk sub-kernel and a __global__ kernel: the first links as the IR, the
+// second as the PTX the IR links to, each alone; together each would define the IR's functions
+// and its __device__ variable, and the refusal names both kernels and what to do.
+TEST(CudaLink, AnLtoIrsTwoKindsOfKernelLinkApartAndAreRefusedTogether) {
+  auto m = load("lto_global.ltoir");
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->global_kernels) << m->global_kernels_note;
+  auto device = kernel(m, "lto_add", nullptr);
+  auto global = kernel(m, "lto_double_global", nullptr);
+  ASSERT_TRUE(device && global);
+  EXPECT_EQ(device->module, m);
+  EXPECT_EQ(device->module->kind, sk::cuda::InputKind::LtoIr);
+  EXPECT_EQ(global->module, m->global_kernels);
+  EXPECT_EQ(global->module->kind, sk::cuda::InputKind::Ptx);
+  EXPECT_EQ(global->threads, 128u);
+  for (const auto &k : {device, global}) {
+    Scope alone;
+    alone.add(k, 4);
+    ASSERT_EQ(alone.make_plan(8), SK_OK) << sk::last_error();
+    BuiltImage img;
+    EXPECT_EQ(build_superkernel(alone.request(), &img), SK_OK) << k->symbol << ": " << sk::last_error();
+  }
+  Scope both;
+  both.add(device, 4);
+  both.add(global, 4);
+  ASSERT_EQ(both.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  EXPECT_EQ(build_superkernel(both.request(), &img), SK_ERR_INCOMPATIBLE);
+  const std::string msg = sk::last_error();
+  EXPECT_TRUE(contains(msg, "'lto_add'") && contains(msg, "'lto_double_global'")) << msg;
+  EXPECT_TRUE(contains(msg, "lto_global.ltoir")) << msg;
+  EXPECT_TRUE(contains(msg, "two super kernels") && contains(msg, "-rdc=true")) << msg;
+}
+
 TEST(CudaLink, MismatchedThreadsPerBlockNameBothKernels) {
   auto chain = load("chain.cubin");
   auto misc = load("misc.cubin");

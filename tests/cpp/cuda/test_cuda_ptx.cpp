@@ -1207,6 +1207,94 @@ TEST(CudaPtx, TritonGlobalAndDeviceSubKernelsFuseInOneLink) {
   expect_called_once_and_returning(sass, names);
 }
 
+// The same __global__ kernels compiled to LTO-IR (nvcc -dc -dlto -ltoir): read from the PTX
+// the IR links to alone, they are PTX kernels with their launch facts and device API as
+// nvcc -ptx's are (not an LTO-IR sub-kernel's assumed sk_sync_all), and fuse as those do, with
+// narrower ones calling their copies, beside a libsk LTO-IR sub-kernel of another module (the
+// link then -lto) and a cubin's.
+TEST(CudaPtx, LtoIrGlobalKernelsFuseFromThePtxTheirIrLinksTo) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  auto m = load("decode_global.ltoir");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->kind, sk::cuda::InputKind::LtoIr);
+  ASSERT_TRUE(m->global_kernels) << m->global_kernels_note;
+  EXPECT_TRUE(contains(m->global_kernels->label, "decode_global.ltoir (the PTX of its LTO-IR)"))
+      << m->global_kernels->label;
+  auto ptx = load("decode_global.ptx");
+  for (const char *g : kGlobal) {
+    SCOPED_TRACE(g);
+    const sk::cuda::PtxKernel *from_ir = m->global_kernels->ptx->find(g), *from_nvcc = ptx->ptx->find(g);
+    ASSERT_TRUE(from_ir && from_nvcc);
+    EXPECT_TRUE(from_ir->entry);
+    EXPECT_EQ(from_ir->signature, from_nvcc->signature);
+    bool listed = false;  // the module's kernels, as sk_module_inspect lists them
+    for (const sk::KernelMetadata &k : m->metadata) listed |= k.name == g;
+    EXPECT_TRUE(listed);
+  }
+  auto rms = take(m, "rmsnorm_global");
+  ASSERT_TRUE(rms);
+  EXPECT_EQ(rms->module, m->global_kernels);
+  EXPECT_EQ(rms->threads, 256u);
+  EXPECT_EQ(rms->threads_from, ".maxntid");
+  EXPECT_EQ(rms->static_shared, 132u);
+  EXPECT_EQ(rms->usage, sk::kUsesBlockIdx);
+  EXPECT_EQ(sk::signature_to_string(rms->signature), "ptr,ptr,ptr,u32,f32");
+  EXPECT_EQ(refused(m, "silu_mul_global"), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "sk_kernel_desc.threads")) << sk::last_error();
+
+  Scope s;
+  s.name = "decode_step";
+  std::vector<std::string> names;
+  for (const char *g : kGlobal) {
+    s.add(take(m, g, 128, std::string(g) == "decode_attention_global" ? 1024 : 0), 4);
+    names.push_back(g);
+  }
+  s.add(sk::cuda_test::kernel(load("lto.ltoir"), "lto_scale"), 4);
+  s.add(sk::cuda_test::kernel(load("chain.cubin"), "chain_step"), 4);
+  names.push_back("chain_step");
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  EXPECT_TRUE(img.program_ptx.empty()) << "with LTO-IR and a cubin, a link";
+  if (!sk::cuda_test::nvdisasm_path().empty()) {
+    int rc = 0;
+    const std::string sass = sk::cuda_test::disassemble(img, &rc);
+    ASSERT_EQ(rc, 0) << sass;
+    expect_called_once_and_returning(sass, names);
+  }
+
+  // At 256 and 128 threads in one super kernel: the narrower calls its copy; alone (PTX
+  // sub-kernels only) they are one program for the driver's JIT, which ptxas compiles.
+  Scope widths;
+  widths.add(take(m, "rmsnorm_global", 256), 4);
+  widths.add(take(m, "rmsnorm_global", 128), 4);
+  widths.add(take(m, "residual_add_global", 128), 4);
+  ASSERT_EQ(widths.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage narrow;
+  ASSERT_EQ(build_superkernel(widths.request(), &narrow), SK_OK) << sk::last_error();
+  EXPECT_EQ(narrow.threads, 256u);
+  EXPECT_TRUE(contains(narrow.ptx, "rmsnorm_global$w128")) << narrow.ptx;
+  ASSERT_FALSE(narrow.program_ptx.empty()) << narrow.why_linked;
+  EXPECT_TRUE(contains(narrow.program_ptx, " rmsnorm_global$w128(")) << narrow.program_ptx;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(narrow.program_ptx, "sm_90", &log, true), 0) << log;
+}
+
+// What -gencode arch=compute_90,code=lto_90 writes (CMake's CUDA IPO builds) holds LTO-IR in a
+// form nvJitLink reads only as a whole link: refused, saying what to build instead.
+TEST(CudaPtx, AFatbinaryOfLtoIrAloneSaysWhatToBuild) {
+  const std::vector<uint8_t> bytes = kernel_bytes("decode_global_lto.o");
+  std::shared_ptr<const CudaModule> m;
+  EXPECT_EQ(sk::cuda::load_cuda_module(bytes.data(), bytes.size(), "decode_global_lto.o", &m, "sm_90"),
+            SK_ERR_INCOMPATIBLE);
+  const std::string msg = sk::last_error();
+  EXPECT_TRUE(contains(msg, "decode_global_lto.o")) << msg;
+  EXPECT_TRUE(contains(msg, "holds LTO-IR for lto_90")) << msg;
+  EXPECT_TRUE(contains(msg, "-dlto -arch=sm_90")) << msg;
+  EXPECT_TRUE(contains(msg, "nvcc -dc -dlto -ltoir")) << msg;
+}
+
 // Triton's wgmma tiles are swizzled on absolute shared addresses, laid out for the 1 KiB boundary
 // where a plain launch starts its dynamic shared memory; the linker starts it right after the
 // entry's static variables (nvcc's rmsnorm_global has 132 bytes), whatever the extern array's

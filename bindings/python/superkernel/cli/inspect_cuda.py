@@ -1,6 +1,6 @@
-"""What `sk inspect` says of a CUDA module (PTX text, a cubin, a fatbinary, an nvcc host object):
-libsk's own reading for an architecture (sk_module_inspect, no GPU needed), as JSON or text.
-Telling such a file from a host object reads only its first bytes and ELF headers (no
+"""What `sk inspect` says of a CUDA module (PTX text, a cubin, LTO-IR, a fatbinary, an nvcc host
+object): libsk's own reading for an architecture (sk_module_inspect, no GPU needed), as JSON or
+text. Telling such a file from a host object reads only its first bytes and ELF headers (no
 pyelftools)."""
 import os
 import struct
@@ -8,7 +8,7 @@ import struct
 import superkernel as sk
 
 from ..checks import message_text
-from ..object_file import ELF_MAGIC, FATBIN_MAGIC
+from ..object_file import ELF_MAGIC, FATBIN_MAGIC, LTOIR_MAGIC
 from ..ptx import looks_like_ptx
 
 EM_CUDA = 190
@@ -20,10 +20,12 @@ KIND_NAMES = {"ptx": "PTX", "cubin": "cubin", "lto-ir": "LTO-IR"}
 
 
 def cuda_file_kind(image):
-    """"PTX text", "cubin", "fatbinary" or "nvcc host object" for the bytes of a CUDA module;
-    None for anything else (a host object, an archive, or bytes the host reading refuses)."""
+    """"PTX text", "cubin", "LTO-IR", "fatbinary" or "nvcc host object" for the bytes of a CUDA
+    module; None for anything else (a host object, an archive, or bytes the host reading refuses)."""
     if image.startswith(FATBIN_MAGIC):
         return "fatbinary"
+    if image.startswith(LTOIR_MAGIC):
+        return "LTO-IR"
     if image.startswith(ELF_MAGIC):
         return _elf_kind(image)
     if looks_like_ptx(image.decode("latin-1")):  # any byte decodes: only the start is matched
@@ -85,6 +87,8 @@ def print_text(d, out):
       f"({d['module']})\n")
     ptx = d.get("ptx")
     if ptx:
+        if d["kind"] == "lto-ir":
+            w("its __global__ kernels are read from the PTX its IR links to alone:\n")
         w(f"PTX {ptx['version']}, .target {ptx['target']}, linked for {ptx['link_arch']}\n")
         w("module rewrites:" + ("" if ptx["rewrites"] else " none") + "\n")
         for r in ptx["rewrites"]:
