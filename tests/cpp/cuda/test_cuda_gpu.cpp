@@ -25,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -1361,28 +1362,32 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   compare(fused_nvcc, alone_nvcc, "nvcc __global__");
   // The same kernels compiled to LTO-IR (nvcc -dc -dlto -ltoir): fused from the IR == the PTX it
   // links to alone (what libsk reads its __global__ kernels from), launched by the driver.
-  {
-    const std::vector<uint8_t> ir = sk::cuda_test::read_file(sk::cuda_test::kernel_path("decode_global.ltoir"));
-    const size_t target = nvcc.find(".target ");
-    ASSERT_NE(target, std::string::npos);
-    const std::string arch = nvcc.substr(target + 8, nvcc.find_first_of(" \n", target + 8) - target - 8);
-    std::shared_ptr<const sk::cuda::NvJitLink> linker;
-    std::string lto_ptx;
-    ASSERT_EQ(sk::cuda::NvJitLink::get(&linker), SK_OK) << sk_last_error();
-    ASSERT_EQ(linker->lto_to_ptx({sk::cuda::InputKind::LtoIr, ir.data(), ir.size(), "decode_global.ltoir"}, arch,
-                                 &lto_ptx),
-              SK_OK)
+  // `to_ir` makes steps of a PTX fixture those of its LTO-IR.
+  const size_t target = nvcc.find(".target ");
+  ASSERT_NE(target, std::string::npos);
+  const std::string arch = nvcc.substr(target + 8, nvcc.find_first_of(" \n", target + 8) - target - 8);
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  ASSERT_EQ(sk::cuda::NvJitLink::get(&linker), SK_OK) << sk_last_error();
+  std::map<std::string, std::pair<std::string, std::string>> ir_of;  // PTX fixture -> its IR, the IR's PTX
+  for (const char *name : {"decode_global", "rdc_sum", "rdc_scale"}) {
+    const std::vector<uint8_t> ir =
+        sk::cuda_test::read_file(sk::cuda_test::kernel_path(std::string(name) + ".ltoir"));
+    std::string ptx;
+    ASSERT_EQ(linker->lto_to_ptx({sk::cuda::InputKind::LtoIr, ir.data(), ir.size(), name}, arch, &ptx), SK_OK)
         << sk_last_error();
-    auto lto_steps = [&](const Outputs &o) {
-      std::vector<PtxStep> steps = nvcc_steps(o);
-      for (PtxStep &s : steps) s.ptx = lto_ptx, s.fused_from.assign(ir.begin(), ir.end());
-      return steps;
-    };
-    const Outputs fused_lto = outputs(), alone_lto = outputs();
-    ASSERT_NO_FATAL_FAILURE(fuse(lto_steps(fused_lto), "lto_ir_global_decode_step"));
-    ASSERT_NO_FATAL_FAILURE(unfused(lto_steps(alone_lto)));
-    compare(fused_lto, alone_lto, "nvcc -dc -dlto -ltoir __global__");
+    ir_of[text(sk::cuda_test::kernel_path(std::string(name) + ".ptx"))] = {std::string(ir.begin(), ir.end()), ptx};
   }
+  auto to_ir = [&](std::vector<PtxStep> steps) {
+    for (PtxStep &s : steps) {
+      const auto &[ir, ptx] = ir_of.at(s.ptx);
+      s.ptx = ptx, s.fused_from = ir;
+    }
+    return steps;
+  };
+  const Outputs fused_lto = outputs(), alone_lto = outputs();
+  ASSERT_NO_FATAL_FAILURE(fuse(to_ir(nvcc_steps(fused_lto)), "lto_ir_global_decode_step"));
+  ASSERT_NO_FATAL_FAILURE(unfused(to_ir(nvcc_steps(alone_lto))));
+  compare(fused_lto, alone_lto, "nvcc -dc -dlto -ltoir __global__");
   // Several widths in one super kernel: Triton's rope (one warp) with its four-warp kernels, and
   // nvcc's kernels at 256, 128 and 64 threads, each launched alone at its own.
   std::vector<PtxStep> triton_mixed = triton_steps(fused_mixed_widths), rope_mixed = rope_steps(fused_mixed_widths);
@@ -1430,6 +1435,17 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     const size_t n = i ? B * H : B * H / 32;
     const std::vector<float> f = read(rdc_fused[i], n), a = read(rdc_alone[i], n);
     EXPECT_EQ(std::memcmp(f.data(), a.data(), n * 4), 0) << "nvcc -rdc: output " << i;
+  }
+  // The same two files as LTO-IR: each IR's PTX keeps its own copy of the template function and
+  // the variable weak; the one program keeps one variable.
+  const float *rdc_lto_fused[2] = {alloc(std::vector<float>(B * H / 32)), alloc(std::vector<float>(B * H))},
+              *rdc_lto_alone[2] = {alloc(std::vector<float>(B * H / 32)), alloc(std::vector<float>(B * H))};
+  ASSERT_NO_FATAL_FAILURE(fuse(to_ir(rdc_steps(rdc_lto_fused[0], rdc_lto_fused[1])), "lto_ir_weak_definitions"));
+  ASSERT_NO_FATAL_FAILURE(unfused(to_ir(rdc_steps(rdc_lto_alone[0], rdc_lto_alone[1]))));
+  for (size_t i = 0; i < 2; ++i) {
+    const size_t n = i ? B * H : B * H / 32;
+    const std::vector<float> f = read(rdc_lto_fused[i], n), a = read(rdc_lto_alone[i], n);
+    EXPECT_EQ(std::memcmp(f.data(), a.data(), n * 4), 0) << "nvcc -dc -dlto -ltoir: output " << i;
   }
   // Triton's wgmma projection of the normed rows after nvcc's rmsnorm, whose static __shared__
   // variables come before the projection's tiles in the super kernel's shared memory: the tiles

@@ -2286,3 +2286,29 @@ TEST(CudaWholeProgram, WhatCannotBeOneProgramIsLinkedAndSaysWhy) {
             ".version 9.0\n.target sm_90a\n.address_size 64\n\n// x.ptx\n\n\n\n.visible .func f()\n{\nret;\n}\n"
             "\n// y.ptx\n\n\n\n\n");
 }
+
+// Two LTO-IR files of nvcc -dc -dlto (rdc_sum.cu, rdc_scale.cu), each instantiating one template
+// function and one inline __device__ variable: linked alone, each IR keeps its own internal
+// copy of the function and the variable weak, so their one program holds one variable (read
+// by both) and the two copies under names of their own, and ptxas compiles it.
+TEST(CudaPtx, LtoIrsOfOneProgramKeepOneWeakVariableAndTheirOwnFunctions) {
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  Scope s;
+  s.add(take(load("rdc_sum.ltoir"), "rdc_sum", 32), 8);
+  s.add(take(load("rdc_scale.ltoir"), "rdc_scale", 32), 8);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  ASSERT_FALSE(img.program_ptx.empty()) << img.why_linked;
+  const std::string &p = img.program_ptx;
+  EXPECT_EQ(count(p, ".global .align 4 .b8 kRdcWeights[16] ="), 1u) << p;
+  EXPECT_EQ(count(p, ", kRdcWeights;"), 2u) << "each kernel reads the one variable: " << p;
+  const std::regex helper("\\.func\\s+\\(\\.param \\.b32 func_retval0\\) (_Z12rdc_warp_sumIfET_S0_\\w*)\\(");
+  std::set<std::string> copies;
+  for (auto it = std::sregex_iterator(p.begin(), p.end(), helper); it != std::sregex_iterator(); ++it)
+    copies.insert((*it)[1].str());
+  EXPECT_EQ(copies.size(), 2u) << p;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(p, "sm_90", &log, true), 0) << log;
+}
