@@ -108,11 +108,9 @@ bool copy_for(const PtxModule &m, const PtxFunctionText &f, uint32_t threads, co
 }  // namespace
 
 std::string narrow_call_name(const PtxModule &m, const std::string &kernel, uint32_t threads, uint32_t block) {
-  if (threads >= block) return kernel;
-  const auto defined = definitions(m);
-  for (const std::string_view f : reached(defined, {kernel}))
-    if (counts_itself(*defined.at(f))) return copy_name(m, kernel, threads);
-  return kernel;
+  // The kernels ptx_text_for copies: those `counting` names.
+  if (threads >= block || !counting(definitions(m)).count(kernel)) return kernel;
+  return copy_name(m, kernel, threads);
 }
 
 std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels, const PtxOverlay *overlay,
