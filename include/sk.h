@@ -412,8 +412,10 @@ SK_API sk_status sk_tensor_map_encode(sk_device *dev, const sk_tensor_map_desc *
 SK_API sk_status sk_module_load(sk_device *dev, const void *image, size_t size, sk_module **out);
 /**
  * sk_module_load on the contents of the file at path. Files that are not regular (pipes,
- * character devices, /proc files) are read as streams, up to the size limit; opening a FIFO
- * does not wait for a writer (one without a writer has nothing to read).
+ * character devices, /proc files) are read as streams, up to the size limit, stopping at bytes
+ * no module begins with (an ELF object, an archive, nvcc's fatbinary or LTO-IR, or text: PTX,
+ * a linker script); opening a FIFO does not wait for a writer (one without a writer has nothing
+ * to read).
  * - Errors: SK_ERR_NOT_FOUND when the file cannot be opened or read (or is a directory),
  *   naming the path; otherwise those of sk_module_load.
  * - Ownership: as sk_module_load; path is read during the call only.

@@ -8,13 +8,27 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "common/error.hpp"
+#include "elf/fatbin.hpp"
 
 namespace sk::api {
 namespace {
-constexpr char elf_magic[] = "\177ELF";
-constexpr char ar_magic[] = "!<arch>\n";
+// What a module image may begin with (a stream is read until bytes that cannot begin one): an
+// ELF object, an archive, nvcc's fatbinary and LTO-IR, or text (PTX, a linker script).
+constexpr elf::MagicBytes kFatbin = elf::magic_bytes(elf::kFatbinMagic), kLtoIr = elf::magic_bytes(elf::kLtoIrMagic);
+constexpr std::string_view kStarts[] = {"\177ELF", "!<arch>\n", kFatbin.view(), kLtoIr.view()};
+
+bool may_begin_module(const unsigned char *b, size_t n) {
+  const std::string_view head(reinterpret_cast<const char *>(b), std::min<size_t>(n, 8));
+  for (std::string_view start : kStarts)
+    if (start.substr(0, std::min(start.size(), head.size())) == head.substr(0, std::min(start.size(), head.size())))
+      return true;
+  return std::all_of(head.begin(), head.end(),
+                     [](char c) { return (c >= 32 && c < 127) || c == '\t' || c == '\n' || c == '\r'; });
+}
+
 struct Fd {
   int fd = -1;
   ~Fd() {
@@ -64,11 +78,12 @@ sk_status ObjectFile::open(const char *path, size_t max_size) {
     if (n == 0) break;
     if (bytes_.size() + static_cast<size_t>(n) >= max_size) return too_large(path, bytes_.size() + n, max_size);
     bytes_.insert(bytes_.end(), buf, buf + n);
-    // Stop at the first bytes that cannot start an ELF object or an archive (/dev/zero, text).
-    const size_t head = std::min(bytes_.size(), sizeof elf_magic - 1);
-    const size_t ar_head = std::min(bytes_.size(), sizeof ar_magic - 1);
-    if (std::memcmp(bytes_.data(), elf_magic, head) != 0 && std::memcmp(bytes_.data(), ar_magic, ar_head) != 0)
-      return fail(SK_ERR_BAD_BINARY, "%s: not an ELF object (bad magic)", path);
+    // Stop at the first bytes that cannot start a module (/dev/zero, /dev/urandom).
+    if (!may_begin_module(bytes_.data(), bytes_.size()))
+      return fail(SK_ERR_BAD_BINARY,
+                  "%s: not an ELF object (bad magic), nor an archive, a fatbinary, LTO-IR or text (PTX, a linker "
+                  "script)",
+                  path);
   }
   if (bytes_.empty() && S_ISFIFO(st.st_mode))
     return fail(SK_ERR_BAD_BINARY, "%s: nothing to read (a FIFO or pipe with no writer, or closed before writing)",

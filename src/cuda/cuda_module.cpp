@@ -17,9 +17,6 @@ namespace {
 // 227 KiB: the most dynamic shared memory a block may opt in to on any architecture.
 constexpr uint32_t kMaxDynamicShared = 227 * 1024;
 
-// NVVM's LTO-IR starts with this magic (little-endian 0x7f4e43ed).
-constexpr uint8_t kLtoIrMagic[4] = {0xed, 0x43, 0x4e, 0x7f};
-
 // A numeric field ("threads=N", "shared=N") of a CUDA-mode record, 0 when absent
 // (parse_kernel_metadata skips fields it does not know, so the record stays readable by every
 // reader).
@@ -197,7 +194,7 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     size = extracted.size();
     b = extracted.data();
   }
-  if (size >= 4 && std::memcmp(b, kLtoIrMagic, 4) == 0) {
+  if (size >= 4 && std::memcmp(b, elf::magic_bytes(elf::kLtoIrMagic).b, 4) == 0) {
     m->kind = InputKind::LtoIr;
     std::shared_ptr<const NvJitLink> linker;
     std::string ptx;

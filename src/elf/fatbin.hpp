@@ -28,6 +28,17 @@
 namespace sk::elf {
 
 constexpr uint32_t kFatbinMagic = 0xba55ed50;
+// NVVM's LTO-IR (nvcc -dc -dlto -ltoir, and a fatbinary's kind 8 entry) begins with this u32.
+constexpr uint32_t kLtoIrMagic = 0x7f4e43ed;
+
+// The four bytes a little-endian u32 magic is stored as: how a file holding it begins.
+struct MagicBytes {
+  char b[4];
+  constexpr std::string_view view() const { return {b, 4}; }
+};
+constexpr MagicBytes magic_bytes(uint32_t m) {
+  return {{char(m & 0xff), char(m >> 8 & 0xff), char(m >> 16 & 0xff), char(m >> 24 & 0xff)}};
+}
 constexpr uint16_t kFatbinPtx = 1, kFatbinElf = 2, kFatbinLtoIr = 8;  // 8: what -gencode ...,code=lto_90 writes
 constexpr uint64_t kFatbinLz4 = 0x2000, kFatbinZstd = 0x8000;
 // Bits 12-15 of the flags: compression. Values other than the two above are refused.

@@ -2630,6 +2630,43 @@ TEST_F(CudaFakeDriver, AnLtoIrsGlobalKernelsFuseAndLaunch) {
   EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
 }
 
+// A module through a pipe (sk_module_load_file reads a stream in chunks): PTX, LTO-IR and a
+// fatbinary load as from their files, and each takes its kernel; bytes no module begins with
+// are refused at the first chunk.
+TEST_F(CudaFakeDriver, ModulesLoadThroughAPipe) {
+  const std::pair<const char *, const char *> files[] = {{"decode_global.ptx", "residual_add_global"},
+                                                         {"decode_global.ltoir", "residual_add_global"},
+                                                         {"chain_plain.fatbin", "chain_step"}};
+  for (const auto &[file, kernel_name] : files) {
+    SCOPED_TRACE(file);
+    const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::kernel_path(file));
+    ASSERT_FALSE(bytes.empty());
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    std::thread writer([&, w = fds[1]] {
+      for (size_t at = 0; at < bytes.size();) {
+        const ssize_t n = write(w, bytes.data() + at, bytes.size() - at);
+        if (n <= 0) break;
+        at += (size_t)n;
+      }
+      close(w);
+    });
+    const std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+    sk_module *mod = nullptr;
+    const sk_status st = sk_module_load_file(dev_, path.c_str(), &mod);
+    writer.join();
+    close(fds[0]);
+    ASSERT_EQ(st, SK_OK) << sk_last_error();
+    sk_kernel *k = nullptr;
+    sk_kernel_desc desc{sizeof desc, nullptr, 128, 0};
+    EXPECT_EQ(sk_module_get_kernel_desc(mod, kernel_name, &desc, &k), SK_OK) << sk_last_error();
+    sk_module_unload(mod);
+  }
+  sk_module *mod = nullptr;
+  EXPECT_EQ(sk_module_load_file(dev_, "/dev/zero", &mod), SK_ERR_BAD_BINARY);
+  EXPECT_TRUE(contains(sk_last_error(), "nor an archive, a fatbinary, LTO-IR or text")) << sk_last_error();
+}
+
 // A kernel that numbers its blocks in two dimensions (Triton's program_id(1)): fused with its
 // grid's shape (sk_kernel_options.grid), which explain shows and the step table carries;
 // launched unfused with sk_launch_kernel_grid, captured as such; refused without a shape, and
