@@ -155,7 +155,9 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
   }
   // What nvcc writes by default (a host object whose __nv_relfatbin holds the cubins), nvcc
   // -dc -fatbin, and nvcc -c (.nv_fatbin): the cubin for the device's architecture, then read
-  // as if given alone; else its PTX. A linked cubin cannot be fused: its PTX, if any, can.
+  // as if given alone; else its PTX. A linked cubin cannot be fused: its PTX, if any, can. Nor
+  // can a relocatable cubin's __global__ kernels be called: the PTX that -arch=sm_90 puts beside
+  // it (code=[sm_90,compute_90]) is read instead, its device functions and all.
   std::vector<uint8_t> extracted;
   if (elf::looks_like_fatbin(image, size) || host_elf(image, size)) {
     std::string what;
@@ -163,16 +165,21 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     if (sk_status st = elf::extract_fatbin_code(image, size, label, arch, true, &extracted, &what, &ptx);
         st != SK_OK)
       return st;
-    const bool linked = !ptx && elf::looks_like_cubin(extracted.data(), extracted.size()) && extracted.size() > 16 &&
-                        extracted[16] != 1 /* ET_REL */;
-    std::vector<uint8_t> linked_cubin;
-    const std::string linked_what = what;
-    if (linked) {
-      linked_cubin = extracted;
+    const bool cubin = !ptx && elf::looks_like_cubin(extracted.data(), extracted.size()) && extracted.size() > 16;
+    const bool linked = cubin && extracted[16] != 1 /* ET_REL */;
+    elf::Cubin parsed;
+    const bool entries = cubin && !linked &&
+                         elf::parse_cubin(extracted.data(), extracted.size(), label, &parsed) == SK_OK &&
+                         std::any_of(parsed.functions.begin(), parsed.functions.end(),
+                                     [](const elf::CubinFunction &f) { return f.entry; });
+    std::vector<uint8_t> sass;
+    const std::string sass_what = what;
+    if (linked || entries) {
       std::vector<uint8_t> code;
       std::string ptx_what;
       bool is_ptx = false;
       if (elf::extract_fatbin_code(image, size, label, arch, false, &code, &ptx_what, &is_ptx) == SK_OK) {
+        sass = std::move(extracted);
         extracted = std::move(code);
         what = ptx_what;
         ptx = true;
@@ -181,14 +188,23 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     m->given.assign(b, b + size);
     m->label = label + " (" + what + ")";
     if (ptx) {
-      if (sk_status st = load_ptx_module(extracted.data(), extracted.size(), m.get(), arch); st != SK_OK) return st;
+      const sk_status st = load_ptx_module(extracted.data(), extracted.size(), m.get(), arch);
       // Whole-program PTX beside a linked cubin keeps only its __global__ kernels: with none,
       // the linked cubin's refusal says what to do.
-      if (!linked || !m->ptx->kernels.empty()) {
+      if (st == SK_OK && (!linked || !m->ptx->kernels.empty())) {
         *out = std::move(m);
         return SK_OK;
       }
-      return load_cuda_module(linked_cubin.data(), linked_cubin.size(), label + " (" + linked_what + ")", out, arch);
+      if (st != SK_OK && !entries) return st;
+      if (linked) return load_cuda_module(sass.data(), sass.size(), label + " (" + sass_what + ")", out, arch);
+      // PTX the reader refuses: the cubin's device functions are still there, its
+      // __global__ kernels' refusal says why not their PTX.
+      const std::string note = last_error();
+      m = std::make_shared<CudaModule>();
+      m->given.assign(b, b + size);
+      m->label = label + " (" + sass_what + ")";
+      m->global_kernels_note = note;
+      extracted = std::move(sass);
     }
     image = extracted.data();
     size = extracted.size();
@@ -383,8 +399,9 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: %s is a __global__ kernel compiled to SASS, which cannot be called; load its PTX (nvcc -ptx, "
                   "or a fatbinary with -gencode arch=compute_XY,code=compute_XY), or make it an extern \"C\" "
-                  "__device__ function (sk_kernel.h)",
-                  call, what.c_str());
+                  "__device__ function (sk_kernel.h)%s%s",
+                  call, what.c_str(), m.global_kernels_note.empty() ? "" : "; the PTX beside it cannot be read: ",
+                  m.global_kernels_note.c_str());
     const elf::CubinReach reach = m.cubin.reach(name);
     for (const std::string &f : reach.functions) {
       const elf::CubinFunction &callee = *m.cubin.find(f);

@@ -42,8 +42,10 @@ struct CudaModule {
   std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
   std::string metadata_note;                       // why an LTO-IR module has no metadata ("" if it has)
   // LTO-IR only: its __global__ kernels, a PTX module of their own read from the PTX the IR
-  // links to alone (null without any), and why they could not be read ("" if they could).
+  // links to alone (null without any).
   std::shared_ptr<const CudaModule> global_kernels;
+  // Why the PTX of its __global__ kernels could not be read: the IR's, or that beside a cubin
+  // in a fatbinary ("" if it could, or there was none).
   std::string global_kernels_note;
 };
 

@@ -598,7 +598,8 @@ def test_inspect_cubins_fatbinaries_and_nvcc_objects():
     for name, file_kind, kind in (("chain.cubin", "cubin", "cubin"),
                                   ("chain_plain.fatbin", "fatbinary", "cubin"),
                                   ("chain_host.o", "nvcc host object", "cubin"),
-                                  ("decode_global.o", "nvcc host object", "ptx")):
+                                  ("decode_global.o", "nvcc host object", "ptx"),
+                                  ("decode_global_rdc.o", "nvcc host object", "ptx")):
         path = os.path.join(CUDA_KERNELS, name)
         r = sk("inspect", "--json", path)
         assert r.returncode == 0, (name, r.stderr)

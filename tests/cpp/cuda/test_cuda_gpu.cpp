@@ -34,6 +34,7 @@
 #include "cuda/nvjitlink.hpp"
 #include "cuda/ptx_module.hpp"
 #include "cuda_test_support.hpp"
+#include "elf/fatbin.hpp"
 
 namespace {
 
@@ -1201,7 +1202,7 @@ uint64_t ptr_slot(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 
 // Each decode-step kernel as Triton and nvcc compiled it: fused from its PTX (Triton's five
 // 128-thread kernels in one super kernel, gemv reading what rmsnorm wrote; rope alone at 32
-// threads; nvcc's six __global__ kernels from a plain nvcc -c object, and from LTO-IR; two nvcc -rdc files that
+// threads; nvcc's six __global__ kernels from a plain nvcc -c object, an nvcc -dc object and LTO-IR; two nvcc -rdc files that
 // define the same weak template function and variable; kernels of several widths in one
 // super kernel) == the same PTX launched
 // unfused through the driver, bit for bit: as one program the driver's JIT compiled (explain
@@ -1388,6 +1389,30 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   ASSERT_NO_FATAL_FAILURE(fuse(to_ir(nvcc_steps(fused_lto)), "lto_ir_global_decode_step"));
   ASSERT_NO_FATAL_FAILURE(unfused(to_ir(nvcc_steps(alone_lto))));
   compare(fused_lto, alone_lto, "nvcc -dc -dlto -ltoir __global__");
+  // And as nvcc -dc writes them (CMake's CUDA_SEPARABLE_COMPILATION): a relocatable cubin, whose
+  // __global__ kernels cannot be called, and the PTX beside it, which libsk reads; == that PTX
+  // launched by the driver.
+  {
+    const std::vector<uint8_t> object = sk::cuda_test::read_file(sk::cuda_test::kernel_path("decode_global_rdc.o"));
+    std::vector<uint8_t> code;
+    std::string what;
+    bool is_ptx = false;
+    ASSERT_EQ(sk::elf::extract_fatbin_code(object.data(), object.size(), "decode_global_rdc.o", arch, false, &code,
+                                           &what, &is_ptx),
+              SK_OK)
+        << sk_last_error();
+    ASSERT_TRUE(is_ptx) << what;
+    std::string rdc_ptx(code.begin(), code.end());
+    while (!rdc_ptx.empty() && rdc_ptx.back() == '\0') rdc_ptx.pop_back();  // the entry's padding
+    auto from_object = [&](std::vector<PtxStep> steps) {
+      for (PtxStep &s : steps) s.ptx = rdc_ptx, s.fused_from.assign(object.begin(), object.end());
+      return steps;
+    };
+    const Outputs fused_rdc = outputs(), alone_rdc = outputs();
+    ASSERT_NO_FATAL_FAILURE(fuse(from_object(nvcc_steps(fused_rdc)), "rdc_object_global_decode_step"));
+    ASSERT_NO_FATAL_FAILURE(unfused(from_object(nvcc_steps(alone_rdc))));
+    compare(fused_rdc, alone_rdc, "nvcc -dc object __global__");
+  }
   // Several widths in one super kernel: Triton's rope (one warp) with its four-warp kernels, and
   // nvcc's kernels at 256, 128 and 64 threads, each launched alone at its own.
   std::vector<PtxStep> triton_mixed = triton_steps(fused_mixed_widths), rope_mixed = rope_steps(fused_mixed_widths);

@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -1139,9 +1140,12 @@ TEST(CudaPtx, PtxForAnotherGpuOrMalformedIsRefusedNamingTheFile) {
 
 // nvcc -fatbin with PTX only (code=compute_90) and for an older architecture (compute_80): the
 // PTX the device runs is taken, as the driver's JIT would take it. A plain nvcc -c object (what
-// a build without -rdc compiles) holds a linked cubin, which cannot be called, and its PTX.
+// a build without -rdc compiles) holds a linked cubin, which cannot be called, and its PTX; an
+// nvcc -dc object (CMake's CUDA_SEPARABLE_COMPILATION) and its -fatbin a relocatable cubin
+// whose __global__ kernels cannot be called either, and its PTX.
 TEST(CudaPtx, AFatbinaryWithoutTheDevicesSassGivesItsPtx) {
-  for (const char *file : {"decode_global_ptx.fatbin", "decode_global_sm80.fatbin", "decode_global.o"}) {
+  for (const char *file : {"decode_global_ptx.fatbin", "decode_global_sm80.fatbin", "decode_global.o",
+                           "decode_global_rdc.o", "decode_global_rdc.fatbin"}) {
     SCOPED_TRACE(file);
     auto m = load(file);
     ASSERT_TRUE(m);
@@ -1150,6 +1154,27 @@ TEST(CudaPtx, AFatbinaryWithoutTheDevicesSassGivesItsPtx) {
     EXPECT_TRUE(contains(m->label, " PTX)")) << m->label;
     EXPECT_TRUE(take(m, "residual_add_global"));
   }
+}
+
+// PTX beside a relocatable cubin with __global__ kernels that the reader refuses (here a target
+// past every GPU): the cubin is read, as before there was PTX to read, and its __global__
+// kernels' refusal says why their PTX could not be taken.
+TEST(CudaPtx, UnreadablePtxBesideACubinOfGlobalKernelsIsNamedInTheirRefusal) {
+  std::vector<uint8_t> bytes = kernel_bytes("decode_global_rdc.fatbin");
+  const std::string target = ".target sm_90";
+  const auto at = std::search(bytes.begin(), bytes.end(), target.begin(), target.end());
+  ASSERT_NE(at, bytes.end()) << "the PTX is stored plain (--compress-mode=none)";
+  std::copy_n(".target sm_99", target.size(), at);
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_cuda_module(bytes.data(), bytes.size(), "patched.fatbin", &m, "sm_90"), SK_OK)
+      << sk::last_error();
+  EXPECT_EQ(m->kind, sk::cuda::InputKind::Cubin);
+  EXPECT_EQ(m->label, "patched.fatbin (sm_90 cubin)");
+  EXPECT_EQ(refused(m, "rmsnorm_global"), SK_ERR_UNSUPPORTED);
+  const std::string msg = sk::last_error();
+  EXPECT_TRUE(contains(msg, "compiled to SASS")) << msg;
+  EXPECT_TRUE(contains(msg, "the PTX beside it cannot be read: ")) << msg;
+  EXPECT_TRUE(contains(msg, "sm_99")) << msg;
 }
 
 namespace {
