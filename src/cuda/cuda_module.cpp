@@ -123,21 +123,54 @@ std::string entry_names(const PtxModule &ptx) {
   return names;
 }
 
-// The __global__ kernels of an LTO-IR module, from the PTX its IR links to alone: the link
-// keeps every `.entry` (it drops the __device__ functions nothing in the IR calls, which is why
-// sk_kernel.h's sub-kernels stay IR), so they fuse as the PTX kernels of nvcc -ptx do. Their
-// metadata joins the module's, for listing; a reading the PTX reader refuses is noted.
-void read_global_kernels(const std::string &ptx, const std::string &arch, CudaModule *m) {
-  if (ptx.find(".entry ") == std::string::npos) return;
-  auto g = std::make_shared<CudaModule>();
-  g->label = m->label + " (the PTX of its LTO-IR)";
-  if (load_ptx_module(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size(), g.get(), arch) != SK_OK) {
-    m->global_kernels_note = last_error();
+// Reads `text` as a PTX module of m's own, labelled `label`, into m->ptx_parts, its kernels
+// added to m's metadata for listing (a name an earlier part declares stays that part's); a text
+// the PTX reader refuses is noted.
+void add_ptx_part(const uint8_t *text, size_t size, const std::string &label, const std::string &arch,
+                  CudaModule *m) {
+  auto part = std::make_shared<CudaModule>();
+  part->label = label;
+  if (load_ptx_module(text, size, part.get(), arch) != SK_OK) {
+    m->global_kernels_note += (m->global_kernels_note.empty() ? "" : "; ") + std::string(last_error());
     return;
   }
-  for (const PtxKernel &k : g->ptx->kernels)
-    if (k.entry) m->metadata.push_back({k.name, signature_to_string(k.signature), "vector"});
-  m->global_kernels = std::move(g);
+  for (const PtxKernel &k : part->ptx->kernels)
+    if (k.entry && std::none_of(m->metadata.begin(), m->metadata.end(),
+                                [&](const KernelMetadata &d) { return d.name == k.name; }))
+      m->metadata.push_back({k.name, signature_to_string(k.signature), "vector"});
+  m->ptx_parts.push_back(std::move(part));
+}
+
+// The __global__ kernels of an LTO-IR module, from the PTX its IR links to alone: the link
+// keeps every `.entry` (it drops the __device__ functions nothing in the IR calls, which is why
+// sk_kernel.h's sub-kernels stay IR), so they fuse as the PTX kernels of nvcc -ptx do.
+void read_global_kernels(const std::string &ptx, const std::string &arch, CudaModule *m) {
+  if (ptx.find(".entry ") == std::string::npos) return;
+  add_ptx_part(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size(), m->label + " (the PTX of its LTO-IR)",
+               arch, m);
+}
+
+// A shared library or executable (nvcc -shared, a program): every translation unit's kernels
+// are linked SASS, which cannot be called, and its PTX, where the build kept some, can: each
+// unit's is a part of its own (a kernel is taken from the first that defines it).
+sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &label, const std::string &arch,
+                           CudaModule *m) {
+  std::vector<elf::LinkedPtx> texts;
+  uint32_t units = 0;
+  if (sk_status st = elf::extract_linked_ptx(b, size, label, arch, &texts, &units); st != SK_OK) return st;
+  m->library = true;
+  m->given.assign(b, b + size);
+  m->label = label + " (the PTX of " + std::to_string(texts.size()) + " of its " + std::to_string(units) +
+             " translation units)";
+  for (const elf::LinkedPtx &t : texts)
+    add_ptx_part(t.text.data(), t.text.size(),
+                 label + " (" + t.what + ", translation unit " + std::to_string(t.container + 1) + " of " +
+                     std::to_string(units) + ")",
+                 arch, m);
+  if (m->ptx_parts.empty())
+    return fail(SK_ERR_BAD_BINARY, "%s: the PTX of its translation units cannot be read: %s", label.c_str(),
+                m->global_kernels_note.c_str());
+  return SK_OK;
 }
 
 }  // namespace
@@ -150,6 +183,11 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
   if (looks_like_ptx(image, size)) {
     if (sk_status st = load_ptx_module(b, size, m.get(), arch); st != SK_OK) return st;
     m->given.assign(b, b + size);
+    *out = std::move(m);
+    return SK_OK;
+  }
+  if (elf::looks_like_linked_host_elf(image, size)) {
+    if (sk_status st = load_linked_file(b, size, label, arch, m.get()); st != SK_OK) return st;
     *out = std::move(m);
     return SK_OK;
   }
@@ -340,9 +378,19 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                            const backend::KernelRequest &request, const char *call,
                            std::shared_ptr<CudaKernel> *out) {
   const CudaModule &m = *module;
-  if (m.global_kernels)
-    if (const PtxKernel *g = m.global_kernels->ptx->find(name); g && g->entry)
-      return make_cuda_kernel(m.global_kernels, name, request, call, out);
+  for (const std::shared_ptr<const CudaModule> &part : m.ptx_parts)
+    if (const PtxKernel *g = part->ptx->find(name); g && g->entry)
+      return make_cuda_kernel(part, name, request, call, out);
+  if (m.library) {
+    std::string names;
+    size_t listed = 0;
+    for (const KernelMetadata &k : m.metadata)
+      if (listed++ < 8) names += (names.empty() ? "" : ", ") + k.name;
+    if (listed > 8) names += ", ... " + std::to_string(listed) + " in all";
+    return fail(SK_ERR_NOT_FOUND, "%s: no __global__ kernel '%s' in the PTX of %s (its kernels: %s)%s%s", call, name,
+                m.label.c_str(), names.c_str(),
+                m.global_kernels_note.empty() ? "" : "; PTX it cannot read: ", m.global_kernels_note.c_str());
+  }
   const char *signature = request.signature;
   const std::string what = kernel_of(name, m.label);
   const KernelMetadata *meta = nullptr;
@@ -445,8 +493,8 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
       ")" +
       (m.global_kernels_note.empty() ? ""
                                      : ", and its __global__ kernels cannot be read: " + m.global_kernels_note) +
-      (m.global_kernels ? " and is none of its __global__ kernels (" + entry_names(*m.global_kernels->ptx) + ")"
-                        : "");
+      (m.ptx_parts.empty() ? ""
+                           : " and is none of its __global__ kernels (" + entry_names(*m.ptx_parts[0]->ptx) + ")");
   if (!pk || !pk->entry)
     if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK)
       return st;

@@ -41,11 +41,13 @@ struct CudaModule {
   std::map<std::string, uint32_t> threads;         // metadata "threads=" per kernel
   std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
   std::string metadata_note;                       // why an LTO-IR module has no metadata ("" if it has)
-  // LTO-IR only: its __global__ kernels, a PTX module of their own read from the PTX the IR
-  // links to alone (null without any).
-  std::shared_ptr<const CudaModule> global_kernels;
-  // Why the PTX of its __global__ kernels could not be read: the IR's, or that beside a cubin
-  // in a fatbinary ("" if it could, or there was none).
+  // Its __global__ kernels' PTX, each a PTX module of its own, where the module's code is not
+  // that PTX: LTO-IR's, the PTX the IR links to alone (one part); a shared library's or
+  // executable's (`library`), that of each translation unit with PTX the device runs.
+  std::vector<std::shared_ptr<const CudaModule>> ptx_parts;
+  bool library = false;  // a shared library or executable: its kernels are its ptx_parts' alone
+  // Why the PTX of its __global__ kernels could not be read: the IR's, a translation unit's, or
+  // that beside a cubin in a fatbinary ("" if it could, or there was none).
   std::string global_kernels_note;
 };
 

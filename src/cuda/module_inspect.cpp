@@ -39,10 +39,11 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
   JsonWriter j;
   j.begin_object();
   j.key("module").value(m->label);
-  j.key("kind").value(kind_name(m->kind));
+  j.key("kind").value(m->library ? "library" : kind_name(m->kind));
   j.key("arch").value(parsed.arch);
-  // An LTO-IR module's __global__ kernels are read from the PTX its IR links to.
-  if (const CudaModule *read = m->ptx ? m.get() : m->global_kernels.get()) {
+  // An LTO-IR module's __global__ kernels are read from the PTX its IR links to (a library's
+  // from several, whose facts each kernel's own say).
+  if (const CudaModule *read = m->ptx ? m.get() : m->ptx_parts.size() == 1 ? m->ptx_parts[0].get() : nullptr) {
     j.key("ptx").begin_object();
     write_ptx_module_facts(j, *read->ptx);
     j.end_object();

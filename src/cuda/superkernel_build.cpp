@@ -463,20 +463,21 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   // An LTO-IR module's __global__ kernels are its IR compiled: linked beside the IR, every
   // function and variable of it would be defined twice (two copies of a __device__ variable).
   for (const CudaModule *m : modules)
-    if (m->global_kernels && std::find(modules.begin(), modules.end(), m->global_kernels.get()) != modules.end()) {
-      auto of = [&](const CudaModule *owner) {
-        return std::find_if(req.kernels.begin(), req.kernels.end(),
-                            [&](const auto &k) { return k->module.get() == owner; })
-            ->get()
-            ->symbol;
-      };
-      return fail(SK_ERR_INCOMPATIBLE,
-                  "super kernel '%s': '%s' of %s is linked as its LTO-IR and '%s' as the PTX that IR compiles to "
-                  "(a __global__ kernel): one link cannot hold both, each defines the module's functions and "
-                  "variables; fuse them in two super kernels, or load the module's PTX, which holds both kinds "
-                  "(nvcc -ptx -rdc=true, or the host object of nvcc -dc -dlto, which keeps PTX beside the IR)",
-                  req.name.c_str(), of(m).c_str(), m->label.c_str(), of(m->global_kernels.get()).c_str());
-    }
+    for (const std::shared_ptr<const CudaModule> &part : m->ptx_parts)
+      if (m->kind == InputKind::LtoIr && std::find(modules.begin(), modules.end(), part.get()) != modules.end()) {
+        auto of = [&](const CudaModule *owner) {
+          return std::find_if(req.kernels.begin(), req.kernels.end(),
+                              [&](const auto &k) { return k->module.get() == owner; })
+              ->get()
+              ->symbol;
+        };
+        return fail(SK_ERR_INCOMPATIBLE,
+                    "super kernel '%s': '%s' of %s is linked as its LTO-IR and '%s' as the PTX that IR compiles to "
+                    "(a __global__ kernel): one link cannot hold both, each defines the module's functions and "
+                    "variables; fuse them in two super kernels, or load the module's PTX, which holds both kinds "
+                    "(nvcc -ptx -rdc=true, or the host object of nvcc -dc -dlto, which keeps PTX beside the IR)",
+                    req.name.c_str(), of(m).c_str(), m->label.c_str(), of(part.get()).c_str());
+      }
   // The cubins and PTX modules with their static __shared__ variables moved into the entry's
   // overlay, the PTX cut to what the kernels reach (NUL-terminated: nvJitLink reads PTX as a C
   // string).

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "elf/cubin.hpp"
 #include "elf/elf_object.hpp"
 
 namespace sk::elf {
@@ -79,6 +80,17 @@ std::string holdings(const std::vector<FatbinEntry> &entries) {
   return parts.empty() ? "no entries" : join(parts, " and ");
 }
 
+// The PTX a device of `want` runs, of container `container` (UINT32_MAX: any): of its
+// architecture or an older one (an arch-specific one only for the device's own), the newest.
+const FatbinEntry *newest_ptx(const std::vector<FatbinEntry> &entries, uint32_t want, uint32_t container) {
+  const FatbinEntry *chosen = nullptr;
+  for (const FatbinEntry &e : entries)
+    if ((container == UINT32_MAX || e.container == container) && e.kind == kFatbinPtx && e.arch <= want &&
+        (!(e.flags & kFatbinArchSpecific) || e.arch == want) && (!chosen || e.arch > chosen->arch))
+      chosen = &e;
+  return chosen;
+}
+
 }  // namespace
 
 uint32_t arch_number(std::string_view arch, bool *specific) {
@@ -107,7 +119,8 @@ sk_status parse_fatbin(const void *bytes, size_t size, std::string_view label, s
   const auto *b = static_cast<const uint8_t *>(bytes);
   std::vector<FatbinEntry> entries;
   size_t at = 0;
-  while (at < size) {
+  uint32_t containers = 0;
+  for (; at < size; ++containers) {
     const std::string where = "fatbinary container at " + hex(at);
     if (size - at < kContainerHeader) {
       bool zeros = true;
@@ -137,6 +150,7 @@ sk_status parse_fatbin(const void *bytes, size_t size, std::string_view label, s
     while (e < end) {
       FatbinEntry entry;
       entry.index = (uint32_t)entries.size();
+      entry.container = containers;
       entry.offset = e;
       const std::string name = "fatbinary entry " + std::to_string(entry.index) + " (at " + hex(e) + ")";
       if (end - e < kEntryHeaderMin)
@@ -267,14 +281,8 @@ sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view l
       const bool match = ((e.flags & kFatbinArchSpecific) != 0) == specific;
       if (!chosen || (match && ((chosen->flags & kFatbinArchSpecific) != 0) != specific)) chosen = &e;
     }
-  // Else PTX the device runs: of its architecture or an older one (an arch-specific one only
-  // for the device's own), the newest.
   *ptx = !chosen;
-  if (!chosen)
-    for (const FatbinEntry &e : entries)
-      if (e.kind == kFatbinPtx && e.arch <= want && (!(e.flags & kFatbinArchSpecific) || e.arch == want) &&
-          (!chosen || e.arch > chosen->arch))
-        chosen = &e;
+  if (!chosen) chosen = newest_ptx(entries, want, UINT32_MAX);
   if (!chosen) {
     const std::string a(arch);
     // nvJitLink compiles a fatbinary's LTO-IR in a whole link but gives no PTX of it, the form
@@ -294,6 +302,80 @@ sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view l
   }
   if (sk_status st = fatbin_entry_bytes(*chosen, where, code); st != SK_OK) return st;
   *what = chosen->describe();
+  return SK_OK;
+}
+
+bool looks_like_linked_host_elf(const void *bytes, size_t size) {
+  Elf64_Ehdr eh;
+  if (size < sizeof eh) return false;
+  std::memcpy(&eh, bytes, sizeof eh);
+  return std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+         eh.e_ident[EI_DATA] == ELFDATA2LSB && eh.e_machine != kMachineCuda &&
+         (eh.e_type == ET_DYN || eh.e_type == ET_EXEC);
+}
+
+sk_status extract_linked_ptx(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,
+                             std::vector<LinkedPtx> *out, uint32_t *containers) {
+  const std::string label(label_view);
+  const auto *b = static_cast<const uint8_t *>(bytes);
+  // The section table and its names, each checked against the file's size before it is read.
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b, sizeof eh);
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size ||
+      (size - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum || eh.e_shstrndx >= eh.e_shnum)
+    return bad(label, "its section table (e_shoff " + hex(eh.e_shoff) + ", " + std::to_string(eh.e_shnum) +
+                          " entries of " + std::to_string(eh.e_shentsize) + " bytes) does not fit its " +
+                          std::to_string(size) + " bytes");
+  auto header = [&](uint32_t i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, b + eh.e_shoff + size_t{i} * sizeof sh, sizeof sh);
+    return sh;
+  };
+  const Elf64_Shdr names = header(eh.e_shstrndx);
+  if (names.sh_offset > size || names.sh_size > size - names.sh_offset)
+    return bad(label, "its section names run past its end");
+  const uint8_t *fatbin = nullptr;
+  size_t fatbin_size = 0;
+  for (uint32_t i = 0; i < eh.e_shnum && !fatbin; ++i) {
+    const Elf64_Shdr sh = header(i);
+    if (sh.sh_name >= names.sh_size) continue;
+    const char *name = reinterpret_cast<const char *>(b + names.sh_offset + sh.sh_name);
+    if (strnlen(name, names.sh_size - sh.sh_name) == names.sh_size - sh.sh_name || std::strcmp(name, ".nv_fatbin"))
+      continue;
+    if (sh.sh_type == SHT_NOBITS || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
+      return bad(label, "section .nv_fatbin (offset " + hex(sh.sh_offset) + ", " + std::to_string(sh.sh_size) +
+                            " bytes) runs past its end");
+    fatbin = b + sh.sh_offset;
+    fatbin_size = sh.sh_size;
+  }
+  if (!fatbin)
+    return fail(SK_ERR_UNSUPPORTED,
+                "%s: ELF machine %u (%s), a shared library or executable (type %u) without CUDA device code (no "
+                ".nv_fatbin section): not a CUDA binary (EM_CUDA, 190)",
+                label.c_str(), eh.e_machine, machine_name(eh.e_machine), eh.e_type);
+  const std::string where = label + " (fatbinary of .nv_fatbin)";
+  std::vector<FatbinEntry> entries;
+  if (sk_status st = parse_fatbin(fatbin, fatbin_size, where, &entries); st != SK_OK) return st;
+  bool specific = false;
+  const uint32_t want = arch_number(arch, &specific);
+  *containers = entries.empty() ? 0 : entries.back().container + 1;
+  out->clear();
+  for (uint32_t c = 0; c < *containers; ++c)
+    if (const FatbinEntry *e = newest_ptx(entries, want, c)) {
+      LinkedPtx part;
+      if (sk_status st = fatbin_entry_bytes(*e, where, &part.text); st != SK_OK) return st;
+      part.what = e->describe();
+      part.container = c;
+      out->push_back(std::move(part));
+    }
+  if (out->empty()) {
+    const std::string a(arch);
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: the fatbinaries of its %u translation units hold %s, and no PTX the device (%s) runs: its "
+                "__global__ kernels are linked SASS, which cannot be called; build with PTX for %s or older "
+                "(-gencode arch=compute_%u,code=compute_%u; CMake: CUDA_ARCHITECTURES %u, not %u-real)",
+                label.c_str(), *containers, holdings(entries).c_str(), a.c_str(), a.c_str(), want, want, want, want);
+  }
   return SK_OK;
 }
 

@@ -48,10 +48,11 @@ constexpr uint64_t kFatbinArchSpecific = 0x100000;  // sm_90a rather than sm_90
 constexpr uint64_t kMaxFatbinEntryBytes = uint64_t{1} << 30;
 
 struct FatbinEntry {
-  uint32_t index = 0;   // over all containers, from 0, for messages
-  uint64_t offset = 0;  // of its header within the fatbinary
-  uint16_t kind = 0;    // kFatbinPtx, kFatbinElf, kFatbinLtoIr or another (listed, never read)
-  uint32_t arch = 0;    // 90 for sm_90 / compute_90
+  uint32_t index = 0;      // over all containers, from 0, for messages
+  uint32_t container = 0;  // which container, from 0: one per translation unit in a linked file
+  uint64_t offset = 0;     // of its header within the fatbinary
+  uint16_t kind = 0;       // kFatbinPtx, kFatbinElf, kFatbinLtoIr or another (listed, never read)
+  uint32_t arch = 0;       // 90 for sm_90 / compute_90
   uint64_t flags = 0;
   const uint8_t *payload = nullptr;  // into the fatbinary
   uint64_t payload_size = 0;         // stored bytes, padding included
@@ -83,5 +84,24 @@ sk_status fatbin_entry_bytes(const FatbinEntry &entry, std::string_view label, s
 // (LTO-IR alone, `code=lto_90`, is stored in a form nvJitLink reads only as a whole link).
 sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label, std::string_view arch,
                               bool sass, std::vector<uint8_t> *code, std::string *what, bool *ptx);
+
+// One translation unit's PTX of a shared library or executable (extract_linked_ptx).
+struct LinkedPtx {
+  std::vector<uint8_t> text;
+  std::string what;  // "compute_90 PTX"
+  uint32_t container = 0;
+};
+
+// True for a 64-bit little-endian ELF shared library or executable (ET_DYN, ET_EXEC) of a host
+// machine: where nvcc's host link puts every translation unit's fatbinary container, back to
+// back, in `.nv_fatbin`.
+bool looks_like_linked_host_elf(const void *bytes, size_t size);
+
+// The PTX `arch` runs of each container of a linked file's `.nv_fatbin` that has some (the
+// newest, as extract_fatbin_code chooses), in container order: the kernels of nvcc -c, which
+// are linked SASS, can be fused from it. A file without the section is SK_ERR_UNSUPPORTED;
+// one whose containers hold no such PTX SK_ERR_INCOMPATIBLE, saying what they hold.
+sk_status extract_linked_ptx(const void *bytes, size_t size, std::string_view label, std::string_view arch,
+                             std::vector<LinkedPtx> *out, uint32_t *containers);
 
 }  // namespace sk::elf

@@ -620,6 +620,24 @@ def test_inspect_cubins_fatbinaries_and_nvcc_objects():
 
 
 @needs_cuda_kernels
+def test_inspect_shared_library():
+    # nvcc -shared of two translation units: the kernels of both, from their PTX.
+    path = os.path.join(CUDA_KERNELS, "libdecode_two.so")
+    r = sk("inspect", "--json", path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert (d["file_kind"], d["kind"]) == ("shared library", "library"), d
+    names = [k["name"] for k in d["kernels"]]
+    assert "rmsnorm_global" in names and "er_guard" in names and len(names) == 13, names
+    r = sk("inspect", path)
+    assert "libdecode_two.so: shared library" in r.stdout
+    assert "libsk reads the PTX of its translation units" in r.stdout
+    r = sk("inspect", os.path.join(CUDA_KERNELS, "libdecode_sass.so"))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "no PTX the device (sm_90) runs" in r.stderr, r.stderr
+
+
+@needs_cuda_kernels
 def test_inspect_lto_ir(tmp_path):
     # LTO-IR of __global__ kernels: read from the PTX the IR links to, as decode_global.ptx is.
     path = os.path.join(CUDA_KERNELS, "decode_global.ltoir")

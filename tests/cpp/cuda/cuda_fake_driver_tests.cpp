@@ -2630,6 +2630,38 @@ TEST_F(CudaFakeDriver, AnLtoIrsGlobalKernelsFuseAndLaunch) {
   EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
 }
 
+// A shared library of nvcc -shared through the C API: its kernels, from both translation
+// units' PTX, are listed, taken, fused into one program that finalizes and launches (explain
+// names each unit), and launched alone.
+TEST_F(CudaFakeDriver, ASharedLibrarysKernelsFuseAndLaunch) {
+  sk_module *lib = module(sk::cuda_test::kernel_path("libdecode_two.so"));
+  ASSERT_NE(lib, nullptr);
+  size_t count = 0;
+  ASSERT_EQ(sk_module_kernel_count(lib, &count), SK_OK);
+  EXPECT_EQ(count, 13u) << "six kernels of decode_global.cu, seven of early_return_global.cu";
+  sk_kernel *rms = nullptr, *guard = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(lib, "rmsnorm_global", &rms), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(lib, "er_guard", &guard), SK_OK) << sk_last_error();
+  float *x = reinterpret_cast<float *>(0x1234000), *w = x + 4096, *y = x + 8192, eps = 1e-6f;
+  uint32_t n = 1024;
+  int count_n = 1000;
+  void *rms_args[] = {&x, &w, &y, &n, &eps};
+  void *guard_args[] = {&x, &y, &count_n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "library_step", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, guard, 8, guard_args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = finalize_and_launch(scope);
+  ASSERT_NE(sk, nullptr);
+  const std::string json = explain(sk);
+  for (const char *fact : {R"("compiled":"whole program")", "libdecode_two.so (compute_90 PTX, translation unit "})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  sk_superkernel_destroy(sk);
+  ASSERT_EQ(sk_launch_kernel(rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(guard, 8, guard_args, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+}
+
 // A module through a pipe (sk_module_load_file reads a stream in chunks): PTX, LTO-IR and a
 // fatbinary load as from their files, and each takes its kernel; bytes no module begins with
 // are refused at the first chunk.

@@ -3,6 +3,7 @@
 // stored plain, zstd- and LZ4-compressed. Each gives the cubin of chain.cu that -dc -cubin gives
 // (tests/kernels/cuda/CMakeLists.txt builds them all from one source with one set of options),
 // and links; what does not fit the device, corrupt containers and linked code are refused by name.
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sk.h>
 
@@ -304,6 +305,37 @@ TEST(CudaFatbin, DamagedContainersFailCleanly) {
           (void)load_cuda_module(b.data(), b.size(), file, &m, test_arch());  // any status, no crash
         }
   }
+}
+
+// A shared library's section table and .nv_fatbin, damaged: each is refused naming the file
+// (a table or section past the end, a container that does not read), or reads; never a crash.
+TEST(CudaFatbin, ADamagedSharedLibraryFailsCleanly) {
+  const std::vector<uint8_t> bytes = kernel_bytes("libdecode_two.so");
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(load_cuda_module(bytes.data(), bytes.size(), "lib.so", &m, test_arch()), SK_OK) << sk::last_error();
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  // The section header fields, and every byte of the table's first entries and of the
+  // .nv_fatbin section's header.
+  auto damaged = [&](size_t at, uint8_t x) {
+    std::vector<uint8_t> b = bytes;
+    b[at] ^= x;
+    const sk_status st = load_cuda_module(b.data(), b.size(), "lib.so", &m, test_arch());
+    if (st != SK_OK) EXPECT_TRUE(contains(sk::last_error(), "lib.so")) << at << ": " << sk::last_error();
+    return st;
+  };
+  for (size_t at :
+       {offsetof(Elf64_Ehdr, e_shoff), offsetof(Elf64_Ehdr, e_shoff) + 7, offsetof(Elf64_Ehdr, e_shentsize),
+        offsetof(Elf64_Ehdr, e_shnum) + 1, offsetof(Elf64_Ehdr, e_shstrndx)})
+    EXPECT_NE(damaged(at, 0x40), SK_OK) << at;
+  for (uint32_t i = 0; i < eh.e_shnum; ++i) {
+    const size_t header = eh.e_shoff + size_t{i} * sizeof(Elf64_Shdr);
+    for (size_t f :
+         {offsetof(Elf64_Shdr, sh_name), offsetof(Elf64_Shdr, sh_offset) + 5, offsetof(Elf64_Shdr, sh_size) + 5})
+      (void)damaged(header + f, 0x80);  // any status, no crash
+  }
+  for (size_t cut : {size_t{100}, bytes.size() / 2, bytes.size() - 1})
+    EXPECT_NE(load_cuda_module(bytes.data(), cut, "lib.so", &m, test_arch()), SK_OK) << cut;
 }
 
 // nvcc -c: the fatbinary's cubin is linked, which cannot be fused. The PTX beside it can

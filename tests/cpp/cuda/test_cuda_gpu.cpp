@@ -1202,7 +1202,8 @@ uint64_t ptr_slot(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 
 // Each decode-step kernel as Triton and nvcc compiled it: fused from its PTX (Triton's five
 // 128-thread kernels in one super kernel, gemv reading what rmsnorm wrote; rope alone at 32
-// threads; nvcc's six __global__ kernels from a plain nvcc -c object, an nvcc -dc object and LTO-IR; two nvcc -rdc files that
+// threads; nvcc's six __global__ kernels from a plain nvcc -c object, an nvcc -dc object, LTO-IR
+// and a shared library; two nvcc -rdc files that
 // define the same weak template function and variable; kernels of several widths in one
 // super kernel) == the same PTX launched
 // unfused through the driver, bit for bit: as one program the driver's JIT compiled (explain
@@ -1412,6 +1413,28 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     ASSERT_NO_FATAL_FAILURE(fuse(from_object(nvcc_steps(fused_rdc)), "rdc_object_global_decode_step"));
     ASSERT_NO_FATAL_FAILURE(unfused(from_object(nvcc_steps(alone_rdc))));
     compare(fused_rdc, alone_rdc, "nvcc -dc object __global__");
+  }
+  // And from a shared library of nvcc -shared (libdecode_two.so), whose kernels are linked SASS:
+  // from decode_global.cu's translation unit's PTX, == that PTX launched by the driver.
+  {
+    const std::vector<uint8_t> lib = sk::cuda_test::read_file(sk::cuda_test::kernel_path("libdecode_two.so"));
+    std::vector<sk::elf::LinkedPtx> units;
+    uint32_t count = 0;
+    ASSERT_EQ(sk::elf::extract_linked_ptx(lib.data(), lib.size(), "libdecode_two.so", arch, &units, &count), SK_OK)
+        << sk_last_error();
+    std::string unit_ptx;
+    for (const sk::elf::LinkedPtx &u : units)
+      if (const std::string t(u.text.begin(), u.text.end()); t.find(".entry rmsnorm_global(") != std::string::npos)
+        unit_ptx = t.substr(0, t.find_last_not_of('\0') + 1);
+    ASSERT_FALSE(unit_ptx.empty());
+    auto from_library = [&](std::vector<PtxStep> steps) {
+      for (PtxStep &s : steps) s.ptx = unit_ptx, s.fused_from.assign(lib.begin(), lib.end());
+      return steps;
+    };
+    const Outputs fused_lib = outputs(), alone_lib = outputs();
+    ASSERT_NO_FATAL_FAILURE(fuse(from_library(nvcc_steps(fused_lib)), "shared_library_decode_step"));
+    ASSERT_NO_FATAL_FAILURE(unfused(from_library(nvcc_steps(alone_lib))));
+    compare(fused_lib, alone_lib, "nvcc -shared library __global__");
   }
   // Several widths in one super kernel: Triton's rope (one warp) with its four-warp kernels, and
   // nvcc's kernels at 256, 128 and 64 threads, each launched alone at its own.

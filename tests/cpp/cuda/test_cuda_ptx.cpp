@@ -1156,6 +1156,52 @@ TEST(CudaPtx, AFatbinaryWithoutTheDevicesSassGivesItsPtx) {
   }
 }
 
+// A shared library as nvcc -shared links it (libdecode_two.so: decode_global.cu and
+// early_return_global.cu, each unit's fatbinary in .nv_fatbin, their kernels linked SASS): each
+// unit's PTX is a part of its own, the library lists every kernel, each is taken from its unit
+// with its launch facts, and kernels of both units fuse into one program ptxas compiles. A name
+// it lacks lists its kernels; a library of SASS alone says what to build.
+TEST(CudaPtx, ASharedLibrarysKernelsFuseFromEachTranslationUnitsPtx) {
+  auto m = load("libdecode_two.so");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->library);
+  ASSERT_EQ(m->ptx_parts.size(), 2u) << m->global_kernels_note;
+  EXPECT_TRUE(contains(m->label, "libdecode_two.so (the PTX of 2 of its ")) << m->label;
+  EXPECT_TRUE(contains(m->ptx_parts[0]->label, "libdecode_two.so (compute_90 PTX, translation unit "))
+      << m->ptx_parts[0]->label;
+  auto rms = take(m, "rmsnorm_global");
+  auto guard = take(m, "er_guard", 128);
+  ASSERT_TRUE(rms && guard);
+  EXPECT_EQ(rms->module, m->ptx_parts[0]);
+  EXPECT_EQ(guard->module, m->ptx_parts[1]);
+  EXPECT_EQ(rms->threads, 256u);
+  EXPECT_EQ(rms->static_shared, 132u);
+  EXPECT_EQ(m->metadata.size(), m->ptx_parts[0]->metadata.size() + m->ptx_parts[1]->metadata.size());
+  EXPECT_EQ(refused(m, "no_such_kernel"), SK_ERR_NOT_FOUND);
+  EXPECT_TRUE(contains(sk::last_error(), "no __global__ kernel 'no_such_kernel' in the PTX of libdecode_two.so"))
+      << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "rmsnorm_global, rope_global")) << sk::last_error();
+
+  Scope s;
+  s.add(rms, 4);
+  s.add(take(m, "residual_add_global", 128), 8);
+  s.add(guard, 8);
+  ASSERT_EQ(s.make_plan(8), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+  ASSERT_FALSE(img.program_ptx.empty()) << img.why_linked;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(img.program_ptx, "sm_90", &log, true), 0) << log;
+
+  const std::vector<uint8_t> sass = kernel_bytes("libdecode_sass.so");
+  std::shared_ptr<const CudaModule> none;
+  EXPECT_EQ(sk::cuda::load_cuda_module(sass.data(), sass.size(), "libdecode_sass.so", &none, "sm_90"),
+            SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk::last_error(), "libdecode_sass.so: the fatbinaries of its ")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "hold SASS for sm_90")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "code=compute_90")) << sk::last_error();
+}
+
 // PTX beside a relocatable cubin with __global__ kernels that the reader refuses (here a target
 // past every GPU): the cubin is read, as before there was PTX to read, and its __global__
 // kernels' refusal says why their PTX could not be taken.
@@ -1243,13 +1289,13 @@ TEST(CudaPtx, LtoIrGlobalKernelsFuseFromThePtxTheirIrLinksTo) {
   auto m = load("decode_global.ltoir");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->kind, sk::cuda::InputKind::LtoIr);
-  ASSERT_TRUE(m->global_kernels) << m->global_kernels_note;
-  EXPECT_TRUE(contains(m->global_kernels->label, "decode_global.ltoir (the PTX of its LTO-IR)"))
-      << m->global_kernels->label;
+  ASSERT_EQ(m->ptx_parts.size(), 1u) << m->global_kernels_note;
+  EXPECT_TRUE(contains(m->ptx_parts[0]->label, "decode_global.ltoir (the PTX of its LTO-IR)"))
+      << m->ptx_parts[0]->label;
   auto ptx = load("decode_global.ptx");
   for (const char *g : kGlobal) {
     SCOPED_TRACE(g);
-    const sk::cuda::PtxKernel *from_ir = m->global_kernels->ptx->find(g), *from_nvcc = ptx->ptx->find(g);
+    const sk::cuda::PtxKernel *from_ir = m->ptx_parts[0]->ptx->find(g), *from_nvcc = ptx->ptx->find(g);
     ASSERT_TRUE(from_ir && from_nvcc);
     EXPECT_TRUE(from_ir->entry);
     EXPECT_EQ(from_ir->signature, from_nvcc->signature);
@@ -1259,7 +1305,7 @@ TEST(CudaPtx, LtoIrGlobalKernelsFuseFromThePtxTheirIrLinksTo) {
   }
   auto rms = take(m, "rmsnorm_global");
   ASSERT_TRUE(rms);
-  EXPECT_EQ(rms->module, m->global_kernels);
+  EXPECT_EQ(rms->module, m->ptx_parts[0]);
   EXPECT_EQ(rms->threads, 256u);
   EXPECT_EQ(rms->threads_from, ".maxntid");
   EXPECT_EQ(rms->static_shared, 132u);

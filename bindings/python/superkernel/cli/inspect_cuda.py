@@ -16,7 +16,8 @@ EM_CUDA = 190
 # code) and `nvcc -c` (linked device code).
 NVCC_FATBIN_SECTIONS = {b"__nv_relfatbin", b".nv_fatbin"}
 # What libsk's `kind` says, as the text shows it.
-KIND_NAMES = {"ptx": "PTX", "cubin": "cubin", "lto-ir": "LTO-IR"}
+KIND_NAMES = {"ptx": "PTX", "cubin": "cubin", "lto-ir": "LTO-IR",
+              "library": "the PTX of its translation units"}
 
 
 def cuda_file_kind(image):
@@ -34,8 +35,9 @@ def cuda_file_kind(image):
 
 
 def _elf_kind(image):
-    """"cubin" for ELF machine EM_CUDA, "nvcc host object" for an ELF holding a fatbinary
-    section; None otherwise, a malformed header included (the host reading says what is wrong)."""
+    """"cubin" for ELF machine EM_CUDA; for an ELF holding a fatbinary section, "nvcc host object"
+    (a relocatable object), "shared library" or "executable" (nvcc's host link of them); None
+    otherwise, a malformed header included (the host reading says what is wrong)."""
     if len(image) < 64 or image[4] not in (1, 2) or image[5] not in (1, 2):
         return None
     is64, endian = image[4] == 2, "<" if image[5] == 1 else ">"
@@ -66,7 +68,8 @@ def _elf_kind(image):
     for i in range(shnum):
         name = section(i)[0]
         if name < len(strtab) and strtab[name:].split(b"\0", 1)[0] in NVCC_FATBIN_SECTIONS:
-            return "nvcc host object"
+            e_type, = struct.unpack_from(endian + "H", image, 16)
+            return {2: "executable", 3: "shared library"}.get(e_type, "nvcc host object")
     return None
 
 
