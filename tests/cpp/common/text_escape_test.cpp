@@ -114,6 +114,21 @@ TEST(TextEscape, FailKeepsTheMessageOneLine) {
   EXPECT_STREQ(last_error(), "scope 'a\\nb': kernel 'scale_\\xff\\xfe\\nnext' not found");
 }
 
+// A name of kilobytes (a CUTLASS kernel's mangled name) leaves the message whole, its reason
+// last; one past 16 KiB loses its middle, never its start or its end.
+TEST(TextEscape, FailKeepsTheReasonAfterALongName) {
+  const std::string name(3000, 'K');
+  fail(SK_ERR_UNSUPPORTED, "kernel '%s' of '%s' cannot be fused: the reason", name.c_str(), name.c_str());
+  EXPECT_EQ(std::string(last_error()), "kernel '" + name + "' of '" + name + "' cannot be fused: the reason");
+  const std::string huge(100000, 'H');
+  fail(SK_ERR_UNSUPPORTED, "start '%s' the end", huge.c_str());
+  const std::string got = last_error();
+  EXPECT_LT(got.size(), 17000u);
+  EXPECT_EQ(got.rfind("start 'HHH", 0), 0u) << got.substr(0, 40);
+  EXPECT_NE(got.find(" [...] "), std::string::npos);
+  EXPECT_EQ(got.substr(got.size() - 9), "' the end");
+}
+
 TEST(TextEscape, JsonStringsAreValidUtf8) {
   std::string all;
   for (int b = 0; b < 256; ++b) all += {static_cast<char>(b), '\xC3', static_cast<char>(b)};
