@@ -134,6 +134,22 @@ TEST(Signature, AnAggregatesSlotsHoldItsBytesThenZeros) {
   EXPECT_EQ(slots[0], static_cast<uint64_t>(int64_t{-3}));
 }
 
+// NCCL's kernels take a 4096-byte struct aligned 16 (what their PTX declares, `.param .align
+// 16 .b8 p[4096]`): the largest aggregate, its bytes in 512 slots.
+TEST(Signature, AFourKiBStructIsTheLargestAggregate) {
+  const Signature sig = parse("ptr,{u64[512]}@16");
+  ASSERT_EQ(sig.size(), 2u);
+  EXPECT_EQ(sig[1].size, 4096u);
+  EXPECT_EQ(sig[1].align, 16u);
+  std::vector<uint8_t> value(4096);
+  for (size_t i = 0; i < value.size(); ++i) value[i] = (uint8_t)(i * 7);
+  std::vector<uint64_t> slots(512, ~uint64_t{0});
+  to_slots(sig[1], value.data(), slots.data());
+  EXPECT_EQ(std::memcmp(slots.data(), value.data(), value.size()), 0);
+  Signature more;
+  EXPECT_NE(parse_signature("{u64[512],u8}", "k", &more), SK_OK);
+}
+
 TEST(Signature, MalformedAggregatesNameTheParameterAndTheFault) {
   const std::pair<const char *, const char *> bad[] = {
       {"ptr,{f32", "parameter 1 has a '{' at byte 4 that is not closed"},
@@ -143,8 +159,8 @@ TEST(Signature, MalformedAggregatesNameTheParameterAndTheFault) {
       {"{i32[0]}", "array length '0'"},
       {"{i32[x]}", "array length 'x'"},
       {"{i32[4}", "'[' at byte 4 that is not closed"},
-      {"{u8[1025]}", "array length '1025' (at byte 3) that is not a number from 1 to 1024"},
-      {"{f64[100],f64[100]}", "of more than 1024 bytes"},
+      {"{u8[4097]}", "array length '4097' (at byte 3) that is not a number from 1 to 4096"},
+      {"{f64[300],f64[300]}", "of more than 4096 bytes"},
       {"{{{{{{{{{u8}}}}}}}}}", "nests aggregates more than 8 deep"},
       {"f32}", "parameter 0 has an unexpected '}' at byte 3"},
       {"{f32}f32", "unexpected 'f' at byte 5"},
