@@ -82,7 +82,7 @@ class CudaBackendModule final : public backend::Module {
       : Module(std::move(device)), gpu(std::move(gpu)), module(std::move(module)) {}
   sk_status get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
                        std::shared_ptr<backend::Kernel> *out) override;
-  const std::vector<KernelMetadata> &declared_kernels() const override { return module->metadata; }
+  const std::vector<KernelMetadata> &declared_kernels() const override { return module->declared_kernels(); }
   std::shared_ptr<CudaDevice> gpu;
   std::shared_ptr<const CudaModule> module;
 };

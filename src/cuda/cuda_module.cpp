@@ -115,61 +115,76 @@ sk_status load_ptx_module(const uint8_t *text, size_t size, CudaModule *m, const
   m->ptx = std::move(ptx);
   return SK_OK;
 }
-// "a, b, c": the `.entry` kernels of a PTX module.
-std::string entry_names(const PtxModule &ptx) {
-  std::string names;
-  for (const PtxKernel &k : ptx.kernels)
-    if (k.entry) names += (names.empty() ? "" : ", ") + k.name;
-  return names;
+// "a, b, c".
+std::string joined(const std::vector<std::string> &names) {
+  std::string out;
+  for (const std::string &n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
-// Reads `text` as a PTX module of m's own, labelled `label`, into m->ptx_parts, its kernels
-// added to m's metadata for listing (a name an earlier part declares stays that part's); a text
-// the PTX reader refuses is noted.
-void add_ptx_part(const uint8_t *text, size_t size, const std::string &label, const std::string &arch,
-                  CudaModule *m) {
-  auto part = std::make_shared<CudaModule>();
-  part->label = label;
-  if (load_ptx_module(text, size, part.get(), arch) != SK_OK) {
-    m->global_kernels_note += (m->global_kernels_note.empty() ? "" : "; ") + std::string(last_error());
-    return;
+// The names a PTX text declares `.entry` (a cheap scan: what a part is asked for before it is
+// read; a name the scan takes wrongly is one the read module then does not define).
+std::vector<std::string> entry_names_in(std::string_view text) {
+  std::vector<std::string> names;
+  for (size_t at = text.find(".entry"); at != std::string_view::npos; at = text.find(".entry", at + 6)) {
+    if (at > 0 && !std::isspace((unsigned char)text[at - 1])) continue;
+    size_t b = at + 6, e = 0;
+    if (b >= text.size() || !std::isspace((unsigned char)text[b])) continue;
+    while (b < text.size() && std::isspace((unsigned char)text[b])) ++b;
+    for (e = b; e < text.size() && (std::isalnum((unsigned char)text[e]) || text[e] == '_' || text[e] == '$');) ++e;
+    if (e > b) names.emplace_back(text.substr(b, e - b));
   }
-  for (const PtxKernel &k : part->ptx->kernels)
-    if (k.entry && std::none_of(m->metadata.begin(), m->metadata.end(),
-                                [&](const KernelMetadata &d) { return d.name == k.name; }))
-      m->metadata.push_back({k.name, signature_to_string(k.signature), "vector"});
-  m->ptx_parts.push_back(std::move(part));
+  return names;
 }
 
 // The __global__ kernels of an LTO-IR module, from the PTX its IR links to alone: the link
 // keeps every `.entry` (it drops the __device__ functions nothing in the IR calls, which is why
-// sk_kernel.h's sub-kernels stay IR), so they fuse as the PTX kernels of nvcc -ptx do.
+// sk_kernel.h's sub-kernels stay IR), so they fuse as the PTX kernels of nvcc -ptx do. Read at
+// load, its kernels listed with the module's; a text the reader refuses is noted.
 void read_global_kernels(const std::string &ptx, const std::string &arch, CudaModule *m) {
-  if (ptx.find(".entry ") == std::string::npos) return;
-  add_ptx_part(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size(), m->label + " (the PTX of its LTO-IR)",
-               arch, m);
+  PtxUnit part;
+  part.entries = entry_names_in(ptx);
+  if (part.entries.empty()) return;
+  part.label = m->label + " (the PTX of its LTO-IR)";
+  part.text.assign(ptx.begin(), ptx.end());
+  part.arch = arch;
+  m->ptx_units.push_back(std::move(part));
+  const std::shared_ptr<const CudaModule> read = m->ptx_unit(0);
+  if (!read) {
+    m->global_kernels_note = last_error();
+    m->ptx_units.clear();
+    return;
+  }
+  for (const PtxKernel &k : read->ptx->kernels)
+    if (k.entry) m->metadata.push_back({k.name, signature_to_string(k.signature), "vector"});
 }
 
 // A shared library or executable (nvcc -shared, a program): every translation unit's kernels
 // are linked SASS, which cannot be called, and its PTX, where the build kept some, can: each
-// unit's is a part of its own (a kernel is taken from the first that defines it).
+// unit's is a part of its own, read when a kernel of it is first taken (the first unit that
+// declares the name).
 sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &label, const std::string &arch,
                            CudaModule *m) {
-  std::vector<elf::LinkedPtx> texts;
+  m->given.assign(b, b + size);  // the parts' entries point into it
+  std::vector<elf::FatbinEntry> entries;
   uint32_t units = 0;
-  if (sk_status st = elf::extract_linked_ptx(b, size, label, arch, &texts, &units); st != SK_OK) return st;
+  if (sk_status st = elf::linked_ptx_entries(m->given.data(), m->given.size(), label, arch, &entries, &units);
+      st != SK_OK)
+    return st;
   m->library = true;
-  m->given.assign(b, b + size);
-  m->label = label + " (the PTX of " + std::to_string(texts.size()) + " of its " + std::to_string(units) +
+  m->label = label + " (the PTX of " + std::to_string(entries.size()) + " of its " + std::to_string(units) +
              " translation units)";
-  for (const elf::LinkedPtx &t : texts)
-    add_ptx_part(t.text.data(), t.text.size(),
-                 label + " (" + t.what + ", translation unit " + std::to_string(t.container + 1) + " of " +
-                     std::to_string(units) + ")",
-                 arch, m);
-  if (m->ptx_parts.empty())
-    return fail(SK_ERR_BAD_BINARY, "%s: the PTX of its translation units cannot be read: %s", label.c_str(),
-                m->global_kernels_note.c_str());
+  for (const elf::FatbinEntry &e : entries) {
+    PtxUnit part;
+    part.label = label + " (" + e.describe() + ", translation unit " + std::to_string(e.container + 1) + " of " +
+                 std::to_string(units) + ")";
+    std::vector<uint8_t> text;
+    if (sk_status st = elf::fatbin_entry_bytes(e, part.label, &text); st != SK_OK) return st;
+    part.entries = entry_names_in(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()));
+    part.stored = e;
+    part.arch = arch;
+    m->ptx_units.push_back(std::move(part));
+  }
   return SK_OK;
 }
 
@@ -378,18 +393,25 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                            const backend::KernelRequest &request, const char *call,
                            std::shared_ptr<CudaKernel> *out) {
   const CudaModule &m = *module;
-  for (const std::shared_ptr<const CudaModule> &part : m.ptx_parts)
+  for (size_t i = 0; i < m.ptx_units.size(); ++i) {
+    const std::vector<std::string> &declared = m.ptx_units[i].entries;
+    if (std::find(declared.begin(), declared.end(), name) == declared.end()) continue;
+    const std::shared_ptr<const CudaModule> part = m.ptx_unit(i);
+    if (!part)
+      return fail(SK_ERR_BAD_BINARY, "%s: kernel '%s': the PTX of %s cannot be read: %s", call, name,
+                  m.ptx_units[i].label.c_str(), std::string(last_error()).c_str());
     if (const PtxKernel *g = part->ptx->find(name); g && g->entry)
       return make_cuda_kernel(part, name, request, call, out);
+  }
   if (m.library) {
     std::string names;
     size_t listed = 0;
-    for (const KernelMetadata &k : m.metadata)
-      if (listed++ < 8) names += (names.empty() ? "" : ", ") + k.name;
+    for (const PtxUnit &part : m.ptx_units)
+      for (const std::string &k : part.entries)
+        if (listed++ < 8) names += (names.empty() ? "" : ", ") + k;
     if (listed > 8) names += ", ... " + std::to_string(listed) + " in all";
-    return fail(SK_ERR_NOT_FOUND, "%s: no __global__ kernel '%s' in the PTX of %s (its kernels: %s)%s%s", call, name,
-                m.label.c_str(), names.c_str(),
-                m.global_kernels_note.empty() ? "" : "; PTX it cannot read: ", m.global_kernels_note.c_str());
+    return fail(SK_ERR_NOT_FOUND, "%s: no __global__ kernel '%s' in the PTX of %s (its kernels: %s)", call, name,
+                m.label.c_str(), names.c_str());
   }
   const char *signature = request.signature;
   const std::string what = kernel_of(name, m.label);
@@ -493,8 +515,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
       ")" +
       (m.global_kernels_note.empty() ? ""
                                      : ", and its __global__ kernels cannot be read: " + m.global_kernels_note) +
-      (m.ptx_parts.empty() ? ""
-                           : " and is none of its __global__ kernels (" + entry_names(*m.ptx_parts[0]->ptx) + ")");
+      (m.ptx_units.empty() ? "" : " and is none of its __global__ kernels (" + joined(m.ptx_units[0].entries) + ")");
   if (!pk || !pk->entry)
     if (sk_status st = kernel_signature(signature, meta, what, call, no_metadata, &k->signature); st != SK_OK)
       return st;
@@ -531,6 +552,48 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   k->symbol = name;
   *out = std::move(k);
   return SK_OK;
+}
+
+std::shared_ptr<const CudaModule> CudaModule::ptx_unit(size_t i) const {
+  std::lock_guard<std::mutex> lock(parts_mutex_);
+  read_parts_.resize(ptx_units.size());
+  part_errors_.resize(ptx_units.size());
+  if (read_parts_[i]) return read_parts_[i];
+  if (!part_errors_[i].empty()) {
+    fail(SK_ERR_BAD_BINARY, "%s", part_errors_[i].c_str());
+    return nullptr;
+  }
+  const PtxUnit &p = ptx_units[i];
+  std::vector<uint8_t> stored;
+  auto part = std::make_shared<CudaModule>();
+  part->label = p.label;
+  sk_status st = p.text.empty() ? elf::fatbin_entry_bytes(p.stored, p.label, &stored) : SK_OK;
+  const std::vector<uint8_t> &text = p.text.empty() ? stored : p.text;
+  if (st == SK_OK) st = load_ptx_module(text.data(), text.size(), part.get(), p.arch);
+  if (st != SK_OK) {
+    part_errors_[i] = last_error();
+    return nullptr;
+  }
+  read_parts_[i] = part;
+  return part;
+}
+
+std::shared_ptr<const CudaModule> CudaModule::ptx_unit_if_read(size_t i) const {
+  std::lock_guard<std::mutex> lock(parts_mutex_);
+  return i < read_parts_.size() ? read_parts_[i] : nullptr;
+}
+
+const std::vector<KernelMetadata> &CudaModule::declared_kernels() const {
+  if (!library) return metadata;
+  std::call_once(declared_once_, [this] {
+    for (size_t i = 0; i < ptx_units.size(); ++i)
+      if (const std::shared_ptr<const CudaModule> part = ptx_unit(i))
+        for (const PtxKernel &k : part->ptx->kernels)
+          if (k.entry && std::none_of(declared_.begin(), declared_.end(),
+                                      [&](const KernelMetadata &d) { return d.name == k.name; }))
+            declared_.push_back({k.name, signature_to_string(k.signature), "vector"});
+  });
+  return declared_;
 }
 
 }  // namespace sk::cuda

@@ -21,11 +21,23 @@
 #include "cuda/nvjitlink.hpp"
 #include "cuda/ptx_module.hpp"
 #include "elf/cubin.hpp"
+#include "elf/fatbin.hpp"
 
 namespace sk::cuda {
 
 // Threads per block of a kernel whose metadata gives none (SK_KERNEL without threads=).
 constexpr uint32_t kDefaultThreads = 128;
+
+// One unit of a module's __global__ kernels' PTX (CudaModule::ptx_units): its label, the
+// kernels its text declares, and the text, kept as given or as the fatbinary entry it is
+// decompressed from (its payload within the module's `given` bytes).
+struct PtxUnit {
+  std::string label;
+  std::vector<std::string> entries;  // its `.entry` names, as its text declares them
+  std::vector<uint8_t> text;         // its PTX; empty: `stored`'s
+  elf::FatbinEntry stored;
+  std::string arch;  // the device's, which the PTX is read for
+};
 
 struct CudaModule {
   std::string label;
@@ -41,14 +53,31 @@ struct CudaModule {
   std::map<std::string, uint32_t> threads;         // metadata "threads=" per kernel
   std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
   std::string metadata_note;                       // why an LTO-IR module has no metadata ("" if it has)
-  // Its __global__ kernels' PTX, each a PTX module of its own, where the module's code is not
-  // that PTX: LTO-IR's, the PTX the IR links to alone (one part); a shared library's or
-  // executable's (`library`), that of each translation unit with PTX the device runs.
-  std::vector<std::shared_ptr<const CudaModule>> ptx_parts;
-  bool library = false;  // a shared library or executable: its kernels are its ptx_parts' alone
-  // Why the PTX of its __global__ kernels could not be read: the IR's, a translation unit's, or
-  // that beside a cubin in a fatbinary ("" if it could, or there was none).
+  // Its __global__ kernels' PTX, each part a PTX module of its own, where the module's code is
+  // not that PTX: LTO-IR's, the PTX the IR links to alone (one part, read at load); a shared
+  // library's or executable's (`library`), that of each translation unit with PTX the device
+  // runs, read when a kernel of it is first taken (a library may hold thousands of kernels).
+  std::vector<PtxUnit> ptx_units;
+  bool library = false;  // a shared library or executable: its kernels are its ptx_units' alone
+  // Why the PTX of its __global__ kernels could not be read: the IR's, or that beside a cubin in
+  // a fatbinary ("" if it could, or there was none).
   std::string global_kernels_note;
+
+  // Part i as a PTX module, read on first use (under a lock: kernels are taken from any
+  // thread); null, with the reader's message in last_error, where its PTX cannot be read.
+  std::shared_ptr<const CudaModule> ptx_unit(size_t i) const;
+  // Part i if it has been read, else null: it is then in no link.
+  std::shared_ptr<const CudaModule> ptx_unit_if_read(size_t i) const;
+  // The kernels the module declares: `metadata`, and for a library every part's kernels (each
+  // part read on the first call).
+  const std::vector<KernelMetadata> &declared_kernels() const;
+
+ private:
+  mutable std::mutex parts_mutex_;
+  mutable std::vector<std::shared_ptr<const CudaModule>> read_parts_;  // by part; null: not read yet
+  mutable std::vector<std::string> part_errors_;                       // by part; why it cannot be read
+  mutable std::once_flag declared_once_;
+  mutable std::vector<KernelMetadata> declared_;  // a library's, on the first declared_kernels()
 };
 
 struct CudaKernel {

@@ -32,7 +32,7 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
   if (sk_status st = load_cuda_module(image, size, backend::memory_image_label(size), &m, parsed.arch); st != SK_OK)
     return st;
   std::vector<std::string> names;
-  for (const KernelMetadata &k : m->metadata) names.push_back(k.name);
+  for (const KernelMetadata &k : m->declared_kernels()) names.push_back(k.name);
   if (m->ptx)
     for (const PtxKernel &k : m->ptx->kernels)
       if (std::find(names.begin(), names.end(), k.name) == names.end()) names.push_back(k.name);
@@ -43,7 +43,8 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
   j.key("arch").value(parsed.arch);
   // An LTO-IR module's __global__ kernels are read from the PTX its IR links to (a library's
   // from several, whose facts each kernel's own say).
-  if (const CudaModule *read = m->ptx ? m.get() : m->ptx_parts.size() == 1 ? m->ptx_parts[0].get() : nullptr) {
+  const std::shared_ptr<const CudaModule> one_part = m->ptx_units.size() == 1 ? m->ptx_unit(0) : nullptr;
+  if (const CudaModule *read = m->ptx ? m.get() : one_part.get()) {
     j.key("ptx").begin_object();
     write_ptx_module_facts(j, *read->ptx);
     j.end_object();

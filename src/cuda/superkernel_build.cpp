@@ -463,8 +463,10 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   // An LTO-IR module's __global__ kernels are its IR compiled: linked beside the IR, every
   // function and variable of it would be defined twice (two copies of a __device__ variable).
   for (const CudaModule *m : modules)
-    for (const std::shared_ptr<const CudaModule> &part : m->ptx_parts)
-      if (m->kind == InputKind::LtoIr && std::find(modules.begin(), modules.end(), part.get()) != modules.end()) {
+    for (size_t i = 0; i < m->ptx_units.size(); ++i)
+      if (const std::shared_ptr<const CudaModule> part = m->ptx_unit_if_read(i);
+          part && m->kind == InputKind::LtoIr &&
+          std::find(modules.begin(), modules.end(), part.get()) != modules.end()) {
         auto of = [&](const CudaModule *owner) {
           return std::find_if(req.kernels.begin(), req.kernels.end(),
                               [&](const auto &k) { return k->module.get() == owner; })

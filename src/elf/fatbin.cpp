@@ -314,8 +314,8 @@ bool looks_like_linked_host_elf(const void *bytes, size_t size) {
          (eh.e_type == ET_DYN || eh.e_type == ET_EXEC);
 }
 
-sk_status extract_linked_ptx(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,
-                             std::vector<LinkedPtx> *out, uint32_t *containers) {
+sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,
+                             std::vector<FatbinEntry> *out, uint32_t *containers) {
   const std::string label(label_view);
   const auto *b = static_cast<const uint8_t *>(bytes);
   // The section table and its names, each checked against the file's size before it is read.
@@ -361,13 +361,7 @@ sk_status extract_linked_ptx(const void *bytes, size_t size, std::string_view la
   *containers = entries.empty() ? 0 : entries.back().container + 1;
   out->clear();
   for (uint32_t c = 0; c < *containers; ++c)
-    if (const FatbinEntry *e = newest_ptx(entries, want, c)) {
-      LinkedPtx part;
-      if (sk_status st = fatbin_entry_bytes(*e, where, &part.text); st != SK_OK) return st;
-      part.what = e->describe();
-      part.container = c;
-      out->push_back(std::move(part));
-    }
+    if (const FatbinEntry *e = newest_ptx(entries, want, c)) out->push_back(*e);
   if (out->empty()) {
     const std::string a(arch);
     return fail(SK_ERR_INCOMPATIBLE,

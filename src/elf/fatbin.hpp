@@ -85,23 +85,17 @@ sk_status fatbin_entry_bytes(const FatbinEntry &entry, std::string_view label, s
 sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label, std::string_view arch,
                               bool sass, std::vector<uint8_t> *code, std::string *what, bool *ptx);
 
-// One translation unit's PTX of a shared library or executable (extract_linked_ptx).
-struct LinkedPtx {
-  std::vector<uint8_t> text;
-  std::string what;  // "compute_90 PTX"
-  uint32_t container = 0;
-};
-
 // True for a 64-bit little-endian ELF shared library or executable (ET_DYN, ET_EXEC) of a host
 // machine: where nvcc's host link puts every translation unit's fatbinary container, back to
 // back, in `.nv_fatbin`.
 bool looks_like_linked_host_elf(const void *bytes, size_t size);
 
-// The PTX `arch` runs of each container of a linked file's `.nv_fatbin` that has some (the
-// newest, as extract_fatbin_code chooses), in container order: the kernels of nvcc -c, which
-// are linked SASS, can be fused from it. A file without the section is SK_ERR_UNSUPPORTED;
-// one whose containers hold no such PTX SK_ERR_INCOMPATIBLE, saying what they hold.
-sk_status extract_linked_ptx(const void *bytes, size_t size, std::string_view label, std::string_view arch,
-                             std::vector<LinkedPtx> *out, uint32_t *containers);
+// The PTX entry `arch` runs of each container of a linked file's `.nv_fatbin` that has one (the
+// newest, as extract_fatbin_code chooses), in container order, pointing into `bytes`
+// (fatbin_entry_bytes gives each text): the kernels of nvcc -c, which are linked SASS, can be
+// fused from it. A file without the section is SK_ERR_UNSUPPORTED; one whose containers hold no
+// such PTX SK_ERR_INCOMPATIBLE, saying what they hold.
+sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view label, std::string_view arch,
+                             std::vector<FatbinEntry> *out, uint32_t *containers);
 
 }  // namespace sk::elf

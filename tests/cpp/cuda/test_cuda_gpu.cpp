@@ -1418,14 +1418,17 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   // from decode_global.cu's translation unit's PTX, == that PTX launched by the driver.
   {
     const std::vector<uint8_t> lib = sk::cuda_test::read_file(sk::cuda_test::kernel_path("libdecode_two.so"));
-    std::vector<sk::elf::LinkedPtx> units;
+    std::vector<sk::elf::FatbinEntry> units;
     uint32_t count = 0;
-    ASSERT_EQ(sk::elf::extract_linked_ptx(lib.data(), lib.size(), "libdecode_two.so", arch, &units, &count), SK_OK)
+    ASSERT_EQ(sk::elf::linked_ptx_entries(lib.data(), lib.size(), "libdecode_two.so", arch, &units, &count), SK_OK)
         << sk_last_error();
     std::string unit_ptx;
-    for (const sk::elf::LinkedPtx &u : units)
-      if (const std::string t(u.text.begin(), u.text.end()); t.find(".entry rmsnorm_global(") != std::string::npos)
+    for (const sk::elf::FatbinEntry &u : units) {
+      std::vector<uint8_t> bytes;
+      ASSERT_EQ(sk::elf::fatbin_entry_bytes(u, "libdecode_two.so", &bytes), SK_OK) << sk_last_error();
+      if (const std::string t(bytes.begin(), bytes.end()); t.find(".entry rmsnorm_global(") != std::string::npos)
         unit_ptx = t.substr(0, t.find_last_not_of('\0') + 1);
+    }
     ASSERT_FALSE(unit_ptx.empty());
     auto from_library = [&](std::vector<PtxStep> steps) {
       for (PtxStep &s : steps) s.ptx = unit_ptx, s.fused_from.assign(lib.begin(), lib.end());

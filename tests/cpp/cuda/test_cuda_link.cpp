@@ -481,13 +481,13 @@ TEST(CudaLink, LtoIrLinksWithCubins) {
 TEST(CudaLink, AnLtoIrsTwoKindsOfKernelLinkApartAndAreRefusedTogether) {
   auto m = load("lto_global.ltoir");
   ASSERT_TRUE(m);
-  ASSERT_EQ(m->ptx_parts.size(), 1u) << m->global_kernels_note;
+  ASSERT_EQ(m->ptx_units.size(), 1u) << m->global_kernels_note;
   auto device = kernel(m, "lto_add", nullptr);
   auto global = kernel(m, "lto_double_global", nullptr);
   ASSERT_TRUE(device && global);
   EXPECT_EQ(device->module, m);
   EXPECT_EQ(device->module->kind, sk::cuda::InputKind::LtoIr);
-  EXPECT_EQ(global->module, m->ptx_parts[0]);
+  EXPECT_EQ(global->module, m->ptx_unit(0));
   EXPECT_EQ(global->module->kind, sk::cuda::InputKind::Ptx);
   EXPECT_EQ(global->threads, 128u);
   for (const auto &k : {device, global}) {

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/device_api_usage.hpp"
@@ -1165,18 +1166,31 @@ TEST(CudaPtx, ASharedLibrarysKernelsFuseFromEachTranslationUnitsPtx) {
   auto m = load("libdecode_two.so");
   ASSERT_TRUE(m);
   EXPECT_TRUE(m->library);
-  ASSERT_EQ(m->ptx_parts.size(), 2u) << m->global_kernels_note;
+  ASSERT_EQ(m->ptx_units.size(), 2u) << m->global_kernels_note;
+  // Loading read each unit's kernel names, not its PTX; taking a kernel reads its unit alone,
+  // once, whichever threads take kernels of it at once.
+  EXPECT_FALSE(m->ptx_unit_if_read(0) || m->ptx_unit_if_read(1));
+  EXPECT_EQ(m->ptx_units[1].entries.size(), 7u);
+  std::vector<std::shared_ptr<CudaKernel>> taken(8);
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < taken.size(); ++i)
+      threads.emplace_back([&, i] { taken[i] = take(m, i % 2 ? "er_guard" : "er_strided", 128); });
+    for (std::thread &t : threads) t.join();
+  }
+  for (const auto &k : taken) EXPECT_TRUE(k && k->module == m->ptx_unit_if_read(1));
+  EXPECT_FALSE(m->ptx_unit_if_read(0)) << "decode_global.cu's unit is not read for early_return_global.cu's kernels";
   EXPECT_TRUE(contains(m->label, "libdecode_two.so (the PTX of 2 of its ")) << m->label;
-  EXPECT_TRUE(contains(m->ptx_parts[0]->label, "libdecode_two.so (compute_90 PTX, translation unit "))
-      << m->ptx_parts[0]->label;
+  EXPECT_TRUE(contains(m->ptx_unit(0)->label, "libdecode_two.so (compute_90 PTX, translation unit "))
+      << m->ptx_unit(0)->label;
   auto rms = take(m, "rmsnorm_global");
   auto guard = take(m, "er_guard", 128);
   ASSERT_TRUE(rms && guard);
-  EXPECT_EQ(rms->module, m->ptx_parts[0]);
-  EXPECT_EQ(guard->module, m->ptx_parts[1]);
+  EXPECT_EQ(rms->module, m->ptx_unit(0));
+  EXPECT_EQ(guard->module, m->ptx_unit(1));
   EXPECT_EQ(rms->threads, 256u);
   EXPECT_EQ(rms->static_shared, 132u);
-  EXPECT_EQ(m->metadata.size(), m->ptx_parts[0]->metadata.size() + m->ptx_parts[1]->metadata.size());
+  EXPECT_EQ(m->declared_kernels().size(), m->ptx_unit(0)->metadata.size() + m->ptx_unit(1)->metadata.size());
   EXPECT_EQ(refused(m, "no_such_kernel"), SK_ERR_NOT_FOUND);
   EXPECT_TRUE(contains(sk::last_error(), "no __global__ kernel 'no_such_kernel' in the PTX of libdecode_two.so"))
       << sk::last_error();
@@ -1289,13 +1303,13 @@ TEST(CudaPtx, LtoIrGlobalKernelsFuseFromThePtxTheirIrLinksTo) {
   auto m = load("decode_global.ltoir");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->kind, sk::cuda::InputKind::LtoIr);
-  ASSERT_EQ(m->ptx_parts.size(), 1u) << m->global_kernels_note;
-  EXPECT_TRUE(contains(m->ptx_parts[0]->label, "decode_global.ltoir (the PTX of its LTO-IR)"))
-      << m->ptx_parts[0]->label;
+  ASSERT_EQ(m->ptx_units.size(), 1u) << m->global_kernels_note;
+  EXPECT_TRUE(contains(m->ptx_unit(0)->label, "decode_global.ltoir (the PTX of its LTO-IR)"))
+      << m->ptx_unit(0)->label;
   auto ptx = load("decode_global.ptx");
   for (const char *g : kGlobal) {
     SCOPED_TRACE(g);
-    const sk::cuda::PtxKernel *from_ir = m->ptx_parts[0]->ptx->find(g), *from_nvcc = ptx->ptx->find(g);
+    const sk::cuda::PtxKernel *from_ir = m->ptx_unit(0)->ptx->find(g), *from_nvcc = ptx->ptx->find(g);
     ASSERT_TRUE(from_ir && from_nvcc);
     EXPECT_TRUE(from_ir->entry);
     EXPECT_EQ(from_ir->signature, from_nvcc->signature);
@@ -1305,7 +1319,7 @@ TEST(CudaPtx, LtoIrGlobalKernelsFuseFromThePtxTheirIrLinksTo) {
   }
   auto rms = take(m, "rmsnorm_global");
   ASSERT_TRUE(rms);
-  EXPECT_EQ(rms->module, m->ptx_parts[0]);
+  EXPECT_EQ(rms->module, m->ptx_unit(0));
   EXPECT_EQ(rms->threads, 256u);
   EXPECT_EQ(rms->threads_from, ".maxntid");
   EXPECT_EQ(rms->static_shared, 132u);
