@@ -4,8 +4,10 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <map>
 
 #include "common/error.hpp"
 #include "elf/cubin.hpp"
@@ -53,29 +55,38 @@ const char *machine_name(uint16_t machine) {
   }
 }
 
-// "SASS for sm_80 and sm_90, and PTX for compute_90": what a fatbinary holds.
+// "SASS for sm_80 and sm_90, and PTX for compute_90": what a fatbinary holds, each
+// architecture once, in order (a library's units repeat them).
 std::string holdings(const std::vector<FatbinEntry> &entries) {
   auto join = [](const std::vector<std::string> &names, const char *last) {
     std::string s;
     for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
     return s;
   };
-  std::vector<std::string> sass, ptx, lto, other;
+  using Archs = std::map<std::pair<uint32_t, bool>, std::string>;  // (arch, arch-specific) -> name
+  Archs sass, ptx, lto;
+  std::vector<std::string> other;
   for (const FatbinEntry &e : entries) {
-    const std::string arch = std::to_string(e.arch) + (e.flags & kFatbinArchSpecific ? "a" : "");
+    const bool specific = e.flags & kFatbinArchSpecific;
+    const std::string arch = std::to_string(e.arch) + (specific ? "a" : "");
     if (e.kind == kFatbinElf)
-      sass.push_back("sm_" + arch);
+      sass[{e.arch, specific}] = "sm_" + arch;
     else if (e.kind == kFatbinPtx)
-      ptx.push_back("compute_" + arch);
+      ptx[{e.arch, specific}] = "compute_" + arch;
     else if (e.kind == kFatbinLtoIr)
-      lto.push_back("lto_" + arch);
-    else
+      lto[{e.arch, specific}] = "lto_" + arch;
+    else if (std::find(other.begin(), other.end(), e.describe()) == other.end())
       other.push_back(e.describe());
   }
+  auto names = [](const Archs &a) {
+    std::vector<std::string> out;
+    for (const auto &[key, name] : a) out.push_back(name);
+    return out;
+  };
   std::vector<std::string> parts;
-  if (!sass.empty()) parts.push_back("SASS for " + join(sass, ", "));
-  if (!ptx.empty()) parts.push_back("PTX for " + join(ptx, ", "));
-  if (!lto.empty()) parts.push_back("LTO-IR for " + join(lto, ", "));
+  if (!sass.empty()) parts.push_back("SASS for " + join(names(sass), ", "));
+  if (!ptx.empty()) parts.push_back("PTX for " + join(names(ptx), ", "));
+  if (!lto.empty()) parts.push_back("LTO-IR for " + join(names(lto), ", "));
   if (!other.empty()) parts.push_back(join(other, ", "));
   return parts.empty() ? "no entries" : join(parts, " and ");
 }
@@ -365,10 +376,11 @@ sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view la
   if (out->empty()) {
     const std::string a(arch);
     return fail(SK_ERR_INCOMPATIBLE,
-                "%s: the fatbinaries of its %u translation units hold %s, and no PTX the device (%s) runs: its "
+                "%s: the fatbinaries of its %u translation unit%s hold %s, and no PTX the device (%s) runs: its "
                 "__global__ kernels are linked SASS, which cannot be called; build with PTX for %s or older "
                 "(-gencode arch=compute_%u,code=compute_%u; CMake: CUDA_ARCHITECTURES %u, not %u-real)",
-                label.c_str(), *containers, holdings(entries).c_str(), a.c_str(), a.c_str(), want, want, want, want);
+                label.c_str(), *containers, *containers == 1 ? "" : "s", holdings(entries).c_str(), a.c_str(),
+                a.c_str(), want, want, want, want);
   }
   return SK_OK;
 }
