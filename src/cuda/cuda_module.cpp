@@ -115,6 +115,7 @@ sk_status load_ptx_module(const uint8_t *text, size_t size, CudaModule *m, const
   m->ptx = std::move(ptx);
   return SK_OK;
 }
+
 // "a, b, c".
 std::string joined(const std::vector<std::string> &names) {
   std::string out;
@@ -122,7 +123,7 @@ std::string joined(const std::vector<std::string> &names) {
   return out;
 }
 
-// The names a PTX text declares `.entry` (a cheap scan: what a part is asked for before it is
+// The names a PTX text declares `.entry` (a cheap scan: what a unit is asked for before it is
 // read; a name the scan takes wrongly is one the read module then does not define).
 std::vector<std::string> entry_names_in(std::string_view text) {
   std::vector<std::string> names;
@@ -142,13 +143,13 @@ std::vector<std::string> entry_names_in(std::string_view text) {
 // sk_kernel.h's sub-kernels stay IR), so they fuse as the PTX kernels of nvcc -ptx do. Read at
 // load, its kernels listed with the module's; a text the reader refuses is noted.
 void read_global_kernels(const std::string &ptx, const std::string &arch, CudaModule *m) {
-  PtxUnit part;
-  part.entries = entry_names_in(ptx);
-  if (part.entries.empty()) return;
-  part.label = m->label + " (the PTX of its LTO-IR)";
-  part.text.assign(ptx.begin(), ptx.end());
-  part.arch = arch;
-  m->ptx_units.push_back(std::move(part));
+  PtxUnit unit;
+  unit.entries = entry_names_in(ptx);
+  if (unit.entries.empty()) return;
+  unit.label = m->label + " (the PTX of its LTO-IR)";
+  unit.text.assign(ptx.begin(), ptx.end());
+  unit.arch = arch;
+  m->ptx_units.push_back(std::move(unit));
   const std::shared_ptr<const CudaModule> read = m->ptx_unit(0);
   if (!read) {
     m->global_kernels_note = last_error();
@@ -161,11 +162,10 @@ void read_global_kernels(const std::string &ptx, const std::string &arch, CudaMo
 
 // A shared library or executable (nvcc -shared, a program): every translation unit's kernels
 // are linked SASS, which cannot be called, and its PTX, where the build kept some, can: each
-// unit's is a part of its own, read when a kernel of it is first taken (the first unit that
-// declares the name).
+// unit's is read when a kernel of it is first taken (from the first unit that declares it).
 sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &label, const std::string &arch,
                            CudaModule *m) {
-  m->given.assign(b, b + size);  // the parts' entries point into it
+  m->given.assign(b, b + size);  // the units' entries point into it
   std::vector<elf::FatbinEntry> entries;
   uint32_t units = 0;
   if (sk_status st = elf::linked_ptx_entries(m->given.data(), m->given.size(), label, arch, &entries, &units);
@@ -175,15 +175,15 @@ sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &lab
   m->label = label + " (the PTX of " + std::to_string(entries.size()) + " of its " + std::to_string(units) +
              " translation units)";
   for (const elf::FatbinEntry &e : entries) {
-    PtxUnit part;
-    part.label = label + " (" + e.describe() + ", translation unit " + std::to_string(e.container + 1) + " of " +
+    PtxUnit unit;
+    unit.label = label + " (" + e.describe() + ", translation unit " + std::to_string(e.container + 1) + " of " +
                  std::to_string(units) + ")";
     std::vector<uint8_t> text;
-    if (sk_status st = elf::fatbin_entry_bytes(e, part.label, &text); st != SK_OK) return st;
-    part.entries = entry_names_in(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()));
-    part.stored = e;
-    part.arch = arch;
-    m->ptx_units.push_back(std::move(part));
+    if (sk_status st = elf::fatbin_entry_bytes(e, unit.label, &text); st != SK_OK) return st;
+    unit.entries = entry_names_in(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()));
+    unit.stored = e;
+    unit.arch = arch;
+    m->ptx_units.push_back(std::move(unit));
   }
   return SK_OK;
 }
@@ -406,8 +406,8 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   if (m.library) {
     std::string names;
     size_t listed = 0;
-    for (const PtxUnit &part : m.ptx_units)
-      for (const std::string &k : part.entries)
+    for (const PtxUnit &unit : m.ptx_units)
+      for (const std::string &k : unit.entries)
         if (listed++ < 8) names += (names.empty() ? "" : ", ") + k;
     if (listed > 8) names += ", ... " + std::to_string(listed) + " in all";
     return fail(SK_ERR_NOT_FOUND, "%s: no __global__ kernel '%s' in the PTX of %s (its kernels: %s)", call, name,
@@ -555,12 +555,12 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
 }
 
 std::shared_ptr<const CudaModule> CudaModule::ptx_unit(size_t i) const {
-  std::lock_guard<std::mutex> lock(parts_mutex_);
-  read_parts_.resize(ptx_units.size());
-  part_errors_.resize(ptx_units.size());
-  if (read_parts_[i]) return read_parts_[i];
-  if (!part_errors_[i].empty()) {
-    fail(SK_ERR_BAD_BINARY, "%s", part_errors_[i].c_str());
+  std::lock_guard<std::mutex> lock(units_mutex_);
+  read_units_.resize(ptx_units.size());
+  unit_errors_.resize(ptx_units.size());
+  if (read_units_[i]) return read_units_[i];
+  if (!unit_errors_[i].empty()) {
+    fail(SK_ERR_BAD_BINARY, "%s", unit_errors_[i].c_str());
     return nullptr;
   }
   const PtxUnit &p = ptx_units[i];
@@ -571,16 +571,16 @@ std::shared_ptr<const CudaModule> CudaModule::ptx_unit(size_t i) const {
   const std::vector<uint8_t> &text = p.text.empty() ? stored : p.text;
   if (st == SK_OK) st = load_ptx_module(text.data(), text.size(), part.get(), p.arch);
   if (st != SK_OK) {
-    part_errors_[i] = last_error();
+    unit_errors_[i] = last_error();
     return nullptr;
   }
-  read_parts_[i] = part;
+  read_units_[i] = part;
   return part;
 }
 
 std::shared_ptr<const CudaModule> CudaModule::ptx_unit_if_read(size_t i) const {
-  std::lock_guard<std::mutex> lock(parts_mutex_);
-  return i < read_parts_.size() ? read_parts_[i] : nullptr;
+  std::lock_guard<std::mutex> lock(units_mutex_);
+  return i < read_units_.size() ? read_units_[i] : nullptr;
 }
 
 const std::vector<KernelMetadata> &CudaModule::declared_kernels() const {

@@ -53,8 +53,8 @@ struct CudaModule {
   std::map<std::string, uint32_t> threads;         // metadata "threads=" per kernel
   std::map<std::string, uint32_t> dynamic_shared;  // metadata "shared=" per kernel
   std::string metadata_note;                       // why an LTO-IR module has no metadata ("" if it has)
-  // Its __global__ kernels' PTX, each part a PTX module of its own, where the module's code is
-  // not that PTX: LTO-IR's, the PTX the IR links to alone (one part, read at load); a shared
+  // Its __global__ kernels' PTX, each unit a PTX module of its own, where the module's code is
+  // not that PTX: LTO-IR's, the PTX the IR links to alone (one unit, read at load); a shared
   // library's or executable's (`library`), that of each translation unit with PTX the device
   // runs, read when a kernel of it is first taken (a library may hold thousands of kernels).
   std::vector<PtxUnit> ptx_units;
@@ -63,19 +63,19 @@ struct CudaModule {
   // a fatbinary ("" if it could, or there was none).
   std::string global_kernels_note;
 
-  // Part i as a PTX module, read on first use (under a lock: kernels are taken from any
+  // Unit i as a PTX module, read on first use (under a lock: kernels are taken from any
   // thread); null, with the reader's message in last_error, where its PTX cannot be read.
   std::shared_ptr<const CudaModule> ptx_unit(size_t i) const;
-  // Part i if it has been read, else null: it is then in no link.
+  // Unit i if it has been read, else null: it is then in no link.
   std::shared_ptr<const CudaModule> ptx_unit_if_read(size_t i) const;
-  // The kernels the module declares: `metadata`, and for a library every part's kernels (each
-  // part read on the first call).
+  // The kernels the module declares: `metadata`, and for a library every unit's kernels (each
+  // unit read on the first call).
   const std::vector<KernelMetadata> &declared_kernels() const;
 
  private:
-  mutable std::mutex parts_mutex_;
-  mutable std::vector<std::shared_ptr<const CudaModule>> read_parts_;  // by part; null: not read yet
-  mutable std::vector<std::string> part_errors_;                       // by part; why it cannot be read
+  mutable std::mutex units_mutex_;
+  mutable std::vector<std::shared_ptr<const CudaModule>> read_units_;  // by unit; null: not read yet
+  mutable std::vector<std::string> unit_errors_;                       // by unit; why it cannot be read
   mutable std::once_flag declared_once_;
   mutable std::vector<KernelMetadata> declared_;  // a library's, on the first declared_kernels()
 };
