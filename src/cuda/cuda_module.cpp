@@ -212,6 +212,8 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
   // can a relocatable cubin's __global__ kernels be called: the PTX that -arch=sm_90 puts beside
   // it (code=[sm_90,compute_90]) is read instead, its device functions and all.
   std::vector<uint8_t> extracted;
+  elf::Cubin parsed;  // the extracted cubin, where it was read to look for __global__ kernels
+  bool cubin_read = false;
   if (elf::looks_like_fatbin(image, size) || host_elf(image, size)) {
     std::string what;
     bool ptx = false;
@@ -220,11 +222,10 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
       return st;
     const bool cubin = !ptx && elf::looks_like_cubin(extracted.data(), extracted.size()) && extracted.size() > 16;
     const bool linked = cubin && extracted[16] != 1 /* ET_REL */;
-    elf::Cubin parsed;
-    const bool entries = cubin && !linked &&
-                         elf::parse_cubin(extracted.data(), extracted.size(), label, &parsed) == SK_OK &&
-                         std::any_of(parsed.functions.begin(), parsed.functions.end(),
-                                     [](const elf::CubinFunction &f) { return f.entry; });
+    cubin_read = cubin && !linked &&
+                 elf::parse_cubin(extracted.data(), extracted.size(), label + " (" + what + ")", &parsed) == SK_OK;
+    const bool entries = cubin_read && std::any_of(parsed.functions.begin(), parsed.functions.end(),
+                                                   [](const elf::CubinFunction &f) { return f.entry; });
     std::vector<uint8_t> sass;
     const std::string sass_what = what;
     if (linked || entries) {
@@ -276,7 +277,10 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
     }
   } else if (size >= 4 && std::memcmp(b, "\177ELF", 4) == 0) {
     m->kind = InputKind::Cubin;
-    if (sk_status st = elf::parse_cubin(image, size, m->label, &m->cubin); st != SK_OK) return st;
+    if (cubin_read)
+      m->cubin = std::move(parsed);
+    else if (sk_status st = elf::parse_cubin(image, size, m->label, &m->cubin); st != SK_OK)
+      return st;
     if (m->cubin.type != 1 /* ET_REL */)
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: a linked cubin cannot be fused; build the kernels relocatable: nvcc -dc (or -rdc=true), "
