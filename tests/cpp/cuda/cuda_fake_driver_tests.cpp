@@ -226,6 +226,29 @@ class CudaFakeDriver : public ::testing::Test {
     }
     return sk;
   }
+  // One kernel of fuse_then_launch_alone, with its blocks and arguments.
+  struct Step {
+    sk_kernel *kernel;
+    uint32_t blocks;
+    void **args;
+  };
+  // Fuses `steps` into super kernel `name`, which finalizes and launches and whose explain holds
+  // each of `facts`; then launches each kernel alone.
+  void fuse_then_launch_alone(const char *name, std::initializer_list<Step> steps,
+                              std::initializer_list<const char *> facts) {
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, name, nullptr, &scope), SK_OK);
+    for (const Step &s : steps)
+      ASSERT_EQ(sk_add_kernel(scope, s.kernel, s.blocks, s.args, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = finalize_and_launch(scope);
+    ASSERT_NE(sk, nullptr);
+    const std::string json = explain(sk);
+    for (const char *fact : facts) EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+    sk_superkernel_destroy(sk);
+    for (const Step &s : steps)
+      ASSERT_EQ(sk_launch_kernel(s.kernel, s.blocks, s.args, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  }
   // Its explain JSON ("" after a failed expectation).
   static std::string explain(sk_superkernel *sk) {
     size_t need = 0;
@@ -2614,20 +2637,9 @@ TEST_F(CudaFakeDriver, AnLtoIrsGlobalKernelsFuseAndLaunch) {
   uint32_t n = 1024;
   void *rms_args[] = {&x, &w, &y, &n, &eps};
   void *add_args[] = {&x, &y, &w, &n};
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "lto_ir_step", nullptr, &scope), SK_OK);
-  ASSERT_EQ(sk_add_kernel(scope, rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, add, 8, add_args, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = finalize_and_launch(scope);
-  ASSERT_NE(sk, nullptr);
-  const std::string json = explain(sk);
-  for (const char *fact : {R"("threads":256,)", R"("compiled":"whole program")", R"("threads_from":".maxntid")",
-                           R"("threads_from":"caller")", "decode_global.ltoir (the PTX of its LTO-IR)"})
-    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
-  sk_superkernel_destroy(sk);
-  ASSERT_EQ(sk_launch_kernel(rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_launch_kernel(add, 8, add_args, nullptr), SK_OK) << sk_last_error();
-  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  fuse_then_launch_alone("lto_ir_step", {{rms, 4, rms_args}, {add, 8, add_args}},
+                         {R"("threads":256,)", R"("compiled":"whole program")", R"("threads_from":".maxntid")",
+                          R"("threads_from":"caller")", "decode_global.ltoir (the PTX of its LTO-IR)"});
 }
 
 // A shared library of nvcc -shared through the C API: its kernels, from both translation
@@ -2647,19 +2659,8 @@ TEST_F(CudaFakeDriver, ASharedLibrarysKernelsFuseAndLaunch) {
   int count_n = 1000;
   void *rms_args[] = {&x, &w, &y, &n, &eps};
   void *guard_args[] = {&x, &y, &count_n};
-  sk_scope *scope = nullptr;
-  ASSERT_EQ(sk_scope_begin(dev_, "library_step", nullptr, &scope), SK_OK);
-  ASSERT_EQ(sk_add_kernel(scope, rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_add_kernel(scope, guard, 8, guard_args, nullptr), SK_OK) << sk_last_error();
-  sk_superkernel *sk = finalize_and_launch(scope);
-  ASSERT_NE(sk, nullptr);
-  const std::string json = explain(sk);
-  for (const char *fact : {R"("compiled":"whole program")", "libdecode_two.so (compute_90 PTX, translation unit "})
-    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
-  sk_superkernel_destroy(sk);
-  ASSERT_EQ(sk_launch_kernel(rms, 4, rms_args, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(sk_launch_kernel(guard, 8, guard_args, nullptr), SK_OK) << sk_last_error();
-  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  fuse_then_launch_alone("library_step", {{rms, 4, rms_args}, {guard, 8, guard_args}},
+                         {R"("compiled":"whole program")", "libdecode_two.so (compute_90 PTX, translation unit "});
 }
 
 // A module through a pipe (sk_module_load_file reads a stream in chunks): PTX, LTO-IR and a

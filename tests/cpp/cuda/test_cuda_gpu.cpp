@@ -1386,10 +1386,27 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     }
     return steps;
   };
-  const Outputs fused_lto = outputs(), alone_lto = outputs();
-  ASSERT_NO_FATAL_FAILURE(fuse(to_ir(nvcc_steps(fused_lto)), "lto_ir_global_decode_step"));
-  ASSERT_NO_FATAL_FAILURE(unfused(to_ir(nvcc_steps(alone_lto))));
-  compare(fused_lto, alone_lto, "nvcc -dc -dlto -ltoir __global__");
+  // nvcc's decode step fused from `source` (the bytes libsk loads) == `ptx` launched by the driver.
+  auto fused_from = [&](const std::string &source, const std::string &ptx, const char *name, const char *what) {
+    auto steps = [&](const Outputs &o) {
+      std::vector<PtxStep> v = nvcc_steps(o);
+      for (PtxStep &s : v) s.ptx = ptx, s.fused_from = source;
+      return v;
+    };
+    const Outputs fused = outputs(), alone = outputs();
+    ASSERT_NO_FATAL_FAILURE(fuse(steps(fused), name));
+    ASSERT_NO_FATAL_FAILURE(unfused(steps(alone)));
+    compare(fused, alone, what);
+  };
+  // Text of PTX bytes, without the NUL padding a fatbinary entry ends with.
+  auto ptx_text = [](const std::vector<uint8_t> &b) {
+    std::string t(b.begin(), b.end());
+    t.erase(t.find_last_not_of('\0') + 1);
+    return t;
+  };
+  const auto &[decode_ir, decode_ir_ptx] = ir_of.at(nvcc);
+  ASSERT_NO_FATAL_FAILURE(
+      fused_from(decode_ir, decode_ir_ptx, "lto_ir_global_decode_step", "nvcc -dc -dlto -ltoir __global__"));
   // And as nvcc -dc writes them (CMake's CUDA_SEPARABLE_COMPILATION): a relocatable cubin, whose
   // __global__ kernels cannot be called, and the PTX beside it, which libsk reads; == that PTX
   // launched by the driver.
@@ -1403,16 +1420,8 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
               SK_OK)
         << sk_last_error();
     ASSERT_TRUE(is_ptx) << what;
-    std::string rdc_ptx(code.begin(), code.end());
-    while (!rdc_ptx.empty() && rdc_ptx.back() == '\0') rdc_ptx.pop_back();  // the entry's padding
-    auto from_object = [&](std::vector<PtxStep> steps) {
-      for (PtxStep &s : steps) s.ptx = rdc_ptx, s.fused_from.assign(object.begin(), object.end());
-      return steps;
-    };
-    const Outputs fused_rdc = outputs(), alone_rdc = outputs();
-    ASSERT_NO_FATAL_FAILURE(fuse(from_object(nvcc_steps(fused_rdc)), "rdc_object_global_decode_step"));
-    ASSERT_NO_FATAL_FAILURE(unfused(from_object(nvcc_steps(alone_rdc))));
-    compare(fused_rdc, alone_rdc, "nvcc -dc object __global__");
+    ASSERT_NO_FATAL_FAILURE(fused_from(std::string(object.begin(), object.end()), ptx_text(code),
+                                       "rdc_object_global_decode_step", "nvcc -dc object __global__"));
   }
   // And from a shared library of nvcc -shared (libdecode_two.so), whose kernels are linked SASS:
   // from decode_global.cu's translation unit's PTX, == that PTX launched by the driver.
@@ -1426,18 +1435,11 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
     for (const sk::elf::FatbinEntry &u : units) {
       std::vector<uint8_t> bytes;
       ASSERT_EQ(sk::elf::fatbin_entry_bytes(u, "libdecode_two.so", &bytes), SK_OK) << sk_last_error();
-      if (const std::string t(bytes.begin(), bytes.end()); t.find(".entry rmsnorm_global(") != std::string::npos)
-        unit_ptx = t.substr(0, t.find_last_not_of('\0') + 1);
+      if (const std::string t = ptx_text(bytes); t.find(".entry rmsnorm_global(") != std::string::npos) unit_ptx = t;
     }
     ASSERT_FALSE(unit_ptx.empty());
-    auto from_library = [&](std::vector<PtxStep> steps) {
-      for (PtxStep &s : steps) s.ptx = unit_ptx, s.fused_from.assign(lib.begin(), lib.end());
-      return steps;
-    };
-    const Outputs fused_lib = outputs(), alone_lib = outputs();
-    ASSERT_NO_FATAL_FAILURE(fuse(from_library(nvcc_steps(fused_lib)), "shared_library_decode_step"));
-    ASSERT_NO_FATAL_FAILURE(unfused(from_library(nvcc_steps(alone_lib))));
-    compare(fused_lib, alone_lib, "nvcc -shared library __global__");
+    ASSERT_NO_FATAL_FAILURE(fused_from(std::string(lib.begin(), lib.end()), unit_ptx, "shared_library_decode_step",
+                                       "nvcc -shared library __global__"));
   }
   // Several widths in one super kernel: Triton's rope (one warp) with its four-warp kernels, and
   // nvcc's kernels at 256, 128 and 64 threads, each launched alone at its own.
