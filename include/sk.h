@@ -392,7 +392,10 @@ SK_API sk_status sk_tensor_map_encode(sk_device *dev, const sk_tensor_map_desc *
  * Loads a kernel object from memory: on the host device an ELF relocatable object as `cc -c`
  * writes it, on a CUDA device a relocatable cubin or LTO-IR (`nvcc -dc`), or what `nvcc -dc`
  * writes without -cubin (a host object, or a fatbinary with -fatbin), whose cubin for the
- * device's architecture is loaded. The same bytes loaded twice on one device are linked once.
+ * device's architecture is loaded, or PTX (a `__global__` kernel's, read from beside the cubin
+ * where there is one), or a shared library's translation units' PTX; an `ar` archive of such
+ * objects (nvcc -lib) is a module of several objects, as sk_module_load_files loads them.
+ * The same bytes loaded twice on one device are linked once.
  * - Errors: SK_ERR_BAD_BINARY for bytes that are not a well-formed object (empty ones included)
  *   or malformed `.sk.kernels` metadata; SK_ERR_UNSUPPORTED for a well-formed object libsk cannot
  *   honour (another machine, thread-locals in a local- or initial-exec model when glibc has no
@@ -443,8 +446,16 @@ SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module
  *   archive or a script with anything but EXTERN commands; SK_ERR_NOT_FOUND for a symbol a
  *   script names that nothing in the set defines;
  *   SK_ERR_UNSUPPORTED for a thin archive (its members are other files), objects of different
- *   machines, and count above 1 on a CUDA device (link device code into one cubin first:
- *   `nvcc -dlink`, nvlink); otherwise those of sk_module_load_file, naming the file.
+ *   machines, and on a CUDA device LTO-IR or a shared library among several inputs (what they
+ *   define is known only to a whole link); otherwise those of sk_module_load_file, naming the
+ *   file.
+ * - CUDA: nvcc -dc objects, cubins, PTX and archives of them (nvcc -lib, host-code members left
+ *   out) are one module as a device link resolves it: a name goes to its first strong
+ *   definition, else its first weak one (two loose objects defining one strongly are
+ *   SK_ERR_BAD_BINARY naming both). A kernel is taken from the object that defines it, and a
+ *   super kernel links its object with the objects that define what that object's code uses,
+ *   transitively, and no others: a member is linked where a kernel taken from the set needs
+ *   it. sk_superkernel_explain lists them per sub-kernel (`linked_with`).
  * - Ownership: as sk_module_load; paths are read during the call only.
  * - Threads: any.
  */

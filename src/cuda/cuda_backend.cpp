@@ -2,6 +2,7 @@
 #include "cuda/cuda_backend.hpp"
 
 #include "common/error.hpp"
+#include "cuda/module_set.hpp"
 #include "cuda/open.hpp"
 #include "cuda/tensor_map.hpp"
 
@@ -141,16 +142,14 @@ sk_status CudaBackendDevice::query(backend::Stream *stream, bool *done) {
 
 sk_status CudaBackendDevice::load_module(const std::vector<backend::ModuleImage> &images, const char *call,
                                          std::unique_ptr<backend::Module> *out) {
-  // nvJitLink links device code, not host archives: several inputs are linked by the user first.
-  if (images.size() != 1)
-    return fail(SK_ERR_UNSUPPORTED,
-                "%s: %zu objects: a CUDA module is one cubin, fatbin or PTX; link the device code "
-                "into one first (nvcc -dlink, nvlink) and load that",
-                call, images.size());
   if (sk_status st = gpu_->usable("sk_module_load"); st != SK_OK) return st;
   std::shared_ptr<const CudaModule> m;
-  if (sk_status st = modules_.load(images[0].bytes, images[0].size, images[0].label, gpu_->arch(), &m); st != SK_OK)
+  if (is_module_set(images)) {
+    if (sk_status st = load_module_set(images, gpu_->arch(), modules_, call, &m); st != SK_OK) return st;
+  } else if (sk_status st = modules_.load(images[0].bytes, images[0].size, images[0].label, gpu_->arch(), &m);
+             st != SK_OK) {
     return st;
+  }
   *out = std::make_unique<CudaBackendModule>(shared_from_this(), gpu_, std::move(m));
   return SK_OK;
 }

@@ -7,6 +7,7 @@
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
+#include "cuda/module_set.hpp"
 #include "cuda/ptx_special_registers.hpp"
 #include "elf/fatbin.hpp"
 #include "elf/shared_overlay_layout.hpp"
@@ -185,6 +186,18 @@ sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &lab
     unit.arch = arch;
     m->ptx_units.push_back(std::move(unit));
   }
+  // Units compiled -rdc may use what other units define, as the device link resolved it: every
+  // unit is read now, and the units are one set, each kernel linked with the units it needs.
+  if (std::none_of(entries.begin(), entries.end(), [](const elf::FatbinEntry &e) { return e.relocatable; }))
+    return SK_OK;
+  std::vector<SetObject> read;
+  for (size_t i = 0; i < m->ptx_units.size(); ++i) {
+    std::shared_ptr<const CudaModule> unit = m->ptx_unit(i);
+    if (!unit) return SK_ERR_BAD_BINARY;  // the reader's message names the unit
+    read.push_back({std::move(unit), m->ptx_units[i].label, true});
+  }
+  if (sk_status st = resolve_module_set(read, "sk_module_load", &m->set); st != SK_OK) return st;
+  m->metadata = m->set->kernels;
   return SK_OK;
 }
 
@@ -397,6 +410,7 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
                            const backend::KernelRequest &request, const char *call,
                            std::shared_ptr<CudaKernel> *out) {
   const CudaModule &m = *module;
+  if (m.set) return make_set_kernel(m, name, request, call, out);
   for (size_t i = 0; i < m.ptx_units.size(); ++i) {
     const std::vector<std::string> &declared = m.ptx_units[i].entries;
     if (std::find(declared.begin(), declared.end(), name) == declared.end()) continue;
@@ -588,7 +602,7 @@ std::shared_ptr<const CudaModule> CudaModule::ptx_unit_if_read(size_t i) const {
 }
 
 const std::vector<KernelMetadata> &CudaModule::declared_kernels() const {
-  if (!library) return metadata;
+  if (!library || set) return metadata;
   std::call_once(declared_once_, [this] {
     for (size_t i = 0; i < ptx_units.size(); ++i)
       if (const std::shared_ptr<const CudaModule> part = ptx_unit(i))

@@ -25,6 +25,8 @@
 
 namespace sk::cuda {
 
+struct ModuleSet;
+
 // Threads per block of a kernel whose metadata gives none (SK_KERNEL without threads=).
 constexpr uint32_t kDefaultThreads = 128;
 
@@ -62,6 +64,8 @@ struct CudaModule {
   // Why the PTX of its __global__ kernels could not be read: the IR's, or that beside a cubin in
   // a fatbinary ("" if it could, or there was none).
   std::string global_kernels_note;
+  // A module of several objects: they and how their names resolve (cuda/module_set.hpp).
+  std::shared_ptr<const ModuleSet> set;
 
   // Unit i as a PTX module, read on first use (under a lock: kernels are taken from any
   // thread); null, with the reader's message in last_error, where its PTX cannot be read.
@@ -102,6 +106,9 @@ struct CudaKernel {
   std::string threads_from = "default";
   std::string dynamic_shared_from;  // "metadata", "caller" ("" when it has none)
   const PtxKernel *ptx = nullptr;   // a PTX module's kernel: its facts and rewrites (module-owned)
+  // Where it was taken from a module of several objects: the others that define what its
+  // module's code uses (ModuleSet::links), linked before it.
+  std::vector<std::shared_ptr<const CudaModule>> links;
 };
 
 // Parses a cubin, LTO-IR or PTX image (copied), or a fatbinary or host object holding code for

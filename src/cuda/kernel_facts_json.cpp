@@ -17,6 +17,11 @@ void dims(JsonWriter &j, const char *key, const uint32_t d[3]) {
 void write_kernel_facts(JsonWriter &j, const CudaKernel &k) {
   j.key("name").value(k.symbol);
   j.key("module").value(k.module->label);
+  if (!k.links.empty()) {  // the objects of its set it is linked with
+    j.key("linked_with").begin_array();
+    for (const auto &l : k.links) j.value(l->label);
+    j.end_array();
+  }
   j.key("signature").value(signature_to_string(k.signature));
   j.key("threads").value(uint64_t{k.threads});
   j.key("threads_from").value(k.threads_from);

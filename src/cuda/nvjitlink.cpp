@@ -232,8 +232,10 @@ sk_status NvJitLink::link(const std::vector<LinkInput> &inputs, const std::strin
     const std::string log = error_log(a, h.h);
     const std::string symbol = undefined_symbol(log);
     if (!symbol.empty())
-      return fail(SK_ERR_NOT_FOUND, "%s: linking for %s failed: undefined symbol '%s' (nvJitLink: %s)", what.c_str(),
-                  arch.c_str(), symbol.c_str(), log.c_str());
+      return fail(SK_ERR_NOT_FOUND,
+                  "%s: linking for %s failed: undefined symbol '%s' (nvJitLink: %s); an object that defines it "
+                  "is linked where it is loaded in one module with the kernel's (sk_module_load_files)",
+                  what.c_str(), arch.c_str(), symbol.c_str(), log.c_str());
     return fail(SK_ERR_INCOMPATIBLE, "%s: linking for %s failed: %s%s%s", what.c_str(), arch.c_str(), result_name(r),
                 log.empty() ? "" : ": ", log.c_str());
   }

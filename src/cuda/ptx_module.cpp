@@ -193,6 +193,13 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     m.graph.functions.push_back(std::move(g));
     if (named.count(f.name)) m.graph.pointer_targets.push_back(f.name);
   }
+  // What it declares and another module defines: functions and variables a set resolves.
+  for (const PtxFunctionText &d : p.declarations)
+    if (!defined.count(d.name) &&
+        std::find(m.graph.undefined.begin(), m.graph.undefined.end(), d.name) == m.graph.undefined.end())
+      m.graph.undefined.push_back(d.name);
+  for (const auto &[name, weak] : p.linked_vars) m.graph.variables.push_back({name, weak});
+  m.graph.undefined_variables = p.extern_vars;
 
   // Its static shared variables, and which each function names, as a cubin's: the overlay lays
   // them out for the kernels' call trees. Debug sections may address a variable by name.

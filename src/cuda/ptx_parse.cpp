@@ -274,6 +274,18 @@ sk_status Parser::run() {
       i = j + 1;
       continue;
     }
+    bool space = false, linked = false, weak = false;  // .global/.const; visible, weak or common
+    std::string_view name;
+    for (size_t k = i; k < j && tok(k) != "=" && tok(k) != "["; ++k) {
+      space |= tok(k) == ".global" || tok(k) == ".const";
+      linked |= tok(k) == ".visible" || tok(k) == ".weak" || tok(k) == ".common";
+      weak |= tok(k) == ".weak" || tok(k) == ".common";
+      if (identifier(tok(k))) name = tok(k);
+    }
+    if (space && !name.empty() && ext)
+      extern_vars.emplace_back(name);
+    else if (space && !name.empty() && linked)
+      linked_vars.emplace_back(std::string(name), weak);
     bool initializer = false;  // a variable's initializer may hold a function's address
     for (size_t k = i; k < j; ++k) {
       initializer |= tok(k) == "=";

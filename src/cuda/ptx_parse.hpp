@@ -121,7 +121,11 @@ class Parser {
   };
   std::map<std::string, SharedVar, std::less<>> shared_vars;
   std::set<std::string> module_words;  // names the module-scope variables' initializers use
-  bool section_labels = false;         // a `.section` addresses a label (-G debug info)
+  // Module-scope `.global` and `.const` variables other modules may name: those it defines
+  // visible, weak or common (weak: the latter two), and those it declares `.extern`.
+  std::vector<std::pair<std::string, bool>> linked_vars;
+  std::vector<std::string> extern_vars;
+  bool section_labels = false;  // a `.section` addresses a label (-G debug info)
 
  private:
   sk_status bad(size_t i, const std::string &what) const;  // SK_ERR_BAD_BINARY at token i's line

@@ -60,12 +60,17 @@ std::string link_material(const std::vector<LinkInput> &inputs, const std::strin
   return m;
 }
 
-// Each module of the kernels once, in first-use order.
+// Each module of the kernels once, in first-use order, each after the objects of its set it
+// links (CudaKernel::links).
 std::vector<const CudaModule *> linked_modules(const std::vector<std::shared_ptr<CudaKernel>> &kernels) {
   std::vector<const CudaModule *> modules;
-  for (const auto &k : kernels)
-    if (std::find(modules.begin(), modules.end(), k->module.get()) == modules.end())
-      modules.push_back(k->module.get());
+  auto add = [&](const CudaModule *m) {
+    if (std::find(modules.begin(), modules.end(), m) == modules.end()) modules.push_back(m);
+  };
+  for (const auto &k : kernels) {
+    for (const std::shared_ptr<const CudaModule> &l : k->links) add(l.get());
+    add(k->module.get());
+  }
   return modules;
 }
 

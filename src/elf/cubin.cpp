@@ -152,7 +152,14 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
   std::map<uint32_t, size_t> function_of_symbol;  // symbol index -> functions[]
   for (size_t s = 1; s < symbols.size(); ++s) {
     const Symbol &sym = symbols[s];
-    if (sym.type != STT_FUNC) continue;
+    if (sym.type != STT_FUNC) {
+      const bool data = sym.type == STT_OBJECT || sym.type == kSttCudaObject;
+      if (data && sym.shndx == SHN_UNDEF && sym.bind == STB_GLOBAL)
+        result.undefined_variables.push_back(sym.name);
+      else if (data && sym.shndx != SHN_UNDEF && sym.bind != STB_LOCAL)
+        result.variables.push_back({sym.name, sym.bind == STB_WEAK});
+      continue;
+    }
     if (sym.shndx == SHN_UNDEF) {
       result.undefined.push_back(sym.name);
       continue;

@@ -63,6 +63,12 @@ struct CubinFunction {
   std::vector<uint32_t> shared_vars;  // indexes into Cubin::shared_vars its code references
 };
 
+// A global variable a cubin defines.
+struct CubinVariable {
+  std::string name;
+  bool weak = false;  // STB_WEAK: a link keeps one of the same name, or the strong one
+};
+
 // A static __shared__ variable of a relocatable cubin.
 struct CubinSharedVar {
   std::string name;
@@ -93,6 +99,11 @@ struct Cubin {
   uint32_t sm = 0;    // SASS architecture, 90 for sm_90
   std::vector<CubinFunction> functions;
   std::vector<std::string> undefined;  // undefined function symbols
+  // Its data symbols for other objects: the variables it defines, not local (`__device__`,
+  // `__constant__`; weak: an inline or template variable), and those it uses undefined (another
+  // object's; weak references left out): what a module of several objects resolves between them.
+  std::vector<CubinVariable> variables;
+  std::vector<std::string> undefined_variables;
   // What a call through a pointer may reach: the functions whose address the code takes
   // (.nv.callgraph), or every function where the cubin does not say.
   std::vector<std::string> pointer_targets;

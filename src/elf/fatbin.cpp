@@ -316,6 +316,15 @@ sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view l
   return SK_OK;
 }
 
+bool host_code_only(const void *bytes, size_t size) {
+  Object o;
+  if (looks_like_fatbin(bytes, size) || parse_object(bytes, size, "", &o) != SK_OK || o.machine == kMachineCuda ||
+      o.type != ET_REL)
+    return false;
+  return std::none_of(std::begin(kFatbinSections), std::end(kFatbinSections),
+                      [&](const char *section) { return o.find_section(section) >= 0; });
+}
+
 bool looks_like_linked_host_elf(const void *bytes, size_t size) {
   Elf64_Ehdr eh;
   if (size < sizeof eh) return false;
@@ -345,28 +354,47 @@ sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view la
   const Elf64_Shdr names = header(eh.e_shstrndx);
   if (names.sh_offset > size || names.sh_size > size - names.sh_offset)
     return bad(label, "its section names run past its end");
-  const uint8_t *fatbin = nullptr;
-  size_t fatbin_size = 0;
-  for (uint32_t i = 0; i < eh.e_shnum && !fatbin; ++i) {
-    const Elf64_Shdr sh = header(i);
-    if (sh.sh_name >= names.sh_size) continue;
-    const char *name = reinterpret_cast<const char *>(b + names.sh_offset + sh.sh_name);
-    if (strnlen(name, names.sh_size - sh.sh_name) == names.sh_size - sh.sh_name || std::strcmp(name, ".nv_fatbin"))
-      continue;
-    if (sh.sh_type == SHT_NOBITS || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
-      return bad(label, "section .nv_fatbin (offset " + hex(sh.sh_offset) + ", " + std::to_string(sh.sh_size) +
-                            " bytes) runs past its end");
-    fatbin = b + sh.sh_offset;
-    fatbin_size = sh.sh_size;
+  // Its fatbinary sections: the linked code (.nv_fatbin), and each -rdc unit's relocatable code,
+  // which the device link read (__nv_relfatbin).
+  std::vector<FatbinEntry> entries;
+  bool any = false;
+  struct Source {
+    const char *section;
+    bool relocatable;
+  };
+  for (const auto &[section, relocatable] : {Source{".nv_fatbin", false}, Source{"__nv_relfatbin", true}}) {
+    const uint8_t *fatbin = nullptr;
+    size_t fatbin_size = 0;
+    for (uint32_t i = 0; i < eh.e_shnum && !fatbin; ++i) {
+      const Elf64_Shdr sh = header(i);
+      if (sh.sh_name >= names.sh_size) continue;
+      const char *name = reinterpret_cast<const char *>(b + names.sh_offset + sh.sh_name);
+      if (strnlen(name, names.sh_size - sh.sh_name) == names.sh_size - sh.sh_name || std::strcmp(name, section))
+        continue;
+      if (sh.sh_type == SHT_NOBITS || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
+        return bad(label, std::string("section ") + section + " (offset " + hex(sh.sh_offset) + ", " +
+                              std::to_string(sh.sh_size) + " bytes) runs past its end");
+      fatbin = b + sh.sh_offset;
+      fatbin_size = sh.sh_size;
+    }
+    if (!fatbin) continue;
+    any = true;
+    std::vector<FatbinEntry> found;
+    if (sk_status st = parse_fatbin(fatbin, fatbin_size, label + " (fatbinary of " + section + ")", &found);
+        st != SK_OK)
+      return st;
+    const uint32_t first = entries.empty() ? 0 : entries.back().container + 1;
+    for (FatbinEntry &e : found) {
+      e.container += first;
+      e.relocatable = relocatable;
+      entries.push_back(e);
+    }
   }
-  if (!fatbin)
+  if (!any)
     return fail(SK_ERR_UNSUPPORTED,
                 "%s: ELF machine %u (%s), a shared library or executable (type %u) without CUDA device code (no "
-                ".nv_fatbin section): not a CUDA binary (EM_CUDA, 190)",
+                ".nv_fatbin or __nv_relfatbin section): not a CUDA binary (EM_CUDA, 190)",
                 label.c_str(), eh.e_machine, machine_name(eh.e_machine), eh.e_type);
-  const std::string where = label + " (fatbinary of .nv_fatbin)";
-  std::vector<FatbinEntry> entries;
-  if (sk_status st = parse_fatbin(fatbin, fatbin_size, where, &entries); st != SK_OK) return st;
   bool specific = false;
   const uint32_t want = arch_number(arch, &specific);
   *containers = entries.empty() ? 0 : entries.back().container + 1;

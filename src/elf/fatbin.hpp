@@ -50,9 +50,12 @@ constexpr uint64_t kMaxFatbinEntryBytes = uint64_t{1} << 30;
 struct FatbinEntry {
   uint32_t index = 0;      // over all containers, from 0, for messages
   uint32_t container = 0;  // which container, from 0: one per translation unit in a linked file
-  uint64_t offset = 0;     // of its header within the fatbinary
-  uint16_t kind = 0;       // kFatbinPtx, kFatbinElf, kFatbinLtoIr or another (listed, never read)
-  uint32_t arch = 0;       // 90 for sm_90 / compute_90
+  // A linked file's unit compiled relocatable (-rdc): its container is in __nv_relfatbin, where
+  // the device link read it, and may use what other units define.
+  bool relocatable = false;
+  uint64_t offset = 0;  // of its header within the fatbinary
+  uint16_t kind = 0;    // kFatbinPtx, kFatbinElf, kFatbinLtoIr or another (listed, never read)
+  uint32_t arch = 0;    // 90 for sm_90 / compute_90
   uint64_t flags = 0;
   const uint8_t *payload = nullptr;  // into the fatbinary
   uint64_t payload_size = 0;         // stored bytes, padding included
@@ -85,16 +88,21 @@ sk_status fatbin_entry_bytes(const FatbinEntry &entry, std::string_view label, s
 sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view label, std::string_view arch,
                               bool sass, std::vector<uint8_t> *code, std::string *what, bool *ptx);
 
+// True for a relocatable host ELF object that reads and carries no fatbinary section: host code
+// (an archive of nvcc -lib holds such members beside those of nvcc -dc).
+bool host_code_only(const void *bytes, size_t size);
+
 // True for a 64-bit little-endian ELF shared library or executable (ET_DYN, ET_EXEC) of a host
 // machine: where nvcc's host link puts every translation unit's fatbinary container, back to
 // back, in `.nv_fatbin`.
 bool looks_like_linked_host_elf(const void *bytes, size_t size);
 
-// The PTX entry `arch` runs of each container of a linked file's `.nv_fatbin` that has one (the
-// newest, as extract_fatbin_code chooses), in container order, pointing into `bytes`
-// (fatbin_entry_bytes gives each text): the kernels of nvcc -c, which are linked SASS, can be
-// fused from it. A file without the section is SK_ERR_UNSUPPORTED; one whose containers hold no
-// such PTX SK_ERR_INCOMPATIBLE, saying what they hold.
+// The PTX entry `arch` runs of each container of a linked file's `.nv_fatbin`, then of its
+// `__nv_relfatbin` (units compiled -rdc, whose link is SASS alone), that has one (the newest,
+// as extract_fatbin_code chooses), in container order, pointing into `bytes` (fatbin_entry_bytes
+// gives each text): the kernels of nvcc -c, which are linked SASS, can be fused from it. A file
+// without either section is SK_ERR_UNSUPPORTED; one whose containers hold no such PTX
+// SK_ERR_INCOMPATIBLE, saying what they hold.
 sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view label, std::string_view arch,
                              std::vector<FatbinEntry> *out, uint32_t *containers);
 

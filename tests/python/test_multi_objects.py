@@ -62,3 +62,32 @@ def test_bad_lists(dev, multi):
         dev.load([b"", multi["multi_main"]])
     with pytest.raises(sk.InvalidArgument, match="only archives"):
         dev.load([multi["libmulti"]])
+
+
+def cuda_kernel(name):
+    """A CUDA test kernel of the build that made the library (tests/kernels/cuda)."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(sk.library_path())))
+    path = os.path.join(build, "tests", "kernels", "cuda", name)
+    if not os.path.exists(path):
+        pytest.skip(f"no {path} (the CUDA tests were not built)")
+    return path
+
+
+def test_nvcc_objects_of_separable_compilation_are_one_cuda_module(fake_gpu):
+    # cross_a.o's kernel calls a function and reads a variable of cross_b.o: a list of them is
+    # one module, and its super kernel links cross_b.o with it.
+    a, b = cuda_kernel("cross_a.o"), cuda_kernel("cross_b.o")
+    mod = fake_gpu.load([a, b])
+    assert set(mod.kernels) == {"cross_apply", "cross_scale"}
+    y = fake_gpu.alloc(4096)
+    with fake_gpu.scope("separable") as scope:
+        scope.add(mod.kernel("cross_apply"), 4, y, y, 512)
+        scope.add(mod.kernel("cross_scale"), 4, y, 2.0, 512)
+    fused = scope.superkernel
+    apply_facts = fused.explain()["cuda_entry"]["sub_kernels"][0]
+    assert apply_facts["module"] == a + " (compute_90 PTX)"
+    assert apply_facts["linked_with"] == [b + " (compute_90 PTX)"]
+    fused.launch()
+    fake_gpu.synchronize()
+    with pytest.raises(sk.Error, match=r"is defined by .*cross_b\.o and by .*cross_b_lineinfo\.o"):
+        fake_gpu.load([b, cuda_kernel("cross_b_lineinfo.o")])

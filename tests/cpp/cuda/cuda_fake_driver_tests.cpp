@@ -1345,17 +1345,28 @@ TEST_F(CudaFakeDriver, AStickyErrorLeavesTheDeviceFailingWithTheFirstError) {
 
 namespace {
 
-// A CUDA module is one cubin: several are refused, naming the way out; one loads as ever.
-TEST_F(CudaFakeDriver, SeveralObjectsAsOneModuleAreRefused) {
+// Cubins of libsk sub-kernels are objects of one module too: kernels of both fuse and launch
+// alone; a function no object of the set defines still fails the link, naming it.
+TEST_F(CudaFakeDriver, SeveralCubinsAreOneModule) {
   const std::string chain = sk::cuda_test::kernel_path("chain.cubin"),
                     misc = sk::cuda_test::kernel_path("misc.cubin");
   const char *two[] = {chain.c_str(), misc.c_str()};
   sk_module *mod = nullptr;
-  EXPECT_EQ(sk_module_load_files(dev_, two, 2, &mod), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk_last_error(), "a CUDA module is one cubin")) << sk_last_error();
-  EXPECT_EQ(mod, nullptr);
-  ASSERT_EQ(sk_module_load_files(dev_, two, 1, &mod), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_load_files(dev_, two, 2, &mod), SK_OK) << sk_last_error();
   modules_.push_back(mod);
+  sk_kernel *step = nullptr, *plain = nullptr, *missing = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(mod, "chain_step", &step), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel_with_signature(mod, "no_metadata", "ptr,u32", &plain), SK_OK) << sk_last_error();
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *step_args[] = {&x, &n, &i};
+  void *plain_args[] = {&x, &n};
+  fuse_then_launch_alone("two_cubins", {{step, 4, step_args}, {plain, 4, plain_args}},
+                         {R"("compiled":"linked")", "misc.cubin"});
+  ASSERT_EQ(sk_module_get_kernel(mod, "calls_missing", &missing), SK_OK) << sk_last_error();
+  void *missing_args[] = {&x};
+  EXPECT_EQ(sk_launch_kernel(missing, 2, missing_args, nullptr), SK_ERR_NOT_FOUND);
+  EXPECT_TRUE(contains(sk_last_error(), "nobody_defines_this")) << sk_last_error();
 }
 
 }  // namespace
@@ -2661,6 +2672,66 @@ TEST_F(CudaFakeDriver, ASharedLibrarysKernelsFuseAndLaunch) {
   void *guard_args[] = {&x, &y, &count_n};
   fuse_then_launch_alone("library_step", {{rms, 4, rms_args}, {guard, 8, guard_args}},
                          {R"("compiled":"whole program")", "libdecode_two.so (compute_90 PTX, translation unit "});
+}
+
+// Objects of separable compilation through the C API: nvcc -dc objects given together
+// (sk_module_load_files) and their static library (nvcc -lib, sk_module_load_file). cross_apply
+// uses cross_b.o's function and variable: fused with cross_scale, and alone, its program holds
+// them (the stand-in compiles every program with ptxas) and explain says it was linked with
+// that object; so from a shared library of them compiled -rdc. Two objects that define one name
+// strongly are refused, naming both.
+TEST_F(CudaFakeDriver, ObjectsOfSeparableCompilationFuseAndLaunch) {
+  const std::string a = sk::cuda_test::kernel_path("cross_a.o"), b = sk::cuda_test::kernel_path("cross_b.o"),
+                    b_again = sk::cuda_test::kernel_path("cross_b_lineinfo.o");
+  const char *paths[] = {a.c_str(), b.c_str()};
+  sk_module *objects = nullptr;
+  ASSERT_EQ(sk_module_load_files(dev_, paths, 2, &objects), SK_OK) << sk_last_error();
+  modules_.push_back(objects);
+  size_t count = 0;
+  ASSERT_EQ(sk_module_kernel_count(objects, &count), SK_OK);
+  EXPECT_EQ(count, 2u);
+  sk_kernel *apply = nullptr, *scale = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(objects, "cross_apply", &apply), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(objects, "cross_scale", &scale), SK_OK) << sk_last_error();
+  float *x = reinterpret_cast<float *>(0x1234000), *y = x + 4096, factor = 2.0f;
+  int n = 512;
+  void *apply_args[] = {&x, &y, &n};
+  void *scale_args[] = {&y, &factor, &n};
+  fuse_then_launch_alone("separable_step", {{apply, 4, apply_args}, {scale, 4, scale_args}},
+                         {R"("compiled":"whole program")", R"x(cross_b.o (compute_90 PTX)"],)x"});
+
+  sk_module *library = module(sk::cuda_test::kernel_path("libcross.a"));
+  ASSERT_NE(library, nullptr);
+  ASSERT_EQ(sk_module_kernel_count(library, &count), SK_OK);
+  EXPECT_EQ(count, 3u);
+  sk_kernel *apply_member = nullptr, *square = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(library, "cross_apply", &apply_member), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(library, "cross_square", &square), SK_OK) << sk_last_error();
+  void *square_args[] = {&y, &n};
+  // Its members cross_a.o and cross_b.o are the bytes loaded above: the same modules, named as
+  // first loaded.
+  fuse_then_launch_alone(
+      "static_library_step", {{apply_member, 4, apply_args}, {square, 4, square_args}},
+      {R"x(cross_b.o (compute_90 PTX)"],)x", R"("module":")", "libcross.a(cross_c.o) (compute_90 PTX)"});
+
+  // And compiled -rdc into a shared library: its units, as the device link resolved them.
+  sk_module *shared = module(sk::cuda_test::kernel_path("libcross_rdc.so"));
+  ASSERT_NE(shared, nullptr);
+  sk_kernel *apply_unit = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(shared, "cross_apply", &apply_unit), SK_OK) << sk_last_error();
+  fuse_then_launch_alone("shared_library_rdc_step", {{apply_unit, 4, apply_args}},
+                         {R"x(libcross_rdc.so (compute_90 PTX, translation unit 3 of 4)"],)x"});
+
+  const char *twice[] = {b.c_str(), b_again.c_str()};
+  sk_module *refused = nullptr;
+  EXPECT_EQ(sk_module_load_files(dev_, twice, 2, &refused), SK_ERR_BAD_BINARY);
+  EXPECT_EQ(refused, nullptr);
+  EXPECT_TRUE(contains(sk_last_error(),
+                       "sk_module_load_files: '_Z16cross_activationf' (cross_activation(float)) is "
+                       "defined by "))
+      << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "cross_b_lineinfo.o: a device link holds one definition"))
+      << sk_last_error();
 }
 
 // A module through a pipe (sk_module_load_file reads a stream in chunks): PTX, LTO-IR and a
