@@ -5,6 +5,7 @@
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/kernel_facts_json.hpp"
+#include "cuda/module_set.hpp"
 #include "cuda/open.hpp"
 
 namespace sk::cuda {
@@ -29,8 +30,14 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
                 "sk_module_inspect: device spec \"%s\" names no architecture; without a GPU give it (arch=sm_XY)",
                 spec);
   std::shared_ptr<const CudaModule> m;
-  if (sk_status st = load_cuda_module(image, size, backend::memory_image_label(size), &m, parsed.arch); st != SK_OK)
+  const std::string label = backend::memory_image_label(size);
+  CudaModuleCache objects;  // an archive's members, read for this call alone
+  if (const std::vector<backend::ModuleImage> images{{label, image, size}}; is_module_set(images)) {
+    if (sk_status st = load_module_set(images, parsed.arch, objects, "sk_module_inspect", &m); st != SK_OK)
+      return st;
+  } else if (sk_status st = load_cuda_module(image, size, label, &m, parsed.arch); st != SK_OK) {
     return st;
+  }
   std::vector<std::string> names;
   for (const KernelMetadata &k : m->declared_kernels()) names.push_back(k.name);
   if (m->ptx)
@@ -39,8 +46,13 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
   JsonWriter j;
   j.begin_object();
   j.key("module").value(m->label);
-  j.key("kind").value(m->library ? "library" : kind_name(m->kind));
+  j.key("kind").value(m->library ? "library" : m->set ? "archive" : kind_name(m->kind));
   j.key("arch").value(parsed.arch);
+  if (m->set) {  // its members of device code, each a module; its kernels say which and what they link
+    j.key("objects").begin_array();
+    for (const auto &o : m->set->objects) j.value(o->label);
+    j.end_array();
+  }
   // An LTO-IR module's __global__ kernels are read from the PTX its IR links to (a library's
   // from several, whose facts each kernel's own say).
   const std::shared_ptr<const CudaModule> one_part = m->ptx_units.size() == 1 ? m->ptx_unit(0) : nullptr;

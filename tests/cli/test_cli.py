@@ -638,6 +638,23 @@ def test_inspect_shared_library():
 
 
 @needs_cuda_kernels
+def test_inspect_static_library_of_nvcc_objects():
+    # nvcc -lib's archive: its members of device code (not cross_host.o's host code), and each
+    # kernel's member and the members it is linked with, named by the file's path.
+    path = os.path.join(CUDA_KERNELS, "libcross.a")
+    d = json.loads(sk("inspect", "--json", path).stdout)
+    assert (d["file_kind"], d["kind"]) == ("static library of nvcc objects", "archive"), d
+    assert d["objects"] == [f"{path}({m}) (compute_90 PTX)" for m in ("cross_a.o", "cross_b.o", "cross_c.o")]
+    kernels = {k["name"]: k for k in d["kernels"]}
+    assert kernels["cross_apply"]["module"] == d["objects"][0]
+    assert kernels["cross_apply"]["linked_with"] == [d["objects"][1]]
+    assert "linked_with" not in kernels["cross_square"]
+    r = sk("inspect", path)
+    assert r.returncode == 0, r.stderr
+    assert f"    object: {path}(cross_a.o) (compute_90 PTX)\n    linked with: {path}(cross_b.o)" in r.stdout
+
+
+@needs_cuda_kernels
 def test_inspect_lto_ir(tmp_path):
     # LTO-IR of __global__ kernels: read from the PTX the IR links to, as decode_global.ptx is.
     path = os.path.join(CUDA_KERNELS, "decode_global.ltoir")
@@ -657,7 +674,7 @@ def test_inspect_lto_ir(tmp_path):
         image = f.read()
     writer = threading.Thread(target=lambda: fifo.write_bytes(image), daemon=True)
     writer.start()
-    piped = json.loads(sk("inspect", "--json", fifo).stdout)
+    piped = json.loads(sk("inspect", "--json", fifo).stdout.replace(str(fifo), path))
     writer.join()
     assert piped["kernels"] == d["kernels"]
     # A libsk sub-kernel's IR: its record, and the device API it is planned with.

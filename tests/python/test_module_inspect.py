@@ -76,3 +76,13 @@ def test_what_it_cannot_read_raises_naming_it(fake_gpu, tmp_path):
     assert "inspect_module" in str(e.value)
     with pytest.raises(ValueError):
         sk.inspect_module(path, "cuda:arch=sm_90\0")
+
+
+def test_json_past_the_first_guess_is_read_again_whole(monkeypatch):
+    # inspect_module reads once into a buffer of FIRST_GUESS bytes, and again where the JSON is
+    # longer: the same object either way.
+    from superkernel import module_inspect
+    _, path = fixture(NAMES[0])
+    whole = sk.inspect_module(path)
+    monkeypatch.setattr(module_inspect, "FIRST_GUESS", 16)
+    assert sk.inspect_module(path) == whole

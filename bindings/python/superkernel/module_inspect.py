@@ -6,11 +6,13 @@ import os
 
 from ._lib import lib
 from .checks import c_path, c_string, c_text, message_text
+from .errors import InvalidArgument
 from .module import read_for_load
 from .ptx import looks_like_ptx
 from .status import check
 
 CALL = "sk_module_inspect"
+FIRST_GUESS = 1 << 23  # bytes of JSON: a library of ten thousand kernels
 
 
 def inspect_module(source, spec="cuda:arch=sm_90", name=None):
@@ -38,11 +40,17 @@ def inspect_module(source, spec="cuda:arch=sm_90", name=None):
         except TypeError:
             raise TypeError(f"inspect_module: needs a path (str or os.PathLike), PTX text or the "
                             f"bytes of a module, not {type(source).__name__}") from None
+    # One reading where the JSON fits a first guess: each call reads the whole module again (a
+    # library's every unit).
     needed = ctypes.c_size_t()
-    check(lib().sk_module_inspect(spec_c, image, len(image), None, 0, ctypes.byref(needed)), call)
-    buf = ctypes.create_string_buffer(needed.value)
-    check(lib().sk_module_inspect(spec_c, image, len(image), buf, needed.value,
-                                  ctypes.byref(needed)), call)
+    buf = ctypes.create_string_buffer(FIRST_GUESS)
+    status = lib().sk_module_inspect(spec_c, image, len(image), buf, FIRST_GUESS,
+                                     ctypes.byref(needed))
+    if status == InvalidArgument.status and needed.value > FIRST_GUESS:
+        buf = ctypes.create_string_buffer(needed.value)
+        status = lib().sk_module_inspect(spec_c, image, len(image), buf, needed.value,
+                                         ctypes.byref(needed))
+    check(status, call)
     return json.loads(c_text(buf.value))
 
 

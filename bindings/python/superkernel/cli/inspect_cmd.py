@@ -9,8 +9,9 @@ Several files, or an `ar` archive, are linked by libsk as one module (sk_module_
 the --load device, default host): each object is shown as above, each archive as its members
 and the kernels they record, then which kernels the linked module has.
 
-A CUDA module (PTX text, a cubin, LTO-IR, a fatbinary, or a host object of nvcc holding one) is
-read by libsk as a CUDA device of --arch would read it, no GPU needed (sk_module_inspect): what
+A CUDA module (PTX text, a cubin, LTO-IR, a fatbinary, a host object of nvcc holding one, or a
+static library of them, nvcc -lib, with each kernel's member and the members it links) is read
+by libsk as a CUDA device of --arch would read it, no GPU needed (sk_module_inspect): what
 it holds for that architecture, a PTX module's version, target and rewrites (LTO-IR's: of the
 PTX its IR links to, whose __global__ kernels libsk fuses), and each kernel's launch facts
 (threads, dynamic shared memory, and where each came from), device API, PTX directives and

@@ -8,7 +8,7 @@ import struct
 import superkernel as sk
 
 from ..checks import message_text
-from ..object_file import ELF_MAGIC, FATBIN_MAGIC, LTOIR_MAGIC
+from ..object_file import AR_MAGIC, ELF_MAGIC, FATBIN_MAGIC, LTOIR_MAGIC
 from ..ptx import looks_like_ptx
 
 EM_CUDA = 190
@@ -17,12 +17,18 @@ EM_CUDA = 190
 NVCC_FATBIN_SECTIONS = {b"__nv_relfatbin", b".nv_fatbin"}
 # What libsk's `kind` says, as the text shows it.
 KIND_NAMES = {"ptx": "PTX", "cubin": "cubin", "lto-ir": "LTO-IR",
-              "library": "the PTX of its translation units"}
+              "library": "the PTX of its translation units",
+              "archive": "the device code of its members"}
+# An `ar` member's header: its size, in decimal, at bytes 48-58 of 60.
+AR_HEADER, AR_SIZE = 60, slice(48, 58)
 
 
 def cuda_file_kind(image):
-    """"PTX text", "cubin", "LTO-IR", "fatbinary" or "nvcc host object" for the bytes of a CUDA
-    module; None for anything else (a host object, an archive, or bytes the host reading refuses)."""
+    """"PTX text", "cubin", "LTO-IR", "fatbinary", "nvcc host object" or "static library of nvcc
+    objects" for the bytes of a CUDA module; None for anything else (a host object, an archive of
+    host objects, or bytes the host reading refuses)."""
+    if image.startswith(AR_MAGIC):
+        return _archive_kind(image)
     if image.startswith(FATBIN_MAGIC):
         return "fatbinary"
     if image.startswith(LTOIR_MAGIC):
@@ -31,6 +37,22 @@ def cuda_file_kind(image):
         return _elf_kind(image)
     if looks_like_ptx(image.decode("latin-1")):  # any byte decodes: only the start is matched
         return "PTX text"
+    return None
+
+
+def _archive_kind(image):
+    """"static library of nvcc objects" for an archive with a member of device code (an nvcc host
+    object or a cubin, as nvcc -lib writes them); None otherwise, a malformed archive included."""
+    at = len(AR_MAGIC)
+    while at + AR_HEADER <= len(image):
+        try:
+            size = int(image[at:at + AR_HEADER][AR_SIZE].decode("ascii"))
+        except ValueError:
+            return None
+        member = image[at + AR_HEADER:at + AR_HEADER + size]
+        if member.startswith(ELF_MAGIC) and _elf_kind(member) in ("cubin", "nvcc host object"):
+            return "static library of nvcc objects"
+        at += AR_HEADER + size + size % 2
     return None
 
 
@@ -75,12 +97,27 @@ def _elf_kind(image):
 
 def describe(path, image, file_kind, arch):
     """libsk's reading of the module for `arch`, with the file's path first."""
+    # libsk names bytes it was given "<memory image of N bytes>": here they are the file.
+    label = f"<memory image of {len(image)} bytes>"
     try:
         d = sk.inspect_module(image, f"cuda:arch={arch}")
     except sk.Error as e:  # the bytes were read here: the message names the file
         e.call = f"{e.call} ({message_text(os.fsencode(path))})"
+        e.message = _named(e.message, label, os.fsdecode(path))
         raise
-    return {"file": path, "file_kind": file_kind, "bytes": len(image), **d}
+    return {"file": path, "file_kind": file_kind, "bytes": len(image),
+            **_named(d, label, os.fsdecode(path))}
+
+
+def _named(value, label, path):
+    """`value` (parsed JSON) with `label` in its strings read as `path`."""
+    if isinstance(value, str):
+        return value.replace(label, path)
+    if isinstance(value, list):
+        return [_named(v, label, path) for v in value]
+    if isinstance(value, dict):
+        return {k: _named(v, label, path) for k, v in value.items()}
+    return value
 
 
 def print_text(d, out):
@@ -88,6 +125,8 @@ def print_text(d, out):
     kind = KIND_NAMES.get(d["kind"], d["kind"])
     w(f"{d['file']}: {d['file_kind']}, {d['bytes']} bytes; for {d['arch']} libsk reads {kind} "
       f"({d['module']})\n")
+    for o in d.get("objects", []):
+        w(f"  object: {o}\n")
     ptx = d.get("ptx")
     if ptx:
         if d["kind"] == "lto-ir":
@@ -102,6 +141,9 @@ def print_text(d, out):
             w(f"  {k['name']}: cannot be taken: {_one_line(k['error'])}\n")
             continue
         w(f"  {k['name']}({k['signature']})\n")
+        if "objects" in d:
+            w(f"    object: {k['module']}\n")
+            w(f"    linked with: {', '.join(k.get('linked_with', [])) or 'nothing else'}\n")
         w(f"    threads: {k['threads']} (from {k['threads_from']})\n")
         shared = f"{k['dynamic_shared_bytes']} bytes"
         if k.get("dynamic_shared_from"):
