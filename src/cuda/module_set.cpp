@@ -1,7 +1,6 @@
 #include "cuda/module_set.hpp"
 
 #include <algorithm>
-#include <functional>
 
 #include "common/error.hpp"
 #include "elf/archive.hpp"
@@ -119,21 +118,23 @@ sk_status resolve_module_set(const std::vector<SetObject> &given, const char *ca
     for (const auto &[name, is_weak] : definitions(*given[i].module))
       if (is_weak && strong.count(name)) need(name);
   }
-  // Each object's links, depth first: an object after the objects it needs (a PTX program
-  // declares a variable before it names it).
+  // Each object's links (ModuleSet::links), depth first, on a stack of our own: an archive's
+  // chain of needs may be longer than a thread's stack is deep.
   set->links.resize(given.size());
   for (size_t root = 0; root < given.size(); ++root) {
     std::vector<bool> seen(given.size());
     seen[root] = true;
-    std::function<void(size_t)> visit = [&](size_t i) {
-      for (size_t n : needs[i])
-        if (!seen[n]) {
-          seen[n] = true;
-          visit(n);
-          set->links[root].push_back(n);
-        }
-    };
-    visit(root);
+    std::vector<std::pair<size_t, size_t>> stack{{root, 0}};  // an object, and its next need
+    while (!stack.empty()) {
+      auto &[i, next] = stack.back();
+      if (next == needs[i].size()) {
+        if (i != root) set->links[root].push_back(i);
+        stack.pop_back();
+      } else if (const size_t n = needs[i][next++]; !seen[n]) {
+        seen[n] = true;
+        stack.push_back({n, 0});
+      }
+    }
   }
   *out = std::move(set);
   return SK_OK;

@@ -28,7 +28,8 @@ namespace sk::cuda {
 
 struct ModuleSet {
   std::vector<std::shared_ptr<const CudaModule>> objects;  // in input order, each once
-  // Per object, the others a link of its code takes with it, each definition before its users.
+  // Per object, the others a link of its code takes with it, each after what it needs (a cycle of
+  // needs aside): a PTX program declares a variable before it names it.
   std::vector<std::vector<size_t>> links;
   std::map<std::string, size_t, std::less<>> definer;  // per global name, the object whose definition counts
   std::vector<KernelMetadata> kernels;                 // the objects' kernels, in order, each name once

@@ -156,6 +156,46 @@ TEST(CudaModuleSet, ASharedLibraryOfSeparableCompilationLinksItsUnitsByNeed) {
   EXPECT_TRUE(contains(both, "_Z16cross_activationf(")) << both;
 }
 
+// A chain of needs through three PTX files, and back: a.ptx's kernel calls b's function, which
+// calls c's, which calls one of a's. Each object's links come before it, the nearest need last;
+// the kernel's program holds all three, and compiles whole.
+TEST(CudaModuleSet, NeedsAreFollowedThroughAChainAndACycle) {
+  auto ptx = [](const std::string &body) { return ".version 8.0\n.target sm_90\n.address_size 64\n" + body; };
+  const std::string call = "{\n.param .b32 cp;\n.param .b32 cr;\nst.param.b32 [cp], %r1;\ncall.uni (cr), ";
+  const std::string a =
+                        ptx(".extern .func (.param .b32 r) chain_b(.param .b32 x);\n"
+                            ".visible .func (.param .b32 r) chain_a_back(.param .b32 x)\n{\n.reg .b32 %r<2>;\n"
+                            "ld.param.b32 %r1, [x];\nst.param.b32 [r], %r1;\nret;\n}\n"
+                            ".visible .entry chain_kernel(.param .u64 out)\n.reqntid 32\n{\n.reg .b32 %r<3>;\n"
+                            ".reg .b64 %rd<2>;\nmov.u32 %r1, %tid.x;\n" +
+                            call +
+                            "chain_b, (cp);\nld.param.b32 %r2, [cr];\n}\nld.param.u64 %rd1, [out];\n"
+                            "st.global.u32 [%rd1], %r2;\nret;\n}\n"),
+                    b =
+                        ptx(".extern .func (.param .b32 r) chain_c(.param .b32 x);\n"
+                            ".visible .func (.param .b32 r) chain_b(.param .b32 x)\n{\n.reg .b32 %r<3>;\n"
+                            "ld.param.b32 %r1, [x];\n" +
+                            call + "chain_c, (cp);\nld.param.b32 %r2, [cr];\n}\nst.param.b32 [r], %r2;\nret;\n}\n"),
+                    c = ptx(
+                        ".extern .func (.param .b32 r) chain_a_back(.param .b32 x);\n"
+                        ".visible .func (.param .b32 r) chain_c(.param .b32 x)\n{\n.reg .b32 %r<3>;\n"
+                        "ld.param.b32 %r1, [x];\n" +
+                        call + "chain_a_back, (cp);\nld.param.b32 %r2, [cr];\n}\nst.param.b32 [r], %r2;\nret;\n}\n");
+  const std::vector<sk::backend::ModuleImage> images{
+      {"a.ptx", a.data(), a.size()}, {"b.ptx", b.data(), b.size()}, {"c.ptx", c.data(), c.size()}};
+  sk::cuda::CudaModuleCache cache;
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_module_set(images, "sm_90", cache, "test", &m), SK_OK) << sk::last_error();
+  EXPECT_EQ(m->set->links[0], (std::vector<size_t>{2, 1}));
+  EXPECT_EQ(m->set->links[1], (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(m->set->links[2], (std::vector<size_t>{1, 0}));
+  const auto k = take(m, "chain_kernel");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(labels(k->links), (std::vector<std::string>{"c.ptx", "b.ptx"}));
+  const std::string one = program({k});
+  for (const char *f : {"chain_a_back(", "chain_b(", "chain_c("}) EXPECT_TRUE(contains(one, f)) << f << one;
+}
+
 // nvcc -rdc's weak definitions (a template function and an inline variable in both files) are
 // no conflict, and neither object needs the other; two objects that define one name strongly
 // are refused, naming both; an archive's members may (the first counts).
