@@ -562,7 +562,8 @@ sk_status Parser::function(size_t begin, size_t body, size_t close) {
     if (t[0] != '.' && t[0] != ',' && t[0] != ';' && t[0] != '"' && !(t[0] >= '0' && t[0] <= '9'))
       return bad(d, "'" + std::string(t) + "' between the parameters of '" + f.name + "' and its body");
   }
-  if (f.entry) f.header_edits.push_back({toks_[kind].at, 6, f.visible ? ".func" : ".visible .func"});
+  // A weak entry (an -rdc template kernel) stays weak: one linkage directive per function.
+  if (f.entry) f.header_edits.push_back({toks_[kind].at, 6, f.visible || f.weak ? ".func" : ".visible .func"});
   directives(f, after, body);
   // The body: statements end at `;`; `{` `}` alone open and close scopes; labels end at `:`.
   std::vector<uint32_t> open{0};

@@ -227,9 +227,9 @@ TEST_F(CudaGpu, KernelsFromAHostObjectAndAFatbinFusedEqualUnfused) {
 
 // nvcc -dc objects of separable compilation (cross_a.cu's kernel calls a function and reads a
 // variable of cross_b.cu), given together, as their static library (nvcc -lib) and as a shared
-// library compiled -rdc (libcross_rdc.so): cross_apply,
-// cross_scale and cross_square fused == each launched alone == the CPU, bit for bit (rounded
-// operations only: nothing to contract).
+// library compiled -rdc (libcross_rdc.so): cross_apply, cross_scale, the template kernel both
+// cross_b.cu and cross_c.cu instantiate (weak in each) and cross_square fused == each launched
+// alone == the CPU, bit for bit (rounded operations only: nothing to contract).
 TEST_F(CudaGpu, ObjectsOfSeparableCompilationFusedEqualUnfused) {
   const std::string a = sk::cuda_test::kernel_path("cross_a.o"), b = sk::cuda_test::kernel_path("cross_b.o"),
                     c = sk::cuda_test::kernel_path("cross_c.o"), lib = sk::cuda_test::kernel_path("libcross.a"),
@@ -237,7 +237,7 @@ TEST_F(CudaGpu, ObjectsOfSeparableCompilationFusedEqualUnfused) {
   const std::vector<std::vector<const char *>> sets = {
       {a.c_str(), b.c_str(), c.c_str()}, {lib.c_str()}, {shared.c_str()}};
   const int n = 5000;
-  const float factor = -1.75f;
+  const float factor = -1.75f, offset = 0.75f;
   std::vector<float> x(n);
   uint32_t seed = 99;
   for (float &v : x) v = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 4194304.0f - 2.0f;
@@ -251,30 +251,33 @@ TEST_F(CudaGpu, ObjectsOfSeparableCompilationFusedEqualUnfused) {
   };
   for (int i = 0; i < n; ++i) {
     volatile float applied = activation(x[i]) + bias[i % 4], product = applied * factor;
-    const float scaled = activation(product);
-    expect[i] = scaled * scaled;
+    volatile float moved = activation(product) + offset;
+    expect[i] = moved * moved;
   }
   for (const auto &paths : sets) {
     SCOPED_TRACE(paths[0]);
     sk_module *mod = nullptr;
     ASSERT_EQ(sk_module_load_files(dev_, paths.data(), paths.size(), &mod), SK_OK) << sk_last_error();
     modules_.push_back(mod);
-    sk_kernel *apply = nullptr, *scale = nullptr, *square = nullptr;
+    sk_kernel *apply = nullptr, *scale = nullptr, *shift = nullptr, *square = nullptr;
     ASSERT_EQ(sk_module_get_kernel(mod, "cross_apply", &apply), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_module_get_kernel(mod, "cross_scale", &scale), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_module_get_kernel(mod, "_Z12cross_offsetIfEvPT_S0_i", &shift), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_module_get_kernel(mod, "cross_square", &square), SK_OK) << sk_last_error();
     const float *in = alloc(x);
     float *fused = alloc(std::vector<float>(n)), *alone = alloc(std::vector<float>(n));
     const uint32_t blocks = (n + 127) / 128;
     void *fused_apply[] = {&in, &fused, (void *)&n}, *fused_scale[] = {&fused, (void *)&factor, (void *)&n},
-         *fused_square[] = {&fused, (void *)&n};
-    ASSERT_NO_FATAL_FAILURE(
-        run_fused("separable_compilation",
-                  {{apply, blocks, fused_apply}, {scale, blocks, fused_scale}, {square, blocks, fused_square}}));
+         *fused_shift[] = {&fused, (void *)&offset, (void *)&n}, *fused_square[] = {&fused, (void *)&n};
+    ASSERT_NO_FATAL_FAILURE(run_fused("separable_compilation", {{apply, blocks, fused_apply},
+                                                                {scale, blocks, fused_scale},
+                                                                {shift, blocks, fused_shift},
+                                                                {square, blocks, fused_square}}));
     void *alone_apply[] = {&in, &alone, (void *)&n}, *alone_scale[] = {&alone, (void *)&factor, (void *)&n},
-         *alone_square[] = {&alone, (void *)&n};
+         *alone_shift[] = {&alone, (void *)&offset, (void *)&n}, *alone_square[] = {&alone, (void *)&n};
     ASSERT_EQ(sk_launch_kernel(apply, blocks, alone_apply, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_launch_kernel(scale, blocks, alone_scale, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch_kernel(shift, blocks, alone_shift, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_launch_kernel(square, blocks, alone_square, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
     const std::vector<float> got = read(fused, n), plain = read(alone, n);

@@ -19,6 +19,9 @@ using sk::cuda_test::Scope;
 
 namespace {
 
+// cross_offset.cuh's template kernel, as cross_b.cu and cross_c.cu instantiate it.
+constexpr const char *kOffset = "_Z12cross_offsetIfEvPT_S0_i";
+
 // The files, read and kept for the images that point into them.
 struct Files {
   std::vector<std::vector<uint8_t>> bytes;
@@ -81,7 +84,7 @@ TEST(CudaModuleSet, ObjectsOfSeparableCompilationLinkWhatTheirKernelsUse) {
   EXPECT_EQ(m->label, "cross_a.o + cross_b.o + cross_c.o + ... (4 files)");
   std::vector<std::string> declared;
   for (const auto &k : m->declared_kernels()) declared.push_back(k.name);
-  EXPECT_EQ(declared, (std::vector<std::string>{"cross_apply", "cross_scale", "cross_square"}));
+  EXPECT_EQ(declared, (std::vector<std::string>{"cross_apply", "cross_scale", kOffset, "cross_square"}));
 
   const auto apply = take(m, "cross_apply"), scale = take(m, "cross_scale"), square = take(m, "cross_square");
   ASSERT_TRUE(apply && scale && square);
@@ -105,13 +108,19 @@ TEST(CudaModuleSet, ObjectsOfSeparableCompilationLinkWhatTheirKernelsUse) {
   EXPECT_FALSE(contains(one, "cross_square")) << one;
   EXPECT_FALSE(contains(one, "cross_scale")) << one << "an entry nobody took is cut";
   EXPECT_FALSE(contains(program({square}), "cross_activation"));
+  // The header's template kernel, weak in cross_b.o and cross_c.o: taken from the first, and
+  // linked beside the second's kernel, one definition compiles.
+  const auto offset = take(m, kOffset);
+  ASSERT_TRUE(offset);
+  EXPECT_EQ(offset->module, m->set->objects[1]);
+  EXPECT_TRUE(contains(program({offset, square}), std::string(".weak .func ") + kOffset + "("));
 
   std::shared_ptr<CudaKernel> none;
   EXPECT_EQ(sk::cuda::make_cuda_kernel(m, "cross_missing", sk::backend::KernelRequest{}, "test", &none),
             SK_ERR_NOT_FOUND);
   EXPECT_TRUE(contains(sk::last_error(),
                        "no object of cross_a.o + cross_b.o + cross_c.o + ... (4 files) defines a "
-                       "kernel 'cross_missing' (its kernels: cross_apply, cross_scale, cross_square)"))
+                       "kernel 'cross_missing' (its kernels: cross_apply, cross_scale, _Z12cross_offset"))
       << sk::last_error();
 }
 
@@ -145,7 +154,7 @@ TEST(CudaModuleSet, ASharedLibraryOfSeparableCompilationLinksItsUnitsByNeed) {
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(m->ptx_unit_if_read(i), m->set->objects[i]);
   std::vector<std::string> declared;
   for (const auto &k : m->declared_kernels()) declared.push_back(k.name);
-  EXPECT_EQ(declared, (std::vector<std::string>{"cross_apply", "cross_scale", "cross_square"}));
+  EXPECT_EQ(declared, (std::vector<std::string>{"cross_apply", "cross_scale", kOffset, "cross_square"}));
   const auto apply = take(m, "cross_apply"), square = take(m, "cross_square");
   ASSERT_TRUE(apply && square);
   EXPECT_EQ(labels(apply->links), (std::vector<std::string>{m->set->objects[1]->label}));

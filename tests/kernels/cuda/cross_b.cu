@@ -1,4 +1,7 @@
-// What cross_a.cu's kernel uses from this file, and a kernel of its own that uses it too.
+// What cross_a.cu's kernel uses from this file, a kernel of its own that uses it too, and the
+// header's template kernel.
+#include "cross_offset.cuh"
+
 __device__ float cross_bias[4] = {0.25f, -0.5f, 1.0f, 2.0f};
 
 __device__ float cross_activation(float x) { return x > 0.0f ? __fmul_rn(x, 1.5f) : __fmul_rn(x, 0.125f); }
@@ -7,3 +10,5 @@ extern "C" __global__ void __launch_bounds__(128) cross_scale(float *y, float s,
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = cross_activation(__fmul_rn(y[i], s));
 }
+
+template __global__ void cross_offset<float>(float *, float, int);
