@@ -451,11 +451,12 @@ SK_API sk_status sk_module_load_file(sk_device *dev, const char *path, sk_module
  *   file.
  * - CUDA: nvcc -dc objects, cubins, PTX and archives of them (nvcc -lib, host-code members left
  *   out) are one module as a device link resolves it: a name goes to its first strong
- *   definition, else its first weak one (two loose objects defining one strongly are
- *   SK_ERR_BAD_BINARY naming both). A kernel is taken from the object that defines it, and a
- *   super kernel links its object with the objects that define what that object's code uses,
- *   transitively, and no others: a member is linked where a kernel taken from the set needs
- *   it. sk_superkernel_explain lists them per sub-kernel (`linked_with`).
+ *   definition, else its first weak one, a loose object's before an archive member's (two
+ *   loose objects defining one strongly are SK_ERR_BAD_BINARY naming both). A kernel is taken
+ *   from the object that defines it, and a super kernel links its object with the objects that
+ *   define what that object's code uses, transitively, and no others: a member is linked where
+ *   a kernel taken from the set needs it. sk_superkernel_explain lists them per sub-kernel
+ *   (`linked_with`).
  * - Ownership: as sk_module_load; paths are read during the call only.
  * - Threads: any.
  */

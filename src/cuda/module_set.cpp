@@ -83,18 +83,23 @@ bool is_module_set(const std::vector<backend::ModuleImage> &images) {
 sk_status resolve_module_set(const std::vector<SetObject> &given, const char *call,
                              std::shared_ptr<const ModuleSet> *out) {
   auto set = std::make_shared<ModuleSet>();
-  std::map<std::string, size_t, std::less<>> strong, weak;  // name -> first object defining it so
-  for (size_t i = 0; i < given.size(); ++i) {
-    set->objects.push_back(given[i].module);
-    for (const auto &[name, is_weak] : definitions(*given[i].module)) {
-      auto [it, fresh] = (is_weak ? weak : strong).emplace(name, i);
-      if (!fresh && !is_weak && !given[i].member && !given[it->second].member)
-        return fail(SK_ERR_BAD_BINARY,
-                    "%s: %s is defined by %s and by %s: a device link holds one definition of each name (make one "
-                    "static, or give one of the two objects)",
-                    call, elf::quoted_symbol(name).c_str(), given[it->second].label.c_str(), given[i].label.c_str());
+  for (const SetObject &o : given) set->objects.push_back(o.module);
+  // name -> the first object defining it so: loose objects first, as a linker pulls a member
+  // only for what is still undefined.
+  std::map<std::string, size_t, std::less<>> strong, weak;
+  for (const bool members : {false, true})
+    for (size_t i = 0; i < given.size(); ++i) {
+      if (given[i].member != members) continue;
+      for (const auto &[name, is_weak] : definitions(*given[i].module)) {
+        auto [it, fresh] = (is_weak ? weak : strong).emplace(name, i);
+        if (!fresh && !is_weak && !members)
+          return fail(SK_ERR_BAD_BINARY,
+                      "%s: %s is defined by %s and by %s: a device link holds one definition of each name (make "
+                      "one static, or give one of the two objects)",
+                      call, elf::quoted_symbol(name).c_str(), given[it->second].label.c_str(),
+                      given[i].label.c_str());
+      }
     }
-  }
   for (const SetObject &o : given)
     for (const KernelMetadata &k : o.module->declared_kernels())
       if (std::none_of(set->kernels.begin(), set->kernels.end(),

@@ -5,10 +5,10 @@
 //
 // Each object is a module of its own (CudaModuleCache: the same bytes are one module, however
 // loaded). The names they define for one another (functions, `__device__` and `__constant__`
-// variables) resolve as a device link resolves them: to the first strong definition in input
-// order (an archive's members at its place), else the first weak one. Two objects given loose
-// that define one name strongly are refused, as nvlink refuses them; archive members are not
-// (the first wins, as ld pulls it). An object needs the objects that define what it uses and
+// variables) resolve as a device link resolves them: to the first strong definition, else the
+// first weak one, in input order, a loose object's before an archive member's (a linker pulls a
+// member only for what is still undefined). Two objects given loose that define one name
+// strongly are refused, as nvlink refuses them; archive members are not (the first counts). An object needs the objects that define what it uses and
 // does not define, and what it defines weak where another defines it strong; its links are
 // those, transitively. A kernel is taken from the object whose definition of it a link keeps,
 // and a super kernel links that object and its links, no other object of the set: an archive's

@@ -207,7 +207,8 @@ TEST(CudaModuleSet, NeedsAreFollowedThroughAChainAndACycle) {
 
 // nvcc -rdc's weak definitions (a template function and an inline variable in both files) are
 // no conflict, and neither object needs the other; two objects that define one name strongly
-// are refused, naming both; an archive's members may (the first counts).
+// are refused, naming both; an archive's members may, and a loose object's definition counts
+// before theirs.
 TEST(CudaModuleSet, WeakDefinitionsAreOneAndStrongOnesTwiceAreRefused) {
   sk::cuda::CudaModuleCache cache;
   std::shared_ptr<const CudaModule> m;
@@ -227,8 +228,9 @@ TEST(CudaModuleSet, WeakDefinitionsAreOneAndStrongOnesTwiceAreRefused) {
       << sk::last_error();
   Files member_too{"libcross.a", "cross_b_lineinfo.o"};
   ASSERT_EQ(load_set(cache, member_too, &m), SK_OK) << sk::last_error();
-  EXPECT_EQ(labels(take(m, "cross_apply")->links),
-            (std::vector<std::string>{"libcross.a(cross_b.o) (compute_90 PTX)"}));
+  EXPECT_EQ(labels(take(m, "cross_apply")->links), (std::vector<std::string>{"cross_b_lineinfo.o (compute_90 PTX)"}))
+      << "a loose object's definition counts before a member's";
+  EXPECT_EQ(take(m, "cross_scale")->module->label, "cross_b_lineinfo.o (compute_90 PTX)");
 }
 
 // What cannot be one object of several is refused, naming it: LTO-IR and a shared library
