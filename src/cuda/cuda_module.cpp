@@ -38,14 +38,6 @@ sk_status record_number(const std::string &record, const std::string &label, con
   return SK_OK;
 }
 
-// A 64-bit little-endian ELF object for another machine than EM_CUDA: a host object, which may
-// carry a fatbinary (nvcc -dc).
-bool host_elf(const void *image, size_t size) {
-  const auto *b = static_cast<const uint8_t *>(image);
-  return size >= 64 && std::memcmp(b, "\177ELF", 4) == 0 && b[4] == 2 /* ELFCLASS64 */ &&
-         b[5] == 1 /* ELFDATA2LSB */ && !elf::looks_like_cubin(image, size);
-}
-
 std::string record_kernel(const std::string &record) {
   size_t k = record.find(";kernel=");
   if (k == std::string::npos) return "";
@@ -227,7 +219,7 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
   std::vector<uint8_t> extracted;
   elf::Cubin parsed;  // the extracted cubin, where it was read to look for __global__ kernels
   bool cubin_read = false;
-  if (elf::looks_like_fatbin(image, size) || host_elf(image, size)) {
+  if (elf::looks_like_fatbin(image, size) || elf::looks_like_host_elf(image, size)) {
     std::string what;
     bool ptx = false;
     if (sk_status st = elf::extract_fatbin_code(image, size, label, arch, true, &extracted, &what, &ptx);

@@ -325,13 +325,19 @@ bool host_code_only(const void *bytes, size_t size) {
                       [&](const char *section) { return o.find_section(section) >= 0; });
 }
 
-bool looks_like_linked_host_elf(const void *bytes, size_t size) {
+bool looks_like_host_elf(const void *bytes, size_t size) {
   Elf64_Ehdr eh;
   if (size < sizeof eh) return false;
   std::memcpy(&eh, bytes, sizeof eh);
   return std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-         eh.e_ident[EI_DATA] == ELFDATA2LSB && eh.e_machine != kMachineCuda &&
-         (eh.e_type == ET_DYN || eh.e_type == ET_EXEC);
+         eh.e_ident[EI_DATA] == ELFDATA2LSB && eh.e_machine != kMachineCuda;
+}
+
+bool looks_like_linked_host_elf(const void *bytes, size_t size) {
+  Elf64_Ehdr eh;
+  if (!looks_like_host_elf(bytes, size)) return false;
+  std::memcpy(&eh, bytes, sizeof eh);
+  return eh.e_type == ET_DYN || eh.e_type == ET_EXEC;
 }
 
 sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,

@@ -92,9 +92,12 @@ sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view l
 // (an archive of nvcc -lib holds such members beside those of nvcc -dc).
 bool host_code_only(const void *bytes, size_t size);
 
-// True for a 64-bit little-endian ELF shared library or executable (ET_DYN, ET_EXEC) of a host
-// machine: where nvcc's host link puts every translation unit's fatbinary container, back to
-// back, in `.nv_fatbin`.
+// True for a 64-bit little-endian ELF of a machine other than EM_CUDA: a host object, library
+// or program, which may carry a fatbinary.
+bool looks_like_host_elf(const void *bytes, size_t size);
+
+// True for a looks_like_host_elf shared library or executable (ET_DYN, ET_EXEC): where nvcc's
+// host link puts every translation unit's fatbinary container, back to back, in `.nv_fatbin`.
 bool looks_like_linked_host_elf(const void *bytes, size_t size);
 
 // The PTX entry `arch` runs of each container of a linked file's `.nv_fatbin`, then of its
