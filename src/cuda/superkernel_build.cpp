@@ -17,6 +17,7 @@
 #include "cuda/nvjitlink.hpp"
 #include "cuda/ptx_join.hpp"
 #include "cuda/ptx_prune.hpp"
+#include "cuda/ptx_special_registers.hpp"
 #include "elf/cubin_shared_overlay.hpp"
 #include "elf/fatbin.hpp"
 
@@ -102,12 +103,22 @@ std::optional<uint32_t> overlay_index(const std::vector<const elf::Cubin *> &gra
 // The shared overlay of a link: the movable variables laid out for the sub-kernels' call trees
 // (none moves in a link with LTO-IR, whose calls are not known before the link).
 elf::SharedOverlayLayout overlay_layout(const std::vector<const CudaModule *> &modules, const BuildRequest &req) {
-  bool lto = false;
-  for (const CudaModule *m : modules)
-    // A call into another module from code compiled in the link: its callee's variables may
-    // meet its caller's (the overlay lays out call trees it can see).
-    lto |= m->kind == InputKind::LtoIr || (m->ptx && m->ptx->calls_outside);
   const std::vector<const elf::Cubin *> graphs = overlay_graphs(modules, req.arch);
+  std::set<std::string_view> followed;  // the global functions of the call graphs laid out
+  for (const elf::Cubin *g : graphs)
+    for (const elf::CubinFunction &f : g->functions)
+      if (!f.local) followed.insert(f.name);
+  bool lto = false;
+  for (const CudaModule *m : modules) {
+    lto |= m->kind == InputKind::LtoIr;
+    // A call into another module from code compiled in the link: the layout follows it into
+    // the module of the link that defines the callee (a module of several objects); a callee
+    // it cannot see, or a caller whose graph it does not lay out, may meet variables unseen.
+    if (m->ptx && m->ptx->calls_outside)
+      for (const elf::CubinFunction &f : m->ptx->graph.functions)
+        for (const std::string &callee : f.externs)
+          lto |= !overlay_index(graphs, m) || (!library_function(callee) && !followed.count(callee));
+  }
   std::vector<elf::OverlayRoot> roots;
   std::set<std::pair<uint32_t, std::string>> seen;
   for (const auto &k : req.kernels)

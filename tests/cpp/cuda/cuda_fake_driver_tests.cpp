@@ -2689,7 +2689,7 @@ TEST_F(CudaFakeDriver, ObjectsOfSeparableCompilationFuseAndLaunch) {
   modules_.push_back(objects);
   size_t count = 0;
   ASSERT_EQ(sk_module_kernel_count(objects, &count), SK_OK);
-  EXPECT_EQ(count, 3u) << "cross_apply, cross_scale and cross_b.cu's instance of cross_offset.cuh's template";
+  EXPECT_EQ(count, 4u) << "cross_apply, cross_normalize, cross_scale and cross_b.cu's instance of the template";
   sk_kernel *apply = nullptr, *scale = nullptr;
   ASSERT_EQ(sk_module_get_kernel(objects, "cross_apply", &apply), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_module_get_kernel(objects, "cross_scale", &scale), SK_OK) << sk_last_error();
@@ -2703,7 +2703,7 @@ TEST_F(CudaFakeDriver, ObjectsOfSeparableCompilationFuseAndLaunch) {
   sk_module *library = module(sk::cuda_test::kernel_path("libcross.a"));
   ASSERT_NE(library, nullptr);
   ASSERT_EQ(sk_module_kernel_count(library, &count), SK_OK);
-  EXPECT_EQ(count, 4u);
+  EXPECT_EQ(count, 5u);
   sk_kernel *apply_member = nullptr, *square = nullptr;
   ASSERT_EQ(sk_module_get_kernel(library, "cross_apply", &apply_member), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_module_get_kernel(library, "cross_square", &square), SK_OK) << sk_last_error();

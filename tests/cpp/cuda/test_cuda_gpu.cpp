@@ -227,9 +227,11 @@ TEST_F(CudaGpu, KernelsFromAHostObjectAndAFatbinFusedEqualUnfused) {
 
 // nvcc -dc objects of separable compilation (cross_a.cu's kernel calls a function and reads a
 // variable of cross_b.cu), given together, as their static library (nvcc -lib) and as a shared
-// library compiled -rdc (libcross_rdc.so): cross_apply, cross_scale, the template kernel both
-// cross_b.cu and cross_c.cu instantiate (weak in each) and cross_square fused == each launched
-// alone == the CPU, bit for bit (rounded operations only: nothing to contract).
+// library compiled -rdc (libcross_rdc.so): cross_apply, cross_normalize (whose call reaches
+// cross_b.cu's static __shared__ array, laid out with its own in the overlay), cross_scale, the
+// template kernel both cross_b.cu and cross_c.cu instantiate (weak in each) and cross_square
+// fused == each launched alone == the CPU, bit for bit (rounded operations only: nothing to
+// contract).
 TEST_F(CudaGpu, ObjectsOfSeparableCompilationFusedEqualUnfused) {
   const std::string a = sk::cuda_test::kernel_path("cross_a.o"), b = sk::cuda_test::kernel_path("cross_b.o"),
                     c = sk::cuda_test::kernel_path("cross_c.o"), lib = sk::cuda_test::kernel_path("libcross.a"),
@@ -249,8 +251,23 @@ TEST_F(CudaGpu, ObjectsOfSeparableCompilationFusedEqualUnfused) {
     volatile float r = v > 0.0f ? v * 1.5f : v * 0.125f;
     return (float)r;
   };
+  std::vector<float> applied(n);
+  for (int i = 0; i < n; ++i) applied[i] = activation(x[i]) + bias[i % 4];
+  // cross_normalize: each value plus its block's sum of squares, in cross_block_sum's tree.
+  for (int block = 0; block * 128 < n; ++block) {
+    float partial[128];
+    for (int t = 0; t < 128; ++t) {
+      const int i = block * 128 + t;
+      const float v = i < n ? applied[i] : 0.0f;
+      volatile float square = v * v;
+      partial[t] = square;
+    }
+    for (int stride = 64; stride > 0; stride >>= 1)
+      for (int t = 0; t < stride; ++t) partial[t] += partial[t + stride];
+    for (int t = 0; t < 128 && block * 128 + t < n; ++t) applied[block * 128 + t] += partial[0];
+  }
   for (int i = 0; i < n; ++i) {
-    volatile float applied = activation(x[i]) + bias[i % 4], product = applied * factor;
+    volatile float product = applied[i] * factor;
     volatile float moved = activation(product) + offset;
     expect[i] = moved * moved;
   }
@@ -259,23 +276,28 @@ TEST_F(CudaGpu, ObjectsOfSeparableCompilationFusedEqualUnfused) {
     sk_module *mod = nullptr;
     ASSERT_EQ(sk_module_load_files(dev_, paths.data(), paths.size(), &mod), SK_OK) << sk_last_error();
     modules_.push_back(mod);
-    sk_kernel *apply = nullptr, *scale = nullptr, *shift = nullptr, *square = nullptr;
+    sk_kernel *apply = nullptr, *normalize = nullptr, *scale = nullptr, *shift = nullptr, *square = nullptr;
     ASSERT_EQ(sk_module_get_kernel(mod, "cross_apply", &apply), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_module_get_kernel(mod, "cross_normalize", &normalize), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_module_get_kernel(mod, "cross_scale", &scale), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_module_get_kernel(mod, "_Z12cross_offsetIfEvPT_S0_i", &shift), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_module_get_kernel(mod, "cross_square", &square), SK_OK) << sk_last_error();
     const float *in = alloc(x);
     float *fused = alloc(std::vector<float>(n)), *alone = alloc(std::vector<float>(n));
     const uint32_t blocks = (n + 127) / 128;
-    void *fused_apply[] = {&in, &fused, (void *)&n}, *fused_scale[] = {&fused, (void *)&factor, (void *)&n},
+    void *fused_apply[] = {&in, &fused, (void *)&n}, *fused_normalize[] = {&fused, &fused, (void *)&n},
+         *fused_scale[] = {&fused, (void *)&factor, (void *)&n},
          *fused_shift[] = {&fused, (void *)&offset, (void *)&n}, *fused_square[] = {&fused, (void *)&n};
     ASSERT_NO_FATAL_FAILURE(run_fused("separable_compilation", {{apply, blocks, fused_apply},
+                                                                {normalize, blocks, fused_normalize},
                                                                 {scale, blocks, fused_scale},
                                                                 {shift, blocks, fused_shift},
                                                                 {square, blocks, fused_square}}));
-    void *alone_apply[] = {&in, &alone, (void *)&n}, *alone_scale[] = {&alone, (void *)&factor, (void *)&n},
+    void *alone_apply[] = {&in, &alone, (void *)&n}, *alone_normalize[] = {&alone, &alone, (void *)&n},
+         *alone_scale[] = {&alone, (void *)&factor, (void *)&n},
          *alone_shift[] = {&alone, (void *)&offset, (void *)&n}, *alone_square[] = {&alone, (void *)&n};
     ASSERT_EQ(sk_launch_kernel(apply, blocks, alone_apply, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_launch_kernel(normalize, blocks, alone_normalize, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_launch_kernel(scale, blocks, alone_scale, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_launch_kernel(shift, blocks, alone_shift, nullptr), SK_OK) << sk_last_error();
     ASSERT_EQ(sk_launch_kernel(square, blocks, alone_square, nullptr), SK_OK) << sk_last_error();

@@ -84,7 +84,8 @@ TEST(CudaModuleSet, ObjectsOfSeparableCompilationLinkWhatTheirKernelsUse) {
   EXPECT_EQ(m->label, "cross_a.o + cross_b.o + cross_c.o + ... (4 files)");
   std::vector<std::string> declared;
   for (const auto &k : m->declared_kernels()) declared.push_back(k.name);
-  EXPECT_EQ(declared, (std::vector<std::string>{"cross_apply", "cross_scale", kOffset, "cross_square"}));
+  EXPECT_EQ(declared,
+            (std::vector<std::string>{"cross_apply", "cross_normalize", "cross_scale", kOffset, "cross_square"}));
 
   const auto apply = take(m, "cross_apply"), scale = take(m, "cross_scale"), square = take(m, "cross_square");
   ASSERT_TRUE(apply && scale && square);
@@ -108,6 +109,12 @@ TEST(CudaModuleSet, ObjectsOfSeparableCompilationLinkWhatTheirKernelsUse) {
   EXPECT_FALSE(contains(one, "cross_square")) << one;
   EXPECT_FALSE(contains(one, "cross_scale")) << one << "an entry nobody took is cut";
   EXPECT_FALSE(contains(program({square}), "cross_activation"));
+  // cross_normalize's call reaches cross_b.o's shared array: the two lie apart in the overlay
+  // (4 + 512 bytes), which cross_square's program does not have.
+  const auto normalize = take(m, "cross_normalize");
+  ASSERT_TRUE(normalize);
+  EXPECT_EQ(labels(normalize->links), (std::vector<std::string>{"cross_b.o (compute_90 PTX)"}));
+  EXPECT_TRUE(contains(program({normalize, square}), "__sk_shared_overlay[516]"));
   // The header's template kernel, weak in cross_b.o and cross_c.o: taken from the first, and
   // linked beside the second's kernel, one definition compiles.
   const auto offset = take(m, kOffset);
@@ -120,7 +127,7 @@ TEST(CudaModuleSet, ObjectsOfSeparableCompilationLinkWhatTheirKernelsUse) {
             SK_ERR_NOT_FOUND);
   EXPECT_TRUE(contains(sk::last_error(),
                        "no object of cross_a.o + cross_b.o + cross_c.o + ... (4 files) defines a "
-                       "kernel 'cross_missing' (its kernels: cross_apply, cross_scale, _Z12cross_offset"))
+                       "kernel 'cross_missing' (its kernels: cross_apply, cross_normalize, cross_scale, "))
       << sk::last_error();
 }
 
@@ -154,7 +161,8 @@ TEST(CudaModuleSet, ASharedLibraryOfSeparableCompilationLinksItsUnitsByNeed) {
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(m->ptx_unit_if_read(i), m->set->objects[i]);
   std::vector<std::string> declared;
   for (const auto &k : m->declared_kernels()) declared.push_back(k.name);
-  EXPECT_EQ(declared, (std::vector<std::string>{"cross_apply", "cross_scale", kOffset, "cross_square"}));
+  EXPECT_EQ(declared,
+            (std::vector<std::string>{"cross_apply", "cross_normalize", "cross_scale", kOffset, "cross_square"}));
   const auto apply = take(m, "cross_apply"), square = take(m, "cross_square");
   ASSERT_TRUE(apply && square);
   EXPECT_EQ(labels(apply->links), (std::vector<std::string>{m->set->objects[1]->label}));
@@ -203,6 +211,46 @@ TEST(CudaModuleSet, NeedsAreFollowedThroughAChainAndACycle) {
   EXPECT_EQ(labels(k->links), (std::vector<std::string>{"c.ptx", "b.ptx"}));
   const std::string one = program({k});
   for (const char *f : {"chain_a_back(", "chain_b(", "chain_c("}) EXPECT_TRUE(contains(one, f)) << f << one;
+}
+
+// Static __shared__ variables of objects one kernel's calls reach share the overlay: a.ptx's
+// kernel calls b.ptx's function, each with its tile (1 + 2 KiB), laid out apart as one call
+// tree, which c.ptx's 4 KiB tile, a kernel of its own, lies over. Before, a call into another
+// module kept every variable of the link in place (7 KiB).
+TEST(CudaModuleSet, ACallIntoAnotherObjectIsFollowedByTheSharedOverlay) {
+  auto ptx = [](const std::string &body) { return ".version 8.0\n.target sm_90\n.address_size 64\n" + body; };
+  const std::string a =
+                        ptx(".extern .func (.param .b32 r) tile_b_sum(.param .b32 x);\n"
+                            ".shared .align 4 .b8 tile_a[1024];\n"
+                            ".visible .entry tile_ka(.param .u64 out)\n.reqntid 32\n{\n.reg .b32 %r<4>;\n"
+                            ".reg .b64 %rd<2>;\nmov.u32 %r1, %tid.x;\nst.shared.u32 [tile_a], %r1;\n"
+                            "{\n.param .b32 cp;\n.param .b32 cr;\nst.param.b32 [cp], %r1;\n"
+                            "call.uni (cr), tile_b_sum, (cp);\nld.param.b32 %r2, [cr];\n}\n"
+                            "ld.shared.u32 %r3, [tile_a+4];\nadd.u32 %r3, %r3, %r2;\nld.param.u64 %rd1, [out];\n"
+                            "st.global.u32 [%rd1], %r3;\nret;\n}\n"),
+                    b =
+                        ptx(".shared .align 4 .b8 tile_b[2048];\n"
+                            ".visible .func (.param .b32 r) tile_b_sum(.param .b32 x)\n{\n.reg .b32 %r<3>;\n"
+                            "ld.param.b32 %r1, [x];\nst.shared.u32 [tile_b+4], %r1;\nld.shared.u32 %r2, [tile_b];\n"
+                            "st.param.b32 [r], %r2;\nret;\n}\n"),
+                    c =
+                        ptx(".shared .align 4 .b8 tile_c[4096];\n"
+                            ".visible .entry tile_kc(.param .u64 out)\n.reqntid 32\n{\n.reg .b32 %r<3>;\n"
+                            ".reg .b64 %rd<2>;\nmov.u32 %r1, %tid.x;\nst.shared.u32 [tile_c+8], %r1;\n"
+                            "ld.shared.u32 %r2, [tile_c];\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], %r2;\n"
+                            "ret;\n}\n");
+  const std::vector<sk::backend::ModuleImage> images{
+      {"a.ptx", a.data(), a.size()}, {"b.ptx", b.data(), b.size()}, {"c.ptx", c.data(), c.size()}};
+  sk::cuda::CudaModuleCache cache;
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_module_set(images, "sm_90", cache, "test", &m), SK_OK) << sk::last_error();
+  const auto ka = take(m, "tile_ka"), kc = take(m, "tile_kc");
+  ASSERT_TRUE(ka && kc);
+  EXPECT_TRUE(contains(program({ka}), "__sk_shared_overlay[3072]"))
+      << "tile_b, reached through the call, and tile_a";
+  const std::string both = program({ka, kc});
+  EXPECT_TRUE(contains(both, "__sk_shared_overlay[4096]")) << both;
+  EXPECT_FALSE(contains(both, "[tile_") || contains(both, ".b8 tile_")) << "each tile is the overlay's: " << both;
 }
 
 // nvcc -rdc's weak definitions (a template function and an inline variable in both files) are
