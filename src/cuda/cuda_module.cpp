@@ -182,13 +182,20 @@ sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &lab
   // unit is read now, and the units are one set, each kernel linked with the units it needs.
   if (std::none_of(entries.begin(), entries.end(), [](const elf::FatbinEntry &e) { return e.relocatable; }))
     return SK_OK;
+  // A unit the reader refuses is left out, its kernels refused with the reader's message.
   std::vector<SetObject> read;
+  std::map<std::string, std::string> unreadable;
   for (size_t i = 0; i < m->ptx_units.size(); ++i) {
-    std::shared_ptr<const CudaModule> unit = m->ptx_unit(i);
-    if (!unit) return SK_ERR_BAD_BINARY;  // the reader's message names the unit
-    read.push_back({std::move(unit), m->ptx_units[i].label, true});
+    if (std::shared_ptr<const CudaModule> unit = m->ptx_unit(i)) {
+      read.push_back({std::move(unit), m->ptx_units[i].label, true});
+      continue;
+    }
+    for (const std::string &k : m->ptx_units[i].entries) unreadable.emplace(k, last_error());
   }
-  if (sk_status st = resolve_module_set(read, "sk_module_load", &m->set); st != SK_OK) return st;
+  std::shared_ptr<ModuleSet> set;
+  if (sk_status st = resolve_module_set(read, "sk_module_load", &set); st != SK_OK) return st;
+  set->unreadable = std::move(unreadable);
+  m->set = std::move(set);
   m->metadata = m->set->kernels;
   return SK_OK;
 }

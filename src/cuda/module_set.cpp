@@ -81,7 +81,7 @@ bool is_module_set(const std::vector<backend::ModuleImage> &images) {
 }
 
 sk_status resolve_module_set(const std::vector<SetObject> &given, const char *call,
-                             std::shared_ptr<const ModuleSet> *out) {
+                             std::shared_ptr<ModuleSet> *out) {
   auto set = std::make_shared<ModuleSet>();
   for (const SetObject &o : given) set->objects.push_back(o.module);
   // name -> the first object defining it so: loose objects first, as a linker pulls a member
@@ -150,7 +150,9 @@ sk_status load_module_set(const std::vector<backend::ModuleImage> &images, const
   std::vector<SetObject> given;
   if (sk_status st = gather(images, arch, cache, call, &given); st != SK_OK) return st;
   auto m = std::make_shared<CudaModule>();
-  if (sk_status st = resolve_module_set(given, call, &m->set); st != SK_OK) return st;
+  std::shared_ptr<ModuleSet> set;
+  if (sk_status st = resolve_module_set(given, call, &set); st != SK_OK) return st;
+  m->set = std::move(set);
   m->label = set_label(images);
   m->metadata = m->set->kernels;
   *out = std::move(m);
@@ -161,6 +163,9 @@ sk_status make_set_kernel(const CudaModule &module, const char *name, const back
                           const char *call, std::shared_ptr<CudaKernel> *out) {
   const ModuleSet &set = *module.set;
   const auto it = set.definer.find(name);
+  if (const auto why = set.unreadable.find(name); it == set.definer.end() && why != set.unreadable.end())
+    return fail(SK_ERR_BAD_BINARY, "%s: kernel '%s': its translation unit's PTX cannot be read: %s", call, name,
+                why->second.c_str());
   if (it == set.definer.end()) {
     std::string names;
     for (size_t i = 0; i < set.kernels.size() && i < 8; ++i) names += (i ? ", " : "") + set.kernels[i].name;

@@ -33,6 +33,8 @@ struct ModuleSet {
   std::vector<std::vector<size_t>> links;
   std::map<std::string, size_t, std::less<>> definer;  // per global name, the object whose definition counts
   std::vector<KernelMetadata> kernels;                 // the objects' kernels, in order, each name once
+  // A linked file's kernels whose unit the PTX reader refuses (left out of `objects`): why.
+  std::map<std::string, std::string> unreadable;
 };
 
 // An object of a set: its module, the name messages give it, and whether an archive (or a
@@ -45,7 +47,7 @@ struct SetObject {
 
 // How the names of `objects` resolve (above), `call` naming the caller in a refusal.
 sk_status resolve_module_set(const std::vector<SetObject> &objects, const char *call,
-                             std::shared_ptr<const ModuleSet> *out);
+                             std::shared_ptr<ModuleSet> *out);
 
 // True where the images are a module of several objects: more than one, or an `ar` archive.
 bool is_module_set(const std::vector<backend::ModuleImage> &images);

@@ -4,6 +4,8 @@
 // object and linked with the objects it needs, and no others; the program ptxas compiles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -171,6 +173,33 @@ TEST(CudaModuleSet, ASharedLibraryOfSeparableCompilationLinksItsUnitsByNeed) {
   EXPECT_TRUE(square->links.empty());
   const std::string both = program({apply, square});
   EXPECT_TRUE(contains(both, "_Z16cross_activationf(")) << both;
+}
+
+// A unit of such a library whose PTX the reader refuses (here a target past every GPU) is left
+// out: its kernels are refused with the reader's reason, the others taken as before.
+TEST(CudaModuleSet, AnUnreadableUnitOfASharedLibraryRefusesItsKernelsAlone) {
+  std::vector<uint8_t> bytes = kernel_bytes("libcross_rdc.so");
+  const std::string entry = ".entry cross_square(", target = ".target sm_90";
+  const auto square = std::search(bytes.begin(), bytes.end(), entry.begin(), entry.end());
+  ASSERT_NE(square, bytes.end()) << "the PTX is stored plain (--compress-mode=none)";
+  const auto rbegin = std::make_reverse_iterator(square);
+  const auto at = std::search(rbegin, bytes.rend(), target.rbegin(), target.rend());
+  ASSERT_NE(at, bytes.rend());
+  std::copy_n(".target sm_99", target.size(), at.base() - target.size());
+  std::shared_ptr<const CudaModule> m;
+  ASSERT_EQ(sk::cuda::load_cuda_module(bytes.data(), bytes.size(), "patched.so", &m, "sm_90"), SK_OK)
+      << sk::last_error();
+  ASSERT_TRUE(m->set);
+  EXPECT_EQ(m->set->objects.size(), 2u);
+  std::shared_ptr<CudaKernel> k;
+  EXPECT_EQ(sk::cuda::make_cuda_kernel(m, "cross_square", sk::backend::KernelRequest{}, "test", &k),
+            SK_ERR_BAD_BINARY);
+  EXPECT_TRUE(contains(sk::last_error(), "test: kernel 'cross_square': its translation unit's PTX cannot be read: "))
+      << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "sm_99")) << sk::last_error();
+  const auto apply = take(m, "cross_apply");
+  ASSERT_TRUE(apply);
+  EXPECT_EQ(apply->links.size(), 1u);
 }
 
 // A chain of needs through three PTX files, and back: a.ptx's kernel calls b's function, which
