@@ -85,12 +85,7 @@ namespace {
 
 using namespace sk::cuda;
 using sk::cuda_test::contains;
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using sk::cuda_test::count;
 
 // The body of PTX function `name` (from its declaration to the closing brace), or "".
 std::string ptx_function(const std::string &ptx, const std::string &name) {

@@ -35,6 +35,7 @@ namespace {
 [[maybe_unused]] const bool g_private_cache = *sk::cuda_test::private_cache_home() != 0;
 
 using sk::cuda_test::contains;
+using sk::cuda_test::count;
 
 using sk::cuda_test::disassemble;
 using sk::cuda_test::kernel;
@@ -51,12 +52,6 @@ std::string ptx_function(const std::string &ptx, const std::string &name) {
   if (at == std::string::npos) at = ptx.find(") " + name + "(");
   if (at == std::string::npos) return {};
   return ptx.substr(at, ptx.find("\n}\n", at) - at);
-}
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ using sk::cuda::BuiltImage;
 using sk::cuda::CudaKernel;
 using sk::cuda::CudaModule;
 using sk::cuda_test::contains;
+using sk::cuda_test::count;
 using sk::cuda_test::kernel_bytes;
 using sk::cuda_test::Scope;
 
@@ -63,12 +64,6 @@ std::string program(std::initializer_list<std::shared_ptr<CudaKernel>> kernels) 
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(img.program_ptx, "sm_90", &log, true), 0) << log;
   return img.program_ptx;
-}
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 }  // namespace

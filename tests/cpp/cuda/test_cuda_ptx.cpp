@@ -30,6 +30,7 @@ using sk::cuda::CudaKernel;
 using sk::cuda::CudaModule;
 using sk::cuda::PtxModule;
 using sk::cuda_test::contains;
+using sk::cuda_test::count;
 using sk::cuda_test::kernel_bytes;
 using sk::cuda_test::load;
 using sk::cuda_test::read_file;
@@ -92,12 +93,6 @@ bool has_rewrite(const std::vector<std::string> &rewrites, const std::string &wh
   for (const std::string &r : rewrites)
     if (contains(r, what)) return true;
   return false;
-}
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 // PTX text written here, loaded as `label`.
