@@ -47,6 +47,13 @@ std::string record_kernel(const std::string &record) {
 
 }  // namespace
 
+std::string some_names(const std::vector<std::string> &names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 8; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 8) out += ", ... " + std::to_string(names.size()) + " in all";
+  return out;
+}
+
 std::vector<std::string> ptx_metadata_records(const std::string &ptx) {
   std::vector<std::string> records;
   const std::string marker = " sk_kernel_meta_";
@@ -167,6 +174,10 @@ sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &lab
   m->library = true;
   m->label = label + " (the PTX of " + std::to_string(entries.size()) + " of its " + std::to_string(units) +
              " translation units)";
+  // Units compiled -rdc may use what other units define, as the device link resolved it: every
+  // unit is read now, and the units are one set, each kernel linked with the units it needs.
+  const bool rdc =
+      std::any_of(entries.begin(), entries.end(), [](const elf::FatbinEntry &e) { return e.relocatable; });
   for (const elf::FatbinEntry &e : entries) {
     PtxUnit unit;
     unit.label = label + " (" + e.describe() + ", translation unit " + std::to_string(e.container + 1) + " of " +
@@ -176,12 +187,10 @@ sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &lab
     unit.entries = entry_names_in(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()));
     unit.stored = e;
     unit.arch = arch;
+    if (rdc) unit.text = std::move(text);  // read below from this, not decompressed again
     m->ptx_units.push_back(std::move(unit));
   }
-  // Units compiled -rdc may use what other units define, as the device link resolved it: every
-  // unit is read now, and the units are one set, each kernel linked with the units it needs.
-  if (std::none_of(entries.begin(), entries.end(), [](const elf::FatbinEntry &e) { return e.relocatable; }))
-    return SK_OK;
+  if (!rdc) return SK_OK;
   // A unit the reader refuses is left out, its kernels refused with the reader's message.
   std::vector<SetObject> read;
   std::map<std::string, std::string> unreadable;
@@ -192,6 +201,7 @@ sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &lab
     }
     for (const std::string &k : m->ptx_units[i].entries) unreadable.emplace(k, last_error());
   }
+  for (PtxUnit &unit : m->ptx_units) std::vector<uint8_t>().swap(unit.text);  // each read module has its own
   std::shared_ptr<ModuleSet> set;
   if (sk_status st = resolve_module_set(read, "sk_module_load", &set); st != SK_OK) return st;
   set->unreadable = std::move(unreadable);
@@ -421,14 +431,10 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
       return make_cuda_kernel(part, name, request, call, out);
   }
   if (m.library) {
-    std::string names;
-    size_t listed = 0;
-    for (const PtxUnit &unit : m.ptx_units)
-      for (const std::string &k : unit.entries)
-        if (listed++ < 8) names += (names.empty() ? "" : ", ") + k;
-    if (listed > 8) names += ", ... " + std::to_string(listed) + " in all";
+    std::vector<std::string> names;
+    for (const PtxUnit &unit : m.ptx_units) names.insert(names.end(), unit.entries.begin(), unit.entries.end());
     return fail(SK_ERR_NOT_FOUND, "%s: no __global__ kernel '%s' in the PTX of %s (its kernels: %s)", call, name,
-                m.label.c_str(), names.c_str());
+                m.label.c_str(), some_names(names).c_str());
   }
   const char *signature = request.signature;
   const std::string what = kernel_of(name, m.label);

@@ -135,6 +135,10 @@ class CudaModuleCache {
   ContentCache<const CudaModule> modules_;
 };
 
+// "a, b, c": the first eight of `names`, then how many in all; how a refusal lists the kernels
+// a module has.
+std::string some_names(const std::vector<std::string> &names);
+
 // The sk_kernel_meta_* strings in PTX text (`.b8 sk_kernel_meta_f[N] = {115, 107, ...};`).
 std::vector<std::string> ptx_metadata_records(const std::string &ptx);
 

@@ -167,11 +167,10 @@ sk_status make_set_kernel(const CudaModule &module, const char *name, const back
     return fail(SK_ERR_BAD_BINARY, "%s: kernel '%s': its translation unit's PTX cannot be read: %s", call, name,
                 why->second.c_str());
   if (it == set.definer.end()) {
-    std::string names;
-    for (size_t i = 0; i < set.kernels.size() && i < 8; ++i) names += (i ? ", " : "") + set.kernels[i].name;
-    if (set.kernels.size() > 8) names += ", ... " + std::to_string(set.kernels.size()) + " in all";
+    std::vector<std::string> names;
+    for (const KernelMetadata &k : set.kernels) names.push_back(k.name);
     return fail(SK_ERR_NOT_FOUND, "%s: no object of %s defines a kernel '%s' (its kernels: %s)", call,
-                module.label.c_str(), name, names.empty() ? "none" : names.c_str());
+                module.label.c_str(), name, names.empty() ? "none" : some_names(names).c_str());
   }
   std::shared_ptr<CudaKernel> k;
   if (sk_status st = make_cuda_kernel(set.objects[it->second], name, request, call, &k); st != SK_OK) return st;
