@@ -114,10 +114,10 @@ elf::SharedOverlayLayout overlay_layout(const std::vector<const CudaModule *> &m
     // A call into another module from code compiled in the link: the layout follows it into
     // the module of the link that defines the callee (a module of several objects); a callee
     // it cannot see, or a caller whose graph it does not lay out, may meet variables unseen.
-    if (m->ptx && m->ptx->calls_outside)
-      for (const elf::CubinFunction &f : m->ptx->graph.functions)
-        for (const std::string &callee : f.externs)
-          lto |= !overlay_index(graphs, m) || (!library_function(callee) && !followed.count(callee));
+    if (!m->ptx || !m->ptx->calls_outside) continue;
+    lto |= !overlay_index(graphs, m);
+    for (const elf::CubinFunction &f : m->ptx->graph.functions)
+      for (const std::string &callee : f.externs) lto |= !library_function(callee) && !followed.count(callee);
   }
   std::vector<elf::OverlayRoot> roots;
   std::set<std::pair<uint32_t, std::string>> seen;
