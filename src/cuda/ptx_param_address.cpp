@@ -126,7 +126,39 @@ class Reader {
   const std::vector<std::string> &names_;
 };
 
-std::string signed_offset(int64_t v) { return v < 0 ? std::to_string(v) : "+" + std::to_string(v); }
+// Integer arithmetic a computed parameter address may pass through: its result (a predicate for
+// setp) is computed from the registers it reads.
+bool arithmetic(std::string_view op) {
+  const std::string_view base = op.substr(0, op.find('.'));
+  for (std::string_view a :
+       {"add", "sub", "mad", "mul", "and", "or", "xor", "shl", "shr", "selp", "min", "max", "mov", "cvt", "setp"})
+    if (base == a) return true;
+  return false;
+}
+
+// The registers an instruction `op D, S...` reads: those after its first comma.
+std::vector<std::string_view> registers_read(const std::vector<std::string_view> &t) {
+  std::vector<std::string_view> regs;
+  size_t k = 1;
+  while (k < t.size() && t[k] != ",") ++k;
+  for (++k; k < t.size(); ++k)
+    if (is_register(t[k])) regs.push_back(t[k]);
+  return regs;
+}
+
+// The width of an instruction's (first: a cvt's destination) type, 0 if it names none.
+int type_bits(std::string_view op) {
+  for (size_t at = op.find('.'); at != std::string_view::npos; at = op.find('.', at + 1)) {
+    const std::string_view type = op.substr(at + 1, op.find('.', at + 1) - at - 1);
+    if (type.size() >= 2 && (type[0] == 'u' || type[0] == 's' || type[0] == 'b' || type[0] == 'f') &&
+        type.find_first_not_of("0123456789", 1) == std::string_view::npos)
+      return std::atoi(std::string(type.substr(1)).c_str());
+  }
+  return 0;
+}
+
+// An address operand's displacement: PTX writes a negative one `[%r+-4]`.
+std::string displacement(int64_t v) { return v ? "+" + std::to_string(v) : ""; }
 
 }  // namespace
 
@@ -170,9 +202,19 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
       return refuse("uses parameter '" + names[p] + "', whose address it takes, in a way libsk cannot rewrite (" +
                     std::string(body[unknown_use[p]].toks[0]) + ")");
 
-  // The registers that hold a parameter-space address, followed through copies and constant
-  // offsets until nothing changes; a register given two different ones is refused.
+  // The registers that hold a parameter-space address: `held` where it is one known parameter
+  // and offset (followed through copies and constant offsets), `computed` where the kernel
+  // computes it at run time (64-bit arithmetic with another register, as a struct parameter's
+  // array is indexed, or one register given several). A computed register holds the generic
+  // address instead; a held one read by such arithmetic becomes computed, so that it holds it too.
   std::map<std::string_view, Address> held;
+  std::map<std::string_view, size_t> computed;  // -> the parameter it addresses
+  auto origin = [&](std::string_view reg) {
+    if (const auto h = held.find(reg); h != held.end()) return h->second.param;
+    if (const auto c = computed.find(reg); c != computed.end()) return c->second;
+    return kNone;
+  };
+  // The precise value a Take, Copy or Offset gives, when what it reads is held.
   auto value = [&](const Role &r) -> std::optional<Address> {
     if (r.kind == Role::Take) return Address{r.param, r.offset};
     if (r.kind != Role::Copy && r.kind != Role::Offset) return std::nullopt;
@@ -182,16 +224,33 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
   };
   for (bool changed = true; changed;) {
     changed = false;
+    auto compute = [&](std::string_view reg, size_t param) {
+      if (computed.emplace(reg, param).second) held.erase(reg), changed = true;
+    };
     for (size_t i = 0; i < body.size(); ++i) {
-      const std::optional<Address> v = value(roles[i]);
-      if (!v) continue;
-      const auto [it, added] = held.emplace(roles[i].dst, *v);
-      changed |= added;
-      if (!(it->second == *v))
-        return refuse("gives register " + std::string(roles[i].dst) + " the address of parameter '" +
-                      names[it->second.param] + "' at two offsets (" + std::string(body[i].toks[0]) + ")");
+      const Role &r = roles[i];
+      if (r.kind == Role::Take || r.kind == Role::Copy || r.kind == Role::Offset) {
+        if (computed.count(r.dst)) continue;
+        if (r.kind != Role::Take && computed.count(r.src)) {
+          compute(r.dst, computed[r.src]);
+        } else if (const std::optional<Address> v = value(r)) {
+          const auto [it, added] = held.emplace(r.dst, *v);
+          changed |= added;
+          if (!(it->second == *v)) compute(r.dst, v->param);
+        }
+      } else if (r.kind == Role::Other && arithmetic(body[i].toks[0])) {
+        const std::vector<std::string_view> sources = registers_read(body[i].toks);
+        size_t param = kNone;
+        for (std::string_view reg : sources)
+          if (const size_t p = origin(reg); p != kNone) {
+            if (param == kNone) param = p;
+            compute(reg, p);
+          }
+        if (param != kNone && is_register(r.dst) && !body[i].toks[0].starts_with("setp.")) compute(r.dst, param);
+      }
     }
   }
+  auto tracked = [&](std::string_view reg) { return origin(reg) != kNone; };
 
   // A parameter read through a register is read where that register's address points, which
   // must be one the rewrite follows.
@@ -199,7 +258,7 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
   for (size_t i = 0; i < body.size(); ++i) {
     const PtxStatement &s = body[i];
     if (!s.toks[0].starts_with("ld.param") && !s.toks[0].starts_with("st.param")) continue;
-    if (roles[i].kind == Role::LoadVia && held.count(roles[i].src)) continue;
+    if (roles[i].kind == Role::LoadVia && tracked(roles[i].src)) continue;
     for (size_t k = 1; k + 1 < s.toks.size(); ++k)
       if (s.toks[k] == "[" && is_register(s.toks[k + 1]))
         return refuse("reads its parameters through a register address (" + std::string(s.toks[0]) + " [" +
@@ -209,60 +268,93 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
                       first + "'");
   }
 
-  // Every statement that names such a register must be one the rewrite follows.
+  // Every statement that names such a register must be one the rewrite follows, and a computed
+  // address is computed in 64 bits (a generic address does not fit in fewer).
   for (size_t i = 0; i < body.size(); ++i) {
     const Role &r = roles[i];
     const std::string_view op = body[i].toks[0];
+    const bool computes = r.kind != Role::Other || arithmetic(op);
     for (size_t k = 1; k < body[i].toks.size(); ++k) {
-      const auto h = held.find(body[i].toks[k]);
-      if (h == held.end()) continue;
+      const std::string_view reg = body[i].toks[k];
+      const size_t p = origin(reg);
+      if (p == kNone) continue;
       const std::optional<Address> v = value(r);
-      const bool defines = k == 1 && r.dst == h->first && v && *v == h->second;
-      const bool reads = r.src == h->first && (r.kind == Role::Copy || r.kind == Role::Offset ||
-                                               r.kind == Role::Generic || r.kind == Role::LoadVia);
-      if (!defines && !reads)
-        return refuse("uses the address of parameter '" + names[h->second.param] + "' (in " + std::string(h->first) +
+      const bool defines = k == 1 && r.dst == reg && computes && (computed.count(reg) || (v && *v == held[reg]));
+      const bool reads = r.src == reg && (r.kind == Role::Copy || r.kind == Role::Offset ||
+                                          r.kind == Role::Generic || r.kind == Role::LoadVia);
+      // Arithmetic reads it into a register it computes (or a predicate), not into a vector's halves.
+      const bool computes_from =
+          r.kind == Role::Other && computes && k > 1 && (op.starts_with("setp.") || computed.count(r.dst));
+      if (!defines && !reads && !computes_from)
+        return refuse("uses the address of parameter '" + names[p] + "' (in " + std::string(reg) +
                       ") in a way libsk cannot rewrite (" + std::string(op) + ")");
+      if (defines && computed.count(reg) && type_bits(op) != 64)
+        return refuse("computes the address of parameter '" + names[p] + "' in " + std::string(reg) +
+                      " at run time, in fewer than 64 bits (" + std::string(op) + ")");
     }
     if (r.kind == Role::Generic) {
       if (op != "cvta.param.u64")
         return refuse("takes a 32-bit generic address of a parameter (" + std::string(op) + ")");
-      if (r.param == kNone && !held.count(r.src))
+      if (r.param == kNone && !tracked(r.src))
         return refuse("makes " + std::string(r.src) + " a generic address (" + std::string(op) +
                       "), but no parameter's address libsk can follow reaches it");
     }
   }
 
-  // The rewrite: what took or moved a parameter-space address goes; each cvta.param reads the
-  // generic address passed instead, each ld.param of the bytes loads through it.
+  // The rewrite: what took or moved a held address goes; each cvta.param reads the generic
+  // address passed instead, each ld.param of the bytes loads through it. A computed register is
+  // given the generic address where it takes one from a parameter or a held register, and its
+  // arithmetic stays; what reads through it reads the generic address it holds.
+  auto generic = [&](const std::string &g, std::string_view dst, Address a) {
+    const std::string d(dst);
+    std::string text = g + "ld.param.b64 " + d + ", [" + names[a.param] + "];";
+    if (a.offset) text += " " + g + "add.s64 " + d + ", " + d + ", " + std::to_string(a.offset) + ";";
+    return text;
+  };
   for (size_t i = 0; i < body.size(); ++i) {
     const Role &r = roles[i];
     const PtxStatement &s = body[i];
     const std::string g = s.guard.empty() ? "" : std::string(s.guard) + " ";
-    if (value(r)) {
-      out.edits.push_back({s.at, s.len, ""});
+    const bool from_computed = computed.count(r.src) > 0;
+    if (r.kind == Role::Take || r.kind == Role::Copy || r.kind == Role::Offset) {
+      if (!tracked(r.dst) || (r.kind != Role::Take && !tracked(r.src))) continue;
+      if (held.count(r.dst))
+        out.edits.push_back({s.at, s.len, ""});
+      else if (!from_computed)
+        out.edits.push_back({s.at, s.len, generic(g, r.dst, *value(r))});
     } else if (r.kind == Role::Generic) {
+      if (from_computed) {
+        const std::string d(r.dst), src(r.src);
+        out.edits.push_back({s.at, s.len,
+                             r.offset ? g + "add.s64 " + d + ", " + src + ", " + std::to_string(r.offset) + ";"
+                                      : g + "mov.b64 " + d + ", " + src + ";"});
+        continue;
+      }
       Address a{r.param, r.offset};
       if (r.param == kNone) a = Address{held[r.src].param, held[r.src].offset + r.offset};
-      const std::string dst(r.dst);
-      std::string text = g + "ld.param.b64 " + dst + ", [" + names[a.param] + "];";
-      if (a.offset) text += " " + g + "add.s64 " + dst + ", " + dst + ", " + std::to_string(a.offset) + ";";
-      out.edits.push_back({s.at, s.len, text});
+      out.edits.push_back({s.at, s.len, generic(g, r.dst, a)});
     } else if ((r.kind == Role::Load && taken[r.param]) || r.kind == Role::LoadVia) {
+      const std::string_view into(s.toks[1].data(), (size_t)(s.toks[r.bracket].data() - s.toks[1].data()));
+      const std::string load = "ld" + std::string(s.toks[0].substr(8)) + " " + std::string(into);
+      if (from_computed) {
+        out.edits.push_back({s.at, s.len, g + load + "[" + std::string(r.src) + displacement(r.offset) + "];"});
+        continue;
+      }
       Address a{r.param, r.offset};
       if (r.kind == Role::LoadVia) a = Address{held[r.src].param, held[r.src].offset + r.offset};
-      const std::string_view into(s.toks[1].data(), (size_t)(s.toks[r.bracket].data() - s.toks[1].data()));
       out.edits.push_back({s.at, s.len,
-                           "{ .reg .b64 %sk_pq; ld.param.b64 %sk_pq, [" + names[a.param] + "]; " + g + "ld" +
-                               std::string(s.toks[0].substr(8)) + " " + std::string(into) + "[%sk_pq" +
-                               (a.offset ? signed_offset(a.offset) : "") + "]; }"});
+                           "{ .reg .b64 %sk_pq; ld.param.b64 %sk_pq, [" + names[a.param] + "]; " + g + load +
+                               "[%sk_pq" + displacement(a.offset) + "]; }"});
     }
   }
   for (uint32_t p : out.by_address) {
     out.edits.push_back({decls[p].first, decls[p].second - decls[p].first, ".b64 " + names[p]});
+    const bool indexed = std::any_of(computed.begin(), computed.end(), [&](const auto &c) { return c.second == p; });
     out.notes.push_back("parameter '" + names[p] +
                         "' passed as the address of its bytes, wherever the super kernel holds them (its address "
-                        "is taken: a grid constant)");
+                        "is taken: " +
+                        (indexed ? "the kernel computes addresses in it at run time, read through the generic one)"
+                                 : "a grid constant)"));
   }
   return out;
 }

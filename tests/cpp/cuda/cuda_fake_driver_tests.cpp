@@ -2873,6 +2873,23 @@ TEST_F(CudaFakeDriver, ATwoDimensionalGridIsGivenWithItsShape) {
   sk_stream_destroy(s);
 }
 
+// A struct parameter nvcc indexes at run time (param_index.cu): passed as the address of its
+// 160 bytes, two steps fused (the stand-in compiles the program with ptxas) and launched alone.
+TEST_F(CudaFakeDriver, AStructParameterIndexedAtRunTimeFusesAndLaunches) {
+  sk_kernel *k = kernel("param_index.ptx", "multi_tensor_scale");
+  ASSERT_NE(k, nullptr);
+  char signature[64];
+  ASSERT_EQ(sk_kernel_signature(k, signature, sizeof signature, nullptr), SK_OK) << sk_last_error();
+  EXPECT_STREQ(signature, "u32,{u64[20]},f32,f32");
+  uint64_t metadata[20] = {};
+  int32_t chunk = 128;
+  float scale = 2.0f, bias = 1.0f;
+  void *args[] = {&chunk, metadata, &scale, &bias};
+  fuse_then_launch_alone("param_index", {{k, 10, args}, {k, 10, args}},
+                         {"parameter 'multi_tensor_scale_param_1' passed as the address of its bytes",
+                          "the kernel computes addresses in it at run time"});
+}
+
 // sk_module_inspect: what a module holds for an architecture, without a GPU, and its refusals.
 // A `__grid_constant__` tensor map through the C API: its signature as libsk reads the PTX
 // parameter (128 bytes aligned 128), its bytes the argument, the super kernel launched with them

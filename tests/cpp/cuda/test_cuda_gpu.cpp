@@ -1858,6 +1858,75 @@ TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
   EXPECT_EQ(std::memcmp(a.data(), expect.data(), kN * 4), 0) << "the driver's launch != the CPU";
 }
 
+// A struct parameter indexed at run time (param_index.cu, as PyTorch's multi-tensor kernels read
+// their metadata): two steps, the second reading what the first wrote, each block finding its
+// tensor and chunk in the parameter; fused equals its PTX launched by the driver and the CPU, bit
+// for bit.
+TEST_F(CudaGpu, AStructParameterIndexedAtRunTimeFusedEqualsItsPlainLaunch) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr int kTensors = 4, kChunk = 128;
+  struct Metadata {  // param_index.cu's TensorListMetadata
+    uint64_t addresses[2][kTensors];
+    int32_t numel[kTensors];
+    uint8_t block_to_tensor[16];
+    int32_t block_to_chunk[16];
+  };
+  static_assert(sizeof(Metadata) == 160);
+  const int sizes[kTensors] = {300, 128, 520, 77};
+  std::vector<std::vector<float>> x(kTensors);
+  for (int t = 0; t < kTensors; ++t)
+    for (int i = 0; i < sizes[t]; ++i) x[t].push_back((float)((i * 7 + t * 13) % 97) * 0.37f - 9.0f);
+  // Step 0: y = x * 2.5 + 1; step 1: x = y * -0.75 + 3 (nvcc contracts each to one fma).
+  const float scale[2] = {2.5f, -0.75f}, bias[2] = {1.0f, 3.0f};
+  std::vector<std::vector<float>> expect = x;
+  for (int t = 0; t < kTensors; ++t)
+    for (float &v : expect[t]) v = std::fmaf(std::fmaf(v, scale[0], bias[0]), scale[1], bias[1]);
+  // Per run (the driver's, libsk's): the tensors and the two steps' metadata.
+  struct Run {
+    std::vector<float *> xs, ys;
+    Metadata meta[2];
+  };
+  uint32_t blocks = 0;
+  auto prepare = [&](Run &r) {
+    blocks = 0;
+    std::memset(r.meta, 0, sizeof r.meta);
+    for (int t = 0; t < kTensors; ++t) {
+      r.xs.push_back(alloc(x[t]));
+      r.ys.push_back(alloc(std::vector<float>(sizes[t], -1.0f)));
+      for (int c = 0; c * kChunk < sizes[t]; ++c, ++blocks)
+        for (Metadata &m : r.meta) m.block_to_tensor[blocks] = (uint8_t)t, m.block_to_chunk[blocks] = c;
+      for (int step = 0; step < 2; ++step) {
+        r.meta[step].numel[t] = sizes[t];
+        r.meta[step].addresses[0][t] = ptr_slot(step == 0 ? r.xs[t] : r.ys[t]);
+        r.meta[step].addresses[1][t] = ptr_slot(step == 0 ? r.ys[t] : r.xs[t]);
+      }
+    }
+  };
+  Run plain, fused;
+  prepare(plain);
+  prepare(fused);
+  ASSERT_EQ(blocks, 10u);
+  const std::string ptx = sk::cuda_test::kernel_text("param_index.ptx");
+  int32_t chunk = kChunk;
+  for (int step = 0; step < 2; ++step) {
+    void *args[] = {&chunk, &plain.meta[step], (void *)&scale[step], (void *)&bias[step]};
+    ASSERT_EQ(drv.launch(ptx, "multi_tensor_scale", blocks, 128, 0, args), 0) << "step " << step;
+  }
+  sk_kernel *k = ptx_kernel(ptx, "multi_tensor_scale", {sizeof(sk_kernel_desc), nullptr, 128, 0});
+  ASSERT_NE(k, nullptr);
+  void *a0[] = {&chunk, &fused.meta[0], (void *)&scale[0], (void *)&bias[0]},
+       *a1[] = {&chunk, &fused.meta[1], (void *)&scale[1], (void *)&bias[1]};
+  ASSERT_NO_FATAL_FAILURE(run_fused("param_index", {{k, blocks, a0}, {k, blocks, a1}}));
+  for (int t = 0; t < kTensors; ++t) {
+    const std::vector<float> a = read(plain.xs[t], sizes[t]), b = read(fused.xs[t], sizes[t]);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0)
+        << "tensor " << t << ": fused != the driver's launch";
+    EXPECT_EQ(std::memcmp(a.data(), expect[t].data(), a.size() * 4), 0)
+        << "tensor " << t << ": the driver != the CPU";
+  }
+}
+
 // Threads that return before a __syncthreads() the others reach (the guard of a partial last
 // block; a different round count per thread, the barriers in a helper, __syncthreads_count/and/
 // or after the returns): fused, the returned threads wait in __sk_leave and the block does not

@@ -826,8 +826,7 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsTheGenericAddressOfItsBytes
 
   // What the rewrite cannot follow is refused by name: parameters read through a register
   // address it does not follow beside it, another use of the parameter or of a register holding
-  // its address, a register given two addresses, a cvta.param of an address from elsewhere, a
-  // helper's.
+  // its address, a cvta.param of an address from elsewhere, a helper's.
   auto loaded_address = load_text(".param .align 8 .b8 s[16]",
                                   "mov.u64 %rd1, s;\nld.global.u64 %rd2, [%rd7];\nld.param.u32 %r1, [%rd2+4];\n"
                                   "cvta.param.u64 %rd3, %rd1;");
@@ -846,11 +845,6 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsTheGenericAddressOfItsBytes
   EXPECT_EQ(refused(stored, "k"), SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk::last_error(), "uses the address of parameter 's' (in %rd1)")) << sk::last_error();
   EXPECT_TRUE(contains(sk::last_error(), "(st.global.u64)")) << sk::last_error();
-  auto loop = load_text(".param .align 64 .b8 s[128]",
-                        "mov.u64 %rd1, s;\nadd.u64 %rd1, %rd1, 8;\ncvta.param.u64 %rd2, %rd1;");
-  EXPECT_EQ(refused(loop, "k"), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "register %rd1 the address of parameter 's' at two offsets"))
-      << sk::last_error();
   auto elsewhere = load_text(".param .align 64 .b8 s[128]",
                              "mov.u64 %rd1, s;\ncvta.param.u64 %rd2, %rd1;\nld.global.u64 %rd3, [%rd2];\n"
                              "cvta.param.u64 %rd4, %rd3;");
@@ -871,6 +865,77 @@ TEST(CudaPtx, AParameterWhoseAddressIsTakenIsPassedAsTheGenericAddressOfItsBytes
   EXPECT_EQ(refused(helper, "k"), SK_ERR_UNSUPPORTED);
   EXPECT_TRUE(contains(sk::last_error(), "'h', which it calls, makes a parameter address generic (cvta.param.u64)"))
       << sk::last_error();
+}
+
+// A struct parameter indexed at run time, as PyTorch's multi-tensor kernels index their
+// metadata by block (param_index.cu): nvcc computes parameter-space addresses from the one it
+// takes (`add.s64 %rd8, %rd5, %rd7`) and reads through them. Fused, the register that took the
+// address is given the generic address of the bytes, the arithmetic stays, and each ld.param
+// through a computed address is a load through the generic one. Addresses computed in fewer
+// than 64 bits, or used otherwise than read through, are refused by name.
+TEST(CudaPtx, AParameterIndexedAtRunTimeIsReadThroughItsGenericAddress) {
+  auto nvcc = load("param_index.ptx");
+  ASSERT_TRUE(nvcc);
+  auto k = take(nvcc, "multi_tensor_scale");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(sk::signature_to_string(k->signature), "u32,{u64[20]},f32,f32");
+  EXPECT_EQ(k->ptx->by_address, std::vector<uint32_t>{1});
+  EXPECT_TRUE(has_rewrite(k->ptx->rewrites, "the kernel computes addresses in it at run time"))
+      << k->ptx->rewrites[0];
+  const std::string text = text_of(nvcc->bytes);
+  EXPECT_TRUE(std::regex_search(text, std::regex("ld\\.param\\.b64 %rd5, \\[multi_tensor_scale_param_1\\];")))
+      << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex("add\\.s64\\s+%rd8, %rd5, %rd7;"))) << text;
+  EXPECT_TRUE(contains(text, "ld.u8 %r9, [%rd8+80];")) << text;
+  EXPECT_TRUE(contains(text, "ld.u64 %rd14, [%rd1];")) << text;
+  EXPECT_TRUE(contains(text, "ld.u64 %rd15, [%rd1+32];")) << text;
+  EXPECT_FALSE(std::regex_search(text, std::regex("ld\\.param\\.\\w+\\s+[^,]+, \\[%rd"))) << text;
+  // The scalars beside it are still passed by value.
+  EXPECT_TRUE(std::regex_search(text, std::regex("ld\\.param\\.u32\\s+%r7, \\[multi_tensor_scale_param_0\\];")))
+      << text;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, nvcc->ptx->link_arch, &log), 0) << log;
+
+  // A register given several addresses (a pointer stepping through the parameter) is computed
+  // too: it takes the generic address, steps from it, and is made generic by a move.
+  auto loop =
+      load_text(".param .align 64 .b8 s[128], .param .u64 out",
+                "mov.u64 %rd1, s;\nadd.u64 %rd1, %rd1, 8;\ncvta.param.u64 %rd2, %rd1;\nld.u32 %r1, "
+                "[%rd2];\nld.param.u32 %r2, [%rd1+4];\nld.param.u32 %r3, [%rd1+-8];\nld.param.u64 %rd3, [out];\n"
+                "st.global.v4.u32 [%rd3], {%r1, %r2, %r3, %r3};");
+  ASSERT_TRUE(take(loop, "k"));
+  const std::string stepped = text_of(loop->bytes);
+  for (const char *line : {"ld.param.b64 %rd1, [s];", "add.u64 %rd1, %rd1, 8;", "mov.b64 %rd2, %rd1;",
+                           "ld.u32 %r2, [%rd1+4];", "ld.u32 %r3, [%rd1+-8];"})
+    EXPECT_TRUE(contains(stepped, line)) << line << " in:\n" << stepped;
+  EXPECT_EQ(sk::cuda_test::ptxas(stepped, "sm_90", &log), 0) << log << stepped;
+
+  auto narrow =
+      load_text(".param .align 8 .b8 s[64]", "mov.u32 %r1, s;\nadd.s32 %r2, %r1, %r3;\nld.param.u32 %r4, [%r2];");
+  EXPECT_EQ(refused(narrow, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(),
+                       "computes the address of parameter 's' in %r1 at run time, in fewer than "
+                       "64 bits (mov.u32)"))
+      << sk::last_error();
+  auto truncated = load_text(".param .align 8 .b8 s[64]",
+                             "mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\ncvt.u32.u64 %r1, %rd2;\n"
+                             "ld.param.u32 %r2, [%rd2];");
+  EXPECT_EQ(refused(truncated, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "in %r1 at run time, in fewer than 64 bits (cvt.u32.u64)"))
+      << sk::last_error();
+  auto stored = load_text(".param .align 8 .b8 s[64]",
+                          "mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\nst.global.u64 [%rd4], %rd2;\n"
+                          "ld.param.u32 %r2, [%rd2];");
+  EXPECT_EQ(refused(stored, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(),
+                       "uses the address of parameter 's' (in %rd2) in a way libsk cannot "
+                       "rewrite (st.global.u64)"))
+      << sk::last_error();
+  auto halves = load_text(".param .align 8 .b8 s[64]",
+                          "mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\nmov.b64 {%r1, %r2}, %rd2;\n"
+                          "ld.param.u32 %r3, [%rd2];");
+  EXPECT_EQ(refused(halves, "k"), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk::last_error(), "(in %rd2) in a way libsk cannot rewrite (mov.b64)")) << sk::last_error();
 }
 
 // A struct aligned beyond 8 bytes passed by value (a float4, an int4: `.align 16`) has a
