@@ -69,6 +69,15 @@ def ops(dev, ops_path):
     return dev.load(ops_path)
 
 
+def cuda_kernel(name):
+    """A CUDA test kernel of the build that made the library (tests/kernels/cuda)."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(sk.library_path())))
+    path = os.path.join(build, "tests", "kernels", "cuda", name)
+    if not os.path.exists(path):
+        pytest.skip(f"no {path} (the CUDA tests were not built)")
+    return path
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path):
     """cuda:0 on the stand-in driver the C++ tests build (no GPU needed): its "device memory"

@@ -1,7 +1,8 @@
 """Structs passed by value (aggregate signatures) and arguments read by reference (sk.Ref)
 through the binding: fused launches agree with unfused ones and with the record the test makes
 of the values; misuse raises naming the argument, never reaching libsk with a bad value.
-Kernels: tests/kernels/args_aggregates.c and args_refs.c, compiled here as a user would."""
+Kernels: tests/kernels/args_aggregates.c and args_refs.c, compiled here as a user would, and a
+CUDA kernel of the build (tests/kernels/cuda/param_index.cu) on the stand-in driver."""
 import ctypes
 import os
 import struct
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import superkernel as sk
-from conftest import ROOT, compile_kernel
+from conftest import ROOT, compile_kernel, cuda_kernel
 
 RECORD = 256
 
@@ -171,3 +172,32 @@ def test_refs_misuse_names_the_argument(dev, objects):
         with pytest.raises(ValueError, match=r"Ref\(None\) names no memory"):
             scope.add(add, 1, out, sk.Ref(None), 3)
         scope.abort()
+
+
+def test_a_cuda_struct_indexed_at_run_time_is_passed_as_its_bytes(fake_gpu):
+    # multi_tensor_scale reads its 160-byte TensorListMetadata at offsets it computes: libsk
+    # passes the struct as the address of its bytes; the binding gives those bytes, from a
+    # ctypes object, bytes, or a list of the members.
+    mod = fake_gpu.load(cuda_kernel("param_index.ptx"))
+    k = mod.kernel("multi_tensor_scale")
+    assert k.signature == "u32,{u64[20]},f32,f32"
+
+    class Metadata(ctypes.Structure):
+        _fields_ = [("addresses", ctypes.c_uint64 * 8), ("numel", ctypes.c_int32 * 4),
+                    ("block_to_tensor", ctypes.c_uint8 * 16), ("block_to_chunk", ctypes.c_int32 * 16)]
+
+    assert ctypes.sizeof(Metadata) == 160
+    meta = Metadata()
+    meta.numel[0] = 1000
+    with fake_gpu.scope("param_index") as scope:
+        scope.add(k, 8, 128, meta, 2.0, 1.0)
+        scope.add(k, 8, 128, bytes(meta), 0.5, -1.0)
+        scope.add(k, 8, 128, [list(range(20))], 1.0, 0.0)
+    fused = scope.superkernel
+    rewrites = fused.explain()["cuda_entry"]["sub_kernels"][0]["ptx"]["rewrites"]
+    assert any("the kernel computes addresses in it at run time" in r for r in rewrites), rewrites
+    fused.launch()
+    fake_gpu.synchronize()
+    with pytest.raises(ValueError, match=r"argument 1 \(\{u64\[20\]\}\): .* takes 160 bytes, bytes holds 100"):
+        with fake_gpu.scope("short") as scope:
+            scope.add(k, 8, 128, bytes(100), 2.0, 1.0)

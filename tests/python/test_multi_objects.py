@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import superkernel as sk
-from conftest import ROOT, compile_kernel
+from conftest import ROOT, compile_kernel, cuda_kernel
 
 MULTI = os.path.join(ROOT, "tests", "kernels", "multi")
 
@@ -62,15 +62,6 @@ def test_bad_lists(dev, multi):
         dev.load([b"", multi["multi_main"]])
     with pytest.raises(sk.InvalidArgument, match="only archives"):
         dev.load([multi["libmulti"]])
-
-
-def cuda_kernel(name):
-    """A CUDA test kernel of the build that made the library (tests/kernels/cuda)."""
-    build = os.path.dirname(os.path.dirname(os.path.abspath(sk.library_path())))
-    path = os.path.join(build, "tests", "kernels", "cuda", name)
-    if not os.path.exists(path):
-        pytest.skip(f"no {path} (the CUDA tests were not built)")
-    return path
 
 
 def test_nvcc_objects_of_separable_compilation_are_one_cuda_module(fake_gpu):
