@@ -573,7 +573,10 @@ SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, con
  * target and the architecture it links for, and each kernel it declares (a PTX module: each
  * `.entry` and visible function) with its signature, threads per block, dynamic shared bytes
  * and where each came from, the device API it reaches, a PTX kernel's directives and every
- * rewrite loading made, or, for a kernel sk_module_get_kernel would refuse, its error. An `ar`
+ * rewrite loading made, or, for a kernel sk_module_get_kernel would refuse, its error; where
+ * it would be refused only for launch facts its binary does not say, also `needs` (the
+ * sk_kernel_desc fields to give: "threads", "block", "dynamic_shared") and its facts with
+ * stand-ins for them (`threads_from`, `dynamic_shared_from`: "stand-in"). An `ar`
  * archive of nvcc objects is `"kind": "archive"`, its members of device code in `objects` (so
  * are the units of a shared library compiled -rdc), each kernel's `module` its member and
  * `linked_with` the members it links (as sk_module_load_files links them).

@@ -365,8 +365,8 @@ sk_status check_ptx_signature(const Signature &given, const Signature &ptx, cons
 // A PTX kernel's threads per block: the caller's (checked against its directives), its
 // `.reqntid`, its sk_kernel.h record, or its `.maxntid`; a `__global__` kernel that says none
 // of them needs the caller's.
-sk_status ptx_threads(const CudaModule &m, const PtxKernel &pk, uint32_t caller, const std::string &what,
-                      const char *call, CudaKernel *k) {
+sk_status ptx_threads(const CudaModule &m, const PtxKernel &pk, uint32_t caller, bool stand_in,
+                      const std::string &what, const char *call, CudaKernel *k) {
   const uint32_t req = pk.reqntid[0] * pk.reqntid[1] * pk.reqntid[2];
   const uint32_t max = pk.maxntid[0] * pk.maxntid[1] * pk.maxntid[2];
   if (caller && req && caller != req)
@@ -384,6 +384,9 @@ sk_status ptx_threads(const CudaModule &m, const PtxKernel &pk, uint32_t caller,
     k->threads = recorded->second, k->threads_from = "metadata";
   } else if (max) {
     k->threads = max, k->threads_from = ".maxntid";
+  } else if (pk.entry && stand_in) {
+    k->threads = kDefaultThreads, k->threads_from = "stand-in";
+    k->stand_ins.push_back("threads");
   } else if (pk.entry) {
     return fail(SK_ERR_INCOMPATIBLE,
                 "%s: %s does not say its threads per block (no .reqntid or .maxntid, as __launch_bounds__ writes): "
@@ -450,6 +453,14 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: dynamic_shared %u is above %u, the most a block may opt in to",
                 call, what.c_str(), request.dynamic_shared, kMaxDynamicShared);
   const uint32_t *b = request.block;
+  // A stand-in shape for one its PTX reads but does not give: {1, T, 1}, within its .maxntid.
+  uint32_t stand_in_block[3] = {1, 0, 1};
+  const bool block_stand_in = request.stand_ins && pk && pk->block_shape_needed && !pk->reqntid[0] && !b[0];
+  if (block_stand_in) {
+    const uint32_t max = pk->maxntid[0] * pk->maxntid[1] * pk->maxntid[2];
+    stand_in_block[1] = request.threads ? request.threads : max ? max : kDefaultThreads;
+    b = stand_in_block;
+  }
   uint32_t threads = request.threads;
   if (b[0] || b[1] || b[2]) {
     const uint64_t product = uint64_t{b[0]} * b[1] * b[2];
@@ -523,7 +534,10 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
           in_place = (in_place + var.align - 1) / var.align * var.align + var.size;
       k->static_shared = (uint32_t)std::min<uint64_t>(alone.bytes + in_place, UINT32_MAX);
     }
-    if (reach.dynamic_shared && !m.dynamic_shared.count(name) && !request.dynamic_shared)
+    if (reach.dynamic_shared && !m.dynamic_shared.count(name) && !request.dynamic_shared && request.stand_ins) {
+      k->dynamic_shared_from = "stand-in";
+      k->stand_ins.push_back("dynamic_shared");
+    } else if (reach.dynamic_shared && !m.dynamic_shared.count(name) && !request.dynamic_shared)
       return fail(SK_ERR_INCOMPATIBLE,
                   m.kind == InputKind::Ptx
                       ? "%s: %s uses an .extern .shared array but its size is not known; give it when taking the "
@@ -551,8 +565,12 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   if (auto it = m.dynamic_shared.find(name); it != m.dynamic_shared.end())
     k->dynamic_shared = it->second, k->dynamic_shared_from = "metadata";
   if (pk) {
-    if (sk_status st = ptx_threads(m, *pk, threads, what, call, k.get()); st != SK_OK) return st;
+    if (sk_status st = ptx_threads(m, *pk, threads, request.stand_ins, what, call, k.get()); st != SK_OK) return st;
     std::copy(b, b + 3, k->block);
+    if (block_stand_in) {
+      k->threads_from = "stand-in";
+      k->stand_ins.push_back("block");
+    }
     if (pk->launches_dependents) k->usage |= kUsesGridDependencyLaunch;
     if (!pk->write_before_dependent_wait.empty()) k->usage |= kUsesWriteBeforeGridDependencyWait;
     // .maxnreg bounds what the link compiles it to.

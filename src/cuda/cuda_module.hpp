@@ -102,10 +102,14 @@ struct CudaKernel {
   // (PtxKernel::static_shared), which share the overlay the same way.
   uint32_t static_shared = 0;
   uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
-  // Where `threads` came from, for explain: "metadata", ".reqntid", ".maxntid", "caller", "default".
+  // Where `threads` came from, for explain: "metadata", ".reqntid", ".maxntid", "caller", "default"
+  // ("stand-in" for KernelRequest::stand_ins).
   std::string threads_from = "default";
-  std::string dynamic_shared_from;  // "metadata", "caller" ("" when it has none)
-  const PtxKernel *ptx = nullptr;   // a PTX module's kernel: its facts and rewrites (module-owned)
+  std::string dynamic_shared_from;  // "metadata", "caller", "stand-in" ("" when it has none)
+  // The sk_kernel_desc fields given stand-ins (KernelRequest::stand_ins): "threads", "block",
+  // "dynamic_shared"; a kernel taken for a launch has none.
+  std::vector<std::string> stand_ins;
+  const PtxKernel *ptx = nullptr;  // a PTX module's kernel: its facts and rewrites (module-owned)
   // Where it was taken from a module of several objects: the others that define what its
   // module's code uses (ModuleSet::links), linked before it.
   std::vector<std::shared_ptr<const CudaModule>> links;

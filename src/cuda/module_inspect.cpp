@@ -1,6 +1,7 @@
 // sk_module_inspect on the CUDA backend: a module read as a device of the spec's architecture
 // reads it, and each kernel it declares taken as sk_module_get_kernel takes it, without a GPU:
-// launch facts, device API, and for PTX its rewrites; a kernel that cannot be taken says why.
+// launch facts, device API, and for PTX its rewrites; a kernel that cannot be taken says why,
+// and which launch facts to give where nothing else refuses it.
 #include "common/error.hpp"
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -68,8 +69,21 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
     if (make_cuda_kernel(m, name.c_str(), backend::KernelRequest{}, "sk_module_get_kernel", &k) == SK_OK) {
       write_kernel_facts(j, *k);
     } else {
-      j.key("name").value(name);
-      j.key("error").value(last_error());
+      // Refused for want of launch facts its binary does not say: which, and what it would be
+      // with stand-ins for them (nothing else refuses it).
+      const std::string refusal = last_error();
+      backend::KernelRequest stand_ins;
+      stand_ins.stand_ins = true;
+      if (make_cuda_kernel(m, name.c_str(), stand_ins, "sk_module_get_kernel", &k) == SK_OK &&
+          !k->stand_ins.empty()) {
+        write_kernel_facts(j, *k);
+        j.key("needs").begin_array();
+        for (const std::string &field : k->stand_ins) j.value(field);
+        j.end_array();
+      } else {
+        j.key("name").value(name);
+      }
+      j.key("error").value(refusal);
     }
     j.end_object();
   }

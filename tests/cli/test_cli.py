@@ -495,6 +495,11 @@ def test_inspect_triton_ptx_shows_its_launch_facts_and_rewrites():
     assert "\n      %ctaid.x read as sk_block_idx()\n" in rope_text
     assert "  rmsnorm_kernel: cannot be taken: " in out
     assert "uses an .extern .shared array" in out and "(sk_kernel_desc.dynamic_shared" in out
+    # Nothing else refuses it: the field to give, and its facts with a stand-in for it.
+    rms_text = out[out.index("  rmsnorm_kernel: "):]
+    assert ("\n    taken once given sk_kernel_desc.dynamic_shared; with stand-ins for them:\n"
+            "    signature: ptr,ptr,ptr,u32,f32,ptr,ptr\n") in rms_text, rms_text
+    assert "    dynamic shared: 0 bytes (from stand-in)\n" in rms_text
     r = sk("inspect", "--json", rope)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
@@ -507,7 +512,7 @@ def test_inspect_triton_ptx_shows_its_launch_facts_and_rewrites():
     assert k["ptx"]["reqntid"] == [threads, 1, 1] and "%ctaid.x read as sk_block_idx()" in k["ptx"]["rewrites"]
     [k] = json.loads(sk("inspect", "--json", rms).stdout)["kernels"]
     assert k["name"] == "rmsnorm_kernel" and "sk_kernel_desc.dynamic_shared" in k["error"]
-    assert "threads" not in k
+    assert (k["needs"], k["dynamic_shared_from"], k["threads_from"]) == (["dynamic_shared"], "stand-in", ".reqntid")
 
 
 @needs_fake_cuda
@@ -563,7 +568,12 @@ def test_inspect_nvcc_ptx_names_each_refusal():
     d = json.loads(sk("inspect", "--json", path).stdout)
     assert d["kind"] == "ptx" and [k["name"] for k in d["kernels"]] == kernels
     for k in d["kernels"]:
-        assert set(k) == {"name", "error"} and REFUSALS[k["name"]] in k["error"], k
+        assert REFUSALS[k["name"]] in k["error"], k
+        # Only what its PTX does not say keeps refuse_child: the field to give, and its facts.
+        if k["name"] == "refuse_child":
+            assert (k["needs"], k["threads_from"], k["signature"]) == (["threads"], "stand-in", "ptr,u32"), k
+        else:
+            assert set(k) == {"name", "error"}, k
 
 
 @needs_fake_cuda

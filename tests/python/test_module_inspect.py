@@ -28,11 +28,17 @@ def test_each_fixtures_kernel_with_its_launch_facts_or_why_not(fake_gpu, name):
     assert k["name"] == meta["name"]
     mod = fake_gpu.load(path)
     if meta["refused"] or meta["shared"]:  # refused, or its dynamic shared size is not in the PTX
-        assert set(k) == {"name", "error"}
         why = "cannot be fused" if meta["refused"] else "sk_kernel_desc.dynamic_shared"
         assert why in k["error"]
         with pytest.raises(sk.Error):
             mod.kernel(meta["name"])
+        if meta["refused"]:
+            assert set(k) == {"name", "error"}
+            return
+        # Nothing else refuses it: taken with the size given, as inspect said with a stand-in.
+        assert (k["needs"], k["dynamic_shared_from"]) == (["dynamic_shared"], "stand-in")
+        given = mod.kernel(meta["name"], dynamic_shared=meta["shared"])
+        assert given.signature == k["signature"]
         return
     assert (k["threads"], k["threads_from"]) == (meta["num_warps"] * 32, ".reqntid")
     assert k["ptx"]["reqntid"] == [meta["num_warps"] * 32, 1, 1]

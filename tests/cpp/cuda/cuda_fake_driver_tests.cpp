@@ -3087,6 +3087,23 @@ TEST(CudaModuleInspect, SaysWhatEachKernelWouldBeOrWhyNot) {
   for (const char *fact : {R"("name":"rmsnorm_global")", R"("maxntid":[256,1,1])", R"("min_blocks_per_sm":2)",
                            "%nctaid.x read as sk_block_num()", "sk_kernel_desc.threads"})
     EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  // A kernel refused only for launch facts its PTX does not say: the sk_kernel_desc fields to
+  // give, and its facts with stand-ins for them (a block {1, T, 1} for one that reads threadIdx.y).
+  const std::vector<uint8_t> shaped = sk::cuda_test::kernel_bytes("block2d.ptx");
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", shaped.data(), shaped.size(), nullptr, 0, &need), SK_OK);
+  json.assign(need, '\0');
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", shaped.data(), shaped.size(), json.data(), need, nullptr), SK_OK);
+  for (const char *fact :
+       {R"("name":"scale_rows_2d","module":)", R"("threads":128,"threads_from":"stand-in","block":[1,128,1],)",
+        R"("needs":["block"],"error":"sk_module_get_kernel: kernel 'scale_rows_2d')", "(sk_kernel_desc.block)"})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  const std::vector<uint8_t> refused = sk::cuda_test::kernel_bytes("refuse_global.ptx");
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", refused.data(), refused.size(), nullptr, 0, &need), SK_OK);
+  json.assign(need, '\0');
+  ASSERT_EQ(sk_module_inspect("cuda:arch=sm_90", refused.data(), refused.size(), json.data(), need, nullptr), SK_OK);
+  EXPECT_TRUE(contains(json, R"({"name":"refuse_cluster","error":)")) << json;
+  EXPECT_TRUE(contains(json, R"("threads_from":"stand-in")")) << json;  // refuse_child
+  EXPECT_TRUE(contains(json, R"("needs":["threads"])")) << json;
   EXPECT_EQ(sk_module_inspect("cuda", rms.data(), rms.size(), nullptr, 0, &need), SK_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(sk_last_error(), "arch=sm_XY")) << sk_last_error();
   // The host backend reads ELF objects: PTX is none.

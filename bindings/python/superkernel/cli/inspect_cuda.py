@@ -139,8 +139,13 @@ def print_text(d, out):
     for k in d["kernels"]:
         if "error" in k:
             w(f"  {k['name']}: cannot be taken: {_one_line(k['error'])}\n")
-            continue
-        w(f"  {k['name']}({k['signature']})\n")
+            if "needs" not in k:
+                continue
+            given = ", ".join(f"sk_kernel_desc.{field}" for field in k["needs"])
+            w(f"    taken once given {given}; with stand-ins for them:\n")
+            w(f"    signature: {k['signature']}\n")
+        else:
+            w(f"  {k['name']}({k['signature']})\n")
         if "objects" in d:
             w(f"    object: {k['module']}\n")
             w(f"    linked with: {', '.join(k.get('linked_with', [])) or 'nothing else'}\n")
