@@ -1860,8 +1860,9 @@ TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
 
 // A struct parameter indexed at run time (param_index.cu, as PyTorch's multi-tensor kernels read
 // their metadata): two steps, the second reading what the first wrote, each block finding its
-// tensor and chunk in the parameter; fused equals its PTX launched by the driver and the CPU, bit
-// for bit.
+// tensor and chunk in the parameter; then cat's metadata indexed by blockIdx.y, and a table both
+// read through a helper and indexed. Fused equals its PTX launched by the driver and the CPU,
+// bit for bit.
 TEST_F(CudaGpu, AStructParameterIndexedAtRunTimeFusedEqualsItsPlainLaunch) {
   PtxDriver drv;
   ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
@@ -1925,6 +1926,59 @@ TEST_F(CudaGpu, AStructParameterIndexedAtRunTimeFusedEqualsItsPlainLaunch) {
     EXPECT_EQ(std::memcmp(a.data(), expect[t].data(), a.size() * 4), 0)
         << "tensor " << t << ": the driver != the CPU";
   }
+
+  // cat_rows: three inputs, one per blockIdx.y, into every other element of one output; then
+  // table_lookup: a table read through a helper and indexed by the kernel.
+  struct CatMetadata {
+    uint64_t input[8];
+    int64_t offset[8], nelem[8];
+  } cat_plain{}, cat_fused{};
+  const int64_t stride = 2, lengths[3] = {300, 5, 1000};
+  std::vector<float> cat_expect(2 * 1305 + 2, -1.0f);
+  float *cat_out[2] = {alloc(cat_expect), alloc(cat_expect)};
+  int64_t at = 0;
+  for (int t = 0; t < 3; ++t) {
+    std::vector<float> in(lengths[t]);
+    for (int64_t i = 0; i < lengths[t]; ++i)
+      in[i] = (float)(t * 1000 + i) * 0.5f, cat_expect[at + i * stride] = in[i];
+    cat_plain.input[t] = ptr_slot(alloc(in)), cat_fused.input[t] = ptr_slot(alloc(in));
+    cat_plain.offset[t] = cat_fused.offset[t] = at, cat_plain.nelem[t] = cat_fused.nelem[t] = lengths[t];
+    at += lengths[t] * stride;
+  }
+  uint64_t cat_slots[2] = {ptr_slot(cat_out[0]), ptr_slot(cat_out[1])};
+  void *cat_args_plain[] = {&cat_slots[0], &cat_plain, (void *)&stride},
+       *cat_args_fused[] = {&cat_slots[1], &cat_fused, (void *)&stride};
+  ASSERT_EQ(drv.launch(ptx, "cat_rows", 2, 256, 0, cat_args_plain, 3), 0);
+  sk_kernel *cat = ptx_kernel(ptx, "cat_rows", {sizeof(sk_kernel_desc), nullptr, 256, 0});
+  ASSERT_NE(cat, nullptr);
+  sk_kernel_options cat_grid = SK_KERNEL_OPTIONS_INIT;
+  cat_grid.grid[0] = 2, cat_grid.grid[1] = 3, cat_grid.grid[2] = 1;
+
+  constexpr uint32_t kLookups = 256;
+  struct Table {
+    float v[32];
+  } table;
+  for (int i = 0; i < 32; ++i) table.v[i] = (float)(i * i) * 0.25f - 3.0f;
+  std::vector<int32_t> idx(kLookups);
+  std::vector<float> lookup_expect(kLookups);
+  for (uint32_t i = 0; i < kLookups; ++i)
+    idx[i] = (int32_t)(i * 37 % 101), lookup_expect[i] = table.v[idx[i] & 31] + table.v[idx[i] & 7];
+  int32_t *idx_dev = alloc(idx);
+  float *lookup_out[2] = {alloc(std::vector<float>(kLookups)), alloc(std::vector<float>(kLookups))};
+  uint64_t idx_slot = ptr_slot(idx_dev), lookup_slots[2] = {ptr_slot(lookup_out[0]), ptr_slot(lookup_out[1])};
+  void *lookup_plain[] = {&table, &idx_slot, &lookup_slots[0]},
+       *lookup_fused[] = {&table, &idx_slot, &lookup_slots[1]};
+  ASSERT_EQ(drv.launch(ptx, "table_lookup", kLookups / 64, 64, 0, lookup_plain), 0);
+  sk_kernel *lookup = ptx_kernel(ptx, "table_lookup", {sizeof(sk_kernel_desc), nullptr, 64, 0});
+  ASSERT_NE(lookup, nullptr);
+  ASSERT_NO_FATAL_FAILURE(
+      run_fused("param_index_cat", {{cat, 6, cat_args_fused, &cat_grid}, {lookup, kLookups / 64, lookup_fused}}));
+  const std::vector<float> c0 = read(cat_out[0], cat_expect.size()), c1 = read(cat_out[1], cat_expect.size());
+  EXPECT_EQ(std::memcmp(c0.data(), c1.data(), c0.size() * 4), 0) << "cat: fused != the driver's launch";
+  EXPECT_EQ(std::memcmp(c0.data(), cat_expect.data(), c0.size() * 4), 0) << "cat: the driver != the CPU";
+  const std::vector<float> l0 = read(lookup_out[0], kLookups), l1 = read(lookup_out[1], kLookups);
+  EXPECT_EQ(std::memcmp(l0.data(), l1.data(), kLookups * 4), 0) << "table: fused != the driver's launch";
+  EXPECT_EQ(std::memcmp(l0.data(), lookup_expect.data(), kLookups * 4), 0) << "table: the driver != the CPU";
 }
 
 // Threads that return before a __syncthreads() the others reach (the guard of a partial last

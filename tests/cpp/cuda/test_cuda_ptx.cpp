@@ -890,6 +890,14 @@ TEST(CudaPtx, AParameterIndexedAtRunTimeIsReadThroughItsGenericAddress) {
   EXPECT_TRUE(contains(text, "ld.u64 %rd14, [%rd1];")) << text;
   EXPECT_TRUE(contains(text, "ld.u64 %rd15, [%rd1+32];")) << text;
   EXPECT_FALSE(std::regex_search(text, std::regex("ld\\.param\\.\\w+\\s+[^,]+, \\[%rd"))) << text;
+  // cat's metadata, indexed by blockIdx.y; a table both made generic for a helper and indexed.
+  auto cat = take(nvcc, "cat_rows");
+  ASSERT_TRUE(cat);
+  EXPECT_EQ(cat->ptx->by_address, std::vector<uint32_t>{1});
+  auto table = take(nvcc, "table_lookup");
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->ptx->by_address, std::vector<uint32_t>{0});
+  EXPECT_TRUE(has_rewrite(table->ptx->rewrites, "the kernel computes addresses in it at run time"));
   // The scalars beside it are still passed by value.
   EXPECT_TRUE(std::regex_search(text, std::regex("ld\\.param\\.u32\\s+%r7, \\[multi_tensor_scale_param_0\\];")))
       << text;

@@ -26,3 +26,28 @@ extern "C" __global__ void __launch_bounds__(128)
   float *out = const_cast<float *>(tl.addresses[1][tensor]) + chunk * chunk_size;
   for (int i = threadIdx.x; i < n && i < chunk_size; i += blockDim.x) out[i] = in[i] * scale + bias;
 }
+
+// PyTorch's cat: the inputs' metadata by value, input blockIdx.y of it per row of blocks.
+struct CatMetadata {
+  const float *input[8];
+  int64_t offset[8], nelem[8];
+};
+
+extern "C" __global__ void __launch_bounds__(256) cat_rows(float *out, CatMetadata m, int64_t stride) {
+  const int t = blockIdx.y;
+  for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < m.nelem[t]; i += gridDim.x * blockDim.x)
+    out[m.offset[t] + i * stride] = m.input[t][i];
+}
+
+// A grid-constant table read by a helper through its generic address and indexed at run time
+// by the kernel itself: both the followed and the computed address of one parameter.
+struct Table {
+  float v[32];
+};
+
+__device__ __noinline__ float pick(const Table *t, int i) { return t->v[i & 31]; }
+
+extern "C" __global__ void __launch_bounds__(64) table_lookup(const __grid_constant__ Table t, const int *idx, float *out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = pick(&t, idx[i]) + t.v[idx[i] & 7];
+}
