@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <unordered_set>
 
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
@@ -626,13 +628,13 @@ std::shared_ptr<const CudaModule> CudaModule::ptx_unit_if_read(size_t i) const {
 
 const std::vector<KernelMetadata> &CudaModule::declared_kernels() const {
   if (!library || set) return metadata;
+  // The names each unit declares, scanned at load: no unit is read for them (a library may hold
+  // thousands of kernels in units of megabytes each); a kernel's signature is its taking's.
   std::call_once(declared_once_, [this] {
-    for (size_t i = 0; i < ptx_units.size(); ++i)
-      if (const std::shared_ptr<const CudaModule> part = ptx_unit(i))
-        for (const PtxKernel &k : part->ptx->kernels)
-          if (k.entry && std::none_of(declared_.begin(), declared_.end(),
-                                      [&](const KernelMetadata &d) { return d.name == k.name; }))
-            declared_.push_back({k.name, signature_to_string(k.signature), "vector"});
+    std::unordered_set<std::string_view> seen;
+    for (const PtxUnit &unit : ptx_units)
+      for (const std::string &name : unit.entries)
+        if (seen.insert(name).second) declared_.push_back({name, "", "vector"});
   });
   return declared_;
 }

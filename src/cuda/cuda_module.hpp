@@ -72,8 +72,8 @@ struct CudaModule {
   std::shared_ptr<const CudaModule> ptx_unit(size_t i) const;
   // Unit i if it has been read, else null: it is then in no link.
   std::shared_ptr<const CudaModule> ptx_unit_if_read(size_t i) const;
-  // The kernels the module declares: `metadata`, and for a library every unit's kernels (each
-  // unit read on the first call).
+  // The kernels the module declares: `metadata`, and for a library the `.entry` names of every
+  // unit, as scanned at load (no unit is read for them; their signatures are left empty).
   const std::vector<KernelMetadata> &declared_kernels() const;
 
  private:

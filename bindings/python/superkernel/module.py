@@ -107,19 +107,32 @@ class Module(Handle):
             check(lib().sk_module_load(device.handle, image, len(image), ctypes.byref(out)),
                   "sk_module_load")
         super().__init__(out.value, device)
-        self.kernels = {}
         # Names that are not UTF-8 are shown with \xNN (as libsk shows them): the bytes of
         # each such name, which Module.kernel passes on when given the name shown.
         self._raw_names = {}
+        self._declared = []
         for raw in declared_kernels(self.handle):
             name = c_text(raw)
             if name.encode() != raw:
                 self._raw_names[name] = raw
-            try:
-                kernel = self.kernel(name)
-            except Error:  # declared but not linked: Module.kernel(name) raises why
-                continue
-            self.kernels[name] = {"sig": kernel.signature, "type": kernel.core_type}
+            self._declared.append(name)
+        self._kernels = None
+
+    @property
+    def kernels(self):
+        """{name: {"sig", "type"}} of each kernel the module declares that Module.kernel(name)
+        takes, read on first use: each is taken then (a shared library's thousands of kernels
+        read every translation unit, where loading reads only their names)."""
+        if self._kernels is None:
+            kernels = {}
+            for name in self._declared:
+                try:
+                    kernel = self.kernel(name)
+                except Error:  # declared but not linked, or needs its launch facts: kernel(name) says
+                    continue
+                kernels[name] = {"sig": kernel.signature, "type": kernel.core_type}
+            self._kernels = kernels
+        return self._kernels
 
     def _destroy(self, handle):
         lib().sk_module_unload(handle)

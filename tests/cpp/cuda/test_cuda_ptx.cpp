@@ -1239,6 +1239,9 @@ TEST(CudaPtx, ASharedLibrarysKernelsFuseFromEachTranslationUnitsPtx) {
   // once, whichever threads take kernels of it at once.
   EXPECT_FALSE(m->ptx_unit_if_read(0) || m->ptx_unit_if_read(1));
   EXPECT_EQ(m->ptx_units[1].entries.size(), 7u);
+  // Listing its kernels reads no unit either: the names scanned at load.
+  EXPECT_EQ(m->declared_kernels().size(), m->ptx_units[0].entries.size() + m->ptx_units[1].entries.size());
+  EXPECT_FALSE(m->ptx_unit_if_read(0) || m->ptx_unit_if_read(1));
   std::vector<std::shared_ptr<CudaKernel>> taken(8);
   {
     std::vector<std::thread> threads;
