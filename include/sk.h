@@ -600,7 +600,9 @@ SK_API sk_status sk_module_inspect(const char *spec, const void *image, size_t s
 /**
  * How many kernels the module declares: the `.sk.kernels` records (SK_KERNEL) of a host module,
  * of every object linked into it, or the `sk_kernel_meta_*` strings (SK_KERNEL_CUDA) of a CUDA
- * module. A declared kernel whose function the module lacks fails sk_module_get_kernel.
+ * module, and a CUDA module's `__global__` kernels of PTX (a shared library's: the `.entry`
+ * names its translation units declare, read without reading their PTX). A declared kernel
+ * whose function the module lacks, or that cannot be taken, fails sk_module_get_kernel.
  * - Errors: SK_ERR_INVALID_ARGUMENT if out is NULL.
  * - Threads: any.
  */
