@@ -918,32 +918,23 @@ TEST(CudaPtx, AParameterIndexedAtRunTimeIsReadThroughItsGenericAddress) {
     EXPECT_TRUE(contains(stepped, line)) << line << " in:\n" << stepped;
   EXPECT_EQ(sk::cuda_test::ptxas(stepped, "sm_90", &log), 0) << log << stepped;
 
-  auto narrow =
-      load_text(".param .align 8 .b8 s[64]", "mov.u32 %r1, s;\nadd.s32 %r2, %r1, %r3;\nld.param.u32 %r4, [%r2];");
-  EXPECT_EQ(refused(narrow, "k"), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(),
-                       "computes the address of parameter 's' in %r1 at run time, in fewer than "
-                       "64 bits (mov.u32)"))
-      << sk::last_error();
-  auto truncated = load_text(".param .align 8 .b8 s[64]",
-                             "mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\ncvt.u32.u64 %r1, %rd2;\n"
-                             "ld.param.u32 %r2, [%rd2];");
-  EXPECT_EQ(refused(truncated, "k"), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "in %r1 at run time, in fewer than 64 bits (cvt.u32.u64)"))
-      << sk::last_error();
-  auto stored = load_text(".param .align 8 .b8 s[64]",
-                          "mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\nst.global.u64 [%rd4], %rd2;\n"
-                          "ld.param.u32 %r2, [%rd2];");
-  EXPECT_EQ(refused(stored, "k"), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(),
-                       "uses the address of parameter 's' (in %rd2) in a way libsk cannot "
-                       "rewrite (st.global.u64)"))
-      << sk::last_error();
-  auto halves = load_text(".param .align 8 .b8 s[64]",
-                          "mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\nmov.b64 {%r1, %r2}, %rd2;\n"
-                          "ld.param.u32 %r3, [%rd2];");
-  EXPECT_EQ(refused(halves, "k"), SK_ERR_UNSUPPORTED);
-  EXPECT_TRUE(contains(sk::last_error(), "(in %rd2) in a way libsk cannot rewrite (mov.b64)")) << sk::last_error();
+  // Where a generic address cannot be: computed in 32 bits, truncated, stored, split.
+  const struct {
+    const char *body, *why;
+  } refusals[] = {
+      {"mov.u32 %r1, s;\nadd.s32 %r2, %r1, %r3;\nld.param.u32 %r4, [%r2];",
+       "computes the address of parameter 's' in %r1 at run time, in fewer than 64 bits (mov.u32)"},
+      {"mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\ncvt.u32.u64 %r1, %rd2;\nld.param.u32 %r2, [%rd2];",
+       "in %r1 at run time, in fewer than 64 bits (cvt.u32.u64)"},
+      {"mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\nst.global.u64 [%rd4], %rd2;\nld.param.u32 %r2, [%rd2];",
+       "uses the address of parameter 's' (in %rd2) in a way libsk cannot rewrite (st.global.u64)"},
+      {"mov.u64 %rd1, s;\nadd.s64 %rd2, %rd1, %rd3;\nmov.b64 {%r1, %r2}, %rd2;\nld.param.u32 %r3, [%rd2];",
+       "(in %rd2) in a way libsk cannot rewrite (mov.b64)"},
+  };
+  for (const auto &r : refusals) {
+    EXPECT_EQ(refused(load_text(".param .align 8 .b8 s[64]", r.body), "k"), SK_ERR_UNSUPPORTED) << r.body;
+    EXPECT_TRUE(contains(sk::last_error(), r.why)) << r.why << " in " << sk::last_error();
+  }
 }
 
 // A struct aligned beyond 8 bytes passed by value (a float4, an int4: `.align 16`) has a
