@@ -274,11 +274,11 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
     const Role &r = roles[i];
     const std::string_view op = body[i].toks[0];
     const bool computes = r.kind != Role::Other || arithmetic(op);
+    const std::optional<Address> v = value(r);
     for (size_t k = 1; k < body[i].toks.size(); ++k) {
       const std::string_view reg = body[i].toks[k];
       const size_t p = origin(reg);
       if (p == kNone) continue;
-      const std::optional<Address> v = value(r);
       const bool defines = k == 1 && r.dst == reg && computes && (computed.count(reg) || (v && *v == held[reg]));
       const bool reads = r.src == reg && (r.kind == Role::Copy || r.kind == Role::Offset ||
                                           r.kind == Role::Generic || r.kind == Role::LoadVia);
