@@ -394,7 +394,10 @@ SK_API sk_status sk_tensor_map_encode(sk_device *dev, const sk_tensor_map_desc *
  * writes without -cubin (a host object, or a fatbinary with -fatbin), whose cubin for the
  * device's architecture is loaded, or PTX (a `__global__` kernel's, read from beside the cubin
  * where there is one), or a shared library's translation units' PTX; an `ar` archive of such
- * objects (nvcc -lib) is a module of several objects, as sk_module_load_files loads them.
+ * objects (nvcc -lib) is a module of several objects, as sk_module_load_files loads them. A
+ * linked cubin (`nvcc -cubin`, or `nvcc -c` with SASS alone) loads too: its `__global__`
+ * kernels cannot be fused, and a scope launches each as compiled, in a dispatch of its own
+ * (docs/cuda.md, "Kernels of linked SASS").
  * The same bytes loaded twice on one device are linked once.
  * - Errors: SK_ERR_BAD_BINARY for bytes that are not a well-formed object (empty ones included)
  *   or malformed `.sk.kernels` metadata; SK_ERR_UNSUPPORTED for a well-formed object libsk cannot

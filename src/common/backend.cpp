@@ -33,6 +33,7 @@ PlanInput Kernel::plan_input(uint32_t block_dim, const GridShape &grid) const {
   in.grid = grid;
   in.usage = usage;
   in.usage_paths = usage_paths;
+  in.plain_launch = plain_launch;
   return in;
 }
 

@@ -122,6 +122,9 @@ class Kernel : public DeviceChild {
   // It numbers its blocks in more than one dimension (a PTX kernel that reads %ctaid.y/z or
   // %nctaid.y/z): each launch of it needs its grid's shape (sk_kernel_options.grid).
   bool multi_dimensional_grid = false;
+  // The backend launches it as compiled, on its own, between a super kernel's dispatches (a
+  // CUDA __global__ kernel of linked SASS, which cannot be called): PlanInput::plain_launch.
+  bool plain_launch = false;
 
   // Sets signature, signature_text and arg_slots.
   void set_signature(Signature sig);

@@ -9,7 +9,7 @@ namespace sk {
 namespace {
 // The version of the layout include/sk_explain.schema.json describes: raised, with the schema,
 // whenever a key or a value's meaning changes, so a reader can tell which layout it holds.
-constexpr uint64_t kExplainSchemaVersion = 7;
+constexpr uint64_t kExplainSchemaVersion = 8;
 }  // namespace
 
 std::string explain_json(const Plan &plan, const std::string &backend,
@@ -41,6 +41,7 @@ std::string explain_json(const Plan &plan, const std::string &backend,
     j.key("groups").value(uint64_t{seg.layout.groups});
     if (!seg.layout_note.empty()) j.key("note").value(seg.layout_note);
     j.key("split_reason").value(seg.reason.empty() ? "first dispatch" : seg.reason);
+    if (seg.plain_launch) j.key("plain_launch").value(true);
     j.end_object();
   }
   j.end_array();
@@ -62,6 +63,7 @@ std::string explain_json(const Plan &plan, const std::string &backend,
         if (s.kernel.arg_refs >> a & 1) j.value(a);
       j.end_array();
     }
+    if (s.kernel.plain_launch) j.key("plain_launch").value(true);
     j.key("core_type").value(s.kernel.core_type);
     j.key("block_dim").value(uint64_t{s.kernel.block_dim});
     if (s.kernel.grid[0]) {

@@ -81,6 +81,25 @@ sk_status plan_segments(const Plan &plan, const std::vector<PlanInput> &kernels,
   };
   for (uint32_t i = 0; i < kernels.size(); ++i) {
     const PlanInput &k = kernels[i];
+    if (k.plain_launch) {
+      // A dispatch of its own, the kernels before and after it each in theirs.
+      const std::string subject = "kernel " + std::to_string(i) + " '" + k.name + "'";
+      if (i > seg.first)
+        if (sk_status st = close_segment(i); st != SK_OK) return st;
+      if (i > 0) reason = subject + " is launched as compiled, on its own (the backend cannot call it)";
+      seg = PlanSegment{};
+      seg.first = i;
+      seg.plain_launch = true;
+      demand = LayoutDemand{};
+      demand.add(k.kind, std::min(k.block_dim, device_cores));
+      if (sk_status st = close_segment(i + 1); st != SK_OK) return st;
+      seg = PlanSegment{};
+      seg.first = i + 1;
+      reason = subject + " before it is launched as compiled, on its own";
+      demand = LayoutDemand{};
+      hard = HardSyncDemand{};
+      continue;
+    }
     if ((k.usage & kUsesGroupFlags) && !is_mixed(k.kind))
       return fail(SK_ERR_INCOMPATIBLE,
                   "%s is a %s kernel but uses group flags (sk_cross_core_set_flag / sk_cross_core_wait_flag), "
@@ -115,6 +134,7 @@ sk_status plan_segments(const Plan &plan, const std::vector<PlanInput> &kernels,
     demand = next;
     hard = next_hard;
   }
+  if (seg.first == kernels.size()) return SK_OK;  // it ended with a plain launch
   return close_segment(static_cast<uint32_t>(kernels.size()));
 }
 
@@ -200,6 +220,35 @@ sk_status refuse_multiplexed_sync(const std::string &subject, const PlanInput &k
 
 sk_status build_unfused_plan(const PlanInput &in, uint32_t device_cores, Plan *out) {
   return build_plan(std::string(in.symbol), ScopeOptions{}, {in}, device_cores, out, "sk_launch_kernel");
+}
+
+Plan segment_plan(const Plan &plan, uint32_t segment) {
+  const PlanSegment &seg = plan.segments[segment];
+  Plan out;
+  out.name = plan.name;
+  out.subject = plan.subject;
+  out.unfused = plan.unfused;
+  out.options = plan.options;
+  out.device_cores = plan.device_cores;
+  out.cores = seg.layout.cores();
+  out.streams = plan.streams;
+  out.segments = {seg};
+  out.segments[0].first = 0;
+  out.segments[0].end = seg.end - seg.first;
+  out.segments[0].reason.clear();
+  auto local = [&seg](int64_t step) { return step >= seg.first ? step - seg.first : -1; };
+  for (uint32_t i = seg.first; i < seg.end; ++i) {
+    PlanStep s = plan.steps[i];
+    s.segment = 0;
+    s.pred = static_cast<int32_t>(local(s.pred));
+    std::vector<uint32_t> after;
+    for (uint32_t d : s.after)
+      if (local(d) >= 0) after.push_back(static_cast<uint32_t>(local(d)));
+    s.after = std::move(after);
+    out.max_block_dim = std::max(out.max_block_dim, s.kernel.block_dim);
+    out.steps.push_back(std::move(s));
+  }
+  return out;
 }
 
 sk_status build_plan(const std::string &name, const ScopeOptions &options, std::vector<PlanInput> kernels,

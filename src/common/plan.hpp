@@ -45,6 +45,9 @@ struct PlanInput {
   // sk_kernel_options.arg_refs: bit i, parameter i is read by reference, from the address its
   // argument slot holds, each time the kernel is called.
   uint64_t arg_refs = 0;
+  // A kernel the backend cannot call, launched as compiled instead: a dispatch of its own
+  // (PlanSegment), on its blocks as given, each a block of its launch.
+  bool plain_launch = false;
 };
 
 // How a step's first unit was chosen (explain's `placement`).
@@ -85,12 +88,14 @@ struct PlanStep {
 
 // One dispatch: steps [first, end) on their own core layout. A scope is split into several
 // when a kernel with hard cross-core sync runs on another core count than the kernels around
-// it (strict-scope-check=bypass); one sk_launch runs them in order, each after the last ended.
+// it (strict-scope-check=bypass), and around a plain-launch step, which is a dispatch alone;
+// one sk_launch runs them in order, each after the last ended.
 struct PlanSegment {
   uint32_t first = 0, end = 0;
   CoreLayout layout;
-  std::string layout_note;  // what fit_layout clipped or forced
-  std::string reason;       // why the scope was split before `first` ("" for the first)
+  std::string layout_note;    // what fit_layout clipped or forced
+  std::string reason;         // why the scope was split before `first` ("" for the first)
+  bool plain_launch = false;  // its one step is launched as compiled (PlanInput::plain_launch)
 };
 
 struct Plan {
@@ -123,6 +128,11 @@ sk_status build_plan(const std::string &name, const ScopeOptions &options, std::
 // count in its own way (host: a pool of programs, each busy until its launch completes; CUDA:
 // one linked entry per block count for the kernel's life, which every launch shares).
 sk_status build_unfused_plan(const PlanInput &in, uint32_t device_cores, Plan *out);
+
+// Segment `segment` of `plan` as a plan of its own: its steps numbered from 0, their waits on
+// steps of earlier dispatches dropped (those ended before it starts), one dispatch. What a
+// backend that builds one program per dispatch builds each from.
+Plan segment_plan(const Plan &plan, uint32_t segment);
 
 // "scope 'decode': kernel 3 'rmsnorm'", or "sk_launch_kernel: kernel 'rmsnorm'" in an unfused
 // launch's plan: how planning errors name step i.

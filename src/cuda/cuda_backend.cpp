@@ -166,6 +166,7 @@ sk_status CudaBackendModule::get_kernel(const char *name, const backend::KernelR
   k->usage = ck->usage;
   k->usage_paths = ck->usage_paths;
   k->multi_dimensional_grid = ck->ptx && ck->ptx->multi_dimensional_grid;
+  k->plain_launch = ck->plain;
   k->gpu = gpu;
   k->kernel = std::move(ck);
   *out = std::move(k);

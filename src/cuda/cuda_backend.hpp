@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "common/backend.hpp"
+#include "common/json_writer.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/cuda_module.hpp"
 #include "cuda/linked_program.hpp"
+#include "cuda/plain_launch.hpp"
 
 namespace sk::cuda {
 
@@ -104,6 +106,10 @@ class CudaBackendKernel final : public backend::Kernel {
   sk_status unfused_program(uint32_t block_dim, const GridShape &grid, size_t slots,
                             std::shared_ptr<UnfusedProgram> *out);
 
+  // A plain kernel's function on this device (CudaKernel::plain), made on first use: its
+  // unfused launches and the super kernels that launch it share it.
+  std::shared_ptr<PlainFunction> plain_function();
+
   std::shared_ptr<CudaDevice> gpu;
   std::shared_ptr<CudaKernel> kernel;
   // Built on first use, per block_dim and shape, and kept: a link costs far more than a launch, and the
@@ -111,6 +117,17 @@ class CudaBackendKernel final : public backend::Kernel {
   // busy until its launch completes, is pooled instead: host/executor/program_pool.hpp).
   std::mutex unfused_mutex;
   std::map<std::pair<uint32_t, GridShape>, std::shared_ptr<UnfusedProgram>> unfused;
+  std::shared_ptr<PlainFunction> plain;  // under unfused_mutex
+};
+
+// One dispatch of a super kernel (a segment of its plan): a linked program of its steps, or a
+// plain launch of its one step.
+struct Dispatch {
+  uint32_t first = 0, end = 0;  // its steps
+  Plan plan;                    // segment_plan: the program's steps, numbered from 0
+  std::unique_ptr<LinkedProgram> program;
+  std::shared_ptr<PlainFunction> plain;
+  uint64_t id = 0;  // the program's name's registration (CudaDevice::register_name)
 };
 
 class CudaBackendSuperKernel final : public backend::SuperKernel {
@@ -125,9 +142,20 @@ class CudaBackendSuperKernel final : public backend::SuperKernel {
   std::string explain() const override;
 
   std::shared_ptr<CudaDevice> gpu;
-  std::unique_ptr<LinkedProgram> program;
-  std::vector<size_t> slot_base;  // first argument slot of each step
-  uint64_t id = 0;                // its name's registration (CudaDevice::register_name)
+  // In plan order; most super kernels have one, a linked program of every step.
+  std::vector<Dispatch> dispatches;
+  std::vector<uint32_t> dispatch_of;  // by step
+  std::vector<size_t> slot_base;      // first argument slot of each step, over all steps
+  // The argument slots of the plain launches' steps (the others' are their programs'): the
+  // driver copies them at each launch.
+  mutable std::mutex plain_mutex;
+  std::vector<uint64_t> plain_slots;
+
+ private:
+  // Queues the dispatches in order on `stream`, once.
+  sk_status launch_dispatches(CUstream stream, const char *call);
+  // explain's cuda_entry.dispatches: each dispatch's launch, where there are several.
+  void write_dispatches(JsonWriter &j) const;
 };
 
 }  // namespace sk::cuda

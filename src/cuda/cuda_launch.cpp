@@ -82,6 +82,34 @@ sk_status build_and_load(const std::shared_ptr<CudaDevice> &dev, const BuildRequ
   return LinkedProgram::load(dev, *image, req.name, req.plan->steps.size(), req.id, out);
 }
 
+// The kernels of dispatch `d`'s steps.
+std::vector<std::shared_ptr<CudaKernel>> dispatch_kernels(const Dispatch &d,
+                                                          const std::vector<std::shared_ptr<CudaKernel>> &all) {
+  return {all.begin() + d.first, all.begin() + d.end};
+}
+
+// Refuses what a plain launch cannot do: a kernel the driver launches reads its arguments
+// when it is queued, and is not fused with anything.
+sk_status check_plain_steps(const Plan &plan) {
+  bool fused = false;
+  for (uint32_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanInput &k = plan.steps[i].kernel;
+    fused = fused || !k.plain_launch;
+    if (k.plain_launch && k.arg_refs)
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "%s reads arguments by reference (sk_kernel_options.arg_refs), but it is launched as compiled "
+                  "(a __global__ kernel of linked SASS), whose arguments the driver copies when it is queued: pass "
+                  "them by value and rebind them with sk_superkernel_set_arg",
+                  step_subject(plan, i, k).c_str());
+  }
+  if (!fused)
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: each of its %zu kernels is launched as compiled (a __global__ kernel of linked SASS), so "
+                "nothing of it can be fused; launch them with sk_launch_kernel, or give their PTX",
+                plan.subject.c_str(), plan.steps.size());
+  return SK_OK;
+}
+
 }  // namespace
 
 sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOptions &options,
@@ -92,65 +120,111 @@ sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOption
   const std::shared_ptr<CudaDevice> &dev = gpu_;
   if (sk_status st = cuda_inputs(name, &inputs); st != SK_OK) return st;
   std::vector<std::shared_ptr<CudaKernel>> ck;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < kernels.size(); ++i) {
+  for (size_t i = 0; i < kernels.size(); ++i)
     ck.push_back(static_cast<const CudaBackendKernel &>(*kernels[i]).kernel);  // the api checked the device
-    names.push_back(inputs[i].name);
-  }
   const std::vector<uint32_t> bases = step_arg_bases(ck);
   std::vector<uint64_t> slots(bases.back(), 0);
   for (size_t i = 0; i < kernels.size(); ++i) std::copy(args[i].begin(), args[i].end(), slots.begin() + bases[i]);
-  const std::vector<size_t> slot_base(bases.begin(), bases.end() - 1);
   ContextScope ctx(*dev, "sk_finalize");
   if (ctx.status() != SK_OK) return ctx.status();
   for (size_t i = 0; i < kernels.size(); ++i)
     for (size_t a = 0; a + 1 < kernels[i]->arg_slots.size(); ++a)
-      if (a < 64 && (inputs[i].arg_refs >> a & 1))
+      if (a < 64 && (inputs[i].arg_refs >> a & 1) && !inputs[i].plain_launch)
         if (sk_status st = check_ref(*dev, *ck[i], "sk_finalize", name, i, inputs[i].name, a,
                                      args[i][kernels[i]->arg_slots[a]]);
             st != SK_OK)
           return st;
   auto sk = std::make_unique<CudaBackendSuperKernel>(shared_from_this(), dev);
-  sk->slot_base = slot_base;
-  sk->id = dev->register_name(name, names);
-  // First plan: bounded by what any architecture could hold; the linked entry's occupancy
-  // then gives the real co-residency bound, and a plan that exceeds it is made again. The
-  // entry does not depend on the placement, so the new plan changes the step table only.
+  sk->slot_base.assign(bases.begin(), bases.end() - 1);
+  // First plan: bounded by what any architecture could hold; the linked entries' occupancy
+  // then gives the real co-residency bound, and a plan that exceeds it is made again. An entry
+  // does not depend on the placement, so the new plan changes the step tables only.
   const uint32_t bound = dev->multiprocessors() * kMaxBlocksPerSm;
   if (sk_status st = build_plan(name, options, inputs, bound, &sk->plan); st != SK_OK) return st;
-  BuildRequest req = build_request(*dev, sk->plan, ck, sk->id);
-  BuiltImage image;
-  if (sk_status st = build_and_load(dev, req, &image, &sk->program); st != SK_OK) return st;
-  const uint32_t fit = sk->program->max_coresident();
+  if (sk_status st = check_plain_steps(sk->plan); st != SK_OK) return st;
+  // One dispatch per segment: a linked program of its steps, or a plain launch.
+  std::vector<BuiltImage> images(sk->plan.segments.size());
+  sk->dispatch_of.resize(kernels.size());
+  uint32_t fit = UINT32_MAX;
+  const LinkedProgram *tightest = nullptr;
+  for (uint32_t g = 0; g < sk->plan.segments.size(); ++g) {
+    const PlanSegment &seg = sk->plan.segments[g];
+    Dispatch &d = sk->dispatches.emplace_back();
+    d.first = seg.first;
+    d.end = seg.end;
+    std::fill(sk->dispatch_of.begin() + seg.first, sk->dispatch_of.begin() + seg.end, g);
+    if (seg.plain_launch) {
+      d.plain = static_cast<CudaBackendKernel &>(*kernels[seg.first]).plain_function();
+      if (sk_status st = d.plain->load("sk_finalize"); st != SK_OK) return st;
+      continue;
+    }
+    d.plan = segment_plan(sk->plan, g);
+    std::vector<std::string> names;
+    for (const PlanStep &s : d.plan.steps) names.push_back(s.kernel.name);
+    d.id = dev->register_name(name, names);
+    BuildRequest req = build_request(*dev, d.plan, dispatch_kernels(d, ck), d.id);
+    if (sk_status st = build_and_load(dev, req, &images[g], &d.program); st != SK_OK) return st;
+    if (d.program->max_coresident() < fit) fit = d.program->max_coresident(), tightest = d.program.get();
+  }
   if (sk->plan.cores > fit) {
     Plan clipped;
     if (sk_status st = build_plan(name, options, inputs, fit, &clipped); st != SK_OK) {
       prefix_error("sk_finalize: on " + dev->name() + " at most " + std::to_string(fit) +
-                   " blocks are co-resident (" + std::to_string(sk->program->occupancy_per_sm()) + " per SM x " +
-                   std::to_string(dev->multiprocessors()) + " SMs, " + std::to_string(sk->program->registers()) +
+                   " blocks are co-resident (" + std::to_string(tightest->occupancy_per_sm()) + " per SM x " +
+                   std::to_string(dev->multiprocessors()) + " SMs, " + std::to_string(tightest->registers()) +
                    " registers per thread)");
       return st;
     }
     sk->plan = std::move(clipped);
-    req.plan = &sk->plan;
-    std::vector<uint32_t> table;
-    if (sk_status st = replanned_table(req, image, &table); st != SK_OK) return st;
-    if (sk_status st = sk->program->set_table(std::move(table)); st != SK_OK) return st;
+    for (uint32_t g = 0; g < sk->dispatches.size(); ++g) {
+      Dispatch &d = sk->dispatches[g];
+      if (!d.program) continue;
+      d.plan = segment_plan(sk->plan, g);
+      std::vector<uint32_t> table;
+      if (sk_status st =
+              replanned_table(build_request(*dev, d.plan, dispatch_kernels(d, ck), d.id), images[g], &table);
+          st != SK_OK)
+        return st;
+      if (sk_status st = d.program->set_table(std::move(table)); st != SK_OK) return st;
+    }
   }
-  if (sk_status st = sk->program->configure(std::move(slots), sk->plan.cores, true); st != SK_OK) return st;
+  for (Dispatch &d : sk->dispatches) {
+    if (!d.program) continue;
+    std::vector<uint64_t> own(slots.begin() + bases[d.first], slots.begin() + bases[d.end]);
+    if (sk_status st = d.program->configure(std::move(own), d.plan.cores, true); st != SK_OK) return st;
+  }
+  sk->plain_slots = std::move(slots);
   sk->kernels = std::move(kernels);
   *out = std::move(sk);
   return SK_OK;
 }
 
 CudaBackendSuperKernel::~CudaBackendSuperKernel() {
-  if (program) program->wait("sk_superkernel_destroy");
-  program.reset();
-  if (id) gpu->unregister_name(id);
+  for (Dispatch &d : dispatches)
+    if (d.program) d.program->wait("sk_superkernel_destroy");
+  for (Dispatch &d : dispatches) {
+    d.program.reset();
+    if (d.id) gpu->unregister_name(d.id);
+  }
+}
+
+sk_status CudaBackendSuperKernel::launch_dispatches(CUstream stream, const char *call) {
+  for (const Dispatch &d : dispatches) {
+    if (d.program) {
+      if (sk_status st = d.program->launch(stream, call); st != SK_OK) return st;
+      continue;
+    }
+    const PlanInput &k = plan.steps[d.first].kernel;
+    std::lock_guard<std::mutex> lock(plain_mutex);
+    if (sk_status st = d.plain->launch(k.block_dim, k.grid, plain_slots.data() + slot_base[d.first], stream, call);
+        st != SK_OK)
+      return st;
+  }
+  return SK_OK;
 }
 
 sk_status CudaBackendSuperKernel::launch(backend::Stream *stream) {
-  return program->launch(driver_stream(*gpu, stream), "sk_launch");
+  return launch_dispatches(driver_stream(*gpu, stream), "sk_launch");
 }
 
 sk_status CudaBackendSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop_flag, backend::Stream *stream) {
@@ -164,13 +238,32 @@ sk_status CudaBackendSuperKernel::launch_repeat(uint32_t n, const uint32_t *stop
                   "device, managed or page-locked memory of the CUDA driver)",
                   plan.name.c_str(), static_cast<const void *>(stop_flag), gpu->name().c_str());
   }
-  return program->launch(driver_stream(*gpu, stream), "sk_launch_repeat", n,
-                         reinterpret_cast<CUdeviceptr>(stop_flag));
+  const CUstream s = driver_stream(*gpu, stream);
+  if (dispatches.size() == 1)
+    return dispatches[0].program->launch(s, "sk_launch_repeat", n, reinterpret_cast<CUdeviceptr>(stop_flag));
+  // Several dispatches run from the host, one run after another: the host cannot see a flag
+  // the device sets without waiting for each run.
+  if (stop_flag)
+    for (const Dispatch &d : dispatches)
+      if (d.plain)
+        return fail(SK_ERR_INCOMPATIBLE,
+                    "sk_launch_repeat: super kernel '%s': step %u '%s' is launched as compiled, so its runs are "
+                    "queued from the host, which cannot read stop_flag on the device; give no stop_flag",
+                    plan.name.c_str(), d.first, plan.steps[d.first].kernel.name.c_str());
+  for (uint32_t r = 0; r < n; ++r)
+    if (sk_status st = launch_dispatches(s, "sk_launch_repeat"); st != SK_OK) return st;
+  return SK_OK;
 }
 
 sk_status CudaBackendSuperKernel::set_arg(uint32_t step, uint32_t index, const uint64_t *slots) {
   const std::vector<uint32_t> &at = kernels[step]->arg_slots;
   const PlanInput &in = plan.steps[step].kernel;
+  const Dispatch &d = dispatches[dispatch_of[step]];
+  if (d.plain) {
+    std::lock_guard<std::mutex> lock(plain_mutex);
+    std::copy(slots, slots + (at[index + 1] - at[index]), plain_slots.begin() + slot_base[step] + at[index]);
+    return SK_OK;
+  }
   if (index < 64 && (in.arg_refs >> index & 1)) {
     ContextScope ctx(*gpu, "sk_superkernel_set_arg");
     if (ctx.status() != SK_OK) return ctx.status();
@@ -179,24 +272,36 @@ sk_status CudaBackendSuperKernel::set_arg(uint32_t step, uint32_t index, const u
         st != SK_OK)
       return st;
   }
-  return program->set_slots(slot_base[step] + at[index], slots, at[index + 1] - at[index]);
+  return d.program->set_slots(slot_base[step] - slot_base[d.first] + at[index], slots, at[index + 1] - at[index]);
 }
 
 void CudaBackendSuperKernel::current_args(uint32_t step, uint64_t *out) const {
-  program->read_slots(slot_base[step], kernels[step]->slots(), out);
+  const Dispatch &d = dispatches[dispatch_of[step]];
+  if (d.plain) {
+    std::lock_guard<std::mutex> lock(plain_mutex);
+    std::copy_n(plain_slots.begin() + slot_base[step], kernels[step]->slots(), out);
+    return;
+  }
+  d.program->read_slots(slot_base[step] - slot_base[d.first], kernels[step]->slots(), out);
 }
 
 std::string CudaBackendSuperKernel::explain() const {
-  const LinkedProgram &p = *program;
-  // Each distinct sub-kernel once, in step order.
-  std::vector<const CudaKernel *> distinct;
-  for (const auto &k : kernels) {
-    const CudaKernel *ck = static_cast<const CudaBackendKernel &>(*k).kernel.get();
-    if (std::find(distinct.begin(), distinct.end(), ck) == distinct.end()) distinct.push_back(ck);
+  // The first linked program is the entry explain describes (check_plain_steps: there is one);
+  // each distinct fused sub-kernel once, in step order, with its program's block.
+  const Dispatch *first = nullptr;
+  std::vector<std::pair<const CudaKernel *, const LinkedProgram *>> distinct;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Dispatch &d = dispatches[dispatch_of[i]];
+    if (!d.program) continue;
+    if (!first) first = &d;
+    const CudaKernel *ck = static_cast<const CudaBackendKernel &>(*kernels[i]).kernel.get();
+    if (std::none_of(distinct.begin(), distinct.end(), [ck](const auto &e) { return e.first == ck; }))
+      distinct.emplace_back(ck, d.program.get());
   }
   return explain_json(
       plan, "cuda",
-      [&p, &distinct](JsonWriter &j) {
+      [this, first, &distinct](JsonWriter &j) {
+    const LinkedProgram &p = *first->program;
     const EntryResources &r = p.resources();
     j.key("entry").value(r.entry);
     j.key("arch").value("sm_" + std::to_string(r.sm));
@@ -223,16 +328,57 @@ std::string CudaBackendSuperKernel::explain() const {
     j.key("table_loads").value(uint64_t{c.table_loads});
     j.end_object();
     j.key("sub_kernels").begin_array();
-    for (const CudaKernel *k : distinct) {
+    for (const auto &[k, program] : distinct) {
       j.begin_object();
       write_kernel_facts(j, *k);
       j.key("function")
-          .value(k->module->ptx ? narrow_call_name(*k->module->ptx, k->symbol, k->threads, p.threads()) : k->symbol);
+          .value(k->module->ptx ? narrow_call_name(*k->module->ptx, k->symbol, k->threads, program->threads())
+                                : k->symbol);
       j.end_object();
     }
     j.end_array();
+    if (dispatches.size() > 1) write_dispatches(j);
       },
       "cuda_entry");
+}
+
+void CudaBackendSuperKernel::write_dispatches(JsonWriter &j) const {
+  j.key("dispatches").begin_array();
+  for (const Dispatch &d : dispatches) {
+    j.begin_object();
+    j.key("first_step").value(uint64_t{d.first});
+    j.key("last_step").value(uint64_t{d.end - 1});
+    if (d.program) {
+      const EntryResources &r = d.program->resources();
+      j.key("launch").value("super kernel");
+      j.key("threads").value(uint64_t{d.program->threads()});
+      j.key("registers").value(uint64_t{r.registers});
+      j.key("blocks").value(uint64_t{d.plan.cores});
+      j.key("blocks_per_sm").value(uint64_t{d.program->occupancy_per_sm()});
+    } else {
+      const PlanInput &in = plan.steps[d.first].kernel;
+      const CudaKernel &k = *static_cast<const CudaBackendKernel &>(*kernels[d.first]).kernel;
+      j.key("launch").value("plain");
+      j.key("function").value(k.symbol);
+      j.key("grid").begin_array();
+      for (uint32_t e : in.grid[0] ? in.grid : GridShape{in.block_dim, 1, 1}) j.value(uint64_t{std::max(e, 1u)});
+      j.end_array();
+      j.key("block").begin_array();
+      for (uint32_t e : k.block) j.value(uint64_t{e});
+      j.end_array();
+      j.key("registers").value(uint64_t{k.registers});
+      j.key("static_shared_bytes").value(uint64_t{k.static_shared});
+      j.key("dynamic_shared_bytes").value(uint64_t{k.dynamic_shared});
+    }
+    j.end_object();
+  }
+  j.end_array();
+}
+
+std::shared_ptr<PlainFunction> CudaBackendKernel::plain_function() {
+  std::lock_guard<std::mutex> lock(unfused_mutex);
+  if (!plain) plain = std::make_shared<PlainFunction>(gpu, kernel);
+  return plain;
 }
 
 sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, const GridShape &grid, size_t slots,
@@ -277,6 +423,11 @@ sk_status CudaBackendKernel::unfused_program(uint32_t block_dim, const GridShape
 
 sk_status CudaBackendKernel::check_launch(uint32_t block_dim, const GridShape &grid) {
   if (sk_status st = gpu->usable("sk_launch_kernel"); st != SK_OK) return st;
+  if (kernel->plain) {
+    ContextScope ctx(*gpu, "sk_launch_kernel");
+    if (ctx.status() != SK_OK) return ctx.status();
+    return plain_function()->load("sk_launch_kernel");
+  }
   std::shared_ptr<UnfusedProgram> program;
   return unfused_program(block_dim, grid, slots(), &program);
 }
@@ -287,6 +438,8 @@ sk_status CudaBackendKernel::launch(uint32_t block_dim, const GridShape &grid, v
   if (sk_status st = dev->usable("sk_launch_kernel"); st != SK_OK) return st;
   std::vector<uint64_t> slots;
   if (sk_status st = copy_args(args, "sk_launch_kernel", &slots); st != SK_OK) return st;
+  if (kernel->plain)
+    return plain_function()->launch(block_dim, grid, slots.data(), driver_stream(*dev, stream), "sk_launch_kernel");
   std::shared_ptr<UnfusedProgram> program;
   if (sk_status st = unfused_program(block_dim, grid, slots.size(), &program); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(program->mutex);

@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "cuda/module_set.hpp"
+#include "cuda/plain_launch.hpp"
 #include "cuda/ptx_special_registers.hpp"
 #include "elf/fatbin.hpp"
 #include "elf/shared_overlay_layout.hpp"
@@ -305,12 +306,25 @@ sk_status load_cuda_module(const void *image, size_t size, const std::string &la
       m->cubin = std::move(parsed);
     else if (sk_status st = elf::parse_cubin(image, size, m->label, &m->cubin); st != SK_OK)
       return st;
-    if (m->cubin.type != 1 /* ET_REL */)
-      return fail(SK_ERR_UNSUPPORTED,
-                  "%s: a linked cubin cannot be fused; build the kernels relocatable: nvcc -dc (or -rdc=true), "
-                  "e.g. nvcc -dc -cubin, or CMake's CUDA_SEPARABLE_COMPILATION",
-                  m->label.c_str());
-    if (sk_status st = take_records(m->cubin.metadata_records, m.get()); st != SK_OK) return st;
+    if (m->cubin.type != 1 /* ET_REL */) {
+      // Linked: its __global__ kernels are launched as compiled (plain_launch.hpp).
+      for (const elf::CubinFunction &f : m->cubin.functions) {
+        Signature sig;
+        if (f.entry)
+          m->metadata.push_back(
+              {f.name,
+               plain_signature(f, nullptr, f.name, "sk_module_load", &sig) == SK_OK ? signature_to_string(sig) : "",
+               "vector"});
+      }
+      if (m->metadata.empty())
+        return fail(SK_ERR_UNSUPPORTED,
+                    "%s: a linked cubin without __global__ kernels: its device functions cannot be called; build "
+                    "them relocatable: nvcc -dc (or -rdc=true), e.g. nvcc -dc -cubin, or CMake's "
+                    "CUDA_SEPARABLE_COMPILATION",
+                    m->label.c_str());
+    } else if (sk_status st = take_records(m->cubin.metadata_records, m.get()); st != SK_OK) {
+      return st;
+    }
   } else {
     return fail(SK_ERR_BAD_BINARY,
                 "%s: neither a cubin (ELF), LTO-IR nor PTX (%zu bytes); build CUDA kernels with nvcc -dc -cubin, "
@@ -501,6 +515,18 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   if (m.kind == InputKind::Cubin || m.kind == InputKind::Ptx) {
     const elf::CubinFunction *fn = m.cubin.find(name);
     if (!fn) return fail(SK_ERR_NOT_FOUND, "%s: no function '%s' is defined in %s", call, name, m.label.c_str());
+    if (m.kind == InputKind::Cubin && m.cubin.type != 1 /* ET_REL */) {
+      if (!fn->entry)
+        return fail(SK_ERR_UNSUPPORTED,
+                    "%s: %s is a device function of a linked cubin, which cannot be called; build it relocatable: "
+                    "nvcc -dc (or -rdc=true), e.g. nvcc -dc -cubin",
+                    call, what.c_str());
+      if (sk_status st = make_plain_kernel(*fn, request, what, call, k.get()); st != SK_OK) return st;
+      k->module = module;
+      k->symbol = name;
+      *out = std::move(k);
+      return SK_OK;
+    }
     if (fn->entry)
       return fail(SK_ERR_UNSUPPORTED,
                   "%s: %s is a __global__ kernel compiled to SASS, which cannot be called; load its PTX (nvcc -ptx, "

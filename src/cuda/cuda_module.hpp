@@ -109,6 +109,9 @@ struct CudaKernel {
   // The sk_kernel_desc fields given stand-ins (KernelRequest::stand_ins): "threads", "block",
   // "dynamic_shared"; a kernel taken for a launch has none.
   std::vector<std::string> stand_ins;
+  // A linked cubin's __global__ kernel: launched as compiled, never fused (cuda/plain_launch.hpp);
+  // `block` is then its launch's block, always set.
+  bool plain = false;
   const PtxKernel *ptx = nullptr;  // a PTX module's kernel: its facts and rewrites (module-owned)
   // Where it was taken from a module of several objects: the others that define what its
   // module's code uses (ModuleSet::links), linked before it.

@@ -23,6 +23,7 @@ void write_kernel_facts(JsonWriter &j, const CudaKernel &k) {
     j.end_array();
   }
   j.key("signature").value(signature_to_string(k.signature));
+  if (k.plain) j.key("plain_launch").value(true);
   j.key("threads").value(uint64_t{k.threads});
   j.key("threads_from").value(k.threads_from);
   dims(j, "block", k.block);

@@ -19,7 +19,10 @@ namespace {
 // records of `nvcc -G` cubins show) or a 2-byte size and that many bytes (EIFMT_SVAL).
 constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
-                  kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f, kAttrNumBarriers = 0x4c, kAttrMaxRegCount = 0x1b;
+                  kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f, kAttrNumBarriers = 0x4c, kAttrMaxRegCount = 0x1b,
+                  kAttrMaxThreads = 0x05, kAttrReqntid = 0x10, kAttrKparamInfo = 0x17;
+// EIATTR_KPARAM_INFO's last word: the parameter's size in bytes in its top 14 bits.
+constexpr uint32_t kKparamSizeShift = 18;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
 // Where CUDA 13 puts the static __shared__ variables of a relocatable cubin: a NOBITS
 // section in which a variable's st_value is its alignment (it has no offset before the link).
@@ -316,6 +319,17 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
         owner->barriers = value[0];
       } else if (owner && attr == kAttrMaxRegCount && format == kFormatHalf) {
         owner->max_registers = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
+      } else if (owner && attr == kAttrKparamInfo && format == kFormatSized && length == 12) {
+        // { index, ordinal (u16), offset (u16), flags }
+        CubinParam param;
+        param.ordinal = (uint32_t)value[4] | ((uint32_t)value[5] << 8);
+        param.offset = (uint32_t)value[6] | ((uint32_t)value[7] << 8);
+        param.size = read_u32(value + 8) >> kKparamSizeShift;
+        owner->params.push_back(param);
+      } else if (owner && (attr == kAttrMaxThreads || attr == kAttrReqntid) && format == kFormatSized &&
+                 length == 12) {
+        uint32_t *xyz = attr == kAttrMaxThreads ? owner->max_threads : owner->reqntid;
+        for (int d = 0; d < 3; ++d) xyz[d] = read_u32(value + 4 * d);
       }
     }
   }
@@ -334,6 +348,10 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
     const char *text = reinterpret_cast<const char *>(sec.data + offset);
     result.metadata_records.emplace_back(text, strnlen(text, sym.size));
   }
+  // ptxas writes a kernel's parameters last one first.
+  for (CubinFunction &f : result.functions)
+    std::sort(f.params.begin(), f.params.end(),
+              [](const CubinParam &a, const CubinParam &b) { return a.ordinal < b.ordinal; });
   *out = std::move(result);
   return SK_OK;
 }

@@ -36,6 +36,12 @@ constexpr uint64_t kMaxSharedVarBytes = 1u << 24;
 // How parse_object reads a cubin: relocatable or linked, REL sections too, and CUDA's NOBITS.
 constexpr ParseOptions kCubinParseOptions{.executable = true, .rel_sections = true, .nobits_type = kShtCudaNobits};
 
+// A kernel parameter as EIATTR_KPARAM_INFO records it: where its bytes go in the parameter
+// space. A linked kernel launched as compiled (cuda/plain_launch.hpp) is passed by these alone.
+struct CubinParam {
+  uint32_t ordinal = 0, offset = 0, size = 0;
+};
+
 struct CubinFunction {
   std::string name;
   bool entry = false;       // a kernel (.entry) rather than a device function
@@ -56,6 +62,11 @@ struct CubinFunction {
   uint32_t barriers = 0;
   // EIATTR_MAXREG_COUNT: an entry's .maxnreg (0: none recorded; 255 where it had none).
   uint32_t max_registers = 0;
+  // EIATTR_KPARAM_INFO of an entry, by ordinal; EIATTR_MAX_THREADS (__launch_bounds__'s
+  // .maxntid) and EIATTR_REQNTID (.reqntid) as x, y, z, zeros where not recorded.
+  std::vector<CubinParam> params;
+  uint32_t max_threads[3] = {0, 0, 0};
+  uint32_t reqntid[3] = {0, 0, 0};
   uint32_t code_bytes = 0;            // size of .text.<name>
   std::vector<std::string> externs;   // functions it calls that are undefined in this object
   std::vector<std::string> callees;   // functions it calls (.nv.callgraph), defined or not

@@ -648,6 +648,23 @@ def test_inspect_shared_library():
 
 
 @needs_cuda_kernels
+def test_inspect_of_linked_sass_says_which_kernels_are_launched_as_compiled():
+    # nvcc -c code=sm_90: a linked cubin alone, whose kernels are plain launches, their
+    # signatures read from the parameters' sizes.
+    path = os.path.join(CUDA_KERNELS, "decode_global_sass.o")
+    d = json.loads(sk("inspect", "--json", path).stdout)
+    kernels = {k["name"]: k for k in d["kernels"]}
+    assert kernels["residual_add_global"]["plain_launch"] is True
+    assert kernels["residual_add_global"]["signature"] == "ptr,ptr,ptr,u32"
+    assert kernels["silu_mul_global"]["needs"] == ["threads"]
+    r = sk("inspect", path)
+    assert r.returncode == 0, r.stderr
+    assert ("  residual_add_global(ptr,ptr,ptr,u32)\n"
+            "    launched as compiled (linked SASS: a dispatch of its own, not fused)\n"
+            "    threads: 256 (from .maxntid)\n") in r.stdout, r.stdout
+
+
+@needs_cuda_kernels
 def test_inspect_static_library_of_nvcc_objects():
     # nvcc -lib's archive: its members of device code (not cross_host.o's host code), and each
     # kernel's member and the members it is linked with, named by the file's path.

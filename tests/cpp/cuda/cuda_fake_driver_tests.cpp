@@ -83,6 +83,16 @@ struct FakeLaunch {
   uint64_t stop, last_epoch;                              // the stop flag parameter; the last run's epoch
 };
 
+// A linked cubin's own kernel as the stand-in took its launch (fake_cuda_plain_launches): its
+// parameter space as the kernel would see it.
+struct FakePlainLaunch {
+  char function[64];
+  unsigned grid[3], block[3], shared;
+  unsigned param_bytes;
+  unsigned char params[256];
+  void *stream;
+};
+
 struct FakeCall {
   const char *name;
   void *stream;
@@ -124,6 +134,12 @@ struct Fake {
   std::vector<FakeCall> log() {
     std::vector<FakeCall> v(4096);
     v.resize((size_t)calls(v.data(), (int)v.size()));
+    return v;
+  }
+  std::vector<FakePlainLaunch> plain() {
+    auto get = reinterpret_cast<int (*)(FakePlainLaunch *, int)>(dlsym(lib, "fake_cuda_plain_launches"));
+    std::vector<FakePlainLaunch> v(64);
+    v.resize((size_t)get(v.data(), (int)v.size()));
     return v;
   }
   std::vector<FakeLaunch> all() {
@@ -3199,4 +3215,131 @@ TEST_F(CudaFakeDriver, ASuperKernelOfPtxSubKernelsRunsAsOneProgram) {
   EXPECT_TRUE(contains(capped, R"("compiled":"whole program")") && contains(capped, R"("register_cap":24)"))
       << capped;
   EXPECT_LE(number(capped, "registers"), 24) << capped;
+}
+
+// A __global__ kernel of linked SASS alone (nvcc -cubin; nvcc -c code=sm_90) cannot be called,
+// so it is launched as compiled: its signature and block read from the cubin's .nv.info, a
+// dispatch of its own between the super kernel's, its arguments the step's (rebound by
+// set_arg), launched alone by sk_launch_kernel the same way. What it cannot do is refused by
+// name.
+TEST_F(CudaFakeDriver, AKernelOfLinkedSassIsLaunchedAsCompiledBetweenDispatches) {
+  sk_kernel *fused = kernel("decode_global.ptx", "residual_add_global");
+  sk_kernel *sass = kernel("decode_global_sass.cubin", "residual_add_global");
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(sass, nullptr);
+  char signature[64];
+  ASSERT_EQ(sk_kernel_signature(sass, signature, sizeof signature, nullptr), SK_OK) << sk_last_error();
+  EXPECT_STREQ(signature, "ptr,ptr,ptr,u32");
+  uint64_t a = 0x1000, b = 0x2000, c = 0x3000;
+  uint32_t n = 1000;
+  void *args[] = {&a, &b, &c, &n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "mixed", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, fused, 4, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, sass, 6, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, fused, 4, args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  const std::string json = explain(sk);
+  for (const char *fact :
+       {"\"dispatches\":3", "\"split_reason\":\"kernel 1 'residual_add_global' is launched as compiled, on its own",
+        "\"split_reason\":\"kernel 1 'residual_add_global' before it is launched as compiled, on its own\"",
+        "\"launch\":\"plain\",\"function\":\"residual_add_global\",\"grid\":[6,1,1],\"block\":[256,1,1]",
+        "\"launch\":\"super kernel\""})
+    EXPECT_TRUE(contains(json, fact)) << fact << " in " << json;
+  const size_t logged = fake_.log().size();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  uint32_t rebound = 77;
+  ASSERT_EQ(sk_superkernel_set_arg(sk, 1, 3, &rebound), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_repeat(sk, 2, nullptr, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  // In order: super kernel, plain launch, super kernel, three times.
+  const std::vector<FakeCall> log = fake_.log();
+  size_t launches = 0;
+  for (size_t i = logged; i < log.size(); ++i) launches += named(log[i], "cuLaunchKernelEx");
+  EXPECT_EQ(launches, 9u);
+  EXPECT_EQ(fake_.all().size(), 6u);
+  const std::vector<FakePlainLaunch> plain = fake_.plain();
+  ASSERT_EQ(plain.size(), 3u);
+  for (size_t r = 0; r < plain.size(); ++r) {
+    const FakePlainLaunch &l = plain[r];
+    EXPECT_STREQ(l.function, "residual_add_global");
+    EXPECT_EQ(l.grid[0] * 100 + l.grid[1] * 10 + l.grid[2], 611u);
+    EXPECT_EQ(l.block[0] * 100 + l.block[1] * 10 + l.block[2], 25611u);
+    EXPECT_EQ(l.shared, 0u);
+    ASSERT_EQ(l.param_bytes, 28u);
+    uint64_t p[3];
+    uint32_t count;
+    std::memcpy(p, l.params, 24);
+    std::memcpy(&count, l.params + 24, 4);
+    EXPECT_EQ(p[0] + p[1] + p[2], a + b + c);
+    EXPECT_EQ(p[2], c);
+    EXPECT_EQ(count, r == 0 ? n : rebound) << "run " << r;
+  }
+  // Several dispatches repeat from the host, which cannot read a stop flag on the device.
+  uint32_t *flag = zeroed_flag();
+  ASSERT_NE(flag, nullptr);
+  EXPECT_EQ(sk_launch_repeat(sk, 2, flag, nullptr), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "step 1 'residual_add_global' is launched as compiled")) << sk_last_error();
+  sk_mem_free(dev_, flag);
+  sk_superkernel_destroy(sk);
+  // Alone: the same launch, on its own grid.
+  ASSERT_EQ(sk_launch_kernel(sass, 5, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(fake_.plain().size(), 4u);
+  EXPECT_EQ(fake_.plain()[3].grid[0], 5u);
+
+  // A host object of nvcc -c with SASS alone: its cubin, taken the same way.
+  sk_kernel *from_object = kernel("decode_global_sass.o", "rmsnorm_global");
+  ASSERT_NE(from_object, nullptr);
+  ASSERT_EQ(sk_kernel_signature(from_object, signature, sizeof signature, nullptr), SK_OK) << sk_last_error();
+  EXPECT_STREQ(signature, "ptr,ptr,ptr,u32,u32");
+
+  // Refused by name: nothing to fuse; an argument read by reference; a block-local edge to it;
+  // no threads said; a signature of other sizes; more threads than its __launch_bounds__.
+  auto finalize = [&](sk_kernel *first, sk_kernel *second, const sk_kernel_options *options) {
+    sk_scope *s = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev_, "refused", nullptr, &s), SK_OK);
+    EXPECT_EQ(sk_add_kernel(s, first, 4, args, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_add_kernel(s, second, 4, args, options), SK_OK) << sk_last_error();
+    sk_superkernel *made = nullptr;
+    const sk_status st = sk_finalize(s, &made);
+    if (made) sk_superkernel_destroy(made);
+    return st;
+  };
+  EXPECT_EQ(finalize(sass, sass, nullptr), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "each of its 2 kernels is launched as compiled")) << sk_last_error();
+  sk_kernel_options by_ref = SK_KERNEL_OPTIONS_INIT;
+  by_ref.arg_refs = 1;
+  void *device = nullptr;
+  ASSERT_EQ(sk_mem_alloc(dev_, 64, &device), SK_OK);
+  void *ref_args[] = {device, &b, &c, &n};
+  {
+    sk_scope *s = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "refs", nullptr, &s), SK_OK);
+    ASSERT_EQ(sk_add_kernel(s, fused, 4, args, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(s, sass, 4, ref_args, &by_ref), SK_OK) << sk_last_error();
+    sk_superkernel *made = nullptr;
+    EXPECT_EQ(sk_finalize(s, &made), SK_ERR_INCOMPATIBLE);
+    EXPECT_TRUE(contains(sk_last_error(), "kernel 1 'residual_add_global' reads arguments by reference"))
+        << sk_last_error();
+  }
+  sk_mem_free(dev_, device);
+  sk_kernel_options block_local = SK_KERNEL_OPTIONS_INIT;
+  block_local.flags = SK_KERNEL_FLAG_BLOCK_LOCAL;
+  EXPECT_NE(finalize(fused, sass, &block_local), SK_OK);
+  EXPECT_TRUE(contains(sk_last_error(), "residual_add_global")) << sk_last_error();
+  sk_module *mod = module(sk::cuda_test::kernel_path("decode_global_sass.cubin"));
+  sk_kernel *k = nullptr;
+  EXPECT_EQ(sk_module_get_kernel(mod, "silu_mul_global", &k), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "silu_mul_global")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "sk_kernel_desc.threads")) << sk_last_error();
+  sk_kernel_desc desc{sizeof desc, nullptr, 64, 0, {0, 0, 0}, 0};
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "silu_mul_global", &desc, &k), SK_OK) << sk_last_error();
+  desc = {sizeof desc, "ptr,ptr,ptr,u64", 0, 0, {0, 0, 0}, 0};
+  EXPECT_EQ(sk_module_get_kernel_desc(mod, "residual_add_global", &desc, &k), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "parameter 3 is 4 bytes in its cubin, which u64 (8 bytes)"))
+      << sk_last_error();
+  desc = {sizeof desc, nullptr, 512, 0, {0, 0, 0}, 0};
+  EXPECT_EQ(sk_module_get_kernel_desc(mod, "residual_add_global", &desc, &k), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "at most 256 threads per block")) << sk_last_error();
 }

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -70,7 +71,53 @@ bool g_last_program_line_info = false;  // ... asked for line tables (CU_JIT_GEN
 struct FakeModule {
   int registers, shared, local;
   bool program = false;  // compiled from PTX by cuModuleLoadDataEx
+  // A linked cubin's own __global__ kernel (a plain launch): its name and the module's image,
+  // whose .nv.info says where its parameters go; "" for libsk's entry.
+  std::string function;
+  std::vector<uint8_t> image;
+  std::vector<std::unique_ptr<FakeModule>> functions;  // the module's plain functions
 };
+
+// A plain launch as the driver takes it: the kernel, its grid, block and dynamic shared bytes,
+// and its parameter space as the kernel would see it (each parameter at its EIATTR_KPARAM_INFO
+// offset).
+struct PlainLaunch {
+  char function[64];
+  unsigned grid[3], block[3], shared;
+  unsigned param_bytes;
+  unsigned char params[256];
+  void *stream;
+};
+std::vector<PlainLaunch> g_plain_launches;
+
+// Where each parameter of `function` goes: {ordinal, offset, size} from .nv.info.<function>'s
+// EIATTR_KPARAM_INFO (format 0x04, attribute 0x17, 12 bytes: index, ordinal:16, offset:16,
+// size in the top 14 bits of the last word).
+struct PlainParam {
+  unsigned ordinal, offset, size;
+};
+std::vector<PlainParam> plain_params(const std::vector<uint8_t> &image, const std::string &function) {
+  std::vector<PlainParam> out;
+  const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(image.data());
+  const auto *sh = reinterpret_cast<const Elf64_Shdr *>(image.data() + eh->e_shoff);
+  const char *names = reinterpret_cast<const char *>(image.data() + sh[eh->e_shstrndx].sh_offset);
+  for (unsigned i = 0; i < eh->e_shnum; ++i) {
+    if (names + sh[i].sh_name != ".nv.info." + function) continue;
+    const uint8_t *p = image.data() + sh[i].sh_offset, *end = p + sh[i].sh_size;
+    while (end - p >= 4) {
+      const uint8_t format = p[0], attr = p[1];
+      const unsigned length = format == 0x04 ? p[2] | p[3] << 8 : 2;
+      const uint8_t *value = p + (format == 0x04 ? 4 : 2);
+      if (format == 0x04 && attr == 0x17 && length == 12) {
+        uint32_t word;
+        std::memcpy(&word, value + 8, 4);
+        out.push_back({(unsigned)(value[4] | value[5] << 8), (unsigned)(value[6] | value[7] << 8), word >> 18});
+      }
+      p = value + length;
+    }
+  }
+  return out;
+}
 int g_program_occupancy = 0;  // blocks per SM of a compiled program's function (0: g_occupancy)
 
 // The size of the section `name` of an ELF64 image (0 without one).
@@ -100,8 +147,10 @@ int load_image(void **m, const void *image, std::vector<uint8_t> *last) {
     std::lock_guard<std::mutex> lock(g_mutex);
     last->assign(static_cast<const uint8_t *>(image), static_cast<const uint8_t *>(image) + size);
   }
-  *m = new FakeModule{40, elf_section_size(static_cast<const uint8_t *>(image), ".nv.shared.sk_superkernel_entry"),
-                      0};
+  auto *module = new FakeModule{
+      40, elf_section_size(static_cast<const uint8_t *>(image), ".nv.shared.sk_superkernel_entry"), 0};
+  module->image.assign(static_cast<const uint8_t *>(image), static_cast<const uint8_t *>(image) + size);
+  *m = module;
   return 0;
 }
 
@@ -265,8 +314,15 @@ int fake_cuda_stream_waits() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return (int)g_waits.size();
 }
+// The plain launches so far (a linked cubin's own kernels), in order.
+int fake_cuda_plain_launches(PlainLaunch *out, int cap) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (int i = 0; i < cap && i < (int)g_plain_launches.size(); ++i) out[i] = g_plain_launches[i];
+  return (int)g_plain_launches.size();
+}
 void fake_cuda_reset(int occupancy) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  g_plain_launches.clear();
   for (auto &[stream, graph] : g_capturing) delete graph;
   g_capturing.clear();
   g_captured_events.clear();
@@ -655,8 +711,19 @@ int cuModuleUnload(void *m) {
 }
 int cuModuleGetFunction(void **f, void *m, const char *name) {
   if (int r = enter("cuModuleGetFunction")) return r;
-  if (std::strcmp(name, "sk_superkernel_entry") != 0) return 500;  // CUDA_ERROR_NOT_FOUND
-  *f = m;                                                          // a function is its module's FakeModule
+  auto *module = static_cast<FakeModule *>(m);
+  if (std::strcmp(name, "sk_superkernel_entry") == 0) {
+    *f = m;  // the entry is its module's FakeModule
+    return 0;
+  }
+  // Any other: a kernel of a linked cubin, which must define it.
+  if (module->image.empty() || !elf_section_size(module->image.data(), (std::string(".text.") + name).c_str()))
+    return 500;  // CUDA_ERROR_NOT_FOUND
+  auto fn = std::make_unique<FakeModule>(FakeModule{40, 0, 0});
+  fn->function = name;
+  fn->image = module->image;
+  *f = fn.get();
+  module->functions.push_back(std::move(fn));
   return 0;
 }
 // Copies the last loaded image (up to `cap` bytes); returns its size.
@@ -700,8 +767,26 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int, size_t dyn
   *n = static_cast<const FakeModule *>(f)->program && g_program_occupancy ? g_program_occupancy : g_occupancy;
   return 0;
 }
-int cuLaunchKernelEx(const LaunchConfig *cfg, void *, void **params, void **) {
+int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
   if (int r = enter("cuLaunchKernelEx")) return r;
+  if (const auto *fn = static_cast<const FakeModule *>(f); !fn->function.empty()) {
+    PlainLaunch p{};
+    std::snprintf(p.function, sizeof p.function, "%s", fn->function.c_str());
+    p.grid[0] = cfg->grid_x, p.grid[1] = cfg->grid_y, p.grid[2] = cfg->grid_z;
+    p.block[0] = cfg->block_x, p.block[1] = cfg->block_y, p.block[2] = cfg->block_z;
+    p.shared = cfg->shared_mem_bytes;
+    p.stream = cfg->stream;
+    for (const PlainParam &a : plain_params(fn->image, fn->function)) {
+      if (a.offset + a.size > sizeof p.params) return 1;  // CUDA_ERROR_INVALID_VALUE
+      std::memcpy(p.params + a.offset, params[a.ordinal], a.size);
+      p.param_bytes = std::max(p.param_bytes, a.offset + a.size);
+    }
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (capturing(cfg->stream)) return 0;  // nothing of it runs here
+    g_calls.push_back({"cuLaunchKernelEx", cfg->stream, 0, 0});
+    g_plain_launches.push_back(p);
+    return 0;
+  }
   Launch l{};
   l.grid = cfg->grid_x;
   l.block = cfg->block_x;

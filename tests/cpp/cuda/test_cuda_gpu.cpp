@@ -2315,3 +2315,61 @@ TEST_F(CudaGpu, TensorMapsAndGridConstantsFusedEqualTheirPlainLaunch) {
            grid),
        rows, "Triton's tl.make_tensor_descriptor");
 }
+
+// A kernel of linked SASS alone (decode_global_sass.cubin's residual_add_global, launched as
+// compiled) first and between fused PTX steps of the same decode_global.cu: a chain of adds
+// and SiLU products with two plain launches in it (four dispatches), fused == each kernel
+// launched alone == the chain with every step fused from PTX, bit for bit.
+TEST_F(CudaGpu, AKernelOfLinkedSassBetweenFusedStepsEqualsTheUnfusedChain) {
+  sk_kernel *add_sass = kernel("decode_global_sass.cubin", "residual_add_global");
+  sk_kernel *add_ptx = kernel("decode_global.ptx", "residual_add_global");
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("decode_global.ptx").c_str(), &mod), SK_OK);
+  modules_.push_back(mod);
+  sk_kernel *silu = nullptr;
+  const sk_kernel_desc desc{sizeof desc, nullptr, 256, 0, {0, 0, 0}, 0};
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "silu_mul_global", &desc, &silu), SK_OK) << sk_last_error();
+  ASSERT_TRUE(add_sass && add_ptx);
+  const int n = 5000;
+  const uint32_t blocks = (n + 255) / 256;
+  std::vector<float> init(n), res(n);
+  for (int i = 0; i < n; ++i) init[i] = 0.001f * (float)(i % 977) - 0.3f, res[i] = 0.01f * (float)(i % 31);
+  struct Buffers {
+    float *x, *y, *r;
+  };
+  auto buffers = [&] { return Buffers{alloc(init), alloc(init), alloc(res)}; };
+  // Step i: x = x + r (add), y = silu(x) * r, x = y + r (add), ...; `sass` picks the adds
+  // launched as compiled.
+  auto run = [&](Buffers b, bool fused, bool sass) {
+    sk_scope *scope = nullptr;
+    if (fused) EXPECT_EQ(sk_scope_begin(dev_, "plain_between", nullptr, &scope), SK_OK) << sk_last_error();
+    for (int i = 0; i < 6; ++i) {
+      const bool add = i % 2 == 0;
+      sk_kernel *k = add ? (sass && i != 4 ? add_sass : add_ptx) : silu;
+      void *add_args[] = {add && i ? &b.y : &b.x, &b.r, &b.x, (void *)&n};
+      void *silu_args[] = {&b.x, &b.r, &b.y, (void *)&n};
+      void **args = add ? add_args : silu_args;
+      if (fused)
+        EXPECT_EQ(sk_add_kernel(scope, k, blocks, args, nullptr), SK_OK) << i << ": " << sk_last_error();
+      else
+        EXPECT_EQ(sk_launch_kernel(k, blocks, args, nullptr), SK_OK) << i << ": " << sk_last_error();
+    }
+    if (fused) {
+      sk_superkernel *sk = nullptr;
+      EXPECT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+      if (!sk) return;
+      EXPECT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+      sk_superkernel_destroy(sk);
+    }
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  };
+  const Buffers mixed = buffers(), alone = buffers(), all_ptx = buffers();
+  run(mixed, true, true);
+  run(alone, false, true);
+  run(all_ptx, true, false);
+  const std::vector<float> want = read(all_ptx.x, n);
+  EXPECT_EQ(read(mixed.x, n), want);
+  EXPECT_EQ(read(alone.x, n), want);
+  EXPECT_EQ(read(mixed.y, n), read(all_ptx.y, n));
+  EXPECT_NE(want, init);
+}

@@ -149,6 +149,8 @@ def print_text(d, out):
         if "objects" in d:
             w(f"    object: {k['module']}\n")
             w(f"    linked with: {', '.join(k.get('linked_with', [])) or 'nothing else'}\n")
+        if k.get("plain_launch"):
+            w("    launched as compiled (linked SASS: a dispatch of its own, not fused)\n")
         w(f"    threads: {k['threads']} (from {k['threads_from']})\n")
         shared = f"{k['dynamic_shared_bytes']} bytes"
         if k.get("dynamic_shared_from"):

@@ -1,0 +1,164 @@
+#include "cuda/plain_launch.hpp"
+
+#include <cstring>
+
+#include "common/error.hpp"
+#include "cuda/cuda_module.hpp"
+#include "cuda/linked_program.hpp"
+
+namespace sk::cuda {
+namespace {
+
+// The largest power of two, up to 8, that divides `v` (0: 8).
+uint32_t alignment_of(uint32_t v) {
+  uint32_t a = 8;
+  while (a > 1 && v % a) a /= 2;
+  return a;
+}
+
+// The type a parameter's size and offset give.
+std::string spelled_type(const elf::CubinParam &p) {
+  if (p.size == 8 && p.offset % 8 == 0) return "ptr";
+  if (p.size == 4 && p.offset % 4 == 0) return "u32";
+  if (p.size == 2 && p.offset % 2 == 0) return "u16";
+  if (p.size == 1) return "u8";
+  const uint32_t a = std::min(alignment_of(p.size), alignment_of(p.offset));
+  const char *member = a == 1 ? "u8" : a == 2 ? "u16" : a == 4 ? "u32" : "u64";
+  return std::string("{") + member + "[" + std::to_string(p.size / a) + "]}";
+}
+
+}  // namespace
+
+sk_status plain_signature(const elf::CubinFunction &fn, const char *given, const std::string &what, const char *call,
+                          Signature *out) {
+  for (size_t i = 0; i < fn.params.size(); ++i)
+    if (fn.params[i].ordinal != i || fn.params[i].size == 0 || fn.params[i].size > kMaxAggregateBytes)
+      return fail(SK_ERR_BAD_BINARY,
+                  "%s: %s: its .nv.info records parameter %u at offset %u with %u bytes, which no launch can pass "
+                  "(EIATTR_KPARAM_INFO %zu of %zu)",
+                  call, what.c_str(), fn.params[i].ordinal, fn.params[i].offset, fn.params[i].size, i,
+                  fn.params.size());
+  std::string derived;
+  for (const elf::CubinParam &p : fn.params) derived += (derived.empty() ? "" : ",") + spelled_type(p);
+  Signature own;
+  if (sk_status st = parse_signature(derived, what, &own); st != SK_OK) return st;
+  if (!given) {
+    *out = std::move(own);
+    return SK_OK;
+  }
+  Signature sig;
+  if (sk_status st = parse_signature(given, what, &sig); st != SK_OK) return st;
+  if (sig.size() != own.size())
+    return fail(SK_ERR_INCOMPATIBLE, "%s: %s has %zu parameters in its cubin (sizes %s), not %zu", call,
+                what.c_str(), own.size(), derived.c_str(), sig.size());
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (arg_size(sig[i]) != fn.params[i].size)
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "%s: %s: parameter %zu is %u bytes in its cubin, which %s (%zu bytes) does not pass", call,
+                  what.c_str(), i, fn.params[i].size, type_to_string(sig[i]).c_str(), arg_size(sig[i]));
+  *out = std::move(sig);
+  return SK_OK;
+}
+
+sk_status make_plain_kernel(const elf::CubinFunction &fn, const backend::KernelRequest &request,
+                            const std::string &what, const char *call, CudaKernel *k) {
+  if (sk_status st = plain_signature(fn, request.signature, what, call, &k->signature); st != SK_OK) return st;
+  const uint32_t *req = fn.reqntid, *max = fn.max_threads;
+  const uint32_t req_threads = req[0] * std::max(req[1], 1u) * std::max(req[2], 1u);
+  const uint32_t max_threads = max[0] * std::max(max[1], 1u) * std::max(max[2], 1u);
+  uint32_t block[3] = {request.block[0], request.block[1], request.block[2]};
+  if (!block[0] && request.threads) block[0] = request.threads, block[1] = block[2] = 1;
+  if (block[0]) {
+    const uint32_t threads = block[0] * block[1] * block[2];
+    if (req_threads && (block[0] != req[0] || block[1] != std::max(req[1], 1u) || block[2] != std::max(req[2], 1u)))
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "%s: %s requires a block of %u x %u x %u threads (.reqntid), not {%u, %u, %u}", call, what.c_str(),
+                  req[0], std::max(req[1], 1u), std::max(req[2], 1u), block[0], block[1], block[2]);
+    if (max_threads && threads > max_threads)
+      return fail(SK_ERR_INCOMPATIBLE, "%s: %s runs at most %u threads per block (__launch_bounds__), not %u", call,
+                  what.c_str(), max_threads, threads);
+    k->threads_from = "caller";
+  } else if (req_threads) {
+    block[0] = req[0], block[1] = std::max(req[1], 1u), block[2] = std::max(req[2], 1u);
+    k->threads_from = ".reqntid";
+  } else if (max_threads) {
+    block[0] = max_threads, block[1] = block[2] = 1;
+    k->threads_from = ".maxntid";
+  } else if (request.stand_ins) {
+    block[0] = kDefaultThreads, block[1] = block[2] = 1;
+    k->threads_from = "stand-in";
+    k->stand_ins.push_back("threads");
+  } else {
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s does not say its threads per block (its cubin records no __launch_bounds__): give the block "
+                "its launches have when taking it (sk_kernel_desc.threads, or sk_kernel_desc.block)",
+                call, what.c_str());
+  }
+  std::copy(block, block + 3, k->block);
+  k->threads = block[0] * block[1] * block[2];
+  // SASS does not say whether it uses an `extern __shared__` array: the caller's size, as a
+  // launch's sharedMemBytes.
+  k->dynamic_shared = request.dynamic_shared;
+  if (request.dynamic_shared) k->dynamic_shared_from = "caller";
+  k->registers = fn.registers;
+  k->static_shared = fn.shared_bytes;
+  k->plain = true;
+  return SK_OK;
+}
+
+PlainFunction::~PlainFunction() {
+  if (!module_) return;
+  ContextScope ctx(*gpu_, "sk_kernel_destroy", true);
+  if (ctx.status() == SK_OK) gpu_->api().cuModuleUnload(module_);
+}
+
+sk_status PlainFunction::load(const char *call) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (function_) return SK_OK;
+  const DriverApi &a = gpu_->api();
+  const std::string what = "cuModuleLoadData of the cubin of kernel '" + kernel_->symbol + "'";
+  if (sk_status st = gpu_->check(a.cuModuleLoadData(&module_, kernel_->module->bytes.data()), call, what.c_str());
+      st != SK_OK)
+    return st;
+  if (sk_status st = gpu_->check(a.cuModuleGetFunction(&function_, module_, kernel_->symbol.c_str()), call,
+                                 ("cuModuleGetFunction '" + kernel_->symbol + "'").c_str());
+      st != SK_OK)
+    return st;
+  if (kernel_->static_shared + kernel_->dynamic_shared > kDefaultSharedLimit) {
+    const std::string opt_in = "cuFuncSetAttribute (" + std::to_string(kernel_->dynamic_shared) +
+                               " bytes of dynamic shared memory of kernel '" + kernel_->symbol + "')";
+    if (sk_status st = gpu_->check(a.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                        (int)kernel_->dynamic_shared),
+                                   call, opt_in.c_str());
+        st != SK_OK) {
+      function_ = nullptr;
+      return st;
+    }
+  }
+  return SK_OK;
+}
+
+sk_status PlainFunction::launch(uint32_t block_dim, const GridShape &grid, const uint64_t *slots, CUstream stream,
+                                const char *call) {
+  ContextScope ctx(*gpu_, call);
+  if (ctx.status() != SK_OK) return ctx.status();
+  if (sk_status st = load(call); st != SK_OK) return st;
+  const CudaKernel &k = *kernel_;
+  const std::vector<uint32_t> at = slot_offsets(k.signature);
+  std::vector<void *> params(k.signature.size());
+  for (size_t i = 0; i < params.size(); ++i) params[i] = const_cast<uint64_t *>(slots + at[i]);
+  LaunchConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.grid_x = grid[0] ? grid[0] : block_dim;
+  cfg.grid_y = grid[0] ? std::max(grid[1], 1u) : 1;
+  cfg.grid_z = grid[0] ? std::max(grid[2], 1u) : 1;
+  cfg.block_x = k.block[0];
+  cfg.block_y = k.block[1];
+  cfg.block_z = k.block[2];
+  cfg.shared_mem_bytes = k.dynamic_shared;
+  cfg.stream = stream;
+  return gpu_->check(gpu_->api().cuLaunchKernelEx(&cfg, function_, params.data(), nullptr), call,
+                     ("cuLaunchKernelEx of kernel '" + k.symbol + "'").c_str());
+}
+
+}  // namespace sk::cuda

@@ -1,0 +1,67 @@
+"""CUDA kernels of linked SASS alone, launched as compiled between a super kernel's dispatches,
+through the binding on the stand-in driver (no GPU): taken with the signature their parameters'
+sizes give, fused around in a scope and in a capture, explained, refused by name."""
+import pytest
+
+import superkernel as sk
+from conftest import cuda_kernel
+
+
+def test_a_linked_sass_kernel_is_a_plain_launch_between_fused_steps(fake_gpu):
+    sass = fake_gpu.load(cuda_kernel("decode_global_sass.cubin"))
+    ptx = fake_gpu.load(cuda_kernel("decode_global.ptx"))
+    # Listed by what it can be taken with: silu_mul_global records no __launch_bounds__.
+    assert sass.kernels["residual_add_global"] == {"sig": "ptr,ptr,ptr,u32", "type": "vector"}
+    assert "silu_mul_global" not in sass.kernels
+    with pytest.raises(sk.Incompatible, match=r"silu_mul_global.*sk_kernel_desc\.threads"):
+        sass.kernel("silu_mul_global")
+    silu = sass.kernel("silu_mul_global", signature="ptr,ptr,ptr,i32", threads=128)
+    assert silu.signature == "ptr,ptr,ptr,i32"
+    with pytest.raises(sk.Incompatible, match=r"parameter 3 is 4 bytes in its cubin, which f64 \(8 bytes\)"):
+        sass.kernel("residual_add_global", signature="ptr,ptr,ptr,f64")
+    add_sass = sass.kernel("residual_add_global")
+    add_ptx = ptx.kernel("residual_add_global")
+    buf = fake_gpu.alloc(4096)
+    with fake_gpu.scope("plain") as scope:
+        scope.add(add_ptx, 4, buf, buf, buf, 100)
+        scope.add(add_sass, 6, buf, buf, buf, 100)
+        scope.add(silu, (2, 3), buf, buf, buf, -1)
+        scope.add(add_ptx, 4, buf, buf, buf, 100)
+    fused = scope.superkernel
+    e = fused.explain()
+    assert e["dispatches"] == 4
+    assert [s.get("plain_launch", False) for s in e["steps"]] == [False, True, True, False]
+    assert [d["launch"] for d in e["cuda_entry"]["dispatches"]] == ["super kernel", "plain", "plain", "super kernel"]
+    assert e["cuda_entry"]["dispatches"][2]["grid"] == [2, 3, 1]
+    assert e["cuda_entry"]["dispatches"][2]["block"] == [128, 1, 1]
+    fused.launch()
+    fused.launch_repeat(3)
+    add_sass.launch(5, buf, buf, buf, 7)
+    fake_gpu.synchronize()
+    stop = fake_gpu.alloc(4)
+    with pytest.raises(sk.Incompatible, match=r"step 1 'residual_add_global' is launched as compiled"):
+        fused.launch_repeat(2, stop_flag=stop)
+    # Nothing to fuse; an argument read by reference.
+    with pytest.raises(sk.Incompatible, match=r"each of its 2 kernels is launched as compiled"):
+        with fake_gpu.scope("alone") as scope:
+            scope.add(add_sass, 4, buf, buf, buf, 1)
+            scope.add(add_sass, 4, buf, buf, buf, 1)
+    with pytest.raises(sk.Incompatible, match=r"'residual_add_global' reads arguments by reference"):
+        with fake_gpu.scope("refs") as scope:
+            scope.add(add_ptx, 4, buf, buf, buf, 1)
+            scope.add(add_sass, 4, sk.Ref(buf), buf, buf, 1)
+
+
+def test_a_captured_plain_launch_is_one_of_the_super_kernels_dispatches(fake_gpu):
+    add_sass = fake_gpu.load(cuda_kernel("decode_global_sass.cubin")).kernel("residual_add_global")
+    add_ptx = fake_gpu.load(cuda_kernel("decode_global.ptx")).kernel("residual_add_global")
+    buf = fake_gpu.alloc(4096)
+    with fake_gpu.capture("decode") as cap:
+        add_ptx.launch(4, buf, buf, buf, 10, stream=cap.stream)
+        add_sass.launch(4, buf, buf, buf, 10, stream=cap.stream)
+        add_ptx.launch(4, buf, buf, buf, 10, stream=cap.stream)
+    e = cap.superkernel.explain()
+    assert e["dispatches"] == 3
+    assert e["segments"][1]["plain_launch"] is True
+    cap.superkernel.launch()
+    fake_gpu.synchronize()
