@@ -165,22 +165,41 @@ void read_global_kernels(const std::string &ptx, const std::string &arch, CudaMo
 
 // A shared library or executable (nvcc -shared, a program): every translation unit's kernels
 // are linked SASS, which cannot be called, and its PTX, where the build kept some, can: each
-// unit's is read when a kernel of it is first taken (from the first unit that declares it).
+// unit's is read when a kernel of it is first taken (from the first unit that declares it). A
+// unit without PTX the device runs gives its linked cubin's kernels, launched as compiled.
 sk_status load_linked_file(const uint8_t *b, size_t size, const std::string &label, const std::string &arch,
                            CudaModule *m) {
   m->given.assign(b, b + size);  // the units' entries point into it
-  std::vector<elf::FatbinEntry> entries;
+  std::vector<elf::FatbinEntry> entries, sass;
   uint32_t units = 0;
-  if (sk_status st = elf::linked_ptx_entries(m->given.data(), m->given.size(), label, arch, &entries, &units);
+  if (sk_status st =
+          elf::linked_code_entries(m->given.data(), m->given.size(), label, arch, &entries, &sass, &units);
       st != SK_OK)
     return st;
   m->library = true;
-  m->label = label + " (the PTX of " + std::to_string(entries.size()) + " of its " + std::to_string(units) +
-             " translation units)";
   // Units compiled -rdc may use what other units define, as the device link resolved it: every
   // unit is read now, and the units are one set, each kernel linked with the units it needs.
+  // Their device link's SASS holds the same kernels again.
   const bool rdc =
       std::any_of(entries.begin(), entries.end(), [](const elf::FatbinEntry &e) { return e.relocatable; });
+  if (rdc) sass.clear();
+  for (const elf::FatbinEntry &e : sass) {
+    SassUnit unit;
+    unit.label = label + " (" + e.describe() + ", translation unit " + std::to_string(e.container + 1) + " of " +
+                 std::to_string(units) + ")";
+    std::vector<uint8_t> code;
+    elf::Cubin cubin;
+    if (sk_status st = elf::fatbin_entry_bytes(e, unit.label, &code); st != SK_OK) return st;
+    if (sk_status st = elf::parse_cubin(code.data(), code.size(), unit.label, &cubin); st != SK_OK) return st;
+    for (const elf::CubinFunction &f : cubin.functions)
+      if (f.entry) unit.entries.push_back(f.name);
+    unit.stored = e;
+    unit.arch = arch;
+    if (!unit.entries.empty()) m->sass_units.push_back(std::move(unit));  // else device code of the link alone
+  }
+  m->label = label + " (the PTX of " + std::to_string(entries.size()) + " of its " + std::to_string(units) +
+             " translation units" +
+             (m->sass_units.empty() ? "" : ", the SASS of " + std::to_string(m->sass_units.size())) + ")";
   for (const elf::FatbinEntry &e : entries) {
     PtxUnit unit;
     unit.label = label + " (" + e.describe() + ", translation unit " + std::to_string(e.container + 1) + " of " +
@@ -449,10 +468,19 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
     if (const PtxKernel *g = part->ptx->find(name); g && g->entry)
       return make_cuda_kernel(part, name, request, call, out);
   }
+  for (size_t i = 0; i < m.sass_units.size(); ++i) {
+    const std::vector<std::string> &declared = m.sass_units[i].entries;
+    if (std::find(declared.begin(), declared.end(), name) == declared.end()) continue;
+    const std::shared_ptr<const CudaModule> part = m.sass_unit(i);
+    if (!part)
+      return fail(SK_ERR_BAD_BINARY, "%s: kernel '%s': the cubin of %s cannot be read: %s", call, name,
+                  m.sass_units[i].label.c_str(), std::string(last_error()).c_str());
+    return make_cuda_kernel(part, name, request, call, out);
+  }
   if (m.library) {
     std::vector<std::string> names;
-    for (const PtxUnit &unit : m.ptx_units) names.insert(names.end(), unit.entries.begin(), unit.entries.end());
-    return fail(SK_ERR_NOT_FOUND, "%s: no __global__ kernel '%s' in the PTX of %s (its kernels: %s)", call, name,
+    for (const KernelMetadata &k : m.declared_kernels()) names.push_back(k.name);
+    return fail(SK_ERR_NOT_FOUND, "%s: no __global__ kernel '%s' in %s (its kernels: %s)", call, name,
                 m.label.c_str(), some_names(names).c_str());
   }
   const char *signature = request.signature;
@@ -647,6 +675,20 @@ std::shared_ptr<const CudaModule> CudaModule::ptx_unit(size_t i) const {
   return part;
 }
 
+std::shared_ptr<const CudaModule> CudaModule::sass_unit(size_t i) const {
+  std::lock_guard<std::mutex> lock(units_mutex_);
+  read_sass_.resize(sass_units.size());
+  if (read_sass_[i]) return read_sass_[i];
+  const SassUnit &u = sass_units[i];
+  std::vector<uint8_t> code;
+  std::shared_ptr<const CudaModule> part;
+  if (elf::fatbin_entry_bytes(u.stored, u.label, &code) != SK_OK ||
+      load_cuda_module(code.data(), code.size(), u.label, &part, u.arch) != SK_OK)
+    return nullptr;
+  read_sass_[i] = part;
+  return part;
+}
+
 std::shared_ptr<const CudaModule> CudaModule::ptx_unit_if_read(size_t i) const {
   std::lock_guard<std::mutex> lock(units_mutex_);
   return i < read_units_.size() ? read_units_[i] : nullptr;
@@ -659,6 +701,9 @@ const std::vector<KernelMetadata> &CudaModule::declared_kernels() const {
   std::call_once(declared_once_, [this] {
     std::unordered_set<std::string_view> seen;
     for (const PtxUnit &unit : ptx_units)
+      for (const std::string &name : unit.entries)
+        if (seen.insert(name).second) declared_.push_back({name, "", "vector"});
+    for (const SassUnit &unit : sass_units)
       for (const std::string &name : unit.entries)
         if (seen.insert(name).second) declared_.push_back({name, "", "vector"});
   });

@@ -41,6 +41,15 @@ struct PtxUnit {
   std::string arch;  // the device's, which the PTX is read for
 };
 
+// A translation unit of a library whose code for the device is a linked cubin alone: its
+// `__global__` kernels, launched as compiled (plain_launch.hpp), and where its cubin is stored.
+struct SassUnit {
+  std::string label;
+  std::vector<std::string> entries;  // its __global__ kernels, as its symbols say
+  elf::FatbinEntry stored;
+  std::string arch;
+};
+
 struct CudaModule {
   std::string label;
   InputKind kind = InputKind::Cubin;
@@ -60,7 +69,10 @@ struct CudaModule {
   // library's or executable's (`library`), that of each translation unit with PTX the device
   // runs, read when a kernel of it is first taken (a library may hold thousands of kernels).
   std::vector<PtxUnit> ptx_units;
-  bool library = false;  // a shared library or executable: its kernels are its ptx_units' alone
+  // A library's units without PTX the device runs, in the order of its containers: their
+  // cubins, each read as a module of its own when a kernel of it is first taken.
+  std::vector<SassUnit> sass_units;
+  bool library = false;  // a shared library or executable: its kernels are its units' alone
   // Why the PTX of its __global__ kernels could not be read: the IR's, or that beside a cubin in
   // a fatbinary ("" if it could, or there was none).
   std::string global_kernels_note;
@@ -70,6 +82,9 @@ struct CudaModule {
   // Unit i as a PTX module, read on first use (under a lock: kernels are taken from any
   // thread); null, with the reader's message in last_error, where its PTX cannot be read.
   std::shared_ptr<const CudaModule> ptx_unit(size_t i) const;
+  // SASS unit i as a module of its linked cubin, read on first use; null, with the reader's
+  // message in last_error, where it cannot be read.
+  std::shared_ptr<const CudaModule> sass_unit(size_t i) const;
   // Unit i if it has been read, else null: it is then in no link.
   std::shared_ptr<const CudaModule> ptx_unit_if_read(size_t i) const;
   // The kernels the module declares: `metadata`, and for a library the `.entry` names of every
@@ -80,6 +95,7 @@ struct CudaModule {
   mutable std::mutex units_mutex_;
   mutable std::vector<std::shared_ptr<const CudaModule>> read_units_;  // by unit; null: not read yet
   mutable std::vector<std::string> unit_errors_;                       // by unit; why it cannot be read
+  mutable std::vector<std::shared_ptr<const CudaModule>> read_sass_;   // by SASS unit; null: not read yet
   mutable std::once_flag declared_once_;
   mutable std::vector<KernelMetadata> declared_;  // a library's, on the first declared_kernels()
 };

@@ -102,6 +102,20 @@ const FatbinEntry *newest_ptx(const std::vector<FatbinEntry> &entries, uint32_t 
   return chosen;
 }
 
+// The SASS a device of `want` runs of container `container` (UINT32_MAX: any): a cubin of its
+// architecture, the one that names the device's variant where an sm_90 and an sm_90a are both
+// there.
+const FatbinEntry *device_sass(const std::vector<FatbinEntry> &entries, uint32_t want, bool specific,
+                               uint32_t container) {
+  const FatbinEntry *chosen = nullptr;
+  for (const FatbinEntry &e : entries)
+    if ((container == UINT32_MAX || e.container == container) && e.kind == kFatbinElf && e.arch == want) {
+      const bool match = ((e.flags & kFatbinArchSpecific) != 0) == specific;
+      if (!chosen || (match && ((chosen->flags & kFatbinArchSpecific) != 0) != specific)) chosen = &e;
+    }
+  return chosen;
+}
+
 }  // namespace
 
 uint32_t arch_number(std::string_view arch, bool *specific) {
@@ -285,13 +299,7 @@ sk_status extract_fatbin_code(const void *bytes, size_t size, std::string_view l
   if (sk_status st = parse_fatbin(fatbin, fatbin_size, where, &entries); st != SK_OK) return st;
   bool specific = false;
   const uint32_t want = arch_number(arch, &specific);
-  const FatbinEntry *chosen = nullptr;
-  for (const FatbinEntry &e : entries)
-    if (sass && e.kind == kFatbinElf && e.arch == want) {
-      // sm_90 and sm_90a cubins may both be there: the one that names the device's variant.
-      const bool match = ((e.flags & kFatbinArchSpecific) != 0) == specific;
-      if (!chosen || (match && ((chosen->flags & kFatbinArchSpecific) != 0) != specific)) chosen = &e;
-    }
+  const FatbinEntry *chosen = sass ? device_sass(entries, want, specific, UINT32_MAX) : nullptr;
   *ptx = !chosen;
   if (!chosen) chosen = newest_ptx(entries, want, UINT32_MAX);
   if (!chosen) {
@@ -340,8 +348,8 @@ bool looks_like_linked_host_elf(const void *bytes, size_t size) {
   return eh.e_type == ET_DYN || eh.e_type == ET_EXEC;
 }
 
-sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,
-                             std::vector<FatbinEntry> *out, uint32_t *containers) {
+sk_status linked_code_entries(const void *bytes, size_t size, std::string_view label_view, std::string_view arch,
+                              std::vector<FatbinEntry> *out, std::vector<FatbinEntry> *sass, uint32_t *containers) {
   const std::string label(label_view);
   const auto *b = static_cast<const uint8_t *>(bytes);
   // The section table and its names, each checked against the file's size before it is read.
@@ -405,13 +413,18 @@ sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view la
   const uint32_t want = arch_number(arch, &specific);
   *containers = entries.empty() ? 0 : entries.back().container + 1;
   out->clear();
-  for (uint32_t c = 0; c < *containers; ++c)
-    if (const FatbinEntry *e = newest_ptx(entries, want, c)) out->push_back(*e);
-  if (out->empty()) {
+  sass->clear();
+  for (uint32_t c = 0; c < *containers; ++c) {
+    if (const FatbinEntry *e = newest_ptx(entries, want, c))
+      out->push_back(*e);
+    else if (const FatbinEntry *linked = device_sass(entries, want, specific, c); linked && !linked->relocatable)
+      sass->push_back(*linked);
+  }
+  if (out->empty() && sass->empty()) {
     const std::string a(arch);
     return fail(SK_ERR_INCOMPATIBLE,
-                "%s: the fatbinaries of its %u translation unit%s hold %s, and no PTX the device (%s) runs: its "
-                "__global__ kernels are linked SASS, which cannot be called; build with PTX for %s or older "
+                "%s: the fatbinaries of its %u translation unit%s hold %s, and no PTX or SASS the device (%s) runs: "
+                "its __global__ kernels are linked SASS of other architectures; build with PTX for %s or older "
                 "(-gencode arch=compute_%u,code=compute_%u; CMake: CUDA_ARCHITECTURES %u, not %u-real)",
                 label.c_str(), *containers, *containers == 1 ? "" : "s", holdings(entries).c_str(), a.c_str(),
                 a.c_str(), want, want, want, want);

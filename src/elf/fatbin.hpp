@@ -103,10 +103,11 @@ bool looks_like_linked_host_elf(const void *bytes, size_t size);
 // The PTX entry `arch` runs of each container of a linked file's `.nv_fatbin`, then of its
 // `__nv_relfatbin` (units compiled -rdc, whose link is SASS alone), that has one (the newest,
 // as extract_fatbin_code chooses), in container order, pointing into `bytes` (fatbin_entry_bytes
-// gives each text): the kernels of nvcc -c, which are linked SASS, can be fused from it. A file
-// without either section is SK_ERR_UNSUPPORTED; one whose containers hold no such PTX
-// SK_ERR_INCOMPATIBLE, saying what they hold.
-sk_status linked_ptx_entries(const void *bytes, size_t size, std::string_view label, std::string_view arch,
-                             std::vector<FatbinEntry> *out, uint32_t *containers);
+// gives each text): the kernels of nvcc -c, which are linked SASS, can be fused from it. Into
+// `sass`, the linked cubin for `arch` of each `.nv_fatbin` container without such PTX: its
+// kernels can be launched as compiled. A file without either section is SK_ERR_UNSUPPORTED;
+// one whose containers hold neither SK_ERR_INCOMPATIBLE, saying what they hold.
+sk_status linked_code_entries(const void *bytes, size_t size, std::string_view label, std::string_view arch,
+                              std::vector<FatbinEntry> *out, std::vector<FatbinEntry> *sass, uint32_t *containers);
 
 }  // namespace sk::elf

@@ -641,10 +641,13 @@ def test_inspect_shared_library():
     assert "rmsnorm_global" in names and "er_guard" in names and len(names) == 13, names
     r = sk("inspect", path)
     assert "libdecode_two.so: shared library" in r.stdout
-    assert "libsk reads the PTX of its translation units" in r.stdout
-    r = sk("inspect", os.path.join(CUDA_KERNELS, "libdecode_sass.so"))
+    assert "libsk reads the PTX or SASS of its translation units" in r.stdout
+    # SASS alone: its kernels are launched as compiled; for sm_80, what to build.
+    d = json.loads(sk("inspect", "--json", os.path.join(CUDA_KERNELS, "libdecode_sass.so")).stdout)
+    assert all(k.get("plain_launch") for k in d["kernels"]) and len(d["kernels"]) == 6, d["kernels"]
+    r = sk("inspect", "--arch", "sm_80", os.path.join(CUDA_KERNELS, "libdecode_sass.so"))
     assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert "no PTX the device (sm_90) runs" in r.stderr, r.stderr
+    assert "no PTX or SASS the device (sm_80) runs" in r.stderr, r.stderr
 
 
 @needs_cuda_kernels

@@ -65,3 +65,22 @@ def test_a_captured_plain_launch_is_one_of_the_super_kernels_dispatches(fake_gpu
     assert e["segments"][1]["plain_launch"] is True
     cap.superkernel.launch()
     fake_gpu.synchronize()
+
+
+def test_a_library_of_sass_alone_gives_plain_launches(fake_gpu):
+    # nvcc -shared with code=sm_90 alone: each unit's linked cubin, read when a kernel of it is
+    # taken.
+    lib = fake_gpu.load(cuda_kernel("libdecode_sass.so"))
+    # Those its cubins say the block of (__launch_bounds__).
+    assert sorted(lib.kernels) == ["decode_attention_global", "gemv_global", "residual_add_global", "rmsnorm_global"]
+    add_sass = lib.kernel("residual_add_global")
+    add_ptx = fake_gpu.load(cuda_kernel("decode_global.ptx")).kernel("residual_add_global")
+    buf = fake_gpu.alloc(4096)
+    with fake_gpu.scope("library") as scope:
+        scope.add(add_sass, 3, buf, buf, buf, 10)
+        scope.add(add_ptx, 3, buf, buf, buf, 10)
+    e = scope.superkernel.explain()
+    assert [d["launch"] for d in e["cuda_entry"]["dispatches"]] == ["plain", "super kernel"]
+    assert e["steps"][0]["module"].endswith("libdecode_sass.so (sm_90 cubin, translation unit 2 of 2)"), e["steps"][0]
+    scope.superkernel.launch()
+    fake_gpu.synchronize()

@@ -1510,9 +1510,10 @@ TEST_F(CudaGpu, PtxKernelsFusedEqualTheirPtxLaunchedByTheDriver) {
   // from decode_global.cu's translation unit's PTX, == that PTX launched by the driver.
   {
     const std::vector<uint8_t> lib = sk::cuda_test::read_file(sk::cuda_test::kernel_path("libdecode_two.so"));
-    std::vector<sk::elf::FatbinEntry> units;
+    std::vector<sk::elf::FatbinEntry> units, sass;
     uint32_t count = 0;
-    ASSERT_EQ(sk::elf::linked_ptx_entries(lib.data(), lib.size(), "libdecode_two.so", arch, &units, &count), SK_OK)
+    ASSERT_EQ(sk::elf::linked_code_entries(lib.data(), lib.size(), "libdecode_two.so", arch, &units, &sass, &count),
+              SK_OK)
         << sk_last_error();
     std::string unit_ptx;
     for (const sk::elf::FatbinEntry &u : units) {

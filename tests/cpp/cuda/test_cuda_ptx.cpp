@@ -1254,7 +1254,9 @@ TEST(CudaPtx, ASharedLibrarysKernelsFuseFromEachTranslationUnitsPtx) {
   EXPECT_EQ(rms->static_shared, 132u);
   EXPECT_EQ(m->declared_kernels().size(), m->ptx_unit(0)->metadata.size() + m->ptx_unit(1)->metadata.size());
   EXPECT_EQ(refused(m, "no_such_kernel"), SK_ERR_NOT_FOUND);
-  EXPECT_TRUE(contains(sk::last_error(), "no __global__ kernel 'no_such_kernel' in the PTX of libdecode_two.so"))
+  EXPECT_TRUE(contains(
+      sk::last_error(),
+      "no __global__ kernel 'no_such_kernel' in libdecode_two.so (the PTX of 2 of its 3 translation units)"))
       << sk::last_error();
   EXPECT_TRUE(contains(sk::last_error(), "rmsnorm_global, rope_global")) << sk::last_error();
 
@@ -1269,13 +1271,29 @@ TEST(CudaPtx, ASharedLibrarysKernelsFuseFromEachTranslationUnitsPtx) {
   std::string log;
   EXPECT_EQ(sk::cuda_test::ptxas(img.program_ptx, "sm_90", &log, true), 0) << log;
 
+  // SASS alone: each unit's linked cubin, its kernels launched as compiled, read when one is
+  // taken; for another architecture, what to build.
   const std::vector<uint8_t> sass = kernel_bytes("libdecode_sass.so");
+  std::shared_ptr<const CudaModule> linked;
+  ASSERT_EQ(sk::cuda::load_cuda_module(sass.data(), sass.size(), "libdecode_sass.so", &linked, "sm_90"), SK_OK)
+      << sk::last_error();
+  EXPECT_TRUE(linked->ptx_units.empty());
+  ASSERT_FALSE(linked->sass_units.empty());
+  EXPECT_TRUE(contains(linked->label, "the SASS of ")) << linked->label;
+  EXPECT_EQ(linked->declared_kernels().size(), 6u);
+  const std::shared_ptr<CudaKernel> plain = take(linked, "residual_add_global");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->plain);
+  EXPECT_EQ(sk::signature_to_string(plain->signature), "ptr,ptr,ptr,u32");
+  EXPECT_EQ(plain->block[0], 256u);
+  EXPECT_TRUE(contains(plain->module->label, "libdecode_sass.so (sm_90 cubin, translation unit "))
+      << plain->module->label;
   std::shared_ptr<const CudaModule> none;
-  EXPECT_EQ(sk::cuda::load_cuda_module(sass.data(), sass.size(), "libdecode_sass.so", &none, "sm_90"),
+  EXPECT_EQ(sk::cuda::load_cuda_module(sass.data(), sass.size(), "libdecode_sass.so", &none, "sm_80"),
             SK_ERR_INCOMPATIBLE);
   EXPECT_TRUE(contains(sk::last_error(), "libdecode_sass.so: the fatbinaries of its ")) << sk::last_error();
   EXPECT_TRUE(contains(sk::last_error(), "hold SASS for sm_90")) << sk::last_error();
-  EXPECT_TRUE(contains(sk::last_error(), "code=compute_90")) << sk::last_error();
+  EXPECT_TRUE(contains(sk::last_error(), "no PTX or SASS the device (sm_80) runs")) << sk::last_error();
 }
 
 // PTX beside a relocatable cubin with __global__ kernels that the reader refuses (here a target

@@ -17,7 +17,7 @@ EM_CUDA = 190
 NVCC_FATBIN_SECTIONS = {b"__nv_relfatbin", b".nv_fatbin"}
 # What libsk's `kind` says, as the text shows it.
 KIND_NAMES = {"ptx": "PTX", "cubin": "cubin", "lto-ir": "LTO-IR",
-              "library": "the PTX of its translation units",
+              "library": "the PTX or SASS of its translation units",
               "archive": "the device code of its members"}
 # An `ar` member's header: its size, in decimal, at bytes 48-58 of 60.
 AR_HEADER, AR_SIZE = 60, slice(48, 58)
