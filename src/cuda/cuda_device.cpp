@@ -268,10 +268,11 @@ sk_status CudaDevice::memcpy(void *dst, const void *src, size_t size) {
   return check(api_->cuCtxSynchronize(), "sk_memcpy", "cuCtxSynchronize");
 }
 
-uint64_t CudaDevice::register_name(const std::string &name, std::vector<std::string> step_names) {
+uint64_t CudaDevice::register_name(const std::string &name, std::vector<std::string> step_names,
+                                   uint32_t first_step) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t id = next_id_++;
-  names_[id] = {name, std::move(step_names)};
+  names_[id] = {name, std::move(step_names), first_step};
   return id;
 }
 
@@ -338,8 +339,8 @@ void CudaDevice::dump_aborted_launch(uint64_t id, const std::string &message) {
     sync = it->second.sync;
     steps.resize(it->second.steps, "?");
     if (auto n = names_.find(id); n != names_.end()) {
-      name = n->second.first;
-      for (size_t i = 0; i < steps.size() && i < n->second.second.size(); ++i) steps[i] = n->second.second[i];
+      name = n->second.name;
+      for (size_t i = 0; i < steps.size() && i < n->second.steps.size(); ++i) steps[i] = n->second.steps[i];
     }
   }
   std::vector<uint64_t> words(sync_layout(steps.size()).bytes / 8);
@@ -378,8 +379,9 @@ sk_status CudaDevice::take_hang_report(CUstream stream, const char *call) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = names_.find(words[kReportId]); it != names_.end()) {
-      name = it->second.first;
-      if (words[kReportStep] < it->second.second.size()) step = it->second.second[words[kReportStep]];
+      name = it->second.name;
+      if (words[kReportStep] < it->second.steps.size()) step = it->second.steps[words[kReportStep]];
+      words[kReportStep] += it->second.first_step;  // the super kernel's step, where its dispatch is not the first
     }
   }
   sk_status st;

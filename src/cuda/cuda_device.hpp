@@ -117,8 +117,9 @@ class CudaDevice {
   void remove_report(uint64_t id);
   bool launching(uint64_t id, CUstream stream);
   void forget_stream(CUstream stream);  // the stream is destroyed
-  // Super kernels register their names for hang reports.
-  uint64_t register_name(const std::string &name, std::vector<std::string> step_names);
+  // Super kernels register their names for hang reports: a program's steps, the first of them
+  // the super kernel's step `first_step` (its dispatch's first).
+  uint64_t register_name(const std::string &name, std::vector<std::string> step_names, uint32_t first_step = 0);
   void unregister_name(uint64_t id);
 
  private:
@@ -140,7 +141,12 @@ class CudaDevice {
   mutable std::mutex lost_mutex_;
   mutable std::string lost_;  // the first sticky error's message; empty while usable
   std::set<uintptr_t> allocations_;
-  std::map<uint64_t, std::pair<std::string, std::vector<std::string>>> names_;
+  struct Registered {
+    std::string name;
+    std::vector<std::string> steps;
+    uint32_t first_step = 0;
+  };
+  std::map<uint64_t, Registered> names_;
   struct Report {
     CUdeviceptr sync = 0, address = 0;  // the sync buffer; the hang report in it
     size_t steps = 0;

@@ -161,7 +161,7 @@ sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOption
     d.plan = segment_plan(sk->plan, g);
     std::vector<std::string> names;
     for (const PlanStep &s : d.plan.steps) names.push_back(s.kernel.name);
-    d.id = dev->register_name(name, names);
+    d.id = dev->register_name(name, names, d.first);
     BuildRequest req = build_request(*dev, d.plan, dispatch_kernels(d, ck), d.id);
     if (sk_status st = build_and_load(dev, req, &images[g], &d.program); st != SK_OK) return st;
     if (d.program->max_coresident() < fit) fit = d.program->max_coresident(), tightest = d.program.get();
@@ -377,7 +377,8 @@ void CudaBackendSuperKernel::write_dispatches(JsonWriter &j) const {
 
 std::shared_ptr<PlainFunction> CudaBackendKernel::plain_function() {
   std::lock_guard<std::mutex> lock(unfused_mutex);
-  if (!plain) plain = std::make_shared<PlainFunction>(gpu, kernel);
+  if (!plain)
+    plain = std::make_shared<PlainFunction>(gpu, kernel, (usage & (kUsesGridSync | kUsesOwnGridBarrier)) != 0);
   return plain;
 }
 

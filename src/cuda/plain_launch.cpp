@@ -102,9 +102,17 @@ sk_status make_plain_kernel(const elf::CubinFunction &fn, const backend::KernelR
   if (request.dynamic_shared) k->dynamic_shared_from = "caller";
   k->registers = fn.registers;
   k->static_shared = fn.shared_bytes;
+  if (fn.grid_sync) k->usage |= kUsesGridSync;
   k->plain = true;
   return SK_OK;
 }
+
+PlainFunction::PlainFunction(std::shared_ptr<CudaDevice> gpu, std::shared_ptr<const CudaKernel> kernel,
+                             bool cooperative)
+    : gpu_(std::move(gpu)),
+      kernel_(std::move(kernel)),
+      cooperative_(cooperative),
+      param_slots_(slot_offsets(kernel_->signature)) {}
 
 PlainFunction::~PlainFunction() {
   if (!module_) return;
@@ -144,9 +152,12 @@ sk_status PlainFunction::launch(uint32_t block_dim, const GridShape &grid, const
   if (ctx.status() != SK_OK) return ctx.status();
   if (sk_status st = load(call); st != SK_OK) return st;
   const CudaKernel &k = *kernel_;
-  const std::vector<uint32_t> at = slot_offsets(k.signature);
   std::vector<void *> params(k.signature.size());
-  for (size_t i = 0; i < params.size(); ++i) params[i] = const_cast<uint64_t *>(slots + at[i]);
+  for (size_t i = 0; i < params.size(); ++i) params[i] = const_cast<uint64_t *>(slots + param_slots_[i]);
+  LaunchAttribute attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attr.value.cooperative = 1;
   LaunchConfig cfg;
   std::memset(&cfg, 0, sizeof cfg);
   cfg.grid_x = grid[0] ? grid[0] : block_dim;
@@ -157,6 +168,8 @@ sk_status PlainFunction::launch(uint32_t block_dim, const GridShape &grid, const
   cfg.block_z = k.block[2];
   cfg.shared_mem_bytes = k.dynamic_shared;
   cfg.stream = stream;
+  cfg.attrs = cooperative_ ? &attr : nullptr;
+  cfg.num_attrs = cooperative_ ? 1 : 0;
   return gpu_->check(gpu_->api().cuLaunchKernelEx(&cfg, function_, params.data(), nullptr), call,
                      ("cuLaunchKernelEx of kernel '" + k.symbol + "'").c_str());
 }

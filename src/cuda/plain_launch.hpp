@@ -36,8 +36,9 @@ sk_status make_plain_kernel(const elf::CubinFunction &fn, const backend::KernelR
 // A plain kernel loaded on one device: its own module of the linked cubin, loaded on first use.
 class PlainFunction {
  public:
-  PlainFunction(std::shared_ptr<CudaDevice> gpu, std::shared_ptr<const CudaKernel> kernel)
-      : gpu_(std::move(gpu)), kernel_(std::move(kernel)) {}
+  // `cooperative`: its blocks wait for each other (cooperative groups' grid sync, or the
+  // caller's SK_KERNEL_DESC_COOPERATIVE): each launch is cooperative, all blocks at once.
+  PlainFunction(std::shared_ptr<CudaDevice> gpu, std::shared_ptr<const CudaKernel> kernel, bool cooperative);
   ~PlainFunction();
   PlainFunction(const PlainFunction &) = delete;
   PlainFunction &operator=(const PlainFunction &) = delete;
@@ -53,6 +54,8 @@ class PlainFunction {
  private:
   std::shared_ptr<CudaDevice> gpu_;
   std::shared_ptr<const CudaKernel> kernel_;
+  bool cooperative_;
+  std::vector<uint32_t> param_slots_;  // each parameter's first argument slot
   std::mutex mutex_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;

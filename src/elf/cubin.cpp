@@ -20,7 +20,8 @@ namespace {
 constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
                   kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f, kAttrNumBarriers = 0x4c, kAttrMaxRegCount = 0x1b,
-                  kAttrMaxThreads = 0x05, kAttrReqntid = 0x10, kAttrKparamInfo = 0x17;
+                  kAttrMaxThreads = 0x05, kAttrReqntid = 0x10, kAttrKparamInfo = 0x17,
+                  kAttrCoopGroupInstrOffsets = 0x28;
 // EIATTR_KPARAM_INFO's last word: the parameter's size in bytes in its top 14 bits.
 constexpr uint32_t kKparamSizeShift = 18;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
@@ -319,6 +320,8 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
         owner->barriers = value[0];
       } else if (owner && attr == kAttrMaxRegCount && format == kFormatHalf) {
         owner->max_registers = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
+      } else if (owner && attr == kAttrCoopGroupInstrOffsets) {
+        owner->grid_sync = true;
       } else if (owner && attr == kAttrKparamInfo && format == kFormatSized && length == 12) {
         // { index, ordinal (u16), offset (u16), flags }
         CubinParam param;

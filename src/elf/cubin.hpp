@@ -67,6 +67,9 @@ struct CubinFunction {
   std::vector<CubinParam> params;
   uint32_t max_threads[3] = {0, 0, 0};
   uint32_t reqntid[3] = {0, 0, 0};
+  // EIATTR_COOP_GROUP_INSTR_OFFSETS: its code syncs the grid (cooperative groups' grid.sync()),
+  // which only a cooperative launch makes safe.
+  bool grid_sync = false;
   uint32_t code_bytes = 0;            // size of .text.<name>
   std::vector<std::string> externs;   // functions it calls that are undefined in this object
   std::vector<std::string> callees;   // functions it calls (.nv.callgraph), defined or not

@@ -91,6 +91,7 @@ struct FakePlainLaunch {
   unsigned param_bytes;
   unsigned char params[256];
   void *stream;
+  int cooperative;
 };
 
 struct FakeCall {
@@ -3342,4 +3343,71 @@ TEST_F(CudaFakeDriver, AKernelOfLinkedSassIsLaunchedAsCompiledBetweenDispatches)
   desc = {sizeof desc, nullptr, 512, 0, {0, 0, 0}, 0};
   EXPECT_EQ(sk_module_get_kernel_desc(mod, "residual_add_global", &desc, &k), SK_ERR_INCOMPATIBLE);
   EXPECT_TRUE(contains(sk_last_error(), "at most 256 threads per block")) << sk_last_error();
+}
+
+// A kernel of linked SASS that syncs its grid with cooperative groups (its .nv.info records
+// the instructions): launched cooperatively, alone and as a plain launch, and said so in
+// explain; a kernel taken with SK_KERNEL_DESC_COOPERATIVE too; an ordinary one not.
+TEST_F(CudaFakeDriver, ALinkedSassKernelThatSyncsItsGridIsLaunchedCooperatively) {
+  sk_kernel *gs = kernel("grid_sync_sass.cubin", "gs_neighbour");
+  sk_kernel *add = kernel("decode_global_sass.cubin", "residual_add_global");
+  sk_kernel *fused = kernel("decode_global.ptx", "residual_add_global");
+  ASSERT_TRUE(gs && add && fused);
+  uint64_t p = 0x1000;
+  uint32_t n = 100;
+  void *gs_args[] = {&p, &p};
+  void *add_args[] = {&p, &p, &p, &n};
+  ASSERT_EQ(sk_launch_kernel(gs, 4, gs_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(add, 4, add_args, nullptr), SK_OK) << sk_last_error();
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "cooperative", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, fused, 4, add_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, gs, 4, gs_args, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = finalize_and_launch(scope);
+  ASSERT_NE(sk, nullptr);
+  EXPECT_TRUE(contains(explain(sk), "\"constructs\":[\"cg::this_grid().sync()\"]")) << explain(sk);
+  sk_superkernel_destroy(sk);
+  sk_module *mod = module(sk::cuda_test::kernel_path("decode_global_sass.cubin"));
+  sk_kernel_desc desc{sizeof desc, nullptr, 0, 0, {0, 0, 0}, SK_KERNEL_DESC_COOPERATIVE};
+  sk_kernel *own = nullptr;
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "residual_add_global", &desc, &own), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(own, 4, add_args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  const std::vector<FakePlainLaunch> l = fake_.plain();
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_STREQ(l[0].function, "gs_neighbour");
+  EXPECT_EQ(l[0].cooperative, 1);
+  EXPECT_EQ(l[1].cooperative, 0);
+  EXPECT_STREQ(l[2].function, "gs_neighbour");
+  EXPECT_EQ(l[2].cooperative, 1);
+  EXPECT_EQ(l[3].cooperative, 1);
+}
+
+// A hang in a dispatch after a plain launch names the super kernel's step, not its program's.
+TEST_F(CudaFakeDriver, AHangAfterAPlainLaunchNamesTheSuperKernelsStep) {
+  sk_kernel *add = kernel("decode_global_sass.cubin", "residual_add_global");
+  sk_kernel *step = kernel("chain.cubin", "chain_step");
+  sk_kernel *sum = kernel("sync.cubin", "sync_sum");
+  ASSERT_TRUE(add && step && sum);
+  uint64_t x = 0x1000;
+  uint32_t n = 8, i = 0;
+  void *p[] = {&x, &x, &x, &n};
+  void *a[] = {&x, &n, &i};
+  void *b[] = {&x, &x, &n};
+  sk_scope *scope = nullptr;
+  ASSERT_EQ(sk_scope_begin(dev_, "hangs_later", nullptr, &scope), SK_OK);
+  ASSERT_EQ(sk_add_kernel(scope, add, 4, p, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, step, 4, a, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_add_kernel(scope, sum, 4, b, nullptr), SK_OK) << sk_last_error();
+  sk_superkernel *sk = nullptr;
+  ASSERT_EQ(sk_finalize(scope, &sk), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  std::vector<FakeLaunch> l = fake_.all();
+  ASSERT_EQ(l.size(), 1u);
+  // The program's own step 1, block 3, at sk_sync_all (as HangReportBecomesSkErrHangOnce).
+  const uint64_t report[7] = {1, 1, 1, 3, 3, 5, 8};
+  ASSERT_EQ(sk_memcpy(dev_, reinterpret_cast<void *>(l[0].report), report, sizeof report), SK_OK);
+  EXPECT_EQ(sk_stream_synchronize(nullptr), SK_ERR_HANG);
+  EXPECT_TRUE(contains(sk_last_error(), "block 3 of step 2 'sync_sum'")) << sk_last_error();
+  sk_superkernel_destroy(sk);
 }

@@ -87,6 +87,7 @@ struct PlainLaunch {
   unsigned param_bytes;
   unsigned char params[256];
   void *stream;
+  int cooperative;
 };
 std::vector<PlainLaunch> g_plain_launches;
 
@@ -776,6 +777,9 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
     p.block[0] = cfg->block_x, p.block[1] = cfg->block_y, p.block[2] = cfg->block_z;
     p.shared = cfg->shared_mem_bytes;
     p.stream = cfg->stream;
+    for (unsigned i = 0; i < cfg->num_attrs; ++i)
+      if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+        p.cooperative = cfg->attrs[i].value.cooperative;
     for (const PlainParam &a : plain_params(fn->image, fn->function)) {
       if (a.offset + a.size > sizeof p.params) return 1;  // CUDA_ERROR_INVALID_VALUE
       std::memcpy(p.params + a.offset, params[a.ordinal], a.size);
