@@ -126,23 +126,26 @@ sk_status PlainFunction::load(const char *call) {
   const DriverApi &a = gpu_->api();
   const std::string what = "cuModuleLoadData of the cubin of kernel '" + kernel_->symbol + "'";
   if (sk_status st = gpu_->check(a.cuModuleLoadData(&module_, kernel_->module->bytes.data()), call, what.c_str());
-      st != SK_OK)
+      st != SK_OK) {
+    module_ = nullptr;
     return st;
-  if (sk_status st = gpu_->check(a.cuModuleGetFunction(&function_, module_, kernel_->symbol.c_str()), call,
-                                 ("cuModuleGetFunction '" + kernel_->symbol + "'").c_str());
-      st != SK_OK)
-    return st;
-  if (kernel_->static_shared + kernel_->dynamic_shared > kDefaultSharedLimit) {
+  }
+  CUfunction fn = nullptr;
+  sk_status st = gpu_->check(a.cuModuleGetFunction(&fn, module_, kernel_->symbol.c_str()), call,
+                             ("cuModuleGetFunction '" + kernel_->symbol + "'").c_str());
+  if (st == SK_OK && kernel_->static_shared + kernel_->dynamic_shared > kDefaultSharedLimit) {
     const std::string opt_in = "cuFuncSetAttribute (" + std::to_string(kernel_->dynamic_shared) +
                                " bytes of dynamic shared memory of kernel '" + kernel_->symbol + "')";
-    if (sk_status st = gpu_->check(a.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                        (int)kernel_->dynamic_shared),
-                                   call, opt_in.c_str());
-        st != SK_OK) {
-      function_ = nullptr;
-      return st;
-    }
+    st = gpu_->check(
+        a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)kernel_->dynamic_shared),
+        call, opt_in.c_str());
   }
+  if (st != SK_OK) {  // the next use tries again from the start
+    a.cuModuleUnload(module_);
+    module_ = nullptr;
+    return st;
+  }
+  function_ = fn;
   return SK_OK;
 }
 

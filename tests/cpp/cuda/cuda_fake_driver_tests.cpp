@@ -3411,3 +3411,32 @@ TEST_F(CudaFakeDriver, AHangAfterAPlainLaunchNamesTheSuperKernelsStep) {
   EXPECT_TRUE(contains(sk_last_error(), "block 3 of step 2 'sync_sum'")) << sk_last_error();
   sk_superkernel_destroy(sk);
 }
+
+// The driver refusing a plain kernel's function fails sk_finalize naming the kernel, unloads
+// the module it loaded (the sanitizer build's leak check sees the stand-in's module otherwise),
+// and the next finalize loads it afresh.
+TEST_F(CudaFakeDriver, APlainKernelTheDriverRefusesFailsFinalizeAndLoadsOnTheNextTry) {
+  sk_kernel *add = kernel("decode_global_sass.cubin", "residual_add_global");
+  sk_kernel *fused = kernel("decode_global.ptx", "residual_add_global");
+  ASSERT_TRUE(add && fused);
+  uint64_t x = 0x1000;
+  uint32_t n = 8;
+  void *args[] = {&x, &x, &x, &n};
+  auto finalize = [&] {
+    sk_scope *scope = nullptr;
+    EXPECT_EQ(sk_scope_begin(dev_, "refused_function", nullptr, &scope), SK_OK);
+    EXPECT_EQ(sk_add_kernel(scope, add, 4, args, nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(sk_add_kernel(scope, fused, 4, args, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    const sk_status st = sk_finalize(scope, &sk);
+    if (sk) sk_superkernel_destroy(sk);
+    return st;
+  };
+  fake_.fail_next("cuModuleGetFunction", 500);  // CUDA_ERROR_NOT_FOUND
+  EXPECT_NE(finalize(), SK_OK);
+  EXPECT_TRUE(contains(sk_last_error(), "cuModuleGetFunction 'residual_add_global'")) << sk_last_error();
+  EXPECT_EQ(finalize(), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(add, 2, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(fake_.plain().size(), 1u);
+}
