@@ -1,6 +1,7 @@
 #include "cuda/plain_launch.hpp"
 
 #include <cstring>
+#include <map>
 
 #include "common/error.hpp"
 #include "cuda/cuda_module.hpp"
@@ -114,24 +115,41 @@ PlainFunction::PlainFunction(std::shared_ptr<CudaDevice> gpu, std::shared_ptr<co
       cooperative_(cooperative),
       param_slots_(slot_offsets(kernel_->signature)) {}
 
-PlainFunction::~PlainFunction() {
-  if (!module_) return;
+sk_status LoadedCubin::get(const std::shared_ptr<CudaDevice> &gpu, const std::shared_ptr<const CudaModule> &module,
+                           const std::string &kernel, const char *call, std::shared_ptr<LoadedCubin> *out) {
+  // By device and module, both kept alive by the load the entry points at.
+  static std::mutex mutex;
+  static std::map<std::pair<const CudaDevice *, const CudaModule *>, std::weak_ptr<LoadedCubin>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::erase_if(loaded, [](const auto &entry) { return entry.second.expired(); });
+  const auto key = std::make_pair(gpu.get(), module.get());
+  if (auto it = loaded.find(key); it != loaded.end()) {
+    *out = it->second.lock();
+    return SK_OK;
+  }
+  CUmodule handle = nullptr;
+  const std::string what = "cuModuleLoadData of the cubin of kernel '" + kernel + "'";
+  if (sk_status st = gpu->check(gpu->api().cuModuleLoadData(&handle, module->bytes.data()), call, what.c_str());
+      st != SK_OK)
+    return st;
+  *out = std::make_shared<LoadedCubin>(gpu, module, handle);
+  loaded.emplace(key, *out);
+  return SK_OK;
+}
+
+LoadedCubin::~LoadedCubin() {
   ContextScope ctx(*gpu_, "sk_kernel_destroy", true);
-  if (ctx.status() == SK_OK) gpu_->api().cuModuleUnload(module_);
+  if (ctx.status() == SK_OK) gpu_->api().cuModuleUnload(handle_);
 }
 
 sk_status PlainFunction::load(const char *call) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (function_) return SK_OK;
   const DriverApi &a = gpu_->api();
-  const std::string what = "cuModuleLoadData of the cubin of kernel '" + kernel_->symbol + "'";
-  if (sk_status st = gpu_->check(a.cuModuleLoadData(&module_, kernel_->module->bytes.data()), call, what.c_str());
-      st != SK_OK) {
-    module_ = nullptr;
-    return st;
-  }
+  std::shared_ptr<LoadedCubin> cubin;
+  if (sk_status st = LoadedCubin::get(gpu_, kernel_->module, kernel_->symbol, call, &cubin); st != SK_OK) return st;
   CUfunction fn = nullptr;
-  sk_status st = gpu_->check(a.cuModuleGetFunction(&fn, module_, kernel_->symbol.c_str()), call,
+  sk_status st = gpu_->check(a.cuModuleGetFunction(&fn, cubin->handle(), kernel_->symbol.c_str()), call,
                              ("cuModuleGetFunction '" + kernel_->symbol + "'").c_str());
   if (st == SK_OK && kernel_->static_shared + kernel_->dynamic_shared > kDefaultSharedLimit) {
     const std::string opt_in = "cuFuncSetAttribute (" + std::to_string(kernel_->dynamic_shared) +
@@ -140,11 +158,8 @@ sk_status PlainFunction::load(const char *call) {
         a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)kernel_->dynamic_shared),
         call, opt_in.c_str());
   }
-  if (st != SK_OK) {  // the next use tries again from the start
-    a.cuModuleUnload(module_);
-    module_ = nullptr;
-    return st;
-  }
+  if (st != SK_OK) return st;  // the cubin is unloaded with the last kernel that holds it
+  cubin_ = std::move(cubin);
   function_ = fn;
   return SK_OK;
 }

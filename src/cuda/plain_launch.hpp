@@ -19,6 +19,7 @@
 namespace sk::cuda {
 
 struct CudaKernel;
+struct CudaModule;
 
 // The signature its parameters' sizes give (8 bytes: a pointer; 4, 2, 1: an unsigned integer;
 // any other size an aggregate of as many bytes, aligned as its offset allows), or, given one,
@@ -33,18 +34,38 @@ sk_status plain_signature(const elf::CubinFunction &fn, const char *given, const
 sk_status make_plain_kernel(const elf::CubinFunction &fn, const backend::KernelRequest &request,
                             const std::string &what, const char *call, CudaKernel *k);
 
-// A plain kernel loaded on one device: its own module of the linked cubin, loaded on first use.
+// A linked cubin loaded on one device (cuModuleLoadData), shared by the plain kernels taken
+// from it there: a library's unit is megabytes, a step may launch several of its kernels.
+class LoadedCubin {
+ public:
+  // The cubin of `module` on `gpu` (its context current), loaded by the first caller: the
+  // driver's refusal names `kernel`, which asked.
+  static sk_status get(const std::shared_ptr<CudaDevice> &gpu, const std::shared_ptr<const CudaModule> &module,
+                       const std::string &kernel, const char *call, std::shared_ptr<LoadedCubin> *out);
+  LoadedCubin(std::shared_ptr<CudaDevice> gpu, std::shared_ptr<const CudaModule> module, CUmodule handle)
+      : gpu_(std::move(gpu)), module_(std::move(module)), handle_(handle) {}
+  ~LoadedCubin();
+  LoadedCubin(const LoadedCubin &) = delete;
+  LoadedCubin &operator=(const LoadedCubin &) = delete;
+  CUmodule handle() const { return handle_; }
+
+ private:
+  std::shared_ptr<CudaDevice> gpu_;
+  std::shared_ptr<const CudaModule> module_;  // keeps the cache's key alive with the load
+  CUmodule handle_;
+};
+
+// A plain kernel on one device: its function in the cubin's module, found on first use.
 class PlainFunction {
  public:
   // `cooperative`: its blocks wait for each other (cooperative groups' grid sync, or the
   // caller's SK_KERNEL_DESC_COOPERATIVE): each launch is cooperative, all blocks at once.
   PlainFunction(std::shared_ptr<CudaDevice> gpu, std::shared_ptr<const CudaKernel> kernel, bool cooperative);
-  ~PlainFunction();
   PlainFunction(const PlainFunction &) = delete;
   PlainFunction &operator=(const PlainFunction &) = delete;
 
-  // Loads it if not yet (the device's context current): SK_ERR_LAUNCH_FAILED naming the kernel
-  // where the driver refuses its cubin.
+  // Finds it if not yet (the device's context current), loading its cubin where no other
+  // kernel of it has: the driver's refusal names the kernel, and the next call tries again.
   sk_status load(const char *call);
   // Launches it (its device's context made current) on `grid` (zeros past x: block_dim blocks in x) with the arguments in `slots`
   // (its signature's slots, each parameter's bytes from its first slot).
@@ -57,7 +78,7 @@ class PlainFunction {
   bool cooperative_;
   std::vector<uint32_t> param_slots_;  // each parameter's first argument slot
   std::mutex mutex_;
-  CUmodule module_ = nullptr;
+  std::shared_ptr<LoadedCubin> cubin_;
   CUfunction function_ = nullptr;
 };
 

@@ -3413,15 +3413,22 @@ TEST_F(CudaFakeDriver, AHangAfterAPlainLaunchNamesTheSuperKernelsStep) {
 }
 
 // The driver refusing a plain kernel's function fails sk_finalize naming the kernel, unloads
-// the module it loaded (the sanitizer build's leak check sees the stand-in's module otherwise),
-// and the next finalize loads it afresh.
+// the module it loaded, and the next finalize loads it afresh. Kernels of one cubin share one
+// module on the device, unloaded with the last of them.
 TEST_F(CudaFakeDriver, APlainKernelTheDriverRefusesFailsFinalizeAndLoadsOnTheNextTry) {
-  sk_kernel *add = kernel("decode_global_sass.cubin", "residual_add_global");
+  const std::string path = sk::cuda_test::kernel_path("decode_global_sass.cubin");
+  sk_module *first = nullptr, *second = nullptr;  // the same bytes twice: one module of them
+  ASSERT_EQ(sk_module_load_file(dev_, path.c_str(), &first), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_load_file(dev_, path.c_str(), &second), SK_OK) << sk_last_error();
+  sk_kernel *add = nullptr, *gemv = nullptr;
+  ASSERT_EQ(sk_module_get_kernel(first, "residual_add_global", &add), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_module_get_kernel(second, "gemv_global", &gemv), SK_OK) << sk_last_error();
   sk_kernel *fused = kernel("decode_global.ptx", "residual_add_global");
-  ASSERT_TRUE(add && fused);
+  ASSERT_NE(fused, nullptr);
   uint64_t x = 0x1000;
   uint32_t n = 8;
   void *args[] = {&x, &x, &x, &n};
+  void *gemv_args[] = {&x, &x, &x, &n, &n};
   auto finalize = [&] {
     sk_scope *scope = nullptr;
     EXPECT_EQ(sk_scope_begin(dev_, "refused_function", nullptr, &scope), SK_OK);
@@ -3432,11 +3439,21 @@ TEST_F(CudaFakeDriver, APlainKernelTheDriverRefusesFailsFinalizeAndLoadsOnTheNex
     if (sk) sk_superkernel_destroy(sk);
     return st;
   };
+  auto loaded = reinterpret_cast<int (*)()>(dlsym(fake_.lib, "fake_cuda_modules_loaded"));
+  const int before = loaded();
   fake_.fail_next("cuModuleGetFunction", 500);  // CUDA_ERROR_NOT_FOUND
   EXPECT_NE(finalize(), SK_OK);
   EXPECT_TRUE(contains(sk_last_error(), "cuModuleGetFunction 'residual_add_global'")) << sk_last_error();
+  EXPECT_EQ(loaded(), before);
   EXPECT_EQ(finalize(), SK_OK) << sk_last_error();
+  EXPECT_EQ(loaded(), before + 1);
   ASSERT_EQ(sk_launch_kernel(add, 2, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(gemv, 2, gemv_args, nullptr), SK_OK) << sk_last_error();
   ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
-  EXPECT_EQ(fake_.plain().size(), 1u);
+  EXPECT_EQ(fake_.plain().size(), 2u);
+  EXPECT_EQ(loaded(), before + 1);  // one module of the cubin for both kernels
+  sk_module_unload(second);
+  EXPECT_EQ(loaded(), before + 1);
+  sk_module_unload(first);
+  EXPECT_EQ(loaded(), before);
 }

@@ -90,6 +90,7 @@ struct PlainLaunch {
   int cooperative;
 };
 std::vector<PlainLaunch> g_plain_launches;
+int g_modules_loaded = 0;  // modules loaded (cuModuleLoadData*) and not unloaded
 
 // Where each parameter of `function` goes: {ordinal, offset, size} from .nv.info.<function>'s
 // EIATTR_KPARAM_INFO (format 0x04, attribute 0x17, 12 bytes: index, ordinal:16, offset:16,
@@ -150,6 +151,10 @@ int load_image(void **m, const void *image, std::vector<uint8_t> *last) {
   }
   auto *module = new FakeModule{
       40, elf_section_size(static_cast<const uint8_t *>(image), ".nv.shared.sk_superkernel_entry"), 0};
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_modules_loaded;
+  }
   module->image.assign(static_cast<const uint8_t *>(image), static_cast<const uint8_t *>(image) + size);
   *m = module;
   return 0;
@@ -314,6 +319,11 @@ void fake_cuda_hang_in_run(unsigned run, const uint64_t *words) {
 int fake_cuda_stream_waits() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return (int)g_waits.size();
+}
+// Modules loaded and not unloaded.
+int fake_cuda_modules_loaded() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_modules_loaded;
 }
 // The plain launches so far (a linked cubin's own kernels), in order.
 int fake_cuda_plain_launches(PlainLaunch *out, int cap) {
@@ -696,6 +706,10 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
     g_last_program_line_info = line_info;
   }
   auto *module = new FakeModule{40, elf_section_size(bytes.data(), ".nv.shared.sk_superkernel_entry"), 0, true};
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_modules_loaded;
+  }
   // "Compiling entry function 'E' ... Used N registers": the entry's count, its callees' included.
   const size_t entry = said.find("Compiling entry function 'sk_superkernel_entry'");
   const size_t used = said.find("Used ", entry == std::string::npos ? 0 : entry);
@@ -708,6 +722,8 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
 int cuModuleUnload(void *m) {
   if (int r = enter("cuModuleUnload")) return r;
   delete static_cast<FakeModule *>(m);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  --g_modules_loaded;
   return 0;
 }
 int cuModuleGetFunction(void **f, void *m, const char *name) {
