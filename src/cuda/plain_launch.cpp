@@ -32,13 +32,26 @@ std::string spelled_type(const elf::CubinParam &p) {
 
 sk_status plain_signature(const elf::CubinFunction &fn, const char *given, const std::string &what, const char *call,
                           Signature *out) {
-  for (size_t i = 0; i < fn.params.size(); ++i)
-    if (fn.params[i].ordinal != i || fn.params[i].size == 0 || fn.params[i].size > kMaxAggregateBytes)
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    if (fn.params[i].ordinal != i || fn.params[i].size == 0)
       return fail(SK_ERR_BAD_BINARY,
-                  "%s: %s: its .nv.info records parameter %u at offset %u with %u bytes, which no launch can pass "
-                  "(EIATTR_KPARAM_INFO %zu of %zu)",
+                  "%s: %s: its .nv.info records parameter %u at offset %u with %u bytes as its parameter %zu of %zu "
+                  "(EIATTR_KPARAM_INFO)",
                   call, what.c_str(), fn.params[i].ordinal, fn.params[i].offset, fn.params[i].size, i,
                   fn.params.size());
+    if (fn.params[i].size > kMaxAggregateBytes)
+      return fail(SK_ERR_UNSUPPORTED, "%s: %s: parameter %zu is %u bytes, more than the %zu libsk passes by value",
+                  call, what.c_str(), i, fn.params[i].size, kMaxAggregateBytes);
+  }
+  // Its parameters must fill the parameter space its launch passes (EIATTR_CBANK_PARAM_SIZE):
+  // a record libsk does not read would otherwise leave a parameter out, unseen.
+  uint32_t extent = 0;
+  for (const elf::CubinParam &p : fn.params) extent = std::max(extent, p.offset + p.size);
+  if (extent != fn.param_bytes)
+    return fail(SK_ERR_UNSUPPORTED,
+                "%s: %s: its .nv.info records %zu parameters ending at byte %u of its %u bytes of parameters, so "
+                "libsk cannot tell what its launch passes",
+                call, what.c_str(), fn.params.size(), extent, fn.param_bytes);
   std::string derived;
   for (const elf::CubinParam &p : fn.params) derived += (derived.empty() ? "" : ",") + spelled_type(p);
   Signature own;

@@ -21,8 +21,9 @@ constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kF
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
                   kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f, kAttrNumBarriers = 0x4c, kAttrMaxRegCount = 0x1b,
                   kAttrMaxThreads = 0x05, kAttrReqntid = 0x10, kAttrKparamInfo = 0x17,
-                  kAttrCoopGroupInstrOffsets = 0x28;
-// EIATTR_KPARAM_INFO's last word: the parameter's size in bytes in its top 14 bits.
+                  kAttrCoopGroupInstrOffsets = 0x28, kAttrKparamInfoV2 = 0x45;
+// EIATTR_KPARAM_INFO's last word: the parameter's size in bytes in its top 14 bits. The record
+// nvcc writes for a kernel of more than 4 KiB of parameters (0x45) has the size itself there.
 constexpr uint32_t kKparamSizeShift = 18;
 constexpr char kMetaPrefix[] = "sk_kernel_meta_";
 // Where CUDA 13 puts the static __shared__ variables of a relocatable cubin: a NOBITS
@@ -322,12 +323,13 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
         owner->max_registers = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
       } else if (owner && attr == kAttrCoopGroupInstrOffsets) {
         owner->grid_sync = true;
-      } else if (owner && attr == kAttrKparamInfo && format == kFormatSized && length == 12) {
-        // { index, ordinal (u16), offset (u16), flags }
+      } else if (owner && (attr == kAttrKparamInfo || attr == kAttrKparamInfoV2) && format == kFormatSized &&
+                 length == 12) {
+        // { index, ordinal (u16), offset (u16), flags or size }
         CubinParam param;
         param.ordinal = (uint32_t)value[4] | ((uint32_t)value[5] << 8);
         param.offset = (uint32_t)value[6] | ((uint32_t)value[7] << 8);
-        param.size = read_u32(value + 8) >> kKparamSizeShift;
+        param.size = attr == kAttrKparamInfo ? read_u32(value + 8) >> kKparamSizeShift : read_u32(value + 8);
         owner->params.push_back(param);
       } else if (owner && (attr == kAttrMaxThreads || attr == kAttrReqntid) && format == kFormatSized &&
                  length == 12) {

@@ -62,7 +62,8 @@ struct CubinFunction {
   uint32_t barriers = 0;
   // EIATTR_MAXREG_COUNT: an entry's .maxnreg (0: none recorded; 255 where it had none).
   uint32_t max_registers = 0;
-  // EIATTR_KPARAM_INFO of an entry, by ordinal; EIATTR_MAX_THREADS (__launch_bounds__'s
+  // EIATTR_KPARAM_INFO (or the record of more than 4 KiB of parameters) of an entry, by
+  // ordinal; EIATTR_MAX_THREADS (__launch_bounds__'s
   // .maxntid) and EIATTR_REQNTID (.reqntid) as x, y, z, zeros where not recorded.
   std::vector<CubinParam> params;
   uint32_t max_threads[3] = {0, 0, 0};

@@ -89,7 +89,7 @@ struct FakePlainLaunch {
   char function[64];
   unsigned grid[3], block[3], shared;
   unsigned param_bytes;
-  unsigned char params[256];
+  unsigned char params[4352];
   void *stream;
   int cooperative;
 };
@@ -3456,4 +3456,31 @@ TEST_F(CudaFakeDriver, APlainKernelTheDriverRefusesFailsFinalizeAndLoadsOnTheNex
   EXPECT_EQ(loaded(), before + 1);
   sk_module_unload(first);
   EXPECT_EQ(loaded(), before);
+}
+
+// Large by-value parameters of a linked cubin: a 4 KiB one (in EIATTR_KPARAM_INFO's top bits)
+// is passed whole; a kernel of more than 4 KiB of parameters, which nvcc records in another
+// form, is read and refused by name, where its parameter went unseen.
+TEST_F(CudaFakeDriver, ALinkedSassKernelsLargeParametersArePassedWholeOrRefusedByName) {
+  sk_kernel *t4 = kernel("large_params.cubin", "table_4k");
+  ASSERT_NE(t4, nullptr);
+  char signature[64];
+  ASSERT_EQ(sk_kernel_signature(t4, signature, sizeof signature, nullptr), SK_OK) << sk_last_error();
+  EXPECT_STREQ(signature, "ptr,{u64[512]}");
+  uint64_t out = 0x1000;
+  std::vector<uint64_t> table(512);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = 0x0101010101010101ull * (i % 251);
+  void *args[] = {&out, table.data()};
+  ASSERT_EQ(sk_launch_kernel(t4, 2, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  const std::vector<FakePlainLaunch> l = fake_.plain();
+  ASSERT_EQ(l.size(), 1u);
+  ASSERT_EQ(l[0].param_bytes, 8u + 4096u);
+  EXPECT_EQ(std::memcmp(l[0].params + 8, table.data(), 4096), 0);
+  sk_module *mod = module(sk::cuda_test::kernel_path("large_params.cubin"));
+  sk_kernel *t5 = nullptr;
+  EXPECT_EQ(sk_module_get_kernel(mod, "table_5k", &t5), SK_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sk_last_error(), "'table_5k'")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "parameter 1 is 5000 bytes, more than the 4096 libsk passes by value"))
+      << sk_last_error();
 }

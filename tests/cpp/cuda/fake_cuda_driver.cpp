@@ -85,7 +85,7 @@ struct PlainLaunch {
   char function[64];
   unsigned grid[3], block[3], shared;
   unsigned param_bytes;
-  unsigned char params[256];
+  unsigned char params[4352];
   void *stream;
   int cooperative;
 };

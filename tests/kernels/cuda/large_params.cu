@@ -1,0 +1,18 @@
+// __global__ kernels of large by-value parameters as nvcc writes their .nv.info: up to 4 KiB
+// each parameter's size is in EIATTR_KPARAM_INFO's top bits; a kernel of more than 4 KiB of
+// parameters (CUDA 12.1's limit of 32764 bytes) gets another record, whose size is the whole
+// word. Compiled to linked SASS (nvcc -cubin): launched as compiled, or refused by name.
+struct Table4k {
+  float v[1024];
+};
+struct Table5k {
+  float v[1250];
+};
+
+extern "C" __global__ void __launch_bounds__(64) table_4k(float *out, Table4k t) {
+  out[threadIdx.x] = t.v[threadIdx.x];
+}
+
+extern "C" __global__ void __launch_bounds__(64) table_5k(float *out, Table5k t) {
+  out[threadIdx.x] = t.v[threadIdx.x];
+}
