@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/error.hpp"
+#include "elf/cubin_sass.hpp"
 #include "elf/elf_object.hpp"
 
 namespace sk::elf {
@@ -322,7 +323,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
       } else if (owner && attr == kAttrMaxRegCount && format == kFormatHalf) {
         owner->max_registers = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
       } else if (owner && attr == kAttrCoopGroupInstrOffsets) {
-        owner->grid_sync = true;
+        owner->grid_sync = true;  // cooperative groups: whether the grid's, its code says (below)
       } else if (owner && (attr == kAttrKparamInfo || attr == kAttrKparamInfoV2) && format == kFormatSized &&
                  length == 12) {
         // { index, ordinal (u16), offset (u16), flags or size }
@@ -352,6 +353,37 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
                   sym.name.c_str(), sec.name.c_str());
     const char *text = reinterpret_cast<const char *>(sec.data + offset);
     result.metadata_records.emplace_back(text, strnlen(text, sym.size));
+  }
+  // Cooperative groups' block and cluster syncs record EIATTR_COOP_GROUP_INSTR_OFFSETS as the
+  // grid's does: the code a kernel reaches tells them apart (a debug build calls the sync, the
+  // trap and the workspace's read as functions of their own).
+  if (std::any_of(result.functions.begin(), result.functions.end(),
+                  [](const CubinFunction &f) { return f.grid_sync; })) {
+    std::map<std::string, SassFacts> facts;
+    for (size_t s = 1; s < symbols.size(); ++s) {
+      auto it = function_of_symbol.find((uint32_t)s);
+      if (it == function_of_symbol.end()) continue;
+      const Symbol &sym = symbols[s];
+      const Section &text = sections[sym.shndx];
+      const uint64_t at = o.type == ET_REL ? sym.value : sym.value - text.addr;
+      if (!text.data || at > text.size) continue;
+      facts[result.functions[it->second].name] =
+          read_sass(text.data + at, (size_t)std::min<uint64_t>(sym.size, text.size - at), result.sm);
+    }
+    std::vector<bool> syncs(result.functions.size());
+    for (size_t i = 0; i < result.functions.size(); ++i) {
+      if (!result.functions[i].entry) continue;
+      bool groups = false;
+      SassFacts all;
+      for (const std::string &r : result.reach(result.functions[i].name).functions) {
+        const CubinFunction *g = result.find(r);
+        groups = groups || (g && g->grid_sync);
+        all.traps = all.traps || facts[r].traps;
+        all.reads_grid_workspace = all.reads_grid_workspace || facts[r].reads_grid_workspace;
+      }
+      syncs[i] = groups && all.syncs_grid();
+    }
+    for (size_t i = 0; i < syncs.size(); ++i) result.functions[i].grid_sync = syncs[i];
   }
   // ptxas writes a kernel's parameters last one first.
   for (CubinFunction &f : result.functions)

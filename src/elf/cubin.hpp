@@ -68,8 +68,9 @@ struct CubinFunction {
   std::vector<CubinParam> params;
   uint32_t max_threads[3] = {0, 0, 0};
   uint32_t reqntid[3] = {0, 0, 0};
-  // EIATTR_COOP_GROUP_INSTR_OFFSETS: its code syncs the grid (cooperative groups' grid.sync()),
-  // which only a cooperative launch makes safe.
+  // A kernel whose code, or code it calls, syncs the grid (cooperative groups' grid.sync()),
+  // which only a cooperative launch makes safe: EIATTR_COOP_GROUP_INSTR_OFFSETS and the SASS
+  // (elf/cubin_sass.hpp). False for device functions.
   bool grid_sync = false;
   uint32_t code_bytes = 0;            // size of .text.<name>
   std::vector<std::string> externs;   // functions it calls that are undefined in this object

@@ -3381,6 +3381,18 @@ TEST_F(CudaFakeDriver, ALinkedSassKernelThatSyncsItsGridIsLaunchedCooperatively)
   EXPECT_STREQ(l[2].function, "gs_neighbour");
   EXPECT_EQ(l[2].cooperative, 1);
   EXPECT_EQ(l[3].cooperative, 1);
+  // Cooperative groups of the block, a warp or a cluster leave the record a grid sync leaves:
+  // launched as any kernel (a cooperative launch of more blocks than run at once is refused).
+  for (const char *name : {"cg_block_reverse", "cg_warp_sum", "cg_cluster_rotate", "cg_grid_sync_call"}) {
+    sk_kernel *cg = kernel("cooperative_groups_sass.cubin", name);
+    ASSERT_NE(cg, nullptr) << name;
+    ASSERT_EQ(sk_launch_kernel(cg, 4, gs_args, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    const std::vector<FakePlainLaunch> after = fake_.plain();
+    ASSERT_FALSE(after.empty());
+    EXPECT_STREQ(after.back().function, name);
+    EXPECT_EQ(after.back().cooperative, std::string(name) == "cg_grid_sync_call") << name;
+  }
 }
 
 // A hang in a dispatch after a plain launch names the super kernel's step, not its program's.

@@ -129,6 +129,39 @@ TEST(CudaCubin, GlobalKernelsAreEntries) {
   EXPECT_EQ(g->param_bytes, 8u);  // one pointer
 }
 
+// Cooperative groups' block, warp and cluster syncs leave the record a grid sync leaves
+// (EIATTR_COOP_GROUP_INSTR_OFFSETS); only the grid's needs a cooperative launch, on every
+// architecture's encoding, in a debug build, and when the sync is in a device function the
+// kernel calls (nvlink keeps it apart).
+TEST(CudaCubin, AGridSyncIsToldFromCooperativeGroupsOfTheBlock) {
+  for (const char *file :
+       {"cooperative_groups_sass.cubin", "cooperative_groups_debug.cubin", "cooperative_groups_sm80.cubin",
+        "cooperative_groups_sm120.cubin", "cooperative_groups_linked.cubin", "grid_sync_sass.cubin"}) {
+    SCOPED_TRACE(file);
+    std::vector<uint8_t> bytes = kernel_bytes(file);
+    sk::elf::Cubin c;
+    ASSERT_EQ(sk::elf::parse_cubin(bytes.data(), bytes.size(), file, &c), SK_OK) << sk::last_error();
+    size_t kernels = 0;
+    for (const sk::elf::CubinFunction &f : c.functions) {
+      if (!f.entry) continue;
+      ++kernels;
+      const bool grid = f.name == "cg_grid_sync_call" || f.name == "gs_normalize" || f.name == "gs_neighbour";
+      EXPECT_EQ(f.grid_sync, grid) << f.name;
+    }
+    EXPECT_GE(kernels, 3u);
+  }
+  // The linked cubin has the sync in a function of its own, which the kernel calls.
+  std::vector<uint8_t> bytes = kernel_bytes("cooperative_groups_linked.cubin");
+  sk::elf::Cubin c;
+  ASSERT_EQ(sk::elf::parse_cubin(bytes.data(), bytes.size(), "linked", &c), SK_OK) << sk::last_error();
+  const sk::elf::CubinFunction *callee = c.find("_Z12cg_sync_gridv");
+  ASSERT_NE(callee, nullptr);
+  EXPECT_FALSE(callee->entry);
+  const sk::elf::CubinFunction *kernel = c.find("cg_grid_sync_call");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_NE(std::find(kernel->callees.begin(), kernel->callees.end(), callee->name), kernel->callees.end());
+}
+
 TEST(CudaCubin, MalformedBytesAreBadBinary) {
   std::vector<uint8_t> bytes = kernel_bytes("chain.cubin");
   sk::elf::Cubin c;
