@@ -540,6 +540,13 @@ typedef struct sk_kernel_desc {
   uint32_t block[3];
   /** SK_KERNEL_DESC_* bits; 0: none. */
   uint32_t flags;
+  /**
+   * The thread block cluster of a CUDA kernel launched as compiled (linked SASS), x, y, z, as
+   * its launch gave cudaLaunchAttributeClusterDimension; zeros: none, or the one its cubin was
+   * compiled with (__cluster_dims__). At most 8 blocks; each extent divides the grid's. A fused
+   * kernel runs in no cluster: one given is refused.
+   */
+  uint32_t cluster[3];
 } sk_kernel_desc;
 /**
  * sk_kernel_desc.flags: its blocks wait for each other by means of their own, a grid barrier
@@ -562,7 +569,10 @@ typedef struct sk_kernel_desc {
  *   that is not an SK_KERNEL_DESC_* bit;
  *   SK_ERR_INCOMPATIBLE, naming the kernel and the directive, for threads or a block the
  *   kernel's PTX forbids, or a PTX kernel that needs threads, dynamic_shared or block and has
- *   none.
+ *   none; for a cluster given to a kernel that is fused, or that its cubin's
+ *   `__cluster_dims__` contradicts, or none to one compiled for a cluster its launch gives
+ *   (`.explicitcluster`); SK_ERR_INVALID_ARGUMENT for a cluster with some extents 0, or of
+ *   more than 8 blocks.
  * - Ownership: as sk_module_get_kernel. A module hands out one kernel per name, signature and
  *   launch facts.
  * - Threads: any.
@@ -578,8 +588,9 @@ SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, con
  * and where each came from, the device API it reaches, a PTX kernel's directives and every
  * rewrite loading made, or, for a kernel sk_module_get_kernel would refuse, its error; where
  * it would be refused only for launch facts its binary does not say, also `needs` (the
- * sk_kernel_desc fields to give: "threads", "block", "dynamic_shared") and its facts with
- * stand-ins for them (`threads_from`, `dynamic_shared_from`: "stand-in"). An `ar`
+ * sk_kernel_desc fields to give: "threads", "block", "dynamic_shared", "cluster") and its facts
+ * with stand-ins for them (`threads_from`, `dynamic_shared_from`, `cluster_from`: "stand-in");
+ * a kernel of linked SASS that runs in a cluster has `cluster` and `cluster_from`. An `ar`
  * archive of nvcc objects is `"kind": "archive"`, its members of device code in `objects` (so
  * are the units of a shared library compiled -rdc), each kernel's `module` its member and
  * `linked_with` the members it links (as sk_module_load_files links them).

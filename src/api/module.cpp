@@ -31,7 +31,9 @@ sk_status get_kernel(sk_module *mod, const char *name, const sk::backend::Kernel
   const std::string key = std::string(name) + "|" + (request.signature ? request.signature : "<metadata>") + "|" +
                           std::to_string(request.threads) + "|" + std::to_string(request.dynamic_shared) + "|" +
                           std::to_string(request.block[0]) + "x" + std::to_string(request.block[1]) + "x" +
-                          std::to_string(request.block[2]) + "|" + std::to_string(request.flags);
+                          std::to_string(request.block[2]) + "|" + std::to_string(request.flags) + "|" +
+                          std::to_string(request.cluster[0]) + "x" + std::to_string(request.cluster[1]) + "x" +
+                          std::to_string(request.cluster[2]);
   if (auto it = mod->kernels.find(key); it != mod->kernels.end()) {
     *out = it->second.get();
     return SK_OK;
@@ -143,6 +145,7 @@ SK_API sk_status sk_module_get_kernel_desc(sk_module *mod, const char *name, con
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, dynamic_shared)) request.dynamic_shared = desc->dynamic_shared;
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, block)) std::copy(desc->block, desc->block + 3, request.block);
   if (SK_STRUCT_COVERS(desc, sk_kernel_desc, flags)) request.flags = desc->flags;
+  if (SK_STRUCT_COVERS(desc, sk_kernel_desc, cluster)) std::copy(desc->cluster, desc->cluster + 3, request.cluster);
   if (const uint32_t unknown = request.flags & ~SK_KERNEL_DESC_COOPERATIVE)
     return fail(SK_ERR_INVALID_ARGUMENT,
                 "%s: kernel '%s': desc->flags 0x%x has bits that are no SK_KERNEL_DESC_* flag (0x%x)", call,

@@ -158,8 +158,9 @@ struct KernelRequest {
   const char *signature = nullptr;
   uint32_t threads = 0;
   uint32_t dynamic_shared = 0;
-  uint32_t block[3] = {0, 0, 0};  // a CUDA block's shape (sk_kernel_desc.block)
-  uint32_t flags = 0;             // SK_KERNEL_DESC_* (the API applies them, for every backend)
+  uint32_t block[3] = {0, 0, 0};    // a CUDA block's shape (sk_kernel_desc.block)
+  uint32_t flags = 0;               // SK_KERNEL_DESC_* (the API applies them, for every backend)
+  uint32_t cluster[3] = {0, 0, 0};  // a CUDA thread block cluster (sk_kernel_desc.cluster)
   // sk_module_inspect on CUDA: a launch fact the binary does not say (threads, block shape,
   // dynamic shared bytes) is given a stand-in, so that what else would refuse the kernel shows.
   bool stand_ins = false;

@@ -155,6 +155,11 @@ sk_status CudaBackendDevice::finalize(const std::string &name, const ScopeOption
     std::fill(sk->dispatch_of.begin() + seg.first, sk->dispatch_of.begin() + seg.end, g);
     if (seg.plain_launch) {
       d.plain = static_cast<CudaBackendKernel &>(*kernels[seg.first]).plain_function();
+      const PlanInput &in = sk->plan.steps[seg.first].kernel;
+      if (sk_status st = check_cluster_grid(*ck[seg.first], in.block_dim, in.grid,
+                                            step_subject(sk->plan, seg.first, in), "sk_finalize");
+          st != SK_OK)
+        return st;
       if (sk_status st = d.plain->load("sk_finalize"); st != SK_OK) return st;
       continue;
     }
@@ -361,11 +366,16 @@ void CudaBackendSuperKernel::write_dispatches(JsonWriter &j) const {
       j.key("launch").value("plain");
       j.key("function").value(k.symbol);
       j.key("grid").begin_array();
-      for (uint32_t e : in.grid[0] ? in.grid : GridShape{in.block_dim, 1, 1}) j.value(uint64_t{std::max(e, 1u)});
+      for (uint32_t e : launch_grid(in.block_dim, in.grid)) j.value(uint64_t{e});
       j.end_array();
       j.key("block").begin_array();
       for (uint32_t e : k.block) j.value(uint64_t{e});
       j.end_array();
+      if (k.cluster[0]) {
+        j.key("cluster").begin_array();
+        for (uint32_t e : k.cluster) j.value(uint64_t{e});
+        j.end_array();
+      }
       j.key("registers").value(uint64_t{k.registers});
       j.key("static_shared_bytes").value(uint64_t{k.static_shared});
       j.key("dynamic_shared_bytes").value(uint64_t{k.dynamic_shared});

@@ -496,6 +496,10 @@ sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, cons
   if (request.dynamic_shared > kMaxDynamicShared)
     return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: dynamic_shared %u is above %u, the most a block may opt in to",
                 call, what.c_str(), request.dynamic_shared, kMaxDynamicShared);
+  if (sk_status st =
+          check_cluster_request(request, m.kind == InputKind::Cubin && m.cubin.type != 1 /* ET_REL */, what, call);
+      st != SK_OK)
+    return st;
   const uint32_t *b = request.block;
   // A stand-in shape for one its PTX reads but does not give: {1, T, 1}, within its .maxntid.
   uint32_t stand_in_block[3] = {1, 0, 1};

@@ -123,11 +123,15 @@ struct CudaKernel {
   std::string threads_from = "default";
   std::string dynamic_shared_from;  // "metadata", "caller", "stand-in" ("" when it has none)
   // The sk_kernel_desc fields given stand-ins (KernelRequest::stand_ins): "threads", "block",
-  // "dynamic_shared"; a kernel taken for a launch has none.
+  // "dynamic_shared", "cluster"; a kernel taken for a launch has none.
   std::vector<std::string> stand_ins;
   // A linked cubin's __global__ kernel: launched as compiled, never fused (cuda/plain_launch.hpp);
   // `block` is then its launch's block, always set.
   bool plain = false;
+  // A plain kernel's thread block cluster: the caller's (sk_kernel_desc.cluster, passed at each
+  // launch) or its cubin's __cluster_dims__ (the driver's to apply); zeros: none.
+  uint32_t cluster[3] = {0, 0, 0};
+  std::string cluster_from;        // "caller", "__cluster_dims__", "stand-in" ("" when it has none)
   const PtxKernel *ptx = nullptr;  // a PTX module's kernel: its facts and rewrites (module-owned)
   // Where it was taken from a module of several objects: the others that define what its
   // module's code uses (ModuleSet::links), linked before it.

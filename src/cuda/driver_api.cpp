@@ -1,6 +1,7 @@
 #include "cuda/driver_api.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "common/error.hpp"
@@ -21,6 +22,27 @@ bool bind(const DynamicLibrary &lib, F *slot, const char *symbol, std::string *m
 }
 
 }  // namespace
+
+KernelLaunch::KernelLaunch(const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, CUstream stream,
+                           bool cooperative, const unsigned cluster[3]) {
+  std::memset(&config_, 0, sizeof config_);
+  std::memset(attrs_, 0, sizeof attrs_);
+  config_.grid_x = grid[0], config_.grid_y = grid[1], config_.grid_z = grid[2];
+  config_.block_x = block[0], config_.block_y = block[1], config_.block_z = block[2];
+  config_.shared_mem_bytes = shared_bytes;
+  config_.stream = stream;
+  config_.attrs = attrs_;
+  unsigned n = 0;
+  if (cooperative) {
+    attrs_[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs_[n++].value.cooperative = 1;
+  }
+  if (cluster && cluster[0]) {
+    attrs_[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs_[n++].value.cluster_dim = {cluster[0], cluster[1], cluster[2]};
+  }
+  config_.num_attrs = n;
+}
 
 std::string DriverApi::describe(CUresult r) const {
   const char *name = nullptr, *text = nullptr;

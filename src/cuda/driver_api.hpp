@@ -61,6 +61,7 @@ constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 constexpr int CU_LIMIT_STACK_SIZE = 0;
 // CUlaunchAttributeID
 constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
+constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
 
 // cuda.h's CUlaunchAttribute: a 4-byte id, padding to 8, a 64-byte value union.
 struct LaunchAttribute {
@@ -69,6 +70,9 @@ struct LaunchAttribute {
   union {
     char bytes[64];
     int cooperative;
+    struct {
+      unsigned x, y, z;
+    } cluster_dim;
   } value;
 };
 
@@ -80,6 +84,22 @@ struct LaunchConfig {
   CUstream stream;
   LaunchAttribute *attrs;
   unsigned num_attrs;
+};
+
+// One cuLaunchKernelEx's configuration: a grid and block (x, y, z), dynamic shared bytes and a
+// stream, and as attributes a cooperative launch and a thread block cluster (zeros: none). It
+// points into itself: neither copied nor moved.
+class KernelLaunch {
+ public:
+  KernelLaunch(const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, CUstream stream,
+               bool cooperative, const unsigned cluster[3] = nullptr);
+  KernelLaunch(const KernelLaunch &) = delete;
+  KernelLaunch &operator=(const KernelLaunch &) = delete;
+  const LaunchConfig *config() const { return &config_; }
+
+ private:
+  LaunchConfig config_;
+  LaunchAttribute attrs_[2];
 };
 
 struct DriverApi {

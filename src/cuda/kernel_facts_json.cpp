@@ -30,6 +30,8 @@ void write_kernel_facts(JsonWriter &j, const CudaKernel &k) {
   j.key("static_shared_bytes").value(uint64_t{k.static_shared});
   j.key("dynamic_shared_bytes").value(uint64_t{k.dynamic_shared});
   if (!k.dynamic_shared_from.empty()) j.key("dynamic_shared_from").value(k.dynamic_shared_from);
+  dims(j, "cluster", k.cluster);
+  if (!k.cluster_from.empty()) j.key("cluster_from").value(k.cluster_from);
   j.key("device_api").begin_array();
   for (const char *name : device_api_names(k.usage)) j.value(name);
   j.end_array();

@@ -296,21 +296,9 @@ sk_status LinkedProgram::launch_kernel(CUstream stream, const char *call, uint32
   params[2] = &report;
   params[3] = &runs;
   params[4] = &stop;
-  LaunchAttribute attr;
-  std::memset(&attr, 0, sizeof attr);
-  attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-  attr.value.cooperative = 1;
-  LaunchConfig cfg;
-  std::memset(&cfg, 0, sizeof cfg);
-  cfg.grid_x = grid_;
-  cfg.grid_y = cfg.grid_z = 1;
-  cfg.block_x = threads_;
-  cfg.shared_mem_bytes = dynamic_shared_;
-  cfg.block_y = cfg.block_z = 1;
-  cfg.stream = stream;
-  cfg.attrs = cooperative_ ? &attr : nullptr;
-  cfg.num_attrs = cooperative_ ? 1 : 0;
-  return device_->check(device_->api().cuLaunchKernelEx(&cfg, function_, params, nullptr), call,
+  const unsigned grid[3] = {grid_, 1, 1}, block[3] = {threads_, 1, 1};
+  const KernelLaunch launch(grid, block, dynamic_shared_, stream, cooperative_);
+  return device_->check(device_->api().cuLaunchKernelEx(launch.config(), function_, params, nullptr), call,
                         ("cuLaunchKernelEx of '" + name_ + "'").c_str());
 }
 

@@ -10,6 +10,13 @@
 namespace sk::cuda {
 namespace {
 
+// The blocks a portable cluster holds at most (more needs the driver's non-portable opt-in).
+constexpr uint64_t kMaxClusterBlocks = 8;
+
+std::string xyz(const uint32_t v[3]) {
+  return "{" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + "}";
+}
+
 // The largest power of two, up to 8, that divides `v` (0: 8).
 uint32_t alignment_of(uint32_t v) {
   uint32_t a = 8;
@@ -74,6 +81,44 @@ sk_status plain_signature(const elf::CubinFunction &fn, const char *given, const
   return SK_OK;
 }
 
+GridShape launch_grid(uint32_t block_dim, const GridShape &grid) {
+  if (!grid[0]) return {block_dim, 1, 1};
+  return {grid[0], std::max(grid[1], 1u), std::max(grid[2], 1u)};
+}
+
+sk_status check_cluster_request(const backend::KernelRequest &request, bool plain, const std::string &what,
+                                const char *call) {
+  const uint32_t *c = request.cluster;
+  if (!c[0] && !c[1] && !c[2]) return SK_OK;
+  if (!c[0] || !c[1] || !c[2])
+    return fail(SK_ERR_INVALID_ARGUMENT, "%s: %s: cluster %s has an extent of 0 (each is at least 1; zeros: none)",
+                call, what.c_str(), xyz(c).c_str());
+  const uint64_t blocks = uint64_t{c[0]} * c[1] * c[2];
+  if (blocks > kMaxClusterBlocks)
+    return fail(SK_ERR_INVALID_ARGUMENT,
+                "%s: %s: cluster %s is %llu blocks, more than the %llu of a portable cluster", call, what.c_str(),
+                xyz(c).c_str(), static_cast<unsigned long long>(blocks),
+                static_cast<unsigned long long>(kMaxClusterBlocks));
+  if (!plain)
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s is fused, and a super kernel runs in no thread block cluster: a cluster "
+                "(sk_kernel_desc.cluster) is for a kernel of linked SASS, launched as compiled",
+                call, what.c_str());
+  return SK_OK;
+}
+
+sk_status check_cluster_grid(const CudaKernel &k, uint32_t block_dim, const GridShape &grid,
+                             const std::string &subject, const char *call) {
+  if (!k.cluster[0]) return SK_OK;
+  const GridShape g = launch_grid(block_dim, grid);
+  for (int d = 0; d < 3; ++d)
+    if (g[d] % k.cluster[d])
+      return fail(SK_ERR_INCOMPATIBLE,
+                  "%s: %s runs in clusters of %s blocks (%s), which its grid {%u, %u, %u} does not hold whole", call,
+                  subject.c_str(), xyz(k.cluster).c_str(), k.cluster_from.c_str(), g[0], g[1], g[2]);
+  return SK_OK;
+}
+
 sk_status make_plain_kernel(const elf::CubinFunction &fn, const backend::KernelRequest &request,
                             const std::string &what, const char *call, CudaKernel *k) {
   if (sk_status st = plain_signature(fn, request.signature, what, call, &k->signature); st != SK_OK) return st;
@@ -117,6 +162,28 @@ sk_status make_plain_kernel(const elf::CubinFunction &fn, const backend::KernelR
   k->registers = fn.registers;
   k->static_shared = fn.shared_bytes;
   if (fn.grid_sync) k->usage |= kUsesGridSync;
+  // Its cluster: compiled in (the driver applies it), else the caller's, which a kernel compiled
+  // for a cluster its launch gives (.explicitcluster) needs.
+  const uint32_t *given = request.cluster, *compiled = fn.cluster_dims;
+  if (compiled[0] && given[0] && !std::equal(given, given + 3, compiled))
+    return fail(SK_ERR_INCOMPATIBLE, "%s: %s was compiled for clusters of %s blocks (__cluster_dims__), not %s",
+                call, what.c_str(), xyz(compiled).c_str(), xyz(given).c_str());
+  if (compiled[0]) {
+    std::copy(compiled, compiled + 3, k->cluster);
+    k->cluster_from = "__cluster_dims__";
+  } else if (given[0]) {
+    std::copy(given, given + 3, k->cluster);
+    k->cluster_from = "caller";
+  } else if (fn.explicit_cluster && request.stand_ins) {
+    std::fill(k->cluster, k->cluster + 3, 1u);
+    k->cluster_from = "stand-in";
+    k->stand_ins.push_back("cluster");
+  } else if (fn.explicit_cluster) {
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s runs only in a thread block cluster its launch gives (.explicitcluster): give the cluster "
+                "its launches have when taking it (sk_kernel_desc.cluster)",
+                call, what.c_str());
+  }
   k->plain = true;
   return SK_OK;
 }
@@ -185,23 +252,13 @@ sk_status PlainFunction::launch(uint32_t block_dim, const GridShape &grid, const
   const CudaKernel &k = *kernel_;
   std::vector<void *> params(k.signature.size());
   for (size_t i = 0; i < params.size(); ++i) params[i] = const_cast<uint64_t *>(slots + param_slots_[i]);
-  LaunchAttribute attr;
-  std::memset(&attr, 0, sizeof attr);
-  attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-  attr.value.cooperative = 1;
-  LaunchConfig cfg;
-  std::memset(&cfg, 0, sizeof cfg);
-  cfg.grid_x = grid[0] ? grid[0] : block_dim;
-  cfg.grid_y = grid[0] ? std::max(grid[1], 1u) : 1;
-  cfg.grid_z = grid[0] ? std::max(grid[2], 1u) : 1;
-  cfg.block_x = k.block[0];
-  cfg.block_y = k.block[1];
-  cfg.block_z = k.block[2];
-  cfg.shared_mem_bytes = k.dynamic_shared;
-  cfg.stream = stream;
-  cfg.attrs = cooperative_ ? &attr : nullptr;
-  cfg.num_attrs = cooperative_ ? 1 : 0;
-  return gpu_->check(gpu_->api().cuLaunchKernelEx(&cfg, function_, params.data(), nullptr), call,
+  if (sk_status st = check_cluster_grid(k, block_dim, grid, "kernel '" + k.symbol + "'", call); st != SK_OK)
+    return st;
+  const GridShape shape = launch_grid(block_dim, grid);
+  // The caller's cluster is the launch's; __cluster_dims__ the driver applies itself.
+  const KernelLaunch launch(shape.data(), k.block, k.dynamic_shared, stream, cooperative_,
+                            k.cluster_from == "caller" ? k.cluster : nullptr);
+  return gpu_->check(gpu_->api().cuLaunchKernelEx(launch.config(), function_, params.data(), nullptr), call,
                      ("cuLaunchKernelEx of kernel '" + k.symbol + "'").c_str());
 }
 

@@ -22,7 +22,8 @@ constexpr uint8_t kFormatNone = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kF
 constexpr uint8_t kAttrExterns = 0x0f, kAttrFrameSize = 0x11, kAttrCbankParamSize = 0x19, kAttrMinStackSize = 0x12,
                   kAttrMaxStackSize = 0x23, kAttrRegCount = 0x2f, kAttrNumBarriers = 0x4c, kAttrMaxRegCount = 0x1b,
                   kAttrMaxThreads = 0x05, kAttrReqntid = 0x10, kAttrKparamInfo = 0x17,
-                  kAttrCoopGroupInstrOffsets = 0x28, kAttrKparamInfoV2 = 0x45;
+                  kAttrCoopGroupInstrOffsets = 0x28, kAttrKparamInfoV2 = 0x45, kAttrCtaPerCluster = 0x3d,
+                  kAttrExplicitCluster = 0x3e;
 // EIATTR_KPARAM_INFO's last word: the parameter's size in bytes in its top 14 bits. The record
 // nvcc writes for a kernel of more than 4 KiB of parameters (0x45) has the size itself there.
 constexpr uint32_t kKparamSizeShift = 18;
@@ -332,9 +333,13 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
         param.offset = (uint32_t)value[6] | ((uint32_t)value[7] << 8);
         param.size = attr == kAttrKparamInfo ? read_u32(value + 8) >> kKparamSizeShift : read_u32(value + 8);
         owner->params.push_back(param);
-      } else if (owner && (attr == kAttrMaxThreads || attr == kAttrReqntid) && format == kFormatSized &&
-                 length == 12) {
-        uint32_t *xyz = attr == kAttrMaxThreads ? owner->max_threads : owner->reqntid;
+      } else if (owner && attr == kAttrExplicitCluster) {
+        owner->explicit_cluster = true;
+      } else if (owner && (attr == kAttrMaxThreads || attr == kAttrReqntid || attr == kAttrCtaPerCluster) &&
+                 format == kFormatSized && length == 12) {
+        uint32_t *xyz = attr == kAttrMaxThreads ? owner->max_threads
+                        : attr == kAttrReqntid  ? owner->reqntid
+                                                : owner->cluster_dims;
         for (int d = 0; d < 3; ++d) xyz[d] = read_u32(value + 4 * d);
       }
     }

@@ -68,6 +68,11 @@ struct CubinFunction {
   std::vector<CubinParam> params;
   uint32_t max_threads[3] = {0, 0, 0};
   uint32_t reqntid[3] = {0, 0, 0};
+  // EIATTR_CTA_PER_CLUSTER: __cluster_dims__ (.reqnctapercluster), zeros where not recorded;
+  // EIATTR_EXPLICIT_CLUSTER (.explicitcluster): it runs only in a cluster, compiled in or its
+  // launch's.
+  uint32_t cluster_dims[3] = {0, 0, 0};
+  bool explicit_cluster = false;
   // A kernel whose code, or code it calls, syncs the grid (cooperative groups' grid.sync()),
   // which only a cooperative launch makes safe: EIATTR_COOP_GROUP_INSTR_OFFSETS and the SASS
   // (elf/cubin_sass.hpp). False for device functions.

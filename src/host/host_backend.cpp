@@ -64,11 +64,13 @@ sk_status HostBackendDevice::load_module(const std::vector<backend::ModuleImage>
 sk_status HostBackendModule::get_kernel(const char *name, const backend::KernelRequest &request, const char *call,
                                         std::shared_ptr<backend::Kernel> *out) {
   const char *signature = request.signature;
-  if (request.threads || request.dynamic_shared || request.block[0] || request.block[1] || request.block[2])
-    return fail(SK_ERR_INVALID_ARGUMENT,
-                "%s: kernel '%s': threads, dynamic_shared and block are launch facts of GPU kernels; on the host a "
-                "block is one call on one core",
-                call, name);
+  if (request.threads || request.dynamic_shared || request.block[0] || request.block[1] || request.block[2] ||
+      request.cluster[0] || request.cluster[1] || request.cluster[2])
+    return fail(
+        SK_ERR_INVALID_ARGUMENT,
+        "%s: kernel '%s': threads, dynamic_shared, block and cluster are launch facts of GPU kernels; on the "
+        "host a block is one call on one core",
+        call, name);
   const LinkedModule &lm = *linked;
   const LinkedFunction *fn = lm.object->find_function(name);
   if (!fn) {

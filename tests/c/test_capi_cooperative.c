@@ -16,7 +16,7 @@ struct fixture {
 };
 
 static sk_kernel *cooperative(sk_module *mod, const char *name) {
-  sk_kernel_desc desc = {sizeof desc, NULL, 0, 0, {0, 0, 0}, SK_KERNEL_DESC_COOPERATIVE};
+  sk_kernel_desc desc = {sizeof desc, NULL, 0, 0, {0, 0, 0}, SK_KERNEL_DESC_COOPERATIVE, {0, 0, 0}};
   sk_kernel *k = NULL;
   SK_CHECK(sk_module_get_kernel_desc(mod, name, &desc, &k));
   assert_non_null(k);
@@ -102,7 +102,7 @@ static void test_more_blocks_than_cores_are_refused(void **state) {
   sk_scope *scope = NULL;
   sk_superkernel *sk = SENTINEL(sk_superkernel);
   sk_kernel *plain = NULL;
-  sk_kernel_desc bad = {sizeof bad, NULL, 0, 0, {0, 0, 0}, 0x6u};
+  sk_kernel_desc bad = {sizeof bad, NULL, 0, 0, {0, 0, 0}, 0x6u, {0, 0, 0}};
   (void)state;
   open_fixture(&f);
   p = (uint32_t *)mem_alloc(f.dev, N * sizeof(uint32_t));

@@ -98,7 +98,7 @@ static void test_kernel_desc(void **state) {
   desc.threads = 128;
   assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(sk_last_error(), "capi_types"));
-  assert_non_null(strstr(sk_last_error(), "threads, dynamic_shared and block"));
+  assert_non_null(strstr(sk_last_error(), "threads, dynamic_shared, block and cluster"));
   desc.threads = 0;
   desc.dynamic_shared = 64;
   assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
@@ -106,6 +106,9 @@ static void test_kernel_desc(void **state) {
   desc.block[1] = 4;
   assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
   desc.block[1] = 0;
+  desc.cluster[0] = 2; /* a host block is one call: no cluster */
+  assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
+  desc.cluster[0] = 0;
   desc.struct_size = 4;
   assert_int_equal(sk_module_get_kernel_desc(misc, "capi_types", &desc, &bad), SK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(sk_last_error(), "struct_size"));

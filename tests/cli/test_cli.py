@@ -667,6 +667,33 @@ def test_inspect_of_linked_sass_says_which_kernels_are_launched_as_compiled():
             "    threads: 256 (from .maxntid)\n") in r.stdout, r.stdout
 
 
+@needs_fake_cuda
+@needs_cuda_kernels
+def test_a_scope_files_kernel_of_linked_sass_runs_in_the_cluster_it_gives(tmp_path):
+    env = fake_cuda_env(tmp_path)
+    objects = {"fused": os.path.join(CUDA_KERNELS, "decode_global.ptx"),
+               "sass": os.path.join(CUDA_KERNELS, "clusters_sass.cubin")}
+    buffers = {"a": {"type": "f32", "count": 1024}}
+    add = {"object": "fused", "kernel": "residual_add_global", "block_dim": 4, "args": ["@a", "@a", "@a", 1024]}
+
+    def scope(**rotate):
+        step = {"object": "sass", "kernel": "cluster_any", "block_dim": 8, "args": ["@a", "@a"], **rotate}
+        return scope_file(tmp_path, [add, step, add], buffers, device="cuda:0", name="clusters", objects=objects)
+
+    plan = json.loads(sk("explain", "--json", scope(cluster=[4]), env=env).stdout)
+    assert [d.get("cluster") for d in plan["cuda_entry"]["dispatches"]] == [None, [4, 1, 1], None]
+    r = sk("explain", scope(cluster=3), env=env)
+    assert r.returncode == 4 and "clusters of {3, 1, 1} blocks (caller), which its grid {8, 1, 1}" in r.stderr, r.stderr
+    r = sk("explain", scope(cluster=[2, "1"]), env=env)
+    assert r.returncode == 3 and "kernels[1]: cluster[1] must be an integer" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    # sk inspect: the cluster a kernel was compiled for, and where one must be given.
+    r = sk("inspect", objects["sass"])
+    assert r.returncode == 0, r.stderr
+    assert "    cluster: 2 x 1 x 1 blocks (from __cluster_dims__)\n" in r.stdout, r.stdout
+    assert "taken once given sk_kernel_desc.cluster" in r.stdout, r.stdout
+
+
 @needs_cuda_kernels
 def test_inspect_static_library_of_nvcc_objects():
     # nvcc -lib's archive: its members of device code (not cross_host.o's host code), and each

@@ -84,3 +84,41 @@ def test_a_library_of_sass_alone_gives_plain_launches(fake_gpu):
     assert e["steps"][0]["module"].endswith("libdecode_sass.so (sm_90 cubin, translation unit 2 of 2)"), e["steps"][0]
     scope.superkernel.launch()
     fake_gpu.synchronize()
+
+
+def test_a_plain_kernel_runs_in_the_cluster_it_is_given(fake_gpu, tmp_path):
+    sass = fake_gpu.load(cuda_kernel("clusters_sass.cubin"))
+    # __cluster_dims__(2, 1, 1): compiled in; __cluster_dims__(): only with one given.
+    assert set(sass.kernels) == {"cluster_pairs", "cluster_any"}
+    with pytest.raises(sk.Incompatible, match=r"'cluster_explicit'.*sk_kernel_desc\.cluster"):
+        sass.kernel("cluster_explicit")
+    explicit = sass.kernel("cluster_explicit", cluster=(2, 1))
+    assert explicit.cluster == (2, 1)
+    any_cluster = sass.kernel("cluster_any", cluster=4)
+    add = fake_gpu.load(cuda_kernel("decode_global.ptx")).kernel("residual_add_global")
+    buf = fake_gpu.alloc(8192)
+    with fake_gpu.scope("clusters") as scope:
+        scope.add(add, 4, buf, buf, buf, 100)
+        scope.add(any_cluster, 8, buf, buf)
+        scope.add(explicit, 6, buf, buf)
+        scope.add(add, 4, buf, buf, buf, 100)
+    e = scope.superkernel.explain()
+    assert [d.get("cluster") for d in e["cuda_entry"]["dispatches"]] == [None, [4, 1, 1], [2, 1, 1], None]
+    # What its cubin says: the cluster compiled in, or that one is needed.
+    facts = {k["name"]: k for k in sk.inspect_module(cuda_kernel("clusters_sass.cubin"))["kernels"]}
+    assert (facts["cluster_pairs"]["cluster"], facts["cluster_pairs"]["cluster_from"]) == ([2, 1, 1], "__cluster_dims__")
+    assert (facts["cluster_explicit"]["needs"], facts["cluster_explicit"]["cluster_from"]) == (["cluster"], "stand-in")
+    assert "cluster" not in facts["cluster_any"]
+    scope.superkernel.launch()
+    fake_gpu.synchronize()
+    with pytest.raises(sk.Incompatible, match=r"clusters of \{4, 1, 1\} blocks \(caller\), which its grid \{6, 1, 1\}"):
+        any_cluster.launch(6, buf, buf)
+    # Refused by name: a fused kernel, malformed clusters, a host kernel.
+    with pytest.raises(sk.Incompatible, match=r"'residual_add_global'.* is fused, and a super kernel runs in no"):
+        fake_gpu.load(cuda_kernel("decode_global.ptx")).kernel("residual_add_global", cluster=2)
+    with pytest.raises(sk.InvalidArgument, match=r"cluster \{4, 4, 1\} is 16 blocks, more than the 8"):
+        sass.kernel("cluster_any", cluster=(4, 4))
+    with pytest.raises(ValueError, match=r"cluster \(2, 0\) has an extent of 0"):
+        sass.kernel("cluster_any", cluster=(2, 0))
+    with pytest.raises(TypeError, match=r"cluster: a cluster has 1 to 3 extents, not 4"):
+        sass.kernel("cluster_any", cluster=(1, 1, 1, 1))

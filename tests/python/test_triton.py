@@ -652,7 +652,7 @@ def test_module_kernel_takes_a_block_shape(fake_gpu, ops):
         mod.kernel("rows", threads=(1, 2, 3, 4))
     with pytest.raises(sk.InvalidArgument, match=r"threads 2048 is above 1024"):
         mod.kernel("rows", threads=(64, 32))
-    with pytest.raises(sk.InvalidArgument, match=r"threads, dynamic_shared and block are launch facts of GPU"):
+    with pytest.raises(sk.InvalidArgument, match=r"threads, dynamic_shared, block and cluster are launch facts of GPU"):
         ops.kernel("fill_index", threads=(32, 4))
 
 

@@ -42,6 +42,7 @@ class KernelDesc(ctypes.Structure):
         ("dynamic_shared", ctypes.c_uint32),
         ("block", ctypes.c_uint32 * 3),
         ("flags", ctypes.c_uint32),
+        ("cluster", ctypes.c_uint32 * 3),
     ]
 
 

@@ -137,7 +137,8 @@ class Module(Handle):
     def _destroy(self, handle):
         lib().sk_module_unload(handle)
 
-    def kernel(self, name, signature=None, threads=None, dynamic_shared=None, cooperative=False):
+    def kernel(self, name, signature=None, threads=None, dynamic_shared=None, cooperative=False,
+               cluster=None):
         """Kernel `name`; its signature from the object's metadata, or the one given (needed
         for objects built without SK_KERNEL; it must agree with the metadata if both exist).
         `threads` (threads per block, or the block's shape as CUDA's blockDim, (x, y) or
@@ -145,20 +146,28 @@ class Module(Handle):
         `extern __shared__` arrays) are what a CUDA kernel's binary may not say
         (sk_kernel_desc); None: its own. `cooperative`: its blocks wait for each other by
         means of their own, as a kernel written for a cooperative launch may
-        (SK_KERNEL_DESC_COOPERATIVE): every block runs at once on a core of its own."""
+        (SK_KERNEL_DESC_COOPERATIVE): every block runs at once on a core of its own.
+        `cluster`: the thread block cluster a kernel of linked SASS is launched in, (x, y, z)
+        or x, as its launch's cudaLaunchAttributeClusterDimension (sk_kernel_desc.cluster);
+        None: none, or the one it was compiled with."""
         out = ctypes.c_void_p()
         name_c = c_string(name, "Module.kernel name")
         name_c = self._raw_names.get(name, name_c)
         signature_c = c_string(signature, "Module.kernel signature", optional=True)
         if not isinstance(cooperative, bool):
             raise TypeError(f"Module.kernel ({name}) cooperative: needs a bool, not {type(cooperative).__name__}")
-        if threads is not None or dynamic_shared is not None or cooperative:
+        if threads is not None or dynamic_shared is not None or cooperative or cluster is not None:
             what = f"Module.kernel ({name})"
             count, block = (0, (0, 0, 0)) if threads is None else blocks_and_grid(threads, f"{what} threads", "block")
+            in_cluster = (0, 0, 0)
+            if cluster is not None:
+                blocks, shape = blocks_and_grid(cluster, f"{what} cluster", "cluster")
+                in_cluster = shape if shape[0] else (blocks, 1, 1)
             desc = KernelDesc(ctypes.sizeof(KernelDesc), signature_c, count,
                               0 if dynamic_shared is None else
                               integer(dynamic_shared, "u32", f"{what} dynamic_shared"),
-                              (ctypes.c_uint32 * 3)(*block), KERNEL_DESC_COOPERATIVE if cooperative else 0)
+                              (ctypes.c_uint32 * 3)(*block), KERNEL_DESC_COOPERATIVE if cooperative else 0,
+                              (ctypes.c_uint32 * 3)(*in_cluster))
             check(lib().sk_module_get_kernel_desc(self.handle, name_c, ctypes.byref(desc),
                                                   ctypes.byref(out)),
                   "sk_module_get_kernel_desc")
@@ -173,6 +182,7 @@ class Module(Handle):
             signature = kernel_signature(out.value)
         kernel = Kernel(self, out.value, name, signature, kernel_core_type(out.value))
         kernel.threads, kernel.dynamic_shared, kernel.cooperative = threads, dynamic_shared, cooperative
+        kernel.cluster = cluster
         return kernel
 
 
@@ -184,6 +194,8 @@ class Kernel:
     threads = dynamic_shared = None
     #: Whether Module.kernel was told its blocks wait for each other (SK_KERNEL_DESC_COOPERATIVE).
     cooperative = False
+    #: The thread block cluster given to Module.kernel (None: none given).
+    cluster = None
     #: The names of the parameters the caller passes, for messages (None: by index).
     param_names = None
     #: Trailing pointer parameters libsk's signature has that the binding passes (a Triton

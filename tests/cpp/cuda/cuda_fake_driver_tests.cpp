@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +25,7 @@
 
 #include "cuda/entry_ptx.hpp"
 #include "cuda_test_support.hpp"
+#include "fake_cuda_launches.hpp"
 
 namespace {
 
@@ -73,26 +76,6 @@ const bool g_env = [] {
   setenv("SK_CUDA_DRIVER_LIBRARY", SK_FAKE_CUDA_DRIVER, 1);
   return *sk::cuda_test::private_cache_home() != 0;
 }();
-
-struct FakeLaunch {
-  unsigned grid, block;
-  int cooperative;
-  void *stream;
-  uint64_t first_slot, args_buffer, sync, epoch, report;  // epoch: its first run's
-  unsigned runs;                                          // the entry's run count parameter
-  uint64_t stop, last_epoch;                              // the stop flag parameter; the last run's epoch
-};
-
-// A linked cubin's own kernel as the stand-in took its launch (fake_cuda_plain_launches): its
-// parameter space as the kernel would see it.
-struct FakePlainLaunch {
-  char function[64];
-  unsigned grid[3], block[3], shared;
-  unsigned param_bytes;
-  unsigned char params[4352];
-  void *stream;
-  int cooperative;
-};
 
 struct FakeCall {
   const char *name;
@@ -3393,6 +3376,109 @@ TEST_F(CudaFakeDriver, ALinkedSassKernelThatSyncsItsGridIsLaunchedCooperatively)
     EXPECT_STREQ(after.back().function, name);
     EXPECT_EQ(after.back().cooperative, std::string(name) == "cg_grid_sync_call") << name;
   }
+}
+
+// A kernel of linked SASS runs in the cluster it was compiled for (the driver's to apply), or in
+// the one its caller gives (sk_kernel_desc.cluster, the launch's attribute), which a kernel
+// compiled for a cluster its launch gives needs; grids that do not hold whole clusters, a
+// cluster for a fused kernel and malformed ones are refused by name.
+TEST_F(CudaFakeDriver, ALinkedSassKernelRunsInItsClusterOrTheOneItsCallerGives) {
+  sk_module *mod = module(sk::cuda_test::kernel_path("clusters_sass.cubin"));
+  ASSERT_NE(mod, nullptr);
+  uint64_t p = 0x1000;
+  void *args[] = {&p, &p};
+  auto take = [&](const char *name, std::array<uint32_t, 3> cluster, sk_kernel **out) {
+    sk_kernel_desc desc{sizeof desc, nullptr, 0, 0, {0, 0, 0}, 0, {cluster[0], cluster[1], cluster[2]}};
+    return sk_module_get_kernel_desc(mod, name, &desc, out);
+  };
+  auto last = [&] {
+    EXPECT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    const std::vector<FakePlainLaunch> l = fake_.plain();
+    return l.empty() ? FakePlainLaunch{} : l.back();
+  };
+  // Compiled for pairs: the driver's cluster, no attribute; a grid of odd blocks is refused.
+  sk_kernel *pairs = nullptr;
+  ASSERT_EQ(take("cluster_pairs", {0, 0, 0}, &pairs), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(pairs, 4, args, nullptr), SK_OK) << sk_last_error();
+  FakePlainLaunch l = last();
+  EXPECT_STREQ(l.function, "cluster_pairs");
+  EXPECT_EQ(l.cluster[0], 0u);
+  EXPECT_EQ(sk_launch_kernel(pairs, 3, args, nullptr), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(),
+                       "kernel 'cluster_pairs' runs in clusters of {2, 1, 1} blocks (__cluster_dims__), "
+                       "which its grid {3, 1, 1} does not hold whole"))
+      << sk_last_error();
+  sk_kernel *same = nullptr;
+  EXPECT_EQ(take("cluster_pairs", {2, 1, 1}, &same), SK_OK) << sk_last_error();
+  EXPECT_EQ(take("cluster_pairs", {4, 1, 1}, &same), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(
+      contains(sk_last_error(), "was compiled for clusters of {2, 1, 1} blocks (__cluster_dims__), not {4, 1, 1}"))
+      << sk_last_error();
+  // .explicitcluster: needs the caller's, then launched with it.
+  sk_kernel *explicit_cluster = nullptr;
+  EXPECT_EQ(take("cluster_explicit", {0, 0, 0}, &explicit_cluster), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "'cluster_explicit'")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(),
+                       "(.explicitcluster): give the cluster its launches have when taking it "
+                       "(sk_kernel_desc.cluster)"))
+      << sk_last_error();
+  ASSERT_EQ(take("cluster_explicit", {2, 1, 1}, &explicit_cluster), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(explicit_cluster, 6, args, nullptr), SK_OK) << sk_last_error();
+  l = last();
+  EXPECT_EQ((std::array<unsigned, 3>{l.cluster[0], l.cluster[1], l.cluster[2]}), (std::array<unsigned, 3>{2, 1, 1}));
+  // Any cluster: in a scope between fused steps, the plain launch carries the caller's.
+  sk_kernel *any = nullptr, *fused = kernel("decode_global.ptx", "residual_add_global");
+  ASSERT_NE(fused, nullptr);
+  ASSERT_EQ(take("cluster_any", {4, 1, 1}, &any), SK_OK) << sk_last_error();
+  uint32_t n = 100;
+  void *add_args[] = {&p, &p, &p, &n};
+  for (uint32_t blocks : {6u, 8u}) {
+    sk_scope *scope = nullptr;
+    ASSERT_EQ(sk_scope_begin(dev_, "clusters", nullptr, &scope), SK_OK);
+    ASSERT_EQ(sk_add_kernel(scope, fused, 4, add_args, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(scope, any, blocks, args, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_add_kernel(scope, fused, 4, add_args, nullptr), SK_OK) << sk_last_error();
+    sk_superkernel *sk = nullptr;
+    if (blocks == 6) {
+      EXPECT_EQ(sk_finalize(scope, &sk), SK_ERR_INCOMPATIBLE);
+      EXPECT_TRUE(contains(sk_last_error(), "'cluster_any'")) << sk_last_error();
+      EXPECT_TRUE(
+          contains(sk_last_error(), "runs in clusters of {4, 1, 1} blocks (caller), which its grid {6, 1, 1}"))
+          << sk_last_error();
+      continue;
+    }
+    sk = finalize_and_launch(scope);
+    ASSERT_NE(sk, nullptr);
+    EXPECT_TRUE(contains(explain(sk),
+                         "\"function\":\"cluster_any\",\"grid\":[8,1,1],\"block\":[128,1,1],\"cluster\":[4,1,1]"))
+        << explain(sk);
+    sk_superkernel_destroy(sk);
+    l = last();
+    EXPECT_STREQ(l.function, "cluster_any");
+    EXPECT_EQ((std::array<unsigned, 3>{l.cluster[0], l.cluster[1], l.cluster[2]}),
+              (std::array<unsigned, 3>{4, 1, 1}));
+  }
+  // Refused: a cluster for a fused kernel, an extent of 0, more than 8 blocks.
+  sk_module *ptx = module(sk::cuda_test::kernel_path("decode_global.ptx"));
+  ASSERT_NE(ptx, nullptr);
+  sk_kernel_desc on_fused{sizeof on_fused, nullptr, 0, 0, {0, 0, 0}, 0, {2, 1, 1}};
+  sk_kernel *out = nullptr;
+  EXPECT_EQ(sk_module_get_kernel_desc(ptx, "residual_add_global", &on_fused, &out), SK_ERR_INCOMPATIBLE);
+  EXPECT_TRUE(contains(sk_last_error(), "'residual_add_global'")) << sk_last_error();
+  EXPECT_TRUE(contains(sk_last_error(), "is fused, and a super kernel runs in no thread block cluster"))
+      << sk_last_error();
+  EXPECT_EQ(take("cluster_any", {2, 0, 1}, &out), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "cluster {2, 0, 1} has an extent of 0")) << sk_last_error();
+  EXPECT_EQ(take("cluster_any", {4, 4, 1}, &out), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sk_last_error(), "cluster {4, 4, 1} is 16 blocks, more than the 8 of a portable cluster"))
+      << sk_last_error();
+  // A caller built before the field: its desc ends before it, and nothing past is read.
+  sk_kernel_desc old{};
+  old.struct_size = offsetof(sk_kernel_desc, cluster);
+  old.cluster[0] = 3;  // garbage past the caller's struct
+  ASSERT_EQ(sk_module_get_kernel_desc(mod, "cluster_any", &old, &out), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_launch_kernel(out, 5, args, nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(last().cluster[0], 0u);
 }
 
 // A hang in a dispatch after a plain launch names the super kernel's step, not its program's.

@@ -32,19 +32,11 @@
 
 #include "cuda/driver_api.hpp"
 #include "cuda/entry_ptx.hpp"
+#include "fake_cuda_launches.hpp"
 
 namespace {
 
-struct Launch {
-  unsigned grid, block;
-  int cooperative;
-  void *stream;
-  uint64_t first_slot;           // first 8 bytes of the argument slots (parameter or buffer mode)
-  uint64_t args_buffer;          // buffer mode: the buffer's address; 0 in parameter mode
-  uint64_t sync, epoch, report;  // epoch: of the launch's first run (0 until it runs)
-  unsigned runs;                 // the run count it was given (sk_launch_repeat's n)
-  uint64_t stop, last_epoch;     // the stop flag's address; the epoch of the last run it ran
-};
+using Launch = FakeLaunch;
 
 std::mutex g_mutex;
 std::vector<Launch> g_launches;
@@ -78,17 +70,7 @@ struct FakeModule {
   std::vector<std::unique_ptr<FakeModule>> functions;  // the module's plain functions
 };
 
-// A plain launch as the driver takes it: the kernel, its grid, block and dynamic shared bytes,
-// and its parameter space as the kernel would see it (each parameter at its EIATTR_KPARAM_INFO
-// offset).
-struct PlainLaunch {
-  char function[64];
-  unsigned grid[3], block[3], shared;
-  unsigned param_bytes;
-  unsigned char params[4352];
-  void *stream;
-  int cooperative;
-};
+using PlainLaunch = FakePlainLaunch;
 std::vector<PlainLaunch> g_plain_launches;
 int g_modules_loaded = 0;  // modules loaded (cuModuleLoadData*) and not unloaded
 
@@ -796,6 +778,9 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
     for (unsigned i = 0; i < cfg->num_attrs; ++i)
       if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
         p.cooperative = cfg->attrs[i].value.cooperative;
+      else if (cfg->attrs[i].id == sk::cuda::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        p.cluster[0] = cfg->attrs[i].value.cluster_dim.x, p.cluster[1] = cfg->attrs[i].value.cluster_dim.y,
+        p.cluster[2] = cfg->attrs[i].value.cluster_dim.z;
     for (const PlainParam &a : plain_params(fn->image, fn->function)) {
       if (a.offset + a.size > sizeof p.params) return 1;  // CUDA_ERROR_INVALID_VALUE
       std::memcpy(p.params + a.offset, params[a.ordinal], a.size);

@@ -28,6 +28,9 @@ TEST(CudaAbi, MirroredTypesMatchCudaH) {
   static_assert(offsetof(LaunchConfig, num_attrs) == offsetof(CUlaunchConfig, numAttrs));
   static_assert(sizeof(sk::cuda::CUdeviceptr) == sizeof(::CUdeviceptr));
   EXPECT_EQ(sk::cuda::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, (int)::CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+  EXPECT_EQ(sk::cuda::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, (int)::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  static_assert(sizeof(LaunchAttribute{}.value.cluster_dim) == sizeof(CUlaunchAttributeValue{}.clusterDim));
+  static_assert(offsetof(CUlaunchAttributeValue, clusterDim) == 0);
   EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (int)::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   EXPECT_EQ(sk::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
             (int)::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);

@@ -27,6 +27,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -2373,4 +2374,52 @@ TEST_F(CudaGpu, AKernelOfLinkedSassBetweenFusedStepsEqualsTheUnfusedChain) {
   EXPECT_EQ(read(alone.x, n), want);
   EXPECT_EQ(read(mixed.y, n), read(all_ptx.y, n));
   EXPECT_NE(want, init);
+}
+
+// Kernels of linked SASS in thread block clusters: each block reads the next block of its
+// cluster from that block's shared memory, so the result shows the cluster the launch had
+// (compiled in, or the caller's); and kernels of cooperative groups within a block, launched
+// on more blocks than run at once, which a cooperative launch would be refused.
+TEST_F(CudaGpu, LinkedSassKernelsRunInTheirClustersAndBlockGroupsAreNotCooperative) {
+  sk_module *mod = nullptr;
+  ASSERT_EQ(sk_module_load_file(dev_, sk::cuda_test::kernel_path("clusters_sass.cubin").c_str(), &mod), SK_OK)
+      << sk_last_error();
+  modules_.push_back(mod);
+  const uint32_t blocks = 16;
+  std::vector<float> init(blocks * 128);
+  for (size_t i = 0; i < init.size(); ++i) init[i] = (float)i;
+  // out[b * 128 + t] = in[next(b) * 128 + t], next(b) the following block of b's cluster.
+  auto expect = [&](uint32_t cluster) {
+    std::vector<float> want(init.size());
+    for (uint32_t b = 0; b < blocks; ++b)
+      for (uint32_t t = 0; t < 128; ++t)
+        want[b * 128 + t] = init[(b / cluster * cluster + (b % cluster + 1) % cluster) * 128 + t];
+    return want;
+  };
+  for (auto [name, cluster, runs_in] : {std::tuple{"cluster_pairs", 0u, 2u}, std::tuple{"cluster_any", 4u, 4u},
+                                        std::tuple{"cluster_any", 0u, 1u}, std::tuple{"cluster_explicit", 8u, 8u}}) {
+    SCOPED_TRACE(std::string(name) + " in clusters of " + std::to_string(runs_in));
+    const sk_kernel_desc desc{
+        sizeof desc, nullptr, 0, 0, {0, 0, 0}, 0, {cluster, cluster ? 1u : 0u, cluster ? 1u : 0u}};
+    sk_kernel *k = nullptr;
+    ASSERT_EQ(sk_module_get_kernel_desc(mod, name, &desc, &k), SK_OK) << sk_last_error();
+    float *in = alloc(init), *out = alloc(std::vector<float>(init.size(), -1.0f));
+    void *args[] = {&in, &out};
+    ASSERT_EQ(sk_launch_kernel(k, blocks, args, nullptr), SK_OK) << sk_last_error();
+    ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+    EXPECT_EQ(read(out, init.size()), expect(runs_in));
+  }
+  // Cooperative groups of a block, on 65536 blocks: far more than run at once.
+  const uint32_t many = 65536;
+  std::vector<float> values(many * 128);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = (float)(i % 1000);
+  sk_kernel *reverse = kernel("cooperative_groups_sass.cubin", "cg_block_reverse");
+  ASSERT_NE(reverse, nullptr);
+  float *in = alloc(values), *out = alloc(std::vector<float>(values.size(), 0.0f));
+  void *args[] = {&in, &out};
+  ASSERT_EQ(sk_launch_kernel(reverse, many, args, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  const std::vector<float> got = read(out, values.size());
+  for (uint32_t b = 0; b < many; b += 4099)
+    for (uint32_t t = 0; t < 128; t += 17) EXPECT_EQ(got[b * 128 + t], values[b * 128 + 127 - t]) << b << " " << t;
 }

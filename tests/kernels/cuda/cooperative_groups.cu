@@ -5,6 +5,10 @@
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
 
+#if __CUDA_ARCH__ >= 900
+#include "cluster_rotate.cuh"
+#endif
+
 namespace cg = cooperative_groups;
 
 // Each block reverses its 128 values through shared memory.
@@ -26,14 +30,7 @@ extern "C" __global__ void __launch_bounds__(128) cg_warp_sum(const float *in, f
 // Each block of a cluster reads its neighbour's values (a cluster of one: its own).
 extern "C" __global__ void __launch_bounds__(128) cg_cluster_rotate(const float *in, float *out) {
 #if __CUDA_ARCH__ >= 900
-  __shared__ float s[128];
-  const unsigned i = blockIdx.x * 128 + threadIdx.x;
-  cg::cluster_group cluster = cg::this_cluster();
-  s[threadIdx.x] = in[i];
-  cluster.sync();
-  const float *next = cluster.map_shared_rank(s, (cluster.block_rank() + 1) % cluster.num_blocks());
-  out[i] = next[threadIdx.x];
-  cluster.sync();
+  rotate_in_cluster(in, out);
 #endif
 }
 

@@ -157,6 +157,8 @@ def print_text(d, out):
             shared += f" (from {k['dynamic_shared_from']})"
         w(f"    static shared: {k['static_shared_bytes']} bytes\n")
         w(f"    dynamic shared: {shared}\n")
+        if "cluster" in k:
+            w(f"    cluster: {' x '.join(map(str, k['cluster']))} blocks (from {k['cluster_from']})\n")
         w(f"    device API: {', '.join(k['device_api']) or 'none'}\n")
         p = k.get("ptx")
         if p is None:

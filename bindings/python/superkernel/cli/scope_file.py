@@ -17,7 +17,7 @@
          "name": "axpy.0", "signature": "f32,ptr,ptr,u32", "core_type": "vector",
          "flags": 0, "stream": 0, "block_local": false,
          "threads": 128, "dynamic_shared": 2048,  (a CUDA kernel's launch facts its binary may
-         "cooperative": false}                     not say: sk_kernel_desc; "threads" may be a
+         "cooperative": false, "cluster": [2, 1]}  not say: sk_kernel_desc; "threads" may be a
       ],                                          block's shape, [32, 4])
       "repeat": 20,                             (runs timed; --repeat overrides it)
       "compare": ["y"]                          (buffers compared; default: all)
@@ -36,7 +36,8 @@ program_id(1) or blockIdx.y needs one. "block_local":
 true adds the kernel with SK_KERNEL_FLAG_BLOCK_LOCAL: its block i reads and writes only what
 block i of the kernel before it wrote, so it waits for no other block. "cooperative": true takes
 it with SK_KERNEL_DESC_COOPERATIVE: its blocks wait for each other by means of their own, so
-all run at once. Every error names the field.
+all run at once. "cluster" (a number or [x], [x, y], [x, y, z]) is the thread block cluster a
+kernel of linked SASS is launched in (sk_kernel_desc.cluster). Every error names the field.
 """
 import ctypes
 import json
@@ -304,6 +305,12 @@ class ScopeSpec:
             threads = tuple(_u32(t, where, f"threads[{i}]", lo=1) for i, t in enumerate(threads))
         elif threads is not None:
             threads = _u32(threads, where, "threads", lo=1)
+        cluster = k.get("cluster")
+        if isinstance(cluster, list):
+            _need(1 <= len(cluster) <= 3, where, f"cluster has 1 to 3 extents, not {len(cluster)}")
+            cluster = tuple(_u32(c, where, f"cluster[{i}]", lo=1) for i, c in enumerate(cluster))
+        elif cluster is not None:
+            cluster = _u32(cluster, where, "cluster", lo=1)
         args = k.get("args", [])
         _need(isinstance(args, list), where, "args must be a list")
         for i, a in enumerate(args):
@@ -320,6 +327,7 @@ class ScopeSpec:
                 "dynamic_shared": None if k.get("dynamic_shared") is None else
                 _u32(k["dynamic_shared"], where, "dynamic_shared", lo=0),
                 "cooperative": _bool(k.get("cooperative", False), where, "cooperative"),
+                "cluster": cluster,
                 "where": where}
 
 
@@ -397,7 +405,7 @@ class Instance:
             mod = self.modules[k["object"]]
             try:
                 self.kernels.append(mod.kernel(k["kernel"], k["signature"], k["threads"],
-                                               k["dynamic_shared"], k["cooperative"]))
+                                               k["dynamic_shared"], k["cooperative"], k["cluster"]))
             except Error as e:  # libsk's own verdict: reported as a libsk error, where it arose
                 raise type(e)(f"{k['where']}: {e.message}", e.status, e.status_name,
                               call=e.call) from None
