@@ -324,7 +324,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
       } else if (owner && attr == kAttrMaxRegCount && format == kFormatHalf) {
         owner->max_registers = (uint32_t)value[0] | ((uint32_t)value[1] << 8);
       } else if (owner && attr == kAttrCoopGroupInstrOffsets) {
-        owner->grid_sync = true;  // cooperative groups: whether the grid's, its code says (below)
+        owner->cooperative_groups = true;
       } else if (owner && (attr == kAttrKparamInfo || attr == kAttrKparamInfoV2) && format == kFormatSized &&
                  length == 12) {
         // { index, ordinal (u16), offset (u16), flags or size }
@@ -363,7 +363,7 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
   // grid's does: the code a kernel reaches tells them apart (a debug build calls the sync, the
   // trap and the workspace's read as functions of their own).
   if (std::any_of(result.functions.begin(), result.functions.end(),
-                  [](const CubinFunction &f) { return f.grid_sync; })) {
+                  [](const CubinFunction &f) { return f.cooperative_groups; })) {
     std::map<std::string, SassFacts> facts;
     for (size_t s = 1; s < symbols.size(); ++s) {
       auto it = function_of_symbol.find((uint32_t)s);
@@ -375,20 +375,21 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
       facts[result.functions[it->second].name] =
           read_sass(text.data + at, (size_t)std::min<uint64_t>(sym.size, text.size - at), result.sm);
     }
-    std::vector<bool> syncs(result.functions.size());
-    for (size_t i = 0; i < result.functions.size(); ++i) {
-      if (!result.functions[i].entry) continue;
+    for (CubinFunction &f : result.functions) {
+      if (!f.entry) continue;
+      // Most kernels call nothing: their own code alone.
+      const std::vector<std::string> reached =
+          f.callees.empty() && !f.indirect_calls ? std::vector<std::string>{f.name} : result.reach(f.name).functions;
       bool groups = false;
       SassFacts all;
-      for (const std::string &r : result.reach(result.functions[i].name).functions) {
+      for (const std::string &r : reached) {
         const CubinFunction *g = result.find(r);
-        groups = groups || (g && g->grid_sync);
+        groups = groups || (g && g->cooperative_groups);
         all.traps = all.traps || facts[r].traps;
         all.reads_grid_workspace = all.reads_grid_workspace || facts[r].reads_grid_workspace;
       }
-      syncs[i] = groups && all.syncs_grid();
+      f.grid_sync = groups && all.syncs_grid();
     }
-    for (size_t i = 0; i < syncs.size(); ++i) result.functions[i].grid_sync = syncs[i];
   }
   // ptxas writes a kernel's parameters last one first.
   for (CubinFunction &f : result.functions)

@@ -73,8 +73,11 @@ struct CubinFunction {
   // launch's.
   uint32_t cluster_dims[3] = {0, 0, 0};
   bool explicit_cluster = false;
+  // EIATTR_COOP_GROUP_INSTR_OFFSETS: its code uses cooperative groups (a block's, a warp's, a
+  // cluster's or the grid's sync alike).
+  bool cooperative_groups = false;
   // A kernel whose code, or code it calls, syncs the grid (cooperative groups' grid.sync()),
-  // which only a cooperative launch makes safe: EIATTR_COOP_GROUP_INSTR_OFFSETS and the SASS
+  // which only a cooperative launch makes safe: cooperative groups and the SASS of a grid sync
   // (elf/cubin_sass.hpp). False for device functions.
   bool grid_sync = false;
   uint32_t code_bytes = 0;            // size of .text.<name>
