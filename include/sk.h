@@ -496,7 +496,7 @@ SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kerne
  * Kernel by symbol name with a signature given by the host: a comma-separated list over
  * ptr, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 ("" for none), and aggregates passed by
  * value: a C struct parameter is its members in braces, `{f32,f32}` for `struct {float x, y;}`,
- * nested (`{{f32,f32},i32}`), a member array as `T[N]` (`{i32[5]}`), at most 4096 bytes and 8
+ * nested (`{{f32,f32},i32}`), a member array as `T[N]` (`{i32[5]}`), at most 32768 bytes and 8
  * levels deep; `@N` after one is C's alignas(N), a power of two up to 256 (`{u64[16]}@64`, a
  * CUtensorMap). An aggregate is laid out as C lays out that struct (each member at its natural
  * alignment) and passed as the platform's C ABI passes it (SysV x86-64, AAPCS64, the PTX ABI);

@@ -13,10 +13,10 @@ namespace sk {
 
 enum class ArgType : unsigned char { Ptr, I8, U8, I16, U16, I32, U32, I64, U64, F32, F64, Struct };
 
-// An aggregate's bytes at most, and how deep aggregates may nest: a kernel's structs fit (CUDA's
-// classic 4 KiB of parameters: NCCL's kernels take one 4096-byte struct, CUTLASS's their Params),
-// and a mistyped or hostile signature cannot ask for megabytes of slots per launch.
-constexpr size_t kMaxAggregateBytes = 4096;
+// An aggregate's bytes at most, and how deep aggregates may nest: a kernel's structs fit (CUDA
+// 12.1's 32764 bytes of parameters: PyTorch's multi-tensor kernels take one of 23-27 KB, NCCL's
+// one of 4096), and a mistyped or hostile signature cannot ask for megabytes of slots per launch.
+constexpr size_t kMaxAggregateBytes = 32768;
 constexpr size_t kMaxAggregateDepth = 8;
 // The most an aggregate's `@N` may align it: a CUDA tensor map (CUtensorMap) asks 64 or 128.
 constexpr size_t kMaxAggregateAlign = 256;

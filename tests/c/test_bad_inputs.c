@@ -662,7 +662,7 @@ static void test_bad_signatures(void **state) {
   expect_bad_signature(f->misc, "ptr,{u32,u32", SK_ERR_INVALID_ARGUMENT, "parameter 1 has a '{' at byte 4");
   expect_bad_signature(f->misc, "ptr,{},u32", SK_ERR_INVALID_ARGUMENT, "empty aggregate");
   expect_bad_signature(f->misc, "ptr,u32[2]", SK_ERR_INVALID_ARGUMENT, "an array parameter is a pointer");
-  expect_bad_signature(f->misc, "ptr,{u8[8192]}", SK_ERR_INVALID_ARGUMENT, "array length '8192'");
+  expect_bad_signature(f->misc, "ptr,{u8[40000]}", SK_ERR_INVALID_ARGUMENT, "array length '40000'");
   longsig = (char *)malloc(400001);
   assert_non_null(longsig);
   for (i = 0; i < 100000; ++i) memcpy(longsig + 4 * i, "ptr,", 4);

@@ -122,3 +122,14 @@ def test_a_plain_kernel_runs_in_the_cluster_it_is_given(fake_gpu, tmp_path):
         sass.kernel("cluster_any", cluster=(2, 0))
     with pytest.raises(TypeError, match=r"cluster: a cluster has 1 to 3 extents, not 4"):
         sass.kernel("cluster_any", cluster=(1, 1, 1, 1))
+
+
+def test_a_plain_kernel_takes_a_parameter_of_27_kilobytes(fake_gpu):
+    # As PyTorch's multi-tensor kernels do: one struct of 27648 bytes by value.
+    table = fake_gpu.load(cuda_kernel("large_params.cubin")).kernel("table_27k")
+    assert table.signature == "ptr,{u64[3456]}"
+    out = fake_gpu.alloc(4096)
+    table.launch(2, out, [list(range(3456))])
+    fake_gpu.synchronize()
+    with pytest.raises(TypeError, match=r"3456"):
+        table.launch(2, out, [list(range(3455))])

@@ -23,7 +23,7 @@ SCALAR_TYPES = {
     "i64": ctypes.c_int64, "u64": ctypes.c_uint64,
     "f32": ctypes.c_float, "f64": ctypes.c_double,
 }
-MAX_BYTES = 4096  # libsk's bounds (src/common/signature.hpp): larger ones fail there too
+MAX_BYTES = 32768  # libsk's bounds (src/common/signature.hpp): larger ones fail there too
 MAX_DEPTH = 8
 MAX_ALIGN = 256
 

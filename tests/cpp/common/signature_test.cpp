@@ -137,17 +137,17 @@ TEST(Signature, AnAggregatesSlotsHoldItsBytesThenZeros) {
 // NCCL's kernels take a 4096-byte struct aligned 16 (what their PTX declares, `.param .align
 // 16 .b8 p[4096]`): the largest aggregate, its bytes in 512 slots.
 TEST(Signature, AFourKiBStructIsTheLargestAggregate) {
-  const Signature sig = parse("ptr,{u64[512]}@16");
+  const Signature sig = parse("ptr,{u64[4096]}@16");
   ASSERT_EQ(sig.size(), 2u);
-  EXPECT_EQ(sig[1].size, 4096u);
+  EXPECT_EQ(sig[1].size, 32768u);
   EXPECT_EQ(sig[1].align, 16u);
-  std::vector<uint8_t> value(4096);
+  std::vector<uint8_t> value(32768);
   for (size_t i = 0; i < value.size(); ++i) value[i] = (uint8_t)(i * 7);
-  std::vector<uint64_t> slots(512, ~uint64_t{0});
+  std::vector<uint64_t> slots(4096, ~uint64_t{0});
   to_slots(sig[1], value.data(), slots.data());
   EXPECT_EQ(std::memcmp(slots.data(), value.data(), value.size()), 0);
   Signature more;
-  EXPECT_NE(parse_signature("{u64[512],u8}", "k", &more), SK_OK);
+  EXPECT_NE(parse_signature("{u64[4096],u8}", "k", &more), SK_OK);
 }
 
 TEST(Signature, MalformedAggregatesNameTheParameterAndTheFault) {
@@ -159,8 +159,8 @@ TEST(Signature, MalformedAggregatesNameTheParameterAndTheFault) {
       {"{i32[0]}", "array length '0'"},
       {"{i32[x]}", "array length 'x'"},
       {"{i32[4}", "'[' at byte 4 that is not closed"},
-      {"{u8[4097]}", "array length '4097' (at byte 3) that is not a number from 1 to 4096"},
-      {"{f64[300],f64[300]}", "of more than 4096 bytes"},
+      {"{u8[32769]}", "array length '32769' (at byte 3) that is not a number from 1 to 32768"},
+      {"{f64[3000],f64[3000]}", "of more than 32768 bytes"},
       {"{{{{{{{{{u8}}}}}}}}}", "nests aggregates more than 8 deep"},
       {"f32}", "parameter 0 has an unexpected '}' at byte 3"},
       {"{f32}f32", "unexpected 'f' at byte 5"},

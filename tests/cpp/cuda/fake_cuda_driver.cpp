@@ -76,7 +76,8 @@ int g_modules_loaded = 0;  // modules loaded (cuModuleLoadData*) and not unloade
 
 // Where each parameter of `function` goes: {ordinal, offset, size} from .nv.info.<function>'s
 // EIATTR_KPARAM_INFO (format 0x04, attribute 0x17, 12 bytes: index, ordinal:16, offset:16,
-// size in the top 14 bits of the last word).
+// size in the top 14 bits of the last word), or for a kernel of more than 4 KiB of parameters
+// attribute 0x45, whose last word is the size.
 struct PlainParam {
   unsigned ordinal, offset, size;
 };
@@ -92,10 +93,11 @@ std::vector<PlainParam> plain_params(const std::vector<uint8_t> &image, const st
       const uint8_t format = p[0], attr = p[1];
       const unsigned length = format == 0x04 ? p[2] | p[3] << 8 : 2;
       const uint8_t *value = p + (format == 0x04 ? 4 : 2);
-      if (format == 0x04 && attr == 0x17 && length == 12) {
+      if (format == 0x04 && (attr == 0x17 || attr == 0x45) && length == 12) {
         uint32_t word;
         std::memcpy(&word, value + 8, 4);
-        out.push_back({(unsigned)(value[4] | value[5] << 8), (unsigned)(value[6] | value[7] << 8), word >> 18});
+        out.push_back({(unsigned)(value[4] | value[5] << 8), (unsigned)(value[6] | value[7] << 8),
+                       attr == 0x17 ? word >> 18 : word});
       }
       p = value + length;
     }

@@ -22,7 +22,7 @@ struct FakePlainLaunch {
   char function[64];
   unsigned grid[3], block[3], shared;
   unsigned param_bytes;
-  unsigned char params[4352];
+  unsigned char params[32768];
   void *stream;
   int cooperative;
   unsigned cluster[3];
