@@ -202,3 +202,21 @@ def test_a_cuda_struct_indexed_at_run_time_is_passed_as_its_bytes(fake_gpu):
     with pytest.raises(ValueError, match=r"argument 1 \(\{u64\[20\]\}\): .* takes 160 bytes, bytes holds 100"):
         with fake_gpu.scope("short") as scope:
             scope.add(k, 8, 128, bytes(100), 2.0, 1.0)
+
+
+def test_cuda_structs_as_large_as_cuda_12_1_passes_fuse(fake_gpu):
+    # 4096, 5000 and 27648 bytes by value (PyTorch's multi-tensor kernels take 23-27 KB): each
+    # a sub-kernel's aggregate, linked and launched; two of 27 KB pass in an argument buffer.
+    mod = fake_gpu.load(cuda_kernel("large_params.ptx"))
+    out = fake_gpu.alloc(4096)
+    for name, words, arguments in (("table_4k", 1024, "parameters"), ("table_5k", 1250, "parameters"),
+                                   ("table_27k", 6912, "buffer")):
+        k = mod.kernel(name)
+        assert k.signature == f"ptr,{{u32[{words}]}}"
+        with fake_gpu.scope(name) as scope:
+            scope.add(k, 2, out, [list(range(words))])
+            scope.add(k, 2, out, [list(range(words, 0, -1))])
+        assert scope.superkernel.explain()["cuda_entry"]["arguments"] == arguments
+        scope.superkernel.launch()
+        k.launch(2, out, [list(range(words))])
+        fake_gpu.synchronize()
