@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include "common/error.hpp"
 #include "elf/cubin_sass.hpp"
@@ -361,34 +362,39 @@ sk_status parse_cubin(const void *bytes, size_t size, std::string_view label_vie
   }
   // Cooperative groups' block and cluster syncs record EIATTR_COOP_GROUP_INSTR_OFFSETS as the
   // grid's does: the code a kernel reaches tells them apart (a debug build calls the sync, the
-  // trap and the workspace's read as functions of their own).
+  // trap and the workspace's read as functions of their own). Only a kernel that reaches
+  // cooperative groups has its code read, each function's once.
   if (std::any_of(result.functions.begin(), result.functions.end(),
                   [](const CubinFunction &f) { return f.cooperative_groups; })) {
-    std::map<std::string, SassFacts> facts;
-    for (size_t s = 1; s < symbols.size(); ++s) {
-      auto it = function_of_symbol.find((uint32_t)s);
-      if (it == function_of_symbol.end()) continue;
+    std::vector<std::pair<const uint8_t *, size_t>> code(result.functions.size());
+    for (const auto &[s, i] : function_of_symbol) {
       const Symbol &sym = symbols[s];
       const Section &text = sections[sym.shndx];
       const uint64_t at = o.type == ET_REL ? sym.value : sym.value - text.addr;
-      if (!text.data || at > text.size) continue;
-      facts[result.functions[it->second].name] =
-          read_sass(text.data + at, (size_t)std::min<uint64_t>(sym.size, text.size - at), result.sm);
+      if (text.data && at <= text.size)
+        code[i] = {text.data + at, (size_t)std::min<uint64_t>(sym.size, text.size - at)};
     }
+    std::map<std::string_view, size_t> index;
+    for (size_t i = 0; i < result.functions.size(); ++i) index.emplace(result.functions[i].name, i);
+    std::vector<std::optional<SassFacts>> facts(result.functions.size());
     for (CubinFunction &f : result.functions) {
       if (!f.entry) continue;
       // Most kernels call nothing: their own code alone.
       const std::vector<std::string> reached =
           f.callees.empty() && !f.indirect_calls ? std::vector<std::string>{f.name} : result.reach(f.name).functions;
-      bool groups = false;
+      std::vector<size_t> functions;
+      for (const std::string &r : reached)
+        if (auto it = index.find(r); it != index.end()) functions.push_back(it->second);
+      if (std::none_of(functions.begin(), functions.end(),
+                       [&](size_t i) { return result.functions[i].cooperative_groups; }))
+        continue;
       SassFacts all;
-      for (const std::string &r : reached) {
-        const CubinFunction *g = result.find(r);
-        groups = groups || (g && g->cooperative_groups);
-        all.traps = all.traps || facts[r].traps;
-        all.reads_grid_workspace = all.reads_grid_workspace || facts[r].reads_grid_workspace;
+      for (size_t i : functions) {
+        if (!facts[i]) facts[i] = read_sass(code[i].first, code[i].second, result.sm);
+        all.traps = all.traps || facts[i]->traps;
+        all.reads_grid_workspace = all.reads_grid_workspace || facts[i]->reads_grid_workspace;
       }
-      f.grid_sync = groups && all.syncs_grid();
+      f.grid_sync = all.syncs_grid();
     }
   }
   // ptxas writes a kernel's parameters last one first.
