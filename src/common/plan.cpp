@@ -222,6 +222,11 @@ sk_status build_unfused_plan(const PlanInput &in, uint32_t device_cores, Plan *o
   return build_plan(std::string(in.symbol), ScopeOptions{}, {in}, device_cores, out, "sk_launch_kernel");
 }
 
+GridShape launch_grid(uint32_t block_dim, const GridShape &grid) {
+  if (!grid[0]) return {block_dim, 1, 1};
+  return {grid[0], std::max(grid[1], 1u), std::max(grid[2], 1u)};
+}
+
 Plan segment_plan(const Plan &plan, uint32_t segment) {
   const PlanSegment &seg = plan.segments[segment];
   Plan out;

@@ -22,6 +22,9 @@ namespace sk {
 // zeros: one dimension.
 using GridShape = std::array<uint32_t, 3>;
 
+// The grid a launch of `block_dim` blocks shaped `grid` has: `grid`, or block_dim blocks in x.
+GridShape launch_grid(uint32_t block_dim, const GridShape &grid);
+
 struct PlanInput {
   std::string name;  // sk_kernel_options.name, else the symbol
   // Borrowed from the kernel's descriptor, which whoever owns the plan keeps alive (a super

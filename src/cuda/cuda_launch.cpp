@@ -368,14 +368,8 @@ void CudaBackendSuperKernel::write_dispatches(JsonWriter &j) const {
       j.key("grid").begin_array();
       for (uint32_t e : launch_grid(in.block_dim, in.grid)) j.value(uint64_t{e});
       j.end_array();
-      j.key("block").begin_array();
-      for (uint32_t e : k.block) j.value(uint64_t{e});
-      j.end_array();
-      if (k.cluster[0]) {
-        j.key("cluster").begin_array();
-        for (uint32_t e : k.cluster) j.value(uint64_t{e});
-        j.end_array();
-      }
+      write_dims(j, "block", k.block);  // a plain kernel's block is always set
+      write_dims(j, "cluster", k.cluster);
       j.key("registers").value(uint64_t{k.registers});
       j.key("static_shared_bytes").value(uint64_t{k.static_shared});
       j.key("dynamic_shared_bytes").value(uint64_t{k.dynamic_shared});
@@ -449,8 +443,14 @@ sk_status CudaBackendKernel::launch(uint32_t block_dim, const GridShape &grid, v
   if (sk_status st = dev->usable("sk_launch_kernel"); st != SK_OK) return st;
   std::vector<uint64_t> slots;
   if (sk_status st = copy_args(args, "sk_launch_kernel", &slots); st != SK_OK) return st;
-  if (kernel->plain)
+  if (kernel->plain) {
+    // A scope's plain steps were checked at sk_finalize.
+    if (sk_status st =
+            check_cluster_grid(*kernel, block_dim, grid, "kernel '" + kernel->symbol + "'", "sk_launch_kernel");
+        st != SK_OK)
+      return st;
     return plain_function()->launch(block_dim, grid, slots.data(), driver_stream(*dev, stream), "sk_launch_kernel");
+  }
   std::shared_ptr<UnfusedProgram> program;
   if (sk_status st = unfused_program(block_dim, grid, slots.size(), &program); st != SK_OK) return st;
   std::lock_guard<std::mutex> lock(program->mutex);

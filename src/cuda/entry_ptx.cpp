@@ -353,8 +353,9 @@ std::vector<uint32_t> step_table(const EntrySpec &spec) {
         (!s.deps.empty() && !s.wait_in_kernel ? kStepWaitNow : 0) | (s.dcci_before ? kStepFenceBefore : 0) |
         (s.dcci_after ? kStepFenceAfter : 0) | (s.arrives ? 0 : kStepNoArrive);
     r[kStepArgBase] = s.arg_base;
-    r[kStepGridX] = s.grid[0] ? s.grid[0] : s.block_dim;
-    r[kStepGridY] = s.grid[0] ? s.grid[1] : 1;
+    const GridShape grid = launch_grid(s.block_dim, s.grid);
+    r[kStepGridX] = grid[0];
+    r[kStepGridY] = grid[1];
     r[kStepDepBegin] = (uint32_t)t.size();
     for (uint32_t d : s.deps) {
       t.push_back(d);

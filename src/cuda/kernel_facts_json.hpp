@@ -7,6 +7,9 @@
 
 namespace sk::cuda {
 
+// `key`: [x, y, z] of `d`, left out where d[0] is 0 (not given).
+void write_dims(JsonWriter &j, const char *key, const uint32_t d[3]);
+
 // Writes the members of a kernel's object (the caller opens and closes it).
 void write_kernel_facts(JsonWriter &j, const CudaKernel &k);
 

@@ -81,11 +81,6 @@ sk_status plain_signature(const elf::CubinFunction &fn, const char *given, const
   return SK_OK;
 }
 
-GridShape launch_grid(uint32_t block_dim, const GridShape &grid) {
-  if (!grid[0]) return {block_dim, 1, 1};
-  return {grid[0], std::max(grid[1], 1u), std::max(grid[2], 1u)};
-}
-
 sk_status check_cluster_request(const backend::KernelRequest &request, bool plain, const std::string &what,
                                 const char *call) {
   const uint32_t *c = request.cluster;
@@ -252,8 +247,6 @@ sk_status PlainFunction::launch(uint32_t block_dim, const GridShape &grid, const
   const CudaKernel &k = *kernel_;
   std::vector<void *> params(k.signature.size());
   for (size_t i = 0; i < params.size(); ++i) params[i] = const_cast<uint64_t *>(slots + param_slots_[i]);
-  if (sk_status st = check_cluster_grid(k, block_dim, grid, "kernel '" + k.symbol + "'", call); st != SK_OK)
-    return st;
   const GridShape shape = launch_grid(block_dim, grid);
   // The caller's cluster is the launch's; __cluster_dims__ the driver applies itself.
   const KernelLaunch launch(shape.data(), k.block, k.dynamic_shared, stream, cooperative_,

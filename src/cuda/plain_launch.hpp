@@ -56,9 +56,6 @@ class LoadedCubin {
 };
 
 // A plain kernel on one device: its function in the cubin's module, found on first use.
-// A plain launch's grid: `grid` (zeros past x: one dimension), or block_dim blocks in x.
-GridShape launch_grid(uint32_t block_dim, const GridShape &grid);
-
 // A cluster the caller gave (KernelRequest::cluster): none (zeros), or at least 1 block in each
 // extent and at most 8 in all, and only for a kernel of linked SASS (`plain`): a super kernel
 // runs in no cluster.
@@ -66,7 +63,8 @@ sk_status check_cluster_request(const backend::KernelRequest &request, bool plai
                                 const char *call);
 
 // Whether the grid of a plain kernel's launch (as PlainFunction::launch shapes it) holds whole
-// clusters of its own: SK_ERR_INCOMPATIBLE naming `subject` otherwise.
+// clusters of its own: SK_ERR_INCOMPATIBLE naming `subject` otherwise. Checked where the grid is
+// given (sk_finalize, sk_launch_kernel), not at each launch of a dispatch.
 sk_status check_cluster_grid(const CudaKernel &k, uint32_t block_dim, const GridShape &grid,
                              const std::string &subject, const char *call);
 
