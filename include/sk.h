@@ -191,7 +191,11 @@ typedef struct sk_event sk_event;
  *   may grow to, so that a kernel with large local arrays or deep recursion runs on a core as
  *   it runs natively (glibc gives other threads the limit at process start, and on x86-64 2 MiB
  *   when that is unlimited). A kernel that overflows it crashes the process, as on any thread. With
- *   `core0=caller` core 0's blocks run on the stack of the thread that runs them.
+ *   `core0=caller` core 0's blocks run on the stack of the thread that runs them. Structs a
+ *   kernel takes by value are copied onto that stack at each call: a kernel whose copies leave
+ *   less than 48 KiB of a core's stack is refused when it is taken (SK_ERR_INCOMPATIBLE, naming
+ *   the stack_kb it needs), and a thread whose own stack leaves less leaves core 0's blocks to
+ *   libsk's core-0 thread and only waits.
  * - `symbols=process|strict` (default `process`): what kernel objects may bind their undefined
  *   symbols to. `process`: any symbol of the process, as the dynamic linker would bind it.
  *   `strict`: only sk_kernel.h's device API, the C99 `<math.h>` functions (with their `f` and
@@ -486,7 +490,8 @@ SK_API void sk_module_unload(sk_module *mod);
 /**
  * Kernel by symbol name, with its signature from the object's `.sk.kernels` metadata
  * (written by sk_kernel.h's SK_KERNEL macro).
- * - Errors: SK_ERR_NOT_FOUND if the symbol or its metadata is missing.
+ * - Errors: SK_ERR_NOT_FOUND if the symbol or its metadata is missing; SK_ERR_INCOMPATIBLE on
+ *   the host if the structs it takes by value do not fit a core's stack (device key stack_kb).
  * - Ownership: the kernel is owned by the module: no call releases it. It is valid until
  *   sk_module_unload, and super kernels that use it keep what they need beyond that.
  * - Threads: any.
@@ -504,7 +509,8 @@ SK_API sk_status sk_module_get_kernel(sk_module *mod, const char *name, sk_kerne
  * (`f32,f32`) describes another function: it is called with wrong values.
  * - Errors: SK_ERR_INVALID_ARGUMENT for a signature that does not parse; SK_ERR_NOT_FOUND if no
  *   function of that name is defined; SK_ERR_INCOMPATIBLE if the object's metadata for the
- *   kernel gives another signature.
+ *   kernel gives another signature, or on the host if its structs by value do not fit a core's
+ *   stack (device key stack_kb).
  * - Ownership: as sk_module_get_kernel.
  * - Threads: any.
  */

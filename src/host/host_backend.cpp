@@ -101,6 +101,18 @@ sk_status HostBackendModule::get_kernel(const char *name, const backend::KernelR
   k->usage_paths = device_api_paths(fn->device_api_paths);
   k->fn = fn->address;
   if (sk_status st = prepare_call(k->signature, name, &k->call); st != SK_OK) return st;
+  // By-value aggregates are copied onto the stack of the core that calls the kernel: one that
+  // would overflow it is refused here, not left to crash the process at its first launch.
+  const uint64_t stack_kib = host->executor().config().stack_kib;
+  if (k->call->stack_bytes + kCallStackReserve > stack_kib * 1024)
+    return fail(SK_ERR_INCOMPATIBLE,
+                "%s: %s takes its parameters (%s) by value in %zu bytes of the calling core's stack, which with "
+                "the %zu KiB libsk keeps for frames is more than the device's %llu KiB per core (device key "
+                "stack_kb): open the device with stack_kb=%zu or more",
+                call, what.c_str(), k->signature_text.c_str(), k->call->stack_bytes, kCallStackReserve / 1024,
+                static_cast<unsigned long long>(stack_kib),
+                (k->call->stack_bytes + kCallStackReserve + 1023) / 1024);
+  host->executor().note_call_stack(k->call->stack_bytes);
   *out = std::move(k);
   return SK_OK;
 }

@@ -4,9 +4,12 @@
  * when that is unlimited (where glibc gives threads 2 MiB on x86-64); stack_kb=N sets it. A
  * kernel with a deep stack (a 3 MiB alloca, every page touched) then runs on every core as it
  * runs natively, and one deeper than stack_kb overflows, which crashes the process as natively
- * (checked in a forked child). The process runs with an unlimited soft limit from its start
+ * (checked in a forked child). A kernel whose parameters passed by value would not fit a core's
+ * stack is refused when it is taken, and a thread whose own stack cannot hold them leaves core 0
+ * to libsk's thread. The process runs with an unlimited soft limit from its start
  * (main() re-executes itself so) when the hard limit allows. */
 #define _GNU_SOURCE /* execv, syscall */
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -209,6 +212,105 @@ static void test_stack_kb_sets_the_stack(void **state) {
              status);
 }
 
+/* capi_big_args's three 32 KiB aggregates, each byte its index's low byte times the aggregate's
+ * number, and the sum the kernel writes for them. */
+static struct { uint8_t b[32768]; } big[3];
+static int64_t big_sum(void) {
+  int64_t sum = 0;
+  size_t a, i;
+  for (a = 0; a < 3; ++a)
+    for (i = 0; i < sizeof big[a].b; ++i) {
+      big[a].b[i] = (uint8_t)(i * (a + 1));
+      sum += (int64_t)(a + 1) * big[a].b[i];
+    }
+  return sum;
+}
+
+/* Launches capi_big_args on `dev` over two blocks, synchronized at once, `launches` times from
+ * the calling thread; writes the sum and the thread of block 0 of the last launch. */
+struct big_run {
+  sk_device *dev;
+  sk_kernel *k;
+  int launches;
+  int64_t out[4], caller;
+  sk_status st;
+};
+static void *run_big(void *arg) {
+  struct big_run *r = (struct big_run *)arg;
+  int64_t *out = (int64_t *)r->out;
+  void *args[4];
+  int i;
+  args[0] = &out;
+  args[1] = &big[0];
+  args[2] = &big[1];
+  args[3] = &big[2];
+  r->caller = (int64_t)syscall(SYS_gettid);
+  r->st = SK_OK;
+  for (i = 0; i < r->launches && r->st == SK_OK; ++i) {
+    memset(r->out, 0, sizeof r->out);
+    r->st = sk_launch_kernel(r->k, 2, args, NULL);
+    if (r->st == SK_OK) r->st = sk_stream_synchronize(NULL);
+  }
+  return NULL;
+}
+
+/* Runs run_big on a thread of `stack_kib` KiB of stack; checks each block's sum. Returns
+ * whether block 0 ran on that thread. */
+static int big_on_thread(sk_device *dev, sk_kernel *k, size_t stack_kib, int64_t want) {
+  struct big_run r;
+  pthread_attr_t attr;
+  pthread_t thread;
+  memset(&r, 0, sizeof r);
+  r.dev = dev;
+  r.k = k;
+  r.launches = 5;
+  assert_int_equal(pthread_attr_init(&attr), 0);
+  assert_int_equal(pthread_attr_setstacksize(&attr, stack_kib * 1024), 0);
+  assert_int_equal(pthread_create(&thread, &attr, run_big, &r), 0);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  pthread_attr_destroy(&attr);
+  if (r.st != SK_OK) fail_msg("a thread of %zu KiB: %s: %s", stack_kib, sk_status_name(r.st), sk_last_error());
+  assert_int_equal(r.out[0], want);
+  assert_int_equal(r.out[2], want);
+  return r.out[1] == r.caller;
+}
+
+/* 96 KiB of aggregates by value (their copies: twice that on x86-64) do not fit a 128 KiB core
+ * stack: refused when the kernel is taken, naming the kernel and the device key; 256 KiB holds
+ * them on every core. */
+static void test_parameters_larger_than_a_core_stack_are_refused(void **state) {
+  const int64_t want = big_sum();
+  sk_device *dev = open_device("host:cores=2,core0=thread,stack_kb=128");
+  sk_module *mod = load_kernels(dev, TEST_VARIANT, "capi_thread");
+  sk_kernel *k = SENTINEL(sk_kernel);
+  (void)state;
+  SK_EXPECT_ERR(sk_module_get_kernel(mod, "capi_big_args", &k), SK_ERR_INCOMPATIBLE, "kernel 'capi_big_args'");
+  SK_EXPECT_MSG("device's 128 KiB per core (device key stack_kb): open the device with stack_kb=");
+  assert_ptr_equal(k, SENTINEL(sk_kernel));
+  sk_module_unload(mod);
+  sk_device_close(dev);
+  dev = open_device("host:cores=2,core0=thread,stack_kb=256");
+  mod = load_kernels(dev, TEST_VARIANT, "capi_thread");
+  assert_false(big_on_thread(dev, get_kernel(mod, "capi_big_args"), 1024, want));
+  sk_module_unload(mod);
+  sk_device_close(dev);
+}
+
+/* In caller mode the synchronizing thread runs core 0 (QUIET_CORE1), unless its own stack cannot
+ * hold the parameters of the device's kernels: then libsk's core-0 thread runs the blocks and
+ * the thread only waits, where it overflowed its stack. */
+static void test_a_thread_with_too_small_a_stack_leaves_core0_to_libsk(void **state) {
+  const int64_t want = big_sum();
+  sk_device *dev = open_device("host:cores=2,core0=caller" QUIET_CORE1);
+  sk_module *mod = load_kernels(dev, TEST_VARIANT, "capi_thread");
+  sk_kernel *k = get_kernel(mod, "capi_big_args");
+  (void)state;
+  assert_false(big_on_thread(dev, k, 128, want));
+  assert_true(big_on_thread(dev, k, 4096, want));
+  sk_module_unload(mod);
+  sk_device_close(dev);
+}
+
 static void test_bad_stack_keys(void **state) {
   static const char *const bad[] = {"host:stack_kb=0", "host:stack_kb=127", "host:stack_kb=1048577",
                                     "host:stack_kb=8M", "host:stack_kb="};
@@ -232,6 +334,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_unlimited_stack_gets_the_cap),
       cmocka_unit_test(test_cores_follow_the_limit_when_the_device_opens),
       cmocka_unit_test(test_stack_kb_sets_the_stack),
+      cmocka_unit_test(test_parameters_larger_than_a_core_stack_are_refused),
+      cmocka_unit_test(test_a_thread_with_too_small_a_stack_leaves_core0_to_libsk),
       cmocka_unit_test(test_bad_stack_keys),
   };
 #if !defined(SK_TEST_EMULATED)

@@ -36,3 +36,18 @@ void capi_deep_stack(uint32_t *out, uint32_t kib) {
   for (page = 0; page < size / 4096; ++page) sum += p[page * 4096];
   out[sk_block_idx()] = sum;
 }
+
+/* The largest aggregate a signature holds, passed by value three times: libffi copies each onto
+ * the stack of the thread that calls the kernel. out[2 * block]: the bytes' sum, a's once, b's
+ * twice, c's three times; out[2 * block + 1]: the id of the thread running the block. */
+struct capi_big {
+  uint8_t b[32768];
+};
+SK_KERNEL(capi_big_args, "ptr,{u8[32768]},{u8[32768]},{u8[32768]}")
+void capi_big_args(int64_t *out, struct capi_big a, struct capi_big b, struct capi_big c) {
+  int64_t sum = 0;
+  size_t i;
+  for (i = 0; i < sizeof a.b; ++i) sum += a.b[i] + 2 * b.b[i] + 3 * c.b[i];
+  out[2 * sk_block_idx()] = sum;
+  out[2 * sk_block_idx() + 1] = (int64_t)syscall(SYS_gettid);
+}

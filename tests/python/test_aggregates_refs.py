@@ -113,6 +113,33 @@ def test_bad_aggregate_values_name_the_member(dev, objects):
         mod.kernel("agg_f2").launch(1, out, 1.0)
 
 
+BIG_ARGS = """
+struct big { unsigned char b[32768]; };
+void big_args(unsigned char *out, struct big x, struct big y) { out[0] = x.b[7]; out[1] = y.b[32000]; }
+"""
+
+
+def test_structs_past_a_core_stack_are_refused_naming_stack_kb(tmp_path):
+    source = tmp_path / "big_args.c"
+    source.write_text(BIG_ARGS)
+    obj = compile_kernel(str(source), str(tmp_path))
+    signature = "ptr,{u8[32768]},{u8[32768]}"
+    with sk.Device("host:cores=2,stack_kb=128") as small:
+        with pytest.raises(sk.Incompatible, match=r"kernel 'big_args' of .*device's 128 KiB per core "
+                                                  r"\(device key stack_kb\): open the device with stack_kb=\d+"):
+            small.load(obj).kernel("big_args", signature=signature)
+    with sk.Device("host:cores=2,stack_kb=512") as dev:
+        k = dev.load(obj).kernel("big_args", signature=signature)
+        x, y = bytes(range(256)) * 128, bytes(255 - i % 256 for i in range(32768))
+        out = np.zeros(2, np.uint8)
+        with dev.scope("big") as scope:
+            scope.add(k, 2, out, x, y)
+            fused = scope.finalize()
+        fused.launch()
+        dev.synchronize()
+        assert list(out) == [x[7], y[32000]]
+
+
 def test_positions_read_by_reference_in_a_decode_loop(dev, objects):
     mod = dev.load(objects["args_refs"])
     add, scale = mod.kernel("ref_add_at"), mod.kernel("ref_scale_at")

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <memory>
 
 namespace sk::host {
@@ -32,6 +33,25 @@ int start_core_thread(uint64_t stack_kib, std::function<void()> body, pthread_t 
   if (err != 0) delete arg;
   pthread_attr_destroy(&attr);
   return err;
+}
+
+size_t thread_stack_left() {
+  // The stack's low end, read once per thread (glibc reads /proc/self/maps for the main
+  // thread's); 1: unknown.
+  thread_local uintptr_t low = 0;
+  if (low == 0) {
+    low = 1;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void *addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr) low = reinterpret_cast<uintptr_t>(addr);
+      pthread_attr_destroy(&attr);
+    }
+  }
+  if (low == 1) return SIZE_MAX;
+  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  return here > low ? here - low : 0;
 }
 
 }  // namespace sk::host

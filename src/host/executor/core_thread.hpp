@@ -28,4 +28,8 @@ uint64_t default_core_stack_kib();
 // (EAGAIN: no thread or memory left) and starts nothing.
 int start_core_thread(uint64_t stack_kib, std::function<void()> body, pthread_t *out);
 
+// The stack the calling thread has left below its current frame (stacks grow down on the
+// architectures libsk runs on); SIZE_MAX where the thread's stack is unknown.
+size_t thread_stack_left();
+
 }  // namespace sk::host

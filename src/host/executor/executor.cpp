@@ -99,6 +99,10 @@ Executor::Executor(const ExecutorConfig &requested, uint32_t cpus)
   host_wait_policy_.spin = std::chrono::nanoseconds(0);
   host_wait_policy_.before_sleep = nullptr;    // core 0's thread needs no call
   host_wait_policy_.timeout = watch_.slice();  // then it looks for a stuck core (drive_until)
+  // A host thread leaving core 0 to the dedicated thread calls it before it sleeps, as one
+  // waiting for the other cores does, and looks for a stuck core as often.
+  relay_wait_policy_ = completion_policy_;
+  relay_wait_policy_.timeout = watch_.slice();
 }
 
 sk_status Executor::create(const ExecutorConfig &config, std::unique_ptr<Executor> *out) {

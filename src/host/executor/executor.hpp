@@ -116,6 +116,11 @@ class Executor {
   // For the owner of a lost executor, before it keeps it forever: stops the threads that can
   // stop, detaches them all, gives the CPU claims back. Nothing of the executor is freed.
   void abandon();
+  // A kernel taken on this device puts `bytes` of parameters on the stack of the thread that
+  // calls it (CallInterface::stack_bytes): a host thread runs core 0 only while its stack
+  // holds the largest with kCallStackReserve to spare (drive_until); the device's own threads
+  // have stack_kb, which sk_module_get_kernel checked.
+  void note_call_stack(size_t bytes);
   // Idle waits of cores 1..N-1 whose spin ran out before a launch came (the core slept, or was
   // about to): each cost a launch a wake-up. For tests and diagnosis.
   uint64_t idle_spins_run_out() const { return idle_spins_run_out_.load(std::memory_order_relaxed); }
@@ -151,7 +156,10 @@ class Executor {
   // at the head of the queue; if it declares the executor lost, wakes every waiter.
   void watch_for_stuck_cores();
   void complete_task(Task &task, uint64_t seq);
-  // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free.
+  // Whether the calling host thread's stack has room for core 0's kernel calls (note_call_stack).
+  bool stack_holds_core0() const;
+  // A host thread's wait: until done() holds, working as core 0 whenever core 0 is free and
+  // its stack holds core 0's calls.
   template <class Done>
   void drive_until(Done done);
   void drive_until_completed(uint64_t seq);                        // until task seq completed
@@ -168,7 +176,9 @@ class Executor {
   const uint32_t created_in_generation_ = fork_generation();
   const int created_in_pid_;  // for the message of a launch in a forked child
   WaitPolicy idle_policy_, core_idle_policy_, task_policy_, completion_policy_;
-  WaitPolicy host_wait_policy_;  // a host thread waiting without core 0 (core0_thread; constructor)
+  WaitPolicy host_wait_policy_;            // a host thread waiting without core 0 (core0_thread; constructor)
+  WaitPolicy relay_wait_policy_;           // one whose stack is too small for core 0 (stack_holds_core0)
+  std::atomic<size_t> call_stack_max_{0};  // note_call_stack
   static constexpr uint32_t kRing = 256;
   static_assert(uint64_t{kRing} * kMaxRepeat < (uint64_t{1} << 31), "epochs in flight compare wrap-safely");
   static constexpr uint32_t kInLaunchSpin = 20;     // see the constructor

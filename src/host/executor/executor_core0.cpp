@@ -3,18 +3,24 @@
 // itself (drive_until); the dedicated thread (core0_main) runs it for launches no host thread
 // waits for, when called, or for good with core0_thread.
 #include "host/executor/core_context.hpp"
+#include "host/executor/core_thread.hpp"
 #include "host/executor/executor.hpp"
+#include "host/executor/kernel_call.hpp"
 
 namespace sk::host {
 
 template <class Done>
 void Executor::drive_until(Done what) {
   auto done = [this, &what] { return what() || lost(); };
-  if (config_.core0_thread) {
-    // Core 0 has a thread of its own: wait, and watch for a core that does not come back from
-    // a kernel, whichever core it is.
+  const bool relay = !config_.core0_thread && !stack_holds_core0();
+  if (config_.core0_thread || relay) {
+    // Core 0 has a thread of its own, or this thread's stack is too small for the parameters
+    // of its kernels and the dedicated thread runs it: wait, and watch for a core that does
+    // not come back from a kernel, whichever core it is.
+    if (relay) call_core0();  // core 0 may be free, and this thread will not take it
+    const WaitPolicy &policy = config_.core0_thread ? host_wait_policy_ : relay_wait_policy_;
     while (!done())
-      if (wait_for(completed_word_, host_channel_, host_wait_policy_, [&done](uint32_t) { return done(); }) ==
+      if (wait_for(completed_word_, host_channel_, policy, [&done](uint32_t) { return done(); }) ==
           WaitResult::TimedOut)
         watch_for_stuck_cores();
     return;
@@ -119,6 +125,17 @@ void Executor::core0_main() {
     // Launches stop ringing; one that read the flag before this store rang, and the poll answers.
     if (poll_after_run && !stopping_.load(std::memory_order_acquire)) core0_token_.start_polling();
   }
+}
+
+void Executor::note_call_stack(size_t bytes) {
+  size_t seen = call_stack_max_.load(std::memory_order_relaxed);
+  while (seen < bytes && !call_stack_max_.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+  }
+}
+
+bool Executor::stack_holds_core0() const {
+  const size_t need = call_stack_max_.load(std::memory_order_relaxed);
+  return need + kCallStackReserve <= thread_stack_left();
 }
 
 void Executor::drive_until_completed(uint64_t seq) {

@@ -46,6 +46,18 @@ ffi_type *ffi_type_of(const ParamType &t, CallInterface *ci) {
   return ci->aggregates.back().get();
 }
 
+// An upper bound of a call's stack use for its parameters. libffi 3.4 passes x86-64 aggregates
+// of the MEMORY class in the stack area cif->bytes counts, after copying each over 32 bytes
+// (ffi_call), and AAPCS64 ones over 16 bytes by reference; both keep a register block
+// (kLibffiFrame) and our avalues copy (call_libffi_copying) beside them.
+size_t call_stack_bytes(const ffi_cif &cif, const Signature &sig) {
+  constexpr size_t kLibffiFrame = 512;
+  size_t bytes = cif.bytes + kLibffiFrame + sig.size() * sizeof(void *);
+  for (const ParamType &t : sig)
+    if (t.is_struct()) bytes += (t.size + 15) & ~size_t{15};
+  return bytes;
+}
+
 bool is_fp(ArgType t) { return t == ArgType::F32 || t == ArgType::F64; }
 
 // Direct when every parameter is an integer or pointer and there are at most kDirectArgs;
@@ -96,6 +108,7 @@ sk_status prepare_call(const Signature &sig, std::string_view kernel, std::uniqu
                   "%u aligned to %u",
                   (int)kernel.size(), kernel.data(), i, type_to_string(sig[i]).c_str(), ci->types[i]->size,
                   (unsigned)ci->types[i]->alignment, sig[i].size, sig[i].align);
+  ci->stack_bytes = call_stack_bytes(ci->cif, sig);
 #if defined(__x86_64__) || defined(__aarch64__)
   plan_call(sig, ci.get());
 #endif

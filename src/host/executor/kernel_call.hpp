@@ -53,7 +53,14 @@ struct CallInterface {
   // member is its elements, as libffi describes arrays), which `types` points to.
   std::vector<std::unique_ptr<ffi_type>> aggregates;
   std::vector<std::unique_ptr<ffi_type *[]>> elements;
+  // The most a call puts on the calling thread's stack for the parameters: their stack words
+  // and, for libffi, the copies it makes of large aggregates (call_stack_bytes).
+  size_t stack_bytes = 0;
 };
+
+// What a core's stack keeps beyond a kernel's parameters, for the executor's frames and the
+// kernel's own: a kernel whose parameters leave less is refused (HostBackendModule::get_kernel).
+constexpr size_t kCallStackReserve = 48 * 1024;
 
 // libffi may replace the avalue entries of aggregates it passes in memory with pointers to
 // copies of its own (x86-64's libffi 3.4 does, for structs over 16 bytes), so a call of a
