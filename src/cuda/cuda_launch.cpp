@@ -214,16 +214,27 @@ CudaBackendSuperKernel::~CudaBackendSuperKernel() {
 }
 
 sk_status CudaBackendSuperKernel::launch_dispatches(CUstream stream, const char *call) {
-  for (const Dispatch &d : dispatches) {
+  for (size_t g = 0; g < dispatches.size(); ++g) {
+    const Dispatch &d = dispatches[g];
+    sk_status st;
     if (d.program) {
-      if (sk_status st = d.program->launch(stream, call); st != SK_OK) return st;
-      continue;
+      st = d.program->launch(stream, call);
+    } else {
+      const PlanInput &k = plan.steps[d.first].kernel;
+      std::lock_guard<std::mutex> lock(plain_mutex);
+      st = d.plain->launch(k.block_dim, k.grid, plain_slots.data() + slot_base[d.first], stream, call);
     }
-    const PlanInput &k = plan.steps[d.first].kernel;
-    std::lock_guard<std::mutex> lock(plain_mutex);
-    if (sk_status st = d.plain->launch(k.block_dim, k.grid, plain_slots.data() + slot_base[d.first], stream, call);
-        st != SK_OK)
-      return st;
+    // The dispatches before it are on the stream and run: the caller must know the launch
+    // was half done.
+    if (st != SK_OK && g > 0) {
+      const std::string steps =
+          d.end - d.first == 1 ? "kernel " + std::to_string(d.first) + " '" + plan.steps[d.first].kernel.name + "'"
+                               : "kernels " + std::to_string(d.first) + " to " + std::to_string(d.end - 1);
+      prefix_error("super kernel '" + plan.name + "': dispatch " + std::to_string(g + 1) + " of " +
+                   std::to_string(dispatches.size()) + " (" + steps + ") failed after the " + std::to_string(g) +
+                   " before it were queued, which run");
+    }
+    if (st != SK_OK) return st;
   }
   return SK_OK;
 }

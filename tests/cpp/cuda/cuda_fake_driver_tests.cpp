@@ -112,6 +112,8 @@ struct Fake {
   void (*reset)(int) = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_reset"));
   void (*fail_next)(const char *,
                     int) = reinterpret_cast<void (*)(const char *, int)>(dlsym(lib, "fake_cuda_fail_next"));
+  void (*fail_later)(const char *, int,
+                     int) = reinterpret_cast<void (*)(const char *, int, int)>(dlsym(lib, "fake_cuda_fail_later"));
   void *(*current)() = reinterpret_cast<void *(*)()>(dlsym(lib, "fake_cuda_current"));
   int (*depth)() = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_context_depth"));
   int (*set_current)(void *) = reinterpret_cast<int (*)(void *)>(dlsym(lib, "cuCtxSetCurrent"));
@@ -3261,6 +3263,20 @@ TEST_F(CudaFakeDriver, AKernelOfLinkedSassIsLaunchedAsCompiledBetweenDispatches)
     EXPECT_EQ(p[2], c);
     EXPECT_EQ(count, r == 0 ? n : rebound) << "run " << r;
   }
+  // The driver refusing the plain launch: the super kernel before it is queued, and the error
+  // says so; the next launch runs whole.
+  fake_.fail_later("cuLaunchKernelEx", 1, 701);  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+  EXPECT_EQ(sk_launch(sk, nullptr), SK_ERR_DEVICE);
+  EXPECT_TRUE(
+      contains(sk_last_error(),
+               "super kernel 'mixed': dispatch 2 of 3 (kernel 1 'residual_add_global') failed after the 1 "
+               "before it were queued, which run: sk_launch: cuLaunchKernelEx of kernel 'residual_add_global'"))
+      << sk_last_error();
+  EXPECT_EQ(fake_.all().size(), 7u);
+  ASSERT_EQ(sk_launch(sk, nullptr), SK_OK) << sk_last_error();
+  ASSERT_EQ(sk_stream_synchronize(nullptr), SK_OK) << sk_last_error();
+  EXPECT_EQ(fake_.all().size(), 9u);
+  EXPECT_EQ(fake_.plain().size(), 4u);
   // Several dispatches repeat from the host, which cannot read a stop flag on the device.
   uint32_t *flag = zeroed_flag();
   ASSERT_NE(flag, nullptr);
@@ -3270,8 +3286,8 @@ TEST_F(CudaFakeDriver, AKernelOfLinkedSassIsLaunchedAsCompiledBetweenDispatches)
   sk_superkernel_destroy(sk);
   // Alone: the same launch, on its own grid.
   ASSERT_EQ(sk_launch_kernel(sass, 5, args, nullptr), SK_OK) << sk_last_error();
-  ASSERT_EQ(fake_.plain().size(), 4u);
-  EXPECT_EQ(fake_.plain()[3].grid[0], 5u);
+  ASSERT_EQ(fake_.plain().size(), 5u);
+  EXPECT_EQ(fake_.plain()[4].grid[0], 5u);
 
   // A host object of nvcc -c with SASS alone: its cubin, taken the same way.
   sk_kernel *from_object = kernel("decode_global_sass.o", "rmsnorm_global");

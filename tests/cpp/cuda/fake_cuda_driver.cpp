@@ -53,10 +53,14 @@ struct Call {
   uint64_t address, size;
 };
 std::vector<Call> g_calls;
-std::map<std::string, int> g_fail;      // a call's name -> the error its next call returns
-std::vector<uint8_t> g_last_image;      // the ELF image of the last cuModuleLoadData
-std::vector<uint8_t> g_last_program;    // the cubin the last cuModuleLoadDataEx compiled from PTX
-bool g_last_program_line_info = false;  // ... asked for line tables (CU_JIT_GENERATE_LINE_INFO)
+struct InjectedFailure {
+  int error = 0;
+  int skip = 0;  // calls that succeed first
+};
+std::map<std::string, InjectedFailure> g_fail;  // a call's name -> the failure to inject
+std::vector<uint8_t> g_last_image;              // the ELF image of the last cuModuleLoadData
+std::vector<uint8_t> g_last_program;            // the cubin the last cuModuleLoadDataEx compiled from PTX
+bool g_last_program_line_info = false;          // ... asked for line tables (CU_JIT_GENERATE_LINE_INFO)
 
 // A loaded module, which is also its function's handle: what cuFuncGetAttribute says of it
 // (a cubin's registers are a fixed 40; a compiled program's are what ptxas said).
@@ -226,11 +230,13 @@ int enter(const char *name, bool needs_context = true) {
   int injected = 0;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (auto it = g_fail.find(name); it != g_fail.end()) {
-      injected = it->second;
+    auto it = g_fail.find(name);
+    if (it != g_fail.end() && it->second.skip == 0) {
+      injected = it->second.error;
       g_fail.erase(it);
-    } else if (needs_context && (t_contexts.empty() || t_contexts.back() != kDeviceContext)) {
-      return kInvalidContext;
+    } else {
+      if (it != g_fail.end()) --it->second.skip;
+      if (needs_context && (t_contexts.empty() || t_contexts.back() != kDeviceContext)) return kInvalidContext;
     }
   }
   while (injected == kNeverReturn) pause();
@@ -359,7 +365,12 @@ void fake_cuda_set_driver_version(int version) {
 // The next call of `name` (the exported symbol) returns `error`.
 void fake_cuda_fail_next(const char *name, int error) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_fail[name] = error;
+  g_fail[name] = {error, 0};
+}
+// The call of `name` after the next `skip` returns `error`.
+void fake_cuda_fail_later(const char *name, int skip, int error) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_fail[name] = {error, skip};
 }
 // The calling thread's current context and the depth of its stack.
 void *fake_cuda_current() { return t_contexts.empty() ? nullptr : t_contexts.back(); }
