@@ -14,7 +14,7 @@
 #include "common/backend.hpp"
 #include "common/json_writer.hpp"
 #include "cuda/cuda_device.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 #include "cuda/linked_program.hpp"
 #include "cuda/plain_launch.hpp"
 

@@ -2,7 +2,7 @@
 // -ltoir`) or PTX, or the code for the device's architecture in a fatbinary (`nvcc -dc -fatbin`)
 // or in a host object of `nvcc -dc` (elf/fatbin.hpp), and the kernels taken from it. Loading
 // needs no GPU: it reads the binary (symbols, `.nv.info*` attributes, sk_kernel.h's metadata);
-// nvJitLink links it later, per super kernel.
+// nvJitLink links it later, per super kernel. Its kernels are taken in cuda/cuda_kernel.hpp.
 #pragma once
 #include <sk.h>
 
@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/backend.hpp"
@@ -27,8 +29,9 @@ namespace sk::cuda {
 
 struct ModuleSet;
 
-// Threads per block of a kernel whose metadata gives none (SK_KERNEL without threads=).
-constexpr uint32_t kDefaultThreads = 128;
+// 227 KiB: the most dynamic shared memory a block may opt in to on any architecture (metadata's
+// "shared=", sk_kernel_desc.dynamic_shared).
+constexpr uint32_t kMaxDynamicShared = 227 * 1024;
 
 // One unit of a module's __global__ kernels' PTX (CudaModule::ptx_units): its label, the
 // kernels its text declares, and the text, kept as given or as the fatbinary entry it is
@@ -90,52 +93,24 @@ struct CudaModule {
   // The kernels the module declares: `metadata`, and for a library the `.entry` names of every
   // unit, as scanned at load (no unit is read for them; their signatures are left empty).
   const std::vector<KernelMetadata> &declared_kernels() const;
+  // A unit of `ptx_units` (sass false) or of `sass_units`.
+  struct UnitRef {
+    bool sass;
+    uint32_t index;
+  };
+  // The units that declare kernel `name`, those of PTX first, each kind in order; none where no
+  // unit does. Indexed on first use: a library declares tens of thousands.
+  const std::vector<UnitRef> &units_declaring(std::string_view name) const;
 
  private:
   mutable std::mutex units_mutex_;
   mutable std::vector<std::shared_ptr<const CudaModule>> read_units_;  // by unit; null: not read yet
   mutable std::vector<std::string> unit_errors_;                       // by unit; why it cannot be read
   mutable std::vector<std::shared_ptr<const CudaModule>> read_sass_;   // by SASS unit; null: not read yet
+  mutable std::once_flag units_by_name_once_;
+  mutable std::unordered_map<std::string_view, std::vector<UnitRef>> units_by_name_;  // names: the units'
   mutable std::once_flag declared_once_;
   mutable std::vector<KernelMetadata> declared_;  // a library's, on the first declared_kernels()
-};
-
-struct CudaKernel {
-  std::shared_ptr<const CudaModule> module;
-  std::string symbol;
-  Signature signature;
-  std::string core_type = "vector";
-  uint32_t threads = kDefaultThreads;
-  uint32_t block[3] = {0, 0, 0};  // the block's shape the caller gave (sk_kernel_desc.block); 0: none
-  // DeviceApiBit set, from the EIATTR_EXTERNS of the function and of every function it reaches
-  // through .nv.callgraph (a __noinline__ helper that calls sk_sync_all makes the kernel sync).
-  uint32_t usage = 0;
-  std::vector<DeviceApiPath> usage_paths;  // how it reaches those it does not call itself
-  uint32_t registers = 0;                  // the most of it and its callees; 0 when unknown (LTO-IR)
-  // Static __shared__ bytes of it and its callees (0 for LTO-IR): a cubin's part of the shared
-  // overlay, as its sk_launch_kernel entry lays it out, plus the variables that do not move
-  // (CubinSharedVar::overlay), which the linker places beside it; a PTX kernel's variables
-  // (PtxKernel::static_shared), which share the overlay the same way.
-  uint32_t static_shared = 0;
-  uint32_t dynamic_shared = 0;  // `extern __shared__` bytes it declares (SK_KERNEL_CUDA_SHARED)
-  // Where `threads` came from, for explain: "metadata", ".reqntid", ".maxntid", "caller", "default"
-  // ("stand-in" for KernelRequest::stand_ins).
-  std::string threads_from = "default";
-  std::string dynamic_shared_from;  // "metadata", "caller", "stand-in" ("" when it has none)
-  // The sk_kernel_desc fields given stand-ins (KernelRequest::stand_ins): "threads", "block",
-  // "dynamic_shared", "cluster"; a kernel taken for a launch has none.
-  std::vector<std::string> stand_ins;
-  // A linked cubin's __global__ kernel: launched as compiled, never fused (cuda/plain_launch.hpp);
-  // `block` is then its launch's block, always set.
-  bool plain = false;
-  // A plain kernel's thread block cluster: the caller's (sk_kernel_desc.cluster, passed at each
-  // launch) or its cubin's __cluster_dims__ (the driver's to apply); zeros: none.
-  uint32_t cluster[3] = {0, 0, 0};
-  std::string cluster_from;        // "caller", "__cluster_dims__", "stand-in" ("" when it has none)
-  const PtxKernel *ptx = nullptr;  // a PTX module's kernel: its facts and rewrites (module-owned)
-  // Where it was taken from a module of several objects: the others that define what its
-  // module's code uses (ModuleSet::links), linked before it.
-  std::vector<std::shared_ptr<const CudaModule>> links;
 };
 
 // Parses a cubin, LTO-IR or PTX image (copied), or a fatbinary or host object holding code for
@@ -168,17 +143,5 @@ std::string some_names(const std::vector<std::string> &names);
 
 // The sk_kernel_meta_* strings in PTX text (`.b8 sk_kernel_meta_f[N] = {115, 107, ...};`).
 std::vector<std::string> ptx_metadata_records(const std::string &ptx);
-
-// Takes kernel `name`. `request.signature` NULL: from the metadata, or a PTX kernel's
-// parameters (SK_ERR_NOT_FOUND without either); else parsed and checked against them. A cubin
-// or PTX must define the function (SK_ERR_NOT_FOUND naming it); an LTO-IR symbol is checked
-// when it is linked. The request's launch facts are checked against the kernel's own.
-sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
-                           const backend::KernelRequest &request, const char *call,
-                           std::shared_ptr<CudaKernel> *out);
-inline sk_status make_cuda_kernel(const std::shared_ptr<const CudaModule> &module, const char *name,
-                                  const char *signature, const char *call, std::shared_ptr<CudaKernel> *out) {
-  return make_cuda_kernel(module, name, backend::KernelRequest{signature}, call, out);
-}
 
 }  // namespace sk::cuda

@@ -3,7 +3,7 @@
 // sk_cuda_module_inspect write the same object.
 #pragma once
 #include "common/json_writer.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 
 namespace sk::cuda {
 

@@ -2,6 +2,9 @@
 // reads it, and each kernel it declares taken as sk_module_get_kernel takes it, without a GPU:
 // launch facts, device API, and for PTX its rewrites; a kernel that cannot be taken says why,
 // and which launch facts to give where nothing else refuses it.
+#include <string_view>
+#include <unordered_set>
+
 #include "common/error.hpp"
 #include "common/json_writer.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -41,9 +44,12 @@ sk_status inspect_cuda_module(const char *spec, const void *image, size_t size, 
   }
   std::vector<std::string> names;
   for (const KernelMetadata &k : m->declared_kernels()) names.push_back(k.name);
-  if (m->ptx)
+  if (m->ptx) {
+    std::unordered_set<std::string_view> seen;  // views of the module's names, which stay put
+    for (const KernelMetadata &k : m->declared_kernels()) seen.insert(k.name);
     for (const PtxKernel &k : m->ptx->kernels)
-      if (std::find(names.begin(), names.end(), k.name) == names.end()) names.push_back(k.name);
+      if (seen.insert(k.name).second) names.push_back(k.name);
+  }
   JsonWriter j;
   j.begin_object();
   j.key("module").value(m->label);

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/backend.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 
 namespace sk::cuda {
 

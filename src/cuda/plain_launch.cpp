@@ -4,7 +4,7 @@
 #include <map>
 
 #include "common/error.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 #include "cuda/linked_program.hpp"
 
 namespace sk::cuda {

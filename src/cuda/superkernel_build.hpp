@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/plan.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "elf/cubin.hpp"
 #include "elf/shared_overlay_layout.hpp"

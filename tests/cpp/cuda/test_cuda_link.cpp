@@ -21,7 +21,7 @@
 #include "common/error.hpp"
 #include "common/plan.hpp"
 #include "common/scope_options.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "cuda/superkernel_build.hpp"
 #include "cuda_link_support.hpp"

@@ -9,7 +9,7 @@
 #include "common/device_api_usage.hpp"
 #include "common/error.hpp"
 #include "cuda/cuda_device.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 #include "cuda/driver_api.hpp"
 #include "cuda/nvjitlink.hpp"
 #include "cuda_test_support.hpp"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "cuda/cuda_module.hpp"
+#include "cuda/cuda_kernel.hpp"
 #include "cuda/entry_ptx.hpp"
 #include "cuda/superkernel_build.hpp"
 #include "cuda_link_support.hpp"
