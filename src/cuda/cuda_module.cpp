@@ -361,47 +361,50 @@ sk_status CudaModuleCache::load(const void *image, size_t size, const std::strin
   return SK_OK;
 }
 
-std::shared_ptr<const CudaModule> CudaModule::ptx_unit(size_t i) const {
+// Each unit is read once: a failure is remembered, so that each kernel of a unit that cannot be
+// read is refused with its message, not by decompressing and reading the unit again.
+template <class Read>
+std::shared_ptr<const CudaModule> CudaModule::read_once(std::vector<ReadUnit> &units, size_t count, size_t i,
+                                                        Read read) const {
   std::lock_guard<std::mutex> lock(units_mutex_);
-  read_units_.resize(ptx_units.size());
-  unit_errors_.resize(ptx_units.size());
-  if (read_units_[i]) return read_units_[i];
-  if (!unit_errors_[i].empty()) {
-    fail(SK_ERR_BAD_BINARY, "%s", unit_errors_[i].c_str());
+  units.resize(count);
+  ReadUnit &u = units[i];
+  if (u.module) return u.module;
+  if (!u.error.empty()) {
+    fail(SK_ERR_BAD_BINARY, "%s", u.error.c_str());
     return nullptr;
   }
-  const PtxUnit &p = ptx_units[i];
-  std::vector<uint8_t> stored;
-  auto part = std::make_shared<CudaModule>();
-  part->label = p.label;
-  sk_status st = p.text.empty() ? elf::fatbin_entry_bytes(p.stored, p.label, &stored) : SK_OK;
-  const std::vector<uint8_t> &text = p.text.empty() ? stored : p.text;
-  if (st == SK_OK) st = load_ptx_module(text.data(), text.size(), part.get(), p.arch);
-  if (st != SK_OK) {
-    unit_errors_[i] = last_error();
-    return nullptr;
+  if (read(&u.module) != SK_OK) {
+    u.module.reset();
+    u.error = last_error();
   }
-  read_units_[i] = part;
-  return part;
+  return u.module;
+}
+
+std::shared_ptr<const CudaModule> CudaModule::ptx_unit(size_t i) const {
+  return read_once(read_ptx_, ptx_units.size(), i, [&p = ptx_units[i]](std::shared_ptr<const CudaModule> *out) {
+    std::vector<uint8_t> stored;
+    auto part = std::make_shared<CudaModule>();
+    part->label = p.label;
+    sk_status st = p.text.empty() ? elf::fatbin_entry_bytes(p.stored, p.label, &stored) : SK_OK;
+    const std::vector<uint8_t> &text = p.text.empty() ? stored : p.text;
+    if (st == SK_OK) st = load_ptx_module(text.data(), text.size(), part.get(), p.arch);
+    if (st == SK_OK) *out = std::move(part);
+    return st;
+  });
 }
 
 std::shared_ptr<const CudaModule> CudaModule::sass_unit(size_t i) const {
-  std::lock_guard<std::mutex> lock(units_mutex_);
-  read_sass_.resize(sass_units.size());
-  if (read_sass_[i]) return read_sass_[i];
-  const SassUnit &u = sass_units[i];
-  std::vector<uint8_t> code;
-  std::shared_ptr<const CudaModule> part;
-  if (elf::fatbin_entry_bytes(u.stored, u.label, &code) != SK_OK ||
-      load_cuda_module(code.data(), code.size(), u.label, &part, u.arch) != SK_OK)
-    return nullptr;
-  read_sass_[i] = part;
-  return part;
+  return read_once(read_sass_, sass_units.size(), i, [&u = sass_units[i]](std::shared_ptr<const CudaModule> *out) {
+    std::vector<uint8_t> code;
+    sk_status st = elf::fatbin_entry_bytes(u.stored, u.label, &code);
+    return st == SK_OK ? load_cuda_module(code.data(), code.size(), u.label, out, u.arch) : st;
+  });
 }
 
 std::shared_ptr<const CudaModule> CudaModule::ptx_unit_if_read(size_t i) const {
   std::lock_guard<std::mutex> lock(units_mutex_);
-  return i < read_units_.size() ? read_units_[i] : nullptr;
+  return i < read_ptx_.size() ? read_ptx_[i].module : nullptr;
 }
 
 const std::vector<CudaModule::UnitRef> &CudaModule::units_declaring(std::string_view name) const {

@@ -104,9 +104,15 @@ struct CudaModule {
 
  private:
   mutable std::mutex units_mutex_;
-  mutable std::vector<std::shared_ptr<const CudaModule>> read_units_;  // by unit; null: not read yet
-  mutable std::vector<std::string> unit_errors_;                       // by unit; why it cannot be read
-  mutable std::vector<std::shared_ptr<const CudaModule>> read_sass_;   // by SASS unit; null: not read yet
+  // A unit as read: its module, or why it cannot be read; neither: not read yet.
+  struct ReadUnit {
+    std::shared_ptr<const CudaModule> module;
+    std::string error;
+  };
+  template <class Read>
+  std::shared_ptr<const CudaModule> read_once(std::vector<ReadUnit> &units, size_t count, size_t i, Read read) const;
+  mutable std::vector<ReadUnit> read_ptx_;   // by PTX unit
+  mutable std::vector<ReadUnit> read_sass_;  // by SASS unit
   mutable std::once_flag units_by_name_once_;
   mutable std::unordered_map<std::string_view, std::vector<UnitRef>> units_by_name_;  // names: the units'
   mutable std::once_flag declared_once_;
