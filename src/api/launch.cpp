@@ -102,8 +102,10 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
                 b.plan.steps[step].kernel.name.c_str(), k.signature.size(), k.signature_text.c_str(), index);
   return sk::api::guarded("sk_superkernel_set_arg", [&] {
     if (sk_status st = sk::api::refuse_set_arg(sk)) return st;
-    // On the stack: a decode loop's rebind allocates nothing (tests/cpp/launch_path).
-    uint64_t slots[sk::kMaxAggregateBytes / 8] = {};
+    // On the stack: a decode loop's rebind allocates nothing (tests/cpp/launch_path). Not
+    // zeroed: to_slots writes each slot of the parameter, and 32 KiB of zeros cost a scalar's
+    // rebind some 300 ns.
+    uint64_t slots[sk::kMaxAggregateBytes / 8];
     const uint64_t refs = b.plan.steps[step].kernel.arg_refs;
     if (index < 64 && (refs >> index & 1))
       slots[0] = reinterpret_cast<uintptr_t>(value);  // read by reference: the address is the value
