@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace sk::cuda {
 namespace {
@@ -252,6 +253,39 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
   }
   auto tracked = [&](std::string_view reg) { return origin(reg) != kNone; };
 
+  // Computed addresses in 32-bit registers (Triton selects between two parameters' addresses:
+  // `mov.b32 %r45, P2; mov.b32 %r46, P1; selp.b32 %r47, %r46, %r45, %p2; ld.param.b64 %rd, [%r47]`)
+  // are widened: each such register gets a 64-bit twin (widened_name), which the statements
+  // that move, offset, select or read through it use instead, so that it holds the generic
+  // address. Only those shapes: anything else computing from such a register is refused.
+  std::map<std::string_view, std::string> widened;
+  for (size_t i = 0; i < body.size(); ++i)
+    if (is_register(roles[i].dst) && computed.count(roles[i].dst) && type_bits(body[i].toks[0]) == 32 &&
+        (roles[i].kind != Role::Other || arithmetic(body[i].toks[0])))
+      widened.emplace(roles[i].dst, "%sk_w" + std::string(roles[i].dst.substr(1)));
+  auto wide = [&](std::string_view reg) { return widened.count(reg) > 0; };
+  // Whether statement i, which names a widened register, is one the widening rewrites.
+  auto widens = [&](size_t i) {
+    const Role &r = roles[i];
+    const std::vector<std::string_view> &t = body[i].toks;
+    const std::string_view op = t[0];
+    switch (r.kind) {
+      case Role::Take: return wide(r.dst) && type_bits(op) == 32;
+      case Role::Copy:
+        return (wide(r.src) && (wide(r.dst) || (computed.count(r.dst) && type_bits(op) == 64))) ||
+               (held.count(r.src) && wide(r.dst));
+      case Role::Offset: return (wide(r.src) || held.count(r.src)) && wide(r.dst);
+      case Role::LoadVia: return wide(r.src);
+      default:
+        return op.starts_with("selp.") && type_bits(op) == 32 && t.size() == 8 && wide(t[1]) && wide(t[3]) &&
+               wide(t[5]);
+    }
+  };
+  bool widening = !widened.empty();
+  for (size_t i = 0; i < body.size() && widening; ++i)
+    for (size_t k = 1; k < body[i].toks.size() && widening; ++k)
+      if (wide(body[i].toks[k]) && !widens(i)) widening = false;
+
   // A parameter read through a register is read where that register's address points, which
   // must be one the rewrite follows.
   const std::string &first = names[out.by_address[0]];
@@ -288,7 +322,7 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
       if (!defines && !reads && !computes_from)
         return refuse("uses the address of parameter '" + names[p] + "' (in " + std::string(reg) +
                       ") in a way libsk cannot rewrite (" + std::string(op) + ")");
-      if (defines && computed.count(reg) && type_bits(op) != 64)
+      if (defines && computed.count(reg) && type_bits(op) != 64 && !(widening && wide(reg)))
         return refuse("computes the address of parameter '" + names[p] + "' in " + std::string(reg) +
                       " at run time, in fewer than 64 bits (" + std::string(op) + ")");
     }
@@ -311,11 +345,34 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
     if (a.offset) text += " " + g + "add.s64 " + d + ", " + d + ", " + std::to_string(a.offset) + ";";
     return text;
   };
+  std::set<std::string_view> declared;  // widened registers, declared where first named
   for (size_t i = 0; i < body.size(); ++i) {
     const Role &r = roles[i];
     const PtxStatement &s = body[i];
     const std::string g = s.guard.empty() ? "" : std::string(s.guard) + " ";
     const bool from_computed = computed.count(r.src) > 0;
+    if (widening && std::any_of(s.toks.begin() + 1, s.toks.end(), wide)) {
+      std::string text;
+      for (size_t k = 1; k < s.toks.size(); ++k)
+        if (wide(s.toks[k]) && declared.insert(s.toks[k]).second) text += ".reg .b64 " + widened[s.toks[k]] + "; ";
+      auto w = [&](std::string_view reg) { return wide(reg) ? widened[reg] : std::string(reg); };
+      if (r.kind == Role::Take || ((r.kind == Role::Copy || r.kind == Role::Offset) && held.count(r.src))) {
+        text += generic(g, w(r.dst), *value(r));  // a known address: the generic one, offset
+      } else if (r.kind == Role::Copy) {
+        text += g + "mov.b64 " + w(r.dst) + ", " + w(r.src) + ";";
+      } else if (r.kind == Role::Offset) {
+        text += g + "add.s64 " + w(r.dst) + ", " + w(r.src) + ", " + std::to_string(r.offset) + ";";
+      } else if (r.kind == Role::LoadVia) {
+        const std::string_view into(s.toks[1].data(), (size_t)(s.toks[r.bracket].data() - s.toks[1].data()));
+        text += g + "ld" + std::string(s.toks[0].substr(8)) + " " + std::string(into) + "[" + w(r.src) +
+                displacement(r.offset) + "];";
+      } else {  // selp
+        text += g + "selp.b64 " + w(s.toks[1]) + ", " + w(s.toks[3]) + ", " + w(s.toks[5]) + ", " +
+                std::string(s.toks[7]) + ";";
+      }
+      out.edits.push_back({s.at, s.len, text});
+      continue;
+    }
     if (r.kind == Role::Take || r.kind == Role::Copy || r.kind == Role::Offset) {
       if (!tracked(r.dst) || (r.kind != Role::Take && !tracked(r.src))) continue;
       if (held.count(r.dst))

@@ -1860,6 +1860,61 @@ TEST_F(CudaGpu, APrunedModuleFusedEqualsItsPlainLaunch) {
   EXPECT_EQ(std::memcmp(a.data(), expect.data(), kN * 4), 0) << "the driver's launch != the CPU";
 }
 
+// qk_norm (decode_step.py): Triton's choice between two pointer parameters, a select between
+// their parameter-space addresses that the fused kernel makes between generic ones: two steps
+// (the weights swapped in the second) fused == the same PTX launched by the driver, bit for bit.
+TEST_F(CudaGpu, ASelectBetweenPointerParametersFusedEqualsItsPtxLaunchedByTheDriver) {
+  PtxDriver drv;
+  ASSERT_TRUE(drv.open()) << "the driver libsk opened cannot be opened again";
+  constexpr uint32_t kRows = 32, kDim = 128;  // q rows, then as many k rows
+  uint32_t seed = 777;
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &f : v) f = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
+    return v;
+  };
+  const float *q = alloc(random(kRows * kDim)), *k = alloc(random(kRows * kDim)), *qw = alloc(random(kDim)),
+              *kw = alloc(random(kDim));
+  float *plain[2], *fused[2];
+  for (int step = 0; step < 2; ++step) {
+    plain[step] = alloc(std::vector<float>(2 * kRows * kDim, -1.0f));
+    fused[step] = alloc(std::vector<float>(2 * kRows * kDim, -2.0f));
+  }
+  const std::vector<uint8_t> bytes = sk::cuda_test::read_file(sk::cuda_test::triton_path("qk_norm.ptx"));
+  const std::string ptx(bytes.begin(), bytes.end());
+  uint32_t q_rows = kRows, dim = kDim;
+  float eps = 1e-6f;
+  uint64_t null = 0;
+  // Step 1 normalises with the weights swapped: the select must follow the parameters, not
+  // their positions.
+  const float *weights[2][2] = {{qw, kw}, {kw, qw}};
+  auto args = [&](float *const *out, int step) {
+    return std::vector<void *>{(void *)&q,
+                               (void *)&k,
+                               (void *)&weights[step][0],
+                               (void *)&weights[step][1],
+                               (void *)&out[step],
+                               &q_rows,
+                               &dim,
+                               &eps,
+                               &null,
+                               &null};
+  };
+  for (int step = 0; step < 2; ++step) {
+    std::vector<void *> a = args(plain, step);
+    ASSERT_EQ(drv.launch(ptx, "qk_norm_kernel", 2 * kRows, 32, 0, a.data()), 0) << "step " << step;
+  }
+  sk_kernel *kernel = ptx_kernel(ptx, "qk_norm_kernel", {sizeof(sk_kernel_desc), nullptr, 32, 0});
+  ASSERT_NE(kernel, nullptr);
+  std::vector<void *> a0 = args(fused, 0), a1 = args(fused, 1);
+  ASSERT_NO_FATAL_FAILURE(run_fused("qk_norm", {{kernel, 2 * kRows, a0.data()}, {kernel, 2 * kRows, a1.data()}}));
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<float> a = read(plain[step], 2 * kRows * kDim), b = read(fused[step], 2 * kRows * kDim);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "step " << step << ": fused != the driver's";
+    EXPECT_NE(a[0], -1.0f) << "step " << step << ": the driver's launch wrote nothing";
+  }
+}
+
 // A struct parameter indexed at run time (param_index.cu, as PyTorch's multi-tensor kernels read
 // their metadata): two steps, the second reading what the first wrote, each block finding its
 // tensor and chunk in the parameter; then cat's metadata indexed by blockIdx.y, and a table both

@@ -937,6 +937,56 @@ TEST(CudaPtx, AParameterIndexedAtRunTimeIsReadThroughItsGenericAddress) {
   }
 }
 
+// Triton choosing between two pointer parameters by a condition (an engine's fused q/k norm,
+// qk_norm in decode_step.py): LLVM selects between the parameters' 32-bit parameter-space
+// addresses and loads the pointer through the one chosen (`mov.b32 %r43, P3; mov.b32 %r44, P2;
+// selp.b32 %r45, %r44, %r43, %p2; ld.param.b64 %rd12, [%r45]`). Fused, those registers are
+// widened to 64-bit twins holding generic addresses, and the load reads through the one chosen.
+TEST(CudaPtx, ASelectBetweenParameterAddressesIsWidenedToGenericAddresses) {
+  auto triton = load_triton("qk_norm");
+  ASSERT_TRUE(triton);
+  auto k = take(triton, "qk_norm_kernel");
+  ASSERT_TRUE(k) << sk::last_error();
+  EXPECT_EQ(k->ptx->by_address, (std::vector<uint32_t>{2, 3}));
+  const std::string text = text_of(triton->bytes);
+  for (const char *line : {".reg .b64 %sk_wr43; ld.param.b64 %sk_wr43, [qk_norm_kernel_param_3];",
+                           ".reg .b64 %sk_wr44; ld.param.b64 %sk_wr44, [qk_norm_kernel_param_2];",
+                           ".reg .b64 %sk_wr45; selp.b64 %sk_wr45, %sk_wr44, %sk_wr43, %p2;",
+                           "ld.b64 %rd12, [%sk_wr45];", ".param .b64 qk_norm_kernel_param_2,"})
+    EXPECT_TRUE(contains(text, line)) << line << " in:\n" << text;
+  std::string log;
+  EXPECT_EQ(sk::cuda_test::ptxas(text, triton->ptx->link_arch, &log), 0) << log;
+
+  // A known address moved or offset into a widened register gives its twin the generic address
+  // (the move of the parameter's own goes), a cvt to 64 bits moves the twin; a guard stays.
+  auto shapes = load_text(
+      ".param .align 8 .b8 a[16], .param .align 8 .b8 b[16], .param .u32 c, .param .u64 out",
+      ".reg .pred %p1;\nld.param.u32 %r0, [c];\nsetp.eq.u32 %p1, %r0, 0;\nmov.u32 %r1, a;\nmov.u32 %r2, b;\n"
+      "add.s32 %r3, %r2, 8;\n@%p1 mov.b32 %r4, %r1;\nselp.b32 %r5, %r4, %r3, %p1;\n"
+      "cvt.u64.u32 %rd1, %r5;\nld.param.u32 %r6, [%rd1+4];\nld.param.u32 %r7, [%r5];\n"
+      "ld.param.u64 %rd2, [out];\nst.global.v2.u32 [%rd2], {%r6, %r7};");
+  auto widened = take(shapes, "k");
+  ASSERT_TRUE(widened) << sk::last_error();
+  EXPECT_EQ(widened->ptx->by_address, (std::vector<uint32_t>{0, 1}));
+  const std::string t = text_of(shapes->bytes);
+  for (const char *line : {".reg .b64 %sk_wr3; ld.param.b64 %sk_wr3, [b]; add.s64 %sk_wr3, %sk_wr3, 8;",
+                           ".reg .b64 %sk_wr4; @%p1 ld.param.b64 %sk_wr4, [a];",
+                           ".reg .b64 %sk_wr5; selp.b64 %sk_wr5, %sk_wr4, %sk_wr3, %p1;", "mov.b64 %rd1, %sk_wr5;",
+                           "ld.u32 %r6, [%rd1+4];", "ld.u32 %r7, [%sk_wr5];"})
+    EXPECT_TRUE(contains(t, line)) << line << " in:\n" << t;
+  EXPECT_EQ(sk::cuda_test::ptxas(t, "sm_90", &log), 0) << log << t;
+
+  // Fused beside another kernel, linked by nvJitLink.
+  std::shared_ptr<const sk::cuda::NvJitLink> linker;
+  if (sk::cuda::NvJitLink::get(&linker) != SK_OK) GTEST_SKIP() << sk::last_error();
+  Scope s;
+  s.add(take(load_triton("rope"), "rope_kernel"), 2);  // 32 threads, as qk_norm
+  s.add(k, 2);
+  ASSERT_EQ(s.make_plan(2), SK_OK) << sk::last_error();
+  BuiltImage img;
+  ASSERT_EQ(build_superkernel(s.request(), &img), SK_OK) << sk::last_error();
+}
+
 // A struct aligned beyond 8 bytes passed by value (a float4, an int4: `.align 16`) has a
 // signature, `{u64[2]}@16`, and is passed as nvcc passes it to a callee.
 TEST(CudaPtx, AnAggregateAlignedBeyondEightBytesIsPassedByValue) {

@@ -217,6 +217,24 @@ def matmul_ws_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_
     tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.float16))
 
 
+@triton.jit
+def qk_norm_kernel(q_ptr, k_ptr, qw_ptr, kw_ptr, out_ptr, n_q_rows, head_dim, eps, BLOCK: tl.constexpr):
+    """One program normalises one head row: the first n_q_rows programs a row of q with qw, the
+    others a row of k with kw, into out (q's rows, then k's). Choosing the weight by a condition
+    is what an engine's fused q/k norm does; the compiler selects between the two parameters'
+    addresses and loads the pointer through the one chosen."""
+    row = tl.program_id(0)
+    is_q = row < n_q_rows
+    src = tl.where(is_q, q_ptr + row * head_dim, k_ptr + (row - n_q_rows) * head_dim)
+    w_ptr = tl.where(is_q, qw_ptr, kw_ptr)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < head_dim
+    x = tl.load(src + cols, mask=mask, other=0.0)
+    rms = tl.sqrt(tl.sum(x * x, axis=0) / head_dim + eps)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + row * head_dim + cols, x / rms * w, mask=mask)
+
+
 # References (fp32, shapes as the kernels take them).
 
 
@@ -224,6 +242,11 @@ def rmsnorm_ref(x, w, eps=EPS):
     x = x.astype(np.float32)
     rms = np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(eps))
     return (x / rms * w).astype(np.float32)
+
+
+def qk_norm_ref(q, k, qw, kw, eps=EPS):
+    """q [q_rows, head_dim], k [k_rows, head_dim]: q's rows normalised with qw, then k's with kw."""
+    return np.concatenate([rmsnorm_ref(q, qw, eps), rmsnorm_ref(k, kw, eps)]).astype(np.float32)
 
 
 def rope_ref(x, cos, sin):
@@ -311,6 +334,12 @@ FIXTURES = {
                  signature={"w_ptr": "*fp32", "x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"},
                  constexprs={"BLOCK_N": 16, "BLOCK_K": 128}, divisible_by_16=["n_rows", "n_cols"], num_warps=4,
                  grid=[GEMV_OUT // 16], refused=False, reference=gemv_ref),
+    # q [BATCH * HEADS, HEAD_DIM] and k [BATCH * HEADS, HEAD_DIM]: one program per row of either.
+    "qk_norm": dict(kernel=qk_norm_kernel,
+                    signature={"q_ptr": "*fp32", "k_ptr": "*fp32", "qw_ptr": "*fp32", "kw_ptr": "*fp32",
+                               "out_ptr": "*fp32", "n_q_rows": "i32", "head_dim": "i32", "eps": "fp32"},
+                    constexprs={"BLOCK": HEAD_DIM}, divisible_by_16=["n_q_rows", "head_dim"], num_warps=1,
+                    grid=[2 * BATCH * HEADS], refused=False, reference=qk_norm_ref),
     # x [BATCH, HIDDEN] through W [GEMV_OUT, HIDDEN]: one program per 64 outputs.
     "project": dict(kernel=project_kernel,
                     signature={"x_ptr": "*fp32", "w_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32",
