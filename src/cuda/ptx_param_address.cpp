@@ -255,7 +255,7 @@ ParamAddressRewrite rewrite_param_addresses(const std::vector<std::string> &name
 
   // Computed addresses in 32-bit registers (Triton selects between two parameters' addresses:
   // `mov.b32 %r45, P2; mov.b32 %r46, P1; selp.b32 %r47, %r46, %r45, %p2; ld.param.b64 %rd, [%r47]`)
-  // are widened: each such register gets a 64-bit twin (widened_name), which the statements
+  // are widened: each such register gets a 64-bit twin (`%sk_w` and its name), which the statements
   // that move, offset, select or read through it use instead, so that it holds the generic
   // address. Only those shapes: anything else computing from such a register is refused.
   std::map<std::string_view, std::string> widened;
