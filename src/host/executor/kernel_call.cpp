@@ -47,9 +47,9 @@ ffi_type *ffi_type_of(const ParamType &t, CallInterface *ci) {
 }
 
 // An upper bound of a call's stack use for its parameters. libffi 3.4 passes x86-64 aggregates
-// of the MEMORY class in the stack area cif->bytes counts, after copying each over 32 bytes
-// (ffi_call), and AAPCS64 ones over 16 bytes by reference; both keep a register block
-// (kLibffiFrame) and our avalues copy (call_libffi_copying) beside them.
+// of the MEMORY class in the stack area cif->bytes counts, after copying large ones (ffi_call,
+// kernel_call.hpp), and AAPCS64 ones over 16 bytes by reference; every aggregate is counted
+// once more for those copies, beside a register block (kLibffiFrame) and our avalues copy.
 size_t call_stack_bytes(const ffi_cif &cif, const Signature &sig) {
   constexpr size_t kLibffiFrame = 512;
   size_t bytes = cif.bytes + kLibffiFrame + sig.size() * sizeof(void *);
