@@ -2,7 +2,8 @@
 // by test_cuda_fake_driver.cpp): "device memory" is host memory, modules are checked for an
 // ELF image (the last one is kept for the tests to read) and the function name, PTX given to
 // cuModuleLoadDataEx is compiled by ptxas as one program (as the driver's JIT does), and launches
-// are recorded instead of run. It lets the launch path of the CUDA backend (finalize,
+// are recorded instead of run (unless a test hands the launches of programs compiled from PTX to
+// a runner: fake_cuda_set_runner, which tests/ptxsim's simulator is). It lets the launch path of the CUDA backend (finalize,
 // co-residency clipping, parameters, epochs, stream ordering, argument rebinding, hang
 // reports, context handling, sticky errors, shared memory requests, graph capture, tensor maps)
 // be tested without a GPU. Each thread has a context stack; a call that needs a context fails with
@@ -71,6 +72,7 @@ struct FakeModule {
   // whose .nv.info says where its parameters go; "" for libsk's entry.
   std::string function;
   std::vector<uint8_t> image;
+  std::string ptx;                                     // a program's PTX text, for a runner (fake_cuda_set_runner)
   std::vector<std::unique_ptr<FakeModule>> functions;  // the module's plain functions
 };
 
@@ -191,6 +193,14 @@ struct InjectedHang {
   uint64_t words[sk::cuda::kReportWords] = {};
 };
 InjectedHang g_hang;
+
+// Runs a launch of a program's entry (fake_cuda_set_runner): its PTX, the function, the grid,
+// block, dynamic shared bytes and the kernel parameters as cuLaunchKernelEx has them; returns a
+// CUresult. When set, the launches it cannot run (a linked cubin's, a graph's) fail.
+using Runner = int (*)(const char *ptx, const char *function, const unsigned *grid, const unsigned *block,
+                       unsigned shared, void **params);
+Runner g_runner = nullptr;
+constexpr int kNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
 
 // A launch runs: its blocks read the epoch word and run as the next epoch, up to `runs` times
 // (the iteration barrier's last arriver ends the loop early after a run that left the stop
@@ -336,6 +346,7 @@ void fake_cuda_reset(int occupancy) {
   g_shared = {};
   g_hang = {};
   g_driver_version = 13000;
+  g_runner = nullptr;
   g_stack_limit = 1024;
   g_shared_optin = 232448;
   g_shared_reserved = 1024;
@@ -371,6 +382,21 @@ void fake_cuda_fail_next(const char *name, int error) {
 void fake_cuda_fail_later(const char *name, int skip, int error) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_fail[name] = {error, skip};
+}
+// Launches of programs compiled from PTX run through `runner` from now on (nullptr: recorded).
+void fake_cuda_set_runner(Runner runner) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_runner = runner;
+}
+// The device allocations (address, size pairs; up to `cap` of them); returns their count.
+int fake_cuda_allocations(uint64_t *out, int cap) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int n = 0;
+  for (const auto &[address, size] : g_allocations) {
+    if (n < cap) out[2 * n] = address, out[2 * n + 1] = size;
+    ++n;
+  }
+  return n;
 }
 // The calling thread's current context and the depth of its stack.
 void *fake_cuda_current() { return t_contexts.empty() ? nullptr : t_contexts.back(); }
@@ -701,6 +727,7 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, vo
     g_last_program_line_info = line_info;
   }
   auto *module = new FakeModule{40, elf_section_size(bytes.data(), ".nv.shared.sk_superkernel_entry"), 0, true};
+  module->ptx = text;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_modules_loaded;
@@ -801,6 +828,7 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
     }
     std::lock_guard<std::mutex> lock(g_mutex);
     if (capturing(cfg->stream)) return 0;  // nothing of it runs here
+    if (g_runner) return kNotSupported;    // SASS, which no runner runs
     g_calls.push_back({"cuLaunchKernelEx", cfg->stream, 0, 0});
     g_plain_launches.push_back(p);
     return 0;
@@ -818,7 +846,7 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
   std::memcpy(&l.report, params[2], 8);
   std::memcpy(&l.runs, params[3], 4);
   std::memcpy(&l.stop, params[4], 8);
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::unique_lock<std::mutex> lock(g_mutex);
   if (Graph *g = capturing(cfg->stream)) {
     g->nodes.push_back(Node{"cuLaunchKernelEx", l});
     return 0;
@@ -826,6 +854,21 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
   g_calls.push_back({"cuLaunchKernelEx", cfg->stream, 0, 0});
   if (g_shared.launches < 64) g_shared.launch_dynamic[g_shared.launches] = cfg->shared_mem_bytes;
   ++g_shared.launches;
+  if (Runner runner = g_runner) {
+    const auto *fn = static_cast<const FakeModule *>(f);
+    if (fn->ptx.empty()) return kNotSupported;  // a linked cubin: SASS
+    const unsigned grid[3] = {cfg->grid_x, cfg->grid_y, cfg->grid_z};
+    const unsigned block[3] = {cfg->block_x, cfg->block_y, cfg->block_z};
+    auto *epoch = reinterpret_cast<const uint64_t *>(l.sync + sk::cuda::kSyncEpoch);
+    l.epoch = *epoch + 1;
+    lock.unlock();  // the runner reads and writes device memory, as the blocks would
+    if (int r = runner(fn->ptx.c_str(), "sk_superkernel_entry", grid, block, cfg->shared_mem_bytes, params))
+      return r;
+    lock.lock();
+    l.last_epoch = *epoch;
+    g_launches.push_back(l);
+    return 0;
+  }
   run_launch(l);
   return 0;
 }
@@ -872,6 +915,7 @@ int cuGraphLaunch(void *exec, void *stream) {
   if (int r = enter("cuGraphLaunch", false)) return r;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (capturing(stream)) return kCaptureUnsupported;  // a child graph: not used by libsk's tests
+  if (g_runner) return kNotSupported;                 // the runner runs direct launches alone
   g_calls.push_back({"cuGraphLaunch", stream, 0, 0});
   for (const Node &n : static_cast<Graph *>(exec)->nodes) {
     const std::string name = n.name;
@@ -947,6 +991,8 @@ int cuGetErrorName(int r, const char **s) {
     case 200: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
     case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
     case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case 719: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case 801: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
     case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; break;
     default: *s = "CUDA_ERROR_FAKE";
   }

@@ -24,11 +24,14 @@ __device__ __noinline__ float er_rotate(float *tile, float v, int live) {
   return r;
 }
 
-// The barriers in a helper; the returns in a loop, one per round.
+// The barriers in a helper; the returns in a loop, one per round. Every slot of the tile is
+// written before the first round: a thread may return at once, and its neighbour reads its slot.
 extern "C" __global__ void __launch_bounds__(128) er_rounds(float *data, const int *rounds) {
   __shared__ float tile[128];
   const int mine = rounds[blockIdx.x * blockDim.x + threadIdx.x];
   float v = data[blockIdx.x * blockDim.x + threadIdx.x];
+  tile[threadIdx.x] = v;
+  __syncthreads();
   int live = 128;
   for (int r = 0;; ++r) {
     if (r >= mine) {

@@ -1,0 +1,336 @@
+"""Super kernels run, not only linked: on the stand-in CUDA driver with tests/ptxsim as its
+runner, each launch of a program libsk compiled from PTX (the generated entry, libsk's device
+library and the sub-kernels' rewritten PTX, joined) executes on the host, thread by thread, on
+the driver's device memory. Each test compares what a super kernel wrote, bit for bit, with the
+same kernels' own PTX run by the same simulator as the driver would launch them one by one
+(grid, block, parameters as compiled): what differs is libsk's doing (the entry's step loop and
+grid barriers, virtual blocks, the rewrites of the kernels' PTX, argument slots, epochs).
+
+The simulator's arithmetic is checked against numpy on the kernels alone first. Its memory is
+sequentially consistent, so a missing fence would not show here; a wrong offset, count, index,
+argument or a synchronisation that cannot complete does (as a difference, an access outside
+device memory, or a Hang naming where each thread waits).
+"""
+import collections
+import ctypes
+import json
+import os
+import struct
+import types
+
+import numpy as np
+import pytest
+
+import superkernel as sk
+from conftest import ROOT, cuda_kernel
+
+import sys
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from ptxsim import Hang, Simulator  # noqa: E402
+from ptxsim.driver import simulating  # noqa: E402
+
+TRITON = os.path.join(ROOT, "tests", "kernels", "triton", "ptx")
+SEED = 11  # the simulator interleaves the threads of a launch at random, from this seed on
+
+
+def triton(name):
+    """What triton.compile returns for a fixture (as test_triton.py builds it)."""
+    with open(os.path.join(TRITON, name + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(TRITON, name + ".ptx")) as f:
+        ptx = f.read()
+    return types.SimpleNamespace(asm={"ptx": ptx}, metadata=meta,
+                                 src=types.SimpleNamespace(signature=dict(meta["signature"])))
+
+
+class Step(collections.namedtuple("Step", "kernel ptx grid block shared args options")):
+    """A kernel, its PTX, its grid, block and dynamic shared bytes as its own launch has them,
+    its arguments, and Scope.add's keyword options."""
+
+
+def triton_step(gpu, name, grid, *args, **options):
+    c = triton(name)
+    return Step(gpu.load_triton(c), c.asm["ptx"], grid, (c.metadata["num_warps"] * 32, 1, 1),
+                c.metadata["shared"], list(args), options)
+
+
+@pytest.fixture
+def gpu(fake_gpu):
+    build = os.path.dirname(os.path.dirname(os.path.abspath(sk.library_path())))
+    with simulating(os.path.join(build, "tests", "cpp", "libsk_fake_cuda_driver.so"), seed=SEED) as runs:
+        fake_gpu.runs = runs
+        yield fake_gpu
+        runs.check()
+
+
+class Memory:
+    """Device buffers of float32 (or other) arrays, filled from numpy and read back."""
+
+    def __init__(self, gpu):
+        self.gpu, self.buffers = gpu, {}
+
+    def put(self, name, array):
+        array = np.ascontiguousarray(array)
+        buf = self.gpu.alloc(max(array.nbytes, 4))
+        ctypes.memmove(buf.address, array.ctypes.data, array.nbytes)
+        self.buffers[name] = (buf, array.dtype, array.shape)
+        return buf
+
+    def get(self, name):
+        buf, dtype, shape = self.buffers[name]
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        return np.frombuffer(ctypes.string_at(buf.address, n), dtype).reshape(shape).copy()
+
+    def set(self, name, array):
+        buf, _, _ = self.buffers[name]
+        array = np.ascontiguousarray(array)
+        ctypes.memmove(buf.address, array.ctypes.data, array.nbytes)
+
+    def snapshot(self):
+        return {n: self.get(n) for n in self.buffers}
+
+    def restore(self, snap):
+        for n, a in snap.items():
+            self.set(n, a)
+
+
+def param_bytes(fn, args):
+    """Each argument as the bytes of its PTX parameter: buffers by address, ints and floats
+    packed to the parameter's size (a float for a 4-byte parameter given a Python float)."""
+    out = []
+    for p, a in zip(fn.params, args):
+        if a is None:
+            a = 0
+        if hasattr(a, "address"):
+            a = a.address
+        if isinstance(a, float):
+            out.append(struct.pack("<f" if p.size == 4 else "<d", a))
+        elif isinstance(a, bytes):
+            out.append(a)
+        else:
+            out.append((a & ((1 << (8 * p.size)) - 1)).to_bytes(p.size, "little"))
+    return out
+
+
+def run_alone(gpu, step):
+    """A step's kernel launched as the driver launches it (its own PTX), on the simulator."""
+    name = step.kernel.name
+    sim = Simulator(step.ptx, name, gpu.runs.allocations)
+    fn = sim.ptx.functions[name]
+    args = list(step.args) + [None] * (len(fn.params) - len(step.args))  # Triton's scratch pointers
+    grid = step.grid if isinstance(step.grid, tuple) else (step.grid, 1, 1)
+    sim.launch(name, grid, step.block, step.shared, param_bytes(fn, args), seed=SEED,
+               cooperative=step.options.get("cooperative", False))
+    return sim
+
+
+def fused_equals_alone(gpu, mem, steps, outputs, scope_options=None, launches=1):
+    """Runs `steps` ((kernel, ptx, grid, block, shared, args), ...) fused, `launches` times,
+    and alone in order as many times from the same inputs; the `outputs` must be equal bit
+    for bit. Returns the super kernel and the fused outputs."""
+    start = mem.snapshot()
+    with gpu.scope("simulated", scope_options) as scope:
+        for step in steps:
+            scope.add(step.kernel, step.grid, *step.args,
+                      **{k: v for k, v in step.options.items() if k != "cooperative"})
+    fused = scope.superkernel
+    try:
+        for _ in range(launches):
+            fused.launch()
+        gpu.synchronize()
+    except sk.Error:
+        gpu.runs.check()  # the simulator's error, where it failed the launch
+        raise
+    got = {n: mem.get(n) for n in outputs}
+    mem.restore(start)
+    for _ in range(launches):
+        for step in steps:
+            run_alone(gpu, step)
+    for n in outputs:
+        want = mem.get(n)
+        assert got[n].tobytes() == want.tobytes(), (
+            f"{n}: fused differs from alone at {np.flatnonzero(got[n].view(np.uint32) != want.view(np.uint32))[:8]}")
+    return fused, got
+
+
+def differs(mem, got, names):
+    return any(got[n].tobytes() != mem.get(n).tobytes() for n in names)
+
+
+# ---- the simulator against numpy ---------------------------------------------------------------
+def test_the_simulator_computes_triton_kernels_as_numpy_does(gpu):
+    rng = np.random.default_rng(7)
+    mem = Memory(gpu)
+    n, rows, cols = 1024, 4, 256
+    g, u, x, w = (rng.standard_normal(s).astype(np.float32) for s in (n, n, (rows, cols), cols))
+    mem.put("g", g), mem.put("u", u), mem.put("x", x), mem.put("w", w)
+    mem.put("silu", np.zeros(n, np.float32)), mem.put("norm", np.zeros((rows, cols), np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    run_alone(gpu, triton_step(gpu, "silu_mul", 2, b["g"], b["u"], b["silu"], n))
+    run_alone(gpu, triton_step(gpu, "rmsnorm", rows, b["x"], b["w"], b["norm"], cols, 1e-6))
+    silu = g / (np.float32(1) + np.exp(-g)) * u
+    norm = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6)) * w
+    np.testing.assert_allclose(mem.get("silu"), silu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mem.get("norm"), norm, rtol=1e-5, atol=1e-6)
+    assert np.abs(mem.get("silu")).max() > 0.1  # not zeros
+
+
+# ---- Triton kernels fused ------------------------------------------------------------------------
+def test_a_chain_of_triton_kernels_fused_equals_their_launches(gpu):
+    rng = np.random.default_rng(1)
+    mem = Memory(gpu)
+    n = 1024
+    for name in ("gate", "up", "res"):
+        mem.put(name, rng.standard_normal(n).astype(np.float32))
+    mem.put("t", np.zeros(n, np.float32)), mem.put("out", np.zeros(n, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [triton_step(gpu, "silu_mul", 2, b["gate"], b["up"], b["t"], n),
+             triton_step(gpu, "residual_add", 2, b["t"], b["res"], b["out"], n)]
+    fused_equals_alone(gpu, mem, steps, ["t", "out"])
+    assert gpu.runs.launches and gpu.runs.launches[0][0] == "sk_superkernel_entry"
+
+
+def decode_step(gpu, mem, rng):
+    """A decode step of one layer in miniature, as Triton compiled its kernels: norm, q/k norm
+    (a select between two pointer parameters), RoPE, attention over a 32-entry cache, the
+    output projection, SiLU-and-multiply and the residual added in place, so a second launch
+    starts from the first one's result. Grids of 1 to 4 programs; 128 or 32 threads."""
+    hidden, heads, head_dim, kv_len, out_rows = 256, 2, 128, 32, 32
+    mem.put("x", rng.standard_normal((2, hidden)).astype(np.float32))
+    mem.put("w", rng.uniform(0.5, 1.5, hidden).astype(np.float32))
+    mem.put("qw", rng.uniform(0.5, 1.5, head_dim).astype(np.float32))
+    mem.put("kw", rng.uniform(0.5, 1.5, head_dim).astype(np.float32))
+    angles = rng.uniform(0, np.pi, (4, head_dim // 2))
+    mem.put("cos", np.cos(angles).astype(np.float32)), mem.put("sin", np.sin(angles).astype(np.float32))
+    mem.put("k", rng.standard_normal((1, kv_len, heads, head_dim)).astype(np.float32))
+    mem.put("v", rng.standard_normal((1, kv_len, heads, head_dim)).astype(np.float32))
+    mem.put("wo", (rng.standard_normal((out_rows, hidden)) / 16).astype(np.float32))
+    for name, shape in (("h", (2, hidden)), ("qkn", (4, head_dim)), ("ro", (4, head_dim)),
+                        ("att", (heads, head_dim)), ("proj", (out_rows,)), ("s", (2, hidden))):
+        mem.put(name, np.zeros(shape, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    return [
+        triton_step(gpu, "rmsnorm", 2, b["x"], b["w"], b["h"], hidden, 1e-6),
+        triton_step(gpu, "qk_norm", 4, b["h"], b["h"], b["qw"], b["kw"], b["qkn"], 2, head_dim, 1e-6),
+        triton_step(gpu, "rope", 4, b["qkn"], b["cos"], b["sin"], b["ro"], heads, head_dim),
+        triton_step(gpu, "decode_attention", 2, b["ro"], b["k"], b["v"], b["att"], kv_len, heads, head_dim,
+                    kv_len, 0.088),
+        triton_step(gpu, "gemv", 2, b["wo"], b["att"], b["proj"], out_rows, hidden),
+        triton_step(gpu, "silu_mul", 1, b["h"], b["x"], b["s"], 2 * hidden),
+        triton_step(gpu, "residual_add", 1, b["s"], b["x"], b["x"], 2 * hidden),
+    ]
+
+
+@pytest.mark.parametrize("options", [None, "debug-aiv-num=2"], ids=["own-blocks", "two-blocks"])
+def test_a_decode_step_of_triton_kernels_fused_equals_their_launches(gpu, options):
+    # On two blocks, a step of four programs runs two on each (virtual blocks); launched twice,
+    # the second launch (the next epoch) starts from the residual the first one added.
+    mem = Memory(gpu)
+    steps = decode_step(gpu, mem, np.random.default_rng(3))
+    fused, got = fused_equals_alone(gpu, mem, steps, ["h", "qkn", "ro", "att", "proj", "s", "x"],
+                                    options, launches=2)
+    assert fused.explain()["cuda_entry"]["compiled"] == "whole program"
+    assert [launch[1][0] for launch in gpu.runs.launches] == [2 if options else 4] * 2
+    assert np.abs(got["proj"]).max() > 0.01 and np.abs(got["att"]).max() > 0.01  # not zeros
+
+
+def test_block_local_steps_wait_for_their_own_block_only(gpu):
+    # residual_add's program i reads only what silu_mul's program i wrote: block-local, no grid
+    # barrier between them, and the same result.
+    rng = np.random.default_rng(5)
+    mem = Memory(gpu)
+    n = 1024
+    for name in ("gate", "up", "res"):
+        mem.put(name, rng.standard_normal(n).astype(np.float32))
+    mem.put("t", np.zeros(n, np.float32)), mem.put("out", np.zeros(n, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [triton_step(gpu, "silu_mul", 2, b["gate"], b["up"], b["t"], n),
+             triton_step(gpu, "residual_add", 2, b["t"], b["res"], b["out"], n, block_local=True)]
+    fused, _ = fused_equals_alone(gpu, mem, steps, ["t", "out"], launches=2)
+    assert fused.explain()["steps"][1]["edge"] == "block-local"
+
+
+def test_a_step_declared_block_local_that_is_not_races_and_the_simulator_shows_it(gpu):
+    # gemv's both programs read the first row rmsnorm's program 0 writes: declared block-local,
+    # program 1 does not wait for it. Over a few launches (each its own interleaving) one reads
+    # the row before it is written. This is what the comparisons above would catch.
+    rng = np.random.default_rng(6)
+    mem = Memory(gpu)
+    mem.put("x", rng.standard_normal((2, 256)).astype(np.float32))
+    mem.put("w", rng.uniform(0.5, 1.5, 256).astype(np.float32))
+    mem.put("wo", rng.standard_normal((32, 256)).astype(np.float32))
+    mem.put("h", np.full((2, 256), np.nan, np.float32)), mem.put("proj", np.zeros(32, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [triton_step(gpu, "rmsnorm", 2, b["x"], b["w"], b["h"], 256, 1e-6),
+             triton_step(gpu, "gemv", 2, b["wo"], b["h"], b["proj"], 32, 256, block_local=True)]
+    start = mem.snapshot()
+    for step in steps:
+        run_alone(gpu, step)
+    want = mem.get("proj")
+    assert not np.isnan(want).any()
+    with gpu.scope("racy") as scope:
+        for step in steps:
+            scope.add(step.kernel, step.grid, *step.args,
+                      **{k: v for k, v in step.options.items() if k != "cooperative"})
+    results = []
+    for _ in range(6):
+        mem.restore(start)
+        scope.superkernel.launch()
+        gpu.synchronize()
+        results.append(mem.get("proj"))
+    assert any(r.tobytes() != want.tobytes() for r in results)
+    assert any(np.isnan(r).any() for r in results)  # read before rmsnorm wrote it
+
+
+# ---- nvcc's PTX of ordinary __global__ kernels --------------------------------------------------
+def nvcc_step(gpu, file, name, grid, block, *args, shared=0, threads=None, options=None, **add):
+    """A step of kernel `name` of the build's `file` (nvcc -ptx of tests/kernels/cuda): taken
+    with `threads` (None: its own) and launched alone on `block`."""
+    path = cuda_kernel(file)
+    cache = gpu.__dict__.setdefault("nvcc_modules", {})
+    if path not in cache:
+        with open(path) as f:
+            cache[path] = (gpu.load(path), f.read())
+    mod, text = cache[path]
+    k = mod.kernel(name, threads=threads, **(options or {})) if threads or options else mod.kernel(name)
+    return Step(k, text, grid, block, shared, list(args), add)
+
+
+def test_threads_that_return_before_a_barrier_fused_equal_their_launches(gpu):
+    # er_guard's last block has threads past n that return before its __syncthreads (and its
+    # __syncthreads_or/and/count); er_rounds' threads return after a count of rounds of their
+    # own, between barriers in a called function. Fused, a returned thread only returns into
+    # the super kernel: libsk's rewrite makes the others' barriers count it as gone.
+    blocks, n = 4, 4 * 128
+    live = n - 37
+    i = np.arange(n)
+    mem = Memory(gpu)
+    mem.put("in", ((i % 23) - 9).astype(np.float32))
+    mem.put("out", np.zeros(n, np.float32))
+    mem.put("rounds", ((i * 7 + i // 128) % 6).astype(np.int32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [nvcc_step(gpu, "early_return_global.ptx", "er_guard", blocks, (128, 1, 1), b["in"], b["out"], live),
+             nvcc_step(gpu, "early_return_global.ptx", "er_rounds", blocks, (128, 1, 1), b["out"], b["rounds"])]
+    _, got = fused_equals_alone(gpu, mem, steps, ["out"])
+    assert got["out"][0] != 0 and got["out"][live - 1] != 0
+
+
+def test_cooperative_grid_syncs_fused_equal_their_launches(gpu):
+    # cg::this_grid().sync() reads the grid workspace of a cooperative launch (%envreg1/2),
+    # which libsk gives each step in its sync buffer: the blocks of the step wait for each other
+    # there, twice in gs_neighbour, once in gs_normalize.
+    blocks, n = 3, 3 * 128
+    rng = np.random.default_rng(9)
+    mem = Memory(gpu)
+    mem.put("in", rng.uniform(0.5, 1.5, n).astype(np.float32))
+    mem.put("partial", np.zeros(blocks, np.float32)), mem.put("norm", np.zeros(n, np.float32))
+    mem.put("data", np.zeros(n, np.float32)), mem.put("out", np.zeros(n, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [nvcc_step(gpu, "grid_sync.ptx", name, (blocks, 1, 1), (128, 1, 1), *args, threads=(128, 1, 1))
+             for name, args in (("gs_normalize", (b["in"], b["partial"], b["norm"])),
+                                ("gs_neighbour", (b["data"], b["out"])))]
+    for step in steps:
+        step.options["cooperative"] = True  # launched alone as cooperative kernels
+    _, got = fused_equals_alone(gpu, mem, steps, ["partial", "norm", "data", "out"], launches=2)
+    np.testing.assert_allclose(got["norm"].sum(), 1.0, rtol=1e-5)
+    assert got["out"][0] == 129.0  # data[128] + 1, written by the next block before its sync
