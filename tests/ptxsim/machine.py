@@ -414,7 +414,7 @@ class Simulator:
         return I.BLOCK if th.waiting else None
 
     # ---- launch ------------------------------------------------------------------------------
-    def launch(self, name, grid, block, dynamic_shared, params, budget=200_000_000, quantum=48, seed=None,
+    def launch(self, name, grid, block, dynamic_shared, params, budget=50_000_000, quantum=48, seed=None,
                cooperative=False):
         """Runs `name` on `grid` blocks of `block` threads. `params`: each parameter's bytes,
         in order. With a `seed`, each block runs at a speed of its own (as blocks on SMs that

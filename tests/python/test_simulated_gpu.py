@@ -124,10 +124,10 @@ def run_alone(gpu, step):
     return sim
 
 
-def fused_equals_alone(gpu, mem, steps, outputs, scope_options=None, launches=1):
-    """Runs `steps` ((kernel, ptx, grid, block, shared, args), ...) fused, `launches` times,
-    and alone in order as many times from the same inputs; the `outputs` must be equal bit
-    for bit. Returns the super kernel and the fused outputs."""
+def fused_equals_alone(gpu, mem, steps, outputs, scope_options=None, launches=1, launch=None, alone=None):
+    """Runs `steps` fused, `launches` times (or as `launch(super_kernel)` does), and alone
+    in order as many times from the same inputs (or as `alone()` does); the `outputs` must be
+    equal bit for bit. Returns the super kernel and the fused outputs."""
     start = mem.snapshot()
     with gpu.scope("simulated", scope_options) as scope:
         for step in steps:
@@ -135,17 +135,23 @@ def fused_equals_alone(gpu, mem, steps, outputs, scope_options=None, launches=1)
                       **{k: v for k, v in step.options.items() if k != "cooperative"})
     fused = scope.superkernel
     try:
-        for _ in range(launches):
-            fused.launch()
+        if launch:
+            launch(fused)
+        else:
+            for _ in range(launches):
+                fused.launch()
         gpu.synchronize()
     except sk.Error:
         gpu.runs.check()  # the simulator's error, where it failed the launch
         raise
     got = {n: mem.get(n) for n in outputs}
     mem.restore(start)
-    for _ in range(launches):
-        for step in steps:
-            run_alone(gpu, step)
+    if alone:
+        alone()
+    else:
+        for _ in range(launches):
+            for step in steps:
+                run_alone(gpu, step)
     for n in outputs:
         want = mem.get(n)
         assert got[n].tobytes() == want.tobytes(), (
@@ -334,3 +340,243 @@ def test_cooperative_grid_syncs_fused_equal_their_launches(gpu):
     _, got = fused_equals_alone(gpu, mem, steps, ["partial", "norm", "data", "out"], launches=2)
     np.testing.assert_allclose(got["norm"].sum(), 1.0, rtol=1e-5)
     assert got["out"][0] == 129.0  # data[128] + 1, written by the next block before its sync
+
+
+@pytest.mark.parametrize("early", ["early-start=1", "early-start=0"])
+def test_dependent_launch_kernels_fused_equal_their_launches(gpu, early):
+    # Kernels written for programmatic dependent launch: pdl_mirror reads what other blocks of
+    # pdl_scale wrote, after an early return and a wait in a helper; pdl_weighted loads its
+    # weight before its wait; in pdl_one_waits thread 0 alone waits. Eight blocks of each on a
+    # super kernel of two, so a block runs the next step's head while others run the step
+    # before.
+    n = 8 * 128 - 3
+    i = np.arange(n)
+    mem = Memory(gpu)
+    mem.put("in", ((i % 97) * 0.25 - 3).astype(np.float32)), mem.put("w", ((i % 13) * 0.125 + 0.5).astype(np.float32))
+    for name, size in (("mid", n), ("mirrored", n), ("weighted", n), ("sums", 8)):
+        mem.put(name, np.zeros(size, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    ptx = "dependent_launch.ptx"
+    steps = [nvcc_step(gpu, ptx, "pdl_scale", 8, (128, 1, 1), b["in"], b["mid"], n),
+             nvcc_step(gpu, ptx, "pdl_mirror", 8, (128, 1, 1), b["mid"], b["mirrored"], n),
+             nvcc_step(gpu, ptx, "pdl_weighted", 8, (128, 1, 1), b["w"], b["mirrored"], b["weighted"], n),
+             nvcc_step(gpu, ptx, "pdl_one_waits", 8, (128, 1, 1), b["weighted"], b["sums"], n)]
+    _, got = fused_equals_alone(gpu, mem, steps, ["mid", "mirrored", "weighted", "sums"], early + ":debug-aiv-num=2")
+    mid = np.float32(2) * mem.get("in") + np.float32(1)
+    assert got["mid"].tobytes() == mid.tobytes() and got["sums"][0] != 0
+
+
+def test_a_head_that_writes_what_the_step_before_reads_waits_for_it(gpu):
+    # pdl_refill_acc writes acc before its wait; pdl_read_acc's blocks read acc across the grid
+    # before their trigger. A block may not start the refill while others still read.
+    n = 8 * 128
+    i = np.arange(n)
+    mem = Memory(gpu)
+    mem.put("acc", ((i % 101) * 0.5 + 1).astype(np.float32)), mem.put("in", ((i % 89) * 0.25 - 7).astype(np.float32))
+    mem.put("read", np.zeros(n, np.float32)), mem.put("out", np.zeros(n, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [nvcc_step(gpu, "dependent_launch.ptx", "pdl_read_acc", 8, (128, 1, 1), b["acc"], b["read"], n),
+             nvcc_step(gpu, "dependent_launch.ptx", "pdl_refill_acc", 8, (128, 1, 1), b["in"], b["acc"], b["read"],
+                       b["out"], n)]
+    fused_equals_alone(gpu, mem, steps, ["read", "acc", "out"], "debug-aiv-num=2", launches=3)
+
+
+def test_two_and_three_dimensional_blocks_fused_equal_their_launches(gpu):
+    # threadIdx.y/z and blockDim.y/z rebuilt from the flat thread index and the shape taken;
+    # (32, 4, 1) blocks, then (32, 2, 2) ones on the first 128 threads of a super kernel of 256.
+    rng = np.random.default_rng(4)
+    blocks, n = 4, 4 * 128
+    mem = Memory(gpu)
+    mem.put("in", rng.standard_normal(n).astype(np.float32))
+    for name, size in (("scaled", n), ("sums", blocks), ("copied", n), ("deep", blocks), ("wide", n)):
+        mem.put(name, np.zeros(size, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    two_d = (32, 4, 1)
+    steps = [nvcc_step(gpu, "block2d.ptx", "scale_rows_2d", blocks, two_d, b["in"], b["scaled"], 32, threads=two_d),
+             nvcc_step(gpu, "block2d.ptx", "sum_blocks_2d", blocks, two_d, b["in"], b["sums"], threads=two_d),
+             nvcc_step(gpu, "block2d.ptx", "copy_1d", blocks, (128, 1, 1), b["in"], b["copied"], threads=(128, 1, 1))]
+    fused_equals_alone(gpu, mem, steps, ["scaled", "sums", "copied"])
+    steps = [nvcc_step(gpu, "block2d.ptx", "sum_blocks_2d", blocks, (32, 2, 2), b["in"], b["deep"], threads=(32, 2, 2)),
+             nvcc_step(gpu, "block2d.ptx", "copy_1d", 2, (256, 1, 1), b["in"], b["wide"], threads=(256, 1, 1))]
+    _, got = fused_equals_alone(gpu, mem, steps, ["deep", "wide"])
+    assert got["wide"].tobytes() == mem.get("in").tobytes()
+
+
+def test_structs_by_value_and_their_computed_addresses_fused_equal_their_launches(gpu):
+    # multi_tensor_scale (PyTorch's shape): a 160-byte struct by value indexed by blockIdx, its
+    # pointers loaded at addresses computed in the parameter; cat_rows on a (2, 3) grid;
+    # table_lookup: a __grid_constant__ table read through a pointer in a helper.
+    rng = np.random.default_rng(8)
+    mem = Memory(gpu)
+    sizes, chunk = [300, 5, 129, 64], 128
+    for t, size in enumerate(sizes):
+        mem.put(f"x{t}", rng.standard_normal(size).astype(np.float32))
+        mem.put(f"y{t}", np.full(size, -1, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    tensor_of, chunk_of = [], []
+    for t, size in enumerate(sizes):
+        for c in range((size + chunk - 1) // chunk):
+            tensor_of.append(t), chunk_of.append(c)
+    blocks = len(tensor_of)
+
+    def meta(src, dst):
+        return (struct.pack("<8Q", *[b[f"{src}{t}"].address for t in range(4)], *[b[f"{dst}{t}"].address for t in range(4)])
+                + struct.pack("<4i", *sizes) + bytes(tensor_of + [0] * (16 - blocks))
+                + struct.pack("<16i", *(chunk_of + [0] * (16 - blocks))))
+
+    steps = [nvcc_step(gpu, "param_index.ptx", "multi_tensor_scale", blocks, (128, 1, 1), chunk, meta("x", "y"), 1.5, 0.25),
+             nvcc_step(gpu, "param_index.ptx", "multi_tensor_scale", blocks, (128, 1, 1), chunk, meta("y", "x"), -0.5, 2.0)]
+    _, got = fused_equals_alone(gpu, mem, steps, [f"x{t}" for t in range(4)] + [f"y{t}" for t in range(4)])
+    assert (got["y1"] != -1).all()
+
+    lengths, at, inputs = [300, 5, 100], 0, []
+    offsets = []
+    for t, length in enumerate(lengths):
+        mem.put(f"cat{t}", (np.arange(length) * 0.5 + t * 1000).astype(np.float32))
+        offsets.append(at)
+        at += 2 * length
+    mem.put("cat", np.full(at + 2, -1, np.float32))
+    mem.put("idx", (np.arange(128) * 37 % 101).astype(np.int32)), mem.put("looked", np.zeros(128, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    cat_meta = (struct.pack("<8Q", *[b[f"cat{t}"].address for t in range(3)], *[0] * 5)
+                + struct.pack("<8q", *offsets, *[0] * 5) + struct.pack("<8q", *lengths, *[0] * 5))
+    table = struct.pack("<32f", *[(i * i) * 0.25 - 3 for i in range(32)])
+    steps = [nvcc_step(gpu, "param_index.ptx", "cat_rows", (2, 3, 1), (256, 1, 1), b["cat"], cat_meta, 2),
+             nvcc_step(gpu, "param_index.ptx", "table_lookup", 2, (64, 1, 1), table, b["idx"], b["looked"])]
+    _, got = fused_equals_alone(gpu, mem, steps, ["cat", "looked"])
+    assert got["cat"][offsets[2] + 2 * 99] == 2049.5
+
+
+def test_kernels_whose_tiles_share_the_overlay_fused_equal_their_launches(gpu):
+    # Static tiles of 28000 and 24000 bytes, past a block's 48 KiB together: one after the
+    # other in the super kernel's shared overlay, at the same bytes.
+    blocks = 2
+    mem = Memory(gpu)
+    mem.put("in", ((np.arange(blocks * 7000) % 97) * 0.25 - 7).astype(np.float32))
+    mem.put("mid", np.zeros(blocks * 7000, np.float32)), mem.put("out", np.zeros(blocks * 7000, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [nvcc_step(gpu, "shared_global.ptx", "sg_reverse", blocks, (128, 1, 1), b["in"], b["mid"]),
+             nvcc_step(gpu, "shared_global.ptx", "sg_rotate", blocks, (128, 1, 1), b["mid"], b["out"])]
+    fused_equals_alone(gpu, mem, steps, ["mid", "out"])
+
+
+def silu_residual_chain(gpu, mem, count, rng, grid=2, **options):
+    """`count` pairs of SiLU-and-multiply and a residual added in place, each pair on rows of
+    its own: launched again, each adds to what the last launch left."""
+    n = 512 * grid
+    mem.put("x", rng.standard_normal(n).astype(np.float32))
+    for i in range(count):
+        mem.put(f"g{i}", rng.standard_normal(n).astype(np.float32)), mem.put(f"t{i}", np.zeros(n, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = []
+    for i in range(count):
+        steps.append(triton_step(gpu, "silu_mul", grid, b[f"g{i}"], b["x"], b[f"t{i}"], n, **options))
+        steps.append(triton_step(gpu, "residual_add", grid, b[f"t{i}"], b["x"], b["x"], n, **options))
+    return steps
+
+
+def test_launches_repeated_on_the_device_equal_as_many_launches(gpu):
+    mem = Memory(gpu)
+    steps = silu_residual_chain(gpu, mem, 2, np.random.default_rng(12))
+    fused_equals_alone(gpu, mem, steps, ["x", "t0", "t1"], launches=3, launch=lambda k: k.launch_repeat(3))
+    assert [launch[0] for launch in gpu.runs.launches] == ["sk_superkernel_entry"]  # one launch, 3 runs
+
+
+def test_a_repeat_stops_after_the_run_that_set_its_flag(gpu):
+    # The flag is set by the host before the launch: the first run completes and is the last.
+    mem = Memory(gpu)
+    steps = silu_residual_chain(gpu, mem, 1, np.random.default_rng(13))
+    flag = gpu.alloc(4)
+    ctypes.memmove(flag.address, struct.pack("<I", 1), 4)
+    fused_equals_alone(gpu, mem, steps, ["x", "t0"], launches=1, launch=lambda k: k.launch_repeat(5, flag))
+
+
+def test_an_argument_rebound_between_launches_is_what_the_next_launch_reads(gpu):
+    mem = Memory(gpu)
+    rng = np.random.default_rng(14)
+    steps = silu_residual_chain(gpu, mem, 1, rng)
+    mem.put("y", rng.standard_normal(1024).astype(np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+
+    def launch(fused):
+        fused.launch()
+        fused.set_arg(1, 2, b["y"])  # the residual's output: y instead of x
+        fused.set_arg(0, 3, 512)     # silu_mul's n: the first program's half alone
+        fused.launch()
+
+    def alone():
+        run_alone(gpu, steps[0]), run_alone(gpu, steps[1])
+        run_alone(gpu, steps[0]._replace(args=steps[0].args[:3] + [512]))
+        run_alone(gpu, steps[1]._replace(args=steps[1].args[:2] + [b["y"], 1024]))
+
+    fused_equals_alone(gpu, mem, steps, ["x", "t0", "y"], launch=launch, alone=alone)
+
+
+def test_arguments_past_the_parameter_space_are_read_from_the_argument_buffer(gpu):
+    # A driver before 12.1 takes 4 KiB of kernel parameters: 90 steps of 48 bytes of arguments
+    # each are read from a device buffer instead, which the launch's first parameter names.
+    gpu.runs.lib.fake_cuda_set_driver_version(12000)
+    try:
+        with sk.Device("cuda:0") as old:
+            old.runs = gpu.runs
+            mem = Memory(old)
+            steps = silu_residual_chain(old, mem, 45, np.random.default_rng(15), grid=1)
+            fused, _ = fused_equals_alone(old, mem, steps, ["x", "t0", "t44"])
+            assert fused.explain()["cuda_entry"]["arguments"] == "buffer"
+    finally:
+        gpu.runs.lib.fake_cuda_set_driver_version(13000)
+
+
+def test_independent_streams_fused_wait_only_for_what_they_depend_on(gpu):
+    # Two chains on streams 1 and 2 (a gate and an up projection's epilogues, say), joined on
+    # stream 0 after an event of each: each step waits for its stream's previous step and the
+    # events before it, through its own completion counter, not a grid barrier.
+    rng = np.random.default_rng(16)
+    mem = Memory(gpu)
+    n = 1024
+    for name in ("a", "b", "c", "d"):
+        mem.put(name, rng.standard_normal(n).astype(np.float32))
+    for name in ("s1", "s2", "r1", "r2", "out"):
+        mem.put(name, np.zeros(n, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [triton_step(gpu, "silu_mul", 2, b["a"], b["b"], b["s1"], n, stream=1),
+             triton_step(gpu, "silu_mul", 2, b["c"], b["d"], b["s2"], n, stream=2),
+             triton_step(gpu, "residual_add", 2, b["s1"], b["a"], b["r1"], n, stream=1),
+             triton_step(gpu, "residual_add", 2, b["s2"], b["c"], b["r2"], n, stream=2),
+             triton_step(gpu, "residual_add", 2, b["r1"], b["r2"], b["out"], n, stream=0)]
+    start = mem.snapshot()
+    with gpu.scope("streams", "stream-fusion=1") as scope:
+        for step in steps[:4]:
+            scope.add(step.kernel, step.grid, *step.args, **step.options)
+        scope.record_event(1, 0), scope.record_event(2, 1)
+        scope.wait_event(0, 0), scope.wait_event(0, 1)
+        scope.add(steps[4].kernel, steps[4].grid, *steps[4].args, **steps[4].options)
+    for _ in range(2):
+        scope.superkernel.launch()
+    gpu.synchronize()
+    got = {n: mem.get(n) for n in ("r1", "r2", "out")}
+    mem.restore(start)
+    for _ in range(2):
+        for step in steps:
+            run_alone(gpu, step)
+    for name, value in got.items():
+        assert value.tobytes() == mem.get(name).tobytes(), name
+    plan = scope.superkernel.explain()
+    assert plan["cuda_entry"]["compiled"] == "whole program"
+    assert any(s["placement"] == "packed" for s in plan["steps"])
+
+
+def test_a_kernel_launched_alone_through_libsk_equals_its_launch_by_the_driver(gpu):
+    # sk_launch_kernel: the unfused baseline, one kernel through libsk's single-kernel entry.
+    rng = np.random.default_rng(17)
+    mem = Memory(gpu)
+    mem.put("x", rng.standard_normal((2, 256)).astype(np.float32))
+    mem.put("w", rng.uniform(0.5, 1.5, 256).astype(np.float32)), mem.put("h", np.zeros((2, 256), np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    step = triton_step(gpu, "rmsnorm", 2, b["x"], b["w"], b["h"], 256, 1e-6)
+    step.kernel.launch(2, *step.args)
+    gpu.synchronize()
+    got = mem.get("h")
+    mem.set("h", np.zeros((2, 256), np.float32))
+    run_alone(gpu, step)
+    assert got.tobytes() == mem.get("h").tobytes() and np.abs(got).max() > 0.1
