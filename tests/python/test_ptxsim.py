@@ -1,0 +1,154 @@
+"""The PTX simulator (tests/ptxsim) that test_simulated_gpu.py runs super kernels on: what it
+reports of a kernel that is wrong (a barrier not every thread reaches, an access outside device
+memory, shared memory read before any thread wrote it, an instruction it does not model), and
+the instructions whose meaning the comparisons there depend on, against values worked by hand.
+No GPU and no libsk: PTX text in, host memory out."""
+import ctypes
+import os
+import struct
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from ptxsim import Hang, PtxError, Simulator  # noqa: E402
+
+HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+
+def kernel(body, params=".param .u64 out", regs=""):
+    return HEADER + f""".visible .entry k({params})
+{{
+  .reg .pred %p<8>;
+  .reg .b32 %r<32>;
+  .reg .b64 %rd<16>;
+  .reg .f32 %f<16>;
+  {regs}
+  ld.param.u64 %rd1, [out];
+{body}
+  ret;
+}}
+"""
+
+
+def run(text, words=64, grid=1, block=32, shared=0, **kw):
+    out = (ctypes.c_uint32 * words)()
+    sim = Simulator(text, "t", lambda: [(ctypes.addressof(out), ctypes.sizeof(out))])
+    sim.launch("k", (grid, 1, 1), (block, 1, 1), shared, [struct.pack("<Q", ctypes.addressof(out))], **kw)
+    return list(out)
+
+
+STORE_R1 = """  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r1;"""
+
+
+def test_a_barrier_some_threads_skip_is_a_hang_naming_where_each_waits():
+    text = kernel("""  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 16;
+  @%p1 bra $skip;
+  bar.sync 0;
+$skip:
+  bar.sync 1;""")
+    with pytest.raises(Hang) as e:
+        run(text)
+    assert "every thread waits" in str(e.value) and "bar.sync 0" in str(e.value) and "bar.sync 1" in str(e.value)
+
+
+def test_a_spin_that_never_ends_is_a_hang_past_the_budget():
+    text = kernel("""$again:
+  ld.volatile.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra $again;""")
+    with pytest.raises(Hang, match="ran past 20000 statements"):
+        run(text, budget=20000)
+
+
+def test_an_access_outside_device_memory_names_the_statement_and_the_thread():
+    text = kernel("""  mov.u32 %r1, 7;
+  st.global.u32 [%rd1+256], %r1;""")
+    with pytest.raises(PtxError, match=r"st.global.u32 \[%rd1\+256\], %r1: 4 bytes at 0x[0-9a-f]+ are outside device "
+                                       r"memory \(block \(0, 0, 0\), thread \(0, 0, 0\)\)"):
+        run(text)
+
+
+def test_shared_memory_read_before_any_thread_wrote_it_is_reported():
+    text = HEADER + """.shared .align 4 .b8 tile[128];
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, tile;
+  add.u32 %r4, %r3, %r2;
+  setp.ne.u32 %p1, %r1, 5;
+  @%p1 st.shared.u32 [%r4], %r1;
+  bar.sync 0;
+  ld.shared.u32 %r5, [%r4];
+  ret;
+}
+"""
+    text = text.replace(".reg .b64 %rd<4>;", ".reg .b64 %rd<4>;\n  .reg .pred %p<2>;")
+    with pytest.raises(PtxError, match=r"thread \(5, 0, 0\) reads shared bytes 20..24 that no thread of its block wrote"):
+        run(text)
+
+
+def test_an_instruction_it_does_not_model_is_refused_by_name_at_load():
+    text = kernel("""  mov.u32 %r1, 0;
+  wgmma.fence.sync.aligned;""")
+    with pytest.raises(PtxError, match="'wgmma.fence.sync.aligned' is not simulated"):
+        run(text)
+
+
+def test_warp_shuffles_and_votes_exchange_between_the_lanes():
+    # Each lane: (value of lane+1 by shfl.down, clamped at 31) + 100 * (ballot of odd lanes == 0xaaaaaaaa).
+    text = kernel("""  mov.u32 %r3, %tid.x;
+  mul.lo.u32 %r4, %r3, 3;
+  shfl.sync.down.b32 %r5|%p2, %r4, 1, 31, -1;
+  and.b32 %r6, %r3, 1;
+  setp.eq.u32 %p3, %r6, 1;
+  vote.sync.ballot.b32 %r7, %p3, -1;
+  setp.eq.u32 %p4, %r7, -1431655766;
+  selp.u32 %r8, 100, 0, %p4;
+  selp.u32 %r9, 1000, 0, %p2;
+  add.u32 %r1, %r5, %r8;
+  add.u32 %r1, %r1, %r9;
+""" + STORE_R1)
+    got = run(text)
+    assert got[:32] == [3 * (t + 1) + 1100 for t in range(31)] + [3 * 31 + 100]
+
+
+def test_integer_and_float_instructions_give_what_the_isa_says():
+    text = kernel("""  mov.u32 %r10, -7;
+  mov.u32 %r11, 2;
+  div.s32 %r12, %r10, %r11;
+  rem.s32 %r13, %r10, %r11;
+  shr.s32 %r14, %r10, 1;
+  shr.u32 %r15, %r10, 28;
+  mul.hi.s32 %r16, %r10, %r10;
+  bfe.s32 %r17, %r10, 1, 3;
+  mov.f32 %f1, 0f3FC00000;
+  cvt.rni.s32.f32 %r18, %f1;
+  mov.f32 %f2, 0fC0200000;
+  cvt.rzi.s32.f32 %r19, %f2;
+  mov.f32 %f3, 0f7F800000;
+  cvt.rzi.s32.f32 %r20, %f3;
+  mov.f32 %f4, 0f3F800000;
+  mov.f32 %f5, 0f40400000;
+  div.rn.f32 %f6, %f4, %f5;
+  mov.b32 %r21, %f6;
+  prmt.b32 %r22, %r10, %r11, 0x3210;
+  prmt.b32 %r23, %r11, %r10, 0x0123;
+  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd1], {%r12, %r13, %r14, %r15};
+  st.global.v4.u32 [%rd1+16], {%r16, %r17, %r18, %r19};
+  st.global.v4.u32 [%rd1+32], {%r20, %r21, %r22, %r23};""")
+    got = run(text, block=1)
+    assert got[:12] == [(-3) & 0xFFFFFFFF, (-1) & 0xFFFFFFFF, (-4) & 0xFFFFFFFF, 15, 0, (-4) & 0xFFFFFFFF, 2,
+                        (-2) & 0xFFFFFFFF, 0x7FFFFFFF, 0x3EAAAAAB, (-7) & 0xFFFFFFFF, 0x02000000]
