@@ -580,3 +580,46 @@ def test_a_kernel_launched_alone_through_libsk_equals_its_launch_by_the_driver(g
     mem.set("h", np.zeros((2, 256), np.float32))
     run_alone(gpu, step)
     assert got.tobytes() == mem.get("h").tobytes() and np.abs(got).max() > 0.1
+
+
+def test_a_decode_step_of_cuda_cpp_kernels_fused_equals_their_launches(gpu):
+    # decode_global.cu's __global__ kernels as nvcc compiled them, in blocks of 256, 128 and 64
+    # threads (a narrower one runs on the first threads of the super kernel's 256), a struct by
+    # value (RopeShape), dynamic shared memory (the attention's scores), block-wide sums
+    # through static shared arrays; on two blocks, so each runs several of a step's.
+    rng = np.random.default_rng(18)
+    batch, hidden, heads, head_dim, seq, out_rows = 2, 256, 2, 128, 8, 32
+    mem = Memory(gpu)
+    mem.put("x", rng.standard_normal((batch, hidden)).astype(np.float32))
+    mem.put("w", rng.uniform(0.5, 1.5, hidden).astype(np.float32))
+    mem.put("wg", (rng.standard_normal((out_rows, hidden)) / 16).astype(np.float32))
+    mem.put("gate", rng.standard_normal((batch, hidden)).astype(np.float32))
+    mem.put("q", rng.standard_normal((batch, heads, head_dim)).astype(np.float32))
+    mem.put("k", rng.standard_normal((batch, seq, heads, head_dim)).astype(np.float32))
+    mem.put("v", rng.standard_normal((batch, seq, heads, head_dim)).astype(np.float32))
+    angles = rng.uniform(0, np.pi, (batch, head_dim // 2))
+    mem.put("cos", np.cos(angles).astype(np.float32)), mem.put("sin", np.sin(angles).astype(np.float32))
+    for name, shape in (("rms", (batch, hidden)), ("gemv", out_rows), ("silu", (batch, hidden)),
+                        ("add", (batch, hidden)), ("attn", (batch, heads, head_dim)), ("rope", (batch, heads, head_dim))):
+        mem.put(name, np.zeros(shape, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    f = "decode_global.ptx"
+    rope_shape = struct.pack("<3i", heads, head_dim, batch)
+    steps = [
+        nvcc_step(gpu, f, "rmsnorm_global", batch, (256, 1, 1), b["x"], b["w"], b["rms"], hidden, 1e-6,
+                  threads=(256, 1, 1)),
+        nvcc_step(gpu, f, "gemv_global", 4, (128, 1, 1), b["wg"], b["rms"], b["gemv"], out_rows, hidden),
+        nvcc_step(gpu, f, "silu_mul_global", 2, (128, 1, 1), b["gate"], b["rms"], b["silu"], batch * hidden,
+                  threads=(128, 1, 1)),
+        nvcc_step(gpu, f, "residual_add_global", 2, (256, 1, 1), b["silu"], b["x"], b["add"], batch * hidden,
+                  threads=(256, 1, 1)),
+        nvcc_step(gpu, f, "decode_attention_global", batch * heads, (128, 1, 1), b["q"], b["k"], b["v"], b["attn"],
+                  seq, heads, head_dim, seq, 0.088, shared=seq * 4, options={"dynamic_shared": seq * 4}),
+        nvcc_step(gpu, f, "rope_global", batch * heads, (64, 1, 1), b["attn"], b["cos"], b["sin"], b["rope"],
+                  rope_shape, threads=(64, 1, 1)),
+    ]
+    _, got = fused_equals_alone(gpu, mem, steps, ["rms", "gemv", "silu", "add", "attn", "rope"], "debug-aiv-num=2")
+    x = mem.get("x")
+    rms = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6)) * mem.get("w")
+    np.testing.assert_allclose(got["rms"], rms, rtol=1e-5, atol=1e-6)
+    assert np.abs(got["rope"]).max() > 0.01
