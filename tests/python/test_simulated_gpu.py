@@ -16,6 +16,7 @@ import ctypes
 import json
 import os
 import struct
+import sys
 import types
 
 import numpy as np
@@ -24,9 +25,8 @@ import pytest
 import superkernel as sk
 from conftest import ROOT, cuda_kernel
 
-import sys
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from ptxsim import Hang, Simulator  # noqa: E402
+from ptxsim import Simulator  # noqa: E402
 from ptxsim.driver import simulating  # noqa: E402
 
 TRITON = os.path.join(ROOT, "tests", "kernels", "triton", "ptx")
