@@ -59,10 +59,12 @@ def special_register(name):
         return lambda th, fr: th.cta.flat % th.m.sms
     if base == "%nsmid":
         return lambda th, fr: th.m.sms
-    if base in ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo"):
+    if base in ("%clock", "%clock64"):
         return lambda th, fr: th.m.executed
+    if base in ("%globaltimer", "%globaltimer_lo"):  # a nanosecond a statement, plus the sleeps
+        return lambda th, fr: th.m.executed + th.m.slept
     if base == "%globaltimer_hi":
-        return lambda th, fr: th.m.executed >> 32
+        return lambda th, fr: (th.m.executed + th.m.slept) >> 32
     if base == "%lanemask_eq":
         return lambda th, fr: 1 << th.lane
     if base == "%lanemask_lt":
@@ -1016,7 +1018,11 @@ class Compiler:
     op_discard = op_applypriority = op_setmaxnreg = op_pmevent = _nothing
 
     def op_nanosleep(self, ins):
-        return lambda th, fr: YIELD
+        t = self.read(ins.args[0], "u32", ins)
+        def ex(th, fr):
+            th.m.slept += t(th, fr)
+            return YIELD
+        return ex
 
     def op_createpolicy(self, ins):
         w = self.write(ins.args[0], "b64", ins)

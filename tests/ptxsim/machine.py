@@ -468,7 +468,7 @@ class Simulator:
                         cta.threads.append(th)
                         threads.append(th)
         self.live = len(threads)
-        self.executed = 0
+        self.executed = self.slept = 0
         rng = random.Random(seed) if seed is not None else None
         order = list(threads)
         speed = {cta.flat: rng.uniform(0.05, 1.0) if rng else 1.0 for cta in ctas}

@@ -76,7 +76,8 @@ def _strip(text):
             awaiting = "{" not in s
             out.append("")
             continue
-        if s.startswith((".loc", ".file", "@@DWARF", ".pragma", ".version", ".target", ".address_size")):
+        if s.split(None, 1)[:1] in ([".loc"], [".file"], ["@@DWARF"], [".pragma"], [".version"], [".target"],
+                                    [".address_size"]):
             out.append("")
             continue
         out.append(line)

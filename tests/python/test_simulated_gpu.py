@@ -623,3 +623,161 @@ def test_a_decode_step_of_cuda_cpp_kernels_fused_equals_their_launches(gpu):
     rms = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6)) * mem.get("w")
     np.testing.assert_allclose(got["rms"], rms, rtol=1e-5, atol=1e-6)
     assert np.abs(got["rope"]).max() > 0.01
+
+
+# ---- sub-kernels written for libsk, as PTX -------------------------------------------------------
+def sk_kernels(gpu, name):
+    """The build's `name`_sk.ptx (nvcc -ptx -rdc=true of tests/kernels/cuda/`name`.cu)."""
+    cache = gpu.__dict__.setdefault("sk_modules", {})
+    if name not in cache:
+        cache[name] = gpu.load(cuda_kernel(name + "_sk.ptx"))
+    return cache[name]
+
+
+def test_a_chain_on_uneven_block_counts_fused_equals_unfused_and_the_cpu(gpu):
+    # chain_step on 1 to 9 blocks a step, on a super kernel of 4 (idle and multiplexed
+    # blocks), launched twice; sk_launch_kernel of each step, unfused, the same; and the CPU.
+    step = sk_kernels(gpu, "chain").kernel("chain_step")
+    n, count = 400, 12
+    init = np.arange(n, dtype=np.uint32)
+    fused, unfused = gpu.alloc(4 * n), gpu.alloc(4 * n)
+    for buf in (fused, unfused):
+        ctypes.memmove(buf.address, init.ctypes.data, 4 * n)
+    with gpu.scope("chain", "debug-aiv-num=4") as scope:
+        for i in range(count):
+            scope.add(step, 1 + (i * 7) % 9, fused, n, i)
+    for _ in range(2):
+        scope.superkernel.launch()
+        for i in range(count):
+            step.launch(1 + (i * 7) % 9, unfused, n, i)
+    gpu.synchronize()
+    expect = init.copy()
+    for _ in range(2):
+        for i in range(count):
+            expect = expect * np.uint32(3) + np.uint32(i)
+    for buf in (fused, unfused):
+        assert np.frombuffer(ctypes.string_at(buf.address, 4 * n), np.uint32).tobytes() == expect.tobytes()
+
+
+def test_sync_all_on_fewer_blocks_than_the_super_kernel(gpu):
+    # sync_sum's 3 blocks meet at sk_sync_all in a super kernel of 6 (the chain step beside it
+    # takes 6): each writes its partial sum, block 0 adds them after the barrier.
+    mod = sk_kernels(gpu, "sync")
+    chain = sk_kernels(gpu, "chain").kernel("chain_step")
+    n = 1000
+    values = np.arange(n, dtype=np.uint32) * np.uint32(7919) + np.uint32(3)
+    data, partial, other = gpu.alloc(4 * n), gpu.alloc(4 * 8), gpu.alloc(4 * n)
+    ctypes.memmove(data.address, values.ctypes.data, 4 * n)
+    with gpu.scope("sync") as scope:
+        scope.add(chain, 6, other, n, 1)
+        scope.add(mod.kernel("sync_sum"), 3, data, partial, n)
+        scope.add(chain, 6, other, n, 2)
+    scope.superkernel.launch()
+    gpu.synchronize()
+    got = np.frombuffer(ctypes.string_at(partial.address, 16), np.uint32)
+    assert int(got[0]) == int(values.sum(dtype=np.uint64)) & 0xFFFFFFFF
+    assert int(got[1:].sum(dtype=np.uint64)) & 0xFFFFFFFF == int(got[0])
+
+
+def test_task_overlap_keeps_the_data_dependency(gpu):
+    # overlap_produce lets the next kernel start after its data (sk_set_next_task_start);
+    # overlap_consume runs its head, then waits for it (sk_wait_pre_task_end). Eight blocks of
+    # each on a super kernel of two.
+    mod = sk_kernels(gpu, "overlap")
+    n = 2000
+    data, scratch, out = gpu.alloc(4 * n), gpu.alloc(4 * n), gpu.alloc(4 * n)
+    with gpu.scope("overlap", "debug-aiv-num=2") as scope:
+        scope.add(mod.kernel("overlap_produce"), 8, data, scratch, n)
+        scope.add(mod.kernel("overlap_consume"), 8, data, out, n)
+    for _ in range(2):
+        scope.superkernel.launch()
+    gpu.synchronize()
+    i = np.arange(n, dtype=np.uint32)
+    assert np.frombuffer(ctypes.string_at(out.address, 4 * n), np.uint32).tobytes() == ((i + 1) * 2).tobytes()
+    assert (np.frombuffer(ctypes.string_at(scratch.address, 4 * n), np.uint32) == 2).all()
+
+
+def test_blocks_that_meet_at_a_cross_core_flag_read_each_others_writes(gpu):
+    # flag_rotate: each block writes its part, sets and waits for flag 2 across all blocks,
+    # then reads the next block's part; three launches of two steps, the flag counting on.
+    k = sk_kernels(gpu, "flags").kernel("flag_rotate")
+    blocks, n = 3, 3 * 128
+    a, b = gpu.alloc(4 * n), gpu.alloc(4 * n)
+    with gpu.scope("flags") as scope:
+        scope.add(k, blocks, a, b, 1)
+        scope.add(k, blocks, b, a, 2)
+    for _ in range(3):
+        scope.superkernel.launch()
+    gpu.synchronize()
+    i = np.arange(n, dtype=np.uint64)
+    first = (i * 2654435761 + 1) & 0xFFFFFFFF
+    bb = first[(i + 128) % n] ^ first[(i + 1) % n]
+    second = (i * 2654435761 + 2) & 0xFFFFFFFF
+    aa = second[(i + 128) % n] ^ second[(i + 1) % n]
+    assert np.frombuffer(ctypes.string_at(a.address, 4 * n), np.uint32).tobytes() == aa.astype(np.uint32).tobytes()
+    assert np.frombuffer(ctypes.string_at(b.address, 4 * n), np.uint32).tobytes() == second.astype(np.uint32).tobytes()
+
+
+def test_a_kernel_stops_a_repeat_in_the_run_it_chooses(gpu):
+    mod = sk_kernels(gpu, "repeat")
+    runs, flag = gpu.alloc(4), gpu.alloc(4)
+    with gpu.scope("repeat") as scope:
+        scope.add(mod.kernel("count_and_stop"), 2, runs, flag, 4)
+    scope.superkernel.launch_repeat(100, flag)
+    gpu.synchronize()
+    assert struct.unpack("<I", ctypes.string_at(runs.address, 4))[0] == 4
+
+
+def test_reads_through_the_read_only_path_see_the_step_befores_writes(gpu):
+    mod = sk_kernels(gpu, "readonly")
+    k = mod.kernel("ro_rotate")
+    n, steps = 512, 6
+    a, b = gpu.alloc(4 * n), gpu.alloc(4 * n)
+    start = (np.arange(n, dtype=np.uint32) * 7 + 1).astype(np.uint32)
+    ctypes.memmove(a.address, start.ctypes.data, 4 * n)
+    with gpu.scope("readonly", "debug-aiv-num=2") as scope:
+        for s in range(steps):
+            scope.add(k, 4, a if s % 2 == 0 else b, b if s % 2 == 0 else a, n, 37 * s + 5)
+    scope.superkernel.launch()
+    gpu.synchronize()
+    x = start.astype(np.uint64)
+    i = np.arange(n)
+    for s in range(steps):
+        shift = 37 * s + 5
+        x = (x[(i + shift) % n] * 2654435761 + x[(i + 2 * shift + 1) % n] + shift) & 0xFFFFFFFF
+    got = np.frombuffer(ctypes.string_at((a if steps % 2 == 0 else b).address, 4 * n), np.uint32)
+    assert got.tobytes() == x.astype(np.uint32).tobytes()
+
+
+def test_a_hang_aborts_only_its_launch_and_the_next_one_runs(gpu):
+    # partial_sync's block 0 waits at sk_sync_all for block 1, which never comes: past the
+    # device's deadline (1 ms of simulated time: a nanosecond a statement, plus the sleeps) the
+    # wait aborts the launch, whose blocks run to their end; its stream's sync reports the hang
+    # once, naming the super kernel; a super kernel on another stream is not aborted; the hung
+    # one's next launch, with every block syncing, runs from zeroed counters.
+    with sk.Device("cuda:0,timeout_ms=1") as dev:
+        dev.runs = gpu.runs
+        k = dev.load(cuda_kernel("hang_sk.ptx")).kernel("partial_sync")
+        chain = dev.load(cuda_kernel("chain_sk.ptx")).kernel("chain_step")
+        count, data = dev.alloc(4), dev.alloc(4 * 256)
+        ctypes.memmove(data.address, struct.pack("<256I", *[1] * 256), 4 * 256)
+        with dev.scope("hung") as scope:
+            scope.add(k, 2, count, 1)
+        hung = scope.superkernel
+        with dev.scope("other") as scope:
+            for _ in range(4):
+                scope.add(chain, 2, data, 256, 0)
+        s1, s2 = dev.stream(), dev.stream()
+        hung.launch(s1)
+        scope.superkernel.launch(s2)
+        s2.synchronize()
+        with pytest.raises(sk.Hang, match=r"super kernel 'hung' .*: block 0 of step 0 'partial_sync' waited past "
+                                          r"the 1 ms deadline at sk_sync_all \(counter 1 of 2\)"):
+            s1.synchronize()
+        s1.synchronize()  # reported once
+        assert struct.unpack("<I", ctypes.string_at(count.address, 4))[0] == 2
+        assert set(struct.unpack("<256I", ctypes.string_at(data.address, 4 * 256))) == {81}
+        hung.set_arg(0, 1, 2)
+        hung.launch(s1)
+        s1.synchronize()
+        assert struct.unpack("<I", ctypes.string_at(count.address, 4))[0] == 4
