@@ -781,3 +781,41 @@ def test_a_hang_aborts_only_its_launch_and_the_next_one_runs(gpu):
         hung.launch(s1)
         s1.synchronize()
         assert struct.unpack("<I", ctypes.string_at(count.address, 4))[0] == 4
+
+
+def test_a_kernel_that_waits_for_its_blocks_by_its_own_means_runs_them_at_once(gpu):
+    # own_barrier_rotate: thread 0 of each block counts itself in `arrived` and spins until every
+    # block has, then reads the next block's words. Taken cooperative (SK_KERNEL_DESC_COOPERATIVE),
+    # each of its blocks gets a block of the super kernel; two rounds, the count going on.
+    blocks, n = 3, 3 * 128
+    mem = Memory(gpu)
+    mem.put("in", (np.arange(n, dtype=np.uint32) * np.uint32(40503)))
+    mem.put("mid", np.zeros(n, np.uint32)), mem.put("out1", np.zeros(n, np.uint32))
+    mem.put("out2", np.zeros(n, np.uint32)), mem.put("arrived", np.zeros(1, np.uint32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    coop = {"cooperative": True}
+    steps = [nvcc_step(gpu, "grid_sync.ptx", "own_barrier_rotate", blocks, (128, 1, 1), b["in"], b["mid"], b["out1"],
+                       b["arrived"], 1, threads=(128, 1, 1), options=coop),
+             nvcc_step(gpu, "grid_sync.ptx", "own_barrier_rotate", blocks, (128, 1, 1), b["out1"], b["mid"], b["out2"],
+                       b["arrived"], 2, threads=(128, 1, 1), options=coop)]
+    _, got = fused_equals_alone(gpu, mem, steps, ["out1", "out2", "arrived"])
+    assert got["arrived"][0] == 2 * blocks
+
+
+def test_returning_threads_of_narrower_kernels_beside_a_wider_one(gpu):
+    # er_guard and er_rounds at 128 threads beside er_wide at 256: they run on each block's
+    # first 128, and their returned threads' wait and two-phase barriers count 128.
+    blocks, n = 4, 4 * 128
+    live = n - 37
+    i = np.arange(n)
+    mem = Memory(gpu)
+    mem.put("in", ((i % 23) - 9).astype(np.float32))
+    mem.put("out", np.zeros(n, np.float32)), mem.put("wide", ((i % 7) - 3).astype(np.float32))
+    mem.put("rounds", ((i * 7 + i // 128) % 6).astype(np.int32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    f = "early_return_global.ptx"
+    steps = [nvcc_step(gpu, f, "er_guard", blocks, (128, 1, 1), b["in"], b["out"], live),
+             nvcc_step(gpu, f, "er_wide", blocks // 2, (256, 1, 1), b["wide"], live),
+             nvcc_step(gpu, f, "er_rounds", blocks, (128, 1, 1), b["out"], b["rounds"])]
+    fused, _ = fused_equals_alone(gpu, mem, steps, ["out", "wide"])
+    assert fused.explain()["cuda_entry"]["threads"] == 256
