@@ -245,52 +245,41 @@ class Compiler:
                 return q
         return "generic"
 
-    def op_ld(self, ins):
-        return self._load(ins, nc=False)
-
-    def op_ldu(self, ins):
-        return self._load(ins, nc=True)
-
-    def _load(self, ins, nc):
-        t = type_of(ins.parts)
-        size = TYPE_BYTES[t]
+    def _memory(self, ins, a):
+        """Reading and writing the bytes an ld or st names: a parameter by name ([p], [p+8],
+        kernel or call parameter), else the address in the instruction's state space."""
         space = self._space(ins)
-        d, a = ins.args[0], ins.args[1]
-        dests = d[1] if d[0] == "vec" else [d]
-        ws = [self.write(x, t, ins) for x in dests]
-        n = len(dests)
         m = self.mod.machine
         if space == "param" and a[1] is not None and not a[1].startswith("%"):
             name, off = a[1], a[2]
-            def ex(th, fr):
-                raw = m.param_read(th, fr, name, off, size * n, ins)
-                for i, w in enumerate(ws):
-                    w(th, fr, int.from_bytes(raw[i * size:(i + 1) * size], "little"))
-            return ex
+            return (lambda th, fr, n: m.param_read(th, fr, name, off, n, ins),
+                    lambda th, fr, data: m.param_write(th, fr, name, off, data, ins))
         addr = self.address(a, ins)
+        return (lambda th, fr, n: m.read(th, fr, space, addr(th, fr), n, ins),
+                lambda th, fr, data: m.write(th, fr, space, addr(th, fr), data, ins))
+
+    def op_ld(self, ins):
+        t = type_of(ins.parts)
+        size = TYPE_BYTES[t]
+        d = ins.args[0]
+        ws = [self.write(x, t, ins) for x in (d[1] if d[0] == "vec" else [d])]
+        load, _ = self._memory(ins, ins.args[1])
         def ex(th, fr):
-            raw = m.read(th, fr, space, addr(th, fr), size * n, ins)
+            raw = load(th, fr, size * len(ws))
             for i, w in enumerate(ws):
                 w(th, fr, int.from_bytes(raw[i * size:(i + 1) * size], "little"))
         return ex
 
+    op_ldu = op_ld
+
     def op_st(self, ins):
         t = type_of(ins.parts)
         size = TYPE_BYTES[t]
-        space = self._space(ins)
-        a, v = ins.args[0], ins.args[1]
+        v = ins.args[1]
         srcs = [self.read(x, t, ins) for x in (v[1] if v[0] == "vec" else [v])]
-        m = self.mod.machine
-        if space == "param" and a[1] is not None and not a[1].startswith("%"):
-            name, off = a[1], a[2]
-            def ex(th, fr):
-                data = b"".join(s(th, fr).to_bytes(size, "little") for s in srcs)
-                m.param_write(th, fr, name, off, data, ins)
-            return ex
-        addr = self.address(a, ins)
+        _, store = self._memory(ins, ins.args[0])
         def ex(th, fr):
-            data = b"".join(s(th, fr).to_bytes(size, "little") for s in srcs)
-            m.write(th, fr, space, addr(th, fr), data, ins)
+            store(th, fr, b"".join(s(th, fr).to_bytes(size, "little") for s in srcs))
         return ex
 
     def op_atom(self, ins):

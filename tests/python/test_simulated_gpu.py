@@ -182,7 +182,10 @@ def test_the_simulator_computes_triton_kernels_as_numpy_does(gpu):
 
 
 # ---- Triton kernels fused ------------------------------------------------------------------------
-def test_a_chain_of_triton_kernels_fused_equals_their_launches(gpu):
+@pytest.mark.parametrize("block_local", [False, True], ids=["barrier", "block-local"])
+def test_a_chain_of_triton_kernels_fused_equals_their_launches(gpu, block_local):
+    # residual_add's program i reads only what silu_mul's program i wrote: block-local, it may
+    # run without a grid barrier between them, with the same result.
     rng = np.random.default_rng(1)
     mem = Memory(gpu)
     n = 1024
@@ -191,9 +194,10 @@ def test_a_chain_of_triton_kernels_fused_equals_their_launches(gpu):
     mem.put("t", np.zeros(n, np.float32)), mem.put("out", np.zeros(n, np.float32))
     b = {k: v[0] for k, v in mem.buffers.items()}
     steps = [triton_step(gpu, "silu_mul", 2, b["gate"], b["up"], b["t"], n),
-             triton_step(gpu, "residual_add", 2, b["t"], b["res"], b["out"], n)]
-    fused_equals_alone(gpu, mem, steps, ["t", "out"])
-    assert gpu.runs.launches and gpu.runs.launches[0][0] == "sk_superkernel_entry"
+             triton_step(gpu, "residual_add", 2, b["t"], b["res"], b["out"], n, block_local=block_local)]
+    fused, _ = fused_equals_alone(gpu, mem, steps, ["t", "out"], launches=2)
+    assert [launch[0] for launch in gpu.runs.launches] == ["sk_superkernel_entry"] * 2
+    assert fused.explain()["steps"][1]["edge"] == ("block-local" if block_local else "barrier")
 
 
 def decode_step(gpu, mem, rng):
@@ -238,22 +242,6 @@ def test_a_decode_step_of_triton_kernels_fused_equals_their_launches(gpu, option
     assert fused.explain()["cuda_entry"]["compiled"] == "whole program"
     assert [launch[1][0] for launch in gpu.runs.launches] == [2 if options else 4] * 2
     assert np.abs(got["proj"]).max() > 0.01 and np.abs(got["att"]).max() > 0.01  # not zeros
-
-
-def test_block_local_steps_wait_for_their_own_block_only(gpu):
-    # residual_add's program i reads only what silu_mul's program i wrote: block-local, no grid
-    # barrier between them, and the same result.
-    rng = np.random.default_rng(5)
-    mem = Memory(gpu)
-    n = 1024
-    for name in ("gate", "up", "res"):
-        mem.put(name, rng.standard_normal(n).astype(np.float32))
-    mem.put("t", np.zeros(n, np.float32)), mem.put("out", np.zeros(n, np.float32))
-    b = {k: v[0] for k, v in mem.buffers.items()}
-    steps = [triton_step(gpu, "silu_mul", 2, b["gate"], b["up"], b["t"], n),
-             triton_step(gpu, "residual_add", 2, b["t"], b["res"], b["out"], n, block_local=True)]
-    fused, _ = fused_equals_alone(gpu, mem, steps, ["t", "out"], launches=2)
-    assert fused.explain()["steps"][1]["edge"] == "block-local"
 
 
 def test_a_step_declared_block_local_that_is_not_races_and_the_simulator_shows_it(gpu):
@@ -302,19 +290,26 @@ def nvcc_step(gpu, file, name, grid, block, *args, shared=0, threads=None, optio
     return Step(k, text, grid, block, shared, list(args), add)
 
 
+def early_return_inputs(gpu, blocks):
+    """Buffers for early_return_global.cu's kernels on `blocks` blocks of 128: in, out, wide,
+    rounds (0 to 5 a thread, every block some of each); and the live count, past which
+    er_guard's threads return."""
+    n = blocks * 128
+    i = np.arange(n)
+    mem = Memory(gpu)
+    mem.put("in", ((i % 23) - 9).astype(np.float32))
+    mem.put("out", np.zeros(n, np.float32)), mem.put("wide", ((i % 7) - 3).astype(np.float32))
+    mem.put("rounds", ((i * 7 + i // 128) % 6).astype(np.int32))
+    return mem, {k: v[0] for k, v in mem.buffers.items()}, n - 37
+
+
 def test_threads_that_return_before_a_barrier_fused_equal_their_launches(gpu):
     # er_guard's last block has threads past n that return before its __syncthreads (and its
     # __syncthreads_or/and/count); er_rounds' threads return after a count of rounds of their
     # own, between barriers in a called function. Fused, a returned thread only returns into
     # the super kernel: libsk's rewrite makes the others' barriers count it as gone.
-    blocks, n = 4, 4 * 128
-    live = n - 37
-    i = np.arange(n)
-    mem = Memory(gpu)
-    mem.put("in", ((i % 23) - 9).astype(np.float32))
-    mem.put("out", np.zeros(n, np.float32))
-    mem.put("rounds", ((i * 7 + i // 128) % 6).astype(np.int32))
-    b = {k: v[0] for k, v in mem.buffers.items()}
+    blocks = 4
+    mem, b, live = early_return_inputs(gpu, blocks)
     steps = [nvcc_step(gpu, "early_return_global.ptx", "er_guard", blocks, (128, 1, 1), b["in"], b["out"], live),
              nvcc_step(gpu, "early_return_global.ptx", "er_rounds", blocks, (128, 1, 1), b["out"], b["rounds"])]
     _, got = fused_equals_alone(gpu, mem, steps, ["out"])
@@ -805,14 +800,8 @@ def test_a_kernel_that_waits_for_its_blocks_by_its_own_means_runs_them_at_once(g
 def test_returning_threads_of_narrower_kernels_beside_a_wider_one(gpu):
     # er_guard and er_rounds at 128 threads beside er_wide at 256: they run on each block's
     # first 128, and their returned threads' wait and two-phase barriers count 128.
-    blocks, n = 4, 4 * 128
-    live = n - 37
-    i = np.arange(n)
-    mem = Memory(gpu)
-    mem.put("in", ((i % 23) - 9).astype(np.float32))
-    mem.put("out", np.zeros(n, np.float32)), mem.put("wide", ((i % 7) - 3).astype(np.float32))
-    mem.put("rounds", ((i * 7 + i // 128) % 6).astype(np.int32))
-    b = {k: v[0] for k, v in mem.buffers.items()}
+    blocks = 4
+    mem, b, live = early_return_inputs(gpu, blocks)
     f = "early_return_global.ptx"
     steps = [nvcc_step(gpu, f, "er_guard", blocks, (128, 1, 1), b["in"], b["out"], live),
              nvcc_step(gpu, f, "er_wide", blocks // 2, (256, 1, 1), b["wide"], live),
