@@ -114,10 +114,20 @@ class Compiler:
             sreg = special_register(name) if name.startswith(SPECIAL) else None
             if sreg is not None:
                 return lambda th, fr: sreg(th, fr) & mask
-            return lambda th, fr: fr.regs.get(name, 0) & mask
+            def reg(th, fr):
+                try:
+                    return fr.regs[name] & mask
+                except KeyError:
+                    raise self.unset(name, ins, th) from None
+            return reg
         if kind == "not":
             name = o[1]
-            return lambda th, fr: 1 - (fr.regs.get(name, 0) & 1)
+            def negated(th, fr):
+                try:
+                    return 1 - (fr.regs[name] & 1)
+                except KeyError:
+                    raise self.unset(name, ins, th) from None
+            return negated
         if kind == "imm":
             v = o[1]
             if o[2] is not None and t in READ and o[2] != t:
@@ -133,6 +143,12 @@ class Compiler:
             addr, off = self.symbol_address(o[1], ins), o[2]
             return lambda th, fr: (addr(th, fr) + off) & mask
         raise Unsupported(f"{_where(ins)}: operand {o}")
+
+    def unset(self, name, ins, th):
+        """A register read before any statement of its function's call wrote it: on a GPU, what
+        was there before."""
+        return PtxError(f"{self.mod.ptx.label}: {_where(ins)}: {self.fn.name} reads {name}, which no statement "
+                        f"wrote (block {th.cta.idx}, thread {th.tid})")
 
     def symbol_address(self, name, ins):
         """The address of a variable (in its space), a kernel parameter (its offset in the

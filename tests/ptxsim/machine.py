@@ -512,9 +512,14 @@ class Simulator:
             else:
                 ins = code[fr.pc]
                 n += 1
-                if ins.guard is not None and (fr.regs.get(ins.guard, 0) & 1) == ins.guard_neg:
-                    fr.pc += 1
-                    continue
+                if ins.guard is not None:
+                    guard = fr.regs.get(ins.guard)
+                    if guard is None:
+                        raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: {fr.fn.name} reads {ins.guard}, "
+                                       f"which no statement wrote (block {th.cta.idx}, thread {th.tid})")
+                    if (guard & 1) == ins.guard_neg:
+                        fr.pc += 1
+                        continue
                 r = ins.ex(th, fr)
             if r is None:
                 fr.pc += 1

@@ -1,6 +1,7 @@
 """The PTX simulator (tests/ptxsim) that test_simulated_gpu.py runs super kernels on: what it
 reports of a kernel that is wrong (a barrier not every thread reaches, an access outside device
-memory, shared memory read before any thread wrote it, an instruction it does not model), and
+memory, shared memory or a register read before it is written, an instruction it does not
+model), and
 the instructions whose meaning the comparisons there depend on, against values worked by hand.
 No GPU and no libsk: PTX text in, host memory out."""
 import ctypes
@@ -152,3 +153,10 @@ def test_integer_and_float_instructions_give_what_the_isa_says():
     got = run(text, block=1)
     assert got[:12] == [(-3) & 0xFFFFFFFF, (-1) & 0xFFFFFFFF, (-4) & 0xFFFFFFFF, 15, 0, (-4) & 0xFFFFFFFF, 2,
                         (-2) & 0xFFFFFFFF, 0x7FFFFFFF, 0x3EAAAAAB, (-7) & 0xFFFFFFFF, 0x02000000]
+
+
+def test_a_register_read_before_it_is_written_is_reported():
+    text = kernel("""  mov.u32 %r2, %tid.x;
+  add.u32 %r1, %r2, %r9;""" + "\n" + STORE_R1)
+    with pytest.raises(PtxError, match=r"add.u32 %r1, %r2, %r9: k reads %r9, which no statement wrote"):
+        run(text)
