@@ -1,9 +1,8 @@
 """The PTX simulator (tests/ptxsim) that test_simulated_gpu.py runs super kernels on: what it
 reports of a kernel that is wrong (a barrier not every thread reaches, an access outside device
 memory, shared memory or a register read before it is written, an instruction it does not
-model), and
-the instructions whose meaning the comparisons there depend on, against values worked by hand.
-No GPU and no libsk: PTX text in, host memory out."""
+model), and the instructions whose meaning the comparisons there depend on, against values
+worked by hand. No GPU and no libsk: PTX text in, host memory out."""
 import ctypes
 import os
 import struct
