@@ -808,3 +808,23 @@ def test_returning_threads_of_narrower_kernels_beside_a_wider_one(gpu):
              nvcc_step(gpu, f, "er_rounds", blocks, (128, 1, 1), b["out"], b["rounds"])]
     fused, _ = fused_equals_alone(gpu, mem, steps, ["out", "wide"])
     assert fused.explain()["cuda_entry"]["threads"] == 256
+
+
+def test_triton_kernels_of_dependent_launch_and_of_a_two_dimensional_grid(gpu):
+    # scale_pdl (launch_pdl: its weights load before gdc_wait, while the step before ends) three
+    # times in a chain, each reading what the one before wrote, on a super kernel of two blocks
+    # for four programs; grid2d reads program_id(1) on a (2, 3) grid.
+    rng = np.random.default_rng(19)
+    n = 4 * 512
+    mem = Memory(gpu)
+    for name in ("w", "x"):
+        mem.put(name, rng.standard_normal(n).astype(np.float32))
+    mem.put("y", np.zeros(n, np.float32)), mem.put("z", np.zeros(n, np.float32))
+    mem.put("g", rng.standard_normal((3, 512)).astype(np.float32)), mem.put("g1", np.zeros((3, 512), np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = [triton_step(gpu, "scale_pdl", 4, b["w"], b["x"], b["y"], n),
+             triton_step(gpu, "scale_pdl", 4, b["w"], b["y"], b["z"], n),
+             triton_step(gpu, "grid2d", (2, 3, 1), b["g"], b["g1"], 512),
+             triton_step(gpu, "scale_pdl", 4, b["w"], b["z"], b["x"], n)]
+    _, got = fused_equals_alone(gpu, mem, steps, ["x", "y", "z", "g1"], "debug-aiv-num=2", launches=2)
+    assert (got["g1"] == mem.get("g") + np.float32(1)).all()
