@@ -828,3 +828,24 @@ def test_triton_kernels_of_dependent_launch_and_of_a_two_dimensional_grid(gpu):
              triton_step(gpu, "scale_pdl", 4, b["w"], b["z"], b["x"], n)]
     _, got = fused_equals_alone(gpu, mem, steps, ["x", "y", "z", "g1"], "debug-aiv-num=2", launches=2)
     assert (got["g1"] == mem.get("g") + np.float32(1)).all()
+
+
+def test_a_chain_of_more_than_256_steps_reads_every_steps_record(gpu):
+    # 260 steps of chain_step, each with its own step number, on one block: the step loop reads
+    # each step's record and arguments past the first 256; launched twice.
+    step = sk_kernels(gpu, "chain").kernel("chain_step")
+    n, count = 128, 260
+    x = gpu.alloc(4 * n)
+    init = np.arange(n, dtype=np.uint32)
+    ctypes.memmove(x.address, init.ctypes.data, 4 * n)
+    with gpu.scope("long") as scope:
+        for i in range(count):
+            scope.add(step, 1, x, n, i)
+    for _ in range(2):
+        scope.superkernel.launch()
+    gpu.synchronize()
+    expect = init.copy()
+    for _ in range(2):
+        for i in range(count):
+            expect = expect * np.uint32(3) + np.uint32(i)
+    assert np.frombuffer(ctypes.string_at(x.address, 4 * n), np.uint32).tobytes() == expect.tobytes()
