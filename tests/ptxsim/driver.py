@@ -17,6 +17,7 @@ class Runs:
 
     def __init__(self, lib, seed):
         self.lib, self.launches, self.error, self.seed = lib, [], None, seed
+        self.counts = None  # a dict: each launch's statements per (function, thread) added in
         self._programs = {}
 
     def allocations(self):
@@ -41,7 +42,7 @@ class Runs:
             fn = sim.ptx.functions[name]
             values = [ctypes.string_at(params[i], p.size) for i, p in enumerate(fn.params)]
             sim.launch(name, (grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), shared, values,
-                       seed=None if self.seed is None else self.seed + len(self.launches))
+                       seed=None if self.seed is None else self.seed + len(self.launches), counts=self.counts)
             self.launches.append((name, (grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), sim.executed))
             return 0
         except Exception as e:  # a launch fails; the test raises it (check)

@@ -415,14 +415,16 @@ class Simulator:
 
     # ---- launch ------------------------------------------------------------------------------
     def launch(self, name, grid, block, dynamic_shared, params, budget=50_000_000, quantum=48, seed=None,
-               cooperative=False):
+               cooperative=False, counts=None):
         """Runs `name` on `grid` blocks of `block` threads. `params`: each parameter's bytes,
         in order. With a `seed`, each block runs at a speed of its own (as blocks on SMs that
         started apart would), each round visits the threads in a shuffled order and gives each
         1 to 2 x `quantum` statements times its block's speed, so blocks run ahead of and behind
         each other. `cooperative`: as cuLaunchCooperativeKernel, a zeroed grid workspace whose
         address %envreg1 (high half) and %envreg2 (low half) hold, where cg::this_grid().sync()
-        counts. Raises PtxError (naming the statement) or Hang."""
+        counts. `counts`: a dict that receives, per (function, thread's flat index in its
+        block, instruction), the statements executed. Raises PtxError (naming the statement)
+        or Hang."""
         fn = self.ptx.functions.get(name)
         if fn is None or not fn.entry or not fn.defined:
             raise PtxError(f"{self.label}: no kernel {name}")
@@ -469,6 +471,7 @@ class Simulator:
                         threads.append(th)
         self.live = len(threads)
         self.executed = self.slept = 0
+        self.counts = counts
         rng = random.Random(seed) if seed is not None else None
         order = list(threads)
         speed = {cta.flat: rng.uniform(0.05, 1.0) if rng else 1.0 for cta in ctas}
@@ -512,6 +515,9 @@ class Simulator:
             else:
                 ins = code[fr.pc]
                 n += 1
+                if self.counts is not None:
+                    key = (fr.fn.name, th.flat, ins.op)
+                    self.counts[key] = self.counts.get(key, 0) + 1
                 if ins.guard is not None:
                     guard = fr.regs.get(ins.guard)
                     if guard is None:

@@ -849,3 +849,42 @@ def test_a_chain_of_more_than_256_steps_reads_every_steps_record(gpu):
         for i in range(count):
             expect = expect * np.uint32(3) + np.uint32(i)
     assert np.frombuffer(ctypes.string_at(x.address, 4 * n), np.uint32).tobytes() == expect.tobytes()
+
+
+def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_constant_path(gpu):
+    # Empty steps (bench_empty_step, as PTX) on one block and on four: the statements each
+    # thread of a block runs in the step loop per step, from the difference between 20 and 10
+    # steps, against a cooperative kernel of as many cg::this_grid().sync()s. Every thread but
+    # thread 0 passes two block barriers a step (the entry's barrier.sync 15 before the release
+    # and after the acquire), and its path does not grow with the steps or the blocks.
+    step = sk_kernels(gpu, "bench_empty").kernel("bench_empty_step")
+    per_step = {}
+    for blocks in (1, 4):
+        counted = {}
+        for count in (10, 20):
+            with gpu.scope(f"empty{count}") as scope:
+                for _ in range(count):
+                    scope.add(step, blocks)
+            scope.superkernel.launch()  # the first launch writes the zeros and the step table
+            gpu.synchronize()
+            gpu.runs.counts = counted[count] = {}
+            scope.superkernel.launch()
+            gpu.synchronize()
+            gpu.runs.counts = None
+
+        def statements(counts, thread, op=None):
+            return sum(v for (f, t, o), v in counts.items() if t == thread and (op is None or o == op)) / blocks
+
+        for thread in (0, 1):
+            per_step[(blocks, thread)] = (statements(counted[20], thread) - statements(counted[10], thread)) / 10
+        barriers = (statements(counted[20], 1, "barrier.sync") - statements(counted[10], 1, "barrier.sync")) / 10
+        assert barriers == 2, f"{blocks} blocks: {barriers} block barriers a step"
+    assert per_step[(1, 1)] == per_step[(4, 1)], per_step
+    floor = {}
+    sim = Simulator(open(cuda_kernel("grid_sync.ptx")).read(), "grid_sync", gpu.runs.allocations)
+    for count in (10, 20):
+        counts = {}
+        sim.launch("gs_syncs", (1, 1, 1), (128, 1, 1), 0, [struct.pack("<i", count)], cooperative=True, counts=counts)
+        floor[count] = sum(v for (f, t, o), v in counts.items() if t == 1)
+    print(f"PTX statements a step, thread 1: fused {per_step[(1, 1)]:.0f}, grid.sync {(floor[20] - floor[10]) / 10:.0f}; "
+          f"thread 0 on 1 block: {per_step[(1, 0)]:.0f}")

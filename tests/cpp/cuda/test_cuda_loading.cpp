@@ -145,7 +145,8 @@ TEST(CudaCubin, AGridSyncIsToldFromCooperativeGroupsOfTheBlock) {
     for (const sk::elf::CubinFunction &f : c.functions) {
       if (!f.entry) continue;
       ++kernels;
-      const bool grid = f.name == "cg_grid_sync_call" || f.name == "gs_normalize" || f.name == "gs_neighbour";
+      const bool grid = f.name == "cg_grid_sync_call" || f.name == "gs_normalize" || f.name == "gs_neighbour" ||
+                        f.name == "gs_syncs";
       EXPECT_EQ(f.grid_sync, grid) << f.name;
     }
     EXPECT_GE(kernels, 3u);

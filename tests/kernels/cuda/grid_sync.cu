@@ -52,3 +52,9 @@ extern "C" __global__ void __launch_bounds__(128)
   __syncthreads();
   out[i] = mid[((b + 1) % n) * blockDim.x + threadIdx.x] ^ i;
 }
+
+// Nothing but `count` grid syncs: the floor of a fused step's synchronisation, as bench_cuda's
+// sync-empty kernel.
+extern "C" __global__ void __launch_bounds__(128) gs_syncs(int count) {
+  for (int i = 0; i < count; ++i) cg::this_grid().sync();
+}
