@@ -1,18 +1,18 @@
-// A stand-in for libcuda.so.1 on machines without a GPU (loaded through SK_CUDA_DRIVER_LIBRARY
-// by test_cuda_fake_driver.cpp): "device memory" is host memory, modules are checked for an
-// ELF image (the last one is kept for the tests to read) and the function name, PTX given to
+// A stand-in for libcuda.so.1 on machines without a GPU (loaded through SK_CUDA_DRIVER_LIBRARY by
+// test_cuda_fake_driver.cpp): "device memory" is host memory, modules are checked for an ELF image
+// (the last one is kept for the tests to read) and the function name, PTX given to
 // cuModuleLoadDataEx is compiled by ptxas as one program (as the driver's JIT does), and launches
-// are recorded instead of run (unless a test hands the launches of programs compiled from PTX to
-// a runner: fake_cuda_set_runner, which tests/ptxsim's simulator is). It lets the launch path of the CUDA backend (finalize,
-// co-residency clipping, parameters, epochs, stream ordering, argument rebinding, hang
-// reports, context handling, sticky errors, shared memory requests, graph capture, tensor maps)
-// be tested without a GPU. Each thread has a context stack; a call that needs a context fails with
-// CUDA_ERROR_INVALID_CONTEXT unless the device's is current. Not a simulator: no kernel code
-// runs, but each launch that runs does to the sync buffer's epoch word what the entry's blocks
-// do (read it, run as the next epoch and as many more as the launch's runs, stopping early on
-// a nonzero stop flag or this launch's abort word, write the last back). A stream being captured
-// (cuStreamBeginCapture) records its kernel launches, writes and event records as graph nodes
-// instead, with the parameters of the call; cuGraphLaunch runs them again, in order. As a
+// are recorded instead of run (unless a test hands the launches of programs compiled from PTX to a
+// runner, fake_cuda_set_runner: tests/ptxsim's simulator). It lets the launch path of the CUDA
+// backend (finalize, co-residency clipping, parameters, epochs, stream ordering, argument
+// rebinding, hang reports, context handling, sticky errors, shared memory requests, graph capture,
+// tensor maps) be tested without a GPU. Each thread has a context stack; a call that needs a
+// context fails with CUDA_ERROR_INVALID_CONTEXT unless the device's is current. Not a simulator
+// itself: no kernel code runs, but each launch does to the sync buffer's epoch word what the
+// entry's blocks do (read it, run as the next epoch and as many more as the launch's runs, stopping
+// early on a nonzero stop flag or this launch's abort word, write the last back). A stream being
+// captured (cuStreamBeginCapture) records its kernel launches, writes and event records as graph
+// nodes instead, with the parameters of the call; cuGraphLaunch runs them again, in order. As a
 // driver does, it refuses the calls a capture does not allow (a synchronous call, a copy from
 // pageable memory, an allocation, a module load) to a thread whose capture mode forbids them
 // (cuThreadExchangeStreamCaptureMode), and invalidates the captures concerned. It keeps the
