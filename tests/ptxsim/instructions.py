@@ -156,7 +156,7 @@ class Compiler:
         var = self.mod.variables.get(name)
         if var is not None:
             return lambda th, fr: var.address(th)
-        if name in self.fn.locals and name != "#params":
+        if name in self.fn.locals:
             off = self.mod.local_offsets[self.fn.name][name]
             return lambda th, fr: fr.local_base + off
         if self.fn.entry and name in self.mod.kparam_offsets.get(self.fn.name, {}):

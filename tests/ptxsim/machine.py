@@ -77,8 +77,6 @@ class Simulator:
             off = 0
             offs = {}
             for name, v in fn.locals.items():
-                if name == "#params":
-                    continue
                 off = (off + v.align - 1) // v.align * v.align
                 offs[name] = off
                 off += v.size
@@ -91,7 +89,7 @@ class Simulator:
                     kp[p.name] = koff
                     koff += p.size
                 self.kparam_offsets[fn.name] = kp
-            sizes = {p.name: p.size for p in fn.params + fn.rets + fn.locals.get("#params", [])}
+            sizes = {p.name: p.size for p in fn.params + fn.rets + fn.call_params}
             fn.param_sizes = sizes
         for fn in self.ptx.functions.values():
             if fn.defined:

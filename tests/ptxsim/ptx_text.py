@@ -40,6 +40,7 @@ class Function:
         self.name, self.entry, self.params, self.rets, self.line = name, entry, params, rets, line
         self.code, self.labels, self.targets = [], {}, {}
         self.locals = {}      # .local arrays: name -> Variable (offsets assigned at load)
+        self.call_params = []  # .param declared in the body: a call's arguments and results
         self.shared = {}      # .shared declared in the body (module-wide, as at module scope)
         self.reqntid = None
         self.defined = False
@@ -367,7 +368,7 @@ def parse(text, label="ptx"):
                 if len(scopes) > 1:
                     scopes[-1][p.name] = f"{p.name}#{scopes[-1]['#']}"
                     p.name = scopes[-1][p.name]
-                fn.locals.setdefault("#params", []).append(p)
+                fn.call_params.append(p)
             continue
         if s.startswith(".local"):
             v = _variable(s, line)
