@@ -15,6 +15,7 @@ import collections
 import ctypes
 import json
 import os
+import random
 import struct
 import sys
 import types
@@ -888,3 +889,42 @@ def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_constant_pa
         floor[count] = sum(v for (f, t, o), v in counts.items() if t == 1)
     print(f"PTX statements a step, thread 1: fused {per_step[(1, 1)]:.0f}, grid.sync {(floor[20] - floor[10]) / 10:.0f}; "
           f"thread 0 on 1 block: {per_step[(1, 0)]:.0f}")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_scopes_of_triton_kernels_fused_equal_their_launches(gpu, seed):
+    # Two to seven steps of SiLU, residual add, RMSNorm and GEMV on random buffers, grids of 1 to
+    # 4 programs, on 1 to 3 blocks or their own; block-local edges where an element-wise step
+    # reads what the one before it wrote on the same grid; or three streams on buffers of their
+    # own; early start on or off; launched 1 to 3 times.
+    r = random.Random(seed)
+    mem = Memory(gpu)
+    rng = np.random.default_rng(seed)
+    n = 1024
+    for q in range(3):
+        for i in range(4):
+            mem.put(f"v{q}{i}", rng.standard_normal(n).astype(np.float32))
+        mem.put(f"p{q}", np.zeros(32, np.float32))
+    mem.put("w", rng.uniform(0.5, 1.5, 256).astype(np.float32))
+    mem.put("wo", (rng.standard_normal((32, 256)) / 16).astype(np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    streams = r.random() < 0.3
+    steps, before = [], None
+    for _ in range(r.randint(2, 7)):
+        kind = r.choice(["silu_mul", "residual_add", "rmsnorm", "gemv"])
+        q = r.randint(0, 2) if streams else 0
+        options = {"stream": q} if streams else {}
+        src, src2, dst = (b[f"v{q}{i}"] for i in r.sample(range(4), 3))
+        grid = {"silu_mul": r.randint(1, 2), "residual_add": r.randint(1, 2), "rmsnorm": r.randint(1, 4), "gemv": 2}[kind]
+        args = {"silu_mul": (src, src2, dst, n), "residual_add": (src, src2, dst, n),
+                "rmsnorm": (src, b["w"], dst, 256, 1e-6), "gemv": (b["wo"], src, b[f"p{q}"], 32, 256)}[kind]
+        if (not streams and before and before[0] in ("silu_mul", "residual_add") and kind in ("silu_mul", "residual_add")
+                and before[1] == grid and before[2] in (src, src2) and r.random() < 0.7):
+            options["block_local"] = True
+        steps.append(triton_step(gpu, kind, grid, *args, **options))
+        before = (kind, grid, dst)
+    blocks = r.choice([None, 1, 2, 3])
+    scope_options = ":".join(o for o in (f"debug-aiv-num={blocks}" if blocks else "",
+                                         "stream-fusion=1" if streams else "",
+                                         r.choice(["", "early-start=0"])) if o) or None
+    fused_equals_alone(gpu, mem, steps, list(mem.buffers), scope_options, launches=r.randint(1, 3))
