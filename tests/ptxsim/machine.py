@@ -481,7 +481,7 @@ class Simulator:
                 if th.done or th.waiting:
                     continue
                 progressed = True
-                q = max(1, int(rng.randint(1, 2 * quantum) * speed[th.cta.flat])) if rng else quantum
+                q = 1 + int(rng.random() * 2 * quantum * speed[th.cta.flat]) if rng else quantum
                 self.executed += self._run(th, q)
             if self.executed > budget:
                 raise Hang(f"{self.label}: {name} ran past {budget} statements: " + self._states(threads))
