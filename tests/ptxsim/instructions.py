@@ -1052,7 +1052,8 @@ def _fdiv(x, y):
 
 
 def _fma(x, y, z):
-    """x * y + z rounded once where the product is exact in a double (singles)."""
+    """x * y + z in doubles (exact products of singles), then rounded to the type by the caller:
+    two roundings where the GPU rounds once; fused and alone run the same arithmetic."""
     try:
         return x * y + z
     except OverflowError:
