@@ -17,7 +17,7 @@ class Runs:
 
     def __init__(self, lib, seed):
         self.lib, self.launches, self.error, self.seed = lib, [], None, seed
-        self.counts = None  # a dict: each launch's statements per (function, thread) added in
+        self.counts = None  # a dict: launches add their statements per (function, thread, instruction)
         self._programs = {}
 
     def allocations(self):
