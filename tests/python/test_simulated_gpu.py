@@ -933,3 +933,38 @@ def test_random_scopes_of_triton_kernels_fused_equal_their_launches(gpu, seed):
                                          "stream-fusion=1" if streams else "",
                                          r.choice(["", "early-start=0"])) if o) or None
     fused_equals_alone(gpu, mem, steps, list(mem.buffers), scope_options, launches=r.randint(1, 3))
+
+
+def test_structs_by_value_and_an_argument_read_by_reference_reach_a_libsk_sub_kernel(gpu):
+    # cu_agg takes {f32,f32}, {f64,i32}, {i32[5]}, {i8,f32} by value and an i16, and writes
+    # them back member by member at out + 64 * pos; the second step reads pos by reference, so
+    # the next launch, after the host changed it, writes another record. many_args: 31 i64s.
+    mod = sk_kernels(gpu, "aggregates")
+    k = mod.kernel("cu_agg")
+    out, pos = gpu.alloc(64 * 4), gpu.alloc(4)
+    ctypes.memmove(pos.address, struct.pack("<i", 1), 4)
+    first = ((1.5, -2.25), (3.125, -7), ((1, 2, 3, 4, 5),), (-3, 0.5), -12)
+    second = ((-0.75, 8.0), (-1e300, 2 ** 31 - 1), ((-1, -2, -3, -4, -5),), (127, -1e-30), 32767)
+    with gpu.scope("aggregates") as scope:
+        scope.add(k, 1, out, 0, *first)
+        scope.add(k, 2, out, sk.Ref(pos), *second)
+    scope.superkernel.launch()
+    gpu.synchronize()
+    ctypes.memmove(pos.address, struct.pack("<i", 3), 4)
+    scope.superkernel.launch()
+    gpu.synchronize()
+
+    def record(p, q, r, s, h):
+        return struct.pack("<ffdi5ibfh", *p, *q, *r[0], *s, h)
+
+    got = ctypes.string_at(out.address, 64 * 4)
+    for at, values in ((0, first), (1, second), (3, second)):
+        assert got[64 * at:64 * at + 47] == record(*values), at
+    assert got[128:128 + 47] == bytes(47)
+    args = [(-1) ** i * (i * 1000003 + 7) << (i % 20) for i in range(31)]
+    sums = gpu.alloc(8 * 3)
+    with gpu.scope("many") as scope:
+        scope.add(sk_kernels(gpu, "params").kernel("many_args"), 3, sums, *args)
+    scope.superkernel.launch()
+    gpu.synchronize()
+    assert struct.unpack("<3q", ctypes.string_at(sums.address, 24)) == (sum(args),) * 3
