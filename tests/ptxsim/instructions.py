@@ -13,7 +13,6 @@ SPECIAL = ("%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid
            "%total_smem_size", "%envreg", "%gridid", "%clusterid", "%nclusterid",
            "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank", "%cluster_nctarank",
            "%is_explicit_cluster", "%globaltimer_lo", "%globaltimer_hi")
-INT_TYPES = {"b8", "u8", "s8", "b16", "u16", "s16", "b32", "u32", "s32", "b64", "u64", "s64", "pred"}
 SPACES = ("global", "shared", "local", "param", "const")
 
 
@@ -98,10 +97,11 @@ def special_register(name):
 
 
 class Compiler:
-    """Compiles one function's statements against a loaded module (machine.LoadedModule)."""
+    """Compiles one function's statements for the simulator that loaded its module
+    (machine.Simulator), whose memory, barriers and calls they use."""
 
-    def __init__(self, loaded, fn):
-        self.mod, self.fn = loaded, fn
+    def __init__(self, sim, fn):
+        self.mod, self.fn = sim, fn
 
     # ---- operands --------------------------------------------------------------------------
     def read(self, o, t, ins):
@@ -155,7 +155,7 @@ class Compiler:
         parameter space) or a .local array (in the thread's local space)."""
         var = self.mod.variables.get(name)
         if var is not None:
-            return lambda th, fr: var.address(th)
+            return lambda th, fr: var.address
         if name in self.fn.locals:
             off = self.mod.local_offsets[self.fn.name][name]
             return lambda th, fr: fr.local_base + off
@@ -235,10 +235,10 @@ class Compiler:
         t = type_of(ins.parts)
         src = self.read(a, t, ins)
         w = self.write(d, t, ins)
-        m = self.mod.machine
+        m = self.mod
         if to:
             def ex(th, fr):
-                w(th, fr, m.from_generic(space, src(th, fr), ins))
+                w(th, fr, m.from_generic(space, src(th, fr)))
         else:
             def ex(th, fr):
                 w(th, fr, m.to_generic(space, src(th, fr)))
@@ -249,7 +249,7 @@ class Compiler:
         d, a = ins.args
         src = self.read(a, "u64", ins)
         w = self.write(d, "pred", ins)
-        m = self.mod.machine
+        m = self.mod
         def ex(th, fr):
             w(th, fr, 1 if m.space_of(src(th, fr)) == space else 0)
         return ex
@@ -265,7 +265,7 @@ class Compiler:
         """Reading and writing the bytes an ld or st names: a parameter by name ([p], [p+8],
         kernel or call parameter), else the address in the instruction's state space."""
         space = self._space(ins)
-        m = self.mod.machine
+        m = self.mod
         if space == "param" and a[1] is not None and not a[1].startswith("%"):
             name, off = a[1], a[2]
             return (lambda th, fr, n: m.param_read(th, fr, name, off, n, ins),
@@ -318,7 +318,7 @@ class Compiler:
         addr = self.address(args[0], ins)
         b = self.read(args[1], t, ins)
         c = self.read(args[2], t, ins) if len(args) > 2 else None
-        m = self.mod.machine
+        m = self.mod
         mask = MASK[bits]
 
         def combine(old, x, y):
@@ -889,16 +889,16 @@ class Compiler:
             rets, callee, params = [], args[0], args[1][1] if len(args) > 1 else []
         if callee[0] != "sym":
             raise Unsupported(f"{_where(ins)}: an indirect call")
-        m = self.mod.machine
+        m = self.mod
         name = callee[1]
         return lambda th, fr: m.call(th, fr, name, rets, params, ins)
 
     def op_ret(self, ins):
-        m = self.mod.machine
+        m = self.mod
         return lambda th, fr: m.ret(th, fr)
 
     def op_exit(self, ins):
-        m = self.mod.machine
+        m = self.mod
         return lambda th, fr: m.exit(th)
 
     def op_trap(self, ins):
@@ -918,10 +918,10 @@ class Compiler:
     def _barrier(self, ins):
         kind = ins.parts[1]
         if kind == "warp":  # bar.warp.sync mask
-            m = self.mod.machine
+            m = self.mod
             mask = self.read(ins.args[0], "b32", ins)
             return lambda th, fr: m.warp_sync(th, fr, "sync", mask(th, fr), None, None, ins)
-        m = self.mod.machine
+        m = self.mod
         if kind in ("sync", "arrive") or (kind == "cta" and ins.parts[2] in ("sync", "arrive")):
             arrive = "arrive" in ins.parts
             bid = self.read(ins.args[0], "u32", ins)
@@ -947,7 +947,7 @@ class Compiler:
         ra, rb, rc, rm = (self.read(x, "b32", ins) for x in ins.args[1:5])
         wd = self.write(("reg", d[1]) if d[0] == "pair" else d, "b32", ins)
         wp = self.write(("reg", d[2]), "pred", ins) if d[0] == "pair" else None
-        m = self.mod.machine
+        m = self.mod
         def ex(th, fr):
             return m.warp_sync(th, fr, ("shfl", mode), rm(th, fr), (ra(th, fr), rb(th, fr), rc(th, fr)),
                                (wd, wp), ins)
@@ -958,7 +958,7 @@ class Compiler:
         d, a, mk = ins.args
         ra, rm = self.read(a, "pred", ins), self.read(mk, "b32", ins)
         w = self.write(d, "b32" if mode == "ballot" else "pred", ins)
-        m = self.mod.machine
+        m = self.mod
         return lambda th, fr: m.warp_sync(th, fr, ("vote", mode), rm(th, fr), ra(th, fr), w, ins)
 
     def op_redux(self, ins):
@@ -966,7 +966,7 @@ class Compiler:
         d, a, mk = ins.args
         ra, rm = self.read(a, t, ins), self.read(mk, "b32", ins)
         w = self.write(d, t, ins)
-        m = self.mod.machine
+        m = self.mod
         return lambda th, fr: m.warp_sync(th, fr, ("redux", op, t), rm(th, fr), ra(th, fr), w, ins)
 
     def op_ldmatrix(self, ins):
@@ -987,7 +987,7 @@ class Compiler:
         regs, addr_op = (ins.args[0], ins.args[1]) if load else (ins.args[1], ins.args[0])
         regs = regs[1] if regs[0] == "vec" else [regs]
         addr = self.address(addr_op, ins)
-        m = self.mod.machine
+        m = self.mod
         if load:
             ws = [self.write(r, "b32", ins) for r in regs]
             return lambda th, fr: m.warp_sync(th, fr, ("matrix", True, count, trans, space), 0xFFFFFFFF,
@@ -1004,7 +1004,7 @@ class Compiler:
         rm = self.read(mk, "b32", ins)
         wd = self.write(("reg", d[1]) if d[0] == "pair" else d, "b32", ins)
         wp = self.write(("reg", d[2]), "pred", ins) if d[0] == "pair" else None
-        m = self.mod.machine
+        m = self.mod
         return lambda th, fr: m.warp_sync(th, fr, ("elect",), rm(th, fr), None, (wd, wp), ins)
 
     def op_activemask(self, ins):

@@ -7,6 +7,7 @@ fence would break on a GPU is not seen here; what wrong addresses, counts, offse
 protocol that cannot complete would break is.
 """
 import bisect
+import collections
 import ctypes
 import random
 
@@ -22,13 +23,9 @@ class Hang(PtxError):
     """The grid did not finish within the statement budget, or every thread waits."""
 
 
-class _Var:
-    def __init__(self, v, address):
-        self.name, self.space, self.size, self.align, self.init = v.name, v.space, v.size, v.align, v.init
-        self._address = address
-
-    def address(self, th):
-        return self._address
+# A module variable where the simulator put it: its space, size, and address in that space
+# (a host address for .global and .const, an offset in each block's shared memory for .shared).
+Placed = collections.namedtuple("Placed", "space size address")
 
 
 class Frame:
@@ -66,10 +63,8 @@ class Simulator:
     def __init__(self, text, label="ptx", ranges=lambda: [], sms=132):
         self.ptx = parse(text, label)
         self.label, self.ranges_of, self.sms = label, ranges, sms
-        self.machine = self
         self._buffers = []
         self.variables = {}
-        self.static_shared = 0
         self._layout_variables()
         self.local_offsets, self.local_size = {}, {}
         self.kparam_offsets = {}
@@ -104,18 +99,17 @@ class Simulator:
             if v.space in ("global", "const"):
                 buf = ctypes.create_string_buffer(v.init or b"", max(v.size or 0, 1))
                 self._buffers.append(buf)
-                self.variables[v.name] = _Var(v, ctypes.addressof(buf))
+                self.variables[v.name] = Placed(v.space, max(v.size or 0, 1), ctypes.addressof(buf))
             elif v.space == "shared":
                 if v.size is None:
                     dynamic.append(v)
                     continue
                 shared_off = (shared_off + v.align - 1) // v.align * v.align
-                self.variables[v.name] = _Var(v, shared_off)
+                self.variables[v.name] = Placed(v.space, v.size, shared_off)
                 shared_off += v.size
-        self.static_shared = shared_off
         base = (shared_off + 127) // 128 * 128
         for v in dynamic:  # every extern array starts at the dynamic base
-            self.variables[v.name] = _Var(v, base)
+            self.variables[v.name] = Placed(v.space, None, base)
         self.dynamic_base = base
 
     # ---- memory ------------------------------------------------------------------------------
@@ -135,60 +129,53 @@ class Simulator:
     def to_generic(self, space, a):
         return GENERIC[space] + a if space in GENERIC else a
 
-    def from_generic(self, space, a, ins):
+    def from_generic(self, space, a):
         if space in GENERIC:
             return a - GENERIC[space] if GENERIC[space] <= a < GENERIC[space] + WINDOW else a
         return a
 
-    def _resolve(self, th, space, a):
+    def _resolve(self, space, a):
         if space == "generic":
             space = self.space_of(a)
             if space in GENERIC:
                 a -= GENERIC[space]
         return space, a
 
+    def _window(self, th, space, a, n, ins):
+        """The bytes behind `n` bytes at `a` of a space the simulator holds (shared, local,
+        the kernel's parameters), checked to lie inside them."""
+        buf, what = {"shared": (th.cta.shared, "the block's"), "local": (th.local, "the frames'"),
+                     "param": (self.kparams, "the kernel's parameter")}.get(space, (None, None))
+        if buf is None:
+            raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: the {space} space")
+        if a + n > len(buf):
+            raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: {space} bytes {a}..{a + n} past "
+                           f"{what} {len(buf)}")
+        return buf
+
     def read(self, th, fr, space, a, n, ins):
-        space, a = self._resolve(th, space, a)
+        space, a = self._resolve(space, a)
         if space in ("global", "const"):
             self._check_global(a, n, ins, th)
             return ctypes.string_at(a, n)
-        if space == "shared":
-            if a + n > len(th.cta.shared):
-                raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: shared bytes {a}..{a + n} past "
-                               f"the block's {len(th.cta.shared)}")
-            if th.cta.written.find(0, a, a + n) != -1:  # as compute-sanitizer's initcheck
-                raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: block {th.cta.idx} thread {th.tid} "
-                               f"reads shared bytes {a}..{a + n} that no thread of its block wrote")
-            return bytes(th.cta.shared[a:a + n])
-        if space == "local":
-            if a + n > len(th.local):
-                raise PtxError(f"{self.label}: line {ins.line}: local bytes {a}..{a + n} past the frame")
-            return bytes(th.local[a:a + n])
-        if space == "param":
-            if a + n > len(self.kparams):
-                raise PtxError(f"{self.label}: line {ins.line}: parameter bytes {a}..{a + n} past "
-                               f"the kernel's {len(self.kparams)}")
-            return bytes(self.kparams[a:a + n])
-        raise PtxError(f"line {ins.line}: space {space}")
+        buf = self._window(th, space, a, n, ins)
+        if space == "shared" and th.cta.written.find(0, a, a + n) != -1:  # as compute-sanitizer's initcheck
+            raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: block {th.cta.idx} thread {th.tid} "
+                           f"reads shared bytes {a}..{a + n} that no thread of its block wrote")
+        return bytes(buf[a:a + n])
 
     def write(self, th, fr, space, a, data, ins):
-        space, a = self._resolve(th, space, a)
+        space, a = self._resolve(space, a)
         n = len(data)
         if space == "global":
             self._check_global(a, n, ins, th)
             ctypes.memmove(a, data, n)
-        elif space == "shared":
-            if a + n > len(th.cta.shared):
-                raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: shared bytes {a}..{a + n} past "
-                               f"the block's {len(th.cta.shared)}")
-            th.cta.shared[a:a + n] = data
-            th.cta.written[a:a + n] = b"\1" * n
-        elif space == "local":
-            if a + n > len(th.local):
-                raise PtxError(f"{self.label}: line {ins.line}: local bytes {a}..{a + n} past the frame")
-            th.local[a:a + n] = data
-        else:
+            return
+        if space not in ("shared", "local"):
             raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: a store to the {space} space")
+        self._window(th, space, a, n, ins)[a:a + n] = data
+        if space == "shared":
+            th.cta.written[a:a + n] = b"\1" * n
 
     def _param_buffer(self, fr, name, ins):
         buf = fr.params.get(name)
@@ -199,20 +186,20 @@ class Simulator:
             buf = fr.params[name] = bytearray(size)
         return buf
 
+    def _param_slice(self, fr, name, off, n, ins):
+        buf = self._param_buffer(fr, name, ins)
+        if off + n > len(buf):
+            raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: past parameter {name}'s {len(buf)} bytes")
+        return buf
+
     def param_read(self, th, fr, name, off, n, ins):
         if fr.fn.entry and name in self.kparam_offsets[fr.fn.name]:
             base = self.kparam_offsets[fr.fn.name][name] + off
             return bytes(self.kparams[base:base + n])
-        buf = self._param_buffer(fr, name, ins)
-        if off + n > len(buf):
-            raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: past parameter {name}'s {len(buf)} bytes")
-        return bytes(buf[off:off + n])
+        return bytes(self._param_slice(fr, name, off, n, ins)[off:off + n])
 
     def param_write(self, th, fr, name, off, data, ins):
-        buf = self._param_buffer(fr, name, ins)
-        if off + len(data) > len(buf):
-            raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: past parameter {name}'s {len(buf)} bytes")
-        buf[off:off + len(data)] = data
+        self._param_slice(fr, name, off, len(data), ins)[off:off + len(data)] = data
 
     # ---- calls -------------------------------------------------------------------------------
     def _push(self, th, fn):
@@ -437,7 +424,7 @@ class Simulator:
             kp.extend(value)
         self.kparams = bytes(kp)
         self.envreg = {}
-        own = [(v._address, max(v.size or 0, 1)) for v in self.variables.values() if v.space in ("global", "const")]
+        own = [(v.address, v.size) for v in self.variables.values() if v.space in ("global", "const")]
         if cooperative:
             self._workspace = ctypes.create_string_buffer(64)
             address = ctypes.addressof(self._workspace)
