@@ -487,8 +487,7 @@ def test_a_repeat_stops_after_the_run_that_set_its_flag(gpu):
     # The flag is set by the host before the launch: the first run completes and is the last.
     mem = Memory(gpu)
     steps = silu_residual_chain(gpu, mem, 1, np.random.default_rng(13))
-    flag = gpu.alloc(4)
-    ctypes.memmove(flag.address, struct.pack("<I", 1), 4)
+    flag = mem.put("flag", np.ones(1, np.uint32))
     fused_equals_alone(gpu, mem, steps, ["x", "t0"], launches=1, launch=lambda k: k.launch_repeat(5, flag))
 
 
@@ -635,15 +634,23 @@ def sk_kernels(gpu, name):
     return cache[name]
 
 
+def chain_expect(init, steps, launches):
+    """What `launches` launches of chain_step with step numbers 0 .. steps - 1 leave of `init`."""
+    x = init.copy()
+    for _ in range(launches):
+        for i in range(steps):
+            x = x * np.uint32(3) + np.uint32(i)
+    return x
+
+
 def test_a_chain_on_uneven_block_counts_fused_equals_unfused_and_the_cpu(gpu):
     # chain_step on 1 to 9 blocks a step, on a super kernel of 4 (idle and multiplexed
     # blocks), launched twice; sk_launch_kernel of each step, unfused, the same; and the CPU.
     step = sk_kernels(gpu, "chain").kernel("chain_step")
     n, count = 400, 12
     init = np.arange(n, dtype=np.uint32)
-    fused, unfused = gpu.alloc(4 * n), gpu.alloc(4 * n)
-    for buf in (fused, unfused):
-        ctypes.memmove(buf.address, init.ctypes.data, 4 * n)
+    mem = Memory(gpu)
+    fused, unfused = mem.put("fused", init), mem.put("unfused", init)
     with gpu.scope("chain", "debug-aiv-num=4") as scope:
         for i in range(count):
             scope.add(step, 1 + (i * 7) % 9, fused, n, i)
@@ -652,12 +659,8 @@ def test_a_chain_on_uneven_block_counts_fused_equals_unfused_and_the_cpu(gpu):
         for i in range(count):
             step.launch(1 + (i * 7) % 9, unfused, n, i)
     gpu.synchronize()
-    expect = init.copy()
-    for _ in range(2):
-        for i in range(count):
-            expect = expect * np.uint32(3) + np.uint32(i)
-    for buf in (fused, unfused):
-        assert np.frombuffer(ctypes.string_at(buf.address, 4 * n), np.uint32).tobytes() == expect.tobytes()
+    for name in ("fused", "unfused"):
+        assert mem.get(name).tobytes() == chain_expect(init, count, 2).tobytes(), name
 
 
 def test_sync_all_on_fewer_blocks_than_the_super_kernel(gpu):
@@ -667,15 +670,16 @@ def test_sync_all_on_fewer_blocks_than_the_super_kernel(gpu):
     chain = sk_kernels(gpu, "chain").kernel("chain_step")
     n = 1000
     values = np.arange(n, dtype=np.uint32) * np.uint32(7919) + np.uint32(3)
-    data, partial, other = gpu.alloc(4 * n), gpu.alloc(4 * 8), gpu.alloc(4 * n)
-    ctypes.memmove(data.address, values.ctypes.data, 4 * n)
+    mem = Memory(gpu)
+    data, other = mem.put("data", values), mem.put("other", np.zeros(n, np.uint32))
+    partial = mem.put("partial", np.zeros(4, np.uint32))
     with gpu.scope("sync") as scope:
         scope.add(chain, 6, other, n, 1)
         scope.add(mod.kernel("sync_sum"), 3, data, partial, n)
         scope.add(chain, 6, other, n, 2)
     scope.superkernel.launch()
     gpu.synchronize()
-    got = np.frombuffer(ctypes.string_at(partial.address, 16), np.uint32)
+    got = mem.get("partial")
     assert int(got[0]) == int(values.sum(dtype=np.uint64)) & 0xFFFFFFFF
     assert int(got[1:].sum(dtype=np.uint64)) & 0xFFFFFFFF == int(got[0])
 
@@ -686,7 +690,8 @@ def test_task_overlap_keeps_the_data_dependency(gpu):
     # each on a super kernel of two.
     mod = sk_kernels(gpu, "overlap")
     n = 2000
-    data, scratch, out = gpu.alloc(4 * n), gpu.alloc(4 * n), gpu.alloc(4 * n)
+    mem = Memory(gpu)
+    data, scratch, out = (mem.put(name, np.zeros(n, np.uint32)) for name in ("data", "scratch", "out"))
     with gpu.scope("overlap", "debug-aiv-num=2") as scope:
         scope.add(mod.kernel("overlap_produce"), 8, data, scratch, n)
         scope.add(mod.kernel("overlap_consume"), 8, data, out, n)
@@ -694,8 +699,8 @@ def test_task_overlap_keeps_the_data_dependency(gpu):
         scope.superkernel.launch()
     gpu.synchronize()
     i = np.arange(n, dtype=np.uint32)
-    assert np.frombuffer(ctypes.string_at(out.address, 4 * n), np.uint32).tobytes() == ((i + 1) * 2).tobytes()
-    assert (np.frombuffer(ctypes.string_at(scratch.address, 4 * n), np.uint32) == 2).all()
+    assert mem.get("out").tobytes() == ((i + 1) * 2).tobytes()
+    assert (mem.get("scratch") == 2).all()
 
 
 def test_blocks_that_meet_at_a_cross_core_flag_read_each_others_writes(gpu):
@@ -703,39 +708,40 @@ def test_blocks_that_meet_at_a_cross_core_flag_read_each_others_writes(gpu):
     # then reads the next block's part; three launches of two steps, the flag counting on.
     k = sk_kernels(gpu, "flags").kernel("flag_rotate")
     blocks, n = 3, 3 * 128
-    a, b = gpu.alloc(4 * n), gpu.alloc(4 * n)
+    mem = Memory(gpu)
+    a, b = mem.put("a", np.zeros(n, np.uint32)), mem.put("b", np.zeros(n, np.uint32))
     with gpu.scope("flags") as scope:
         scope.add(k, blocks, a, b, 1)
         scope.add(k, blocks, b, a, 2)
     for _ in range(3):
         scope.superkernel.launch()
     gpu.synchronize()
+    # The second step writes b's words for round 2, then a from b's.
     i = np.arange(n, dtype=np.uint64)
-    first = (i * 2654435761 + 1) & 0xFFFFFFFF
-    bb = first[(i + 128) % n] ^ first[(i + 1) % n]
     second = (i * 2654435761 + 2) & 0xFFFFFFFF
-    aa = second[(i + 128) % n] ^ second[(i + 1) % n]
-    assert np.frombuffer(ctypes.string_at(a.address, 4 * n), np.uint32).tobytes() == aa.astype(np.uint32).tobytes()
-    assert np.frombuffer(ctypes.string_at(b.address, 4 * n), np.uint32).tobytes() == second.astype(np.uint32).tobytes()
+    rotated = second[(i + 128) % n] ^ second[(i + 1) % n]
+    assert mem.get("a").tobytes() == rotated.astype(np.uint32).tobytes()
+    assert mem.get("b").tobytes() == second.astype(np.uint32).tobytes()
 
 
 def test_a_kernel_stops_a_repeat_in_the_run_it_chooses(gpu):
     mod = sk_kernels(gpu, "repeat")
-    runs, flag = gpu.alloc(4), gpu.alloc(4)
+    mem = Memory(gpu)
+    runs, flag = mem.put("runs", np.zeros(1, np.uint32)), mem.put("flag", np.zeros(1, np.uint32))
     with gpu.scope("repeat") as scope:
         scope.add(mod.kernel("count_and_stop"), 2, runs, flag, 4)
     scope.superkernel.launch_repeat(100, flag)
     gpu.synchronize()
-    assert struct.unpack("<I", ctypes.string_at(runs.address, 4))[0] == 4
+    assert mem.get("runs")[0] == 4
 
 
 def test_reads_through_the_read_only_path_see_the_step_befores_writes(gpu):
     mod = sk_kernels(gpu, "readonly")
     k = mod.kernel("ro_rotate")
     n, steps = 512, 6
-    a, b = gpu.alloc(4 * n), gpu.alloc(4 * n)
     start = (np.arange(n, dtype=np.uint32) * 7 + 1).astype(np.uint32)
-    ctypes.memmove(a.address, start.ctypes.data, 4 * n)
+    mem = Memory(gpu)
+    a, b = mem.put("a", start), mem.put("b", np.zeros(n, np.uint32))
     with gpu.scope("readonly", "debug-aiv-num=2") as scope:
         for s in range(steps):
             scope.add(k, 4, a if s % 2 == 0 else b, b if s % 2 == 0 else a, n, 37 * s + 5)
@@ -746,8 +752,7 @@ def test_reads_through_the_read_only_path_see_the_step_befores_writes(gpu):
     for s in range(steps):
         shift = 37 * s + 5
         x = (x[(i + shift) % n] * 2654435761 + x[(i + 2 * shift + 1) % n] + shift) & 0xFFFFFFFF
-    got = np.frombuffer(ctypes.string_at((a if steps % 2 == 0 else b).address, 4 * n), np.uint32)
-    assert got.tobytes() == x.astype(np.uint32).tobytes()
+    assert mem.get("a" if steps % 2 == 0 else "b").tobytes() == x.astype(np.uint32).tobytes()
 
 
 def test_a_hang_aborts_only_its_launch_and_the_next_one_runs(gpu):
@@ -760,8 +765,8 @@ def test_a_hang_aborts_only_its_launch_and_the_next_one_runs(gpu):
         dev.runs = gpu.runs
         k = dev.load(cuda_kernel("hang_sk.ptx")).kernel("partial_sync")
         chain = dev.load(cuda_kernel("chain_sk.ptx")).kernel("chain_step")
-        count, data = dev.alloc(4), dev.alloc(4 * 256)
-        ctypes.memmove(data.address, struct.pack("<256I", *[1] * 256), 4 * 256)
+        mem = Memory(dev)
+        count, data = mem.put("count", np.zeros(1, np.uint32)), mem.put("data", np.ones(256, np.uint32))
         with dev.scope("hung") as scope:
             scope.add(k, 2, count, 1)
         hung = scope.superkernel
@@ -776,12 +781,12 @@ def test_a_hang_aborts_only_its_launch_and_the_next_one_runs(gpu):
                                           r"the 1 ms deadline at sk_sync_all \(counter 1 of 2\)"):
             s1.synchronize()
         s1.synchronize()  # reported once
-        assert struct.unpack("<I", ctypes.string_at(count.address, 4))[0] == 2
-        assert set(struct.unpack("<256I", ctypes.string_at(data.address, 4 * 256))) == {81}
+        assert mem.get("count")[0] == 2
+        assert (mem.get("data") == 81).all()
         hung.set_arg(0, 1, 2)
         hung.launch(s1)
         s1.synchronize()
-        assert struct.unpack("<I", ctypes.string_at(count.address, 4))[0] == 4
+        assert mem.get("count")[0] == 4
 
 
 def test_a_kernel_that_waits_for_its_blocks_by_its_own_means_runs_them_at_once(gpu):
@@ -841,20 +846,16 @@ def test_a_chain_of_more_than_256_steps_reads_every_steps_record(gpu):
     # each step's record and arguments past the first 256; launched twice.
     step = sk_kernels(gpu, "chain").kernel("chain_step")
     n, count = 128, 260
-    x = gpu.alloc(4 * n)
     init = np.arange(n, dtype=np.uint32)
-    ctypes.memmove(x.address, init.ctypes.data, 4 * n)
+    mem = Memory(gpu)
+    x = mem.put("x", init)
     with gpu.scope("long") as scope:
         for i in range(count):
             scope.add(step, 1, x, n, i)
     for _ in range(2):
         scope.superkernel.launch()
     gpu.synchronize()
-    expect = init.copy()
-    for _ in range(2):
-        for i in range(count):
-            expect = expect * np.uint32(3) + np.uint32(i)
-    assert np.frombuffer(ctypes.string_at(x.address, 4 * n), np.uint32).tobytes() == expect.tobytes()
+    assert mem.get("x").tobytes() == chain_expect(init, count, 2).tobytes()
 
 
 def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_constant_path(gpu):
@@ -941,8 +942,8 @@ def test_structs_by_value_and_an_argument_read_by_reference_reach_a_libsk_sub_ke
     # the next launch, after the host changed it, writes another record. many_args: 31 i64s.
     mod = sk_kernels(gpu, "aggregates")
     k = mod.kernel("cu_agg")
-    out, pos = gpu.alloc(64 * 4), gpu.alloc(4)
-    ctypes.memmove(pos.address, struct.pack("<i", 1), 4)
+    mem = Memory(gpu)
+    out, pos = mem.put("out", np.zeros(64 * 4, np.uint8)), mem.put("pos", np.array([1], np.int32))
     first = ((1.5, -2.25), (3.125, -7), ((1, 2, 3, 4, 5),), (-3, 0.5), -12)
     second = ((-0.75, 8.0), (-1e300, 2 ** 31 - 1), ((-1, -2, -3, -4, -5),), (127, -1e-30), 32767)
     with gpu.scope("aggregates") as scope:
@@ -950,21 +951,21 @@ def test_structs_by_value_and_an_argument_read_by_reference_reach_a_libsk_sub_ke
         scope.add(k, 2, out, sk.Ref(pos), *second)
     scope.superkernel.launch()
     gpu.synchronize()
-    ctypes.memmove(pos.address, struct.pack("<i", 3), 4)
+    mem.set("pos", np.array([3], np.int32))
     scope.superkernel.launch()
     gpu.synchronize()
 
     def record(p, q, r, s, h):
         return struct.pack("<ffdi5ibfh", *p, *q, *r[0], *s, h)
 
-    got = ctypes.string_at(out.address, 64 * 4)
+    got = mem.get("out").tobytes()
     for at, values in ((0, first), (1, second), (3, second)):
         assert got[64 * at:64 * at + 47] == record(*values), at
     assert got[128:128 + 47] == bytes(47)
     args = [(-1) ** i * (i * 1000003 + 7) << (i % 20) for i in range(31)]
-    sums = gpu.alloc(8 * 3)
+    sums = mem.put("sums", np.zeros(3, np.int64))
     with gpu.scope("many") as scope:
         scope.add(sk_kernels(gpu, "params").kernel("many_args"), 3, sums, *args)
     scope.superkernel.launch()
     gpu.synchronize()
-    assert struct.unpack("<3q", ctypes.string_at(sums.address, 24)) == (sum(args),) * 3
+    assert list(mem.get("sums")) == [sum(args)] * 3
