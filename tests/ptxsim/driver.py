@@ -18,6 +18,7 @@ class Runs:
     def __init__(self, lib, seed):
         self.lib, self.launches, self.error, self.seed = lib, [], None, seed
         self.counts = None  # a dict: launches add their statements per (function, thread, instruction)
+        self.edit = None  # a function of a program's text giving the text to run instead
         self._programs = {}
 
     def allocations(self):
@@ -37,6 +38,8 @@ class Runs:
             return LAUNCH_FAILED
         try:
             text = ptx.decode()
+            if self.edit:
+                text = self.edit(text)
             name = function.decode()
             sim = self.simulator(text, f"program {len(self._programs)}")
             fn = sim.ptx.functions[name]

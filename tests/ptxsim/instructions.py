@@ -3,6 +3,7 @@ does and says what comes next: None (the next statement), a statement index (a b
 of the signals below. The machine (machine.py) supplies memory, barriers and calls."""
 import math
 
+from . import memory as M
 from .ptx_text import TYPE_BYTES, PtxError
 from .values import (MASK, READ, WRITE, f32, ftz32, signed, to_f32)
 
@@ -263,7 +264,8 @@ class Compiler:
 
     def _memory(self, ins, a):
         """Reading and writing the bytes an ld or st names: a parameter by name ([p], [p+8],
-        kernel or call parameter), else the address in the instruction's state space."""
+        kernel or call parameter), else the address in the instruction's state space, with the
+        ordering its qualifiers ask of global memory."""
         space = self._space(ins)
         m = self.mod
         if space == "param" and a[1] is not None and not a[1].startswith("%"):
@@ -271,8 +273,9 @@ class Compiler:
             return (lambda th, fr, n: m.param_read(th, fr, name, off, n, ins),
                     lambda th, fr, data: m.param_write(th, fr, name, off, data, ins))
         addr = self.address(a, ins)
-        return (lambda th, fr, n: m.read(th, fr, space, addr(th, fr), n, ins),
-                lambda th, fr, data: m.write(th, fr, space, addr(th, fr), data, ins))
+        lo, so = M.load_order(ins.parts), M.store_order(ins.parts)
+        return (lambda th, fr, n: m.read(th, fr, space, addr(th, fr), n, ins, lo),
+                lambda th, fr, data: m.write(th, fr, space, addr(th, fr), data, ins, so))
 
     def op_ld(self, ins):
         t = type_of(ins.parts)
@@ -320,6 +323,7 @@ class Compiler:
         c = self.read(args[2], t, ins) if len(args) > 2 else None
         m = self.mod
         mask = MASK[bits]
+        acquire, release = M.atomic_order(ins.parts)
 
         def combine(old, x, y):
             if op == "add":
@@ -349,12 +353,12 @@ class Compiler:
             return y if old == x else old  # cas
 
         def ex(th, fr):
-            a = addr(th, fr)
-            old = int.from_bytes(m.read(th, fr, space, a, size, ins), "little")
-            new = combine(old, b(th, fr), c(th, fr) if c else None) & mask
-            m.write(th, fr, space, a, new.to_bytes(size, "little"), ins)
+            x, y = b(th, fr), c(th, fr) if c else None
+            def change(raw):
+                return (combine(int.from_bytes(raw, "little"), x, y) & mask).to_bytes(size, "little")
+            old = m.rmw(th, fr, space, addr(th, fr), size, change, ins, acquire, release)
             if w:
-                w(th, fr, old)
+                w(th, fr, int.from_bytes(old, "little"))
         return ex
 
     # integer arithmetic ----------------------------------------------------------------------
@@ -1017,9 +1021,17 @@ class Compiler:
     def _nothing(self, ins):
         return lambda th, fr: None
 
-    # Fences, hints and dependency control: sequentially consistent memory and one grid at a
-    # time make them no-ops here.
-    op_membar = op_fence = op_prefetch = op_prefetchu = op_griddepcontrol = _nothing
+    def op_fence(self, ins):
+        order = M.fence_order(ins.parts)
+        if order is None:
+            return self._nothing(ins)
+        m = self.mod
+        return lambda th, fr: m.memory.fence(th, order)
+
+    op_membar = op_fence
+
+    # Hints and dependency control: one grid at a time makes them no-ops here.
+    op_prefetch = op_prefetchu = op_griddepcontrol = _nothing
     op_discard = op_applypriority = op_setmaxnreg = op_pmevent = _nothing
 
     def op_nanosleep(self, ins):

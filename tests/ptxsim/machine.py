@@ -2,9 +2,11 @@
 the process's own, as the stand-in driver's device memory is host memory), calls with the PTX
 parameter ABI, CTA barriers, warp-synchronous instructions, and a scheduler that interleaves
 every thread of every block a few statements at a time, so that blocks waiting for each other
-(a grid barrier, a flag) make progress. Memory is sequentially consistent: what a missing
-fence would break on a GPU is not seen here; what wrong addresses, counts, offsets or a
-protocol that cannot complete would break is.
+(a grid barrier, a flag) make progress. Global memory is weakly ordered by default
+(memory.py: each block's own L1, each thread's stores waiting until a barrier, fence or release
+lets them out), so that a missing fence changes results as it can on a GPU; `memory=
+"sequential"` runs a launch without that. What wrong addresses, counts, offsets or a protocol
+that cannot complete would break shows either way.
 """
 import bisect
 import collections
@@ -12,6 +14,7 @@ import ctypes
 import random
 
 from . import instructions as I
+from . import memory as M
 from .ptx_text import PtxError, parse
 
 # Generic addresses of the per-block and per-thread spaces: above every user-space address.
@@ -37,7 +40,7 @@ class Frame:
 
 
 class Thread:
-    __slots__ = ("m", "cta", "tid", "flat", "lane", "warp", "frames", "waiting", "done", "local")
+    __slots__ = ("m", "cta", "tid", "flat", "lane", "warp", "frames", "waiting", "done", "local", "pending")
 
     def __init__(self, m, cta, tid, flat):
         self.m, self.cta, self.tid, self.flat = m, cta, tid, flat
@@ -153,9 +156,12 @@ class Simulator:
                            f"{what} {len(buf)}")
         return buf
 
-    def read(self, th, fr, space, a, n, ins):
+    def read(self, th, fr, space, a, n, ins, order=M.WEAK_LOAD):
         space, a = self._resolve(space, a)
-        if space in ("global", "const"):
+        if space == "global":
+            self._check_global(a, n, ins, th)
+            return self.memory.load(th, a, n, order)
+        if space == "const":
             self._check_global(a, n, ins, th)
             return ctypes.string_at(a, n)
         buf = self._window(th, space, a, n, ins)
@@ -164,18 +170,31 @@ class Simulator:
                            f"reads shared bytes {a}..{a + n} that no thread of its block wrote")
         return bytes(buf[a:a + n])
 
-    def write(self, th, fr, space, a, data, ins):
+    def write(self, th, fr, space, a, data, ins, order=M.WEAK_STORE):
         space, a = self._resolve(space, a)
         n = len(data)
         if space == "global":
             self._check_global(a, n, ins, th)
-            ctypes.memmove(a, data, n)
+            self.memory.store(th, a, data, order)
             return
         if space not in ("shared", "local"):
             raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: a store to the {space} space")
         self._window(th, space, a, n, ins)[a:a + n] = data
         if space == "shared":
             th.cta.written[a:a + n] = b"\1" * n
+
+    def rmw(self, th, fr, space, a, n, combine, ins, acquire, release):
+        """An atomic read-modify-write: `combine(old bytes)` gives the new ones (None: none
+        written); returns the old."""
+        space, a = self._resolve(space, a)
+        if space == "global":
+            self._check_global(a, n, ins, th)
+            return self.memory.rmw(th, a, n, combine, acquire, release)
+        old = self.read(th, fr, space, a, n, ins)
+        new = combine(old)
+        if new is not None:
+            self.write(th, fr, space, a, new, ins)
+        return old
 
     def _param_buffer(self, fr, name, ins):
         buf = fr.params.get(name)
@@ -250,6 +269,7 @@ class Simulator:
         cta = th.cta
         cta.live -= 1
         self.live -= 1
+        self.memory.exited(th)
         for bid in list(cta.barriers):  # a barrier for every thread counts those still there
             self._try_release(cta, bid)
         return I.EXIT
@@ -258,6 +278,7 @@ class Simulator:
     def cta_barrier(self, th, fr, bid, count, arrive_only, red, w, ins):
         cta = th.cta
         b = cta.barriers.setdefault(bid, [[], None, []])
+        self.memory.barrier(th)
         if count is not None:
             if b[1] is not None and b[1] != count:
                 raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: barrier {bid} for {count} threads "
@@ -310,8 +331,9 @@ class Simulator:
                 raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: lanes of one warp meet at different "
                                f"warp-synchronous instructions (line {g[5].line})")
         kind = op[0]
-        if kind == "sync":
-            pass
+        if kind == "sync":  # bar.warp.sync orders the lanes' memory accesses
+            for g in group.values():
+                self.memory.barrier(g[4])
         elif kind == "shfl":
             for lane, g in group.items():
                 a, b, c = g[2]
@@ -400,7 +422,7 @@ class Simulator:
 
     # ---- launch ------------------------------------------------------------------------------
     def launch(self, name, grid, block, dynamic_shared, params, budget=50_000_000, quantum=48, seed=None,
-               cooperative=False, counts=None):
+               cooperative=False, counts=None, memory="weak"):
         """Runs `name` on `grid` blocks of `block` threads. `params`: each parameter's bytes,
         in order. With a `seed`, each block runs at a speed of its own (as blocks on SMs that
         started apart would), each round visits the threads in a shuffled order and gives each
@@ -408,8 +430,9 @@ class Simulator:
         each other. `cooperative`: as cuLaunchCooperativeKernel, a zeroed grid workspace whose
         address %envreg1 (high half) and %envreg2 (low half) hold, where cg::this_grid().sync()
         counts. `counts`: a dict that receives, per (function, thread's flat index in its
-        block, instruction), the statements executed. Raises PtxError (naming the statement)
-        or Hang."""
+        block, instruction), the statements executed. `memory`: "weak" (memory.py's model, its
+        store timings drawn from `seed`) or "sequential". Raises PtxError (naming the
+        statement) or Hang."""
         fn = self.ptx.functions.get(name)
         if fn is None or not fn.entry or not fn.defined:
             raise PtxError(f"{self.label}: no kernel {name}")
@@ -460,6 +483,14 @@ class Simulator:
         rng = random.Random(seed) if seed is not None else None
         order = list(threads)
         speed = {cta.flat: rng.uniform(0.05, 1.0) if rng else 1.0 for cta in ctas}
+        self.memory = M.MODELS[memory](random.Random(f"memory {seed}"), ctas)
+        try:
+            self._schedule(name, threads, order, rng, quantum, speed, budget)
+        finally:
+            self.memory.finish()
+
+    def _schedule(self, name, threads, order, rng, quantum, speed, budget):
+        memory = self.memory
         while self.live:
             progressed = False
             if rng:
@@ -470,6 +501,7 @@ class Simulator:
                 progressed = True
                 q = 1 + int(rng.random() * 2 * quantum * speed[th.cta.flat]) if rng else quantum
                 self.executed += self._run(th, q)
+                memory.settle(th)
             if self.executed > budget:
                 raise Hang(f"{self.label}: {name} ran past {budget} statements: " + self._states(threads))
             if not progressed and self.live:

@@ -159,3 +159,129 @@ def test_a_register_read_before_it_is_written_is_reported():
   add.u32 %r1, %r2, %r9;""" + "\n" + STORE_R1)
     with pytest.raises(PtxError, match=r"add.u32 %r1, %r2, %r9: k reads %r9, which no statement wrote"):
         run(text)
+
+
+# ---- weakly ordered global memory ------------------------------------------------------------
+# Block 0 writes a word (42) and raises a flag on another line; block 1 reads the word's line
+# first (into its L1), waits for the flag, then reads the word again (word 63), and tells
+# block 0 it is done (word 48), which block 0 waits for, so block 0's stores stay in its store
+# buffer for as long as nothing lets them out.
+MESSAGE = """  mov.u32 %r1, %ctaid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $reader;
+  mov.u32 %r2, 42;
+  st.global.u32 [%rd1], %r2;
+{release}
+  mov.u32 %r3, 1;
+  st.relaxed.gpu.global.u32 [%rd1+160], %r3;
+$wait_done:
+  ld.relaxed.gpu.global.u32 %r3, [%rd1+192];
+  setp.eq.u32 %p2, %r3, 0;
+  @%p2 bra $wait_done;
+  bra $end;
+$reader:
+  ld.global.u32 %r4, [%rd1];
+  st.global.u32 [%rd1+248], %r4;
+$poll:
+  ld.relaxed.gpu.global.u32 %r5, [%rd1+160];
+  setp.eq.u32 %p2, %r5, 0;
+  @%p2 bra $poll;
+{acquire}
+  ld.global.u32 %r6, [%rd1];
+  st.global.u32 [%rd1+252], %r6;
+  mov.u32 %r7, 1;
+  st.relaxed.gpu.global.u32 [%rd1+192], %r7;
+$end:"""
+
+
+def message(release, acquire, memory="weak", seeds=range(8)):
+    """What block 1 read after the flag, per seed."""
+    text = kernel(MESSAGE.format(release=release, acquire=acquire))
+    return [run(text, grid=2, block=1, seed=s, memory=memory)[63] for s in seeds]
+
+
+@pytest.mark.parametrize("release, acquire", [
+    ("  fence.acq_rel.gpu;", "  fence.acq_rel.gpu;"),
+    ("  membar.gl;", "  fence.acquire.gpu;"),
+    ("  fence.release.gpu;", "  ld.acquire.gpu.global.u32 %r8, [%rd1+160];"),
+    ("  fence.sc.gpu;", "  atom.acquire.gpu.global.add.u32 %r8, [%rd1+200], 0;"),
+], ids=["acq_rel", "membar+acquire", "release+ld.acquire", "sc+atom.acquire"])
+def test_a_message_released_and_acquired_is_read_by_the_other_block_whatever_the_timing(release, acquire):
+    assert message(release, acquire) == [42] * 8
+
+
+@pytest.mark.parametrize("release, acquire, what", [
+    ("", "  fence.acquire.gpu;", "release"),
+    ("  fence.release.gpu;", "", "acquire"),
+    ("  fence.acq_rel.cta;", "  fence.acquire.gpu;", "release at GPU scope"),
+    ("  fence.release.gpu;", "  fence.acq_rel.cta;", "acquire at GPU scope"),
+])
+def test_a_message_without_its_release_or_acquire_is_read_stale_on_some_timing(release, acquire, what):
+    # Sequentially consistent memory hides the missing fence; the weak model shows it.
+    assert message(release, acquire, memory="sequential") == [42] * 8
+    got = message(release, acquire)
+    assert 0 in got and set(got) <= {0, 42}, (what, got)
+
+
+def test_a_block_barrier_then_one_threads_release_publishes_every_threads_writes():
+    # Thread 1 of block 0 writes the word; after bar.sync, thread 0 raises the flag with a
+    # releasing atomic: its release covers what the barrier made it see. Without the barrier's
+    # part (the flag raised by a relaxed atomic) the word is read stale on some timing.
+    def body(flag):
+        return kernel(f"""  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r9, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $reader;
+  setp.ne.u32 %p3, %r9, 1;
+  @%p3 bra $synced;
+  mov.u32 %r2, 42;
+  st.global.u32 [%rd1], %r2;
+$synced:
+  bar.sync 0;
+  setp.ne.u32 %p3, %r9, 0;
+  @%p3 bra $end;
+  red.{flag}.gpu.global.add.u32 [%rd1+160], 1;
+$wait_done:
+  ld.relaxed.gpu.global.u32 %r3, [%rd1+192];
+  setp.eq.u32 %p2, %r3, 0;
+  @%p2 bra $wait_done;
+  bra $end;
+$reader:
+  setp.ne.u32 %p3, %r9, 0;
+  @%p3 bra $end;
+  ld.global.u32 %r4, [%rd1];
+  st.global.u32 [%rd1+248], %r4;
+$poll:
+  ld.relaxed.gpu.global.u32 %r5, [%rd1+160];
+  setp.eq.u32 %p2, %r5, 0;
+  @%p2 bra $poll;
+  fence.acquire.gpu;
+  ld.global.u32 %r6, [%rd1];
+  st.global.u32 [%rd1+252], %r6;
+  mov.u32 %r7, 1;
+  st.relaxed.gpu.global.u32 [%rd1+192], %r7;
+$end:""")
+    assert [run(body("release"), grid=2, block=2, seed=s)[63] for s in range(8)] == [42] * 8
+    relaxed = [run(body("relaxed"), grid=2, block=2, seed=s)[63] for s in range(8)]
+    assert 0 in relaxed and set(relaxed) <= {0, 42}
+
+
+def test_a_block_reads_its_own_threads_writes_after_a_barrier_and_memory_has_all_at_the_end():
+    # Each thread writes its word, the block meets at bar.sync, each reads its neighbour's
+    # (word 32 + tid); at the end of the launch every store has reached memory.
+    text = kernel("""  mov.u32 %r2, %tid.x;
+  add.u32 %r1, %r2, 100;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r1;
+  bar.sync 0;
+  add.u32 %r3, %r2, 1;
+  and.b32 %r3, %r3, 31;
+  mul.wide.u32 %rd4, %r3, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  ld.global.u32 %r4, [%rd5];
+  st.global.u32 [%rd3+128], %r4;""")
+    for s in range(4):
+        out = run(text, seed=s)
+        assert out[:32] == [100 + i for i in range(32)]
+        assert out[32:64] == [100 + (i + 1) % 32 for i in range(32)]

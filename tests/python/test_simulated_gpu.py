@@ -6,10 +6,10 @@ same kernels' own PTX run by the same simulator as the driver would launch them 
 (grid, block, parameters as compiled): what differs is libsk's doing (the entry's step loop and
 grid barriers, virtual blocks, the rewrites of the kernels' PTX, argument slots, epochs).
 
-The simulator's arithmetic is checked against numpy on the kernels alone first. Its memory is
-sequentially consistent, so a missing fence would not show here; a wrong offset, count, index,
-argument or a synchronisation that cannot complete does (as a difference, an access outside
-device memory, or a Hang naming where each thread waits).
+The simulator's arithmetic is checked against numpy on the kernels alone first. Its global
+memory is weakly ordered (tests/ptxsim/memory.py), so a missing release or acquire shows as a
+difference on some interleaving, as do a wrong offset, count, index or argument; a
+synchronisation that cannot complete is a Hang naming where each thread waits.
 """
 import collections
 import ctypes
@@ -735,24 +735,62 @@ def test_a_kernel_stops_a_repeat_in_the_run_it_chooses(gpu):
     assert mem.get("runs")[0] == 4
 
 
-def test_reads_through_the_read_only_path_see_the_step_befores_writes(gpu):
-    mod = sk_kernels(gpu, "readonly")
-    k = mod.kernel("ro_rotate")
-    n, steps = 512, 6
+def ro_rotate_chain(gpu, steps):
+    """ro_rotate steps on 4 blocks a step over 2 (virtual blocks): each step reads, through
+    the read-only path, words other blocks wrote in the step before, on lines its block read
+    two steps before. Returns the super kernel, the buffers and the CPU's result."""
+    k = sk_kernels(gpu, "readonly").kernel("ro_rotate")
+    n = 512
     start = (np.arange(n, dtype=np.uint32) * 7 + 1).astype(np.uint32)
     mem = Memory(gpu)
     a, b = mem.put("a", start), mem.put("b", np.zeros(n, np.uint32))
     with gpu.scope("readonly", "debug-aiv-num=2") as scope:
         for s in range(steps):
             scope.add(k, 4, a if s % 2 == 0 else b, b if s % 2 == 0 else a, n, 37 * s + 5)
-    scope.superkernel.launch()
-    gpu.synchronize()
     x = start.astype(np.uint64)
     i = np.arange(n)
     for s in range(steps):
         shift = 37 * s + 5
         x = (x[(i + shift) % n] * 2654435761 + x[(i + 2 * shift + 1) % n] + shift) & 0xFFFFFFFF
-    assert mem.get("a" if steps % 2 == 0 else "b").tobytes() == x.astype(np.uint32).tobytes()
+    return scope.superkernel, mem, "a" if steps % 2 == 0 else "b", x.astype(np.uint32)
+
+
+def test_reads_through_the_read_only_path_see_the_step_befores_writes(gpu):
+    fused, mem, out, want = ro_rotate_chain(gpu, 6)
+    fused.launch()
+    gpu.synchronize()
+    assert mem.get(out).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("weakened, to", [
+    ("red.release.gpu.global.add.u64", "red.relaxed.gpu.global.add.u64"),
+    ("fence.acquire.gpu;", "// (no acquire)"),
+], ids=["arrival-relaxed", "no-acquire"])
+def test_the_entrys_release_and_acquire_are_each_needed_on_weakly_ordered_memory(gpu, weakened, to):
+    # The same chain as above with the entry's grid barrier weakened in the program the
+    # driver runs: its arrival made relaxed (the block's writes no longer published), or its
+    # acquire dropped (the block's L1 keeps lines of two steps before). On the simulator's
+    # weakly ordered memory some launch reads stale words; with the entry as generated, none.
+    def weaken(text):
+        if "sk_superkernel_entry" in text:
+            assert weakened in text
+            text = text.replace(weakened, to)
+        return text
+
+    fused, mem, out, want = ro_rotate_chain(gpu, 6)
+    start = mem.snapshot()
+    results = []
+    for edit in (None, weaken):
+        gpu.runs.edit = edit
+        got = []
+        for _ in range(6):
+            mem.restore(start)
+            fused.launch()
+            gpu.synchronize()
+            got.append(mem.get(out).tobytes() == want.tobytes())
+        results.append(got)
+    assert results[0] == [True] * 6
+    assert False in results[1], f"every launch with '{to}' read fresh words"
 
 
 def test_a_hang_aborts_only_its_launch_and_the_next_one_runs(gpu):
