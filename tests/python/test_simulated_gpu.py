@@ -527,6 +527,107 @@ def test_arguments_past_the_parameter_space_are_read_from_the_argument_buffer(gp
         gpu.runs.lib.fake_cuda_set_driver_version(13000)
 
 
+class CudaGraph:
+    """An engine's own CUDA stream on the stand-in driver (made in the device's primary
+    context) and the graph captured from it, replayed with cuGraphLaunch as an engine replays
+    its decode step."""
+
+    CONTEXT = 0x1000  # the stand-in's primary context
+
+    def __init__(self, gpu):
+        self.lib, self.graph, self.exec = gpu.runs.lib, ctypes.c_void_p(), ctypes.c_void_p()
+        self.cu = ctypes.c_void_p()
+        self.call("cuCtxPushCurrent_v2", ctypes.c_void_p(self.CONTEXT))
+        self.call("cuStreamCreate", ctypes.byref(self.cu), 0)
+        self.call("cuCtxPopCurrent_v2", ctypes.byref(ctypes.c_void_p()))
+        self.stream = gpu.stream(cuda_stream=self.cu.value)
+
+    def call(self, name, *args):
+        fn = getattr(self.lib, name)
+        fn.restype = ctypes.c_int
+        assert fn(*args) == 0, name
+
+    def capture(self, work):
+        self.call("cuStreamBeginCapture_v2", self.cu, 0)
+        work(self.stream)
+        self.call("cuStreamEndCapture", self.cu, ctypes.byref(self.graph))
+        self.call("cuGraphInstantiateWithFlags", ctypes.byref(self.exec), self.graph, ctypes.c_ulonglong(0))
+
+    def replay(self):
+        self.call("cuGraphLaunch", self.exec, self.cu)
+
+    def close(self):
+        self.stream.synchronize()
+        self.call("cuGraphExecDestroy", self.exec)
+        self.call("cuGraphDestroy", self.graph)
+        self.stream.close()
+        self.call("cuCtxPushCurrent_v2", ctypes.c_void_p(self.CONTEXT))
+        self.call("cuStreamDestroy_v2", self.cu)
+        self.call("cuCtxPopCurrent_v2", ctypes.byref(ctypes.c_void_p()))
+
+
+@pytest.mark.parametrize("repeat", [1, 2], ids=["launch", "launch_repeat"])
+def test_a_super_kernel_captured_in_a_cuda_graph_replays_as_its_kernels_launched_alone(gpu, repeat):
+    # The decode step (its residual added in place) captured once, replayed three times, then
+    # launched by libsk: each replay runs the next epochs on the device, from the last one's
+    # result, with the parameters captured.
+    mem = Memory(gpu)
+    steps = decode_step(gpu, mem, np.random.default_rng(21))
+
+    def launch(fused):
+        def work(stream):
+            if repeat > 1:
+                fused.launch_repeat(repeat, None, stream)
+            else:
+                fused.launch(stream)
+
+        graph = CudaGraph(gpu)
+        graph.capture(work)
+        for _ in range(3):
+            graph.replay()
+        fused.launch(graph.stream)
+        graph.close()
+
+    fused_equals_alone(gpu, mem, steps, ["h", "qkn", "ro", "att", "proj", "s", "x"], launches=3 * repeat + 1,
+                       launch=launch)
+    assert len(gpu.runs.launches) == 4  # three replays of one node and libsk's own launch
+
+
+def test_a_replayed_graph_reads_arguments_rebound_in_the_buffer_between_replays(gpu):
+    # Past the parameter space the captured node names the argument buffer: a replay reads
+    # what the buffer holds then, so set_arg between replays reaches the next one.
+    gpu.runs.lib.fake_cuda_set_driver_version(12000)
+    try:
+        with sk.Device("cuda:0") as old:
+            old.runs = gpu.runs
+            mem = Memory(old)
+            steps = silu_residual_chain(old, mem, 45, np.random.default_rng(22), grid=1)
+            mem.put("y", np.zeros(512, np.float32))
+            y = mem.buffers["y"][0]
+
+            def launch(fused):
+                graph = CudaGraph(old)
+                graph.capture(fused.launch)
+                graph.replay()
+                graph.stream.synchronize()
+                fused.set_arg(1, 2, y)  # the first residual's output: y instead of x
+                graph.replay()
+                graph.close()
+
+            def alone():
+                for step in steps:
+                    run_alone(old, step)
+                run_alone(old, steps[0])
+                run_alone(old, steps[1]._replace(args=steps[1].args[:2] + [y] + steps[1].args[3:]))
+                for step in steps[2:]:
+                    run_alone(old, step)
+
+            fused, _ = fused_equals_alone(old, mem, steps, ["x", "y", "t0", "t44"], launch=launch, alone=alone)
+            assert fused.explain()["cuda_entry"]["arguments"] == "buffer"
+    finally:
+        gpu.runs.lib.fake_cuda_set_driver_version(13000)
+
+
 def test_independent_streams_fused_wait_only_for_what_they_depend_on(gpu):
     # Two chains on streams 1 and 2 (a gate and an up projection's epilogues, say), joined on
     # stream 0 after an event of each: each step waits for its stream's previous step and the

@@ -150,6 +150,14 @@ int load_image(void **m, const void *image, std::vector<uint8_t> *last) {
   return 0;
 }
 
+// What a runner needs to run a captured launch of a program's entry again: the program, the
+// launch's shape and its parameters' bytes as they were at the capture (a graph keeps values).
+struct CapturedRun {
+  const FakeModule *program = nullptr;
+  unsigned grid[3] = {}, block[3] = {}, shared = 0;
+  std::vector<std::vector<uint8_t>> params;
+};
+
 // A node of a captured graph: a kernel launch, a write (memset or copy) or an event record.
 struct Node {
   const char *name;  // the call that made it
@@ -157,6 +165,7 @@ struct Node {
   uint64_t address = 0, size = 0;
   unsigned char value = 0;       // a memset's
   const void *source = nullptr;  // a copy's
+  CapturedRun run;               // a launch of a program's entry (compiled from PTX)
 };
 struct Graph {
   std::vector<Node> nodes;
@@ -196,7 +205,8 @@ InjectedHang g_hang;
 
 // Runs a launch of a program's entry (fake_cuda_set_runner): its PTX, the function, the grid,
 // block, dynamic shared bytes and the kernel parameters as cuLaunchKernelEx has them; returns a
-// CUresult. When set, the launches it cannot run (a linked cubin's, a graph's) fail.
+// CUresult. When set, a graph replays its captured launches of programs on it too, and the
+// launches it cannot run (SASS: a linked cubin's) fail.
 using Runner = int (*)(const char *ptx, const char *function, const unsigned *grid, const unsigned *block,
                        unsigned shared, void **params);
 Runner g_runner = nullptr;
@@ -806,6 +816,42 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int, size_t dyn
   *n = static_cast<const FakeModule *>(f)->program && g_program_occupancy ? g_program_occupancy : g_occupancy;
   return 0;
 }
+// The bytes of a program entry's parameters, as a launch passes them: the argument slots (the
+// PTX declares their size) or the buffer's address, then the entry's own.
+CapturedRun capture_run(const FakeModule *program, const LaunchConfig *cfg, void **params) {
+  CapturedRun c;
+  c.program = program;
+  c.grid[0] = cfg->grid_x, c.grid[1] = cfg->grid_y, c.grid[2] = cfg->grid_z;
+  c.block[0] = cfg->block_x, c.block[1] = cfg->block_y, c.block[2] = cfg->block_z;
+  c.shared = cfg->shared_mem_bytes;
+  const size_t at = program->ptx.find(".b8 sk_args[");
+  const size_t slots = at == std::string::npos ? 8 : std::strtoull(program->ptx.c_str() + at + 12, nullptr, 10);
+  static_assert(sk::cuda::kEntryParams == 5 && sk::cuda::kEntryOwnParamBytes == 32);
+  const size_t sizes[sk::cuda::kEntryParams] = {slots, 8, 8, 4, 8};
+  for (size_t i = 0; i < sk::cuda::kEntryParams; ++i) {
+    const auto *bytes = static_cast<const uint8_t *>(params[i]);
+    c.params.emplace_back(bytes, bytes + sizes[i]);
+  }
+  return c;
+}
+
+// Runs a launch of a program's entry on the runner (unlocking `lock` meanwhile: the runner
+// reads and writes device memory, as the blocks would) and records it.
+int run_on_runner(std::unique_lock<std::mutex> &lock, Launch l, const CapturedRun &c) {
+  auto *epoch = reinterpret_cast<const uint64_t *>(l.sync + sk::cuda::kSyncEpoch);
+  l.epoch = *epoch + 1;
+  void *params[sk::cuda::kEntryParams];
+  for (size_t i = 0; i < sk::cuda::kEntryParams; ++i) params[i] = const_cast<uint8_t *>(c.params[i].data());
+  const Runner runner = g_runner;
+  lock.unlock();
+  const int r = runner(c.program->ptx.c_str(), "sk_superkernel_entry", c.grid, c.block, c.shared, params);
+  lock.lock();
+  if (r) return r;
+  l.last_epoch = *epoch;
+  g_launches.push_back(l);
+  return 0;
+}
+
 int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
   if (int r = enter("cuLaunchKernelEx")) return r;
   if (const auto *fn = static_cast<const FakeModule *>(f); !fn->function.empty()) {
@@ -848,26 +894,19 @@ int cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **) {
   std::memcpy(&l.stop, params[4], 8);
   std::unique_lock<std::mutex> lock(g_mutex);
   if (Graph *g = capturing(cfg->stream)) {
-    g->nodes.push_back(Node{"cuLaunchKernelEx", l});
+    Node node{"cuLaunchKernelEx", l};
+    if (const auto *fn = static_cast<const FakeModule *>(f); !fn->ptx.empty())
+      node.run = capture_run(fn, cfg, params);
+    g->nodes.push_back(std::move(node));
     return 0;
   }
   g_calls.push_back({"cuLaunchKernelEx", cfg->stream, 0, 0});
   if (g_shared.launches < 64) g_shared.launch_dynamic[g_shared.launches] = cfg->shared_mem_bytes;
   ++g_shared.launches;
-  if (Runner runner = g_runner) {
+  if (g_runner) {
     const auto *fn = static_cast<const FakeModule *>(f);
     if (fn->ptx.empty()) return kNotSupported;  // a linked cubin: SASS
-    const unsigned grid[3] = {cfg->grid_x, cfg->grid_y, cfg->grid_z};
-    const unsigned block[3] = {cfg->block_x, cfg->block_y, cfg->block_z};
-    auto *epoch = reinterpret_cast<const uint64_t *>(l.sync + sk::cuda::kSyncEpoch);
-    l.epoch = *epoch + 1;
-    lock.unlock();  // the runner reads and writes device memory, as the blocks would
-    if (int r = runner(fn->ptx.c_str(), "sk_superkernel_entry", grid, block, cfg->shared_mem_bytes, params))
-      return r;
-    lock.lock();
-    l.last_epoch = *epoch;
-    g_launches.push_back(l);
-    return 0;
+    return run_on_runner(lock, l, capture_run(fn, cfg, params));
   }
   run_launch(l);
   return 0;
@@ -913,16 +952,21 @@ int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
 // Runs the nodes in order; the stand-in runs everything at once.
 int cuGraphLaunch(void *exec, void *stream) {
   if (int r = enter("cuGraphLaunch", false)) return r;
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::unique_lock<std::mutex> lock(g_mutex);
   if (capturing(stream)) return kCaptureUnsupported;  // a child graph: not used by libsk's tests
-  if (g_runner) return kNotSupported;                 // the runner runs direct launches alone
   g_calls.push_back({"cuGraphLaunch", stream, 0, 0});
   for (const Node &n : static_cast<Graph *>(exec)->nodes) {
     const std::string name = n.name;
     if (name == "cuLaunchKernelEx") {
       Launch l = n.launch;
       l.stream = stream;
-      run_launch(l);
+      if (!g_runner) {
+        run_launch(l);
+      } else if (!n.run.program) {
+        return kNotSupported;  // a linked cubin's launch: SASS
+      } else if (int r = run_on_runner(lock, l, n.run)) {
+        return r;
+      }
     } else if (name == "cuMemsetD8Async") {
       std::memset(reinterpret_cast<void *>(n.address), n.value, n.size);
     } else if (name == "cuMemcpyHtoDAsync") {
