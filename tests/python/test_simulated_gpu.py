@@ -283,13 +283,14 @@ def test_a_step_declared_block_local_that_is_not_races_and_the_simulator_shows_i
 
 
 # ---- nvcc's PTX of ordinary __global__ kernels --------------------------------------------------
-def nvcc_step(gpu, file, name, grid, block, *args, shared=0, threads=None, options=None, **add):
-    """A step of kernel `name` of the build's `file` (nvcc -ptx of tests/kernels/cuda): taken
-    with `threads` (None: its own) and launched alone on `block`."""
+def nvcc_step(gpu, file, name, grid, block, *args, shared=0, threads=None, options=None, ptx=None, **add):
+    """A step of kernel `name` of the build's `file` (of tests/kernels/cuda: nvcc -ptx, or any
+    container of PTX nvcc writes): taken with `threads` (None: its own) and launched alone on
+    `block` from the PTX file `ptx` (None: `file` itself)."""
     path = cuda_kernel(file)
     cache = gpu.__dict__.setdefault("nvcc_modules", {})
     if path not in cache:
-        with open(path) as f:
+        with open(cuda_kernel(ptx or file)) as f:
             cache[path] = (gpu.load(path), f.read())
     mod, text = cache[path]
     k = mod.kernel(name, threads=threads, **(options or {})) if threads or options else mod.kernel(name)
@@ -683,11 +684,22 @@ def test_a_kernel_launched_alone_through_libsk_equals_its_launch_by_the_driver(g
     assert got.tobytes() == mem.get("h").tobytes() and np.abs(got).max() > 0.1
 
 
-def test_a_decode_step_of_cuda_cpp_kernels_fused_equals_their_launches(gpu):
+@pytest.mark.parametrize("container", [
+    "decode_global.ptx",           # nvcc -ptx
+    "decode_global_ptx.fatbin",    # a fatbinary of PTX alone
+    "decode_global_sm80.fatbin",   # of compute_80 PTX, older than the program's
+    "decode_global.o",             # nvcc -c: SASS and PTX in the object's fatbinary
+    "decode_global_rdc.o",         # nvcc -dc: a relocatable cubin beside the PTX
+    "decode_global_rdc.fatbin",    # nvcc -dc -fatbin
+    "libdecode_two.so",            # nvcc -shared: each translation unit's PTX in .nv_fatbin
+    "decode_global.ltoir",         # nvcc -dc -dlto -ltoir: LTO-IR, which nvJitLink turns into PTX
+])
+def test_a_decode_step_of_cuda_cpp_kernels_fused_equals_their_launches(gpu, container):
     # decode_global.cu's __global__ kernels as nvcc compiled them, in blocks of 256, 128 and 64
     # threads (a narrower one runs on the first threads of the super kernel's 256), a struct by
     # value (RopeShape), dynamic shared memory (the attention's scores), block-wide sums
-    # through static shared arrays; on two blocks, so each runs several of a step's.
+    # through static shared arrays; on two blocks, so each runs several of a step's. Taken
+    # from each file nvcc writes them in, each compared with nvcc -ptx's PTX launched alone.
     rng = np.random.default_rng(18)
     batch, hidden, heads, head_dim, seq, out_rows = 2, 256, 2, 128, 8, 32
     mem = Memory(gpu)
@@ -704,22 +716,26 @@ def test_a_decode_step_of_cuda_cpp_kernels_fused_equals_their_launches(gpu):
                         ("add", (batch, hidden)), ("attn", (batch, heads, head_dim)), ("rope", (batch, heads, head_dim))):
         mem.put(name, np.zeros(shape, np.float32))
     b = {k: v[0] for k, v in mem.buffers.items()}
-    f = "decode_global.ptx"
+
+    def step(name, grid, block, *args, **kw):
+        return nvcc_step(gpu, container, name, grid, block, *args, ptx="decode_global.ptx", **kw)
+
     rope_shape = struct.pack("<3i", heads, head_dim, batch)
     steps = [
-        nvcc_step(gpu, f, "rmsnorm_global", batch, (256, 1, 1), b["x"], b["w"], b["rms"], hidden, 1e-6,
-                  threads=(256, 1, 1)),
-        nvcc_step(gpu, f, "gemv_global", 4, (128, 1, 1), b["wg"], b["rms"], b["gemv"], out_rows, hidden),
-        nvcc_step(gpu, f, "silu_mul_global", 2, (128, 1, 1), b["gate"], b["rms"], b["silu"], batch * hidden,
-                  threads=(128, 1, 1)),
-        nvcc_step(gpu, f, "residual_add_global", 2, (256, 1, 1), b["silu"], b["x"], b["add"], batch * hidden,
-                  threads=(256, 1, 1)),
-        nvcc_step(gpu, f, "decode_attention_global", batch * heads, (128, 1, 1), b["q"], b["k"], b["v"], b["attn"],
-                  seq, heads, head_dim, seq, 0.088, shared=seq * 4, options={"dynamic_shared": seq * 4}),
-        nvcc_step(gpu, f, "rope_global", batch * heads, (64, 1, 1), b["attn"], b["cos"], b["sin"], b["rope"],
-                  rope_shape, threads=(64, 1, 1)),
+        step("rmsnorm_global", batch, (256, 1, 1), b["x"], b["w"], b["rms"], hidden, 1e-6,
+             threads=(256, 1, 1)),
+        step("gemv_global", 4, (128, 1, 1), b["wg"], b["rms"], b["gemv"], out_rows, hidden),
+        step("silu_mul_global", 2, (128, 1, 1), b["gate"], b["rms"], b["silu"], batch * hidden,
+             threads=(128, 1, 1)),
+        step("residual_add_global", 2, (256, 1, 1), b["silu"], b["x"], b["add"], batch * hidden,
+             threads=(256, 1, 1)),
+        step("decode_attention_global", batch * heads, (128, 1, 1), b["q"], b["k"], b["v"], b["attn"],
+             seq, heads, head_dim, seq, 0.088, shared=seq * 4, options={"dynamic_shared": seq * 4}),
+        step("rope_global", batch * heads, (64, 1, 1), b["attn"], b["cos"], b["sin"], b["rope"],
+             rope_shape, threads=(64, 1, 1)),
     ]
-    _, got = fused_equals_alone(gpu, mem, steps, ["rms", "gemv", "silu", "add", "attn", "rope"], "debug-aiv-num=2")
+    fused, got = fused_equals_alone(gpu, mem, steps, ["rms", "gemv", "silu", "add", "attn", "rope"], "debug-aiv-num=2")
+    assert fused.explain()["cuda_entry"]["compiled"] == "whole program"
     x = mem.get("x")
     rms = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6)) * mem.get("w")
     np.testing.assert_allclose(got["rms"], rms, rtol=1e-5, atol=1e-6)
