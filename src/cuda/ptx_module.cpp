@@ -476,11 +476,11 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     t.at = f.at;
     t.len = f.end - f.at;
     t.definition = true;
-    t.always = (!f.entry && (f.visible || f.weak)) || p.module_words.count(f.name);
-    for (const std::string &c : f.callees)
-      if (defined.count(c)) t.uses.push_back(c);
+    t.exported = !f.entry && (f.visible || f.weak);
+    t.named = p.module_words.count(f.name) > 0;
+    for (const std::string &c : f.callees) (defined.count(c) ? t.uses : t.outside).push_back(c);
     for (const std::string &w : f.words)
-      if (defined.count(w) && !f.callees.count(w)) t.uses.push_back(w);
+      if (!f.callees.count(w) && p.declared.count(w)) (defined.count(w) ? t.uses : t.outside).push_back(w);
     for (const PtxStatement &st : f.body)
       if (const std::string_view id = barrier_of_block(st.toks); !id.empty() && !edited.count(st.at))
         t.barrier_counts.push_back((size_t)(id.data() - text.data()) + id.size());

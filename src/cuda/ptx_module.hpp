@@ -68,10 +68,14 @@ struct PtxFunctionText {
   std::string name;
   size_t at = 0, len = 0;
   bool definition = false;
-  // (A definition) kept in every link, whatever its kernels reach: a visible or weak `.func`,
-  // which another module may call, or a function a module-scope variable names.
-  bool always = false;
+  // (A definition) a visible or weak `.func`, which another module may call: a link keeps it
+  // where another module's kept function calls or names it (ptx_prune.hpp).
+  bool exported = false;
+  bool named = false;             // (a definition) a module-scope variable names it: always kept
   std::vector<std::string> uses;  // (a definition) the module's functions it calls or names
+  // (A definition) the functions it calls or names that the module declares and does not
+  // define: another module's, or libsk's device API.
+  std::vector<std::string> outside;
   // (A definition) where the number of its kernel's threads goes in the text, for a kernel that
   // runs fewer than its super kernel's block: past the id of each barrier that waits for every
   // thread of the block (a thread count added), and each %ntid.x it reads (replaced).

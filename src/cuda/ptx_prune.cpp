@@ -36,6 +36,16 @@ std::set<std::string_view> reached(const std::map<std::string_view, const PtxFun
   return kept;
 }
 
+// The functions `m` keeps for a link: those its `roots` reach, with the exported ones of `called`
+// and those a module-scope variable names.
+std::set<std::string_view> kept_for_link(const PtxModule &m,
+                                         const std::map<std::string_view, const PtxFunctionText *> &defined,
+                                         std::vector<std::string_view> roots, const std::set<std::string> *called) {
+  for (const PtxFunctionText &f : m.functions)
+    if (f.definition && (f.named || (f.exported && (!called || called->count(f.name))))) roots.push_back(f.name);
+  return reached(defined, std::move(roots));
+}
+
 // It counts the block's threads itself: a barrier of the whole block, a read of %ntid.x.
 bool counts_itself(const PtxFunctionText &f) { return !f.barrier_counts.empty() || !f.block_dims.empty(); }
 
@@ -113,8 +123,27 @@ std::string narrow_call_name(const PtxModule &m, const std::string &kernel, uint
   return copy_name(m, kernel, threads);
 }
 
+std::vector<std::set<std::string>> called_across(const std::vector<const PtxModule *> &modules,
+                                                 const std::vector<std::vector<std::string>> &kernels) {
+  std::vector<std::set<std::string>> called(modules.size());
+  std::vector<std::map<std::string_view, const PtxFunctionText *>> defined;
+  for (const PtxModule *m : modules) defined.push_back(definitions(*m));
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      const std::vector<std::string_view> roots(kernels[i].begin(), kernels[i].end());
+      for (const std::string_view f : kept_for_link(*modules[i], defined[i], roots, &called[i]))
+        for (const std::string &name : defined[i].at(f)->outside)
+          for (size_t j = 0; j < modules.size(); ++j)
+            if (const auto it = defined[j].find(name); j != i && it != defined[j].end() && it->second->exported)
+              grew |= called[j].insert(name).second;
+    }
+  }
+  return called;
+}
+
 std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels, const PtxOverlay *overlay,
-                         const std::vector<PtxNarrow> &narrow) {
+                         const std::vector<PtxNarrow> &narrow, const std::set<std::string> *called) {
   const auto defined = definitions(m);
   // Per thread count, the functions its kernels reach that count threads or call one that does,
   // each copied; the originals they call besides.
@@ -130,9 +159,8 @@ std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &ker
     for (const std::string_view f : reached(defined, {n.kernel}))
       (counts.count(f) ? copies[n.threads] : called_by_copies).insert(f);
   }
-  for (const PtxFunctionText &f : m.functions)
-    if (f.definition && f.always) roots.push_back(f.name);
-  std::set<std::string_view> kept = m.whole ? std::set<std::string_view>() : reached(defined, roots);
+  std::set<std::string_view> kept =
+      m.whole ? std::set<std::string_view>() : kept_for_link(m, defined, roots, called);
   kept.insert(called_by_copies.begin(), called_by_copies.end());
   // The pieces cut, and the overlay's edits (`moves`: a copy makes those within its function);
   // one inside a piece cut goes with it.

@@ -2,14 +2,17 @@
 // `.shared` variables moved into the shared overlay. nvJitLink compiles every function of the
 // text it is given; an engine's module (llama.cpp's quantized GEMVs: 294 kernels, 12 MB) costs
 // its whole compile for the few kernels a super kernel calls. The cut keeps the module's
-// variables and directives, the kernels taken, every function they call or name, and what
-// another module may call; it removes the other functions' definitions and declarations. A
+// variables and directives, the kernels taken, every function they call or name, and the
+// visible functions another module of the link calls (all of them where the link is not known);
+// it removes the other functions' definitions and declarations: a visible function no part of
+// the program reaches, which may call a function nothing defines, is no longer compiled. A
 // variable the overlay places is declared no more, and each name of it becomes the overlay's
 // symbol at its offset (the sub-kernels of a block run one after another: their variables
 // share the bytes, as a cubin's do, elf/shared_overlay_layout.hpp). A kernel that runs fewer
 // threads than its block gets copies that count those (below).
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,14 +42,22 @@ struct PtxNarrow {
 // copy for that many threads ("k$w128"), which counts those.
 std::string narrow_call_name(const PtxModule &m, const std::string &kernel, uint32_t threads, uint32_t block);
 
-// `m.text` without the functions that no kernel of `kernels` (names) reaches, nor any function
-// kept always (PtxFunctionText::always), and with the variables `overlay` places moved; the
-// whole text when `m.whole`. Each kernel of `narrow` gets its copy of every function it reaches
+// Per module of one link (each with the kernels the link takes of it, by name), its exported
+// functions (PtxFunctionText::exported) that the functions the other modules keep call or name:
+// what they keep for it may in turn call a third module's, so the sets grow until none does.
+std::vector<std::set<std::string>> called_across(const std::vector<const PtxModule *> &modules,
+                                                 const std::vector<std::vector<std::string>> &kernels);
+
+// `m.text` without the functions that no kernel of `kernels` (names) reaches, nor a function a
+// module-scope variable names, nor an exported one of `called` (called_across's set for `m`; every
+// exported one without it), and with the variables `overlay` places moved; the whole text when
+// `m.whole`. Each kernel of `narrow` gets its copy of every function it reaches
 // that counts the block's threads, or calls one that does (narrow_call_name names them, the
 // same per thread count), appended with its declaration: the originals stay as they were for the
 // kernels of the block's width and for other modules, so one function is reached at any number
 // of widths.
 std::string ptx_text_for(const PtxModule &m, const std::vector<std::string> &kernels,
-                         const PtxOverlay *overlay = nullptr, const std::vector<PtxNarrow> &narrow = {});
+                         const PtxOverlay *overlay = nullptr, const std::vector<PtxNarrow> &narrow = {},
+                         const std::set<std::string> *called = nullptr);
 
 }  // namespace sk::cuda

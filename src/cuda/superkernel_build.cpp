@@ -501,6 +501,19 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
   // string).
   std::vector<std::vector<uint8_t>> rewritten(modules.size());
   const std::vector<const elf::Cubin *> graphs = overlay_graphs(modules, req.arch);
+  // Each PTX module's kernels the link takes, and the visible functions the other modules call.
+  // Where a module is not PTX (a cubin may call any visible function), every one is kept.
+  std::vector<const PtxModule *> ptx;
+  std::vector<std::vector<std::string>> taken_of;
+  for (const CudaModule *m : modules) {
+    ptx.push_back(m->ptx.get());
+    taken_of.emplace_back();
+    for (const auto &k : req.kernels)
+      if (k->module.get() == m) taken_of.back().push_back(k->symbol);
+  }
+  const bool all_ptx = std::all_of(ptx.begin(), ptx.end(), [](const PtxModule *m) { return m != nullptr; });
+  const std::vector<std::set<std::string>> called =
+      all_ptx ? called_across(ptx, taken_of) : std::vector<std::set<std::string>>();
   for (size_t i = 0; i < modules.size(); ++i) {
     const std::optional<uint32_t> g = overlay_index(graphs, modules[i]);
     if (modules[i]->ptx) {
@@ -514,7 +527,8 @@ sk_status build_superkernel(const BuildRequest &req, BuiltImage *out) {
           taken.push_back(k->symbol);
       }
       const PtxOverlay place{kSharedOverlaySymbol, overlay.bytes, overlay.align, g ? &overlay.offsets[*g] : nullptr};
-      const std::string text = ptx_text_for(*modules[i]->ptx, taken, g ? &place : nullptr, narrow);
+      const std::string text =
+          ptx_text_for(*modules[i]->ptx, taken, g ? &place : nullptr, narrow, all_ptx ? &called[i] : nullptr);
       rewritten[i].assign(text.c_str(), text.c_str() + text.size() + 1);
     }
     if (modules[i]->kind != InputKind::Cubin || !g) continue;
