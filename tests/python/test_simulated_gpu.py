@@ -1124,3 +1124,130 @@ def test_structs_by_value_and_an_argument_read_by_reference_reach_a_libsk_sub_ke
     scope.superkernel.launch()
     gpu.synchronize()
     assert list(mem.get("sums")) == [sum(args)] * 3
+
+
+def test_sync_all_in_a_helper_spans_every_block(gpu):
+    # sync_in_helper reaches sk_sync_all through a __noinline__ helper; each of 8 blocks (as
+    # many as the stand-in GPU holds at once) publishes v + its index before it, block 0 sums
+    # them after it.
+    k = sk_kernels(gpu, "callgraph").kernel("sync_in_helper")
+    mem = Memory(gpu)
+    partial = mem.put("partial", np.zeros(9, np.uint32))
+    k.launch(8, partial, 10)
+    gpu.synchronize()
+    assert mem.get("partial")[0] == sum(10 + b for b in range(8))
+
+
+def recurse_mix(depth, v):
+    """recursive.cu's recurse_mix on the CPU."""
+    mask = 0xFFFFFFFF
+    if depth == 0:
+        return v
+    return ((v + (depth & 7)) & mask) ^ recurse_mix(depth - 1, (v * 3 + 1) & mask)
+
+
+def test_a_recursive_sub_kernel_runs_fused(gpu):
+    # recurse_mix calls itself as deep as an argument says, each level with a frame of its own
+    # (a stack ptxas cannot bound: the device is opened with stack_bytes), after a chain step,
+    # on 4 blocks.
+    with sk.Device("cuda:0,stack_bytes=8192") as deep:
+        deep.runs = gpu.runs
+        step = sk_kernels(deep, "chain").kernel("chain_step")
+        rec = sk_kernels(deep, "recursive").kernel("recurse_sum")
+        n, depth = 128 * 3 + 5, 12
+        init = (np.arange(n, dtype=np.uint64) * 40503 + 7).astype(np.uint32)
+        mem = Memory(deep)
+        x = mem.put("x", init)
+        with deep.scope("recursion") as scope:
+            scope.add(step, 4, x, n, 0)
+            scope.add(rec, 4, x, n, depth)
+        scope.superkernel.launch()
+        deep.synchronize()
+        want = np.array([recurse_mix(depth, (int(v) * 3) & 0xFFFFFFFF) for v in init], np.uint32)
+        assert mem.get("x").tobytes() == want.tobytes()
+
+
+def test_static_tiles_dynamic_shared_and_a_48_kib_tile_fuse(gpu):
+    # shared.cu's two 24 KiB static tiles, its 64 KiB and 4 KiB extern arrays, one block each;
+    # then tile48's 48 KiB tile (the overlay, the block state past it) before dyn_small.
+    shared = sk_kernels(gpu, "shared")
+    tile48 = sk_kernels(gpu, "tile48").kernel("tile48")
+    size, n = 16384, 128
+    x = np.arange(size, dtype=np.float32)
+    mem = Memory(gpu)
+    dx = mem.put("x", x)
+    with gpu.scope("shared_memory") as scope:
+        for name in ("tile_a", "tile_b", "dyn_big", "dyn_small"):
+            k = shared.kernel(name)
+            scope.add(k, 1, dx, n) if name.startswith("tile") else scope.add(k, 1, dx)
+    scope.superkernel.launch()
+    gpu.synchronize()
+    t = np.arange(128)
+    for f in (lambda old: old[(t * 7) % n], lambda old: 2 * old[(t * 5) % n],
+              lambda old: old[size - 1 - t], lambda old: old[127 - t]):
+        x[:128] = f(x.copy())
+    assert mem.get("x").tobytes() == x.tobytes()
+
+    y = ((np.arange(n) % 29) - 3).astype(np.float32)
+    dy = mem.put("y", y)
+    with gpu.scope("tile48") as scope:
+        scope.add(tile48, 1, dy, n)
+        scope.add(shared.kernel("dyn_small"), 1, dy)
+    scope.superkernel.launch()
+    gpu.synchronize()
+    i = np.arange(12288)
+    words = y[i % n] + (i // n).astype(np.float32)
+    y = words[(t * 97 + 11) % 12288][127 - t]
+    assert mem.get("y").tobytes() == y.tobytes()
+
+
+def test_static_variables_of_two_modules_in_the_shared_overlay_fused_equal_unfused(gpu):
+    # shared.cu's tiles and overlay.cu's (a tile, two arrays, a ring), one block each, fused
+    # and launched one by one through libsk; then overlay.cu's tile_then_reverse, which calls
+    # shared.cu's helper with its own static line, fused after tile_a: the program joins the
+    # two modules, and each keeps the functions the other calls.
+    shared, overlay = sk_kernels(gpu, "shared"), sk_kernels(gpu, "overlay")
+    kernels = [shared.kernel("tile_a"), shared.kernel("tile_b")] + [
+        overlay.kernel(name) for name in ("tile_c", "two_arrays", "ring_a", "ring_b")]
+    takes_n = 4
+    x = (np.arange(256) % 97).astype(np.float32)
+    mem = Memory(gpu)
+    fused, unfused = mem.put("fused", x), mem.put("unfused", x)
+    with gpu.scope("shared_overlay") as scope:
+        for i, k in enumerate(kernels):
+            scope.add(k, 1, fused, 128) if i < takes_n else scope.add(k, 1, fused)
+    scope.superkernel.launch()
+    for i, k in enumerate(kernels):
+        k.launch(1, unfused, 128) if i < takes_n else k.launch(1, unfused)
+    gpu.synchronize()
+    assert mem.get("fused").tobytes() == mem.get("unfused").tobytes()
+    assert mem.get("fused").tobytes() != x.tobytes()
+
+    y = ((np.arange(128) % 13) - 6).astype(np.float32)
+    dy = mem.put("y", y)
+    with gpu.scope("helper_overlay") as scope:
+        scope.add(shared.kernel("tile_a"), 1, dy, 128)
+        scope.add(overlay.kernel("tile_then_reverse"), 1, dy)
+    assert scope.superkernel.explain()["cuda_entry"]["compiled"] == "whole program"
+    scope.superkernel.launch()
+    gpu.synchronize()
+    t, k = np.arange(128), np.arange(6144)
+    y = y[k % 128][(t * 7) % 6144]  # tile_a
+    y = y[127 - t] + (y[k % 128] * (k & 7).astype(np.float32))[6143 - t]  # tile_then_reverse
+    assert mem.get("y").tobytes() == y.tobytes()
+
+
+def test_a_flag_id_out_of_range_fails_the_launch_once(gpu):
+    # any_flag(17): the device code records the call and the id and aborts the launch; with a
+    # valid id rebound, the next launch runs.
+    k = sk_kernels(gpu, "misc").kernel("any_flag")
+    with gpu.scope("bad_flag") as scope:
+        scope.add(k, 2, 17)
+    fused = scope.superkernel
+    assert fused.explain()["cuda_entry"]["compiled"] == "whole program"
+    fused.launch()
+    with pytest.raises(sk.Error, match=r"\(17\): flag ids are 0\.\.15"):
+        gpu.synchronize()
+    fused.set_arg(0, 0, 3)
+    fused.launch()
+    gpu.synchronize()
