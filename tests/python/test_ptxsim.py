@@ -162,24 +162,20 @@ def test_a_register_read_before_it_is_written_is_reported():
 
 
 # ---- weakly ordered global memory ------------------------------------------------------------
-# Block 0 writes a word (42) and raises a flag on another line; block 1 reads the word's line
-# first (into its L1), waits for the flag, then reads the word again (word 63), and tells
-# block 0 it is done (word 48), which block 0 waits for, so block 0's stores stay in its store
-# buffer for as long as nothing lets them out.
-MESSAGE = """  mov.u32 %r1, %ctaid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra $reader;
-  mov.u32 %r2, 42;
-  st.global.u32 [%rd1], %r2;
-{release}
-  mov.u32 %r3, 1;
-  st.relaxed.gpu.global.u32 [%rd1+160], %r3;
-$wait_done:
+# Block 0 writes a word (42) and raises a flag on another line; block 1's thread 0 reads the
+# word's line first (into its block's L1), waits for the flag, then reads the word again (word
+# 63), and tells block 0 it is done (word 48), which block 0 waits for, so block 0's stores stay
+# in its store buffer for as long as nothing lets them out.
+WAIT_DONE = """$wait_done:
   ld.relaxed.gpu.global.u32 %r3, [%rd1+192];
   setp.eq.u32 %p2, %r3, 0;
   @%p2 bra $wait_done;
   bra $end;
-$reader:
+"""
+READER = """$reader:
+  mov.u32 %r9, %tid.x;
+  setp.ne.u32 %p3, %r9, 0;
+  @%p3 bra $end;
   ld.global.u32 %r4, [%rd1];
   st.global.u32 [%rd1+248], %r4;
 $poll:
@@ -192,6 +188,15 @@ $poll:
   mov.u32 %r7, 1;
   st.relaxed.gpu.global.u32 [%rd1+192], %r7;
 $end:"""
+MESSAGE = """  mov.u32 %r1, %ctaid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $reader;
+  mov.u32 %r2, 42;
+  st.global.u32 [%rd1], %r2;
+{release}
+  mov.u32 %r3, 1;
+  st.relaxed.gpu.global.u32 [%rd1+160], %r3;
+""" + WAIT_DONE + READER
 
 
 def message(release, acquire, memory="weak", seeds=range(8)):
@@ -241,26 +246,7 @@ $synced:
   setp.ne.u32 %p3, %r9, 0;
   @%p3 bra $end;
   red.{flag}.gpu.global.add.u32 [%rd1+160], 1;
-$wait_done:
-  ld.relaxed.gpu.global.u32 %r3, [%rd1+192];
-  setp.eq.u32 %p2, %r3, 0;
-  @%p2 bra $wait_done;
-  bra $end;
-$reader:
-  setp.ne.u32 %p3, %r9, 0;
-  @%p3 bra $end;
-  ld.global.u32 %r4, [%rd1];
-  st.global.u32 [%rd1+248], %r4;
-$poll:
-  ld.relaxed.gpu.global.u32 %r5, [%rd1+160];
-  setp.eq.u32 %p2, %r5, 0;
-  @%p2 bra $poll;
-  fence.acquire.gpu;
-  ld.global.u32 %r6, [%rd1];
-  st.global.u32 [%rd1+252], %r6;
-  mov.u32 %r7, 1;
-  st.relaxed.gpu.global.u32 [%rd1+192], %r7;
-$end:""")
+""" + WAIT_DONE + READER.format(acquire="  fence.acquire.gpu;"))
     assert [run(body("release"), grid=2, block=2, seed=s)[63] for s in range(8)] == [42] * 8
     relaxed = [run(body("relaxed"), grid=2, block=2, seed=s)[63] for s in range(8)]
     assert 0 in relaxed and set(relaxed) <= {0, 42}

@@ -12,6 +12,7 @@ difference on some interleaving, as do a wrong offset, count, index or argument;
 synchronisation that cannot complete is a Hang naming where each thread waits.
 """
 import collections
+import contextlib
 import ctypes
 import json
 import os
@@ -67,6 +68,22 @@ def gpu(fake_gpu):
         fake_gpu.runs = runs
         yield fake_gpu
         runs.check()
+
+
+@contextlib.contextmanager
+def reopened(gpu, spec="cuda:0", driver_version=None):
+    """The stand-in GPU opened again as `spec` (keys such as stack_bytes), on a driver of
+    `driver_version` if given (12000: 4 KiB of kernel parameters), its launches run on the
+    same simulator."""
+    if driver_version:
+        gpu.runs.lib.fake_cuda_set_driver_version(driver_version)
+    try:
+        with sk.Device(spec) as other:
+            other.runs = gpu.runs
+            yield other
+    finally:
+        if driver_version:
+            gpu.runs.lib.fake_cuda_set_driver_version(13000)
 
 
 class Memory:
@@ -516,16 +533,11 @@ def test_an_argument_rebound_between_launches_is_what_the_next_launch_reads(gpu)
 def test_arguments_past_the_parameter_space_are_read_from_the_argument_buffer(gpu):
     # A driver before 12.1 takes 4 KiB of kernel parameters: 90 steps of 48 bytes of arguments
     # each are read from a device buffer instead, which the launch's first parameter names.
-    gpu.runs.lib.fake_cuda_set_driver_version(12000)
-    try:
-        with sk.Device("cuda:0") as old:
-            old.runs = gpu.runs
-            mem = Memory(old)
-            steps = silu_residual_chain(old, mem, 45, np.random.default_rng(15), grid=1)
-            fused, _ = fused_equals_alone(old, mem, steps, ["x", "t0", "t44"])
-            assert fused.explain()["cuda_entry"]["arguments"] == "buffer"
-    finally:
-        gpu.runs.lib.fake_cuda_set_driver_version(13000)
+    with reopened(gpu, driver_version=12000) as old:
+        mem = Memory(old)
+        steps = silu_residual_chain(old, mem, 45, np.random.default_rng(15), grid=1)
+        fused, _ = fused_equals_alone(old, mem, steps, ["x", "t0", "t44"])
+        assert fused.explain()["cuda_entry"]["arguments"] == "buffer"
 
 
 class CudaGraph:
@@ -597,36 +609,31 @@ def test_a_super_kernel_captured_in_a_cuda_graph_replays_as_its_kernels_launched
 def test_a_replayed_graph_reads_arguments_rebound_in_the_buffer_between_replays(gpu):
     # Past the parameter space the captured node names the argument buffer: a replay reads
     # what the buffer holds then, so set_arg between replays reaches the next one.
-    gpu.runs.lib.fake_cuda_set_driver_version(12000)
-    try:
-        with sk.Device("cuda:0") as old:
-            old.runs = gpu.runs
-            mem = Memory(old)
-            steps = silu_residual_chain(old, mem, 45, np.random.default_rng(22), grid=1)
-            mem.put("y", np.zeros(512, np.float32))
-            y = mem.buffers["y"][0]
+    with reopened(gpu, driver_version=12000) as old:
+        mem = Memory(old)
+        steps = silu_residual_chain(old, mem, 45, np.random.default_rng(22), grid=1)
+        mem.put("y", np.zeros(512, np.float32))
+        y = mem.buffers["y"][0]
 
-            def launch(fused):
-                graph = CudaGraph(old)
-                graph.capture(fused.launch)
-                graph.replay()
-                graph.stream.synchronize()
-                fused.set_arg(1, 2, y)  # the first residual's output: y instead of x
-                graph.replay()
-                graph.close()
+        def launch(fused):
+            graph = CudaGraph(old)
+            graph.capture(fused.launch)
+            graph.replay()
+            graph.stream.synchronize()
+            fused.set_arg(1, 2, y)  # the first residual's output: y instead of x
+            graph.replay()
+            graph.close()
 
-            def alone():
-                for step in steps:
-                    run_alone(old, step)
-                run_alone(old, steps[0])
-                run_alone(old, steps[1]._replace(args=steps[1].args[:2] + [y] + steps[1].args[3:]))
-                for step in steps[2:]:
-                    run_alone(old, step)
+        def alone():
+            for step in steps:
+                run_alone(old, step)
+            run_alone(old, steps[0])
+            run_alone(old, steps[1]._replace(args=steps[1].args[:2] + [y] + steps[1].args[3:]))
+            for step in steps[2:]:
+                run_alone(old, step)
 
-            fused, _ = fused_equals_alone(old, mem, steps, ["x", "y", "t0", "t44"], launch=launch, alone=alone)
-            assert fused.explain()["cuda_entry"]["arguments"] == "buffer"
-    finally:
-        gpu.runs.lib.fake_cuda_set_driver_version(13000)
+        fused, _ = fused_equals_alone(old, mem, steps, ["x", "y", "t0", "t44"], launch=launch, alone=alone)
+        assert fused.explain()["cuda_entry"]["arguments"] == "buffer"
 
 
 def test_independent_streams_fused_wait_only_for_what_they_depend_on(gpu):
@@ -916,8 +923,7 @@ def test_a_hang_aborts_only_its_launch_and_the_next_one_runs(gpu):
     # wait aborts the launch, whose blocks run to their end; its stream's sync reports the hang
     # once, naming the super kernel; a super kernel on another stream is not aborted; the hung
     # one's next launch, with every block syncing, runs from zeroed counters.
-    with sk.Device("cuda:0,timeout_ms=1") as dev:
-        dev.runs = gpu.runs
+    with reopened(gpu, "cuda:0,timeout_ms=1") as dev:
         k = dev.load(cuda_kernel("hang_sk.ptx")).kernel("partial_sync")
         chain = dev.load(cuda_kernel("chain_sk.ptx")).kernel("chain_step")
         mem = Memory(dev)
@@ -1150,8 +1156,7 @@ def test_a_recursive_sub_kernel_runs_fused(gpu):
     # recurse_mix calls itself as deep as an argument says, each level with a frame of its own
     # (a stack ptxas cannot bound: the device is opened with stack_bytes), after a chain step,
     # on 4 blocks.
-    with sk.Device("cuda:0,stack_bytes=8192") as deep:
-        deep.runs = gpu.runs
+    with reopened(gpu, "cuda:0,stack_bytes=8192") as deep:
         step = sk_kernels(deep, "chain").kernel("chain_step")
         rec = sk_kernels(deep, "recursive").kernel("recurse_sum")
         n, depth = 128 * 3 + 5, 12
