@@ -1024,38 +1024,52 @@ def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_constant_pa
     # thread of a block runs in the step loop per step, from the difference between 20 and 10
     # steps, against a cooperative kernel of as many cg::this_grid().sync()s. Every thread but
     # thread 0 passes two block barriers a step (the entry's barrier.sync 15 before the release
-    # and after the acquire), and its path does not grow with the steps or the blocks.
+    # and after the acquire), and its path does not grow with the steps or the blocks. Steps
+    # joined by block-local edges take the same path but for thread 0, which neither releases
+    # nor polls.
     step = sk_kernels(gpu, "bench_empty").kernel("bench_empty_step")
-    per_step = {}
-    for blocks in (1, 4):
+
+    def per_step(blocks, block_local=False):
+        """Per thread (0, 1): the statements a step and the ops each counts a step."""
         counted = {}
         for count in (10, 20):
             with gpu.scope(f"empty{count}") as scope:
-                for _ in range(count):
-                    scope.add(step, blocks)
+                for i in range(count):
+                    scope.add(step, blocks, block_local=block_local and i > 0)
             scope.superkernel.launch()  # the first launch writes the zeros and the step table
             gpu.synchronize()
             gpu.runs.counts = counted[count] = {}
             scope.superkernel.launch()
             gpu.synchronize()
             gpu.runs.counts = None
-
-        def statements(counts, thread, op=None):
-            return sum(v for (f, t, o), v in counts.items() if t == thread and (op is None or o == op)) / blocks
-
+        out = {}
         for thread in (0, 1):
-            per_step[(blocks, thread)] = (statements(counted[20], thread) - statements(counted[10], thread)) / 10
-        barriers = (statements(counted[20], 1, "barrier.sync") - statements(counted[10], 1, "barrier.sync")) / 10
-        assert barriers == 2, f"{blocks} blocks: {barriers} block barriers a step"
-    assert per_step[(1, 1)] == per_step[(4, 1)], per_step
+            ops = collections.Counter()
+            for count, sign in ((20, 1), (10, -1)):
+                for (f, t, op), v in counted[count].items():
+                    if t == thread:
+                        ops[op] += sign * v / blocks / 10
+            out[thread] = (sum(ops.values()), ops)
+        return out
+
+    barrier = {blocks: per_step(blocks) for blocks in (1, 4)}
+    for blocks, threads in barrier.items():
+        assert threads[1][1]["barrier.sync"] == 2, f"{blocks} blocks: {threads[1][1]['barrier.sync']} barriers a step"
+    assert barrier[1][1][0] == barrier[4][1][0], barrier
+    local = per_step(1, block_local=True)
+    assert local[1][0] == barrier[1][1][0] and local[1][1]["barrier.sync"] == 2
+    assert local[0][0] < barrier[1][0][0]
+    releases = ("red.release.gpu.global.add.u64", "ld.relaxed.gpu.global.u64")
+    assert all(barrier[1][0][1][op] >= 1 for op in releases) and not any(local[0][1][op] for op in releases)
     floor = {}
     sim = Simulator(open(cuda_kernel("grid_sync.ptx")).read(), "grid_sync", gpu.runs.allocations)
     for count in (10, 20):
         counts = {}
         sim.launch("gs_syncs", (1, 1, 1), (128, 1, 1), 0, [struct.pack("<i", count)], cooperative=True, counts=counts)
         floor[count] = sum(v for (f, t, o), v in counts.items() if t == 1)
-    print(f"PTX statements a step, thread 1: fused {per_step[(1, 1)]:.0f}, grid.sync {(floor[20] - floor[10]) / 10:.0f}; "
-          f"thread 0 on 1 block: {per_step[(1, 0)]:.0f}")
+    print(f"PTX statements a step, thread 1: fused {barrier[1][1][0]:.0f}, block-local {local[1][0]:.0f}, "
+          f"grid.sync {(floor[20] - floor[10]) / 10:.0f}; thread 0 on 1 block: {barrier[1][0][0]:.0f}, "
+          f"block-local {local[0][0]:.0f}")
 
 
 @pytest.mark.parametrize("seed", range(4))
