@@ -193,6 +193,8 @@ sk_status read_ptx_module(std::string_view text, const std::string &label, const
     m.graph.functions.push_back(std::move(g));
     if (named.count(f.name)) m.graph.pointer_targets.push_back(f.name);
   }
+  for (const std::string &w : p.module_words)
+    if (p.declared.count(w) && !defined.count(w)) m.variables_name.push_back(w);
   // What it declares and another module defines: functions and variables a set resolves.
   for (const PtxFunctionText &d : p.declarations)
     if (!defined.count(d.name) &&

@@ -109,6 +109,9 @@ struct PtxModule {
   // Where each function stands in `text`, so that a link compiles only what its kernels reach
   // (ptx_prune.hpp); `whole` when debug sections address code by label and nothing may go.
   std::vector<PtxFunctionText> functions;
+  // The functions its module-scope variables name (a table of pointers) that it does not
+  // define: another module's, which a link keeps whatever its kernels reach.
+  std::vector<std::string> variables_name;
   bool whole = false;
   std::vector<PtxSharedText> shared_text;
   size_t declarations_at = 0;  // past `.version`, `.target` and `.address_size`: where a link declares

@@ -132,11 +132,13 @@ std::vector<std::set<std::string>> called_across(const std::vector<const PtxModu
     grew = false;
     for (size_t i = 0; i < modules.size(); ++i) {
       const std::vector<std::string_view> roots(kernels[i].begin(), kernels[i].end());
+      std::vector<std::string_view> outside(modules[i]->variables_name.begin(), modules[i]->variables_name.end());
       for (const std::string_view f : kept_for_link(*modules[i], defined[i], roots, &called[i]))
-        for (const std::string &name : defined[i].at(f)->outside)
-          for (size_t j = 0; j < modules.size(); ++j)
-            if (const auto it = defined[j].find(name); j != i && it != defined[j].end() && it->second->exported)
-              grew |= called[j].insert(name).second;
+        outside.insert(outside.end(), defined[i].at(f)->outside.begin(), defined[i].at(f)->outside.end());
+      for (const std::string_view name : outside)
+        for (size_t j = 0; j < modules.size(); ++j)
+          if (const auto it = defined[j].find(name); j != i && it != defined[j].end() && it->second->exported)
+            grew |= called[j].insert(std::string(name)).second;
     }
   }
   return called;

@@ -43,8 +43,9 @@ struct PtxNarrow {
 std::string narrow_call_name(const PtxModule &m, const std::string &kernel, uint32_t threads, uint32_t block);
 
 // Per module of one link (each with the kernels the link takes of it, by name), its exported
-// functions (PtxFunctionText::exported) that the functions the other modules keep call or name:
-// what they keep for it may in turn call a third module's, so the sets grow until none does.
+// functions (PtxFunctionText::exported) that the functions the other modules keep call or name,
+// or their module-scope variables name: what they keep for it may in turn call a third module's,
+// so the sets grow until none does.
 std::vector<std::set<std::string>> called_across(const std::vector<const PtxModule *> &modules,
                                                  const std::vector<std::vector<std::string>> &kernels);
 

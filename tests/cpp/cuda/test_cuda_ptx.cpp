@@ -1935,36 +1935,38 @@ TEST(CudaPtx, AGridSyncOfCooperativeGroupsSyncsTheStepsBlocks) {
       << sk::last_error();
 }
 
-// Of a link's modules, each keeps the visible functions the others' kept functions call, and
-// those they call in turn in a third module; a visible function no kernel of the link reaches
-// goes, with its call of a function nothing defines (which a whole program could not compile).
-// Without the link's modules, every visible function stays.
+// Of a link's modules, each keeps the visible functions the others' kept functions call or
+// their variables name, and those they call in turn in a third module; a visible function no
+// kernel of the link reaches goes, with its call of a function nothing defines (which a whole
+// program could not compile). Without the link's modules, every visible function stays.
 TEST(CudaPtx, ALinkKeepsTheVisibleFunctionsItsOtherModulesCall) {
   const std::string head = ".version 8.0\n.target sm_90\n.address_size 64\n";
   auto func = [](const std::string &name, const std::string &calls) {
     return ".visible .func " + name + "()\n{\n" + (calls.empty() ? "" : "call " + calls + ";\n") + "ret;\n}\n";
   };
   const std::shared_ptr<const CudaModule> a =
-      load_ptx(head + ".extern .func b_mid();\n.extern .func nobody_defines_this();\n" +
+      load_ptx(head + ".extern .func b_mid();\n.extern .func nobody_defines_this();\n.extern .func c_pointed();\n" +
+                   ".visible .global .align 8 .u64 a_table[1] = {c_pointed};\n" +
                    ".visible .entry a_kernel()\n.reqntid 32\n{\ncall b_mid;\nret;\n}\n" +
                    func("a_unused", "nobody_defines_this"),
                "a.ptx");
   const std::shared_ptr<const CudaModule> b =
       load_ptx(head + ".extern .func c_leaf();\n" + func("b_mid", "c_leaf") + func("b_unused", ""), "b.ptx");
-  const std::shared_ptr<const CudaModule> c = load_ptx(head + func("c_leaf", "") + func("c_unused", ""), "c.ptx");
+  const std::shared_ptr<const CudaModule> c =
+      load_ptx(head + func("c_leaf", "") + func("c_pointed", "") + func("c_unused", ""), "c.ptx");
   ASSERT_TRUE(a && b && c);
   const std::vector<std::set<std::string>> called =
       sk::cuda::called_across({a->ptx.get(), b->ptx.get(), c->ptx.get()}, {{"a_kernel"}, {}, {}});
-  EXPECT_EQ(called, (std::vector<std::set<std::string>>{{}, {"b_mid"}, {"c_leaf"}}));
+  EXPECT_EQ(called, (std::vector<std::set<std::string>>{{}, {"b_mid"}, {"c_leaf", "c_pointed"}}));
   const std::string a_text = sk::cuda::ptx_text_for(*a->ptx, {"a_kernel"}, nullptr, {}, &called[0]),
                     b_text = sk::cuda::ptx_text_for(*b->ptx, {}, nullptr, {}, &called[1]),
                     c_text = sk::cuda::ptx_text_for(*c->ptx, {}, nullptr, {}, &called[2]);
   EXPECT_TRUE(defines(a_text, "a_kernel")) << a_text;
   EXPECT_FALSE(contains(a_text, "a_unused") || contains(a_text, "call nobody_defines_this")) << a_text;
   EXPECT_TRUE(defines(b_text, "b_mid") && !contains(b_text, "b_unused")) << b_text;
-  EXPECT_TRUE(defines(c_text, "c_leaf") && !contains(c_text, "c_unused")) << c_text;
+  EXPECT_TRUE(defines(c_text, "c_leaf") && defines(c_text, "c_pointed") && !contains(c_text, "c_unused")) << c_text;
   const std::vector<std::pair<const CudaModule *, std::vector<const char *>>> exported = {
-      {a.get(), {"a_unused"}}, {b.get(), {"b_mid", "b_unused"}}, {c.get(), {"c_leaf", "c_unused"}}};
+      {a.get(), {"a_unused"}}, {b.get(), {"b_mid", "b_unused"}}, {c.get(), {"c_leaf", "c_pointed", "c_unused"}}};
   for (const auto &[m, names] : exported)
     for (const char *name : names) EXPECT_TRUE(defines(sk::cuda::ptx_text_for(*m->ptx, {}), name)) << name;
 }
