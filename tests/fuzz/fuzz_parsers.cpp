@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,12 @@ void ptx(const std::string &text) {
   sk::cuda::PtxModule cut;
   const std::string &first = m.kernels[0].name;
   if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {first}), "fuzz", "sm_90", "9.0", &cut) != SK_OK ||
+      !cut.find(first))
+    std::abort();
+  // So does the cut of a link of it and its rewritten text, each keeping what the other calls.
+  const std::vector<std::set<std::string>> called = sk::cuda::called_across({&m, &again}, {{first}, {}});
+  if (sk::cuda::read_ptx_module(sk::cuda::ptx_text_for(m, {first}, nullptr, {}, &called[0]), "fuzz", "sm_90", "9.0",
+                                &cut) != SK_OK ||
       !cut.find(first))
     std::abort();
   // And so does the cut with its static shared variables moved into a shared overlay.
