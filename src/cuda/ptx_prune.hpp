@@ -3,9 +3,9 @@
 // text it is given; an engine's module (llama.cpp's quantized GEMVs: 294 kernels, 12 MB) costs
 // its whole compile for the few kernels a super kernel calls. The cut keeps the module's
 // variables and directives, the kernels taken, every function they call or name, and the
-// visible functions another module of the link calls (all of them where the link is not known);
-// it removes the other functions' definitions and declarations: a visible function no part of
-// the program reaches, which may call a function nothing defines, is no longer compiled. A
+// visible functions another module of the link calls or names (all of them where the link is not
+// known); it removes the other functions' definitions and declarations: a visible function no
+// part of the program reaches, which may call a function nothing defines, is not compiled. A
 // variable the overlay places is declared no more, and each name of it becomes the overlay's
 // symbol at its offset (the sub-kernels of a block run one after another: their variables
 // share the bytes, as a cubin's do, elf/shared_overlay_layout.hpp). A kernel that runs fewer
