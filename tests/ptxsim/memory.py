@@ -194,13 +194,17 @@ class WeakMemory:
                 self._drain(cta, stores, e)
 
     def _release(self, th, scope):
-        if scope == "cta":
-            th.cta.observed.absorb(th.pending)
-        elif scope == "gpu":
-            cta = th.cta
-            th.cta.observed.absorb(th.pending)
-            for e in list(cta.observed.entries):
-                self._drain(cta, cta.observed, e)
+        """The thread's waiting stores handed to its block; at GPU scope, then every store the
+        block holds written to memory in the block's order, oldest first (so a location's
+        stores land in theirs)."""
+        if scope is None:
+            return
+        cta = th.cta
+        cta.observed.absorb(th.pending)
+        if scope == "gpu":
+            for _, a, data in cta.observed.entries:
+                self._write(cta, a, data)
+            cta.observed.entries, cta.observed.newest = [], {}
 
     def store(self, th, a, data, order):
         self._release(th, order.release)
@@ -250,9 +254,9 @@ class WeakMemory:
                     self._drain(cta, stores, e)
 
     def exited(self, th):
-        th.cta.observed.absorb(th.pending)
-        if th.cta.live == 0:  # the block is gone: what it stored is on its way to memory
-            self._release(th, "gpu")
+        # The thread's stores join its block's; once the block is gone, they are on their way
+        # to memory.
+        self._release(th, "gpu" if th.cta.live == 0 else "cta")
 
     def finish(self):
         """The launch has ended: every store is in memory, oldest first."""
