@@ -277,8 +277,13 @@ class Simulator:
     # ---- barriers ----------------------------------------------------------------------------
     def cta_barrier(self, th, fr, bid, count, arrive_only, red, w, ins):
         cta = th.cta
-        b = cta.barriers.setdefault(bid, [[], None, []])
+        b = cta.barriers.setdefault(bid, [[], None, [], red[0] if red else "sync"])
         self.memory.barrier(th)
+        # PTX leaves a phase of one barrier undefined where its threads arrive by different
+        # operations (barrier.sync with barrier.red, or two reductions).
+        if b[3] != (red[0] if red else "sync"):
+            raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: barrier {bid} reached by "
+                           f"{red[0] if red else 'sync'} while its phase is {b[3]}'s")
         if count is not None:
             if b[1] is not None and b[1] != count:
                 raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: barrier {bid} for {count} threads "
@@ -298,7 +303,7 @@ class Simulator:
         b = cta.barriers.get(bid)
         if b is None:
             return
-        arrived, count, reds = b
+        arrived, count, reds, _ = b
         need = count if count is not None else cta.live
         if len(arrived) < need or not arrived:
             return

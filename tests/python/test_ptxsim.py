@@ -58,6 +58,27 @@ $skip:
     assert "every thread waits" in str(e.value) and "bar.sync 0" in str(e.value) and "bar.sync 1" in str(e.value)
 
 
+def test_one_barrier_phase_reached_by_a_reduction_and_a_sync_is_refused():
+    # Threads of one block that reach one phase of a barrier by different operations (libsk's
+    # step loop ends an instance with barrier.red.or on barrier 15, for every thread) are an
+    # undefined barrier in PTX; the same reduction everywhere is fine.
+    body = """  mov.u32 %r1, %tid.x;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra $zero;
+  setp.eq.u32 %p2, %r1, 99;
+  {other}
+  bra.uni $done;
+$zero:
+  setp.eq.u32 %p2, %r1, 0;
+  barrier.red.or.pred %p3, 15, %p2;
+$done:
+  selp.u32 %r1, 7, 0, %p3;
+{store}"""
+    with pytest.raises(PtxError, match=r"barrier 15 reached by (sync|or) while its phase is (or|sync)'s"):
+        run(kernel(body.format(other="barrier.sync 15;\n  mov.pred %p3, 0;", store=STORE_R1)))
+    assert run(kernel(body.format(other="barrier.red.or.pred %p3, 15, %p2;", store=STORE_R1)))[:32] == [7] * 32
+
+
 def test_a_spin_that_never_ends_is_a_hang_past_the_budget():
     text = kernel("""$again:
   ld.volatile.global.u32 %r1, [%rd1];
