@@ -1072,7 +1072,8 @@ SK_API sk_status sk_superkernel_set_arg(sk_superkernel *sk, uint32_t step, uint3
  * are ("arguments": "parameters", or "buffer" when their "argument_bytes" exceed the driver's
  * parameter space), and "step_loop": the synchronisation instructions of the entry's step
  * loop ("block_barriers", "releases", "acquires", "full_fences", "polls", "table_loads"), each
- * counted once in its code.
+ * counted once in its code, and how many steps end at one block barrier ("one_barrier_steps":
+ * nothing waits for their arrival, and their wait, if any, is done at their start).
  * Its integer "schema_version" names the layout; sk_explain.schema.json (a JSON Schema, draft
  * 2020-12, installed beside this header) describes every key of that version. The JSON is valid
  * UTF-8 whatever bytes names hold: a byte that is not UTF-8 is the four characters \xNN (their

@@ -342,6 +342,7 @@ std::string CudaBackendSuperKernel::explain() const {
     j.key("full_fences").value(uint64_t{c.full_fences});
     j.key("polls").value(uint64_t{c.polls});
     j.key("table_loads").value(uint64_t{c.table_loads});
+    j.key("one_barrier_steps").value(uint64_t{one_barrier_steps(p.table())});
     j.end_object();
     j.key("sub_kernels").begin_array();
     for (const auto &[k, program] : distinct) {

@@ -15,7 +15,7 @@ extern const char kSuperkernelPtx[];  // cuda/superkernel.ptx, embedded by the b
 
 namespace {
 
-// The bits of the block state's S_STATE word (the block's thread 0 owns them).
+// The bits of a slot's S_STATE word (thread 0 fills them; the device API adds WAITED and ARRIVED).
 constexpr unsigned kWaited = 1, kArrived = 2, kLast = 4, kMayArrive = 8;
 // The step flags the step loop only stores or turns into state bits; the step loop's branches
 // (kStep*, entry_ptx.hpp) lie above them.
@@ -35,8 +35,12 @@ constexpr unsigned kWaitSpins = 64;
 
 constexpr unsigned kCrossCoreFlags = SK_CROSS_CORE_FLAGS;
 
-// The per-block state, in this order in its part of dynamic shared memory (each field's
-// offset is the sum of the sizes before it, which keeps every field aligned).
+// The per-block state in dynamic shared memory: the block's fields, then two slots of the
+// running instance's fields (a step's block on this one), then a selector byte per thread.
+// Thread 0 fills the slot the next instance reads while the block's other threads run the
+// current one; a thread's selector says which slot it runs, and flips as it moves on, so the
+// device API reads its own instance's slot wherever it is called. Each list is in its order of
+// offsets (a field's offset is the sum of the sizes before it, which keeps every field aligned).
 struct StateField {
   const char *placeholder;
   uint32_t bytes;
@@ -47,57 +51,79 @@ constexpr StateField kBlockState[] = {
     {"S_SYNC", 8},
     {"S_EPOCH", 8},
     {"S_REPORT", 8},
-    // The step's dependency pairs in the step table, and their end.
-    {"S_DEPS", 8},
-    {"S_DEPS_END", 8},
     {"S_FIRST_EPOCH", 8},
     {"S_LAST_EPOCH", 8},
     {"S_STOP", 8},
-    // The running step and this block's part of it (the device API reads them).
+    // The running sub-kernel's block shape, x, y and z, where it reads it (__sk_thread).
+    {"S_BLOCK_SHAPE", 8},
+    // A u64 per flag: the target of its wait.
+    {"S_FLAG_TARGET", 8 * kCrossCoreFlags},
+    {"S_GO", 4},
+    // How many of the running sub-kernel's threads have returned early (__sk_leave).
+    {"S_LEFT", 4},
+};
+constexpr StateField kSlotState[] = {
+    // The step's dependency pairs in the step table, and their end.
+    {"S_DEPS", 8},
+    {"S_DEPS_END", 8},
+    // The step and this block's part of it (the device API reads them).
     {"S_STEP", 4},
     {"S_BLOCK", 4},
     {"S_BLOCKS", 4},
     {"S_CORES", 4},
     {"S_STATE", 4},
     {"S_GM_FLUSH", 4},
-    // The step record's call site, first argument slot and flags, for every thread.
+    // The step record's call site (kStepEnd past a run's last instance), first argument slot and
+    // flags, for every thread.
     {"S_KERNEL", 4},
     {"S_ARG_BASE", 4},
     {"S_FLAGS", 4},
-    {"S_GO", 4},
-    // The running step's block shape, x, y and z, where its sub-kernel reads it (__sk_thread).
-    {"S_BLOCK_SHAPE", 8},
-    // A u64 per flag: the target of its wait.
-    {"S_FLAG_TARGET", 8 * kCrossCoreFlags},
-    // How many of the running sub-kernel's threads have returned early (__sk_leave).
-    {"S_LEFT", 4},
 };
-constexpr uint32_t block_state_bytes() {
+template <size_t N>
+constexpr uint32_t fields_bytes(const StateField (&fields)[N]) {
   uint32_t bytes = 0;
-  for (const StateField &f : kBlockState) bytes += f.bytes;
+  for (const StateField &f : fields) bytes += f.bytes;
   return bytes;
 }
-constexpr uint32_t kBlockStateBytes = block_state_bytes();
-constexpr bool block_state_aligned() {
+template <size_t N>
+constexpr bool fields_aligned(const StateField (&fields)[N]) {
   uint32_t offset = 0;
-  for (const StateField &f : kBlockState) {
+  for (const StateField &f : fields) {
     if (offset % (f.bytes < 8 ? f.bytes : 8)) return false;
     offset += f.bytes;
   }
   return true;
 }
-static_assert(block_state_aligned(), "a block state field is not aligned to its size");
+static_assert(fields_aligned(kBlockState) && fields_aligned(kSlotState),
+              "a block state field is not aligned to its size");
+constexpr uint32_t kSlotsAt = (fields_bytes(kBlockState) + 15) / 16 * 16;
+constexpr uint32_t kSlotBytes = (fields_bytes(kSlotState) + 15) / 16 * 16;
+constexpr uint32_t kSelectorsAt = kSlotsAt + 2 * kSlotBytes;
+// S_KERNEL of the slot after a run's last instance: no call site has that index.
+constexpr uint32_t kStepEnd = 0xffffffff;
 
 uint32_t block_state_base(const EntrySpec &spec) { return (spec.dynamic_shared + 15) / 16 * 16; }
 
-// A block state field's address in the entry's PTX: its offset in the dynamic shared memory.
-std::string state_address(const EntrySpec &spec, std::string_view field) {
-  uint32_t offset = block_state_base(spec);
-  for (const StateField &f : kBlockState) {
-    if (f.placeholder == field) break;
+// A field's offset in its list.
+template <size_t N>
+uint32_t field_offset(const StateField (&fields)[N], std::string_view field) {
+  uint32_t offset = 0;
+  for (const StateField &f : fields) {
+    if (f.placeholder == field) return offset;
     offset += f.bytes;
   }
-  return "__sk_dynamic_shared+" + std::to_string(offset);
+  return UINT32_MAX;
+}
+
+// A block field's address in the entry's PTX: its offset in the dynamic shared memory.
+std::string state_address(const EntrySpec &spec, std::string_view field) {
+  return "__sk_dynamic_shared+" + std::to_string(block_state_base(spec) + field_offset(kBlockState, field));
+}
+
+// A slot field's address: past %sk_slot, the address of the dynamic shared memory plus the
+// thread's slot times kSlotBytes (the `slot` part).
+std::string slot_address(const EntrySpec &spec, std::string_view field) {
+  return "%sk_slot+" + std::to_string(block_state_base(spec) + kSlotsAt + field_offset(kSlotState, field));
 }
 
 bool wide(ArgType t) { return t == ArgType::Ptr || t == ArgType::I64 || t == ArgType::U64 || t == ArgType::F64; }
@@ -144,12 +170,18 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["FLAG_NO_ARRIVE"] = str(kStepNoArrive);
   v["WAIT_SPINS"] = str(kWaitSpins);
   for (const StateField &f : kBlockState) v[f.placeholder] = state_address(spec, f.placeholder);
+  for (const StateField &f : kSlotState) v[f.placeholder] = slot_address(spec, f.placeholder);
+  v["SLOT_BYTES"] = str(kSlotBytes);
+  v["SELECTORS"] = str(block_state_base(spec) + kSelectorsAt);
+  v["STEP_END"] = str(kStepEnd);
   v["STATE_WAITED"] = str(kWaited);
   v["STATE_ARRIVED"] = str(kArrived);
   v["STATE_LAST"] = str(kLast);
   v["STATE_MAY_ARRIVE"] = str(kMayArrive);
-  // What a step's later blocks on a core keep: all but the last-block mark.
-  v["STATE_KEPT"] = str(kWaited | kArrived | kMayArrive);
+  // The flags that leave nothing to do at a step's end where both are set (one_barrier_steps):
+  // nothing waits for its arrival, and it waited at its start or depends on nothing.
+  v["FLAG_END_DONE_ARRIVE"] = str(kStepNoArrive);
+  v["FLAG_END_DONE_WAIT"] = str(kNoDeps | kStepWaitNow);
   // sk_set_next_task_start arrives in the core's last block, if the plan lets it, once.
   v["STATE_ARRIVAL_BITS"] = str(kLast | kArrived | kMayArrive);
   v["STATE_MAY_ARRIVE_NOW"] = str(kLast | kMayArrive);
@@ -304,7 +336,7 @@ std::string steps_code(const EntrySpec &spec, PtxValues v) {
 
 }  // namespace
 
-uint32_t entry_dynamic_shared(const EntrySpec &spec) { return block_state_base(spec) + kBlockStateBytes; }
+uint32_t entry_dynamic_shared(const EntrySpec &spec) { return block_state_base(spec) + kSelectorsAt + spec.threads; }
 
 SyncLayout sync_layout(size_t steps) {
   SyncLayout l;
@@ -371,6 +403,16 @@ std::vector<uint32_t> step_table(const EntrySpec &spec) {
   return t;
 }
 
+uint32_t one_barrier_steps(const std::vector<uint32_t> &table) {
+  if (table.size() < kTableHeaderWords) return 0;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < table[0] && kTableHeaderWords + kStepWords * (i + 1) <= table.size(); ++i) {
+    const uint32_t flags = table[kTableHeaderWords + kStepWords * i + kStepFlags];
+    n += (flags & kStepNoArrive) && (flags & (kNoDeps | kStepWaitNow));
+  }
+  return n;
+}
+
 const char *flag_call_name(uint64_t call) {
   static const char *const names[] = {"sk_cross_core_set_flag", "sk_cross_core_wait_flag",
                                       "sk_cross_core_set_flag_all", "sk_cross_core_wait_flag_all"};
@@ -393,7 +435,7 @@ const char *sync_point_name(uint32_t point) {
 
 StepLoopCode step_loop_code(const std::string &ptx) {
   StepLoopCode c;
-  const size_t begin = ptx.find("\n$step:\n"), end = ptx.find("\n$steps_done:", begin);
+  const size_t begin = ptx.find("\n$steps:\n"), end = ptx.find("\n$steps_done:", begin);
   if (begin == std::string::npos || end == std::string::npos) return c;
   bool call_sites = false;
   int depth = 0;  // inside `{ }`: a call's parameter block (the slow wait's, the sub-kernels')
@@ -411,7 +453,7 @@ StepLoopCode step_loop_code(const std::string &ptx) {
     if (call_sites || depth > 0) continue;
     if (line.rfind("@%", 0) == 0) line.erase(0, line.find(' ') + 1);  // a predicate
     auto starts = [&line](const char *op) { return line.rfind(op, 0) == 0; };
-    if (starts("barrier.sync")) ++c.block_barriers;
+    if (starts("barrier.sync") || starts("barrier.red")) ++c.block_barriers;
     if (starts("red.release") || starts("atom.release") || starts("st.release")) ++c.releases;
     if (starts("fence.acquire")) ++c.acquires;
     if (starts("fence.acq_rel") || starts("fence.sc")) ++c.full_fences;

@@ -182,6 +182,11 @@ constexpr uint32_t kStepFenceAfter = 1u << 10;  // dcci_after: after it
 constexpr uint32_t kStepNoArrive = 1u << 11;
 // The step table of a spec, as the host writes it.
 std::vector<uint32_t> step_table(const EntrySpec &spec);
+// How many of a step table's steps end at one block barrier in the step loop: their blocks
+// count no arrival, and they wait at their start or depend on nothing, so the end leaves
+// thread 0 nothing to do after the block's threads are done (the others, two: explain's
+// cuda_entry.step_loop.one_barrier_steps).
+uint32_t one_barrier_steps(const std::vector<uint32_t> &table);
 // The distinct call sites (a sub-kernel, and which of its arguments are read by reference), in
 // first-use order: a step's kStepKernel indexes this list, and the entry has one call site for
 // each.
@@ -225,12 +230,12 @@ const char *flag_call_name(uint64_t call);
 // explain's cuda_entry.step_loop. A dependent step runs each once but the polls, which run
 // until the count is reached, and the dependency pair's load, once per pair.
 struct StepLoopCode {
-  uint32_t block_barriers = 0;  // barrier.sync, reached by every thread
+  uint32_t block_barriers = 0;  // barrier.sync and barrier.red, reached by every thread
   uint32_t releases = 0;        // release operations: thread 0's arrival
   uint32_t acquires = 0;        // acquire-only fences: after thread 0's polls
   uint32_t full_fences = 0;     // acquire-release fences: the cache options', behind their flags
   uint32_t polls = 0;           // relaxed loads of an arrival counter
-  uint32_t table_loads = 0;     // loads of the step table: placement, record, further dependency pairs
+  uint32_t table_loads = 0;     // thread 0's loads of the step table: the record, further dependency pairs
 };
 StepLoopCode step_loop_code(const std::string &ptx);
 

@@ -51,7 +51,8 @@ class LinkedProgram {
   // Blocks that can be resident at once: the most a cooperative launch may start.
   uint32_t max_coresident() const { return max_coresident_; }
   uint32_t occupancy_per_sm() const { return occupancy_; }
-  uint32_t threads() const { return threads_; }  // per block: the widest sub-kernel's
+  uint32_t threads() const { return threads_; }                  // per block: the widest sub-kernel's
+  const std::vector<uint32_t> &table() const { return table_; }  // the step table it writes
   uint32_t registers() const { return registers_; }
   const EntryResources &resources() const { return resources_; }
   size_t slot_count() const { return slots_.size(); }  // the argument slots of its steps

@@ -434,6 +434,14 @@ sk_status make_entry_spec(const BuildRequest &req, uint32_t threads, EntrySpec *
     }
     spec.steps.push_back(std::move(s));
   }
+  // A step no later one waits for counts no arrival, and so ends at one block barrier: only
+  // a wait reads its counter (the next run and the next launch are ordered by __sk_next's
+  // barrier and by the stream).
+  std::vector<bool> awaited(spec.steps.size(), false);
+  for (const EntryStep &s : spec.steps)
+    for (uint32_t d : s.deps) awaited[d] = true;
+  for (size_t i = 0; i < spec.steps.size(); ++i)
+    if (!awaited[i]) spec.steps[i].arrives = false;
   *out = std::move(spec);
   if (overlay) *overlay = std::move(layout);
   return SK_OK;

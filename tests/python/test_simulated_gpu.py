@@ -479,6 +479,44 @@ def test_kernels_whose_tiles_share_the_overlay_fused_equal_their_launches(gpu):
     fused_equals_alone(gpu, mem, steps, ["mid", "out"])
 
 
+def test_thread_0_fills_the_next_slot_while_its_block_still_runs_the_current_one(gpu):
+    # SiLU and residual steps joined by block-local edges, four programs each on two blocks:
+    # thread 0 fills the slot of its block's next instance (the step's next program, or the
+    # next step) before the one barrier that ends the current instance, while the block's other
+    # threads still run it and read their block index from their own slot. As generated, fused
+    # equals alone; with the entry's move to the other slot edited out (one slot for both
+    # instances), some thread reads the next instance's block index and the result differs.
+    rng = np.random.default_rng(21)
+    mem = Memory(gpu)
+    n = 2048
+    mem.put("x", rng.standard_normal(n).astype(np.float32))
+    for i in range(2):
+        mem.put(f"g{i}", rng.standard_normal(n).astype(np.float32)), mem.put(f"t{i}", np.zeros(n, np.float32))
+    b = {k: v[0] for k, v in mem.buffers.items()}
+    steps = []
+    for i in range(2):
+        steps.append(triton_step(gpu, "silu_mul", 4, b[f"g{i}"], b["x"], b[f"t{i}"], n, block_local=i > 0))
+        steps.append(triton_step(gpu, "residual_add", 4, b[f"t{i}"], b["x"], b["x"], n, block_local=True))
+    start = mem.snapshot()
+    fused, got = fused_equals_alone(gpu, mem, steps, ["x", "t0", "t1"], scope_options="debug-aiv-num=2")
+    assert [s["edge"] for s in fused.explain()["steps"][1:]] == ["block-local"] * 3
+
+    one_slot = "selp.u32 %sk_u, 1, 0, %sk_p;"
+
+    def single(text):
+        if "sk_superkernel_entry" in text:
+            assert text.count(one_slot) == 3, "the entry's three moves to the other slot"
+            text = text.replace(one_slot, "mov.u32 %sk_u, 0;")
+        return text
+
+    gpu.runs.edit = single
+    mem.restore(start)
+    fused.launch()
+    gpu.synchronize()
+    gpu.runs.edit = None
+    assert differs(mem, got, ["x", "t0", "t1"]), "one slot for two instances read the right block indices"
+
+
 def silu_residual_chain(gpu, mem, count, rng, grid=2, **options):
     """`count` pairs of SiLU-and-multiply and a residual added in place, each pair on rows of
     its own: launched again, each adds to what the last launch left."""
@@ -1019,14 +1057,14 @@ def test_a_chain_of_more_than_256_steps_reads_every_steps_record(gpu):
     assert mem.get("x").tobytes() == chain_expect(init, count, 2).tobytes()
 
 
-def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_constant_path(gpu):
+def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_block_local_one(gpu):
     # Empty steps (bench_empty_step, as PTX) on one block and on four: the statements each
     # thread of a block runs in the step loop per step, from the difference between 20 and 10
     # steps, against a cooperative kernel of as many cg::this_grid().sync()s. Every thread but
-    # thread 0 passes two block barriers a step (the entry's barrier.sync 15 before the release
-    # and after the acquire), and its path does not grow with the steps or the blocks. Steps
-    # joined by block-local edges take the same path but for thread 0, which neither releases
-    # nor polls.
+    # thread 0 passes two block barriers a dependent step (the entry's barrier.red 15 before the
+    # release, its barrier.sync 15 after the acquire), and its path does not grow with the steps
+    # or the blocks. Steps joined by block-local edges pass one: thread 0 neither releases nor
+    # polls, and fills the next step's slot before the barrier.
     step = sk_kernels(gpu, "bench_empty").kernel("bench_empty_step")
 
     def per_step(blocks, block_local=False):
@@ -1036,6 +1074,11 @@ def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_constant_pa
             with gpu.scope(f"empty{count}") as scope:
                 for i in range(count):
                     scope.add(step, blocks, block_local=block_local and i > 0)
+            # Explain counts the steps that end at one barrier: every one of a block-local
+            # chain; of a dependent chain the last alone, which nothing waits for.
+            loop = scope.superkernel.explain()["cuda_entry"]["step_loop"]
+            assert loop["one_barrier_steps"] == (count if block_local else 1), loop
+            assert loop["block_barriers"] == 2, loop
             scope.superkernel.launch()  # the first launch writes the zeros and the step table
             gpu.synchronize()
             gpu.runs.counts = counted[count] = {}
@@ -1048,19 +1091,24 @@ def test_a_dependent_step_costs_each_thread_two_block_barriers_and_a_constant_pa
             for count, sign in ((20, 1), (10, -1)):
                 for (f, t, op), v in counted[count].items():
                     if t == thread:
-                        ops[op] += sign * v / blocks / 10
+                        ops[op] += sign * v
+            ops = {op: v / (blocks * 10) for op, v in ops.items()}  # one division: exact where whole
             out[thread] = (sum(ops.values()), ops)
         return out
 
+    def barriers(ops):
+        return sum(v for op, v in ops.items() if op.startswith("barrier."))
+
     barrier = {blocks: per_step(blocks) for blocks in (1, 4)}
     for blocks, threads in barrier.items():
-        assert threads[1][1]["barrier.sync"] == 2, f"{blocks} blocks: {threads[1][1]['barrier.sync']} barriers a step"
+        assert barriers(threads[1][1]) == 2, f"{blocks} blocks: {threads[1][1]} a step"
+        assert barriers(threads[0][1]) == 2, f"{blocks} blocks: {threads[0][1]} a step"
     assert barrier[1][1][0] == barrier[4][1][0], barrier
     local = per_step(1, block_local=True)
-    assert local[1][0] == barrier[1][1][0] and local[1][1]["barrier.sync"] == 2
-    assert local[0][0] < barrier[1][0][0]
+    assert barriers(local[1][1]) == 1 and barriers(local[0][1]) == 1, local
+    assert local[1][0] < barrier[1][1][0] and local[0][0] < barrier[1][0][0]
     releases = ("red.release.gpu.global.add.u64", "ld.relaxed.gpu.global.u64")
-    assert all(barrier[1][0][1][op] >= 1 for op in releases) and not any(local[0][1][op] for op in releases)
+    assert all(barrier[1][0][1][op] >= 1 for op in releases) and not any(local[0][1].get(op) for op in releases)
     floor = {}
     sim = Simulator(open(cuda_kernel("grid_sync.ptx")).read(), "grid_sync", gpu.runs.allocations)
     for count in (10, 20):

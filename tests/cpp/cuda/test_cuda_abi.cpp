@@ -188,7 +188,8 @@ TEST(CudaAbi, TheSyncBufferIsAddressedAsItsLayoutSays) {
 // dependency pairs the records index, the flags the step loop turns into block state. A
 // block-local step (no dependencies) does not wait for the grid; its predecessor, which
 // nothing else waits for, counts no arrival: the step loop starts its blocks as arrived, so
-// the step's end and sk_set_next_task_start pass their arrival. Both keep the block barrier.
+// the step's end and sk_set_next_task_start pass their arrival. The step's end then leaves
+// thread 0 nothing to do: it fills the next slot before the one block barrier, which says so.
 TEST(CudaAbi, ABlockLocalEdgeHasNoWaitAndNoArrival) {
   EntrySpec spec = two_step_spec(ArgSource::Params);
   spec.steps[1].deps.clear();
@@ -204,18 +205,31 @@ TEST(CudaAbi, ABlockLocalEdgeHasNoWaitAndNoArrival) {
   // Thread 0 marks the block arrived where the bit is set...
   EXPECT_TRUE(
       std::regex_search(entry, std::regex("and\\.b32 %s11, %s7, " + std::to_string(kStepNoArrive) +
-                                          ";\\s+setp\\.ne\\.u32 %q2, %s11, 0;\\s+selp\\.u32 %s11, 2, 0, %q2;")))
+                                          ";\\s+setp\\.ne\\.u32 %q1, %s11, 0;\\s+selp\\.u32 %s11, 2, 0, %q1;")))
       << entry;
-  // ... and the step's end releases only for a block not marked, after the block barrier.
+  // ... the step's end goes on to the next slot, before the barrier, where the bit is set and
+  // the step waited at its start or depends on nothing...
+  const size_t called = entry.find("$called:"), end = entry.find("$step_end:");
+  ASSERT_NE(called, std::string::npos) << entry;
+  ASSERT_NE(end, std::string::npos) << entry;
+  EXPECT_TRUE(std::regex_search(
+      entry.substr(called, end - called),
+      std::regex("and\\.b32 %s11, %s7, " + std::to_string(kStepNoArrive) +
+                 ";\\s+setp\\.ne\\.u32 %q1, %s11, 0;\\s+and\\.b32 %s11, %s7, [0-9]+;\\s+setp\\.ne\\.and\\.u32 %q1, "
+                 "%s11, 0, %q1;\\s+@%q1 add\\.u32 %s2, %s2, 1;\\s+@%q1 bra "
+                 "\\$step_fill;")))
+      << entry;
+  // ... and otherwise releases only for a block not marked, after the reducing barrier.
   const size_t arrive = entry.find("$step_arrive:"), release = entry.find("red.release.gpu.global.add.u64");
   ASSERT_NE(arrive, std::string::npos) << entry;
   EXPECT_TRUE(std::regex_search(entry.substr(arrive, release - arrive),
-                                std::regex("and\\.b32 %s11, %s12, 2;\\s+setp\\.ne\\.u32 %q2, %s11, 0;\\s+@%q2 bra "
-                                           "\\$step_next;")))
+                                std::regex("and\\.b32 %s11, %s12, 2;\\s+setp\\.ne\\.u32 %q1, %s11, 0;\\s+@%q1 bra "
+                                           "\\$step_arrived;")))
       << entry;
-  EXPECT_LT(entry.rfind("barrier.sync " + std::to_string(kBlockBarrier) + ";", arrive), arrive) << entry;
-  EXPECT_GT(entry.rfind("barrier.sync " + std::to_string(kBlockBarrier) + ";", arrive), entry.find("$called:"))
-      << entry;
+  const std::string reducing = "barrier.red.or.pred %q1, " + std::to_string(kBlockBarrier) + ", %q2;";
+  EXPECT_EQ(count(entry, reducing), 1u) << entry;
+  EXPECT_LT(entry.find(reducing), arrive) << entry;
+  EXPECT_GT(entry.find(reducing), called) << entry;
   // The same PTX for any edges: the step table alone says which are block-local.
   EXPECT_EQ(ptx, generate_entry_ptx(two_step_spec(ArgSource::Params)));
 }
@@ -252,19 +266,17 @@ TEST(CudaAbi, TheStepTableIsReadAtItsLayoutsOffsets) {
   EXPECT_TRUE(contains(entry, "setp.ge.u32 %q1, %s2, 2;")) << entry;  // the count
   EXPECT_TRUE(contains(entry, "mad.wide.u32 %t2, %s2, " + std::to_string(4 * kStepWords) + ", %t1;")) << entry;
   EXPECT_TRUE(contains(entry, "add.u64 %t2, %t2, " + std::to_string(4 * kTableHeaderWords) + ";")) << entry;
-  // Every word of the record is read from the step's record (%t2), at its offset: by thread 0
-  // as three vectors, by the other threads the (cores, first) pair.
+  // Every word of the record is read from the step's record (%t2), at its offset, by thread 0
+  // alone, as three vectors: the other threads read the slot it fills.
   EXPECT_TRUE(
       contains(entry, "ld.global.nc.v4.u32 {%s3, %s4, %s5, %s6}, [%t2+" + std::to_string(4 * kStepKernel) + "];"))
       << entry;
   EXPECT_TRUE(
       contains(entry, "ld.global.nc.v4.u32 {%s7, %s8, %s13, %s14}, [%t2+" + std::to_string(4 * kStepFlags) + "];"))
       << entry;
-  EXPECT_TRUE(contains(entry, "ld.global.nc.v2.u32 {%s5, %s6}, [%t2+" + std::to_string(4 * kStepCores) + "];"))
-      << entry;
   EXPECT_TRUE(contains(entry, "ld.global.nc.v2.u32 {%s9, %s10}, [%t2+" + std::to_string(4 * kStepDepBegin) + "];"))
       << entry;
-  EXPECT_EQ(count(entry, "[%t2+"), 4u) << entry;
+  EXPECT_EQ(count(entry, "[%t2+"), 3u) << entry;
   const std::regex at_record("\\[%t2\\+([0-9]+)\\]");
   for (auto it = std::sregex_iterator(entry.begin(), entry.end(), at_record); it != std::sregex_iterator(); ++it)
     EXPECT_LT(std::stoul((*it)[1].str()), 4 * kStepWords) << "past the record: " << (*it)[0].str();
@@ -286,11 +298,11 @@ TEST(CudaAbi, TheLaunchEpochIsReadAndAdvancedOnTheDevice) {
   ASSERT_NE(read, std::string::npos) << entry;
   EXPECT_LT(read, entry.find("$init_done:")) << "thread 0 reads it";
   EXPECT_LT(entry.find("add.u64 %rd3, %rd3, 1;"), entry.find("$init_done:")) << entry;
-  EXPECT_LT(entry.find("$init_done:"), entry.find("$step:")) << entry;
+  EXPECT_LT(entry.find("$init_done:"), entry.find("$steps:")) << entry;
   // Once per block and run, after its last step.
   EXPECT_EQ(count(entry, "call (g), __sk_next"), 1u) << entry;
   EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("red.release.gpu.global.add.u64")) << entry;
-  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$step_next:")) << "blocks that run no step pass it too";
+  EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$step_none:")) << "blocks that run no step pass it too";
   EXPECT_GT(entry.find("call (g), __sk_next"), entry.rfind("$steps_done:")) << entry;
   const std::string next = ptx_function(ptx, "__sk_next");
   ASSERT_FALSE(next.empty()) << ptx;
@@ -357,25 +369,40 @@ TEST(CudaAbi, TheEntryLoopsOverItsRunsAndOneBlockReadsTheStopFlag) {
 }
 
 // libsk's per-block state lies past the sub-kernels' dynamic shared bytes, 16-aligned, and
-// within what each launch passes (entry_dynamic_shared).
+// within what each launch passes (entry_dynamic_shared): the block's fields, two slots of the
+// running instance's, a selector byte per thread.
 TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
   for (uint32_t sub_kernels : {0u, 100u, 4096u}) {
     EntrySpec spec = two_step_spec(ArgSource::Buffer);
     spec.dynamic_shared = sub_kernels;
     const std::string ptx = generate_entry_ptx(spec);
     const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
-    // 8 u64, 10 u32 and a 2 x u32 field, a u64 per flag, the early returns' u32.
-    EXPECT_EQ(end - base, 116 + 8 * SK_CROSS_CORE_FLAGS);
-    const std::regex place("__sk_dynamic_shared\\+([0-9]+)");
-    uint32_t lowest = UINT32_MAX, highest = 0;
-    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), place); it != std::sregex_iterator(); ++it) {
-      const uint32_t offset = (uint32_t)std::stoul((*it)[1].str());
-      lowest = std::min(lowest, offset);
-      highest = std::max(highest, offset);
-    }
-    EXPECT_EQ(lowest, base);
-    EXPECT_EQ(highest, base + 112 + 8 * SK_CROSS_CORE_FLAGS);  // past the flag targets, indexed from 112
-    EXPECT_LT(highest, end);
+    // The block's: 7 u64 (the block shape one), a u64 per flag, 2 u32, 16-aligned. A slot's: 2
+    // u64 and 9 u32, 16-aligned.
+    const uint32_t block = (56 + 8 * SK_CROSS_CORE_FLAGS + 8 + 15) / 16 * 16, slot = 64;
+    EXPECT_EQ(end - base, block + 2 * slot + spec.threads);
+    auto range = [&ptx](const char *pattern) {
+      const std::regex place(pattern);
+      uint32_t lowest = UINT32_MAX, highest = 0;
+      for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), place); it != std::sregex_iterator(); ++it) {
+        const uint32_t offset = (uint32_t)std::stoul((*it)[1].str());
+        lowest = std::min(lowest, offset);
+        highest = std::max(highest, offset);
+      }
+      return std::make_pair(lowest, highest);
+    };
+    const auto fields = range("__sk_dynamic_shared\\+([0-9]+)");
+    EXPECT_EQ(fields.first, base);
+    EXPECT_EQ(fields.second, base + 60 + 8 * SK_CROSS_CORE_FLAGS);  // the early returns' count, the last
+    // Slot fields are addressed past the thread's slot: slot 0's offsets, the first 2 u64.
+    const auto slots = range("%sk_slot\\+([0-9]+)");
+    EXPECT_EQ(slots.first, base + block);
+    EXPECT_EQ(slots.second, base + block + 16 + 8 * 4);
+    EXPECT_TRUE(contains(ptx, "mad.lo.u32 %sk_slot, %sk_t, " + std::to_string(slot) + ", %sk_slot;")) << ptx;
+    const auto selectors = range("\\[%sk_t\\+([0-9]+)\\]");
+    EXPECT_EQ(selectors.first, base + block + 2 * slot);
+    EXPECT_EQ(selectors.second, selectors.first);
+    EXPECT_EQ(selectors.first + spec.threads, end);
   }
 }
 

@@ -119,12 +119,12 @@ TEST(CudaEntryPtx, PlacedStepsStartAtTheirFirstBlock) {
     EXPECT_EQ(r[kStepKernel], 0u);  // one distinct sub-kernel, one call site
   }
   const std::string ptx = generate_entry_ptx(spec);
-  // Every thread reads the (cores, first) pair as one vector.
-  static_assert(kStepFirst == kStepCores + 1);
-  EXPECT_TRUE(contains(ptx, "ld.global.nc.v2.u32 {%s5, %s6}, [%t2+" + std::to_string(4 * kStepCores) + "];")) << ptx;
-  EXPECT_TRUE(contains(ptx, "sub.u32 %r5, %r3, %s6;")) << ptx;                    // from the first block
-  EXPECT_TRUE(contains(ptx, "ld.shared.u32 %s5, [__sk_dynamic_shared+")) << ptx;  // the cores, after the call
-  EXPECT_TRUE(contains(ptx, "add.u32 %r5, %r5, %s5;")) << ptx;                    // by the step's cores
+  // Thread 0 reads the record's (kernel, block_dim, cores, first) as one vector.
+  static_assert(kStepKernel == 0 && kStepCores == 2 && kStepFirst == 3);
+  EXPECT_TRUE(contains(ptx, "ld.global.nc.v4.u32 {%s3, %s4, %s5, %s6}, [%t2+0];")) << ptx;
+  EXPECT_TRUE(contains(ptx, "@!%q4 sub.u32 %r5, %r3, %s6;")) << ptx;   // from the first block
+  EXPECT_TRUE(contains(ptx, "ld.shared.u32 %s5, [%sk_slot+")) << ptx;  // the cores, after the call
+  EXPECT_TRUE(contains(ptx, "add.u32 %r5, %r5, %s5;")) << ptx;         // by the step's cores
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
@@ -219,25 +219,26 @@ TEST(CudaEntryPtx, OverlapAndCacheOptionsShapeTheEntry) {
   EXPECT_EQ(f0 & (kStepFenceBefore | kStepFenceAfter), 0u);
   EXPECT_EQ(f1 & (kStepFenceBefore | kStepFenceAfter), kStepFenceBefore);
   EXPECT_EQ(f1 & kStepWaitNow, 0u);  // it waits in the kernel, at sk_wait_pre_task_end
-  // A multiplexed step's next block on a core keeps the permission to arrive in the kernel
-  // (the state bit step 0's flag sets at its first block) and what it waited and arrived, and
-  // marks anew whether it is the core's last.
+  // Thread 0 fills each instance's state from the step's flags: a multiplexed step's next block
+  // on a core (%q4) gets the permission to arrive in the kernel (step 0's flag) as its first
+  // did, counts as waited where the step waited at its start, and is marked anew whether it is
+  // the core's last.
   const std::string ptx = generate_entry_ptx(spec);
-  const size_t more_at = ptx.find("$step_more:");
-  ASSERT_NE(more_at, std::string::npos) << ptx;
-  const std::string more = ptx.substr(more_at, ptx.find("$step_next:", more_at) - more_at);
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(more, m, std::regex("and\\.b32 %s12, %s12, ([0-9]+);"))) << more;
-  const unsigned long kept = std::stoul(m[1]);
-  ASSERT_TRUE(std::regex_search(more, m, std::regex("selp\\.u32 %s11, ([0-9]+), 0, %q2;"))) << more;
-  EXPECT_EQ(kept & std::stoul(m[1]), 0u) << "the last-block mark";
+  const size_t fill_at = ptx.find("$step_fill:");
+  ASSERT_NE(fill_at, std::string::npos) << ptx;
+  const std::string fill = ptx.substr(fill_at, ptx.find("$step_state:", fill_at) - fill_at);
   const std::regex flag_to_state(
-      "and\\.b32 %s11, %s7, ([0-9]+);\\s+setp\\.ne\\.u32 %q2, %s11, 0;\\s+selp\\.u32 %s11, ([0-9]+), 0, %q2;");
+      "and\\.b32 %s11, %s7, ([0-9]+);\\s+setp\\.ne\\.u32 %q1, %s11, 0;\\s+selp\\.u32 %s11, ([0-9]+), 0, %q1;");
   unsigned long may_arrive = 0;
-  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), flag_to_state); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(fill.begin(), fill.end(), flag_to_state); it != std::sregex_iterator(); ++it)
     if (f0 & std::stoul((*it)[1].str())) may_arrive = std::stoul((*it)[2].str());
-  ASSERT_NE(may_arrive, 0u) << ptx;
-  EXPECT_NE(kept & may_arrive, 0u) << more;
+  ASSERT_NE(may_arrive, 0u) << fill;
+  EXPECT_TRUE(contains(fill, "setp.ne.and.u32 %q1, %s11, 0, %q4;")) << fill;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(fill, m,
+                                std::regex("setp\\.ge\\.u32 %q1, %s11, %s4;\\s+selp\\.u32 %s11, ([0-9]+), 0, %q1;")))
+      << fill;
+  EXPECT_EQ(may_arrive & std::stoul(m[1]), 0u) << "the last-block mark";
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
@@ -791,34 +792,39 @@ TEST(CudaEntryPtx, LibsksBlockBarriersAreBarrier15AndEveryThreadCallsTheSubKerne
     const std::string line = ptx.substr(at, eol - at);
     at = eol + 1;
     if (!std::regex_search(line, barrier)) continue;
-    EXPECT_EQ(line, "  barrier.sync " + std::to_string(kBlockBarrier) + ";");
+    // The step loop's barrier after the call also says whether thread 0 needs a second one.
+    if (line != "  barrier.red.or.pred %q1, " + std::to_string(kBlockBarrier) + ", %q2;")
+      EXPECT_EQ(line, "  barrier.sync " + std::to_string(kBlockBarrier) + ";");
     ++barriers;
   }
   EXPECT_GE(barriers, 12u);  // the step loop's two, __sk_next's two, and the device API's block-wide calls
   EXPECT_NE(kBlockBarrier, 0u);
   EXPECT_LT(kBlockBarrier, 16u);  // barriers 0..15 exist
   const std::string entry = ptx.substr(ptx.find(".entry " + spec.entry_name));
-  // %tid only in thread 0's bookkeeping, which the other threads skip to a barrier, to their
-  // own read of the placement or past the step: the start's, a step's start, its next block and
-  // its end.
-  EXPECT_EQ(count(entry, "%tid"), 4u) << entry;
+  // %tid only in thread 0's bookkeeping, which the other threads skip to a barrier or to their
+  // own move to the next slot (the start's, the run's first instance, an instance's end and what
+  // follows the barrier after it), and in the thread's own selector byte: its setting at the
+  // start and the moves (the run's first instance, an instance's end, thread 0's filling).
+  EXPECT_EQ(count(entry, "%tid"), 4u + 4u) << entry;
+  EXPECT_EQ(count(entry, "mov.u32 %sk_v, %tid.x;"), 3u) << entry;
   const std::regex skip("mov\\.u32 %r1, %tid\\.x;\\s+setp\\.ne\\.u32 %p1, %r1, 0;\\s+@%p1 bra \\$([a-z_]+);");
   std::set<std::string> skipped_to;
   for (auto it = std::sregex_iterator(entry.begin(), entry.end(), skip); it != std::sregex_iterator(); ++it)
     skipped_to.insert((*it)[1].str());
-  EXPECT_EQ(skipped_to, (std::set<std::string>{"init_done", "step_placement", "step_begun", "step_next"})) << entry;
-  // From the barrier to the call: the cache fence a step's flags may ask for, and the jump to
-  // the call site on the step's kernel index, uniform over the block (.uni).
-  const size_t begin = entry.find("$step_begun:");
+  EXPECT_EQ(skipped_to, (std::set<std::string>{"init_done", "step_first", "step_others", "step_barrier"})) << entry;
+  // From the barrier to the call: the run's end, the cache fence a step's flags may ask for,
+  // and the jump to the call site on the step's kernel index, uniform over the block (.uni).
+  const size_t begin = entry.find("$step_call:");
   ASSERT_NE(begin, std::string::npos) << entry;
-  EXPECT_EQ(count(entry, "$step_begun:"), 1u) << entry;
+  EXPECT_EQ(count(entry, "$step_call:"), 1u) << entry;
   const size_t call = entry.find("call early_return_pairs", begin);
   ASSERT_NE(call, std::string::npos) << entry;
   const std::string between = entry.substr(begin, call - begin);
-  EXPECT_EQ(count(between, "bra "), 0u) << between;
+  EXPECT_EQ(count(between, "bra "), 1u) << between;
+  EXPECT_EQ(count(between, "@%q1 bra $steps_done;"), 1u) << between;
   EXPECT_EQ(count(between, "bra.uni "), 0u) << between;
   EXPECT_EQ(count(between, "brx.idx.uni %s3, $sk_calls;"), 1u) << between;
-  EXPECT_EQ(count(between, "@%"), 1u) << between;  // the fence's predicate
+  EXPECT_EQ(count(between, "@%"), 2u) << between;  // the run's end's and the fence's predicates
   EXPECT_EQ(count(between, "@%q1 fence.acq_rel.gpu;"), 1u) << between;
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
@@ -954,12 +960,13 @@ TEST(CudaEntrySass, TheIterationBarrierIsOneAtomicPerBlockAndOneFlagLoad) {
 }
 
 // The dependent chain of bench_cuda (bench_chain_step on every SM's block, each step waiting
-// for the one before) in the linked SASS of its entry: per step two block barriers (after the
-// wait, before the arrival), thread 0's release (MEMBAR.GPU, then one reduction) and acquire
-// (relaxed polls, then an L1 invalidation alone: no MEMBAR), the step table read by the other
-// threads as one 8-byte load and by thread 0 as the record's two 16-byte vectors and its copy of
-// the first dependency pair (a further pair per further dependency), and no local memory: nothing spilled around the sub-kernel's call, no call of libsk's own on the
-// way. Explain's cuda_entry.step_loop says the same, counted in the PTX.
+// for the one before) in the linked SASS of its entry: per step two block barriers (before the
+// arrival, after the wait), thread 0's release (MEMBAR.GPU, then one reduction) and acquire
+// (relaxed polls, then an L1 invalidation alone: no MEMBAR), the step table read by thread 0
+// alone, as the record's two 16-byte vectors and its copy of the first dependency pair (a
+// further pair per further dependency), and no local memory: nothing spilled around the
+// sub-kernel's call, no call of libsk's own on the way. Explain's cuda_entry.step_loop says the
+// same, counted in the PTX.
 TEST(CudaEntrySass, ADependentStepIsTwoBarriersOneReleaseOneAcquire) {
   if (nvdisasm_path().empty()) GTEST_SKIP() << kNoNvdisasm;
   auto chain = load("bench_chain.cubin");
@@ -983,15 +990,19 @@ TEST(CudaEntrySass, ADependentStepIsTwoBarriersOneReleaseOneAcquire) {
   EXPECT_EQ(code.acquires, 1u);
   EXPECT_EQ(code.full_fences, 2u);  // the cache options', not taken in this plan
   EXPECT_EQ(code.polls, 1u);
-  EXPECT_EQ(code.table_loads, 5u);
+  EXPECT_EQ(code.table_loads, 4u);
   // No local memory in the entry: nothing live across a call is spilled.
   EXPECT_EQ(matches(entry, "\\b(STL|LDL)\\b"), 0u) << entry;
   const sk::elf::CubinFunction *fn = img.info.find("sk_superkernel_entry");
   ASSERT_NE(fn, nullptr);
   EXPECT_EQ(fn->frame_size, 0u);
-  // A non-aligned barrier is BAR.SYNC on 0xf for a converged warp, and a second BAR.SYNC on a
-  // register in the diverged warp's path: count the first form.
-  EXPECT_EQ(matches(entry, "\\bBAR\\.SYNC[.A-Z_]*\\s+0xf\\b"), code.block_barriers) << entry;
+  // A non-aligned barrier is BAR.SYNC (BAR.RED) on 0xf for a converged warp, and a second one on
+  // a register in the diverged warp's path: count the first form. The step's end is the
+  // reducing barrier, which ptxas may copy to each path that reaches it (thread 0's, before
+  // the barrier or not); the barrier after thread 0's acquire, one BAR.SYNC.
+  EXPECT_EQ(matches(entry, "\\bBAR\\.SYNC[.A-Z_]*\\s+0xf\\b"), 1u) << entry;
+  EXPECT_GE(matches(entry, "\\bBAR\\.RED\\.OR[.A-Z_]*\\s+0xf\\b"), 1u) << entry;
+  EXPECT_EQ(code.block_barriers, 2u);
   // Every release fence (MEMBAR.ALL.GPU) is the arrival's or a cache option's; every L1
   // invalidation the acquire's or a cache option's: the acquire has no MEMBAR.
   EXPECT_EQ(matches(entry, "\\bREDG\\.E\\.ADD\\.64\\.STRONG\\.GPU\\b"), code.releases) << entry;

@@ -37,7 +37,7 @@ def _print_cuda_entry(entry, w):
         w(f"  step loop: {loop.get('block_barriers', '?')} block barriers, {loop.get('releases', '?')} "
           f"release(s), {loop.get('acquires', '?')} acquire fence(s) after {loop.get('polls', '?')} relaxed "
           f"poll(s), {loop.get('table_loads', '?')} step-table loads, {loop.get('full_fences', '?')} "
-          f"cache-option fence(s)\n")
+          f"cache-option fence(s); {loop.get('one_barrier_steps', '?')} step(s) end at one block barrier\n")
     for k in entry.get("sub_kernels", []):
         shared = k.get("dynamic_shared_bytes", 0)
         w(f"  {k.get('name')}: {k.get('threads', '?')} threads (from {k.get('threads_from', '?')})"
