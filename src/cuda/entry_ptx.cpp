@@ -22,6 +22,10 @@ constexpr unsigned kWaited = 1, kArrived = 2, kLast = 4, kMayArrive = 8;
 constexpr unsigned kGmFlush = 8, kNoDeps = 16, kArriveInKernel = 32;
 static_assert(((kGmFlush | kNoDeps | kArriveInKernel) &
                (kStepWaitNow | kStepFenceBefore | kStepFenceAfter | kStepNoArrive)) == 0);
+// A step's end leaves thread 0 nothing to do (the step loop's one-barrier end) where its flags
+// have both: nothing waits for its arrival, and it waited at its start or depends on nothing.
+constexpr unsigned kEndNoArrival = kStepNoArrive, kEndWaited = kNoDeps | kStepWaitNow;
+constexpr bool ends_at_one_barrier(uint32_t flags) { return (flags & kEndNoArrival) && (flags & kEndWaited); }
 // Thread 0 reads a record as two 16-byte vectors, {kernel, block_dim, cores, first} and
 // {flags, arg_base, dep0_step, dep0_cores}, and an 8-byte one, {dep_begin, dep_end}; every
 // other thread reads the (cores, first) pair as one 8-byte vector: the word order and
@@ -178,10 +182,8 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["STATE_ARRIVED"] = str(kArrived);
   v["STATE_LAST"] = str(kLast);
   v["STATE_MAY_ARRIVE"] = str(kMayArrive);
-  // The flags that leave nothing to do at a step's end where both are set (one_barrier_steps):
-  // nothing waits for its arrival, and it waited at its start or depends on nothing.
-  v["FLAG_END_DONE_ARRIVE"] = str(kStepNoArrive);
-  v["FLAG_END_DONE_WAIT"] = str(kNoDeps | kStepWaitNow);
+  v["FLAG_END_DONE_ARRIVE"] = str(kEndNoArrival);
+  v["FLAG_END_DONE_WAIT"] = str(kEndWaited);
   // sk_set_next_task_start arrives in the core's last block, if the plan lets it, once.
   v["STATE_ARRIVAL_BITS"] = str(kLast | kArrived | kMayArrive);
   v["STATE_MAY_ARRIVE_NOW"] = str(kLast | kMayArrive);
@@ -407,8 +409,7 @@ uint32_t one_barrier_steps(const std::vector<uint32_t> &table) {
   if (table.size() < kTableHeaderWords) return 0;
   uint32_t n = 0;
   for (uint32_t i = 0; i < table[0] && kTableHeaderWords + kStepWords * (i + 1) <= table.size(); ++i) {
-    const uint32_t flags = table[kTableHeaderWords + kStepWords * i + kStepFlags];
-    n += (flags & kStepNoArrive) && (flags & (kNoDeps | kStepWaitNow));
+    n += ends_at_one_barrier(table[kTableHeaderWords + kStepWords * i + kStepFlags]);
   }
   return n;
 }

@@ -277,13 +277,14 @@ class Simulator:
     # ---- barriers ----------------------------------------------------------------------------
     def cta_barrier(self, th, fr, bid, count, arrive_only, red, w, ins):
         cta = th.cta
-        b = cta.barriers.setdefault(bid, [[], None, [], red[0] if red else "sync"])
+        kind = red[0] if red else "sync"
+        b = cta.barriers.setdefault(bid, [[], None, [], kind])
         self.memory.barrier(th)
         # PTX leaves a phase of one barrier undefined where its threads arrive by different
         # operations (barrier.sync with barrier.red, or two reductions).
-        if b[3] != (red[0] if red else "sync"):
+        if b[3] != kind:
             raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: barrier {bid} reached by "
-                           f"{red[0] if red else 'sync'} while its phase is {b[3]}'s")
+                           f"{kind} while its phase is {b[3]}'s")
         if count is not None:
             if b[1] is not None and b[1] != count:
                 raise PtxError(f"{self.label}: line {ins.line}: {ins.text}: barrier {bid} for {count} threads "
