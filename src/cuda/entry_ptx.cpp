@@ -42,9 +42,10 @@ constexpr unsigned kCrossCoreFlags = SK_CROSS_CORE_FLAGS;
 // The per-block state in dynamic shared memory: the block's fields, then two slots of the
 // running instance's fields (a step's block on this one), then a selector byte per thread.
 // Thread 0 fills the slot the next instance reads while the block's other threads run the
-// current one; a thread's selector says which slot it runs, and flips as it moves on, so the
-// device API reads its own instance's slot wherever it is called. Each list is in its order of
-// offsets (a field's offset is the sum of the sizes before it, which keeps every field aligned).
+// current one; a thread's selector (its slot's offset) says which slot it runs, and flips as it
+// moves on, so the device API reads its own instance's slot wherever it is called. Each list is
+// in its order of offsets (a field's offset is the sum of the sizes before it, which keeps every
+// field aligned).
 struct StateField {
   const char *placeholder;
   uint32_t bytes;
@@ -70,6 +71,8 @@ constexpr StateField kSlotState[] = {
     // The step's dependency pairs in the step table, and their end.
     {"S_DEPS", 8},
     {"S_DEPS_END", 8},
+    // The first pair, which the record carries: where the wait after a step's barrier reads it.
+    {"S_DEP0", 8},
     // The step and this block's part of it (the device API reads them).
     {"S_STEP", 4},
     {"S_BLOCK", 4},
@@ -103,6 +106,7 @@ static_assert(fields_aligned(kBlockState) && fields_aligned(kSlotState),
 constexpr uint32_t kSlotsAt = (fields_bytes(kBlockState) + 15) / 16 * 16;
 constexpr uint32_t kSlotBytes = (fields_bytes(kSlotState) + 15) / 16 * 16;
 constexpr uint32_t kSelectorsAt = kSlotsAt + 2 * kSlotBytes;
+static_assert(kSlotBytes < 256, "a selector byte holds its slot's offset");
 // S_KERNEL of the slot after a run's last instance: no call site has that index.
 constexpr uint32_t kStepEnd = 0xffffffff;
 

@@ -17,7 +17,7 @@ class Runs:
 
     def __init__(self, lib, seed):
         self.lib, self.launches, self.error, self.seed = lib, [], None, seed
-        self.counts = None  # a dict: launches add their statements per (function, thread, instruction)
+        self.counts = None  # a dict: launches add their statements to it (Simulator.launch's counts)
         self.edit = None  # a function of a program's text giving the text to run instead
         self._programs = {}
 

@@ -40,12 +40,14 @@ class Frame:
 
 
 class Thread:
-    __slots__ = ("m", "cta", "tid", "flat", "lane", "warp", "frames", "waiting", "done", "local", "pending")
+    __slots__ = ("m", "cta", "tid", "flat", "lane", "warp", "frames", "waiting", "done", "local", "pending",
+                 "since")
 
     def __init__(self, m, cta, tid, flat):
         self.m, self.cta, self.tid, self.flat = m, cta, tid, flat
         self.lane, self.warp = flat % 32, cta.warps[flat // 32]
         self.frames, self.waiting, self.done, self.local = [], None, False, bytearray()
+        self.since = None  # the kind of the last block barrier the thread reached (cta_barrier's)
 
 
 class Cta:
@@ -279,6 +281,7 @@ class Simulator:
         cta = th.cta
         kind = red[0] if red else "sync"
         b = cta.barriers.setdefault(bid, [[], None, [], kind])
+        th.since = kind
         self.memory.barrier(th)
         # PTX leaves a phase of one barrier undefined where its threads arrive by different
         # operations (barrier.sync with barrier.red, or two reductions).
@@ -436,7 +439,8 @@ class Simulator:
         each other. `cooperative`: as cuLaunchCooperativeKernel, a zeroed grid workspace whose
         address %envreg1 (high half) and %envreg2 (low half) hold, where cg::this_grid().sync()
         counts. `counts`: a dict that receives, per (function, thread's flat index in its
-        block, instruction), the statements executed. `memory`: "weak" (memory.py's model, its
+        block, instruction, the kind of the last block barrier the thread reached: None,
+        "sync" or a reduction's operation), the statements executed. `memory`: "weak" (memory.py's model, its
         store timings drawn from `seed`) or "sequential". Raises PtxError (naming the
         statement) or Hang."""
         fn = self.ptx.functions.get(name)
@@ -539,7 +543,7 @@ class Simulator:
                 ins = code[fr.pc]
                 n += 1
                 if self.counts is not None:
-                    key = (fr.fn.name, th.flat, ins.op)
+                    key = (fr.fn.name, th.flat, ins.op, th.since)
                     self.counts[key] = self.counts.get(key, 0) + 1
                 if ins.guard is not None:
                     guard = fr.regs.get(ins.guard)

@@ -215,9 +215,16 @@ TEST(CudaAbi, ABlockLocalEdgeHasNoWaitAndNoArrival) {
   EXPECT_TRUE(std::regex_search(
       entry.substr(called, end - called),
       std::regex("and\\.b32 %s11, %s7, " + std::to_string(kStepNoArrive) +
-                 ";\\s+setp\\.ne\\.u32 %q1, %s11, 0;\\s+and\\.b32 %s11, %s7, [0-9]+;\\s+setp\\.ne\\.and\\.u32 %q1, "
-                 "%s11, 0, %q1;\\s+@%q1 add\\.u32 %s2, %s2, 1;\\s+@%q1 bra "
+                 ";\\s+setp\\.ne\\.u32 %q3, %s11, 0;\\s+and\\.b32 %s11, %s7, [0-9]+;\\s+setp\\.ne\\.and\\.u32 %q3, "
+                 "%s11, 0, %q3;\\s+not\\.pred %q2, %q3;\\s+add\\.u32 %s2, %s2, 1;\\s+bra\\.uni "
                  "\\$step_fill;")))
+      << entry;
+  // ... (where it is not, the fill goes to the barrier at once, the slot's wait left to after it)...
+  const size_t fill = entry.find("$step_fill:"), ready = entry.find("$step_ready:");
+  ASSERT_LT(fill, ready) << entry;
+  EXPECT_TRUE(std::regex_search(entry.substr(fill, ready - fill),
+                                std::regex("@%q2 st\\.shared\\.u32 \\[%sk_slot\\+[0-9]+\\], %s12;\\s+@%q2 bra "
+                                           "\\$step_end;\\s+$")))
       << entry;
   // ... and otherwise releases only for a block not marked, after the reducing barrier.
   const size_t arrive = entry.find("$step_arrive:"), release = entry.find("red.release.gpu.global.add.u64");
@@ -386,7 +393,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     spec.dynamic_shared = sub_kernels;
     const std::string ptx = generate_entry_ptx(spec);
     const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
-    // The block's: 7 u64 (the block shape one), a u64 per flag, 2 u32, 16-aligned. A slot's: 2
+    // The block's: 7 u64 (the block shape one), a u64 per flag, 2 u32, 16-aligned. A slot's: 3
     // u64 and 9 u32, 16-aligned.
     const uint32_t block = (56 + 8 * SK_CROSS_CORE_FLAGS + 8 + 15) / 16 * 16, slot = 64;
     EXPECT_EQ(end - base, block + 2 * slot + spec.threads);
@@ -403,12 +410,13 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     const auto fields = range("__sk_dynamic_shared\\+([0-9]+)");
     EXPECT_EQ(fields.first, base);
     EXPECT_EQ(fields.second, base + 60 + 8 * SK_CROSS_CORE_FLAGS);  // the early returns' count, the last
-    // Slot fields are addressed past the thread's slot: slot 0's offsets, the first 2 u64.
+    // Slot fields are addressed past the thread's slot: slot 0's offsets, the first 3 u64. A
+    // selector byte holds its slot's offset: a move to the other slot adds it or not.
     const auto slots = range("%sk_slot\\+([0-9]+)");
     EXPECT_EQ(slots.first, base + block);
-    EXPECT_EQ(slots.second, base + block + 16 + 8 * 4);
-    EXPECT_TRUE(contains(ptx, "mad.lo.u32 %sk_slot, %sk_t, " + std::to_string(slot) + ", %sk_slot;")) << ptx;
-    const auto selectors = range("\\[%sk_t\\+([0-9]+)\\]");
+    EXPECT_EQ(slots.second, base + block + 24 + 8 * 4);
+    EXPECT_TRUE(contains(ptx, "selp.u32 %sk_u, " + std::to_string(slot) + ", 0, %sk_p;")) << ptx;
+    const auto selectors = range("\\[%sk_[tv]\\+([0-9]+)\\]");
     EXPECT_EQ(selectors.first, base + block + 2 * slot);
     EXPECT_EQ(selectors.second, selectors.first);
     EXPECT_EQ(selectors.first + spec.threads, end);
