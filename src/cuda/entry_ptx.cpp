@@ -15,13 +15,19 @@ extern const char kSuperkernelPtx[];  // cuda/superkernel.ptx, embedded by the b
 
 namespace {
 
-// The bits of a slot's S_STATE word (thread 0 fills them; the device API adds WAITED and ARRIVED).
-constexpr unsigned kWaited = 1, kArrived = 2, kLast = 4, kMayArrive = 8;
-// The step flags the step loop only stores or turns into state bits; the step loop's branches
-// (kStep*, entry_ptx.hpp) lie above them.
+// The step flags the device API reads (GM_FLUSH: sk_gm_load and sk_gm_store fence) or that are
+// state bits (below); the step loop's branches (kStep*, entry_ptx.hpp) lie above them.
 constexpr unsigned kGmFlush = 8, kNoDeps = 16, kArriveInKernel = 32;
 static_assert(((kGmFlush | kNoDeps | kArriveInKernel) &
                (kStepWaitNow | kStepFenceBefore | kStepFenceAfter | kStepNoArrive)) == 0);
+// The bits of a slot's S_STATE word. A fresh instance's are its record's flags under kFresh:
+// waited if the step depends on nothing, arrived if nothing waits for it, the arrival left to
+// sk_set_next_task_start where the plan put it there; thread 0 adds WAITED at a step's later
+// block on its core where the first one waited, and LAST at the core's last block of the step;
+// the device API adds WAITED and ARRIVED.
+constexpr unsigned kWaited = kNoDeps, kArrived = kStepNoArrive, kMayArrive = kArriveInKernel, kLast = 4;
+constexpr unsigned kFresh = kWaited | kArrived | kMayArrive;
+static_assert((kLast & (kFresh | kGmFlush | kStepWaitNow | kStepFenceBefore | kStepFenceAfter)) == 0);
 // A step's end leaves thread 0 nothing to do (the step loop's one-barrier end) where its flags
 // have both: nothing waits for its arrival, and it waited at its start or depends on nothing.
 constexpr unsigned kEndNoArrival = kStepNoArrive, kEndWaited = kNoDeps | kStepWaitNow;
@@ -79,7 +85,6 @@ constexpr StateField kSlotState[] = {
     {"S_BLOCKS", 4},
     {"S_CORES", 4},
     {"S_STATE", 4},
-    {"S_GM_FLUSH", 4},
     // The step record's call site (kStepEnd past a run's last instance), first argument slot and
     // flags, for every thread.
     {"S_KERNEL", 4},
@@ -173,9 +178,6 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["STEP_FENCE_BEFORE"] = str(kStepFenceBefore);
   v["STEP_FENCE_AFTER"] = str(kStepFenceAfter);
   v["FLAG_GM_FLUSH"] = str(kGmFlush);
-  v["FLAG_NO_DEPS"] = str(kNoDeps);
-  v["FLAG_ARRIVE_IN_KERNEL"] = str(kArriveInKernel);
-  v["FLAG_NO_ARRIVE"] = str(kStepNoArrive);
   v["WAIT_SPINS"] = str(kWaitSpins);
   for (const StateField &f : kBlockState) v[f.placeholder] = state_address(spec, f.placeholder);
   for (const StateField &f : kSlotState) v[f.placeholder] = slot_address(spec, f.placeholder);
@@ -185,7 +187,7 @@ PtxValues abi_values(const EntrySpec &spec) {
   v["STATE_WAITED"] = str(kWaited);
   v["STATE_ARRIVED"] = str(kArrived);
   v["STATE_LAST"] = str(kLast);
-  v["STATE_MAY_ARRIVE"] = str(kMayArrive);
+  v["STATE_FRESH"] = str(kFresh);
   v["FLAG_END_DONE_ARRIVE"] = str(kEndNoArrival);
   v["FLAG_END_DONE_WAIT"] = str(kEndWaited);
   // sk_set_next_task_start arrives in the core's last block, if the plan lets it, once.

@@ -172,8 +172,9 @@ enum StepWord : uint32_t {
   kStepGridY,
   kStepWords,
 };
-// A step's flags word: the GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits the step loop turns
-// into block state (entry_ptx.cpp; a block-local step has NO_DEPS), and these.
+// A step's flags word: the GM_FLUSH, NO_DEPS and ARRIVE_IN_KERNEL bits (entry_ptx.cpp; a
+// block-local step has NO_DEPS), and these. NO_DEPS, ARRIVE_IN_KERNEL and NO_ARRIVE are the
+// block state bits a fresh instance of the step starts with.
 constexpr uint32_t kStepWaitNow = 1u << 8;      // the step's first block on a core waits at its start
 constexpr uint32_t kStepFenceBefore = 1u << 9;  // dcci_before: a whole-cache fence before the call
 constexpr uint32_t kStepFenceAfter = 1u << 10;  // dcci_after: after it

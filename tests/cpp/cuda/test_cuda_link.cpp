@@ -219,26 +219,30 @@ TEST(CudaEntryPtx, OverlapAndCacheOptionsShapeTheEntry) {
   EXPECT_EQ(f0 & (kStepFenceBefore | kStepFenceAfter), 0u);
   EXPECT_EQ(f1 & (kStepFenceBefore | kStepFenceAfter), kStepFenceBefore);
   EXPECT_EQ(f1 & kStepWaitNow, 0u);  // it waits in the kernel, at sk_wait_pre_task_end
-  // Thread 0 fills each instance's state from the step's flags: a multiplexed step's next block
-  // on a core (%q4) gets the permission to arrive in the kernel (step 0's flag) as its first
-  // did, counts as waited where the step waited at its start, and is marked anew whether it is
-  // the core's last.
+  // Thread 0 fills each instance's state from the step's flags: the record's flags under one
+  // mask are a fresh instance's state, among them the permission to arrive in the kernel as
+  // sk_set_next_task_start reads it (step 0's, not step 1's); a multiplexed step's next block on
+  // a core (%q4) counts as waited where the step waited at its start, and is marked anew whether
+  // it is the core's last.
   const std::string ptx = generate_entry_ptx(spec);
   const size_t fill_at = ptx.find("$step_fill:");
   ASSERT_NE(fill_at, std::string::npos) << ptx;
   const std::string fill = ptx.substr(fill_at, ptx.find("$step_state:", fill_at) - fill_at);
-  const std::regex flag_to_state(
-      "and\\.b32 %s11, %s7, ([0-9]+);\\s+setp\\.ne\\.u32 %q1, %s11, 0;\\s+selp\\.u32 %s11, ([0-9]+), 0, %q1;");
-  unsigned long may_arrive = 0;
-  for (auto it = std::sregex_iterator(fill.begin(), fill.end(), flag_to_state); it != std::sregex_iterator(); ++it)
-    if (f0 & std::stoul((*it)[1].str())) may_arrive = std::stoul((*it)[2].str());
-  ASSERT_NE(may_arrive, 0u) << fill;
-  EXPECT_TRUE(contains(fill, "setp.ne.and.u32 %q1, %s11, 0, %q4;")) << fill;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(fill, m,
-                                std::regex("setp\\.ge\\.u32 %q1, %s11, %s4;\\s+selp\\.u32 %s11, ([0-9]+), 0, %q1;")))
+  ASSERT_TRUE(std::regex_search(fill, m, std::regex("and\\.b32 %s12, %s7, ([0-9]+);"))) << fill;
+  const unsigned long fresh = std::stoul(m[1]);
+  ASSERT_TRUE(std::regex_search(
+      fill, m, std::regex("setp\\.ge\\.u32 %q1, %s11, %s4;\\s+@%q1 or\\.b32 %s12, %s12, ([0-9]+);")))
       << fill;
-  EXPECT_EQ(may_arrive & std::stoul(m[1]), 0u) << "the last-block mark";
+  const unsigned long last = std::stoul(m[1]);
+  EXPECT_EQ(fresh & last, 0u) << "the last-block mark is thread 0's";
+  const std::string arrive = ptx_function(ptx, "sk_set_next_task_start");
+  ASSERT_TRUE(std::regex_search(arrive, m, std::regex("setp\\.ne\\.u32 %p2, %r3, ([0-9]+);"))) << arrive;
+  const unsigned long may_arrive = std::stoul(m[1]) & ~last;
+  ASSERT_NE(may_arrive, 0u) << arrive;
+  EXPECT_EQ(f0 & fresh & may_arrive, may_arrive) << f0;
+  EXPECT_EQ(f1 & fresh & may_arrive, 0u) << f1;
+  EXPECT_TRUE(contains(fill, "setp.ne.and.u32 %q1, %s11, 0, %q4;\n  @%q1 or.b32 %s12, %s12, ")) << fill;
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
