@@ -73,23 +73,28 @@ constexpr StateField kBlockState[] = {
     // How many of the running sub-kernel's threads have returned early (__sk_leave).
     {"S_LEFT", 4},
 };
+// A slot starts with the record's first 32 bytes, word for word, which thread 0 stores as the
+// two 16-byte vectors it loads; the step loop reads and writes the groups below as one vector
+// each (their offsets asserted below).
 constexpr StateField kSlotState[] = {
+    // The call site (kStepEnd past a run's last instance), the step's blocks and cores, and its
+    // first core (which the slot does not use).
+    {"S_KERNEL", 4},
+    {"S_BLOCKS", 4},
+    {"S_CORES", 4},
+    {"S_FIRST", 4},
+    // Flags, first argument slot, and the first dependency pair, which the wait after a step's
+    // barrier reads.
+    {"S_FLAGS", 4},
+    {"S_ARG_BASE", 4},
+    {"S_DEP0", 8},
     // The step's dependency pairs in the step table, and their end.
     {"S_DEPS", 8},
     {"S_DEPS_END", 8},
-    // The first pair, which the record carries: where the wait after a step's barrier reads it.
-    {"S_DEP0", 8},
-    // The step and this block's part of it (the device API reads them).
+    // The step and this block's part of it (the device API reads them), and the state bits.
     {"S_STEP", 4},
     {"S_BLOCK", 4},
-    {"S_BLOCKS", 4},
-    {"S_CORES", 4},
     {"S_STATE", 4},
-    // The step record's call site (kStepEnd past a run's last instance), first argument slot and
-    // flags, for every thread.
-    {"S_KERNEL", 4},
-    {"S_ARG_BASE", 4},
-    {"S_FLAGS", 4},
 };
 template <size_t N>
 constexpr uint32_t fields_bytes(const StateField (&fields)[N]) {
@@ -119,7 +124,7 @@ uint32_t block_state_base(const EntrySpec &spec) { return (spec.dynamic_shared +
 
 // A field's offset in its list.
 template <size_t N>
-uint32_t field_offset(const StateField (&fields)[N], std::string_view field) {
+constexpr uint32_t field_offset(const StateField (&fields)[N], std::string_view field) {
   uint32_t offset = 0;
   for (const StateField &f : fields) {
     if (f.placeholder == field) return offset;
@@ -127,6 +132,19 @@ uint32_t field_offset(const StateField (&fields)[N], std::string_view field) {
   }
   return UINT32_MAX;
 }
+static_assert(field_offset(kSlotState, "S_KERNEL") == 4 * kStepKernel &&
+                  field_offset(kSlotState, "S_BLOCKS") == 4 * kStepBlockDim &&
+                  field_offset(kSlotState, "S_CORES") == 4 * kStepCores &&
+                  field_offset(kSlotState, "S_FIRST") == 4 * kStepFirst &&
+                  field_offset(kSlotState, "S_FLAGS") == 4 * kStepFlags &&
+                  field_offset(kSlotState, "S_ARG_BASE") == 4 * kStepArgBase &&
+                  field_offset(kSlotState, "S_DEP0") == 4 * kStepDep0Step,
+              "a slot starts with the record's first 32 bytes");
+static_assert(field_offset(kSlotState, "S_DEPS") % 16 == 0 &&
+                  field_offset(kSlotState, "S_DEPS_END") == field_offset(kSlotState, "S_DEPS") + 8 &&
+                  field_offset(kSlotState, "S_STEP") % 8 == 0 &&
+                  field_offset(kSlotState, "S_BLOCK") == field_offset(kSlotState, "S_STEP") + 4,
+              "the step loop's vectors: {S_DEPS, S_DEPS_END}, {S_STEP, S_BLOCK}");
 
 // A block field's address in the entry's PTX: its offset in the dynamic shared memory.
 std::string state_address(const EntrySpec &spec, std::string_view field) {

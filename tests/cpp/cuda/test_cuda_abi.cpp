@@ -394,7 +394,7 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     const std::string ptx = generate_entry_ptx(spec);
     const uint32_t base = (sub_kernels + 15) / 16 * 16, end = entry_dynamic_shared(spec);
     // The block's: 7 u64 (the block shape one), a u64 per flag, 2 u32, 16-aligned. A slot's: 3
-    // u64 and 8 u32, 16-aligned.
+    // u64 and 9 u32, 16-aligned.
     const uint32_t block = (56 + 8 * SK_CROSS_CORE_FLAGS + 8 + 15) / 16 * 16, slot = 64;
     EXPECT_EQ(end - base, block + 2 * slot + spec.threads);
     auto range = [&ptx](const char *pattern) {
@@ -410,11 +410,12 @@ TEST(CudaAbi, TheBlockStateFitsTheDynamicSharedMemoryALaunchPasses) {
     const auto fields = range("__sk_dynamic_shared\\+([0-9]+)");
     EXPECT_EQ(fields.first, base);
     EXPECT_EQ(fields.second, base + 60 + 8 * SK_CROSS_CORE_FLAGS);  // the early returns' count, the last
-    // Slot fields are addressed past the thread's slot: slot 0's offsets, the first 3 u64. A
-    // selector byte holds its slot's offset: a move to the other slot adds it or not.
+    // Slot fields are addressed past the thread's slot: slot 0's offsets, the last field a u32
+    // after 3 u64 and 8 u32. A selector byte holds its slot's offset: a move to the other slot
+    // adds it or not.
     const auto slots = range("%sk_slot\\+([0-9]+)");
     EXPECT_EQ(slots.first, base + block);
-    EXPECT_EQ(slots.second, base + block + 24 + 7 * 4);
+    EXPECT_EQ(slots.second, base + block + 24 + 8 * 4);
     EXPECT_TRUE(contains(ptx, "selp.u32 %sk_u, " + std::to_string(slot) + ", 0, %sk_p;")) << ptx;
     const auto selectors = range("\\[%sk_[tv]\\+([0-9]+)\\]");
     EXPECT_EQ(selectors.first, base + block + 2 * slot);

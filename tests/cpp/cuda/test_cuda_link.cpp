@@ -122,9 +122,10 @@ TEST(CudaEntryPtx, PlacedStepsStartAtTheirFirstBlock) {
   // Thread 0 reads the record's (kernel, block_dim, cores, first) as one vector.
   static_assert(kStepKernel == 0 && kStepCores == 2 && kStepFirst == 3);
   EXPECT_TRUE(contains(ptx, "ld.global.nc.v4.u32 {%s3, %s4, %s5, %s6}, [%t2+0];")) << ptx;
-  EXPECT_TRUE(contains(ptx, "@!%q4 sub.u32 %r5, %r3, %s6;")) << ptx;   // from the first block
-  EXPECT_TRUE(contains(ptx, "ld.shared.u32 %s5, [%sk_slot+")) << ptx;  // the cores, after the call
-  EXPECT_TRUE(contains(ptx, "add.u32 %r5, %r5, %s5;")) << ptx;         // by the step's cores
+  EXPECT_TRUE(contains(ptx, "@!%q4 sub.u32 %r5, %r3, %s6;")) << ptx;  // from the first block
+  // After the call, the slot's copy of the record's first 16 bytes, as one vector: the cores.
+  EXPECT_TRUE(contains(ptx, "ld.shared.v4.u32 {%s3, %s4, %s5, %s6}, [%sk_slot+")) << ptx;
+  EXPECT_TRUE(contains(ptx, "add.u32 %r5, %r5, %s5;")) << ptx;  // by the step's cores
   std::string log;
   EXPECT_EQ(ptxas(ptx, "sm_90", &log), 0) << log;
 }
