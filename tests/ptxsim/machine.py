@@ -440,9 +440,9 @@ class Simulator:
         address %envreg1 (high half) and %envreg2 (low half) hold, where cg::this_grid().sync()
         counts. `counts`: a dict that receives, per (function, thread's flat index in its
         block, instruction, the kind of the last block barrier the thread reached: None,
-        "sync" or a reduction's operation), the statements executed. `memory`: "weak" (memory.py's model, its
-        store timings drawn from `seed`) or "sequential". Raises PtxError (naming the
-        statement) or Hang."""
+        "sync" or a reduction's operation), the statements executed. `memory`: "weak"
+        (memory.py's model, its store timings drawn from `seed`) or "sequential". Raises
+        PtxError (naming the statement) or Hang."""
         fn = self.ptx.functions.get(name)
         if fn is None or not fn.entry or not fn.defined:
             raise PtxError(f"{self.label}: no kernel {name}")
